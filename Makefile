@@ -1,0 +1,60 @@
+# Built through ./build.sh. VARIANT selects flags: release (static, -O2), asan (ASan+UBSan), tsan.
+VARIANT ?= release
+BUILD := build/$(VARIANT)
+
+CC ?= gcc
+# Baseline x86-64 only: SIMD code lives in *_avx2.c / *_avx512.c files chosen at run time.
+CFLAGS := -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread -I. -fno-strict-aliasing
+LDLIBS := -lm
+ifeq ($(VARIANT),release)
+  CFLAGS += -O2 -g
+  LDFLAGS += -static
+else ifeq ($(VARIANT),asan)
+  CFLAGS += -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+  LDFLAGS += -fsanitize=address,undefined
+else ifeq ($(VARIANT),tsan)
+  CFLAGS += -O1 -g -fsanitize=thread
+  LDFLAGS += -fsanitize=thread
+else
+  $(error unknown VARIANT $(VARIANT))
+endif
+
+SIMD_AVX2 := -mavx2 -mfma
+SIMD_AVX512 := -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma -mavx2
+
+LIB_SRC := $(wildcard runtime/*.c ops/*.c engine/*.c)
+LIB_SRC := $(filter-out engine/main.c,$(LIB_SRC))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC := $(wildcard tests/*.c)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
+
+all: $(BUILD)/frugal
+tests: $(BUILD)/frugal_tests
+
+$(BUILD)/frugal: $(BUILD)/engine/main.o $(LIB_OBJ)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/frugal_tests: $(TEST_OBJ) $(LIB_OBJ)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Benchmarks compare against OpenMP, so only they link libgomp.
+$(BUILD)/bench_%: tools/bench_%.c $(LIB_OBJ)
+	$(CC) $(CFLAGS) -fopenmp $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/%_avx2.o: %_avx2.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SIMD_AVX2) -MMD -MP -c -o $@ $<
+
+$(BUILD)/%_avx512.o: %_avx512.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SIMD_AVX512) -MMD -MP -c -o $@ $<
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+clean:
+	rm -rf build frugal
+
+.PHONY: all tests clean
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# frugal's one entry point for building, testing, benchmarking and the quick start.
+#
+#   ./build.sh            build ./frugal (static, baseline x86-64)
+#   ./build.sh test       build and run every test: plain, ASan+UBSan, and TSan for the runtime
+#   ./build.sh bench WHAT run a benchmark: runtime
+#   ./build.sh deps       install the Debian packages frugal's tests and quick start use
+#   ./build.sh clean
+set -euo pipefail
+cd "$(dirname "$0")"
+
+JOBS=$(nproc 2>/dev/null || echo 2)
+# Debian packages: compiler and static libraries; PyTorch only for fixtures and benchmarks.
+PACKAGES_BUILD="gcc make libc6-dev"
+PACKAGES_OPTIONAL="python3-torch dataset-fashion-mnist"
+
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
+
+deps() {
+    local missing=()
+    for p in $PACKAGES_BUILD $PACKAGES_OPTIONAL; do have_pkg "$p" || missing+=("$p"); done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    local sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+        if command -v sudo >/dev/null; then sudo="sudo"; else
+            echo "build.sh: missing Debian packages: ${missing[*]} (run as root to install them)" >&2
+            return 0
+        fi
+    fi
+    echo "build.sh: installing ${missing[*]}"
+    $sudo apt-get update -qq
+    # Required ones must install; optional ones (large, only for reference runs) may fail.
+    for p in $PACKAGES_BUILD; do
+        have_pkg "$p" || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$p"
+    done
+    for p in $PACKAGES_OPTIONAL; do
+        have_pkg "$p" || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$p" ||
+            echo "build.sh: optional package $p not installed" >&2
+    done
+}
+
+build() {
+    make -s -j"$JOBS" VARIANT=release all
+    cp build/release/frugal ./frugal
+}
+
+run_tests() {
+    local total_pass=0 total_fail=0 line
+    # variant | make flags | test filter | FRUGAL_TEST_SCALE (sanitizers run fewer seeds)
+    local runs=("release||1" "asan||4" "tsan|runtime|4")
+    for run in "${runs[@]}"; do
+        IFS='|' read -r variant filter scale <<<"$run"
+        echo "== tests [$variant]"
+        make -s -j"$JOBS" VARIANT="$variant" tests
+        set +e
+        FRUGAL_TEST_VARIANT=$variant FRUGAL_TEST_SCALE=$scale \
+            TSAN_OPTIONS="halt_on_error=1" ./build/"$variant"/frugal_tests $filter | tee build/"$variant"/test.log
+        set -e
+        line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' build/"$variant"/test.log | tail -1)
+        if [ -z "$line" ]; then
+            echo "build.sh: the $variant test run ended without a summary" >&2
+            total_fail=$((total_fail + 1))
+            continue
+        fi
+        total_pass=$((total_pass + $(echo "$line" | cut -d' ' -f1)))
+        total_fail=$((total_fail + $(echo "$line" | cut -d' ' -f3)))
+    done
+    echo "$total_pass passed, $total_fail failed"
+    [ "$total_fail" -eq 0 ]
+}
+
+bench() {
+    case "${1:-}" in
+    runtime)
+        make -s -j"$JOBS" VARIANT=release build/release/bench_runtime
+        ./build/release/bench_runtime "${2:-2}"
+        ;;
+    *)
+        echo "usage: ./build.sh bench runtime [workers]" >&2
+        return 2
+        ;;
+    esac
+}
+
+case "${1:-build}" in
+build) build ;;
+deps) deps ;;
+test) deps; build; run_tests ;;
+bench) shift; deps; bench "$@" ;;
+clean) make -s clean ;;
+*)
+    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac

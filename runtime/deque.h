@@ -1,0 +1,47 @@
+/* Work-stealing deque: the owner pushes and takes at the bottom without locks; thieves take a
+ * batch (up to half the items) from the top, one thief at a time under a lock.
+ *
+ * This is Cilk's THE protocol extended to batches: a thief advances top by k, fences, and backs
+ * off if that crossed bottom; the owner decrements bottom, fences, and falls back to the lock only
+ * when it meets top. The seq_cst fences on both sides mean at least one of them sees the other.
+ * Batches matter because moving a task between cores costs more than running a small one.
+ * The array grows when full; old arrays live until the deque is destroyed because a thief may
+ * still be reading one. */
+#ifndef FRUGAL_DEQUE_H
+#define FRUGAL_DEQUE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef struct deque_array {
+    int64_t mask;                 /* capacity - 1, capacity a power of two */
+    struct deque_array *older;    /* retired arrays, freed with the deque */
+    _Atomic(void *) slot[];
+} deque_array;
+
+typedef struct deque {
+    _Alignas(64) _Atomic int64_t top;
+    _Alignas(64) _Atomic int64_t bottom;
+    _Atomic(deque_array *) array;
+    pthread_mutex_t thieves;
+} deque;
+
+#define DEQUE_MAX_BATCH 16
+
+int deque_init(deque *q, int64_t capacity);
+void deque_destroy(deque *q);
+int deque_push(deque *q, void *item);   /* owner only; -1 if memory ran out */
+void *deque_take(deque *q);             /* owner only; NULL when empty */
+/* Any thread: moves up to max (<= DEQUE_MAX_BATCH) of the oldest items into out, returns how
+ * many. 0 means empty or busy with another thief. */
+int deque_steal(deque *q, void **out, int max);
+
+/* A racy hint, for deciding whether to bother: may be stale by the time it returns. */
+static inline int64_t deque_size_hint(deque *q)
+{
+    return atomic_load_explicit(&q->bottom, memory_order_relaxed) -
+           atomic_load_explicit(&q->top, memory_order_relaxed);
+}
+
+#endif

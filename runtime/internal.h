@@ -1,0 +1,121 @@
+/* Structures shared by the runtime's files; not part of the public interface. */
+#ifndef FRUGAL_RUNTIME_INTERNAL_H
+#define FRUGAL_RUNTIME_INTERNAL_H
+
+#include "deque.h"
+#include "notifier.h"
+#include "pool.h"
+#include "runtime.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* A successor edge; a task's list of them is closed (set to EDGES_CLOSED) when it completes, so a
+ * late submitter sees the predecessor is done and adds no edge. */
+typedef struct rt_edge {
+    struct rt_edge *next;
+    rt_task *succ;
+} rt_edge;
+#define EDGES_CLOSED ((rt_edge *)1)
+
+
+/* Two cache lines: what scheduling touches, then the arguments. */
+struct rt_task {
+    const rt_kind *kind;
+    _Atomic(rt_edge *) successors;
+    _Atomic int npending;           /* unfinished predecessors, +1 while being submitted */
+    _Atomic int refs;               /* execution + handle histories + kept references */
+    _Atomic int waited;             /* someone sleeps until this task is done */
+    short priority;
+    short naccum;                   /* handles updated in RT_ACCUM mode, locked around the body */
+    rt_handle **accum;              /* points into args, past the arguments, when naccum > 0 */
+    _Alignas(64) unsigned char args[RT_MAX_ARGS];
+};
+
+/* A task is done once its successor list is closed. */
+static inline int task_done(rt_task *t)
+{
+    return atomic_load_explicit(&t->successors, memory_order_seq_cst) == EDGES_CLOSED;
+}
+
+/* A list of task references held by a handle (readers, accumulators). */
+typedef struct task_list {
+    int n, cap;
+    rt_task **items;
+    rt_task *inline_items[4];
+} task_list;
+
+struct rt_handle {
+    void *ptr;
+    size_t bytes;
+    const char *name;
+    /* Access history, touched only by the submitting thread. The handle's current value is
+     * produced by `writer`, or by every task in `accums` (an open group of commutative updates
+     * that all depend on `accum_base`); `readers` have read it since. */
+    rt_task *writer;
+    task_list readers;
+    task_list accums;
+    task_list accum_base;
+    pthread_mutex_t accum_lock;     /* one RT_ACCUM body at a time */
+};
+
+typedef struct trace_event {
+    uint64_t start, end;
+    int kind;
+} trace_event;
+
+typedef struct rt_worker {
+    _Alignas(64) rt_runtime *rt;
+    int id;
+    rt_worker_kind kind;
+    pthread_t thread;
+    unsigned rng;
+    deque queues[RT_PRIO_LEVELS];
+    /* Tasks completed here (run or skipped): the owner sums these to know what is unfinished,
+     * so no counter is shared by all workers. Written by this worker only. */
+    _Alignas(64) _Atomic uint64_t completed;
+    /* Statistics, written by this worker only, read racily by rt_stats_get. */
+    _Atomic uint64_t tasks, steals, parks, busy_ticks;
+    struct { _Atomic uint64_t count, ticks; } per_kind[RT_MAX_KINDS];
+    trace_event *events;
+    size_t nevents, capevents;
+} rt_worker;
+
+struct rt_runtime {
+    int nworkers;
+    int trace;
+    rt_worker *workers;
+    pool tasks, edges;
+    notifier idle;
+    sleeper *sleepers;              /* one per worker, for the notifier */
+    uint64_t submitted;             /* written by the owner only */
+    rt_task *const *waiting_for;    /* the owner's current wait (see wait_until) */
+    int waiting_n;
+    int64_t window;                 /* unfinished tasks beyond which the owner runs tasks */
+    _Atomic int stop;
+    _Atomic int failed;
+    pthread_mutex_t error_lock;
+    char error[512];
+    uint64_t stats_origin;          /* clock ticks at create or reset */
+    uint64_t trace_origin;
+};
+
+/* scheduler.c */
+int worker_self(const rt_runtime *rt);
+const char *kind_name(int id);
+void task_make_ready(rt_runtime *rt, int worker, rt_task *t);
+void task_release_on(rt_runtime *rt, int worker, rt_task *t);
+int wait_tasks(rt_runtime *rt, rt_task *const *tasks, int n);
+void runtime_set_error(rt_runtime *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* handle.c */
+void handle_history_clear(rt_runtime *rt, rt_handle *h);
+int handle_link(rt_runtime *rt, rt_task *t, const rt_access *a);
+int task_add_edge(rt_runtime *rt, int worker, rt_task *pred, rt_task *succ);
+void task_list_free(task_list *l);
+
+/* stats.c */
+void stats_record(rt_worker *w, const rt_task *t, uint64_t start, uint64_t end);
+
+#endif

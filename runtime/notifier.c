@@ -1,0 +1,89 @@
+#include "notifier.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static void futex_wait(_Atomic uint32_t *addr, uint32_t expected)
+{
+    /* Returns at once if *addr != expected; spurious returns are fine, the caller loops. */
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *addr)
+{
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void notifier_init(notifier *nt, sleeper *sleepers, int n)
+{
+    atomic_init(&nt->nsleeping, 0);
+    nt->sleepers = sleepers;
+    nt->n = n;
+    for (int i = 0; i < n; i++)
+        atomic_init(&sleepers[i].state, SLEEP_AWAKE);
+}
+
+void sleep_prepare(notifier *nt, int who)
+{
+    atomic_store_explicit(&nt->sleepers[who].state, SLEEP_SLEEPING, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&nt->nsleeping, 1, memory_order_seq_cst);
+}
+
+void sleep_cancel(notifier *nt, int who)
+{
+    uint32_t expected = SLEEP_SLEEPING;
+    /* If a waker claimed us meanwhile it has already taken us off the count. */
+    if (atomic_compare_exchange_strong(&nt->sleepers[who].state, &expected, SLEEP_AWAKE))
+        atomic_fetch_sub_explicit(&nt->nsleeping, 1, memory_order_relaxed);
+    else
+        atomic_store_explicit(&nt->sleepers[who].state, SLEEP_AWAKE, memory_order_relaxed);
+}
+
+void sleep_commit(notifier *nt, int who)
+{
+    _Atomic uint32_t *state = &nt->sleepers[who].state;
+    while (atomic_load_explicit(state, memory_order_acquire) == SLEEP_SLEEPING)
+        futex_wait(state, SLEEP_SLEEPING);
+    atomic_store_explicit(state, SLEEP_AWAKE, memory_order_relaxed);
+}
+
+static int claim(notifier *nt, int who)
+{
+    uint32_t expected = SLEEP_SLEEPING;
+    if (atomic_load_explicit(&nt->sleepers[who].state, memory_order_relaxed) != SLEEP_SLEEPING ||
+        !atomic_compare_exchange_strong(&nt->sleepers[who].state, &expected, SLEEP_NOTIFIED))
+        return 0;
+    atomic_fetch_sub_explicit(&nt->nsleeping, 1, memory_order_relaxed);
+    futex_wake(&nt->sleepers[who].state);
+    return 1;
+}
+
+static int anyone_sleeping(notifier *nt)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    return atomic_load_explicit(&nt->nsleeping, memory_order_seq_cst) > 0;
+}
+
+void notify_one(notifier *nt, unsigned hint)
+{
+    if (!anyone_sleeping(nt))
+        return;
+    for (int i = 0; i < nt->n; i++)
+        if (claim(nt, (int)((hint + (unsigned)i) % (unsigned)nt->n)))
+            return;
+}
+
+void notify_worker(notifier *nt, int who)
+{
+    if (anyone_sleeping(nt))
+        claim(nt, who);
+}
+
+void notify_all(notifier *nt)
+{
+    if (!anyone_sleeping(nt))
+        return;
+    for (int i = 0; i < nt->n; i++)
+        claim(nt, i);
+}

@@ -1,0 +1,538 @@
+/* Workers, submission, execution and waiting.
+ *
+ * Each worker owns one Chase-Lev deque per priority level. A task made ready goes to the deque
+ * of the worker that made it ready (its data is likely in that core's cache); idle workers steal
+ * from random victims, most urgent level first, and sleep on an eventcount when nothing is left. */
+#include "clock.h"
+#include "internal.h"
+
+#include <sched.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define IDLE_SPIN_S 200e-6      /* how long an idle worker looks for work before it sleeps */
+#define LONE_TASK_WAIT_S 20e-6  /* after which an idle worker steals a single queued task */
+
+enum {
+    STEAL_BACKLOG = 16,      /* queued tasks that make a victim worth a batch steal */
+    THROTTLE_QUEUED = 256,  /* ready tasks the owner may queue before it starts running them */
+    WINDOW_BASE = 2048,     /* unfinished tasks allowed: WINDOW_BASE + WINDOW_PER_WORKER * n */
+    WINDOW_PER_WORKER = 512,
+};
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static _Thread_local rt_runtime *tl_runtime;
+static _Thread_local int tl_worker;
+static _Atomic int next_kind_id = 1;
+static const rt_kind *_Atomic kinds_by_id[RT_MAX_KINDS];
+
+const char *kind_name(int id)
+{
+    const rt_kind *k = atomic_load(&kinds_by_id[id]);
+    return k && k->name ? k->name : "?";
+}
+
+int worker_self(const rt_runtime *rt)
+{
+    return tl_runtime == rt ? tl_worker : -1;
+}
+
+void runtime_set_error(rt_runtime *rt, const char *fmt, ...)
+{
+    pthread_mutex_lock(&rt->error_lock);
+    if (!rt->error[0]) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(rt->error, sizeof rt->error, fmt, ap);
+        va_end(ap);
+    }
+    pthread_mutex_unlock(&rt->error_lock);
+    atomic_store(&rt->failed, 1);
+}
+
+void rt_fail(const rt_ctx *ctx, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    runtime_set_error(ctx->rt, "task '%s' failed on worker %d: %s", ctx->task->kind->name,
+                      ctx->worker, msg);
+}
+
+const char *rt_error(const rt_runtime *rt) { return rt->error; }
+
+void rt_clear_error(rt_runtime *rt)
+{
+    pthread_mutex_lock(&rt->error_lock);
+    rt->error[0] = 0;
+    pthread_mutex_unlock(&rt->error_lock);
+    atomic_store(&rt->failed, 0);
+}
+
+int rt_workers(const rt_runtime *rt) { return rt->nworkers; }
+
+void task_release_on(rt_runtime *rt, int worker, rt_task *t)
+{
+    if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1)
+        pool_free(&rt->tasks, worker, t);
+}
+
+void rt_task_release(rt_runtime *rt, rt_task *t)
+{
+    if (t)
+        task_release_on(rt, worker_self(rt), t);
+}
+
+void task_make_ready(rt_runtime *rt, int worker, rt_task *t)
+{
+    if (deque_push(&rt->workers[worker].queues[t->priority], t)) {
+        fprintf(stderr, "frugal runtime: out of memory growing a task queue\n");
+        abort();
+    }
+    notify_one(&rt->idle, (unsigned)worker + 1);
+}
+
+/* Steals only from queues holding at least min_steal tasks. */
+static rt_task *find_work(rt_runtime *rt, rt_worker *me, int64_t min_steal)
+{
+    for (int p = RT_PRIO_LEVELS - 1; p >= 0; p--) {
+        if (deque_size_hint(&me->queues[p]) <= 0)
+            continue;
+        rt_task *t = deque_take(&me->queues[p]);
+        if (t)
+            return t;
+    }
+    int n = rt->nworkers;
+    if (n == 1)
+        return NULL;
+    void *batch[DEQUE_MAX_BATCH];
+    for (int attempt = 0; attempt < 2 * n; attempt++) {
+        me->rng = me->rng * 1664525u + 1013904223u;
+        int v = (int)((me->rng >> 8) % (unsigned)(n - 1));
+        rt_worker *victim = &rt->workers[v >= me->id ? v + 1 : v];
+        for (int p = RT_PRIO_LEVELS - 1; p >= 0; p--) {
+            if (deque_size_hint(&victim->queues[p]) < min_steal)
+                continue;
+            int got = deque_steal(&victim->queues[p], batch, DEQUE_MAX_BATCH);
+            if (!got)
+                continue;
+            /* Keep the oldest to run now; the rest become ours, stealable again. */
+            for (int i = got - 1; i > 0; i--)
+                if (deque_push(&me->queues[p], batch[i])) {
+                    fprintf(stderr, "frugal runtime: out of memory growing a task queue\n");
+                    abort();
+                }
+            atomic_store_explicit(&me->steals, me->steals + (uint64_t)got, memory_order_relaxed);
+            return batch[0];
+        }
+    }
+    return NULL;
+}
+
+/* After sleep_prepare: a full, ordered scan so that a push racing with our sleep is seen. */
+static int work_visible(rt_runtime *rt)
+{
+    for (int w = 0; w < rt->nworkers; w++)
+        for (int p = 0; p < RT_PRIO_LEVELS; p++) {
+            deque *q = &rt->workers[w].queues[p];
+            if (atomic_load(&q->bottom) > atomic_load(&q->top))
+                return 1;
+        }
+    return 0;
+}
+
+static int lock_order(const void *a, const void *b)
+{
+    const rt_handle *x = *(rt_handle *const *)a, *y = *(rt_handle *const *)b;
+    return (x > y) - (x < y);
+}
+
+/* Runs t, completes it, and returns one successor it made ready (run next, skipping the deque). */
+static rt_task *run_task(rt_runtime *rt, rt_worker *me, rt_task *t)
+{
+    if (!atomic_load_explicit(&rt->failed, memory_order_relaxed)) {
+        for (int i = 0; i < t->naccum; i++)
+            pthread_mutex_lock(&t->accum[i]->accum_lock);
+        rt_ctx ctx = {rt, me->id, t};
+        uint64_t start = clock_ticks();
+        int rc = t->kind->cpu(&ctx, t->args);
+        uint64_t end = clock_ticks();
+        for (int i = t->naccum - 1; i >= 0; i--)
+            pthread_mutex_unlock(&t->accum[i]->accum_lock);
+        stats_record(me, t, start, end);
+        if (rc)
+            runtime_set_error(rt, "task '%s' failed on worker %d (returned %d)", t->kind->name,
+                              me->id, rc);
+    }
+    /* Skipped tasks after a failure still complete, so that every wait returns. Closing the
+     * successor list is what marks the task done. */
+    rt_task *next = NULL;
+    rt_edge *e = atomic_exchange_explicit(&t->successors, EDGES_CLOSED, memory_order_seq_cst);
+    while (e) {
+        rt_edge *following = e->next;
+        rt_task *s = e->succ;
+        pool_free(&rt->edges, me->id, e);
+        if (atomic_fetch_sub_explicit(&s->npending, 1, memory_order_acq_rel) == 1) {
+            if (!next)
+                next = s;
+            else if (s->priority > next->priority) {
+                task_make_ready(rt, me->id, next);
+                next = s;
+            } else
+                task_make_ready(rt, me->id, s);
+        }
+        e = following;
+    }
+    /* Only the owner waits for tasks or for the end of the run. */
+    int waited = atomic_load_explicit(&t->waited, memory_order_seq_cst);
+    task_release_on(rt, me->id, t);
+    /* Release suffices: whoever wakes the owner fences first (notifier.c). */
+    atomic_store_explicit(&me->completed, me->completed + 1, memory_order_release);
+    if (waited)
+        notify_worker(&rt->idle, 0);
+    return next;
+}
+
+static void run_chain(rt_runtime *rt, rt_worker *me, rt_task *t)
+{
+    while (t)
+        t = run_task(rt, me, t);
+}
+
+/* Look for work a little longer before sleeping: waking a sleeping core costs tens of
+ * microseconds (far more on a virtual machine), so short gaps between tasks are spun through.
+ * At first only a backlog is worth stealing: taking tasks one by one as the owner pushes them
+ * moves every task between cores, which costs more than a small task. A lone task is taken once
+ * it has waited a while. Stops early when stop_when(rt) holds (the owner's wait is over). */
+static rt_task *find_work_patiently(rt_runtime *rt, rt_worker *me, int (*stop_when)(rt_runtime *))
+{
+    uint64_t start = clock_ticks();
+    int64_t min_steal = STEAL_BACKLOG;
+    for (unsigned i = 1;; i++) {
+        rt_task *t = find_work(rt, me, min_steal);
+        if (t || (stop_when && stop_when(rt)))
+            return t;
+        if (i % 64 == 0) {
+            double idle = clock_ticks_to_s(clock_ticks() - start);
+            if (idle > IDLE_SPIN_S)
+                return NULL;
+            if (idle > LONE_TASK_WAIT_S)
+                min_steal = 1;
+            sched_yield();   /* an oversubscribed machine may have a thread with work to run */
+        }
+        for (int k = 0; k < 16; k++)
+            cpu_relax();
+    }
+}
+
+/* Submitted minus completed. Exact for the owner, which alone submits. */
+static int64_t unfinished(rt_runtime *rt)
+{
+    uint64_t completed = 0;
+    for (int w = 0; w < rt->nworkers; w++)
+        completed += atomic_load(&rt->workers[w].completed);
+    return (int64_t)(rt->submitted - completed);
+}
+
+static void *worker_main(void *arg)
+{
+    rt_worker *me = arg;
+    rt_runtime *rt = me->rt;
+    tl_runtime = rt;
+    tl_worker = me->id;
+    for (;;) {
+        rt_task *t = find_work(rt, me, STEAL_BACKLOG);
+        if (!t) {
+            /* Out of work: maybe the owner waits for what we just finished. */
+            notify_worker(&rt->idle, 0);
+            t = find_work_patiently(rt, me, NULL);
+        }
+        if (t) {
+            run_chain(rt, me, t);
+            continue;
+        }
+        sleep_prepare(&rt->idle, me->id);
+        if (atomic_load(&rt->stop)) {
+            sleep_cancel(&rt->idle, me->id);
+            break;
+        }
+        if (work_visible(rt)) {
+            sleep_cancel(&rt->idle, me->id);
+            continue;
+        }
+        atomic_store_explicit(&me->parks, me->parks + 1, memory_order_relaxed);
+        sleep_commit(&rt->idle, me->id);
+    }
+    return NULL;
+}
+
+rt_runtime *rt_create(const rt_config *cfg)
+{
+    int n = cfg && cfg->workers > 0 ? cfg->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        n = 1;
+    rt_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt)
+        return NULL;
+    rt->nworkers = n;
+    rt->window = WINDOW_BASE + WINDOW_PER_WORKER * n;
+    rt->trace = cfg ? cfg->trace : 0;
+    clock_init();
+    rt->workers = aligned_alloc(64, sizeof(rt_worker) * (size_t)n);
+    rt->sleepers = aligned_alloc(64, sizeof(sleeper) * (size_t)n);
+    if (!rt->workers || !rt->sleepers || pool_init(&rt->tasks, sizeof(rt_task), n) ||
+        pool_init(&rt->edges, sizeof(rt_edge), n)) {
+        free(rt->workers);
+        free(rt->sleepers);
+        free(rt);
+        return NULL;
+    }
+    memset(rt->workers, 0, sizeof(rt_worker) * (size_t)n);
+    notifier_init(&rt->idle, rt->sleepers, n);
+    pthread_mutex_init(&rt->error_lock, NULL);
+    for (int w = 0; w < n; w++) {
+        rt_worker *me = &rt->workers[w];
+        me->rt = rt;
+        me->id = w;
+        me->kind = RT_WORKER_CPU;
+        me->rng = 0x9e3779b9u * (unsigned)(w + 1);
+        for (int p = 0; p < RT_PRIO_LEVELS; p++)
+            if (deque_init(&me->queues[p], 256)) {
+                fprintf(stderr, "frugal runtime: out of memory creating task queues\n");
+                abort();
+            }
+    }
+    rt->stats_origin = rt->trace_origin = clock_ticks();
+    tl_runtime = rt;
+    tl_worker = 0;
+    for (int w = 1; w < n; w++)
+        if (pthread_create(&rt->workers[w].thread, NULL, worker_main, &rt->workers[w])) {
+            fprintf(stderr, "frugal runtime: cannot start worker thread %d\n", w);
+            abort();
+        }
+    return rt;
+}
+
+void rt_destroy(rt_runtime *rt)
+{
+    if (!rt)
+        return;
+    rt_wait_all(rt);
+    atomic_store(&rt->stop, 1);
+    notify_all(&rt->idle);
+    for (int w = 1; w < rt->nworkers; w++)
+        pthread_join(rt->workers[w].thread, NULL);
+    for (int w = 0; w < rt->nworkers; w++) {
+        for (int p = 0; p < RT_PRIO_LEVELS; p++)
+            deque_destroy(&rt->workers[w].queues[p]);
+        free(rt->workers[w].events);
+    }
+    pool_destroy(&rt->tasks);
+    pool_destroy(&rt->edges);
+    pthread_mutex_destroy(&rt->error_lock);
+    free(rt->workers);
+    free(rt->sleepers);
+    if (tl_runtime == rt)
+        tl_runtime = NULL;
+    free(rt);
+}
+
+/* The owner stops racing ahead when it has queued far more ready tasks than others can take, or
+ * when the window of unfinished tasks is full, and runs tasks itself instead: memory stays
+ * bounded and tasks run while their inputs are still in cache. */
+static void throttle(rt_runtime *rt)
+{
+    rt_worker *me = &rt->workers[0];
+    for (;;) {
+        int64_t queued = 0;
+        for (int p = 0; p < RT_PRIO_LEVELS; p++)
+            queued += deque_size_hint(&me->queues[p]);
+        /* Summing the workers' counters costs a load each: look every 16 submissions. */
+        if (queued <= THROTTLE_QUEUED && ((rt->submitted & 15) || unfinished(rt) <= rt->window))
+            return;
+        rt_task *t = find_work(rt, me, 1);
+        if (!t)
+            return;   /* the rest is running elsewhere or waits on it: keep submitting */
+        run_chain(rt, me, t);
+    }
+}
+
+static int validate(rt_runtime *rt, const rt_task_desc *d)
+{
+    if (!d->kind || !d->kind->cpu) {
+        runtime_set_error(rt, "rt_submit: task kind '%s' has no CPU implementation",
+                          d->kind && d->kind->name ? d->kind->name : "?");
+        return -1;
+    }
+    int naccum = 0;
+    for (int i = 0; i < d->naccess && i < RT_MAX_ACCESS; i++)
+        naccum += d->access[i].mode == RT_ACCUM;
+    if (((d->args_size + 7) & ~(size_t)7) + sizeof(rt_handle *) * (size_t)naccum > RT_MAX_ARGS ||
+        (d->args_size && !d->args) || d->naccess < 0 ||
+        d->naccess > RT_MAX_ACCESS || d->nafter < 0 || d->nafter > RT_MAX_AFTER ||
+        d->priority < 0 || d->priority >= RT_PRIO_LEVELS) {
+        runtime_set_error(rt, "rt_submit: malformed description for task '%s'", d->kind->name);
+        return -1;
+    }
+    for (int i = 0; i < d->naccess; i++) {
+        rt_mode m = d->access[i].mode;
+        if (!d->access[i].handle || (m != RT_R && m != RT_W && m != RT_RW && m != RT_ACCUM)) {
+            runtime_set_error(rt, "rt_submit: task '%s' access %d has no handle or a bad mode",
+                              d->kind->name, i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int kind_id(rt_runtime *rt, const rt_kind *k)
+{
+    rt_kind *kind = (rt_kind *)k;   /* ids are assigned once, on first submission */
+    int id = __atomic_load_n(&kind->id, __ATOMIC_ACQUIRE);
+    if (id)
+        return id;
+    int fresh = atomic_fetch_add(&next_kind_id, 1);
+    if (fresh >= RT_MAX_KINDS) {
+        runtime_set_error(rt, "rt_submit: more than %d task kinds", RT_MAX_KINDS - 1);
+        return -1;
+    }
+    int expected = 0;
+    atomic_store(&kinds_by_id[fresh], k);
+    if (__atomic_compare_exchange_n(&kind->id, &expected, fresh, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+        return fresh;
+    return expected;
+}
+
+rt_task *rt_submit_kept(rt_runtime *rt, const rt_task_desc *d)
+{
+    int w = worker_self(rt);
+    if (w != 0) {
+        runtime_set_error(rt, "rt_submit: called from a thread that does not own the runtime");
+        return NULL;
+    }
+    if (validate(rt, d) || kind_id(rt, d->kind) < 0)
+        return NULL;
+    rt_task *t = pool_alloc(&rt->tasks, w);
+    if (!t) {
+        runtime_set_error(rt, "rt_submit: out of memory");
+        return NULL;
+    }
+    t->kind = d->kind;
+    atomic_init(&t->npending, 1);
+    atomic_init(&t->refs, 2);   /* execution + the caller's */
+    atomic_init(&t->successors, NULL);
+    atomic_init(&t->waited, 0);
+    t->priority = (short)d->priority;
+    t->naccum = 0;
+    t->accum = (rt_handle **)(t->args + ((d->args_size + 7) & ~(size_t)7));
+    if (d->args_size)
+        memcpy(t->args, d->args, d->args_size);
+    int rc = 0;
+    for (int i = 0; i < d->nafter && !rc; i++)
+        rc = d->after[i] ? task_add_edge(rt, w, d->after[i], t) : 0;
+    for (int i = 0; i < d->naccess && !rc; i++) {
+        rc = handle_link(rt, t, &d->access[i]);
+        if (d->access[i].mode == RT_ACCUM)
+            t->accum[t->naccum++] = d->access[i].handle;
+    }
+    if (rc)
+        runtime_set_error(rt, "rt_submit: out of memory recording dependencies of task '%s'",
+                          d->kind->name);
+    if (t->naccum > 1)   /* a fixed lock order: no deadlock between multi-handle updates */
+        qsort(t->accum, (size_t)t->naccum, sizeof t->accum[0], lock_order);
+    rt->submitted++;
+    /* Only our guard left: no predecessor can touch the count any more, skip the RMW. */
+    if (atomic_load_explicit(&t->npending, memory_order_acquire) == 1 ||
+        atomic_fetch_sub_explicit(&t->npending, 1, memory_order_acq_rel) == 1)
+        task_make_ready(rt, w, t);
+    throttle(rt);
+    return t;
+}
+
+int rt_submit(rt_runtime *rt, const rt_task_desc *d)
+{
+    rt_task *t = rt_submit_kept(rt, d);
+    if (!t)
+        return -1;
+    task_release_on(rt, 0, t);
+    return 0;
+}
+
+/* What the owner waits for: every task (waiting_n < 0) or the tasks in waiting_for. */
+static int wait_over(rt_runtime *rt)
+{
+    if (rt->waiting_n < 0)
+        return unfinished(rt) == 0;
+    for (int i = 0; i < rt->waiting_n; i++)
+        if (!task_done(rt->waiting_for[i]))
+            return 0;
+    return 1;
+}
+
+/* The owner runs tasks until its wait is over, sleeping when there is nothing it can run. */
+static int wait_until(rt_runtime *rt, rt_task *const *tasks, int n)
+{
+    if (worker_self(rt) != 0) {
+        runtime_set_error(rt, "rt_wait: called from a thread that does not own the runtime");
+        return -1;
+    }
+    rt->waiting_for = tasks;
+    rt->waiting_n = n;
+    rt_worker *me = &rt->workers[0];
+    while (!wait_over(rt)) {
+        rt_task *t = find_work(rt, me, STEAL_BACKLOG);
+        if (!t)
+            t = find_work_patiently(rt, me, wait_over);
+        if (t) {
+            run_chain(rt, me, t);
+            continue;
+        }
+        sleep_prepare(&rt->idle, 0);
+        if (wait_over(rt) || work_visible(rt)) {
+            sleep_cancel(&rt->idle, 0);
+            continue;
+        }
+        atomic_store_explicit(&me->parks, me->parks + 1, memory_order_relaxed);
+        sleep_commit(&rt->idle, 0);
+    }
+    return atomic_load(&rt->failed) ? -1 : 0;
+}
+
+int wait_tasks(rt_runtime *rt, rt_task *const *tasks, int n)
+{
+    for (int i = 0; i < n; i++)
+        atomic_store_explicit(&tasks[i]->waited, 1, memory_order_seq_cst);
+    return wait_until(rt, tasks, n);
+}
+
+int rt_wait_all(rt_runtime *rt)
+{
+    return wait_until(rt, NULL, -1);
+}
+
+int rt_wait_task(rt_runtime *rt, rt_task *t)
+{
+    return wait_tasks(rt, &t, 1);
+}
+
+int rt_wait_handle(rt_runtime *rt, rt_handle *h, rt_mode mode)
+{
+    int rc = 0;
+    if (h->writer)
+        rc |= wait_tasks(rt, &h->writer, 1);
+    rc |= wait_tasks(rt, h->accums.items, h->accums.n);
+    if (mode != RT_R)
+        rc |= wait_tasks(rt, h->readers.items, h->readers.n);
+    return rc ? -1 : 0;
+}

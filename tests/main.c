@@ -1,0 +1,114 @@
+/* Runs the registered tests whose names start with any prefix given on the command line, each in
+ * its own child process so that a crash or a hang fails one test rather than the run. */
+#include "test.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_TESTS 1024
+#define TEST_TIMEOUT_S 300
+
+typedef struct test_entry { const char *name; test_fn fn; } test_entry;
+static test_entry tests[MAX_TESTS];
+static int ntests;
+static int failures;
+static char tmpdir[256];
+
+void test_register(const char *name, test_fn fn)
+{
+    if (ntests < MAX_TESTS)
+        tests[ntests++] = (test_entry){name, fn};
+}
+
+void test_fail(const char *file, int line, const char *fmt, ...)
+{
+    if (failures++ >= 20)
+        return;   /* one broken loop should not bury the report */
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "    %s:%d: ", file, line);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+const char *test_tmpdir(void)
+{
+    if (!tmpdir[0]) {
+        snprintf(tmpdir, sizeof tmpdir, "/tmp/frugal-test-XXXXXX");
+        if (!mkdtemp(tmpdir)) {
+            perror("mkdtemp");
+            exit(2);
+        }
+    }
+    return tmpdir;
+}
+
+int test_scale(int full)
+{
+    const char *s = getenv("FRUGAL_TEST_SCALE");
+    int div = s ? atoi(s) : 1;
+    int n = div > 1 ? full / div : full;
+    return n > 0 ? n : 1;
+}
+
+static int matches(const char *name, int argc, char **argv)
+{
+    if (argc < 2)
+        return 1;
+    for (int i = 1; i < argc; i++)
+        if (!strncmp(name, argv[i], strlen(argv[i])))
+            return 1;
+    return 0;
+}
+
+static int cmp_tests(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int main(int argc, char **argv)
+{
+    qsort(tests, (size_t)ntests, sizeof tests[0], cmp_tests);
+    const char *variant = getenv("FRUGAL_TEST_VARIANT");
+    int passed = 0, failed = 0;
+    for (int i = 0; i < ntests; i++) {
+        if (!matches(tests[i].name, argc, argv))
+            continue;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(TEST_TIMEOUT_S);   /* a hang becomes a failure, not a stuck CI */
+            tests[i].fn();
+            if (tmpdir[0]) {
+                char cmd[300];
+                snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+                if (system(cmd)) {
+                }
+            }
+            _exit(failures ? 1 : 0);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        const char *why = ok ? "" : WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "";
+        printf("%s %-44s %6.2fs%s%s%s\n", ok ? "PASS" : "FAIL", tests[i].name, s,
+               variant ? " [" : "", variant ? variant : "", variant ? "]" : "");
+        if (!ok && *why)
+            printf("    (%s)\n", why);
+        ok ? passed++ : failed++;
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,44 @@
+/* A minimal test harness: TEST(name) { ... } registers a test; CHECK(...) records failures. */
+#ifndef FRUGAL_TEST_H
+#define FRUGAL_TEST_H
+
+#include <math.h>
+#include <stdio.h>
+
+typedef void (*test_fn)(void);
+void test_register(const char *name, test_fn fn);
+void test_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A scratch directory for this test, created fresh and removed afterwards. */
+const char *test_tmpdir(void);
+/* Seeds and sizes shrink under sanitizers, which run many times slower. */
+int test_scale(int full);
+
+#define TEST(name)                                                                     \
+    static void name(void);                                                            \
+    __attribute__((constructor)) static void register_##name(void)                     \
+    {                                                                                  \
+        test_register(#name, name);                                                    \
+    }                                                                                  \
+    static void name(void)
+
+#define CHECK(cond)                                                                    \
+    do {                                                                               \
+        if (!(cond))                                                                   \
+            test_fail(__FILE__, __LINE__, "%s", #cond);                                \
+    } while (0)
+
+#define CHECKF(cond, ...)                                                              \
+    do {                                                                               \
+        if (!(cond))                                                                   \
+            test_fail(__FILE__, __LINE__, __VA_ARGS__);                                \
+    } while (0)
+
+#define CHECK_NEAR(a, b, atol, rtol)                                                   \
+    do {                                                                               \
+        double a_ = (a), b_ = (b);                                                     \
+        if (!(fabs(a_ - b_) <= (atol) + (rtol)*fabs(b_)))                              \
+            test_fail(__FILE__, __LINE__, "%s = %.9g, expected %s = %.9g", #a, a_, #b, b_); \
+    } while (0)
+
+#endif

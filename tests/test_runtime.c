@@ -1,0 +1,226 @@
+/* Runtime behaviour beyond ordering: failures, sleeping, priorities, statistics and traces. */
+#include "runtime/runtime.h"
+#include "test.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+static int nop(const rt_ctx *ctx, void *args)
+{
+    (void)ctx, (void)args;
+    return 0;
+}
+static rt_kind nop_kind = {.name = "nop", .cpu = nop};
+static rt_kind other_nop_kind = {.name = "other_nop", .cpu = nop};
+
+static int fail_at(const rt_ctx *ctx, void *args)
+{
+    int i = *(int *)args;
+    if (i == 50) {
+        rt_fail(ctx, "sample %d has a NaN", i);
+        return -1;
+    }
+    return 0;
+}
+static rt_kind fail_kind = {.name = "may_fail", .cpu = fail_at};
+
+static int count_body(const rt_ctx *ctx, void *args)
+{
+    (void)ctx;
+    int *counter = *(int **)args;
+    (*counter)++;
+    return 0;
+}
+static rt_kind count_kind = {.name = "count", .cpu = count_body};
+
+TEST(runtime_failure_ends_run_with_message)
+{
+    for (int workers = 1; workers <= 4; workers++) {
+        rt_runtime *rt = rt_create(&(rt_config){.workers = workers});
+        int ran = 0;
+        rt_handle *h = rt_handle_register(rt, &ran, sizeof ran, "chain");
+        for (int i = 0; i < 100; i++)   /* a chain: what follows the failure must not run */
+            rt_submit(rt, &(rt_task_desc){.kind = &fail_kind, .args = &i, .args_size = sizeof i,
+                                          .naccess = 1, .access = {{h, RT_RW}}});
+        CHECK(rt_wait_all(rt) == -1);
+        CHECKF(strstr(rt_error(rt), "may_fail") && strstr(rt_error(rt), "sample 50 has a NaN"),
+               "error was '%s'", rt_error(rt));
+        rt_stats st;
+        rt_stats_get(rt, &st);
+        CHECKF(st.tasks == 51, "%llu tasks ran", (unsigned long long)st.tasks);
+        rt_clear_error(rt);
+        CHECK(rt_error(rt)[0] == 0);
+        int* pc = &ran;
+        CHECK(rt_submit(rt, &(rt_task_desc){.kind = &count_kind, .args = &pc,
+                                            .args_size = sizeof pc}) == 0);
+        CHECK(rt_wait_all(rt) == 0);   /* usable again */
+        CHECK(ran == 1);
+        rt_handle_unregister(rt, h);
+        rt_destroy(rt);
+    }
+}
+
+TEST(runtime_rejects_malformed_tasks)
+{
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 2});
+    static rt_kind no_impl = {.name = "no_impl"};
+    CHECK(rt_submit(rt, &(rt_task_desc){.kind = &no_impl}) == -1);
+    CHECK(strstr(rt_error(rt), "no_impl") != NULL);
+    rt_clear_error(rt);
+    CHECK(rt_submit(rt, &(rt_task_desc){.kind = &nop_kind, .priority = RT_PRIO_LEVELS}) == -1);
+    rt_clear_error(rt);
+    CHECK(rt_submit(rt, &(rt_task_desc){.kind = &nop_kind, .naccess = 1}) == -1);
+    CHECK(strstr(rt_error(rt), "no handle") != NULL);
+    rt_clear_error(rt);
+    CHECK(rt_wait_all(rt) == 0);
+    rt_destroy(rt);
+}
+
+static double cpu_seconds(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+           (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
+}
+
+TEST(runtime_idle_workers_sleep)
+{
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 2});
+    for (int i = 0; i < 10000; i++)   /* wake them up first: they must go back to sleep */
+        rt_submit(rt, &(rt_task_desc){.kind = &nop_kind});
+    CHECK(rt_wait_all(rt) == 0);
+    struct timespec settle = {0, 50 * 1000 * 1000};
+    nanosleep(&settle, NULL);
+    double c0 = cpu_seconds();
+    sleep(1);
+    double used = cpu_seconds() - c0;
+    CHECKF(used < 0.01, "an idle runtime used %.1f%% of a CPU", 100 * used);
+    rt_destroy(rt);
+}
+
+typedef struct order_log { int *log; int *n; int tag; } order_log;
+static int log_order(const rt_ctx *ctx, void *args)
+{
+    (void)ctx;
+    order_log *o = args;
+    o->log[(*o->n)++] = o->tag;
+    return 0;
+}
+static rt_kind log_kind = {.name = "log", .cpu = log_order};
+
+TEST(runtime_priorities_run_urgent_first)
+{
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 1});
+    int log[64], n = 0, gate = 0;
+    /* Every task waits on one gate, so all become ready at once, whatever the submitter did. */
+    rt_handle *g = rt_handle_register(rt, &gate, sizeof gate, "gate");
+    rt_submit(rt, &(rt_task_desc){.kind = &nop_kind, .naccess = 1, .access = {{g, RT_W}}});
+    for (int i = 0; i < 64; i++) {
+        order_log o = {log, &n, i % 4};
+        rt_submit(rt, &(rt_task_desc){.kind = &log_kind, .args = &o, .args_size = sizeof o,
+                                      .priority = i % 4, .naccess = 1, .access = {{g, RT_R}}});
+    }
+    CHECK(rt_wait_all(rt) == 0);
+    CHECK(n == 64);
+    for (int i = 1; i < n; i++)
+        CHECKF(log[i] <= log[i - 1], "priority %d ran after %d", log[i], log[i - 1]);
+    rt_handle_unregister(rt, g);
+    rt_destroy(rt);
+}
+
+TEST(runtime_accumulate_is_exclusive)
+{
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 4});
+    int counter = 0;
+    rt_handle *h = rt_handle_register(rt, &counter, sizeof counter, "sum");
+    int *pc = &counter;
+    int n = test_scale(20000);
+    for (int i = 0; i < n; i++)
+        rt_submit(rt, &(rt_task_desc){.kind = &count_kind, .args = &pc, .args_size = sizeof pc,
+                                      .naccess = 1, .access = {{h, RT_ACCUM}}});
+    CHECK(rt_wait_handle(rt, h, RT_R) == 0);
+    CHECKF(counter == n, "counter %d, expected %d", counter, n);
+    rt_handle_unregister(rt, h);
+    rt_destroy(rt);
+}
+
+TEST(runtime_wait_task_and_after)
+{
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 3});
+    int log[2], n = 0;
+    order_log a = {log, &n, 1}, b = {log, &n, 2};
+    rt_task *first = rt_submit_kept(rt, &(rt_task_desc){.kind = &log_kind, .args = &a,
+                                                         .args_size = sizeof a});
+    rt_task *second = rt_submit_kept(rt, &(rt_task_desc){.kind = &log_kind, .args = &b,
+                                                          .args_size = sizeof b, .priority = 3,
+                                                          .nafter = 1, .after = {first}});
+    CHECK(rt_wait_task(rt, second) == 0);
+    CHECK(n == 2 && log[0] == 1 && log[1] == 2);
+    rt_task_release(rt, first);
+    rt_task_release(rt, second);
+    rt_destroy(rt);
+}
+
+TEST(runtime_stats_and_trace)
+{
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 2, .trace = 1});
+    for (int i = 0; i < 500; i++)
+        rt_submit(rt, &(rt_task_desc){.kind = i % 2 ? &nop_kind : &other_nop_kind});
+    CHECK(rt_wait_all(rt) == 0);
+    rt_stats st;
+    rt_stats_get(rt, &st);
+    CHECK(st.tasks == 500);
+    CHECK(st.workers == 2);
+    CHECK(st.busy_s > 0 && st.task_share > 0 && st.task_share <= 1.0);
+    uint64_t by_kind = 0;
+    for (int k = 0; k < st.nkinds; k++)
+        by_kind += st.kinds[k].count;
+    CHECK(by_kind == 500);
+    char path[512];
+    snprintf(path, sizeof path, "%s/trace.json", test_tmpdir());
+    CHECK(rt_trace_write(rt, path) == 0);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    char line[512];
+    int events = 0, named = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        events += strstr(line, "\"ph\":\"X\"") != NULL;
+        named += strstr(line, "\"name\":\"nop\"") != NULL;
+    }
+    if (f)
+        fclose(f);
+    CHECK(events == 500);
+    CHECK(named == 250);
+    rt_stats_reset(rt);
+    rt_stats_get(rt, &st);
+    CHECK(st.tasks == 0);
+    CHECK(rt_trace_write(rt, "/nonexistent-dir/trace.json") == -1);
+    rt_destroy(rt);
+}
+
+TEST(runtime_many_readers_between_writes)
+{
+    /* Thousands of readers of one handle, then a writer: it must wait for all of them. */
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 4});
+    int value = 0, reads = 0;
+    rt_handle *h = rt_handle_register(rt, &value, sizeof value, "w");
+    rt_handle *r = rt_handle_register(rt, &reads, sizeof reads, "reads");
+    int *pr = &reads, *pv = &value;
+    int n = test_scale(5000);
+    for (int i = 0; i < n; i++)
+        rt_submit(rt, &(rt_task_desc){.kind = &count_kind, .args = &pr, .args_size = sizeof pr,
+                                      .naccess = 2, .access = {{h, RT_R}, {r, RT_ACCUM}}});
+    rt_submit(rt, &(rt_task_desc){.kind = &count_kind, .args = &pv, .args_size = sizeof pv,
+                                  .naccess = 1, .access = {{h, RT_W}}});
+    CHECK(rt_wait_handle(rt, h, RT_R) == 0);
+    CHECK(value == 1);
+    CHECK(rt_wait_handle(rt, r, RT_R) == 0);
+    CHECK(reads == n);
+    rt_handle_unregister(rt, h);
+    rt_handle_unregister(rt, r);
+    rt_destroy(rt);
+}
