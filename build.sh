@@ -3,7 +3,8 @@
 #
 #   ./build.sh            build ./frugal (static, baseline x86-64)
 #   ./build.sh test       build and run every test: plain, ASan+UBSan, and TSan for the runtime
-#   ./build.sh bench WHAT run a benchmark: runtime
+#   ./build.sh bench WHAT run a benchmark: runtime, ops
+#   ./build.sh fixtures   regenerate tests/fixtures from PyTorch (Debian's python3-torch)
 #   ./build.sh deps       install the Debian packages frugal's tests and quick start use
 #   ./build.sh clean
 set -euo pipefail
@@ -75,8 +76,12 @@ bench() {
         make -s -j"$JOBS" VARIANT=release build/release/bench_runtime
         ./build/release/bench_runtime "${2:-2}"
         ;;
+    ops)
+        make -s -j"$JOBS" VARIANT=release build/release/bench_ops
+        ./build/release/bench_ops "${2:-0.3}"
+        ;;
     *)
-        echo "usage: ./build.sh bench runtime [workers]" >&2
+        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case]" >&2
         return 2
         ;;
     esac
@@ -87,9 +92,10 @@ build) build ;;
 deps) deps ;;
 test) deps; build; run_tests ;;
 bench) shift; deps; bench "$@" ;;
+fixtures) deps; /usr/bin/python3 tools/gen_fixtures.py ;;
 clean) make -s clean ;;
 *)
-    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

@@ -1,4 +1,6 @@
 /* frugal: the command-line entry point. */
+#include "ops/cpu.h"
+#include "ops/peak.h"
 #include "runtime/clock.h"
 
 #include <stdio.h>
@@ -9,7 +11,7 @@ static int usage(FILE *f)
 {
     fprintf(f, "usage: frugal COMMAND [ARGS]\n\n"
                "commands:\n"
-               "  info      this machine: CPUs, timer\n"
+               "  info      this machine: CPUs, timer, kernel path, measured peak\n"
                "  help      this text\n");
     return f == stderr ? 2 : 0;
 }
@@ -18,6 +20,10 @@ static int cmd_info(void)
 {
     printf("cpus online: %ld\n", sysconf(_SC_NPROCESSORS_ONLN));
     printf("task timer: %s\n", clock_source());
+    ops_isa isa = ops_isa_active();
+    printf("kernel path: %s (best this CPU supports: %s)\n", ops_isa_name(isa),
+           ops_isa_name(ops_isa_supported()));
+    printf("measured FMA peak, one core: %.1f GFLOP/s\n", ops_peak_gflops(isa, 0.2));
     return 0;
 }
 

@@ -1,0 +1,15 @@
+#include "ops/layers.h"
+
+void relu_forward(const float *x, float *y, long i0, long i1)
+{
+#pragma omp simd
+    for (long i = i0; i < i1; i++)
+        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+void relu_backward(const float *y, const float *dy, float *dx, long i0, long i1)
+{
+#pragma omp simd
+    for (long i = i0; i < i1; i++)
+        dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}

@@ -1,0 +1,157 @@
+#include "ops/conv.h"
+
+#include "ops/gemm.h"
+#include "ops/scratch.h"
+
+#include <string.h>
+
+int conv_geom_init(conv_geom *g, int c, int h, int w, int f, int kh, int kw, int stride, int pad)
+{
+    if (c < 1 || h < 1 || w < 1 || f < 1 || kh < 1 || kw < 1 || stride < 1 || pad < 0)
+        return -1;
+    int oh = (h + 2 * pad - kh) / stride + 1, ow = (w + 2 * pad - kw) / stride + 1;
+    if (h + 2 * pad < kh || w + 2 * pad < kw || oh < 1 || ow < 1)
+        return -1;
+    *g = (conv_geom){c, h, w, f, kh, kw, stride, pad, oh, ow};
+    return 0;
+}
+
+static int is_pointwise(const conv_geom *g)
+{
+    return g->kh == 1 && g->kw == 1 && g->stride == 1 && g->pad == 0;
+}
+
+/* One sample's input -> columns: row (c, i, j) of the kernel, column (oy, ox) of the output. */
+static void im2col(const conv_geom *g, const float *x, float *col)
+{
+    int ohw = g->oh * g->ow;
+    for (int c = 0; c < g->c; c++)
+        for (int i = 0; i < g->kh; i++)
+            for (int j = 0; j < g->kw; j++) {
+                float *dst = col + (size_t)((c * g->kh + i) * g->kw + j) * ohw;
+                const float *src = x + (size_t)c * g->h * g->w;
+                for (int oy = 0; oy < g->oh; oy++) {
+                    int y = oy * g->stride - g->pad + i;
+                    float *d = dst + oy * g->ow;
+                    if (y < 0 || y >= g->h) {
+                        memset(d, 0, sizeof(float) * (size_t)g->ow);
+                        continue;
+                    }
+                    const float *row = src + (size_t)y * g->w;
+                    if (g->stride == 1) {   /* contiguous: copy the valid span, pad the edges */
+                        int x0 = j - g->pad;
+                        int lo = x0 < 0 ? -x0 : 0;
+                        int hi = g->ow;
+                        if (x0 + hi > g->w)
+                            hi = g->w - x0;
+                        for (int ox = 0; ox < lo && ox < g->ow; ox++)
+                            d[ox] = 0;
+                        if (hi > lo)
+                            memcpy(d + lo, row + x0 + lo, sizeof(float) * (size_t)(hi - lo));
+                        for (int ox = hi > lo ? hi : lo; ox < g->ow; ox++)
+                            d[ox] = 0;
+                    } else {
+                        for (int ox = 0; ox < g->ow; ox++) {
+                            int xx = ox * g->stride - g->pad + j;
+                            d[ox] = xx >= 0 && xx < g->w ? row[xx] : 0.0f;
+                        }
+                    }
+                }
+            }
+}
+
+/* The adjoint of im2col: add columns back into one sample's (zeroed) input gradient. */
+static void col2im_add(const conv_geom *g, const float *col, float *dx)
+{
+    int ohw = g->oh * g->ow;
+    for (int c = 0; c < g->c; c++)
+        for (int i = 0; i < g->kh; i++)
+            for (int j = 0; j < g->kw; j++) {
+                const float *src = col + (size_t)((c * g->kh + i) * g->kw + j) * ohw;
+                float *dst = dx + (size_t)c * g->h * g->w;
+                for (int oy = 0; oy < g->oh; oy++) {
+                    int y = oy * g->stride - g->pad + i;
+                    if (y < 0 || y >= g->h)
+                        continue;
+                    float *row = dst + (size_t)y * g->w;
+                    const float *s = src + oy * g->ow;
+                    for (int ox = 0; ox < g->ow; ox++) {
+                        int xx = ox * g->stride - g->pad + j;
+                        if (xx >= 0 && xx < g->w)
+                            row[xx] += s[ox];
+                    }
+                }
+            }
+}
+
+/* The column matrix of sample x: x itself for a pointwise conv, else im2col into scratch. */
+static const float *columns(const conv_geom *g, const float *x)
+{
+    if (is_pointwise(g))
+        return x;
+    float *col = ops_scratch(SCRATCH_COLUMNS,
+                             (size_t)g->c * g->kh * g->kw * (size_t)g->oh * g->ow);
+    if (col)
+        im2col(g, x, col);
+    return col;
+}
+
+void conv2d_forward(const conv_geom *g, const float *x, const float *wt, const float *bias,
+                    float *y, int n0, int n1, int f0, int f1)
+{
+    int ohw = g->oh * g->ow, ckk = g->c * g->kh * g->kw, nf = f1 - f0;
+    for (int n = n0; n < n1; n++) {
+        const float *col = columns(g, x + (size_t)n * g->c * g->h * g->w);
+        float *yn = y + ((size_t)n * g->f + f0) * ohw;
+        if (!col)
+            return;
+        for (int f = 0; f < nf; f++) {   /* start from the bias, GEMM adds W * col */
+            float b = bias ? bias[f0 + f] : 0.0f;
+            for (int p = 0; p < ohw; p++)
+                yn[(size_t)f * ohw + p] = b;
+        }
+        ops_sgemm(0, 0, nf, ohw, ckk, 1.0f, wt + (size_t)f0 * ckk, ckk, col, ohw, 1.0f, yn, ohw);
+    }
+}
+
+void conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt, float *dx,
+                           int n0, int n1)
+{
+    int ohw = g->oh * g->ow, ckk = g->c * g->kh * g->kw, chw = g->c * g->h * g->w;
+    for (int n = n0; n < n1; n++) {
+        const float *dyn = dy + (size_t)n * g->f * ohw;
+        float *dxn = dx + (size_t)n * chw;
+        if (is_pointwise(g)) {   /* dx = W^T dy directly */
+            ops_sgemm(1, 0, ckk, ohw, g->f, 1.0f, wt, ckk, dyn, ohw, 0.0f, dxn, ohw);
+            continue;
+        }
+        float *dcol = ops_scratch(SCRATCH_COLUMNS, (size_t)ckk * ohw);
+        if (!dcol)
+            return;
+        ops_sgemm(1, 0, ckk, ohw, g->f, 1.0f, wt, ckk, dyn, ohw, 0.0f, dcol, ohw);
+        memset(dxn, 0, sizeof(float) * (size_t)chw);
+        col2im_add(g, dcol, dxn);
+    }
+}
+
+void conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy, float *dwt,
+                            float *dbias, int n0, int n1, int f0, int f1, int accumulate)
+{
+    int ohw = g->oh * g->ow, ckk = g->c * g->kh * g->kw, nf = f1 - f0;
+    float *dw = dwt + (size_t)f0 * ckk;
+    for (int n = n0; n < n1; n++) {
+        const float *col = columns(g, x + (size_t)n * g->c * g->h * g->w);
+        const float *dyn = dy + ((size_t)n * g->f + f0) * ohw;
+        if (!col)
+            return;
+        int add = accumulate || n > n0;
+        ops_sgemm(0, 1, nf, ckk, ohw, 1.0f, dyn, ohw, col, ohw, add ? 1.0f : 0.0f, dw, ckk);
+        if (dbias)
+            for (int f = 0; f < nf; f++) {
+                float s = 0;
+                for (int p = 0; p < ohw; p++)
+                    s += dyn[(size_t)f * ohw + p];
+                dbias[f0 + f] = add ? dbias[f0 + f] + s : s;
+            }
+    }
+}

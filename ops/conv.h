@@ -1,0 +1,27 @@
+/* 2-D convolution, NCHW float32, via im2col + GEMM. Every function works on a sub-range of
+ * samples [n0, n1) and, where it makes sense, of filters [f0, f1), so the engine can cut the work
+ * into micro-tasks of any grain. */
+#ifndef FRUGAL_CONV_H
+#define FRUGAL_CONV_H
+
+typedef struct conv_geom {
+    int c, h, w;                /* input channels and size */
+    int f, kh, kw, stride, pad; /* filters, kernel, stride, zero padding */
+    int oh, ow;                 /* output size, derived */
+} conv_geom;
+
+/* Fills g; returns -1 when the output would be empty or a parameter is out of range. */
+int conv_geom_init(conv_geom *g, int c, int h, int w, int f, int kh, int kw, int stride, int pad);
+
+/* y[n, f0:f1] = W[f0:f1] * x[n] + b[f0:f1]  (x: N*C*H*W, W: F*C*KH*KW, b: F or NULL) */
+void conv2d_forward(const conv_geom *g, const float *x, const float *wt, const float *bias,
+                    float *y, int n0, int n1, int f0, int f1);
+/* dx[n] = conv_transpose(dy[n], W), overwriting dx for samples [n0, n1). */
+void conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt, float *dx,
+                           int n0, int n1);
+/* dW[f0:f1] and db[f0:f1] (db may be NULL) get the sum over samples [n0, n1): written when
+ * accumulate is 0, added otherwise. Samples are summed in order, so the result is reproducible. */
+void conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy, float *dwt,
+                            float *dbias, int n0, int n1, int f0, int f1, int accumulate);
+
+#endif

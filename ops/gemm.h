@@ -1,0 +1,23 @@
+/* Single-precision GEMM, row-major: C = alpha * op(A) * op(B) + beta * C, where op(A) is M x K
+ * and op(B) is K x N (op = transpose when the flag is set). Packed, cache-blocked, with a
+ * register-tiled micro-kernel chosen at run time (ops/cpu.h). Single-threaded: the runtime owns
+ * the threads and calls this on sub-ranges. */
+#ifndef FRUGAL_GEMM_H
+#define FRUGAL_GEMM_H
+
+void ops_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
+               int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
+/* Micro-kernel contract, shared by the per-ISA files: C[mr x nr] += alpha * Ap * Bp, where Ap
+ * holds kc columns of MR packed rows and Bp kc rows of NR packed columns. */
+typedef void (*gemm_ukernel)(int kc, const float *Ap, const float *Bp, float *C, int ldc,
+                             float alpha);
+typedef struct gemm_arch {
+    int mr, nr;            /* register tile */
+    int mc, kc, nc;        /* cache blocks */
+    gemm_ukernel kernel;   /* full MR x NR tiles only; edges go through a scratch tile */
+} gemm_arch;
+
+extern const gemm_arch gemm_arch_portable, gemm_arch_avx2, gemm_arch_avx512;
+
+#endif

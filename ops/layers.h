@@ -1,0 +1,49 @@
+/* The other CNN kernels: ReLU, max-pooling, dense, fused softmax + cross-entropy, SGD and
+ * PyTorch-style initialisation. Ranges are over samples [n0, n1) or elements [i0, i1). */
+#ifndef FRUGAL_LAYERS_H
+#define FRUGAL_LAYERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void relu_forward(const float *x, float *y, long i0, long i1);
+/* dx = dy where the forward output was positive (y may alias x's output buffer). */
+void relu_backward(const float *y, const float *dy, float *dx, long i0, long i1);
+
+typedef struct pool_geom { int c, h, w, size, stride, oh, ow; } pool_geom;
+int pool_geom_init(pool_geom *g, int c, int h, int w, int size, int stride);
+/* y = window max; argmax keeps the winning input offset within the sample, for backward. */
+void maxpool_forward(const pool_geom *g, const float *x, float *y, int32_t *argmax, int n0, int n1);
+/* dx (overwritten for [n0, n1)) gets dy routed back to the winners. */
+void maxpool_backward(const pool_geom *g, const float *dy, const int32_t *argmax, float *dx,
+                      int n0, int n1);
+
+/* y[n] = W x[n] + b, with W as out x in (PyTorch's Linear layout). */
+void dense_forward(int in, int out, const float *x, const float *wt, const float *bias, float *y,
+                   int n0, int n1);
+void dense_backward_input(int in, int out, const float *dy, const float *wt, float *dx, int n0,
+                          int n1);
+/* dW, db: sum over samples [n0, n1), written (accumulate 0) or added. */
+void dense_backward_weights(int in, int out, const float *x, const float *dy, float *dwt,
+                            float *dbias, int n0, int n1, int accumulate);
+
+/* Softmax + cross-entropy over classes, stable (max subtracted). For samples [n0, n1): returns
+ * the summed loss, adds correct argmax predictions to *correct (if not NULL), and writes
+ * dlogits = (softmax - onehot) * scale (if dlogits not NULL; scale is 1/batch for a mean loss).
+ * A label outside [0, classes) makes it return NaN. */
+double softmax_xent(int classes, const float *logits, const uint8_t *labels, float *dlogits,
+                    float scale, int n0, int n1, int *correct);
+
+/* PyTorch SGD: g += wd * w; v = momentum * v + g; w -= lr * v (v starts at zero). */
+void sgd_update(float *w, const float *g, float *v, float lr, float momentum, float wd, long i0,
+                long i1);
+
+/* A small, seeded, reproducible generator (xoshiro128**) for initialisation and shuffling. */
+typedef struct ops_rng { uint32_t s[4]; } ops_rng;
+void ops_rng_seed(ops_rng *r, uint64_t seed);
+uint32_t ops_rng_next(ops_rng *r);
+float ops_rng_uniform(ops_rng *r);   /* [0, 1) */
+/* PyTorch's default for Conv2d and Linear: weights and bias uniform in +-1/sqrt(fan_in). */
+void init_kaiming_uniform(ops_rng *r, float *w, long n, int fan_in);
+
+#endif

@@ -1,0 +1,401 @@
+/* Kernels against PyTorch float64 references (tests/fixtures/ops.txt), on every SIMD path this
+ * CPU supports, plus finite-difference checks of each backward kernel against its forward. */
+#include "fixture.h"
+#include "ops/conv.h"
+#include "ops/cpu.h"
+#include "ops/gemm.h"
+#include "ops/layers.h"
+#include "test.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define FIXTURES "tests/fixtures/ops.txt"
+#define ATOL 2e-5
+#define RTOL 1e-4
+
+/* Runs body once per SIMD path this machine can execute. */
+#define FOR_EACH_ISA(isa)                                                                   \
+    for (ops_isa isa = OPS_ISA_PORTABLE; isa <= ops_isa_supported(); isa++)                \
+        if (ops_isa_set(isa) == 0)
+
+TEST(ops_conv_matches_pytorch)
+{
+    int nc;
+    fx_case *cs = fx_load(FIXTURES, "conv_", &nc);
+    FOR_EACH_ISA(isa)
+    for (int i = 0; i < nc; i++) {
+        fx_case *c = &cs[i];
+        conv_geom g;
+        int n = fx_param(c, "n");
+        CHECK(conv_geom_init(&g, fx_param(c, "c"), fx_param(c, "h"), fx_param(c, "w"),
+                             fx_param(c, "f"), fx_param(c, "kh"), fx_param(c, "kw"),
+                             fx_param(c, "stride"), fx_param(c, "pad")) == 0);
+        float *x = fx_floats(fx_get(c, "x")), *w = fx_floats(fx_get(c, "w")),
+              *b = fx_floats(fx_get(c, "b")), *dy = fx_floats(fx_get(c, "dy"));
+        const fx_array *y_ref = fx_get(c, "y"), *dx_ref = fx_get(c, "dx"),
+                       *dw_ref = fx_get(c, "dw"), *db_ref = fx_get(c, "db");
+        CHECK(y_ref->n == (long)n * g.f * g.oh * g.ow);
+        float *y = calloc((size_t)y_ref->n, 4), *dx = calloc((size_t)dx_ref->n, 4),
+              *dw = calloc((size_t)dw_ref->n, 4), *db = calloc((size_t)g.f, 4);
+        char what[128];
+        /* whole range, then per-sample and per-filter pieces must give the same answer */
+        conv2d_forward(&g, x, w, b, y, 0, n, 0, g.f);
+        snprintf(what, sizeof what, "%s [%s] forward", c->name, ops_isa_name(isa));
+        fx_close(what, y, y_ref, ATOL, RTOL);
+        memset(y, 0, sizeof(float) * (size_t)y_ref->n);
+        for (int s = 0; s < n; s++)
+            for (int f = 0; f < g.f; f++)
+                conv2d_forward(&g, x, w, b, y, s, s + 1, f, f + 1);
+        snprintf(what, sizeof what, "%s [%s] forward per sample and filter", c->name,
+                 ops_isa_name(isa));
+        fx_close(what, y, y_ref, ATOL, RTOL);
+        conv2d_backward_input(&g, dy, w, dx, 0, n);
+        snprintf(what, sizeof what, "%s [%s] backward input", c->name, ops_isa_name(isa));
+        fx_close(what, dx, dx_ref, ATOL, RTOL);
+        conv2d_backward_filter(&g, x, dy, dw, db, 0, n, 0, g.f, 0);
+        snprintf(what, sizeof what, "%s [%s] backward filter", c->name, ops_isa_name(isa));
+        fx_close(what, dw, dw_ref, ATOL, RTOL);
+        fx_close(what, db, db_ref, ATOL, RTOL);
+        /* per-sample partial sums, reduced in order, as the engine does */
+        for (int s = 0; s < n; s++)
+            for (int f = 0; f < g.f; f++)
+                conv2d_backward_filter(&g, x, dy, dw, db, s, s + 1, f, f + 1, s > 0);
+        snprintf(what, sizeof what, "%s [%s] backward filter in pieces", c->name,
+                 ops_isa_name(isa));
+        fx_close(what, dw, dw_ref, ATOL, RTOL);
+        fx_close(what, db, db_ref, ATOL, RTOL);
+        free(x), free(w), free(b), free(dy), free(y), free(dx), free(dw), free(db);
+    }
+    fx_free(cs, nc);
+}
+
+TEST(ops_pool_matches_pytorch)
+{
+    int nc;
+    fx_case *cs = fx_load(FIXTURES, "pool_", &nc);
+    for (int i = 0; i < nc; i++) {
+        fx_case *c = &cs[i];
+        pool_geom g;
+        int n = fx_param(c, "n");
+        CHECK(pool_geom_init(&g, fx_param(c, "c"), fx_param(c, "h"), fx_param(c, "w"),
+                             fx_param(c, "size"), fx_param(c, "stride")) == 0);
+        float *x = fx_floats(fx_get(c, "x")), *dy = fx_floats(fx_get(c, "dy"));
+        const fx_array *y_ref = fx_get(c, "y"), *dx_ref = fx_get(c, "dx");
+        CHECK(y_ref->n == (long)n * g.c * g.oh * g.ow);
+        float *y = calloc((size_t)y_ref->n, 4), *dx = calloc((size_t)dx_ref->n, 4);
+        int32_t *arg = calloc((size_t)y_ref->n, 4);
+        for (int s = 0; s < n; s++)
+            maxpool_forward(&g, x, y, arg, s, s + 1);
+        fx_close(c->name, y, y_ref, 0, 0);   /* a max is exact */
+        maxpool_backward(&g, dy, arg, dx, 0, n);
+        fx_close(c->name, dx, dx_ref, ATOL, RTOL);
+        free(x), free(dy), free(y), free(dx), free(arg);
+    }
+    fx_free(cs, nc);
+}
+
+TEST(ops_dense_matches_pytorch)
+{
+    int nc;
+    fx_case *cs = fx_load(FIXTURES, "dense_", &nc);
+    FOR_EACH_ISA(isa)
+    for (int i = 0; i < nc; i++) {
+        fx_case *c = &cs[i];
+        int n = fx_param(c, "n"), in = fx_param(c, "i"), out = fx_param(c, "o");
+        float *x = fx_floats(fx_get(c, "x")), *w = fx_floats(fx_get(c, "w")),
+              *b = fx_floats(fx_get(c, "b")), *dy = fx_floats(fx_get(c, "dy"));
+        float *y = calloc((size_t)n * out, 4), *dx = calloc((size_t)n * in, 4),
+              *dw = calloc((size_t)in * out, 4), *db = calloc((size_t)out, 4);
+        for (int s = 0; s < n; s++)
+            dense_forward(in, out, x, w, b, y, s, s + 1);
+        fx_close(c->name, y, fx_get(c, "y"), ATOL, RTOL);
+        dense_backward_input(in, out, dy, w, dx, 0, n);
+        fx_close(c->name, dx, fx_get(c, "dx"), ATOL, RTOL);
+        for (int s = 0; s < n; s++)
+            dense_backward_weights(in, out, x, dy, dw, db, s, s + 1, s > 0);
+        fx_close(c->name, dw, fx_get(c, "dw"), ATOL, RTOL);
+        fx_close(c->name, db, fx_get(c, "db"), ATOL, RTOL);
+        free(x), free(w), free(b), free(dy), free(y), free(dx), free(dw), free(db);
+    }
+    fx_free(cs, nc);
+}
+
+TEST(ops_softmax_xent_relu_sgd_match_pytorch)
+{
+    int nc;
+    fx_case *cs = fx_load(FIXTURES, "xent_", &nc);
+    for (int i = 0; i < nc; i++) {
+        fx_case *c = &cs[i];
+        int n = fx_param(c, "n"), k = fx_param(c, "k");
+        float *z = fx_floats(fx_get(c, "z")), *lab = fx_floats(fx_get(c, "labels"));
+        uint8_t labels[16];
+        for (int s = 0; s < n; s++)
+            labels[s] = (uint8_t)lab[s];
+        float *dz = calloc((size_t)n * k, 4);
+        double loss = softmax_xent(k, z, labels, dz, 1.0f / (float)n, 0, n, NULL) / n;
+        CHECK_NEAR(loss, fx_get(c, "loss")->v[0], 1e-6, 1e-6);
+        fx_close(c->name, dz, fx_get(c, "dz"), 1e-7, 1e-5);
+        labels[0] = (uint8_t)k;   /* an impossible label is reported, not read past */
+        CHECK(softmax_xent(k, z, labels, NULL, 1.0f, 0, 1, NULL) != softmax_xent(k, z, labels, NULL, 1.0f, 0, 1, NULL));
+        free(z), free(lab), free(dz);
+    }
+    fx_free(cs, nc);
+
+    cs = fx_load(FIXTURES, "relu", &nc);
+    if (nc) {
+        float *x = fx_floats(fx_get(cs, "x")), *dy = fx_floats(fx_get(cs, "dy"));
+        float y[50], dx[50];
+        relu_forward(x, y, 0, 50);
+        relu_backward(y, dy, dx, 0, 50);
+        fx_close("relu forward", y, fx_get(cs, "y"), 0, 0);
+        fx_close("relu backward", dx, fx_get(cs, "dx"), 0, 0);
+        free(x), free(dy);
+    }
+    fx_free(cs, nc);
+
+    cs = fx_load(FIXTURES, "sgd", &nc);
+    if (nc) {
+        float *w = fx_floats(fx_get(cs, "w")), v[40] = {0};
+        const char *gs[] = {"g0", "g1", "g2"};
+        for (int step = 0; step < 3; step++) {
+            float *g = fx_floats(fx_get(cs, gs[step]));
+            sgd_update(w, g, v, fx_param(cs, "lr_milli") / 1000.0f,
+                       fx_param(cs, "momentum_milli") / 1000.0f, fx_param(cs, "wd_milli") / 1000.0f,
+                       0, 40);
+            free(g);
+        }
+        fx_close("sgd after 3 steps", w, fx_get(cs, "w3"), 1e-6, 1e-5);
+        free(w);
+    }
+    fx_free(cs, nc);
+}
+
+/* Naive double-precision reference for GEMM. */
+static void gemm_ref(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int k = 0; k < K; k++)
+                s += (double)(ta ? A[k * lda + i] : A[i * lda + k]) *
+                     (double)(tb ? B[j * ldb + k] : B[k * ldb + j]);
+            C[i * ldc + j] = (float)(alpha * s + (beta != 0 ? beta * C[i * ldc + j] : 0));
+        }
+}
+
+TEST(ops_gemm_every_path_matches_reference)
+{
+    ops_rng r;
+    ops_rng_seed(&r, 7);
+    int shapes[][3] = {{1, 1, 1}, {5, 7, 3}, {6, 16, 9}, {13, 33, 17}, {64, 64, 64},
+                       {97, 45, 300}, {4, 676, 9}, {130, 70, 513}, {12, 32, 1}};
+    FOR_EACH_ISA(isa)
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 4; t++) {
+            int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], ta = t & 1, tb = t >> 1;
+            int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 1, ldc = N + 2;   /* padded rows */
+            float *A = malloc(sizeof(float) * (size_t)lda * (ta ? K : M));
+            float *B = malloc(sizeof(float) * (size_t)ldb * (tb ? N : K));
+            float *C = malloc(sizeof(float) * (size_t)ldc * M), *R = malloc(sizeof(float) * (size_t)ldc * M);
+            for (int i = 0; i < lda * (ta ? K : M); i++)
+                A[i] = ops_rng_uniform(&r) - 0.5f;
+            for (int i = 0; i < ldb * (tb ? N : K); i++)
+                B[i] = ops_rng_uniform(&r) - 0.5f;
+            for (int i = 0; i < ldc * M; i++)
+                C[i] = R[i] = ops_rng_uniform(&r);
+            float alpha = 0.75f, beta = t == 3 ? 0.0f : 0.5f;
+            ops_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+            gemm_ref(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, R, ldc);
+            int bad = 0;
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < ldc; j++) {
+                    double tol = 1e-5 * K + 1e-5;
+                    /* padding columns must be untouched */
+                    if (j >= N ? C[i * ldc + j] != R[i * ldc + j]
+                               : !(fabs(C[i * ldc + j] - R[i * ldc + j]) <= tol))
+                        bad++;
+                }
+            CHECKF(bad == 0, "[%s] M=%d N=%d K=%d ta=%d tb=%d: %d wrong elements", ops_isa_name(isa),
+                   M, N, K, ta, tb, bad);
+            free(A), free(B), free(C), free(R);
+        }
+}
+
+/* Finite differences: L = sum(forward(x) * r); dL/dx from backward(r) must match. */
+static double dot(const float *a, const float *b, long n)
+{
+    double s = 0;
+    for (long i = 0; i < n; i++)
+        s += (double)a[i] * b[i];
+    return s;
+}
+
+static void check_fd(const char *what, float *param, long nparam, double (*loss)(void *),
+                     void *ctx, const float *analytic, double eps)
+{
+    int bad = 0;
+    for (long i = 0; i < nparam; i++) {
+        float keep = param[i];
+        param[i] = keep + (float)eps;
+        double up = loss(ctx);
+        param[i] = keep - (float)eps;
+        double down = loss(ctx);
+        param[i] = keep;
+        double numeric = (up - down) / (2 * eps);
+        if (!(fabs(numeric - analytic[i]) <= 2e-3 + 2e-2 * fabs(numeric)) && bad++ < 3)
+            test_fail(__FILE__, __LINE__, "%s: d/dp[%ld] numeric %.6g, backward %.6g", what, i,
+                      numeric, (double)analytic[i]);
+    }
+    CHECK(bad == 0);
+}
+
+typedef struct conv_fd { conv_geom g; int n; float *x, *w, *b, *y, *r; } conv_fd;
+static double conv_loss(void *p)
+{
+    conv_fd *c = p;
+    conv2d_forward(&c->g, c->x, c->w, c->b, c->y, 0, c->n, 0, c->g.f);
+    return dot(c->y, c->r, (long)c->n * c->g.f * c->g.oh * c->g.ow);
+}
+
+static float *random_floats(ops_rng *r, long n, float scale)
+{
+    float *p = malloc(sizeof(float) * (size_t)n);
+    for (long i = 0; i < n; i++)
+        p[i] = (ops_rng_uniform(r) * 2 - 1) * scale;
+    return p;
+}
+
+TEST(ops_conv_gradients_match_finite_differences)
+{
+    ops_rng r;
+    ops_rng_seed(&r, 3);
+    conv_fd c = {.n = 2};
+    CHECK(conv_geom_init(&c.g, 2, 7, 6, 3, 3, 2, 2, 1) == 0);
+    long nx = 2L * 2 * 7 * 6, nw = 3L * 2 * 3 * 2, ny = 2L * 3 * c.g.oh * c.g.ow;
+    c.x = random_floats(&r, nx, 1), c.w = random_floats(&r, nw, 0.5f);
+    c.b = random_floats(&r, 3, 0.1f), c.y = malloc(4 * (size_t)ny), c.r = random_floats(&r, ny, 1);
+    float *dx = malloc(4 * (size_t)nx), *dw = malloc(4 * (size_t)nw), db[3];
+    conv2d_backward_input(&c.g, c.r, c.w, dx, 0, 2);
+    conv2d_backward_filter(&c.g, c.x, c.r, dw, db, 0, 2, 0, 3, 0);
+    check_fd("conv dx", c.x, nx, conv_loss, &c, dx, 1e-2);
+    check_fd("conv dw", c.w, nw, conv_loss, &c, dw, 1e-2);
+    check_fd("conv db", c.b, 3, conv_loss, &c, db, 1e-2);
+    free(c.x), free(c.w), free(c.b), free(c.y), free(c.r), free(dx), free(dw);
+}
+
+typedef struct dense_fd { int n, in, out; float *x, *w, *b, *y, *r; } dense_fd;
+static double dense_loss(void *p)
+{
+    dense_fd *d = p;
+    dense_forward(d->in, d->out, d->x, d->w, d->b, d->y, 0, d->n);
+    return dot(d->y, d->r, (long)d->n * d->out);
+}
+
+TEST(ops_dense_gradients_match_finite_differences)
+{
+    ops_rng r;
+    ops_rng_seed(&r, 4);
+    dense_fd d = {.n = 3, .in = 11, .out = 5};
+    d.x = random_floats(&r, 33, 1), d.w = random_floats(&r, 55, 0.5f), d.b = random_floats(&r, 5, 0.1f);
+    d.y = malloc(4 * 15), d.r = random_floats(&r, 15, 1);
+    float dx[33], dw[55], db[5];
+    dense_backward_input(11, 5, d.r, d.w, dx, 0, 3);
+    dense_backward_weights(11, 5, d.x, d.r, dw, db, 0, 3, 0);
+    check_fd("dense dx", d.x, 33, dense_loss, &d, dx, 1e-2);
+    check_fd("dense dw", d.w, 55, dense_loss, &d, dw, 1e-2);
+    check_fd("dense db", d.b, 5, dense_loss, &d, db, 1e-2);
+    free(d.x), free(d.w), free(d.b), free(d.y), free(d.r);
+}
+
+typedef struct pool_fd { pool_geom g; float *x, *y, *r; int32_t *arg; } pool_fd;
+static double pool_loss(void *p)
+{
+    pool_fd *q = p;
+    maxpool_forward(&q->g, q->x, q->y, q->arg, 0, 1);
+    return dot(q->y, q->r, (long)q->g.c * q->g.oh * q->g.ow);
+}
+
+typedef struct act_fd { float *x, *y, *r; long n; } act_fd;
+static double relu_loss(void *p)
+{
+    act_fd *a = p;
+    relu_forward(a->x, a->y, 0, a->n);
+    return dot(a->y, a->r, a->n);
+}
+
+typedef struct xent_fd { float *z; uint8_t labels[4]; } xent_fd;
+static double xent_loss(void *p)
+{
+    xent_fd *x = p;
+    return softmax_xent(6, x->z, x->labels, NULL, 1, 0, 4, NULL);
+}
+
+TEST(ops_pool_relu_xent_gradients_match_finite_differences)
+{
+    ops_rng r;
+    ops_rng_seed(&r, 5);
+    /* distinct inputs, at least 0.05 apart: no window changes its winner within eps */
+    pool_fd q;
+    CHECK(pool_geom_init(&q.g, 2, 5, 6, 2, 2) == 0);
+    float x[60];
+    for (int i = 0; i < 60; i++)
+        x[i] = 0.05f * (float)((i * 37) % 60) - 1.5f;
+    q.x = x, q.y = malloc(4 * 12), q.r = random_floats(&r, 12, 1), q.arg = malloc(4 * 12);
+    float dx[60];
+    maxpool_forward(&q.g, q.x, q.y, q.arg, 0, 1);
+    maxpool_backward(&q.g, q.r, q.arg, dx, 0, 1);
+    check_fd("maxpool dx", x, 60, pool_loss, &q, dx, 1e-3);
+    free(q.y), free(q.r), free(q.arg);
+
+    act_fd a = {random_floats(&r, 40, 1), malloc(4 * 40), random_floats(&r, 40, 1), 40};
+    for (int i = 0; i < 40; i++)   /* keep inputs away from the kink at 0 */
+        a.x[i] += a.x[i] > 0 ? 0.05f : -0.05f;
+    float da[40];
+    relu_forward(a.x, a.y, 0, 40);
+    relu_backward(a.y, a.r, da, 0, 40);
+    check_fd("relu dx", a.x, 40, relu_loss, &a, da, 1e-3);
+    free(a.x), free(a.y), free(a.r);
+
+    xent_fd xf = {random_floats(&r, 24, 2), {0, 5, 2, 2}};
+    float dz[24];
+    softmax_xent(6, xf.z, xf.labels, dz, 1, 0, 4, NULL);
+    check_fd("softmax_xent dz", xf.z, 24, xent_loss, &xf, dz, 1e-2);
+    free(xf.z);
+}
+
+TEST(ops_init_is_seeded_and_bounded)
+{
+    ops_rng a, b;
+    ops_rng_seed(&a, 42);
+    ops_rng_seed(&b, 42);
+    float w1[300], w2[300];
+    init_kaiming_uniform(&a, w1, 300, 9);
+    init_kaiming_uniform(&b, w2, 300, 9);
+    CHECK(memcmp(w1, w2, sizeof w1) == 0);
+    double lo = 1, hi = -1, mean = 0;
+    for (int i = 0; i < 300; i++) {
+        lo = w1[i] < lo ? w1[i] : lo;
+        hi = w1[i] > hi ? w1[i] : hi;
+        mean += w1[i] / 300;
+    }
+    CHECK(lo >= -1.0 / 3 && hi < 1.0 / 3);   /* bound 1/sqrt(9) */
+    CHECK(hi - lo > 0.6);                     /* and it fills the range */
+    CHECK(fabs(mean) < 0.05);
+    ops_rng_seed(&b, 43);
+    CHECK(ops_rng_next(&a) != ops_rng_next(&b));
+}
+
+TEST(ops_geometry_rejects_impossible_shapes)
+{
+    conv_geom g;
+    CHECK(conv_geom_init(&g, 1, 2, 2, 1, 3, 3, 1, 0) == -1);   /* kernel larger than input */
+    CHECK(conv_geom_init(&g, 1, 2, 2, 1, 3, 3, 1, 1) == 0);    /* padding makes it fit */
+    CHECK(g.oh == 2 && g.ow == 2);
+    CHECK(conv_geom_init(&g, 0, 5, 5, 1, 3, 3, 1, 0) == -1);
+    CHECK(conv_geom_init(&g, 1, 5, 5, 1, 3, 3, 0, 0) == -1);
+    pool_geom p;
+    CHECK(pool_geom_init(&p, 1, 1, 5, 2, 2) == -1);
+    CHECK(pool_geom_init(&p, 1, 5, 5, 2, 2) == 0 && p.oh == 2);
+}

@@ -1,0 +1,137 @@
+/* Kernel speed against this core's measured FMA peak. One core (kernels are single-threaded;
+ * the runtime parallelises). Prints:
+ *   bench ops peak_gflops_per_core=X isa=NAME
+ *   bench ops CASE gflops=X peak_pct=Y
+ * Usage: bench_ops [seconds-per-case] */
+#include "ops/conv.h"
+#include "ops/cpu.h"
+#include "ops/gemm.h"
+#include "ops/peak.h"
+#include "runtime/clock.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static double budget = 0.3;
+static double peak;
+
+static float *randoms(size_t n)
+{
+    float *p = malloc(n * sizeof *p);
+    unsigned s = 12345;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1103515245u + 12345u;
+        p[i] = (float)((s >> 9) & 0xffff) / 65536.0f - 0.5f;
+    }
+    return p;
+}
+
+/* Repeats fn until the budget is spent; returns the best GFLOP/s of one call. */
+static double time_best(void (*fn)(void *), void *arg, double flops)
+{
+    fn(arg);   /* warm caches and scratch buffers */
+    double best = 1e30, spent = 0;
+    while (spent < budget) {
+        double t0 = clock_now_s();
+        fn(arg);
+        double t = clock_now_s() - t0;
+        spent += t;
+        if (t < best)
+            best = t;
+    }
+    return flops / best * 1e-9;
+}
+
+/* The core's speed drifts (turbo, a busy SMT sibling on the host): each case is compared with
+ * the peak measured just before it, under the same conditions. */
+static double peak_now(void)
+{
+    double p = ops_peak_gflops(ops_isa_active(), 0.1);
+    if (p > peak)
+        peak = p;
+    return p;
+}
+
+static void report(const char *name, double gflops, double ref)
+{
+    printf("bench ops %s gflops=%.2f peak_pct=%.1f\n", name, gflops, 100.0 * gflops / ref);
+    fflush(stdout);
+}
+
+typedef struct gemm_case { int ta, tb, m, n, k; float *a, *b, *c; } gemm_case;
+
+static void run_gemm(void *p)
+{
+    gemm_case *g = p;
+    int lda = g->ta ? g->m : g->k, ldb = g->tb ? g->k : g->n;
+    ops_sgemm(g->ta, g->tb, g->m, g->n, g->k, 1.0f, g->a, lda, g->b, ldb, 0.0f, g->c, g->n);
+}
+
+static void bench_gemm(const char *label, int ta, int tb, int m, int n, int k)
+{
+    gemm_case g = {ta, tb, m, n, k, randoms((size_t)m * k), randoms((size_t)k * n),
+                   randoms((size_t)m * n)};
+    char name[96];
+    snprintf(name, sizeof name, "sgemm_%s_m%d_n%d_k%d%s%s", label, m, n, k, ta ? "_ta" : "",
+             tb ? "_tb" : "");
+    double ref = peak_now();
+    report(name, time_best(run_gemm, &g, 2.0 * m * n * k), ref);
+    free(g.a);
+    free(g.b);
+    free(g.c);
+}
+
+typedef struct conv_case { conv_geom g; int n, pass; float *x, *w, *b, *y, *dy, *dx, *dw, *db; } conv_case;
+
+static void run_conv(void *p)
+{
+    conv_case *c = p;
+    if (c->pass == 0)
+        conv2d_forward(&c->g, c->x, c->w, c->b, c->y, 0, c->n, 0, c->g.f);
+    else if (c->pass == 1)
+        conv2d_backward_input(&c->g, c->dy, c->w, c->dx, 0, c->n);
+    else
+        conv2d_backward_filter(&c->g, c->x, c->dy, c->dw, c->db, 0, c->n, 0, c->g.f, 0);
+}
+
+/* DAHL's Conv2d(C, 4, 3) on a batch of n images, each pass separately. */
+static void bench_conv(int c, int h, int w, int n)
+{
+    conv_case cc = {.n = n};
+    conv_geom_init(&cc.g, c, h, w, 4, 3, 3, 1, 0);
+    size_t in = (size_t)n * c * h * w, out = (size_t)n * 4 * cc.g.oh * cc.g.ow;
+    cc.x = randoms(in), cc.dx = randoms(in), cc.y = randoms(out), cc.dy = randoms(out);
+    cc.w = randoms(4 * 9 * (size_t)c), cc.dw = randoms(4 * 9 * (size_t)c);
+    cc.b = randoms(4), cc.db = randoms(4);
+    double flops = 2.0 * out * c * 9;
+    static const char *pass[] = {"forward", "backward_input", "backward_filter"};
+    for (cc.pass = 0; cc.pass < 3; cc.pass++) {
+        char name[96];
+        snprintf(name, sizeof name, "conv_%dx%dx%d_%s_batch%d", h, w, c, pass[cc.pass], n);
+        double ref = peak_now();
+        report(name, time_best(run_conv, &cc, flops), ref);
+    }
+    free(cc.x), free(cc.dx), free(cc.y), free(cc.dy), free(cc.w), free(cc.dw), free(cc.b),
+        free(cc.db);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        budget = atof(argv[1]);
+    ops_isa isa = ops_isa_active();
+    peak = ops_peak_gflops(isa, 0.5);
+    printf("bench ops peak_gflops_per_core=%.2f isa=%s\n", peak, ops_isa_name(isa));
+    for (int n = 64; n <= 1024; n *= 2)
+        bench_gemm("square", 0, 0, n, n, n);
+    /* The shapes DAHL's convolution hands GEMM: filters x pixels x (channels * 9). */
+    bench_gemm("conv28_fwd", 0, 0, 4, 26 * 26, 9);
+    bench_gemm("conv270_fwd", 0, 0, 4, 268 * 358, 27);
+    bench_gemm("conv270_dw", 0, 1, 4, 27, 268 * 358);
+    bench_gemm("conv270_dx", 1, 0, 27, 268 * 358, 4);
+    bench_conv(1, 28, 28, 32);
+    bench_conv(3, 116, 158, 8);
+    bench_conv(3, 270, 360, 2);
+    printf("bench ops peak_gflops_per_core_max=%.2f (highest seen during the run)\n", peak);
+    return 0;
+}
