@@ -74,7 +74,8 @@ bench() {
     case "${1:-}" in
     runtime)
         make -s -j"$JOBS" VARIANT=release build/release/bench_runtime
-        ./build/release/bench_runtime "${2:-2}"
+        shift
+        ./build/release/bench_runtime "${@:-2}"
         ;;
     ops)
         make -s -j"$JOBS" VARIANT=release build/release/bench_ops

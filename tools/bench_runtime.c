@@ -1,7 +1,8 @@
 /* Runtime overhead benchmark: the same DAGs of empty tasks on frugal's runtime and as OpenMP
  * tasks with depend clauses (libgomp), in one invocation. Prints one line per DAG:
  *   bench runtime DAG workers=W frugal_tasks_per_s=N omp_tasks_per_s=N ratio=X
- * Usage: bench_runtime [workers] [scale] */
+ * Usage: bench_runtime [workers] [scale] [frugal|omp]
+ *        bench_runtime --trace FILE [workers]   one wavefront run, its Chrome trace to FILE */
 #include "runtime/clock.h"
 #include "runtime/runtime.h"
 
@@ -186,8 +187,40 @@ static void settle(void)
     nanosleep(&ts, NULL);
 }
 
+/* One traced wavefront run: what Perfetto shows of the runtime on this machine. */
+static int write_trace(const char *path)
+{
+    rt_runtime *rt = rt_create(&(rt_config){.workers = workers, .trace = 1});
+    int n = 128;
+    char *cells = calloc((size_t)n * n, 1);
+    rt_handle **h = malloc(sizeof *h * (size_t)n * n);
+    for (int i = 0; i < n * n; i++)
+        h[i] = rt_handle_register(rt, &cells[i], 1, "cell");
+    wavefront_frugal(rt, h, n);
+    int rc = rt_wait_all(rt);
+    rt_stats st;
+    rt_stats_get(rt, &st);
+    rt_stats_print(&st, stdout);
+    if (!rc && rt_trace_write(rt, path)) {
+        perror(path);
+        rc = 1;
+    }
+    for (int i = 0; i < n * n; i++)
+        rt_handle_unregister(rt, h[i]);
+    rt_destroy(rt);
+    free(h);
+    free(cells);
+    if (!rc)
+        printf("trace of %d tasks written to %s\n", n * n, path);
+    return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 2 && !strcmp(argv[1], "--trace")) {
+        workers = argc > 3 ? atoi(argv[3]) : 2;
+        return write_trace(argv[2]);
+    }
     if (argc > 1)
         workers = atoi(argv[1]);
     if (argc > 2)
