@@ -37,6 +37,12 @@ void *deque_take(deque *q);             /* owner only; NULL when empty */
  * many. 0 means empty or busy with another thief. */
 int deque_steal(deque *q, void **out, int max);
 
+/* Size with seq_cst loads, for a sleeper's last look (ordered against producers' fences). */
+static inline int64_t deque_size_ordered(deque *q)
+{
+    return atomic_load(&q->bottom) - atomic_load(&q->top);
+}
+
 /* A racy hint, for deciding whether to bother: may be stale by the time it returns. */
 static inline int64_t deque_size_hint(deque *q)
 {

@@ -87,16 +87,6 @@ rt_handle *rt_handle_register(rt_runtime *rt, void *ptr, size_t bytes, const cha
     return h;
 }
 
-void handle_history_clear(rt_runtime *rt, rt_handle *h)
-{
-    int w = worker_self(rt);
-    if (h->writer)
-        task_release_on(rt, w, h->writer);
-    h->writer = NULL;
-    list_clear(rt, w, &h->readers);
-    list_clear(rt, w, &h->accums);
-    list_clear(rt, w, &h->accum_base);
-}
 
 void rt_handle_unregister(rt_runtime *rt, rt_handle *h)
 {
@@ -152,11 +142,33 @@ static int depend_on_producers(rt_runtime *rt, int w, rt_task *t, rt_handle *h)
     return depend_on_list(rt, w, t, &h->accums);
 }
 
+/* What overwriting the handle must wait for: the readers of its value, or else its producers. */
+static int depend_as_writer(rt_runtime *rt, int w, rt_task *t, rt_handle *h)
+{
+    return h->readers.n ? depend_on_list(rt, w, t, &h->readers) : depend_on_producers(rt, w, t, h);
+}
+
+/* Forget readers and producers (not the accumulator base), releasing their references. */
+static void drop_history(rt_runtime *rt, int w, rt_handle *h)
+{
+    if (h->writer)
+        task_release_on(rt, w, h->writer);
+    h->writer = NULL;
+    list_clear(rt, w, &h->readers);
+    list_clear(rt, w, &h->accums);
+}
+
+void handle_history_clear(rt_runtime *rt, rt_handle *h)
+{
+    int w = worker_self(rt);
+    drop_history(rt, w, h);
+    list_clear(rt, w, &h->accum_base);
+}
+
 int handle_link(rt_runtime *rt, rt_task *t, const rt_access *a)
 {
     int w = worker_self(rt);
     rt_handle *h = a->handle;
-    int accum_open = h->accums.n > 0 && h->readers.n == 0;
 
     switch (a->mode) {
     case RT_R:
@@ -166,41 +178,32 @@ int handle_link(rt_runtime *rt, rt_task *t, const rt_access *a)
 
     case RT_W:
     case RT_RW:
-        if (h->readers.n ? depend_on_list(rt, w, t, &h->readers)
-                         : depend_on_producers(rt, w, t, h))
+        if (depend_as_writer(rt, w, t, h))
             return -1;
-        handle_history_clear(rt, h);
+        drop_history(rt, w, h);
         task_ref(t);
         h->writer = t;
         return 0;
 
     case RT_ACCUM:
-        if (accum_open)   /* join the open group: same predecessors, no order among members */
-            return depend_on_list(rt, w, t, &h->accum_base) ? -1 : list_add(rt, w, &h->accums, t);
-        {
-            /* Open a new group whose base is what a writer would have waited for. */
-            task_list base;
-            list_init(&base);
-            const task_list *src = h->readers.n ? &h->readers : NULL;
+        /* An open group (accumulators, nobody read them since) takes t as one more member, with
+         * the same predecessors and no order among members. Otherwise t opens a group whose base
+         * is what a writer would wait for. */
+        if (!(h->accums.n > 0 && h->readers.n == 0)) {
+            list_clear(rt, w, &h->accum_base);
             int rc = 0;
-            if (src) {
+            if (h->readers.n || !h->writer) {
+                const task_list *src = h->readers.n ? &h->readers : &h->accums;
                 for (int i = 0; i < src->n && !rc; i++)
-                    rc = list_add(rt, w, &base, src->items[i]);
-            } else if (h->writer) {
-                rc = list_add(rt, w, &base, h->writer);
+                    rc = list_add(rt, w, &h->accum_base, src->items[i]);
             } else {
-                for (int i = 0; i < h->accums.n && !rc; i++)
-                    rc = list_add(rt, w, &base, h->accums.items[i]);
+                rc = list_add(rt, w, &h->accum_base, h->writer);
             }
-            if (!rc)
-                rc = depend_on_list(rt, w, t, &base);
-            handle_history_clear(rt, h);
-            task_list_free(&h->accum_base);
-            h->accum_base = base;
-            if (base.items == base.inline_items)   /* the struct moved: re-point at its own array */
-                h->accum_base.items = h->accum_base.inline_items;
-            return rc ? -1 : list_add(rt, w, &h->accums, t);
+            drop_history(rt, w, h);
+            if (rc)
+                return -1;
         }
+        return depend_on_list(rt, w, t, &h->accum_base) ? -1 : list_add(rt, w, &h->accums, t);
     }
     return -1;
 }

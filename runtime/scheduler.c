@@ -1,8 +1,9 @@
 /* Workers, submission, execution and waiting.
  *
- * Each worker owns one Chase-Lev deque per priority level. A task made ready goes to the deque
- * of the worker that made it ready (its data is likely in that core's cache); idle workers steal
- * from random victims, most urgent level first, and sleep on an eventcount when nothing is left. */
+ * Each worker owns one deque per priority level (deque.h). A task made ready goes to the deque of
+ * the worker that made it ready (its data is likely in that core's cache); idle workers steal
+ * batches from random victims, most urgent level first, and sleep (notifier.h) when nothing is
+ * left. */
 #include "clock.h"
 #include "internal.h"
 
@@ -93,12 +94,18 @@ void rt_task_release(rt_runtime *rt, rt_task *t)
         task_release_on(rt, worker_self(rt), t);
 }
 
-void task_make_ready(rt_runtime *rt, int worker, rt_task *t)
+/* A queue that cannot grow leaves a ready task nowhere to go: nothing sensible remains. */
+static void push_or_die(deque *q, rt_task *t)
 {
-    if (deque_push(&rt->workers[worker].queues[t->priority], t)) {
+    if (deque_push(q, t)) {
         fprintf(stderr, "frugal runtime: out of memory growing a task queue\n");
         abort();
     }
+}
+
+void task_make_ready(rt_runtime *rt, int worker, rt_task *t)
+{
+    push_or_die(&rt->workers[worker].queues[t->priority], t);
     notify_one(&rt->idle, (unsigned)worker + 1);
 }
 
@@ -128,10 +135,7 @@ static rt_task *find_work(rt_runtime *rt, rt_worker *me, int64_t min_steal)
                 continue;
             /* Keep the oldest to run now; the rest become ours, stealable again. */
             for (int i = got - 1; i > 0; i--)
-                if (deque_push(&me->queues[p], batch[i])) {
-                    fprintf(stderr, "frugal runtime: out of memory growing a task queue\n");
-                    abort();
-                }
+                push_or_die(&me->queues[p], batch[i]);
             atomic_store_explicit(&me->steals, me->steals + (uint64_t)got, memory_order_relaxed);
             return batch[0];
         }
@@ -143,11 +147,9 @@ static rt_task *find_work(rt_runtime *rt, rt_worker *me, int64_t min_steal)
 static int work_visible(rt_runtime *rt)
 {
     for (int w = 0; w < rt->nworkers; w++)
-        for (int p = 0; p < RT_PRIO_LEVELS; p++) {
-            deque *q = &rt->workers[w].queues[p];
-            if (atomic_load(&q->bottom) > atomic_load(&q->top))
+        for (int p = 0; p < RT_PRIO_LEVELS; p++)
+            if (deque_size_ordered(&rt->workers[w].queues[p]) > 0)
                 return 1;
-        }
     return 0;
 }
 

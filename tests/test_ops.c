@@ -137,7 +137,7 @@ TEST(ops_softmax_xent_relu_sgd_match_pytorch)
         CHECK_NEAR(loss, fx_get(c, "loss")->v[0], 1e-6, 1e-6);
         fx_close(c->name, dz, fx_get(c, "dz"), 1e-7, 1e-5);
         labels[0] = (uint8_t)k;   /* an impossible label is reported, not read past */
-        CHECK(softmax_xent(k, z, labels, NULL, 1.0f, 0, 1, NULL) != softmax_xent(k, z, labels, NULL, 1.0f, 0, 1, NULL));
+        CHECK(isnan(softmax_xent(k, z, labels, NULL, 1.0f, 0, 1, NULL)));
         free(z), free(lab), free(dz);
     }
     fx_free(cs, nc);
