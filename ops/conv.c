@@ -1,8 +1,11 @@
 #include "ops/conv.h"
 
+#include "ops/conv_direct.h"
+#include "ops/cpu.h"
 #include "ops/gemm.h"
 #include "ops/scratch.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int conv_geom_init(conv_geom *g, int c, int h, int w, int f, int kh, int kw, int stride, int pad)
@@ -96,7 +99,7 @@ static const float *columns(const conv_geom *g, const float *x)
     return col;
 }
 
-void conv2d_forward(const conv_geom *g, const float *x, const float *wt, const float *bias,
+static void forward_im2col(const conv_geom *g, const float *x, const float *wt, const float *bias,
                     float *y, int n0, int n1, int f0, int f1)
 {
     int ohw = g->oh * g->ow, ckk = g->c * g->kh * g->kw, nf = f1 - f0;
@@ -114,7 +117,7 @@ void conv2d_forward(const conv_geom *g, const float *x, const float *wt, const f
     }
 }
 
-void conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt, float *dx,
+static void backward_input_im2col(const conv_geom *g, const float *dy, const float *wt, float *dx,
                            int n0, int n1)
 {
     int ohw = g->oh * g->ow, ckk = g->c * g->kh * g->kw, chw = g->c * g->h * g->w;
@@ -134,7 +137,7 @@ void conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt,
     }
 }
 
-void conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy, float *dwt,
+static void backward_filter_im2col(const conv_geom *g, const float *x, const float *dy, float *dwt,
                             float *dbias, int n0, int n1, int f0, int f1, int accumulate)
 {
     int ohw = g->oh * g->ow, ckk = g->c * g->kh * g->kw, nf = f1 - f0;
@@ -154,4 +157,67 @@ void conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy,
                 dbias[f0 + f] = add ? dbias[f0 + f] + s : s;
             }
     }
+}
+
+/* Direct convolution where im2col + GEMM would be thin: stride 1 and few filters, where the GEMM's
+ * M (filters) is far below a register tile and K (channels x taps) too short to amortise
+ * packing. Measured with ./build.sh bench ops (conv_*_direct vs conv_*_im2col). */
+static int strategy = -1;   /* -1: not read from the environment yet */
+
+void conv_set_strategy(conv_strategy s) { __atomic_store_n(&strategy, (int)s, __ATOMIC_RELEASE); }
+
+static conv_strategy current_strategy(void)
+{
+    int s = __atomic_load_n(&strategy, __ATOMIC_ACQUIRE);
+    if (s >= 0)
+        return (conv_strategy)s;
+    const char *env = getenv("FRUGAL_CONV");
+    s = env && !strcmp(env, "direct") ? CONV_DIRECT : env && !strcmp(env, "im2col") ? CONV_IM2COL
+                                                                                      : CONV_AUTO;
+    conv_set_strategy((conv_strategy)s);
+    return (conv_strategy)s;
+}
+
+int conv_uses_direct(const conv_geom *g)
+{
+    conv_strategy s = current_strategy();
+    if (g->stride != 1 || s == CONV_IM2COL)
+        return 0;
+    return s == CONV_DIRECT || g->f <= CONV_DIRECT_MAX_FILTERS;
+}
+
+#define DISPATCH(fn, ...)                                                                   \
+    do {                                                                                    \
+        switch (ops_isa_active()) {                                                         \
+        case OPS_ISA_AVX512: conv_direct_##fn##_avx512(__VA_ARGS__); break;                 \
+        case OPS_ISA_AVX2: conv_direct_##fn##_avx2(__VA_ARGS__); break;                     \
+        default: conv_direct_##fn##_portable(__VA_ARGS__); break;                           \
+        }                                                                                   \
+    } while (0)
+
+void conv2d_forward(const conv_geom *g, const float *x, const float *wt, const float *bias,
+                    float *y, int n0, int n1, int f0, int f1)
+{
+    if (conv_uses_direct(g))
+        DISPATCH(forward, g, x, wt, bias, y, n0, n1, f0, f1);
+    else
+        forward_im2col(g, x, wt, bias, y, n0, n1, f0, f1);
+}
+
+void conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt, float *dx,
+                           int n0, int n1)
+{
+    if (conv_uses_direct(g))
+        DISPATCH(backward_input, g, dy, wt, dx, n0, n1);
+    else
+        backward_input_im2col(g, dy, wt, dx, n0, n1);
+}
+
+void conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy, float *dwt,
+                            float *dbias, int n0, int n1, int f0, int f1, int accumulate)
+{
+    if (conv_uses_direct(g))
+        DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate);
+    else
+        backward_filter_im2col(g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate);
 }

@@ -24,4 +24,12 @@ void conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt,
 void conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy, float *dwt,
                             float *dbias, int n0, int n1, int f0, int f1, int accumulate);
 
+/* How the functions above compute: direct convolution (stride 1 only) or im2col + GEMM. AUTO
+ * takes direct for stride 1 with at most CONV_DIRECT_MAX_FILTERS filters. The environment
+ * variable FRUGAL_CONV=auto|direct|im2col sets the starting strategy; tests and benchmarks set it. */
+typedef enum conv_strategy { CONV_AUTO, CONV_DIRECT, CONV_IM2COL } conv_strategy;
+#define CONV_DIRECT_MAX_FILTERS 16
+void conv_set_strategy(conv_strategy s);
+int conv_uses_direct(const conv_geom *g);
+
 #endif

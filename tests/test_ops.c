@@ -24,7 +24,9 @@ TEST(ops_conv_matches_pytorch)
     int nc;
     fx_case *cs = fx_load(FIXTURES, "conv_", &nc);
     FOR_EACH_ISA(isa)
+    for (conv_strategy strat = CONV_DIRECT; strat <= CONV_IM2COL; strat++)
     for (int i = 0; i < nc; i++) {
+        conv_set_strategy(strat);
         fx_case *c = &cs[i];
         conv_geom g;
         int n = fx_param(c, "n");
@@ -41,28 +43,29 @@ TEST(ops_conv_matches_pytorch)
         char what[128];
         /* whole range, then per-sample and per-filter pieces must give the same answer */
         conv2d_forward(&g, x, w, b, y, 0, n, 0, g.f);
-        snprintf(what, sizeof what, "%s [%s] forward", c->name, ops_isa_name(isa));
+        const char *path = conv_uses_direct(&g) ? "direct" : "im2col";
+        snprintf(what, sizeof what, "%s [%s %s] forward", c->name, ops_isa_name(isa), path);
         fx_close(what, y, y_ref, ATOL, RTOL);
         memset(y, 0, sizeof(float) * (size_t)y_ref->n);
         for (int s = 0; s < n; s++)
             for (int f = 0; f < g.f; f++)
                 conv2d_forward(&g, x, w, b, y, s, s + 1, f, f + 1);
-        snprintf(what, sizeof what, "%s [%s] forward per sample and filter", c->name,
-                 ops_isa_name(isa));
+        snprintf(what, sizeof what, "%s [%s %s] forward per sample and filter", c->name,
+                 ops_isa_name(isa), path);
         fx_close(what, y, y_ref, ATOL, RTOL);
         conv2d_backward_input(&g, dy, w, dx, 0, n);
-        snprintf(what, sizeof what, "%s [%s] backward input", c->name, ops_isa_name(isa));
+        snprintf(what, sizeof what, "%s [%s %s] backward input", c->name, ops_isa_name(isa), path);
         fx_close(what, dx, dx_ref, ATOL, RTOL);
         conv2d_backward_filter(&g, x, dy, dw, db, 0, n, 0, g.f, 0);
-        snprintf(what, sizeof what, "%s [%s] backward filter", c->name, ops_isa_name(isa));
+        snprintf(what, sizeof what, "%s [%s %s] backward filter", c->name, ops_isa_name(isa), path);
         fx_close(what, dw, dw_ref, ATOL, RTOL);
         fx_close(what, db, db_ref, ATOL, RTOL);
         /* per-sample partial sums, reduced in order, as the engine does */
         for (int s = 0; s < n; s++)
             for (int f = 0; f < g.f; f++)
                 conv2d_backward_filter(&g, x, dy, dw, db, s, s + 1, f, f + 1, s > 0);
-        snprintf(what, sizeof what, "%s [%s] backward filter in pieces", c->name,
-                 ops_isa_name(isa));
+        snprintf(what, sizeof what, "%s [%s %s] backward filter in pieces", c->name,
+                 ops_isa_name(isa), path);
         fx_close(what, dw, dw_ref, ATOL, RTOL);
         fx_close(what, db, db_ref, ATOL, RTOL);
         free(x), free(w), free(b), free(dy), free(y), free(dx), free(dw), free(db);
@@ -251,6 +254,8 @@ static void check_fd(const char *what, float *param, long nparam, double (*loss)
     CHECK(bad == 0);
 }
 
+static float *random_floats(ops_rng *r, long n, float scale);
+
 typedef struct conv_fd { conv_geom g; int n; float *x, *w, *b, *y, *r; } conv_fd;
 static double conv_loss(void *p)
 {
@@ -267,22 +272,33 @@ static float *random_floats(ops_rng *r, long n, float scale)
     return p;
 }
 
-TEST(ops_conv_gradients_match_finite_differences)
+static void conv_fd_case(int c, int h, int w, int f, int kh, int kw, int stride, int pad)
 {
     ops_rng r;
     ops_rng_seed(&r, 3);
-    conv_fd c = {.n = 2};
-    CHECK(conv_geom_init(&c.g, 2, 7, 6, 3, 3, 2, 2, 1) == 0);
-    long nx = 2L * 2 * 7 * 6, nw = 3L * 2 * 3 * 2, ny = 2L * 3 * c.g.oh * c.g.ow;
-    c.x = random_floats(&r, nx, 1), c.w = random_floats(&r, nw, 0.5f);
-    c.b = random_floats(&r, 3, 0.1f), c.y = malloc(4 * (size_t)ny), c.r = random_floats(&r, ny, 1);
-    float *dx = malloc(4 * (size_t)nx), *dw = malloc(4 * (size_t)nw), db[3];
-    conv2d_backward_input(&c.g, c.r, c.w, dx, 0, 2);
-    conv2d_backward_filter(&c.g, c.x, c.r, dw, db, 0, 2, 0, 3, 0);
-    check_fd("conv dx", c.x, nx, conv_loss, &c, dx, 1e-2);
-    check_fd("conv dw", c.w, nw, conv_loss, &c, dw, 1e-2);
-    check_fd("conv db", c.b, 3, conv_loss, &c, db, 1e-2);
-    free(c.x), free(c.w), free(c.b), free(c.y), free(c.r), free(dx), free(dw);
+    conv_fd cf = {.n = 2};
+    CHECK(conv_geom_init(&cf.g, c, h, w, f, kh, kw, stride, pad) == 0);
+    long nx = 2L * c * h * w, nw = (long)f * c * kh * kw, ny = 2L * f * cf.g.oh * cf.g.ow;
+    cf.x = random_floats(&r, nx, 1), cf.w = random_floats(&r, nw, 0.5f);
+    cf.b = random_floats(&r, f, 0.1f), cf.y = malloc(4 * (size_t)ny), cf.r = random_floats(&r, ny, 1);
+    float *dx = malloc(4 * (size_t)nx), *dw = malloc(4 * (size_t)nw), *db = malloc(4 * (size_t)f);
+    conv2d_backward_input(&cf.g, cf.r, cf.w, dx, 0, 2);
+    conv2d_backward_filter(&cf.g, cf.x, cf.r, dw, db, 0, 2, 0, f, 0);
+    char what[64];
+    snprintf(what, sizeof what, "conv stride %d (%s) dx", stride,
+             conv_uses_direct(&cf.g) ? "direct" : "im2col");
+    check_fd(what, cf.x, nx, conv_loss, &cf, dx, 1e-2);
+    check_fd(what, cf.w, nw, conv_loss, &cf, dw, 1e-2);
+    check_fd(what, cf.b, f, conv_loss, &cf, db, 1e-2);
+    free(cf.x), free(cf.w), free(cf.b), free(cf.y), free(cf.r), free(dx), free(dw), free(db);
+}
+
+TEST(ops_conv_gradients_match_finite_differences)
+{
+    conv_fd_case(2, 7, 6, 3, 3, 2, 2, 1);   /* stride 2: im2col */
+    conv_fd_case(5, 6, 7, 5, 3, 3, 1, 1);   /* stride 1: direct, with partial filter and channel blocks */
+    conv_set_strategy(CONV_IM2COL);
+    conv_fd_case(5, 6, 7, 5, 3, 3, 1, 1);
 }
 
 typedef struct dense_fd { int n, in, out; float *x, *w, *b, *y, *r; } dense_fd;

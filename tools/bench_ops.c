@@ -105,12 +105,18 @@ static void bench_conv(int c, int h, int w, int n)
     cc.b = randoms(4), cc.db = randoms(4);
     double flops = 2.0 * out * c * 9;
     static const char *pass[] = {"forward", "backward_input", "backward_filter"};
-    for (cc.pass = 0; cc.pass < 3; cc.pass++) {
-        char name[96];
-        snprintf(name, sizeof name, "conv_%dx%dx%d_%s_batch%d", h, w, c, pass[cc.pass], n);
-        double ref = peak_now();
-        report(name, time_best(run_conv, &cc, flops), ref);
+    static const char *path[] = {"", "direct", "im2col"};
+    for (conv_strategy s = CONV_DIRECT; s <= CONV_IM2COL; s++) {
+        conv_set_strategy(s);
+        for (cc.pass = 0; cc.pass < 3; cc.pass++) {
+            char name[96];
+            snprintf(name, sizeof name, "conv_%dx%dx%d_%s_batch%d_%s", h, w, c, pass[cc.pass], n,
+                     path[s]);
+            double ref = peak_now();
+            report(name, time_best(run_conv, &cc, flops), ref);
+        }
     }
+    conv_set_strategy(CONV_AUTO);
     free(cc.x), free(cc.dx), free(cc.y), free(cc.dy), free(cc.w), free(cc.dw), free(cc.b),
         free(cc.db);
 }

@@ -1,0 +1,4 @@
+/* Direct convolution, baseline SSE2 build. */
+#define ISA portable
+#define VEC_BYTES 16
+#include "ops/conv_direct_impl.h"

@@ -1,0 +1,24 @@
+/* Direct convolution for stride 1: vectorised along output pixels, no im2col, no packing.
+ * It wins where im2col + GEMM loses, on layers with few filters (DAHL's 4) whose GEMMs are too
+ * thin to fill a register tile. One source (conv_direct_impl.h) compiled once per ISA. Same
+ * contracts as the conv2d_* functions in conv.h, which choose between the two. */
+#ifndef FRUGAL_CONV_DIRECT_H
+#define FRUGAL_CONV_DIRECT_H
+
+#include "ops/conv.h"
+
+#define CONV_DIRECT_DECLARE(isa)                                                              \
+    void conv_direct_forward_##isa(const conv_geom *g, const float *x, const float *wt,      \
+                                   const float *bias, float *y, int n0, int n1, int f0,      \
+                                   int f1);                                                  \
+    void conv_direct_backward_input_##isa(const conv_geom *g, const float *dy,               \
+                                          const float *wt, float *dx, int n0, int n1);       \
+    void conv_direct_backward_filter_##isa(const conv_geom *g, const float *x,               \
+                                           const float *dy, float *dwt, float *dbias, int n0, \
+                                           int n1, int f0, int f1, int accumulate);
+
+CONV_DIRECT_DECLARE(portable)
+CONV_DIRECT_DECLARE(avx2)
+CONV_DIRECT_DECLARE(avx512)
+
+#endif

@@ -1,0 +1,4 @@
+/* Direct convolution, AVX2+FMA build (compiled with -mavx2 -mfma). */
+#define ISA avx2
+#define VEC_BYTES 32
+#include "ops/conv_direct_impl.h"

@@ -1,0 +1,4 @@
+/* Direct convolution, AVX-512 build. */
+#define ISA avx512
+#define VEC_BYTES 64
+#include "ops/conv_direct_impl.h"

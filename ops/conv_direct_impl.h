@@ -1,0 +1,254 @@
+/* The direct convolution, included by conv_direct{,_avx2,_avx512}.c with ISA set to the suffix
+ * of the functions to define and VEC_BYTES to the vector width the file is compiled for.
+ * Stride 1 only (conv.c decides).
+ *
+ * The trick: copy the zero-padded input into a plane with row stride Wp and some zero slack. An
+ * output pixel (oy, ox) then sits at q = oy * Wp + ox, and tap (ky, kx) reads input q + ky*Wp +
+ * kx, so every tap is one long contiguous run over q, with no clipping. The Wp - OW columns past
+ * each output row are computed and dropped. A block of FB filters x NV vectors of q stays in
+ * registers while all channels and taps stream past: each input vector loaded feeds FB FMAs. */
+#include "ops/conv_direct.h"
+#include "ops/scratch.h"
+
+#include <string.h>
+
+#define NAME2(a, b) a##_##b
+#define NAME(a, b) NAME2(a, b)
+
+#define VL (VEC_BYTES / 4)     /* floats per vector */
+#define FB 4                   /* filters per register block */
+#if VEC_BYTES >= 32
+#define NV 4                   /* vectors of q per register block: FB * NV accumulators */
+#else
+#define NV 2                   /* SSE has 16 registers */
+#endif
+#define QB (VL * NV)           /* q positions per register block */
+#define QCHUNK (VL * 64)       /* q positions per backward-filter chunk, sized for L1 */
+
+typedef float vf __attribute__((vector_size(VEC_BYTES)));
+
+static inline vf vload(const float *p)
+{
+    vf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void vstore(float *p, vf v) { memcpy(p, &v, sizeof v); }
+
+static inline vf vsplat(float x)
+{
+    return (vf){0} + x;   /* GCC broadcasts a scalar operand */
+}
+
+/* Zero-padded copy of planes [0, nplanes) of h x w into rows of wp, plane stride `stride`. */
+static void pad_planes(const float *src, int nplanes, int h, int w, int pad_y, int pad_x, int wp,
+                       size_t stride, float *dst)
+{
+    for (int p = 0; p < nplanes; p++) {
+        float *d = dst + (size_t)p * stride;
+        memset(d, 0, sizeof(float) * stride);
+        for (int y = 0; y < h; y++)
+            memcpy(d + (size_t)(y + pad_y) * wp + pad_x, src + ((size_t)p * h + y) * w,
+                   sizeof(float) * (size_t)w);
+    }
+}
+
+/* out[f][q] = bias[f] + sum over c, taps of wg[c][tap][f] * in[c][q + tap offset], for q in
+ * [0, Q) and f < nf <= FB. in: cin planes of row stride wp, plane stride `stride`, with slack;
+ * wg: weights regrouped as [c][tap][FB]; out: nf planes of stride ostride >= Q rounded up to QB. */
+static void valid_block(int cin, int kh, int kw, int wp, size_t stride, const float *in,
+                        const float *wg, const float *bias, int nf, float *out, size_t ostride,
+                        int Q)
+{
+    int taps = kh * kw;
+    for (int q0 = 0; q0 < Q; q0 += QB) {
+        vf acc[FB][NV];
+        #pragma GCC unroll 16
+        for (int f = 0; f < FB; f++)
+            #pragma GCC unroll 16
+            for (int v = 0; v < NV; v++)
+                acc[f][v] = vsplat(bias && f < nf ? bias[f] : 0.0f);
+        for (int c = 0; c < cin; c++) {
+            const float *xc = in + (size_t)c * stride + q0;
+            const float *wc = wg + (size_t)c * taps * FB;
+            for (int ky = 0; ky < kh; ky++)
+                for (int kx = 0; kx < kw; kx++) {
+                    const float *s = xc + ky * wp + kx;
+                    const float *w = wc + (ky * kw + kx) * FB;
+                    vf xv[NV];
+                    #pragma GCC unroll 16
+                    for (int v = 0; v < NV; v++)
+                        xv[v] = vload(s + v * VL);
+                    #pragma GCC unroll 16
+                    for (int f = 0; f < FB; f++) {
+                        vf wv = vsplat(w[f]);
+                        #pragma GCC unroll 16
+                        for (int v = 0; v < NV; v++)
+                            acc[f][v] += wv * xv[v];
+                    }
+                }
+        }
+        #pragma GCC unroll 16
+        for (int f = 0; f < nf; f++)
+            #pragma GCC unroll 16
+            for (int v = 0; v < NV; v++)
+                vstore(out + (size_t)f * ostride + q0 + v * VL, acc[f][v]);
+    }
+}
+
+/* Regroups weights of outputs [o0, o0+nf) into [c][tap][FB] (missing outputs get zeros). get(o,
+ * c, tap) reads the weight; forward and backward-input differ only in that mapping. */
+#define REGROUP(wg, cin, taps, nf, get)                                                        \
+    for (int c_ = 0; c_ < (cin); c_++)                                                         \
+        for (int t_ = 0; t_ < (taps); t_++)                                                    \
+            for (int f_ = 0; f_ < FB; f_++)                                                    \
+                (wg)[((size_t)c_ * (taps) + t_) * FB + f_] = f_ < (nf) ? get(f_, c_, t_) : 0.0f;
+
+static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+void NAME(conv_direct_forward, ISA)(const conv_geom *g, const float *x, const float *wt,
+                                    const float *bias, float *y, int n0, int n1, int f0, int f1)
+{
+    int wp = g->w + 2 * g->pad, hp = g->h + 2 * g->pad, taps = g->kh * g->kw;
+    int Q = g->oh * wp;
+    size_t stride = (size_t)hp * wp + QB + g->kw + wp, ostride = round_up((size_t)Q, QB);
+    float *in = ops_scratch(SCRATCH_PACK_A, stride * g->c);
+    float *out = ops_scratch(SCRATCH_COLUMNS, ostride * FB);
+    float *wg = ops_scratch(SCRATCH_PACK_B, (size_t)g->c * taps * FB);
+    if (!in || !out || !wg)
+        return;
+    for (int fb = f0; fb < f1; fb += FB) {
+        int nf = f1 - fb < FB ? f1 - fb : FB;
+#define FWD_W(fo, ci, ti) wt[(((size_t)(fb + (fo)) * g->c) + (ci)) * taps + (ti)]
+        REGROUP(wg, g->c, taps, nf, FWD_W)
+#undef FWD_W
+        for (int n = n0; n < n1; n++) {
+            if (fb == f0 || n0 + 1 < n1)   /* one sample: pad once for all filter blocks */
+                pad_planes(x + (size_t)n * g->c * g->h * g->w, g->c, g->h, g->w, g->pad, g->pad,
+                           wp, stride, in);
+            valid_block(g->c, g->kh, g->kw, wp, stride, in, wg, bias ? bias + fb : NULL, nf, out,
+                        ostride, Q);
+            #pragma GCC unroll 16
+            for (int f = 0; f < nf; f++)
+                for (int oy = 0; oy < g->oh; oy++)
+                    memcpy(y + (((size_t)n * g->f + fb + f) * g->oh + oy) * g->ow,
+                           out + (size_t)f * ostride + (size_t)oy * wp, sizeof(float) * (size_t)g->ow);
+        }
+    }
+}
+
+/* dx is the valid convolution of dy, padded by the kernel size less one, with the weights flipped
+ * and transposed (channels become outputs, filters inputs); then the input padding is cropped. */
+void NAME(conv_direct_backward_input, ISA)(const conv_geom *g, const float *dy, const float *wt,
+                                           float *dx, int n0, int n1)
+{
+    int taps = g->kh * g->kw, py = g->kh - 1, px = g->kw - 1;
+    int wd = g->ow + 2 * px, hd = g->oh + 2 * py;   /* padded dy */
+    int hp = g->h + 2 * g->pad;                      /* output grid: the padded input */
+    int Q = hp * wd;
+    size_t stride = (size_t)hd * wd + QB + g->kw + wd, ostride = round_up((size_t)Q, QB);
+    float *in = ops_scratch(SCRATCH_PACK_A, stride * g->f);
+    float *out = ops_scratch(SCRATCH_COLUMNS, ostride * FB);
+    float *wg = ops_scratch(SCRATCH_PACK_B, (size_t)g->f * taps * FB * ((g->c + FB - 1) / FB));
+    if (!in || !out || !wg)
+        return;
+    for (int cb = 0; cb < g->c; cb += FB) {   /* regroup all channel blocks once */
+        int nc = g->c - cb < FB ? g->c - cb : FB;
+        float *w = wg + (size_t)(cb / FB) * g->f * taps * FB;
+#define BWD_W(co, fi, ti) wt[(((size_t)(fi) * g->c) + cb + (co)) * taps + (taps - 1 - (ti))]
+        REGROUP(w, g->f, taps, nc, BWD_W)
+#undef BWD_W
+    }
+    for (int n = n0; n < n1; n++) {
+        pad_planes(dy + (size_t)n * g->f * g->oh * g->ow, g->f, g->oh, g->ow, py, px, wd, stride,
+                   in);
+        for (int cb = 0; cb < g->c; cb += FB) {
+            int nc = g->c - cb < FB ? g->c - cb : FB;
+            valid_block(g->f, g->kh, g->kw, wd, stride, in,
+                        wg + (size_t)(cb / FB) * g->f * taps * FB, NULL, nc, out, ostride, Q);
+            for (int c = 0; c < nc; c++)
+                for (int iy = 0; iy < g->h; iy++)
+                    memcpy(dx + (((size_t)n * g->c + cb + c) * g->h + iy) * g->w,
+                           out + (size_t)c * ostride + (size_t)(iy + g->pad) * wd + g->pad,
+                           sizeof(float) * (size_t)g->w);
+        }
+    }
+}
+
+/* dW[f][c][tap] = sum over q of dy[f][q] * in[c][q + tap offset], with dy laid on the same
+ * row stride as the padded input (zeros in the dropped columns). Chunks of q stay in L1 while
+ * every (channel, tap) pair passes over them; each loaded input vector feeds FB filters. */
+void NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, const float *x, const float *dy,
+                                            float *dwt, float *dbias, int n0, int n1, int f0,
+                                            int f1, int accumulate)
+{
+    int wp = g->w + 2 * g->pad, hp = g->h + 2 * g->pad, taps = g->kh * g->kw;
+    int Q = g->oh * wp, ohw = g->oh * g->ow;
+    size_t stride = (size_t)hp * wp + QCHUNK + g->kw + wp, dstride = round_up((size_t)Q, QCHUNK);
+    float *in = ops_scratch(SCRATCH_PACK_A, stride * g->c);
+    float *dyv = ops_scratch(SCRATCH_COLUMNS, dstride * FB);
+    vf *part = (vf *)ops_scratch(SCRATCH_PARTIALS, (size_t)VL * FB * g->c * taps);
+    if (!in || !dyv || !part)
+        return;
+    if (!accumulate)
+        for (int f = f0; f < f1; f++) {
+            memset(dwt + (size_t)f * g->c * taps, 0, sizeof(float) * (size_t)g->c * taps);
+            if (dbias)
+                dbias[f] = 0;
+        }
+    for (int n = n0; n < n1; n++) {   /* samples in order: a fixed summation order */
+        pad_planes(x + (size_t)n * g->c * g->h * g->w, g->c, g->h, g->w, g->pad, g->pad, wp,
+                   stride, in);
+        for (int fb = f0; fb < f1; fb += FB) {
+            int nf = f1 - fb < FB ? f1 - fb : FB;
+            memset(dyv, 0, sizeof(float) * dstride * FB);
+            #pragma GCC unroll 16
+            for (int f = 0; f < nf; f++) {
+                const float *d = dy + ((size_t)n * g->f + fb + f) * ohw;
+                for (int oy = 0; oy < g->oh; oy++)
+                    memcpy(dyv + (size_t)f * dstride + (size_t)oy * wp, d + (size_t)oy * g->ow,
+                           sizeof(float) * (size_t)g->ow);
+                if (dbias) {
+                    float s = 0;
+                    for (int p = 0; p < ohw; p++)
+                        s += d[p];
+                    dbias[fb + f] += s;
+                }
+            }
+            /* Vector partial sums per (filter, channel, tap), reduced once per sample. */
+            memset(part, 0, sizeof(vf) * FB * (size_t)g->c * taps);
+            for (int q0 = 0; q0 < Q; q0 += QCHUNK) {
+                int q1 = q0 + QCHUNK < Q ? q0 + QCHUNK : Q;
+                for (int c = 0; c < g->c; c++)
+                    for (int t = 0; t < taps; t++) {
+                        const float *s = in + (size_t)c * stride + (t / g->kw) * wp + t % g->kw;
+                        vf *pt = part + ((size_t)c * taps + t) * FB;
+                        vf acc[FB][2];   /* two chains per filter hide the FMA latency */
+#pragma GCC unroll 16
+                        for (int f = 0; f < FB; f++)
+                            acc[f][0] = pt[f], acc[f][1] = vsplat(0);
+                        for (int q = q0; q < q1; q += 2 * VL) {   /* dyv is zero past Q */
+                            vf x0 = vload(s + q), x1 = vload(s + q + VL);
+#pragma GCC unroll 16
+                            for (int f = 0; f < FB; f++) {
+                                const float *d = dyv + (size_t)f * dstride + q;
+                                acc[f][0] += vload(d) * x0;
+                                acc[f][1] += vload(d + VL) * x1;
+                            }
+                        }
+#pragma GCC unroll 16
+                        for (int f = 0; f < FB; f++)
+                            pt[f] = acc[f][0] + acc[f][1];
+                    }
+            }
+            for (int f = 0; f < nf; f++)
+                for (int ct = 0; ct < g->c * taps; ct++) {
+                    float sum = 0;
+                    for (int i = 0; i < VL; i++)
+                        sum += part[(size_t)ct * FB + f][i];
+                    dwt[((size_t)(fb + f) * g->c) * taps + ct] += sum;
+                }
+        }
+    }
+}
