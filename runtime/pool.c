@@ -1,19 +1,33 @@
 #include "pool.h"
 
-#include <stdint.h>
 #include <stdlib.h>
 
-enum { MAGAZINE = 64, CHUNK_OBJS = 256 };
+enum { CHUNK_OBJS = 256 };
 
-/* A magazine in the depot: its first object holds the link to the next magazine. */
-typedef struct depot_head { pool_obj obj; pool_obj *next_mag; } depot_head;
+/* Every allocation of the pool (chunks of objects, magazines) is linked here for pool_destroy. */
+static void *remember(pool *p, void *block)
+{
+    if (block) {
+        *(void **)block = p->chunks;
+        p->chunks = block;
+    }
+    return block;
+}
+
+static magazine *magazine_new(pool *p)
+{
+    char *block = remember(p, malloc(64 + sizeof(magazine)));
+    if (!block)
+        return NULL;
+    magazine *m = (magazine *)(block + 64);
+    m->n = 0;
+    return m;
+}
 
 int pool_init(pool *p, size_t objsize, int nworkers)
 {
-    if (objsize < sizeof(depot_head))
-        objsize = sizeof(depot_head);
     p->objsize = (objsize + 63) & ~(size_t)63;   /* whole cache lines: no false sharing */
-    p->full = NULL;
+    p->full = p->empty = NULL;
     p->chunks = NULL;
     p->ncaches = nworkers;
     p->caches = calloc((size_t)nworkers, sizeof *p->caches);
@@ -35,81 +49,101 @@ void pool_destroy(pool *p)
     pthread_mutex_destroy(&p->lock);
 }
 
-/* Under the lock: a magazine from the depot, or a fresh chunk cut into objects. */
-static pool_obj *refill(pool *p, int *count)
+/* Depot operations, each under the lock. */
+static void put(pool *p, magazine **list, magazine *m)
 {
-    pool_obj *objs = NULL;
     pthread_mutex_lock(&p->lock);
-    if (p->full) {
-        depot_head *h = (depot_head *)p->full;
-        p->full = h->next_mag;
-        objs = &h->obj;
-        *count = MAGAZINE;
-    } else {
-        /* The chunk's first cache line links the chunk list. */
-        char *chunk = aligned_alloc(64, 64 + CHUNK_OBJS * p->objsize);
-        if (chunk) {
-            *(void **)chunk = p->chunks;
-            p->chunks = chunk;
-            for (int i = CHUNK_OBJS - 1; i >= 0; i--) {
-                pool_obj *o = (pool_obj *)(chunk + 64 + (size_t)i * p->objsize);
-                o->next = objs;
-                objs = o;
-            }
-            *count = CHUNK_OBJS;
-        }
+    m->next = *list;
+    *list = m;
+    pthread_mutex_unlock(&p->lock);
+}
+
+static magazine *get_empty(pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    magazine *m = p->empty;
+    if (m)
+        p->empty = m->next;
+    else
+        m = magazine_new(p);
+    pthread_mutex_unlock(&p->lock);
+    if (m)
+        m->n = 0;
+    return m;
+}
+
+/* A full magazine from the depot, else an empty one filled from a fresh chunk. */
+static magazine *get_full(pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    magazine *m = p->full;
+    if (m) {
+        p->full = m->next;
+        pthread_mutex_unlock(&p->lock);
+        return m;
     }
     pthread_mutex_unlock(&p->lock);
-    return objs;
+    m = get_empty(p);
+    if (!m)
+        return NULL;
+    pthread_mutex_lock(&p->lock);
+    char *chunk = remember(p, aligned_alloc(64, 64 + MAGAZINE * p->objsize));
+    pthread_mutex_unlock(&p->lock);
+    if (!chunk) {
+        put(p, &p->empty, m);
+        return NULL;
+    }
+    for (int i = 0; i < MAGAZINE; i++)
+        m->obj[i] = chunk + 64 + (size_t)i * p->objsize;
+    m->n = MAGAZINE;
+    return m;
+}
+
+static void swap(pool_cache *c)
+{
+    magazine *t = c->cur;
+    c->cur = c->spare;
+    c->spare = t;
 }
 
 void *pool_alloc(pool *p, int worker)
 {
     pool_cache *c = &p->caches[worker];
-    if (!c->cur) {
-        if (c->spare) {
-            c->cur = c->spare;
-            c->spare = NULL;
-            c->ncur = MAGAZINE;
+    if (!c->cur || c->cur->n == 0) {
+        if (c->spare && c->spare->n > 0) {
+            swap(c);
         } else {
-            c->cur = refill(p, &c->ncur);
-            if (!c->cur)
+            magazine *m = get_full(p);
+            if (!m)
                 return NULL;
+            if (c->cur && !c->spare)
+                c->spare = c->cur;
+            else if (c->cur)
+                put(p, &p->empty, c->cur);
+            c->cur = m;
+            for (int i = 0; i < m->n; i++)   /* start every transfer now: they overlap */
+                for (size_t off = 0; off < p->objsize; off += 64)
+                    __builtin_prefetch((char *)m->obj[i] + off, 1);
         }
     }
-    pool_obj *o = c->cur;
-    c->cur = o->next;
-    c->ncur--;
-    /* Recycled objects were last written by whichever core freed them: start fetching the next
-     * one now so that its cache-line transfer overlaps the caller's work. */
-    if (c->cur)
-        for (size_t off = 0; off < p->objsize; off += 64)
-            __builtin_prefetch((char *)c->cur + off, 1);
-    return o;
+    return c->cur->obj[--c->cur->n];
 }
 
 void pool_free(pool *p, int worker, void *obj)
 {
     pool_cache *c = &p->caches[worker];
-    if (c->ncur >= MAGAZINE) {
-        if (c->spare) {   /* both full: hand the spare magazine to the depot */
-            depot_head *h = (depot_head *)c->spare;
-            pthread_mutex_lock(&p->lock);
-            h->next_mag = p->full;
-            p->full = c->spare;
-            pthread_mutex_unlock(&p->lock);
+    if (!c->cur && !(c->cur = get_empty(p)))
+        return;   /* out of memory: the object is lost to the pool, nothing breaks */
+    if (c->cur->n == MAGAZINE) {
+        if (c->spare && c->spare->n < MAGAZINE) {
+            swap(c);
+        } else {
+            if (c->spare)
+                put(p, &p->full, c->spare);
+            c->spare = c->cur;
+            if (!(c->cur = get_empty(p)))
+                return;
         }
-        /* cur may hold more than MAGAZINE after a chunk refill: keep exactly MAGAZINE as spare. */
-        pool_obj *tail = c->cur;
-        for (int i = 1; i < MAGAZINE; i++)
-            tail = tail->next;
-        c->spare = c->cur;
-        c->cur = tail->next;
-        c->ncur -= MAGAZINE;
-        tail->next = NULL;
     }
-    pool_obj *o = obj;
-    o->next = c->cur;
-    c->cur = o;
-    c->ncur++;
+    c->cur->obj[c->cur->n++] = obj;
 }

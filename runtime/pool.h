@@ -1,27 +1,33 @@
 /* Fixed-size object pool with per-worker caches, for tasks and dependency edges.
  *
  * Objects are allocated on one thread (the submitter) and freed on another (whoever ran the
- * task), so each worker keeps a private free list and trades full "magazines" of MAGAZINE objects
- * through a mutex-protected depot: one lock per MAGAZINE allocations, none on the hot path. */
+ * task), so each worker keeps private magazines (arrays of MAGAZINE free objects) and trades full
+ * ones through a mutex-protected depot: one lock per MAGAZINE allocations, none on the hot path.
+ * A magazine arriving from another core holds objects whose cache lines that core still owns;
+ * being an array, all of them are prefetched at once, so those misses overlap instead of
+ * following one another down a free list. */
 #ifndef FRUGAL_POOL_H
 #define FRUGAL_POOL_H
 
 #include <pthread.h>
 #include <stddef.h>
 
-typedef struct pool_obj { struct pool_obj *next; } pool_obj;
+enum { MAGAZINE = 64 };
+
+typedef struct magazine {
+    struct magazine *next;   /* in the depot */
+    int n;
+    void *obj[MAGAZINE];
+} magazine;
 
 typedef struct pool_cache {
-    pool_obj *cur, *spare;   /* spare is empty or holds exactly MAGAZINE objects */
-    int ncur;
+    magazine *cur, *spare;   /* allocate from and free into cur; spare is full or empty */
 } pool_cache;
-
-typedef struct pool_mag { pool_obj *objs; struct pool_mag *next; } pool_mag;
 
 typedef struct pool {
     size_t objsize;
     pthread_mutex_t lock;
-    pool_obj *full;          /* depot: chain of magazines, linked through their first object */
+    magazine *full, *empty;  /* the depot */
     void *chunks;            /* every malloc'd chunk, freed by pool_destroy */
     pool_cache *caches;      /* one per worker */
     int ncaches;
