@@ -415,3 +415,52 @@ TEST(ops_geometry_rejects_impossible_shapes)
     CHECK(pool_geom_init(&p, 1, 1, 5, 2, 2) == -1);
     CHECK(pool_geom_init(&p, 1, 5, 5, 2, 2) == 0 && p.oh == 2);
 }
+
+/* Each SIMD path against the portable one, on identical inputs: GEMM and both conv paths. */
+static float max_rel_diff(const float *a, const float *b, long n)
+{
+    float worst = 0;
+    for (long i = 0; i < n; i++) {
+        float d = fabsf(a[i] - b[i]) / (1.0f + fabsf(b[i]));
+        worst = d > worst ? d : worst;
+    }
+    return worst;
+}
+
+TEST(ops_simd_paths_agree_with_portable)
+{
+    ops_rng r;
+    ops_rng_seed(&r, 11);
+    conv_geom g;
+    CHECK(conv_geom_init(&g, 3, 19, 23, 6, 3, 3, 1, 1) == 0);
+    int n = 3, M = 37, N = 53, K = 71;
+    long nx = (long)n * 3 * 19 * 23, nw = 6L * 27, ny = (long)n * 6 * g.oh * g.ow;
+    float *x = random_floats(&r, nx, 1), *w = random_floats(&r, nw, 0.5f), *b = random_floats(&r, 6, 0.1f);
+    float *dy = random_floats(&r, ny, 1), *A = random_floats(&r, (long)M * K, 1),
+          *B = random_floats(&r, (long)K * N, 1);
+    enum { OUTS = 5 };
+    long sizes[OUTS] = {ny, nx, nw, 6, (long)M * N};
+    float *ref[OUTS], *got[OUTS];
+    for (int k = 0; k < OUTS; k++)
+        ref[k] = calloc((size_t)sizes[k], 4), got[k] = calloc((size_t)sizes[k], 4);
+    for (conv_strategy s = CONV_DIRECT; s <= CONV_IM2COL; s++)
+        for (ops_isa isa = OPS_ISA_PORTABLE; isa <= ops_isa_supported(); isa++) {
+            conv_set_strategy(s);
+            CHECK(ops_isa_set(isa) == 0);
+            float **out = isa == OPS_ISA_PORTABLE ? ref : got;
+            conv2d_forward(&g, x, w, b, out[0], 0, n, 0, 6);
+            conv2d_backward_input(&g, dy, w, out[1], 0, n);
+            conv2d_backward_filter(&g, x, dy, out[2], out[3], 0, n, 0, 6, 0);
+            ops_sgemm(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, out[4], N);
+            if (isa == OPS_ISA_PORTABLE)
+                continue;
+            for (int k = 0; k < OUTS; k++)
+                CHECKF(max_rel_diff(got[k], ref[k], sizes[k]) < 1e-4,
+                       "%s path, output %d (%s conv): differs from portable by %g",
+                       ops_isa_name(isa), k, s == CONV_DIRECT ? "direct" : "im2col",
+                       (double)max_rel_diff(got[k], ref[k], sizes[k]));
+        }
+    for (int k = 0; k < OUTS; k++)
+        free(ref[k]), free(got[k]);
+    free(x), free(w), free(b), free(dy), free(A), free(B);
+}
