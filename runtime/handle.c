@@ -9,15 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void task_ref(rt_task *t)
-{
-    atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
-}
 
 static void list_clear(rt_runtime *rt, int worker, task_list *l)
 {
     for (int i = 0; i < l->n; i++)
-        task_release_on(rt, worker, l->items[i]);
+        task_let_go(rt, worker, l->items[i]);
     l->n = 0;
 }
 
@@ -36,7 +32,7 @@ static void list_compact(rt_runtime *rt, int worker, task_list *l)
     int kept = 0;
     for (int i = 0; i < l->n; i++) {
         if (task_done(l->items[i]))
-            task_release_on(rt, worker, l->items[i]);
+            task_let_go(rt, worker, l->items[i]);
         else
             l->items[kept++] = l->items[i];
     }
@@ -59,7 +55,7 @@ static int list_add(rt_runtime *rt, int worker, task_list *l, rt_task *t)
             l->cap = cap;
         }
     }
-    task_ref(t);
+    task_hold(t);
     l->items[l->n++] = t;
     return 0;
 }
@@ -152,7 +148,7 @@ static int depend_as_writer(rt_runtime *rt, int w, rt_task *t, rt_handle *h)
 static void drop_history(rt_runtime *rt, int w, rt_handle *h)
 {
     if (h->writer)
-        task_release_on(rt, w, h->writer);
+        task_let_go(rt, w, h->writer);
     h->writer = NULL;
     list_clear(rt, w, &h->readers);
     list_clear(rt, w, &h->accums);
@@ -181,7 +177,7 @@ int handle_link(rt_runtime *rt, rt_task *t, const rt_access *a)
         if (depend_as_writer(rt, w, t, h))
             return -1;
         drop_history(rt, w, h);
-        task_ref(t);
+        task_hold(t);
         h->writer = t;
         return 0;
 

@@ -25,7 +25,10 @@ struct rt_task {
     const rt_kind *kind;
     _Atomic(rt_edge *) successors;
     _Atomic int npending;           /* unfinished predecessors, +1 while being submitted */
-    _Atomic int refs;               /* execution + handle histories + kept references */
+    _Atomic int refs;               /* execution + one for all of hrefs + kept references */
+    int hrefs;                      /* places in handle histories (and the submission itself)
+                                     * holding the task: counted by the submitting thread only,
+                                     * so plainly; they share one atomic reference */
     _Atomic int waited;             /* someone sleeps until this task is done */
     short priority;
     short naccum;                   /* handles updated in RT_ACCUM mode, locked around the body */
@@ -106,6 +109,8 @@ int worker_self(const rt_runtime *rt);
 const char *kind_name(int id);
 void task_make_ready(rt_runtime *rt, int worker, rt_task *t);
 void task_release_on(rt_runtime *rt, int worker, rt_task *t);
+void task_hold(rt_task *t);
+void task_let_go(rt_runtime *rt, int worker, rt_task *t);
 int wait_tasks(rt_runtime *rt, rt_task *const *tasks, int n);
 void runtime_set_error(rt_runtime *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -64,7 +64,7 @@ typedef struct rt_task_desc {
     size_t args_size;        /* <= RT_MAX_ARGS */
     int priority;            /* 0 .. RT_PRIO_LEVELS-1 */
     int naccess;
-    rt_access access[RT_MAX_ACCESS];
+    rt_access access[RT_MAX_ACCESS];   /* each handle at most once */
     int nafter;              /* explicit edges, for orderings no handle expresses */
     rt_task *after[RT_MAX_AFTER];
 } rt_task_desc;

@@ -88,6 +88,14 @@ void task_release_on(rt_runtime *rt, int worker, rt_task *t)
         pool_free(&rt->tasks, worker, t);
 }
 
+void task_hold(rt_task *t) { t->hrefs++; }
+
+void task_let_go(rt_runtime *rt, int worker, rt_task *t)
+{
+    if (--t->hrefs == 0)
+        task_release_on(rt, worker, t);
+}
+
 void rt_task_release(rt_runtime *rt, rt_task *t)
 {
     if (t)
@@ -393,6 +401,12 @@ static int validate(rt_runtime *rt, const rt_task_desc *d)
                               d->kind->name, i);
             return -1;
         }
+        for (int j = 0; j < i; j++)   /* one mode per handle: RT_RW says read and write */
+            if (d->access[j].handle == d->access[i].handle) {
+                runtime_set_error(rt, "rt_submit: task '%s' names handle '%s' twice",
+                                  d->kind->name, d->access[i].handle->name);
+                return -1;
+            }
     }
     return 0;
 }
@@ -416,7 +430,7 @@ static int kind_id(rt_runtime *rt, const rt_kind *k)
     return expected;
 }
 
-rt_task *rt_submit_kept(rt_runtime *rt, const rt_task_desc *d)
+static rt_task *submit(rt_runtime *rt, const rt_task_desc *d, int keep)
 {
     int w = worker_self(rt);
     if (w != 0) {
@@ -432,7 +446,8 @@ rt_task *rt_submit_kept(rt_runtime *rt, const rt_task_desc *d)
     }
     t->kind = d->kind;
     atomic_init(&t->npending, 1);
-    atomic_init(&t->refs, 2);   /* execution + the caller's */
+    atomic_init(&t->refs, 2 + keep);   /* execution, handle histories, maybe the caller */
+    t->hrefs = 1;                      /* the submission's own hold, let go below */
     atomic_init(&t->successors, NULL);
     atomic_init(&t->waited, 0);
     t->priority = (short)d->priority;
@@ -453,6 +468,7 @@ rt_task *rt_submit_kept(rt_runtime *rt, const rt_task_desc *d)
                           d->kind->name);
     if (t->naccum > 1)   /* a fixed lock order: no deadlock between multi-handle updates */
         qsort(t->accum, (size_t)t->naccum, sizeof t->accum[0], lock_order);
+    task_let_go(rt, w, t);
     rt->submitted++;
     /* Only our guard left: no predecessor can touch the count any more, skip the RMW. */
     if (atomic_load_explicit(&t->npending, memory_order_acquire) == 1 ||
@@ -462,13 +478,14 @@ rt_task *rt_submit_kept(rt_runtime *rt, const rt_task_desc *d)
     return t;
 }
 
+rt_task *rt_submit_kept(rt_runtime *rt, const rt_task_desc *d)
+{
+    return submit(rt, d, 1);
+}
+
 int rt_submit(rt_runtime *rt, const rt_task_desc *d)
 {
-    rt_task *t = rt_submit_kept(rt, d);
-    if (!t)
-        return -1;
-    task_release_on(rt, 0, t);
-    return 0;
+    return submit(rt, d, 0) ? 0 : -1;
 }
 
 /* What the owner waits for: every task (waiting_n < 0) or the tasks in waiting_for. */

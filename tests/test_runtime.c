@@ -75,6 +75,14 @@ TEST(runtime_rejects_malformed_tasks)
     CHECK(rt_submit(rt, &(rt_task_desc){.kind = &nop_kind, .naccess = 1}) == -1);
     CHECK(strstr(rt_error(rt), "no handle") != NULL);
     rt_clear_error(rt);
+    int v = 0;
+    rt_handle *h = rt_handle_register(rt, &v, sizeof v, "weights");
+    CHECK(rt_submit(rt, &(rt_task_desc){.kind = &nop_kind, .naccess = 2,
+                                        .access = {{h, RT_ACCUM}, {h, RT_ACCUM}}}) == -1);
+    CHECKF(strstr(rt_error(rt), "names handle 'weights' twice") != NULL, "error was '%s'",
+           rt_error(rt));
+    rt_clear_error(rt);
+    rt_handle_unregister(rt, h);
     CHECK(rt_wait_all(rt) == 0);
     rt_destroy(rt);
 }

@@ -1,7 +1,7 @@
 /* Runtime overhead benchmark: the same DAGs of empty tasks on frugal's runtime and as OpenMP
  * tasks with depend clauses (libgomp), in one invocation. Prints one line per DAG:
  *   bench runtime DAG workers=W frugal_tasks_per_s=N omp_tasks_per_s=N ratio=X
- * Usage: bench_runtime [workers] [scale] [frugal|omp]
+ * Usage: bench_runtime [workers] [scale] [frugal|omp|both] [DAG]
  *        bench_runtime --trace FILE [workers]   one wavefront run, its Chrome trace to FILE */
 #include "runtime/clock.h"
 #include "runtime/runtime.h"
@@ -226,6 +226,7 @@ int main(int argc, char **argv)
     if (argc > 2)
         scale = atoi(argv[2]);
     const char *only = argc > 3 ? argv[3] : "";   /* "frugal" or "omp": one side, for profiling */
+    const char *just = argc > 4 ? argv[4] : NULL; /* one DAG by name */
     if (workers < 1 || scale < 1) {
         fprintf(stderr, "usage: bench_runtime [workers>=1] [scale>=1]\n");
         return 2;
@@ -238,6 +239,8 @@ int main(int argc, char **argv)
         {"wavefront", wavefront_frugal, wavefront_omp, wave, wave * wave},
     };
     for (size_t i = 0; i < sizeof dags / sizeof dags[0]; i++) {
+        if (just && strcmp(just, dags[i].name))
+            continue;
         long nf = 0, no = 0;
         double tf = 1e30, to = 1e30;
         rt_stats st = {0}, best_st = {0};
