@@ -8,6 +8,7 @@
 #include "runtime.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -20,7 +21,7 @@ typedef struct rt_edge {
 #define EDGES_CLOSED ((rt_edge *)1)
 
 
-/* Two cache lines: what scheduling touches, then the arguments. */
+/* Two cache lines: what scheduling touches (exactly 64 bytes), then the arguments. */
 struct rt_task {
     const rt_kind *kind;
     _Atomic(rt_edge *) successors;
@@ -32,9 +33,15 @@ struct rt_task {
     _Atomic int waited;             /* someone sleeps until this task is done */
     short priority;
     short naccum;                   /* handles updated in RT_ACCUM mode, locked around the body */
+    short own_edge_used;            /* submitter-side: own_edge links this task to a predecessor */
     rt_handle **accum;              /* points into args, past the arguments, when naccum > 0 */
+    /* The first edge into this task lives here rather than in the edge pool: the predecessor's
+     * executor must touch this line anyway to decrement npending, so the edge costs no extra
+     * cache miss. */
+    rt_edge own_edge;
     _Alignas(64) unsigned char args[RT_MAX_ARGS];
 };
+_Static_assert(offsetof(struct rt_task, args) == 64, "task header must fit one cache line");
 
 /* A task is done once its successor list is closed. */
 static inline int task_done(rt_task *t)

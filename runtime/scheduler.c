@@ -191,7 +191,8 @@ static rt_task *run_task(rt_runtime *rt, rt_worker *me, rt_task *t)
     while (e) {
         rt_edge *following = e->next;
         rt_task *s = e->succ;
-        pool_free(&rt->edges, me->id, e);
+        if (e != &s->own_edge)   /* read before s may run and be freed */
+            pool_free(&rt->edges, me->id, e);
         if (atomic_fetch_sub_explicit(&s->npending, 1, memory_order_acq_rel) == 1) {
             if (!next)
                 next = s;
@@ -451,6 +452,7 @@ static rt_task *submit(rt_runtime *rt, const rt_task_desc *d, int keep)
     atomic_init(&t->successors, NULL);
     atomic_init(&t->waited, 0);
     t->priority = (short)d->priority;
+    t->own_edge_used = 0;
     t->naccum = 0;
     t->accum = (rt_handle **)(t->args + ((d->args_size + 7) & ~(size_t)7));
     if (d->args_size)
