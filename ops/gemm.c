@@ -132,10 +132,11 @@ void ops_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const
                 int mc = M - ic < g->mc ? M - ic : g->mc;
                 const float *Asrc = trans_a ? A + (size_t)pc * lda + ic : A + (size_t)ic * lda + pc;
                 pack_a(g, trans_a, Asrc, lda, mc, kc, Ap);
-                for (int jr = 0; jr < nc; jr += nr) {
-                    int n = nc - jr < nr ? nc - jr : nr;
-                    for (int ir = 0; ir < mc; ir += mr) {
-                        int m = mc - ir < mr ? mc - ir : mr;
+                /* The A micro-panel (mr x kc) stays in L1 while B's panels stream from L2. */
+                for (int ir = 0; ir < mc; ir += mr) {
+                    int m = mc - ir < mr ? mc - ir : mr;
+                    for (int jr = 0; jr < nc; jr += nr) {
+                        int n = nc - jr < nr ? nc - jr : nr;
                         float *Ct = C + (size_t)(ic + ir) * ldc + jc + jr;
                         const float *a = Ap + (size_t)ir * kc, *b = Bp + (size_t)jr * kc;
                         if (m == mr && n == nr) {

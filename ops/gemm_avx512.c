@@ -12,7 +12,10 @@ static void kernel_avx512(int kc, const float *A, const float *B, float *C, int 
 #pragma GCC unroll 12
     for (int i = 0; i < MR; i++)
         c[i][0] = c[i][1] = _mm512_setzero_ps();
+#pragma GCC unroll 4
     for (int k = 0; k < kc; k++) {
+        _mm_prefetch((const char *)(B + 8 * NR), _MM_HINT_T0);
+        _mm_prefetch((const char *)(A + 8 * MR), _MM_HINT_T0);
         __m512 b0 = _mm512_load_ps(B), b1 = _mm512_load_ps(B + 16);
 #pragma GCC unroll 12
         for (int i = 0; i < MR; i++) {
