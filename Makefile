@@ -5,7 +5,7 @@ BUILD := build/$(VARIANT)
 CC ?= gcc
 # Baseline x86-64 only: SIMD code lives in *_avx2.c / *_avx512.c files chosen at run time.
 CFLAGS := -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread -I. -fno-strict-aliasing -fopenmp-simd -ffp-contract=fast
-LDLIBS := -lm
+LDLIBS := -lz -lm
 ifeq ($(VARIANT),release)
   CFLAGS += -O2 -g
   LDFLAGS += -static

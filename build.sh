@@ -12,7 +12,7 @@ cd "$(dirname "$0")"
 
 JOBS=$(nproc 2>/dev/null || echo 2)
 # Debian packages: compiler and static libraries; PyTorch only for fixtures and benchmarks.
-PACKAGES_BUILD="gcc make libc6-dev"
+PACKAGES_BUILD="gcc make libc6-dev zlib1g-dev"
 PACKAGES_OPTIONAL="python3-torch dataset-fashion-mnist"
 
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }

@@ -1,0 +1,70 @@
+/* Job files: INI-style sections, read strictly. Every error names the file, the line and the key,
+ * and nothing is trained until the whole file (and every --set override) is valid.
+ *
+ *   [job]        epochs, batch, seed, output
+ *   [data]       format (idx | cifar10), train_images, train_labels, test_images, test_labels,
+ *                train_files, test_file (cifar10), limit, test_limit, resize (HxW), channels
+ *   [conv]       filters, size, stride, padding          (layers, in order)
+ *   [relu]  [maxpool] size, stride  [flatten]  [dense] outputs  [softmax_xent]
+ *   [optimizer]  type (sgd), lr, momentum, weight_decay
+ *   [execution]  workers, grain (auto | N samples per task)
+ */
+#ifndef FRUGAL_CONFIG_H
+#define FRUGAL_CONFIG_H
+
+#include <stddef.h>
+
+#define CONFIG_MAX_LAYERS 32
+#define CONFIG_PATH 512
+
+typedef enum layer_type {
+    LAYER_CONV, LAYER_RELU, LAYER_MAXPOOL, LAYER_FLATTEN, LAYER_DENSE, LAYER_SOFTMAX_XENT
+} layer_type;
+
+typedef struct layer_config {
+    layer_type type;
+    int line;                      /* where the section starts, for later shape errors */
+    int filters, size, stride, padding;   /* conv; maxpool uses size and stride */
+    int outputs;                   /* dense */
+} layer_config;
+
+typedef enum data_format { DATA_IDX, DATA_CIFAR10 } data_format;
+
+typedef struct job_config {
+    char path[CONFIG_PATH];
+    /* [job] */
+    int epochs, batch;
+    unsigned long long seed;
+    char output[CONFIG_PATH];
+    /* [data] */
+    data_format format;
+    char train_images[CONFIG_PATH], train_labels[CONFIG_PATH];
+    char test_images[CONFIG_PATH], test_labels[CONFIG_PATH];
+    char train_files[CONFIG_PATH * 2], test_file[CONFIG_PATH];   /* cifar10: comma-separated */
+    long limit, test_limit;        /* 0: all samples */
+    int resize_h, resize_w;        /* 0: keep */
+    int channels;                  /* 0: keep; else replicate to this many */
+    /* layers */
+    int nlayers;
+    layer_config layers[CONFIG_MAX_LAYERS];
+    /* [optimizer] */
+    float lr, momentum, weight_decay;
+    /* [execution] */
+    int workers;                   /* 0: all CPUs */
+    int grain;                     /* 0: auto; else samples per task */
+} job_config;
+
+/* Reads and checks path; overrides are "section.key=value" strings applied on top (NULL-ended
+ * list, may be NULL). Returns 0, or -1 with a message in err. */
+int config_load(job_config *cfg, const char *path, const char *const *overrides, char *err,
+                size_t errlen);
+
+/* Shape check of the layers for inputs of c x h x w and `classes` classes: every conv and pool
+ * fits, flatten and dense follow a valid order, the last layer is softmax_xent after a dense layer
+ * with `classes` outputs. Returns 0, or -1 with a message naming the layer's line. */
+int config_check_shapes(const job_config *cfg, int c, int h, int w, int classes, char *err,
+                        size_t errlen);
+
+const char *layer_name(layer_type t);
+
+#endif

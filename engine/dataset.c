@@ -1,0 +1,256 @@
+#include "engine/dataset.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+enum { IDX_UBYTE = 0x08, CIFAR_CLASSES = 10, CIFAR_SIDE = 32, FASHION_CLASSES = 10 };
+
+static int err_out(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int err_out(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Reads exactly n bytes; gzread also reads uncompressed files as they are. */
+static int read_exact(gzFile f, void *buf, size_t n, size_t *got)
+{
+    size_t done = 0;
+    while (done < n) {
+        unsigned chunk = n - done > (1u << 30) ? 1u << 30 : (unsigned)(n - done);
+        int r = gzread(f, (char *)buf + done, chunk);
+        if (r <= 0)
+            break;
+        done += (size_t)r;
+    }
+    *got = done;
+    return done == n ? 0 : -1;
+}
+
+static uint32_t be32(const uint8_t *b)
+{
+    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+/* Opens an IDX file and checks its header: unsigned bytes, `dims` dimensions. */
+static gzFile idx_open(const char *path, int dims, uint32_t *shape, char *err, size_t errlen)
+{
+    gzFile f = gzopen(path, "rb");
+    if (!f) {
+        err_out(err, errlen, "%s: cannot open: %s", path, strerror(errno ? errno : ENOENT));
+        return NULL;
+    }
+    uint8_t head[4 + 4 * 3];
+    size_t got;
+    if (read_exact(f, head, 4 + 4 * (size_t)dims, &got)) {
+        err_out(err, errlen, "%s: truncated IDX header (%zu of %d bytes)", path, got, 4 + 4 * dims);
+        gzclose(f);
+        return NULL;
+    }
+    if (head[0] || head[1] || head[2] != IDX_UBYTE || head[3] != dims) {
+        err_out(err, errlen, "%s: not an IDX file of unsigned bytes with %d dimensions "
+                             "(magic %02x %02x %02x %02x)", path, dims, head[0], head[1], head[2], head[3]);
+        gzclose(f);
+        return NULL;
+    }
+    for (int i = 0; i < dims; i++)
+        shape[i] = be32(head + 4 + 4 * i);
+    return f;
+}
+
+int dataset_load_idx(dataset *d, const char *images, const char *labels, long limit, char *err,
+                     size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    uint32_t ishape[3], lshape[1];
+    gzFile fi = idx_open(images, 3, ishape, err, errlen);
+    if (!fi)
+        return -1;
+    gzFile fl = idx_open(labels, 1, lshape, err, errlen);
+    if (!fl) {
+        gzclose(fi);
+        return -1;
+    }
+    int rc = -1;
+    if (ishape[0] != lshape[0]) {
+        err_out(err, errlen, "%s has %u images but %s has %u labels", images, ishape[0], labels,
+                lshape[0]);
+        goto out;
+    }
+    if (!ishape[0] || !ishape[1] || !ishape[2] || ishape[1] > 16384 || ishape[2] > 16384) {
+        err_out(err, errlen, "%s: implausible image size %ux%u", images, ishape[1], ishape[2]);
+        goto out;
+    }
+    d->n = limit > 0 && (unsigned long)limit < ishape[0] ? limit : (long)ishape[0];
+    d->c = 1, d->h = (int)ishape[1], d->w = (int)ishape[2], d->classes = FASHION_CLASSES;
+    size_t npix = (size_t)d->n * d->h * d->w;
+    d->pixels = malloc(npix ? npix : 1);
+    d->labels = malloc((size_t)d->n);
+    size_t got;
+    if (!d->pixels || !d->labels) {
+        err_out(err, errlen, "%s: out of memory for %ld images", images, d->n);
+        goto out;
+    }
+    if (read_exact(fi, d->pixels, npix, &got)) {
+        err_out(err, errlen, "%s: truncated: expected %zu bytes of pixels for %ld images, got %zu",
+                images, npix, d->n, got);
+        goto out;
+    }
+    if (read_exact(fl, d->labels, (size_t)d->n, &got)) {
+        err_out(err, errlen, "%s: truncated: expected %ld labels, got %zu", labels, d->n, got);
+        goto out;
+    }
+    for (long i = 0; i < d->n; i++)
+        if (d->labels[i] >= d->classes) {
+            err_out(err, errlen, "%s: label %u at index %ld is outside 0..%d", labels,
+                    d->labels[i], i, d->classes - 1);
+            goto out;
+        }
+    rc = 0;
+out:
+    gzclose(fi);
+    gzclose(fl);
+    if (rc)
+        dataset_free(d);
+    return rc;
+}
+
+int dataset_load_cifar10(dataset *d, const char *files, long limit, char *err, size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    d->c = 3, d->h = d->w = CIFAR_SIDE, d->classes = CIFAR_CLASSES;
+    const size_t record = 1 + 3 * CIFAR_SIDE * CIFAR_SIDE, pix = record - 1;
+    char list[2048];
+    snprintf(list, sizeof list, "%s", files);
+    long cap = 0;
+    for (char *save = NULL, *path = strtok_r(list, ",", &save); path;
+         path = strtok_r(NULL, ",", &save)) {
+        while (*path == ' ')
+            path++;
+        FILE *f = fopen(path, "rb");
+        if (!f) {
+            dataset_free(d);
+            return err_out(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        }
+        fseek(f, 0, SEEK_END);
+        long size = ftell(f);
+        rewind(f);
+        if (size <= 0 || size % (long)record) {
+            fclose(f);
+            dataset_free(d);
+            return err_out(err, errlen, "%s: %ld bytes is not a whole number of %zu-byte CIFAR-10 "
+                                        "records (truncated or not a CIFAR-10 batch)", path, size, record);
+        }
+        long count = size / (long)record;
+        if (limit > 0 && d->n + count > limit)
+            count = limit - d->n;
+        if (d->n + count > cap) {
+            cap = d->n + count;
+            uint8_t *p = realloc(d->pixels, (size_t)cap * pix), *l = realloc(d->labels, (size_t)cap);
+            if (p)
+                d->pixels = p;
+            if (l)
+                d->labels = l;
+            if (!p || !l) {
+                fclose(f);
+                dataset_free(d);
+                return err_out(err, errlen, "%s: out of memory", path);
+            }
+        }
+        uint8_t buf[1 + 3 * CIFAR_SIDE * CIFAR_SIDE];
+        for (long i = 0; i < count; i++) {
+            if (fread(buf, 1, record, f) != record) {
+                fclose(f);
+                dataset_free(d);
+                return err_out(err, errlen, "%s: read error at record %ld", path, i);
+            }
+            if (buf[0] >= CIFAR_CLASSES) {
+                fclose(f);
+                dataset_free(d);
+                return err_out(err, errlen, "%s: record %ld has label %u, outside 0..9", path, i, buf[0]);
+            }
+            d->labels[d->n] = buf[0];
+            memcpy(d->pixels + (size_t)d->n * pix, buf + 1, pix);
+            d->n++;
+        }
+        fclose(f);
+        if (limit > 0 && d->n >= limit)
+            break;
+    }
+    if (!d->n)
+        return err_out(err, errlen, "no CIFAR-10 records in '%s'", files);
+    return 0;
+}
+
+int dataset_reshape(dataset *d, int h, int w, int channels, char *err, size_t errlen)
+{
+    if (!h)
+        h = d->h;
+    if (!w)
+        w = d->w;
+    if (!channels)
+        channels = d->c;
+    if (channels != d->c && d->c != 1)
+        return err_out(err, errlen, "cannot turn %d channels into %d: only 1 channel is replicated",
+                       d->c, channels);
+    if (h == d->h && w == d->w && channels == d->c)
+        return 0;
+    size_t per = (size_t)channels * h * w;
+    uint8_t *out = malloc((size_t)d->n * per);
+    if (!out)
+        return err_out(err, errlen, "out of memory resizing %ld images to %dx%dx%d", d->n, h, w,
+                       channels);
+    /* Bilinear, aligned at pixel centres (like PIL and torch's align_corners=False). Column
+     * positions and weights are the same on every row: computed once. */
+    int *x0 = malloc(sizeof(int) * (size_t)w * 2);
+    float *wx = malloc(sizeof(float) * (size_t)w);
+    if (!x0 || !wx) {
+        free(x0), free(wx), free(out);
+        return err_out(err, errlen, "out of memory resizing images");
+    }
+    float sy = (float)d->h / (float)h, sx = (float)d->w / (float)w;
+    for (int x = 0; x < w; x++) {
+        float fx = ((float)x + 0.5f) * sx - 0.5f;
+        x0[2 * x] = fx < 0 ? 0 : (int)fx;
+        x0[2 * x + 1] = x0[2 * x] + 1 < d->w ? x0[2 * x] + 1 : d->w - 1;
+        wx[x] = fx < 0 ? 0 : fx - (float)x0[2 * x];
+    }
+    for (long n = 0; n < d->n; n++)
+        for (int c = 0; c < channels; c++) {
+            const uint8_t *src = d->pixels + ((size_t)n * d->c + (d->c == 1 ? 0 : c)) * d->h * d->w;
+            uint8_t *dst = out + (size_t)n * per + (size_t)c * h * w;
+            for (int y = 0; y < h; y++) {
+                float fy = ((float)y + 0.5f) * sy - 0.5f;
+                int y0 = fy < 0 ? 0 : (int)fy, y1 = y0 + 1 < d->h ? y0 + 1 : d->h - 1;
+                float wy = fy < 0 ? 0 : fy - (float)y0;
+                const uint8_t *r0 = src + y0 * d->w, *r1 = src + y1 * d->w;
+                for (int x = 0; x < w; x++) {
+                    int a = x0[2 * x], b = x0[2 * x + 1];
+                    float top = r0[a] + (r0[b] - r0[a]) * wx[x];
+                    float bot = r1[a] + (r1[b] - r1[a]) * wx[x];
+                    dst[y * w + x] = (uint8_t)(top + (bot - top) * wy + 0.5f);
+                }
+            }
+        }
+    free(x0);
+    free(wx);
+    free(d->pixels);
+    d->pixels = out;
+    d->c = channels, d->h = h, d->w = w;
+    return 0;
+}
+
+void dataset_free(dataset *d)
+{
+    free(d->pixels);
+    free(d->labels);
+    d->pixels = d->labels = NULL;
+    d->n = 0;
+}

@@ -1,0 +1,111 @@
+/* Job files: a good one loads; every class of mistake is an error naming file, line and key. */
+#include "engine/config.h"
+#include "test.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *DAHL =
+    "# DAHL's CNN\n"
+    "[job]\nepochs = 3\nbatch = 32   ; comment\nseed = 7\n\n"
+    "[data]\nformat = idx\ntrain_images = a.gz\ntrain_labels = b.gz\nlimit = 8192\n"
+    "[conv]\nfilters = 4\nsize = 3\n"
+    "[relu]\n[maxpool]\nsize = 2\n[flatten]\n[dense]\noutputs = 10\n[softmax_xent]\n"
+    "[optimizer]\ntype = sgd\nlr = 0.001\n"
+    "[execution]\nworkers = 2\ngrain = auto\n";
+
+static const char *write_cfg(const char *name, const char *text)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", test_tmpdir(), name);
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+TEST(config_loads_dahl_cnn)
+{
+    job_config cfg;
+    char err[512] = "";
+    const char *path = write_cfg("dahl.cfg", DAHL);
+    CHECKF(config_load(&cfg, path, NULL, err, sizeof err) == 0, "%s", err);
+    CHECK(cfg.epochs == 3 && cfg.batch == 32 && cfg.seed == 7 && cfg.limit == 8192);
+    CHECK(cfg.nlayers == 6 && cfg.layers[0].type == LAYER_CONV && cfg.layers[0].filters == 4);
+    CHECK(cfg.layers[2].type == LAYER_MAXPOOL && cfg.layers[2].stride == 2);   /* defaults to size */
+    CHECK(cfg.layers[4].outputs == 10 && cfg.layers[5].type == LAYER_SOFTMAX_XENT);
+    CHECK(cfg.lr > 0.00099f && cfg.lr < 0.00101f && cfg.workers == 2 && cfg.grain == 0);
+    CHECK(strstr(cfg.output, "runs/dahl") != NULL);
+    CHECKF(config_check_shapes(&cfg, 1, 28, 28, 10, err, sizeof err) == 0, "%s", err);
+    /* overrides */
+    const char *set[] = {"optimizer.lr=0.05", "execution.workers=1", "layer1.filters=8",
+                         "data.resize=62x84", NULL};
+    CHECKF(config_load(&cfg, path, set, err, sizeof err) == 0, "%s", err);
+    CHECK(cfg.lr > 0.0499f && cfg.workers == 1 && cfg.layers[0].filters == 8);
+    CHECK(cfg.resize_h == 62 && cfg.resize_w == 84);
+}
+
+/* Replaces the first occurrence of `from` in DAHL with `to`; the load must fail with all of the
+ * fragments in the message. */
+static void expect_error(const char *from, const char *to, const char *frag1, const char *frag2)
+{
+    char text[4096], err[512] = "";
+    const char *at = strstr(DAHL, from);
+    CHECKF(at != NULL, "fixture lacks '%s'", from);
+    if (!at)
+        return;
+    snprintf(text, sizeof text, "%.*s%s%s", (int)(at - DAHL), DAHL, to, at + strlen(from));
+    job_config cfg;
+    const char *path = write_cfg("bad.cfg", text);
+    int rc = config_load(&cfg, path, NULL, err, sizeof err);
+    if (rc == 0)
+        rc = config_check_shapes(&cfg, 1, 28, 28, 10, err, sizeof err);
+    CHECKF(rc == -1, "'%s' -> '%s' was accepted", from, to);
+    CHECKF(strstr(err, "bad.cfg:") && strstr(err, frag1) && (!frag2 || strstr(err, frag2)),
+           "'%s' -> '%s' gave: %s", from, to, err);
+}
+
+TEST(config_errors_name_file_line_and_key)
+{
+    expect_error("[relu]", "[relu6]", ":15: unknown section [relu6]", NULL);
+    expect_error("epochs = 3", "epoch = 3", ":3: [job] has no key 'epoch'", "epochs");
+    expect_error("batch = 32", "batch = 32x", ":4: [job] batch = '32x'", "whole number");
+    expect_error("batch = 32", "batch = 0", "batch = '0'", NULL);
+    expect_error("lr = 0.001", "lr = fast", "[optimizer] lr = 'fast'", NULL);
+    expect_error("lr = 0.001", "lr = nan", "[optimizer] lr = 'nan'", NULL);
+    expect_error("type = sgd", "type = adam", "only sgd", NULL);
+    expect_error("format = idx", "format = png", "expected idx or cifar10", NULL);
+    expect_error("seed = 7", "seed = 7\nseed = 8", "[job] seed is set twice", NULL);
+    expect_error("[optimizer]", "[job]\n[optimizer]", "section [job] appears twice", NULL);
+    expect_error("# DAHL's CNN\n", "epochs = 1\n", ":1: 'epochs' comes before any [section]", NULL);
+    expect_error("[flatten]", "flatten", "expected 'key = value'", NULL);
+    expect_error("grain = auto", "grain = some", "'auto' or", NULL);
+    expect_error("train_labels = b.gz\n", "", "needs train_images and train_labels", NULL);
+    expect_error("filters = 4\n", "", "[conv] needs filters", NULL);
+    expect_error("[softmax_xent]\n", "", "last layer must be [softmax_xent]", NULL);
+    /* impossible shapes, reported at the layer's line */
+    expect_error("size = 3\n", "size = 29\n", ":12: [conv] (layer 1)", "does not fit");
+    expect_error("outputs = 10", "outputs = 7", "has 7 outputs, the data has 10 classes", NULL);
+    expect_error("[flatten]\n", "", "dense needs a flatten", NULL);
+    expect_error("[flatten]\n", "[flatten]\n[conv]\nfilters = 2\n", "cannot follow flatten", NULL);
+}
+
+TEST(config_override_errors)
+{
+    job_config cfg;
+    char err[512];
+    const char *path = write_cfg("dahl.cfg", DAHL);
+    const char *bad[][2] = {{"optimizer.lr", "expected section.key=value"},
+                            {"optimizer.speed=1", "[optimizer] has no key 'speed'"},
+                            {"model.lr=1", "no section 'model'"},
+                            {"layer9.filters=2", "no layer 9"},
+                            {"layer2.filters=2", "layer 2 is [relu], which has no key 'filters'"},
+                            {"job.epochs=-1", "--set job.epochs=-1"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *set[] = {bad[i][0], NULL};
+        CHECK(config_load(&cfg, path, set, err, sizeof err) == -1);
+        CHECKF(strstr(err, bad[i][1]) != NULL, "--set %s gave: %s", bad[i][0], err);
+    }
+    CHECK(config_load(&cfg, "/nonexistent/job.cfg", NULL, err, sizeof err) == -1);
+    CHECK(strstr(err, "/nonexistent/job.cfg: cannot open") != NULL);
+}

@@ -1,0 +1,153 @@
+/* Dataset readers on files the test writes: IDX raw and gzip, CIFAR-10, and broken variants. */
+#include "engine/dataset.h"
+#include "test.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <zlib.h>
+
+static char *tmp(const char *name)
+{
+    static char paths[8][512];
+    static int next;
+    char *p = paths[next++ % 8];
+    snprintf(p, 512, "%s/%s", test_tmpdir(), name);
+    return p;
+}
+
+/* An IDX file: magic, dims, then data; gz selects gzip. `cut` drops that many trailing bytes. */
+static void write_idx(const char *path, int dims, const uint32_t *shape, const uint8_t *data,
+                      size_t n, int gz, size_t cut, uint8_t type)
+{
+    uint8_t head[16] = {0, 0, type, (uint8_t)dims};
+    for (int i = 0; i < dims; i++) {
+        head[4 + 4 * i] = (uint8_t)(shape[i] >> 24);
+        head[5 + 4 * i] = (uint8_t)(shape[i] >> 16);
+        head[6 + 4 * i] = (uint8_t)(shape[i] >> 8);
+        head[7 + 4 * i] = (uint8_t)shape[i];
+    }
+    if (gz) {
+        gzFile f = gzopen(path, "wb");
+        gzwrite(f, head, 4 + 4 * (unsigned)dims);
+        gzwrite(f, data, (unsigned)(n - cut));
+        gzclose(f);
+    } else {
+        FILE *f = fopen(path, "wb");
+        fwrite(head, 1, 4 + 4 * (size_t)dims, f);
+        fwrite(data, 1, n - cut, f);
+        fclose(f);
+    }
+}
+
+enum { N = 7, H = 5, W = 4 };
+
+static void make_set(const char *img, const char *lbl, int gz, uint8_t bad_label)
+{
+    uint8_t pixels[N * H * W], labels[N];
+    for (int i = 0; i < N * H * W; i++)
+        pixels[i] = (uint8_t)(i * 7);
+    for (int i = 0; i < N; i++)
+        labels[i] = (uint8_t)(i % 10);
+    if (bad_label)
+        labels[3] = bad_label;
+    write_idx(img, 3, (uint32_t[]){N, H, W}, pixels, sizeof pixels, gz, 0, 0x08);
+    write_idx(lbl, 1, (uint32_t[]){N}, labels, sizeof labels, gz, 0, 0x08);
+}
+
+TEST(dataset_idx_raw_and_gzip)
+{
+    for (int gz = 0; gz < 2; gz++) {
+        char *img = tmp("img"), *lbl = tmp("lbl"), err[512] = "";
+        make_set(img, lbl, gz, 0);
+        dataset d;
+        CHECKF(dataset_load_idx(&d, img, lbl, 0, err, sizeof err) == 0, "%s", err);
+        CHECK(d.n == N && d.c == 1 && d.h == H && d.w == W && d.classes == 10);
+        CHECK(d.pixels[H * W + 3] == (uint8_t)((H * W + 3) * 7) && d.labels[6] == 6);
+        dataset_free(&d);
+        CHECK(dataset_load_idx(&d, img, lbl, 3, err, sizeof err) == 0 && d.n == 3);
+        dataset_free(&d);
+    }
+}
+
+TEST(dataset_idx_errors_name_the_file)
+{
+    char *img = tmp("img"), *lbl = tmp("lbl"), err[512];
+    dataset d;
+    make_set(img, lbl, 1, 12);
+    CHECK(dataset_load_idx(&d, img, lbl, 0, err, sizeof err) == -1);
+    CHECKF(strstr(err, lbl) && strstr(err, "label 12 at index 3"), "%s", err);
+
+    uint8_t px[N * H * W] = {0}, lb[N] = {0};
+    write_idx(img, 3, (uint32_t[]){N, H, W}, px, sizeof px, 1, 10, 0x08);   /* truncated */
+    write_idx(lbl, 1, (uint32_t[]){N}, lb, sizeof lb, 1, 0, 0x08);
+    CHECK(dataset_load_idx(&d, img, lbl, 0, err, sizeof err) == -1);
+    CHECKF(strstr(err, img) && strstr(err, "truncated") && strstr(err, "expected 140 bytes"),
+           "%s", err);
+
+    write_idx(img, 3, (uint32_t[]){N, H, W}, px, sizeof px, 0, 0, 0x0D);   /* floats, not bytes */
+    CHECK(dataset_load_idx(&d, img, lbl, 0, err, sizeof err) == -1);
+    CHECKF(strstr(err, "not an IDX file of unsigned bytes"), "%s", err);
+
+    write_idx(img, 3, (uint32_t[]){N, H, W}, px, sizeof px, 0, 0, 0x08);
+    write_idx(lbl, 1, (uint32_t[]){N - 1}, lb, N - 1, 0, 0, 0x08);        /* count mismatch */
+    CHECK(dataset_load_idx(&d, img, lbl, 0, err, sizeof err) == -1);
+    CHECKF(strstr(err, "has 7 images") && strstr(err, "has 6 labels"), "%s", err);
+
+    CHECK(dataset_load_idx(&d, "/nonexistent/images", lbl, 0, err, sizeof err) == -1);
+    CHECKF(strstr(err, "/nonexistent/images: cannot open"), "%s", err);
+
+    FILE *f = fopen(img, "wb");   /* shorter than a header */
+    fputs("ab", f);
+    fclose(f);
+    CHECK(dataset_load_idx(&d, img, lbl, 0, err, sizeof err) == -1);
+    CHECKF(strstr(err, "truncated IDX header"), "%s", err);
+}
+
+static void write_cifar(const char *path, int records, uint8_t first_label, long cut)
+{
+    FILE *f = fopen(path, "wb");
+    for (int r = 0; r < records; r++) {
+        uint8_t rec[3073];
+        rec[0] = r == 0 ? first_label : (uint8_t)(r % 10);
+        for (int i = 1; i < 3073; i++)
+            rec[i] = (uint8_t)(r + i);
+        fwrite(rec, 1, r == records - 1 ? (size_t)(3073 - cut) : 3073, f);
+    }
+    fclose(f);
+}
+
+TEST(dataset_cifar10_batches_and_errors)
+{
+    char *a = tmp("data_batch_1.bin"), *b = tmp("data_batch_2.bin"), list[1100], err[512];
+    write_cifar(a, 3, 4, 0);
+    write_cifar(b, 2, 9, 0);
+    snprintf(list, sizeof list, "%s,%s", a, b);
+    dataset d;
+    CHECKF(dataset_load_cifar10(&d, list, 0, err, sizeof err) == 0, "%s", err);
+    CHECK(d.n == 5 && d.c == 3 && d.h == 32 && d.labels[0] == 4 && d.labels[3] == 9);
+    CHECK(d.pixels[3072 * 3] == 1);   /* first pixel of the second file's first record */
+    dataset_free(&d);
+    CHECK(dataset_load_cifar10(&d, list, 4, err, sizeof err) == 0 && d.n == 4);
+    dataset_free(&d);
+    write_cifar(b, 2, 9, 100);
+    CHECK(dataset_load_cifar10(&d, list, 0, err, sizeof err) == -1);
+    CHECKF(strstr(err, b) && strstr(err, "not a whole number"), "%s", err);
+    write_cifar(b, 2, 11, 0);
+    CHECK(dataset_load_cifar10(&d, list, 0, err, sizeof err) == -1);
+    CHECKF(strstr(err, "label 11"), "%s", err);
+}
+
+TEST(dataset_resize_and_replicate)
+{
+    char *img = tmp("img"), *lbl = tmp("lbl"), err[512];
+    make_set(img, lbl, 0, 0);
+    dataset d;
+    CHECK(dataset_load_idx(&d, img, lbl, 0, err, sizeof err) == 0);
+    uint8_t corner = d.pixels[0];
+    CHECKF(dataset_reshape(&d, 10, 8, 3, err, sizeof err) == 0, "%s", err);
+    CHECK(d.c == 3 && d.h == 10 && d.w == 8);
+    CHECK(d.pixels[0] == corner);                              /* corners keep their value */
+    CHECK(!memcmp(d.pixels, d.pixels + 80, 80));              /* channels are copies */
+    CHECK(dataset_reshape(&d, 0, 0, 2, err, sizeof err) == -1);   /* 3 -> 2 channels: no */
+    dataset_free(&d);
+}
