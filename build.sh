@@ -2,6 +2,8 @@
 # frugal's one entry point for building, testing, benchmarking and the quick start.
 #
 #   ./build.sh            build ./frugal (static, baseline x86-64)
+#   ./build.sh train [JOB.cfg] [frugal train options]
+#                         install what is missing, build, train (default: DAHL's CNN on Fashion-MNIST)
 #   ./build.sh test       build and run every test: plain, ASan+UBSan, and TSan for the runtime
 #   ./build.sh bench WHAT run a benchmark: runtime, ops
 #   ./build.sh fixtures   regenerate tests/fixtures from PyTorch (Debian's python3-torch)
@@ -48,12 +50,13 @@ build() {
 run_tests() {
     local total_pass=0 total_fail=0 line
     # variant | make flags | test filter | FRUGAL_TEST_SCALE (sanitizers run fewer seeds)
-    local runs=("release||1" "asan||4" "tsan|runtime|4")
+    local runs=("release||1" "asan||4" "tsan|runtime train|4")
     for run in "${runs[@]}"; do
         IFS='|' read -r variant filter scale <<<"$run"
         echo "== tests [$variant]"
         make -s -j"$JOBS" VARIANT="$variant" tests
         set +e
+        # shellcheck disable=SC2086 # the filter is a list of test-name prefixes
         FRUGAL_TEST_VARIANT=$variant FRUGAL_TEST_SCALE=$scale \
             TSAN_OPTIONS="halt_on_error=1" ./build/"$variant"/frugal_tests $filter | tee build/"$variant"/test.log
         set -e
@@ -92,11 +95,19 @@ case "${1:-build}" in
 build) build ;;
 deps) deps ;;
 test) deps; build; run_tests ;;
+train)
+    shift
+    deps
+    build
+    job=examples/dahl-fashion-mnist.cfg
+    if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then job=$1; shift; fi
+    ./frugal train "$job" "$@"
+    ;;
 bench) shift; deps; bench "$@" ;;
 fixtures) deps; /usr/bin/python3 tools/gen_fixtures.py ;;
 clean) make -s clean ;;
 *)
-    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

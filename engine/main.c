@@ -1,16 +1,29 @@
 /* frugal: the command-line entry point. */
+#include "engine/config.h"
+#include "engine/dataset.h"
+#include "engine/model.h"
+#include "engine/train.h"
 #include "ops/cpu.h"
 #include "ops/peak.h"
 #include "runtime/clock.h"
+#include "runtime/runtime.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#define MAX_SETS 64
 
 static int usage(FILE *f)
 {
     fprintf(f, "usage: frugal COMMAND [ARGS]\n\n"
                "commands:\n"
+               "  train JOB.cfg [--set section.key=value]... [--workers N] [--trace FILE]\n"
+               "            train the model the job file describes\n"
                "  info      this machine: CPUs, timer, kernel path, measured peak\n"
                "  help      this text\n");
     return f == stderr ? 2 : 0;
@@ -27,6 +40,135 @@ static int cmd_info(void)
     return 0;
 }
 
+/* mkdir -p */
+static int make_dirs(const char *path, char *err, size_t errlen)
+{
+    char buf[CONFIG_PATH];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1;; p++) {
+        char c = *p;
+        if (c == '/' || c == 0) {
+            *p = 0;
+            if (mkdir(buf, 0777) && errno != EEXIST) {
+                snprintf(err, errlen, "%s: cannot create: %s", buf, strerror(errno));
+                return -1;
+            }
+            *p = c;
+        }
+        if (!c)
+            return 0;
+    }
+}
+
+static int load_data(const job_config *cfg, dataset *train, dataset *test, int *have_test,
+                     char *err, size_t errlen)
+{
+    *have_test = 0;
+    int rc = cfg->format == DATA_IDX
+                 ? dataset_load_idx(train, cfg->train_images, cfg->train_labels, cfg->limit, err, errlen)
+                 : dataset_load_cifar10(train, cfg->train_files, cfg->limit, err, errlen);
+    if (rc || dataset_reshape(train, cfg->resize_h, cfg->resize_w, cfg->channels, err, errlen))
+        return -1;
+    if (cfg->format == DATA_IDX ? cfg->test_images[0] != 0 : cfg->test_file[0] != 0) {
+        rc = cfg->format == DATA_IDX
+                 ? dataset_load_idx(test, cfg->test_images, cfg->test_labels, cfg->test_limit, err, errlen)
+                 : dataset_load_cifar10(test, cfg->test_file, cfg->test_limit, err, errlen);
+        if (rc || dataset_reshape(test, train->h, train->w, train->c, err, errlen))
+            return -1;
+        *have_test = 1;
+    }
+    return 0;
+}
+
+static int cmd_train(int argc, char **argv)
+{
+    const char *job = NULL, *trace = NULL, *sets[MAX_SETS + 2];
+    char workers_set[64];
+    int nsets = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--set") && i + 1 < argc && nsets < MAX_SETS)
+            sets[nsets++] = argv[++i];
+        else if (!strcmp(argv[i], "--workers") && i + 1 < argc) {
+            snprintf(workers_set, sizeof workers_set, "execution.workers=%s", argv[++i]);
+            sets[nsets++] = workers_set;
+        } else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
+            trace = argv[++i];
+        else if (!strcmp(argv[i], "--help"))
+            return usage(stdout);
+        else if (argv[i][0] != '-' && !job)
+            job = argv[i];
+        else {
+            fprintf(stderr, "frugal train: unexpected argument '%s'\n", argv[i]);
+            return usage(stderr);
+        }
+    }
+    if (!job)
+        return usage(stderr);
+    sets[nsets] = NULL;
+
+    static job_config cfg;
+    char err[1024];
+    dataset train = {0}, test = {0};
+    int have_test;
+    model m;
+    if (config_load(&cfg, job, sets, err, sizeof err) ||
+        load_data(&cfg, &train, &test, &have_test, err, sizeof err) ||
+        config_check_shapes(&cfg, train.c, train.h, train.w, train.classes, err, sizeof err) ||
+        model_build(&m, &cfg, train.c, train.h, train.w, train.classes, err, sizeof err) ||
+        make_dirs(cfg.output, err, sizeof err)) {
+        fprintf(stderr, "frugal: %s\n", err);
+        dataset_free(&train);
+        dataset_free(&test);
+        return 1;
+    }
+    model_init(&m, cfg.seed);
+    rt_runtime *rt = rt_create(&(rt_config){.workers = cfg.workers, .trace = trace != NULL});
+    trainer *t = rt ? trainer_create(&cfg, &m, rt, &train, have_test ? &test : NULL, err, sizeof err)
+                    : NULL;
+    char csv_path[CONFIG_PATH + 32];
+    snprintf(csv_path, sizeof csv_path, "%s/metrics.csv", cfg.output);
+    FILE *csv = t ? fopen(csv_path, "w") : NULL;
+    int rc = 1;
+    if (!t || !csv) {
+        fprintf(stderr, "frugal: %s\n", !t ? err : strerror(errno));
+        goto out;
+    }
+    fprintf(csv, "epoch,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s,task_share\n");
+    printf("frugal train %s: %ld images %dx%dx%d, %s%ld test images; %d layers; batch %d, "
+           "%d samples per task; %d workers, kernels %s\n",
+           job, train.n, train.h, train.w, train.c, have_test ? "" : "no test set, ", test.n,
+           m.nlayers, cfg.batch, train_grain(&cfg, &m), rt_workers(rt), ops_isa_name(ops_isa_active()));
+    for (int e = 1; e <= cfg.epochs; e++) {
+        epoch_result r;
+        if (trainer_epoch(t, e, &r, err, sizeof err)) {
+            fprintf(stderr, "frugal: epoch %d: %s\n", e, err);
+            goto out;
+        }
+        printf("epoch %d/%d  loss %.4f  train acc %.2f%%  test acc %.2f%%  %.2f s  %.0f img/s  "
+               "tasks %.0f%% of worker time\n", e, cfg.epochs, r.train_loss, 100 * r.train_acc,
+               100 * r.test_acc, r.seconds, r.images_per_s, 100 * r.task_share);
+        fflush(stdout);
+        fprintf(csv, "%d,%.6f,%.6f,%.6f,%.6f,%.4f,%.1f,%.4f\n", e, r.train_loss, r.train_acc,
+                r.test_loss, r.test_acc, r.seconds, r.images_per_s, r.task_share);
+        fflush(csv);
+    }
+    rc = 0;
+    if (trace && rt_trace_write(rt, trace)) {
+        fprintf(stderr, "frugal: %s: cannot write the trace: %s\n", trace, strerror(errno));
+        rc = 1;
+    }
+    printf("metrics: %s\n", csv_path);
+out:
+    if (csv)
+        fclose(csv);
+    trainer_destroy(t);
+    rt_destroy(rt);
+    model_free(&m);
+    dataset_free(&train);
+    dataset_free(&test);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -35,6 +177,8 @@ int main(int argc, char **argv)
         return usage(stdout);
     if (!strcmp(argv[1], "info"))
         return cmd_info();
+    if (!strcmp(argv[1], "train"))
+        return cmd_train(argc, argv);
     fprintf(stderr, "frugal: unknown command '%s'\n", argv[1]);
     return usage(stderr);
 }

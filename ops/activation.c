@@ -2,9 +2,10 @@
 
 void relu_forward(const float *x, float *y, long i0, long i1)
 {
+    /* Written so that NaN passes through, as in PyTorch: a diverged run must not hide. */
 #pragma omp simd
     for (long i = i0; i < i1; i++)
-        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        y[i] = x[i] < 0.0f ? 0.0f : x[i];
 }
 
 void relu_backward(const float *y, const float *dy, float *dx, long i0, long i1)

@@ -152,6 +152,9 @@ TEST(ops_softmax_xent_relu_sgd_match_pytorch)
         relu_forward(x, y, 0, 50);
         relu_backward(y, dy, dx, 0, 50);
         fx_close("relu forward", y, fx_get(cs, "y"), 0, 0);
+        float nan_in = NAN, nan_out = 0;
+        relu_forward(&nan_in, &nan_out, 0, 1);
+        CHECK(isnan(nan_out));   /* NaN propagates, as in PyTorch */
         fx_close("relu backward", dx, fx_get(cs, "dx"), 0, 0);
         free(x), free(dy);
     }

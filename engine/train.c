@@ -1,0 +1,481 @@
+#include "engine/train.h"
+
+#include "runtime/clock.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { PRIO_LOAD = 1, PRIO_FORWARD = 2, PRIO_BACKWARD = 3 };
+enum { SPLIT_TRAIN, SPLIT_TEST };
+
+/* Activations and their gradients for one batch in flight. Layer l reads act[l] and writes
+ * act[l+1]; a flatten layer's output is a view of its input (same memory, same handles). */
+typedef struct buffers {
+    float *act[CONFIG_MAX_LAYERS + 1], *grad[CONFIG_MAX_LAYERS + 1];
+    int32_t *argmax[CONFIG_MAX_LAYERS];
+    uint8_t *labels;
+    rt_handle **hact[CONFIG_MAX_LAYERS + 1], **hgrad[CONFIG_MAX_LAYERS + 1];   /* [chunk] */
+    rt_handle **hlabels;
+} buffers;
+
+typedef struct chunk_stats { double loss; int correct, samples; } chunk_stats;
+
+struct trainer {
+    const job_config *cfg;
+    model *m;
+    rt_runtime *rt;
+    const dataset *data[2];
+    int batch, grain, nchunks;
+    buffers set[2];                       /* alternate batches: batch b+1 loads during b's backward */
+    rt_handle *hparams[CONFIG_MAX_LAYERS], *hgradsum[CONFIG_MAX_LAYERS];
+    float *partial[CONFIG_MAX_LAYERS];    /* nchunks x nparams: per-chunk gradients */
+    rt_handle **hpartial[CONFIG_MAX_LAYERS];
+    int need_dx[CONFIG_MAX_LAYERS];       /* does any layer before l have parameters? */
+    long *order;
+    chunk_stats *stats;                   /* [batch][chunk] of the current pass */
+    float inv_batch;
+};
+
+/* What every task gets: where it works. */
+typedef struct task_args {
+    trainer *t;
+    long first;          /* index of the batch's first sample in the pass order */
+    int layer, set, chunk, n0, n1, split, batch_size;
+    long stat;           /* slot in t->stats */
+} task_args;
+
+int train_grain(const job_config *cfg, const model *m)
+{
+    if (cfg->grain > 0)
+        return cfg->grain < cfg->batch ? cfg->grain : cfg->batch;
+    /* ~1 MFLOP per task: tens of microseconds, far above the runtime's per-task cost. Depends on
+     * the model only, never on the workers, so results do not depend on the machine. */
+    long per = m->flops_per_sample > 0 ? m->flops_per_sample : 1;
+    long g = (1000000 + per - 1) / per;
+    return (int)(g < 1 ? 1 : g > cfg->batch ? cfg->batch : g);
+}
+
+/* ---- task bodies ---- */
+
+static int load_task(const rt_ctx *ctx, void *p)
+{
+    (void)ctx;
+    task_args *a = p;
+    trainer *t = a->t;
+    const dataset *d = t->data[a->split];
+    buffers *b = &t->set[a->set];
+    long per = (long)d->c * d->h * d->w;
+    for (int s = a->n0; s < a->n1; s++) {
+        long idx = a->split == SPLIT_TRAIN ? t->order[a->first + s] : a->first + s;
+        const uint8_t *src = d->pixels + idx * per;
+        float *dst = b->act[0] + s * per;
+        for (long i = 0; i < per; i++)
+            dst[i] = (float)src[i] * (1.0f / 255.0f);
+        b->labels[s] = d->labels[idx];
+    }
+    return 0;
+}
+
+static int forward_task(const rt_ctx *ctx, void *p)
+{
+    (void)ctx;
+    task_args *a = p;
+    layer *l = &a->t->m->layers[a->layer];
+    buffers *b = &a->t->set[a->set];
+    float *x = b->act[a->layer], *y = b->act[a->layer + 1];
+    switch (l->type) {
+    case LAYER_CONV:
+        conv2d_forward(&l->conv, x, l->params, l->params + l->nweights, y, a->n0, a->n1, 0,
+                       l->conv.f);
+        break;
+    case LAYER_RELU:
+        relu_forward(x, y, a->n0 * l->in_size, a->n1 * l->in_size);
+        break;
+    case LAYER_MAXPOOL:
+        maxpool_forward(&l->pool, x, y, b->argmax[a->layer], a->n0, a->n1);
+        break;
+    case LAYER_DENSE:
+        dense_forward(l->in_c, l->out_c, x, l->params, l->params + l->nweights, y, a->n0, a->n1);
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+static int loss_task(const rt_ctx *ctx, void *p)
+{
+    task_args *a = p;
+    trainer *t = a->t;
+    buffers *b = &t->set[a->set];
+    int L = t->m->nlayers - 1, correct = 0;
+    float *dlogits = a->split == SPLIT_TRAIN ? b->grad[L] : NULL;
+    double loss = softmax_xent(t->m->classes, b->act[L], b->labels, dlogits,
+                               1.0f / (float)a->batch_size, a->n0, a->n1, &correct);
+    if (!isfinite(loss)) {
+        rt_fail(ctx, "the loss is %g: training diverged (try a smaller optimizer.lr)", loss);
+        return -1;
+    }
+    t->stats[a->stat] = (chunk_stats){loss, correct, a->n1 - a->n0};
+    return 0;
+}
+
+static int backward_task(const rt_ctx *ctx, void *p)
+{
+    (void)ctx;
+    task_args *a = p;
+    trainer *t = a->t;
+    layer *l = &t->m->layers[a->layer];
+    buffers *b = &t->set[a->set];
+    float *x = b->act[a->layer], *y = b->act[a->layer + 1];
+    float *dy = b->grad[a->layer + 1], *dx = b->grad[a->layer];
+    float *part = l->nparams ? t->partial[a->layer] + (size_t)a->chunk * l->nparams : NULL;
+    int want_dx = t->need_dx[a->layer];
+    switch (l->type) {
+    case LAYER_CONV:
+        conv2d_backward_filter(&l->conv, x, dy, part, part + l->nweights, a->n0, a->n1, 0,
+                               l->conv.f, 0);
+        if (want_dx)
+            conv2d_backward_input(&l->conv, dy, l->params, dx, a->n0, a->n1);
+        break;
+    case LAYER_DENSE:
+        dense_backward_weights(l->in_c, l->out_c, x, dy, part, part + l->nweights, a->n0, a->n1, 0);
+        if (want_dx)
+            dense_backward_input(l->in_c, l->out_c, dy, l->params, dx, a->n0, a->n1);
+        break;
+    case LAYER_RELU:
+        relu_backward(y, dy, dx, a->n0 * l->in_size, a->n1 * l->in_size);
+        break;
+    case LAYER_MAXPOOL:
+        maxpool_backward(&l->pool, dy, b->argmax[a->layer], dx, a->n0, a->n1);
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+/* grad = partial[0] + partial[1] + ... in chunk order: one task per chunk, chained. */
+static int gradsum_task(const rt_ctx *ctx, void *p)
+{
+    (void)ctx;
+    task_args *a = p;
+    layer *l = &a->t->m->layers[a->layer];
+    const float *part = a->t->partial[a->layer] + (size_t)a->chunk * l->nparams;
+    if (a->chunk == 0)
+        memcpy(l->grad, part, sizeof(float) * (size_t)l->nparams);
+    else
+        for (long i = 0; i < l->nparams; i++)
+            l->grad[i] += part[i];
+    return 0;
+}
+
+static int sgd_task(const rt_ctx *ctx, void *p)
+{
+    (void)ctx;
+    task_args *a = p;
+    const job_config *cfg = a->t->cfg;
+    layer *l = &a->t->m->layers[a->layer];
+    sgd_update(l->params, l->grad, l->velocity, cfg->lr, cfg->momentum, cfg->weight_decay, 0,
+               l->nparams);
+    return 0;
+}
+
+static rt_kind k_load = {.name = "load", .cpu = load_task};
+static rt_kind k_conv_fwd = {.name = "conv_forward", .cpu = forward_task};
+static rt_kind k_relu_fwd = {.name = "relu_forward", .cpu = forward_task};
+static rt_kind k_pool_fwd = {.name = "maxpool_forward", .cpu = forward_task};
+static rt_kind k_dense_fwd = {.name = "dense_forward", .cpu = forward_task};
+static rt_kind k_loss = {.name = "softmax_xent", .cpu = loss_task};
+static rt_kind k_conv_bwd = {.name = "conv_backward", .cpu = backward_task};
+static rt_kind k_relu_bwd = {.name = "relu_backward", .cpu = backward_task};
+static rt_kind k_pool_bwd = {.name = "maxpool_backward", .cpu = backward_task};
+static rt_kind k_dense_bwd = {.name = "dense_backward", .cpu = backward_task};
+static rt_kind k_gradsum = {.name = "gradient_sum", .cpu = gradsum_task};
+static rt_kind k_sgd = {.name = "sgd", .cpu = sgd_task};
+
+static rt_kind *forward_kind(layer_type t)
+{
+    return t == LAYER_CONV ? &k_conv_fwd : t == LAYER_RELU ? &k_relu_fwd
+         : t == LAYER_MAXPOOL ? &k_pool_fwd : t == LAYER_DENSE ? &k_dense_fwd : NULL;
+}
+
+static rt_kind *backward_kind(layer_type t)
+{
+    return t == LAYER_CONV ? &k_conv_bwd : t == LAYER_RELU ? &k_relu_bwd
+         : t == LAYER_MAXPOOL ? &k_pool_bwd : t == LAYER_DENSE ? &k_dense_bwd : NULL;
+}
+
+/* ---- setup ---- */
+
+static int alloc_buffers(trainer *t, buffers *b, const dataset *d)
+{
+    model *m = t->m;
+    int L = m->nlayers, n = t->nchunks;
+    long in = (long)d->c * d->h * d->w;
+    b->labels = malloc((size_t)t->batch);
+    b->hlabels = calloc((size_t)n, sizeof(rt_handle *));
+    if (!b->labels || !b->hlabels)
+        return -1;
+    for (int l = 0; l <= L - 1; l++) {   /* act[L-1] holds the logits */
+        if (l > 0 && m->layers[l - 1].type == LAYER_FLATTEN) {
+            b->act[l] = b->act[l - 1], b->grad[l] = b->grad[l - 1];
+            b->hact[l] = b->hact[l - 1], b->hgrad[l] = b->hgrad[l - 1];
+            continue;
+        }
+        long size = l == 0 ? in : m->layers[l - 1].out_size;
+        b->act[l] = calloc((size_t)t->batch * (size_t)size, sizeof(float));
+        b->grad[l] = calloc((size_t)t->batch * (size_t)size, sizeof(float));
+        b->hact[l] = calloc((size_t)n, sizeof(rt_handle *));
+        b->hgrad[l] = calloc((size_t)n, sizeof(rt_handle *));
+        if (!b->act[l] || !b->grad[l] || !b->hact[l] || !b->hgrad[l])
+            return -1;
+        for (int k = 0; k < n; k++) {
+            long s0 = (long)k * t->grain;
+            b->hact[l][k] = rt_handle_register(t->rt, b->act[l] + s0 * size, 0, "activation");
+            b->hgrad[l][k] = rt_handle_register(t->rt, b->grad[l] + s0 * size, 0, "gradient");
+        }
+    }
+    for (int l = 0; l < L; l++)
+        if (m->layers[l].type == LAYER_MAXPOOL &&
+            !(b->argmax[l] = calloc((size_t)t->batch * (size_t)m->layers[l].out_size, 4)))
+            return -1;
+    for (int k = 0; k < n; k++)
+        b->hlabels[k] = rt_handle_register(t->rt, b->labels, 0, "labels");
+    return 0;
+}
+
+static void free_buffers(trainer *t, buffers *b)
+{
+    int L = t->m->nlayers;
+    for (int l = 0; l <= L - 1; l++) {
+        if (l > 0 && t->m->layers[l - 1].type == LAYER_FLATTEN)
+            continue;
+        for (int k = 0; k < t->nchunks && b->hact[l]; k++) {
+            rt_handle_unregister(t->rt, b->hact[l][k]);
+            rt_handle_unregister(t->rt, b->hgrad[l][k]);
+        }
+        free(b->act[l]), free(b->grad[l]), free(b->hact[l]), free(b->hgrad[l]);
+    }
+    for (int l = 0; l < L; l++)
+        free(b->argmax[l]);
+    for (int k = 0; k < t->nchunks && b->hlabels; k++)
+        rt_handle_unregister(t->rt, b->hlabels[k]);
+    free(b->hlabels);
+    free(b->labels);
+}
+
+trainer *trainer_create(const job_config *cfg, model *m, rt_runtime *rt, const dataset *train,
+                        const dataset *test, char *err, size_t errlen)
+{
+    trainer *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->cfg = cfg, t->m = m, t->rt = rt;
+    t->data[SPLIT_TRAIN] = train, t->data[SPLIT_TEST] = test;
+    t->batch = cfg->batch;
+    t->grain = train_grain(cfg, m);
+    t->nchunks = (t->batch + t->grain - 1) / t->grain;
+    long nbatches = (train->n + t->batch - 1) / t->batch;
+    long ntest = test ? (test->n + t->batch - 1) / t->batch : 0;
+    t->order = malloc(sizeof(long) * (size_t)train->n);
+    t->stats = calloc((size_t)((nbatches > ntest ? nbatches : ntest) * t->nchunks), sizeof(chunk_stats));
+    int ok = t->order && t->stats;
+    int seen_params = 0;
+    for (int l = 0; l < m->nlayers && ok; l++) {
+        layer *ly = &m->layers[l];
+        t->need_dx[l] = seen_params;
+        seen_params |= ly->nparams > 0;
+        if (!ly->nparams)
+            continue;
+        t->hparams[l] = rt_handle_register(rt, ly->params, 0, "parameters");
+        t->hgradsum[l] = rt_handle_register(rt, ly->grad, 0, "gradient");
+        t->partial[l] = calloc((size_t)t->nchunks * (size_t)ly->nparams, sizeof(float));
+        t->hpartial[l] = calloc((size_t)t->nchunks, sizeof(rt_handle *));
+        ok = t->partial[l] && t->hpartial[l];
+        for (int k = 0; ok && k < t->nchunks; k++)
+            t->hpartial[l][k] = rt_handle_register(rt, t->partial[l], 0, "partial gradient");
+    }
+    for (int s = 0; s < 2 && ok; s++)
+        ok = alloc_buffers(t, &t->set[s], train) == 0;
+    if (!ok) {
+        snprintf(err, errlen, "out of memory for batch %d (%d tasks of %d samples)", t->batch,
+                 t->nchunks, t->grain);
+        trainer_destroy(t);
+        return NULL;
+    }
+    return t;
+}
+
+void trainer_destroy(trainer *t)
+{
+    if (!t)
+        return;
+    rt_wait_all(t->rt);
+    for (int s = 0; s < 2; s++)
+        free_buffers(t, &t->set[s]);
+    for (int l = 0; l < t->m->nlayers; l++) {
+        if (!t->m->layers[l].nparams)
+            continue;
+        rt_handle_unregister(t->rt, t->hparams[l]);
+        rt_handle_unregister(t->rt, t->hgradsum[l]);
+        for (int k = 0; k < t->nchunks && t->hpartial[l]; k++)
+            rt_handle_unregister(t->rt, t->hpartial[l][k]);
+        free(t->hpartial[l]);
+        free(t->partial[l]);
+    }
+    free(t->order);
+    free(t->stats);
+    free(t);
+}
+
+/* ---- one batch as a task graph ---- */
+
+static void submit(trainer *t, rt_kind *kind, const task_args *a, int prio, int n,
+                   const rt_access *acc)
+{
+    rt_task_desc d = {.kind = kind, .args = a, .args_size = sizeof *a, .priority = prio,
+                      .naccess = n};
+    memcpy(d.access, acc, sizeof(rt_access) * (size_t)n);
+    rt_submit(t->rt, &d);   /* a failure is reported by the next wait */
+}
+
+static void submit_batch(trainer *t, int split, long first, int size, int set, long stat0)
+{
+    model *m = t->m;
+    buffers *b = &t->set[set];
+    int L = m->nlayers - 1;   /* index of softmax_xent; act[L] holds the logits */
+    int chunks = (size + t->grain - 1) / t->grain;
+    for (int k = 0; k < chunks; k++) {
+        task_args a = {t, first, 0, set, k, k * t->grain, 0, split, size, stat0 + k};
+        a.n1 = a.n0 + t->grain < size ? a.n0 + t->grain : size;
+        submit(t, &k_load, &a, PRIO_LOAD, 2,
+               (rt_access[]){{b->hact[0][k], RT_W}, {b->hlabels[k], RT_W}});
+        for (int l = 0; l < L; l++) {
+            rt_kind *kind = forward_kind(m->layers[l].type);
+            if (!kind)
+                continue;   /* flatten: a view */
+            a.layer = l;
+            rt_access acc[3] = {{b->hact[l][k], RT_R}, {b->hact[l + 1][k], RT_W}};
+            int n = 2;
+            if (m->layers[l].nparams)
+                acc[n++] = (rt_access){t->hparams[l], RT_R};
+            submit(t, kind, &a, PRIO_FORWARD, n, acc);
+        }
+        a.layer = L;
+        rt_access acc[3] = {{b->hact[L][k], RT_R}, {b->hlabels[k], RT_R}};
+        if (split == SPLIT_TRAIN)
+            acc[2] = (rt_access){b->hgrad[L][k], RT_W};
+        submit(t, &k_loss, &a, PRIO_BACKWARD, split == SPLIT_TRAIN ? 3 : 2, acc);
+        if (split != SPLIT_TRAIN)
+            continue;
+        for (int l = L - 1; l >= 0; l--) {
+            rt_kind *kind = backward_kind(m->layers[l].type);
+            layer *ly = &m->layers[l];
+            if (!kind || (!ly->nparams && !t->need_dx[l]))
+                continue;
+            a.layer = l;
+            rt_access acc2[6] = {{b->hgrad[l + 1][k], RT_R}, {b->hact[l][k], RT_R},
+                                 {b->hact[l + 1][k], RT_R}};
+            int n = 3;
+            if (t->need_dx[l] && b->hgrad[l][k] != b->hgrad[l + 1][k])
+                acc2[n++] = (rt_access){b->hgrad[l][k], RT_W};
+            if (ly->nparams) {
+                acc2[n++] = (rt_access){t->hparams[l], RT_R};
+                acc2[n++] = (rt_access){t->hpartial[l][k], RT_W};
+            }
+            submit(t, kind, &a, PRIO_BACKWARD, n, acc2);
+        }
+    }
+    if (split != SPLIT_TRAIN)
+        return;
+    for (int l = 0; l < L; l++) {   /* fixed-order reduction, then the update */
+        if (!m->layers[l].nparams)
+            continue;
+        task_args a = {t, first, l, set, 0, 0, 0, split, size, 0};
+        for (int k = 0; k < chunks; k++) {
+            a.chunk = k;
+            submit(t, &k_gradsum, &a, PRIO_BACKWARD, 2,
+                   (rt_access[]){{t->hgradsum[l], k ? RT_RW : RT_W}, {t->hpartial[l][k], RT_R}});
+        }
+        submit(t, &k_sgd, &a, PRIO_BACKWARD, 2,
+               (rt_access[]){{t->hparams[l], RT_RW}, {t->hgradsum[l], RT_R}});
+    }
+}
+
+static void shuffle(trainer *t, int epoch)
+{
+    const dataset *d = t->data[SPLIT_TRAIN];
+    ops_rng r;
+    ops_rng_seed(&r, t->cfg->seed * 1000003ULL + (uint64_t)epoch);
+    for (long i = 0; i < d->n; i++)
+        t->order[i] = i;
+    for (long i = d->n - 1; i > 0; i--) {   /* Fisher-Yates */
+        long j = (long)(((uint64_t)ops_rng_next(&r) << 32 | ops_rng_next(&r)) % (uint64_t)(i + 1));
+        long tmp = t->order[i];
+        t->order[i] = t->order[j];
+        t->order[j] = tmp;
+    }
+}
+
+/* Sums the stats of one pass: loss and accuracy per sample. */
+static void pass_totals(trainer *t, long nslots, double *loss, double *acc, long *samples)
+{
+    double l = 0;
+    long c = 0, n = 0;
+    for (long i = 0; i < nslots; i++) {
+        l += t->stats[i].loss;
+        c += t->stats[i].correct;
+        n += t->stats[i].samples;
+    }
+    *loss = n ? l / (double)n : NAN;
+    *acc = n ? (double)c / (double)n : NAN;
+    *samples = n;
+}
+
+static long run_pass(trainer *t, int split)
+{
+    const dataset *d = t->data[split];
+    long slots = 0;
+    int b = 0;
+    memset(t->stats, 0, sizeof(chunk_stats) * (size_t)((d->n + t->batch - 1) / t->batch) * (size_t)t->nchunks);
+    for (long first = 0; first < d->n; first += t->batch, b++) {
+        int size = (int)(d->n - first < t->batch ? d->n - first : t->batch);
+        submit_batch(t, split, first, size, b & 1, slots);
+        slots += t->nchunks;
+    }
+    return slots;
+}
+
+int trainer_epoch(trainer *t, int epoch, epoch_result *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    shuffle(t, epoch);
+    rt_stats_reset(t->rt);
+    double t0 = clock_now_s();
+    long slots = run_pass(t, SPLIT_TRAIN);
+    int rc = rt_wait_all(t->rt);
+    out->seconds = clock_now_s() - t0;
+    rt_stats st;
+    rt_stats_get(t->rt, &st);
+    out->task_share = st.task_share;
+    if (rc) {
+        snprintf(err, errlen, "%s", rt_error(t->rt));
+        return -1;
+    }
+    pass_totals(t, slots, &out->train_loss, &out->train_acc, &out->samples);
+    out->images_per_s = (double)out->samples / out->seconds;
+    out->test_loss = out->test_acc = NAN;
+    if (t->data[SPLIT_TEST]) {
+        long tslots = run_pass(t, SPLIT_TEST);
+        if (rt_wait_all(t->rt)) {
+            snprintf(err, errlen, "%s", rt_error(t->rt));
+            return -1;
+        }
+        long n;
+        pass_totals(t, tslots, &out->test_loss, &out->test_acc, &n);
+    }
+    return 0;
+}

@@ -1,0 +1,145 @@
+/* Training end to end on a generated dataset: the loss falls, the weights do not depend on the
+ * number of workers, and a diverging run ends with a clear error. */
+#include "engine/config.h"
+#include "engine/dataset.h"
+#include "engine/model.h"
+#include "engine/train.h"
+#include "ops/layers.h"
+#include "test.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <zlib.h>
+
+enum { NIMG = 300, SIDE = 10 };
+
+static void write_idx(const char *path, int dims, const uint32_t *shape, const uint8_t *data, size_t n)
+{
+    uint8_t head[16] = {0, 0, 8, (uint8_t)dims};
+    for (int i = 0; i < dims; i++)
+        for (int b = 0; b < 4; b++)
+            head[4 + 4 * i + b] = (uint8_t)(shape[i] >> (24 - 8 * b));
+    gzFile f = gzopen(path, "wb");
+    gzwrite(f, head, 4 + 4 * (unsigned)dims);
+    gzwrite(f, data, (unsigned)n);
+    gzclose(f);
+}
+
+/* Four classes: a bright 3x3 block in one of four quadrants, over noise. */
+static const char *make_job(const char *extra)
+{
+    static char cfg_path[512];
+    char img[512], lbl[512];
+    snprintf(img, sizeof img, "%s/img.gz", test_tmpdir());
+    snprintf(lbl, sizeof lbl, "%s/lbl.gz", test_tmpdir());
+    static uint8_t pixels[NIMG * SIDE * SIDE], labels[NIMG];
+    ops_rng r;
+    ops_rng_seed(&r, 99);
+    for (int i = 0; i < NIMG; i++) {
+        labels[i] = (uint8_t)(i % 4);
+        uint8_t *p = pixels + i * SIDE * SIDE;
+        for (int j = 0; j < SIDE * SIDE; j++)
+            p[j] = (uint8_t)(ops_rng_next(&r) % 60);
+        int y0 = labels[i] / 2 ? 6 : 1, x0 = labels[i] % 2 ? 6 : 1;
+        for (int y = 0; y < 3; y++)
+            for (int x = 0; x < 3; x++)
+                p[(y0 + y) * SIDE + x0 + x] = 250;
+    }
+    write_idx(img, 3, (uint32_t[]){NIMG, SIDE, SIDE}, pixels, sizeof pixels);
+    write_idx(lbl, 1, (uint32_t[]){NIMG}, labels, sizeof labels);
+    snprintf(cfg_path, sizeof cfg_path, "%s/job.cfg", test_tmpdir());
+    FILE *f = fopen(cfg_path, "w");
+    fprintf(f, "[job]\nepochs = 3\nbatch = 20\nseed = 5\noutput = %s/run\n"
+               "[data]\ntrain_images = %s\ntrain_labels = %s\ntest_images = %s\ntest_labels = %s\n"
+               "[conv]\nfilters = 4\nsize = 3\npadding = 1\n[relu]\n[maxpool]\nsize = 2\n"
+               "[conv]\nfilters = 3\nsize = 3\n[relu]\n[flatten]\n[dense]\noutputs = 10\n"
+               "[softmax_xent]\n[optimizer]\nlr = 0.1\nmomentum = 0.5\n[execution]\ngrain = 3\n%s",
+            test_tmpdir(), img, lbl, img, lbl, extra);
+    fclose(f);
+    return cfg_path;
+}
+
+static int poison_weights;
+
+typedef struct run { double loss[8], acc[8]; float params[4096]; long nparams; int rc; char err[512]; } run;
+
+static void train(const char *cfg_path, int workers, int epochs, run *out)
+{
+    static job_config cfg;
+    dataset train, test;
+    model m;
+    memset(out, 0, sizeof *out);
+    if (config_load(&cfg, cfg_path, NULL, out->err, sizeof out->err)) {
+        out->rc = -1;
+        return;
+    }
+    CHECK(dataset_load_idx(&train, cfg.train_images, cfg.train_labels, 0, out->err, sizeof out->err) == 0);
+    CHECK(dataset_load_idx(&test, cfg.test_images, cfg.test_labels, 100, out->err, sizeof out->err) == 0);
+    CHECKF(config_check_shapes(&cfg, 1, SIDE, SIDE, 10, out->err, sizeof out->err) == 0, "%s", out->err);
+    CHECK(model_build(&m, &cfg, 1, SIDE, SIDE, 10, out->err, sizeof out->err) == 0);
+    model_init(&m, cfg.seed);
+    if (poison_weights)
+        m.layers[0].params[0] = NAN;
+    rt_runtime *rt = rt_create(&(rt_config){.workers = workers});
+    trainer *t = trainer_create(&cfg, &m, rt, &train, &test, out->err, sizeof out->err);
+    CHECK(t != NULL);
+    for (int e = 1; e <= epochs && t; e++) {
+        epoch_result r;
+        out->rc = trainer_epoch(t, e, &r, out->err, sizeof out->err);
+        if (out->rc)
+            break;
+        out->loss[e - 1] = r.train_loss;
+        out->acc[e - 1] = r.test_acc;
+    }
+    for (int l = 0; l < m.nlayers; l++)
+        for (long i = 0; i < m.layers[l].nparams && out->nparams < 4096; i++)
+            out->params[out->nparams++] = m.layers[l].params[i];
+    trainer_destroy(t);
+    rt_destroy(rt);
+    model_free(&m);
+    dataset_free(&train);
+    dataset_free(&test);
+}
+
+TEST(train_loss_falls_and_learns)
+{
+    static run r;
+    train(make_job(""), 2, 4, &r);
+    CHECKF(r.rc == 0, "%s", r.err);
+    CHECKF(r.loss[3] < 0.5 * r.loss[0], "loss %g -> %g", r.loss[0], r.loss[3]);
+    CHECKF(r.acc[3] > 0.9, "test accuracy %g", r.acc[3]);
+}
+
+TEST(train_same_weights_with_1_2_4_16_workers)
+{
+    static run base, other;
+    const char *job = make_job("");
+    train(job, 1, 2, &base);
+    CHECK(base.rc == 0 && base.nparams > 100);
+    int workers[] = {2, 4, 16};
+    for (int i = 0; i < 3; i++) {
+        train(job, workers[i], 2, &other);
+        CHECK(other.rc == 0 && other.nparams == base.nparams);
+        CHECKF(!memcmp(base.params, other.params, sizeof(float) * (size_t)base.nparams),
+               "weights differ between 1 and %d workers", workers[i]);
+        CHECK(base.loss[1] == other.loss[1]);
+    }
+}
+
+TEST(train_divergence_is_an_error_not_a_hang)
+{
+    static run r;
+    train(make_job("[execution]\n"), 2, 1, &r);   /* a second [execution]: refused, never run */
+    CHECKF(strstr(r.err, "section [execution] appears twice") != NULL, "error was '%s'", r.err);
+}
+
+TEST(train_nan_loss_ends_the_run_with_a_message)
+{
+    static run r;
+    poison_weights = 1;   /* a NaN weight, as a diverged run would produce */
+    train(make_job(""), 2, 2, &r);
+    poison_weights = 0;
+    CHECK(r.rc == -1);
+    CHECKF(strstr(r.err, "softmax_xent") && strstr(r.err, "diverged"), "error was '%s'", r.err);
+}
