@@ -153,6 +153,9 @@ static int cmd_train(int argc, char **argv)
         fflush(csv);
     }
     rc = 0;
+    rt_stats st;   /* the last epoch's, by task kind */
+    rt_stats_get(rt, &st);
+    rt_stats_print(&st, stdout);
     if (trace && rt_trace_write(rt, trace)) {
         fprintf(stderr, "frugal: %s: cannot write the trace: %s\n", trace, strerror(errno));
         rc = 1;

@@ -44,6 +44,7 @@ int model_build(model *m, const job_config *cfg, int c, int h, int w, int classe
         l->out_c = c, l->out_h = h, l->out_w = w;
         l->in_size = (long)l->in_c * l->in_h * l->in_w;
         l->out_size = (long)c * h * w;
+        m->nparams += l->nparams;
         if (l->nparams) {
             l->params = calloc((size_t)l->nparams, sizeof(float));
             l->grad = calloc((size_t)l->nparams, sizeof(float));

@@ -25,6 +25,7 @@ typedef struct model {
     layer layers[CONFIG_MAX_LAYERS];
     int classes;
     long flops_per_sample;  /* forward + backward, for the automatic task grain */
+    long nparams;           /* all layers' parameters */
 } model;
 
 /* Shapes from the config for inputs c x h x w (config_check_shapes must have passed). */

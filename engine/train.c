@@ -50,10 +50,14 @@ int train_grain(const job_config *cfg, const model *m)
 {
     if (cfg->grain > 0)
         return cfg->grain < cfg->batch ? cfg->grain : cfg->batch;
-    /* ~1 MFLOP per task: tens of microseconds, far above the runtime's per-task cost. Depends on
-     * the model only, never on the workers, so results do not depend on the machine. */
+    /* Enough samples for ~1 MFLOP per task (tens of microseconds, far above the runtime's per-task
+     * cost), and enough that a chunk's compute outweighs writing and summing its partial
+     * gradients (a float moved costs about as much as 240 flops done). Depends on the model
+     * only, never on the workers: results do not depend on the machine. */
     long per = m->flops_per_sample > 0 ? m->flops_per_sample : 1;
-    long g = (1000000 + per - 1) / per;
+    long g = (1000000 + per - 1) / per, for_grads = (240 * m->nparams + per - 1) / per;
+    if (for_grads > g)
+        g = for_grads;
     return (int)(g < 1 ? 1 : g > cfg->batch ? cfg->batch : g);
 }
 

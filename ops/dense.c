@@ -1,20 +1,58 @@
+/* Dense layers. Chunks of many samples go through GEMM; a few samples (the engine's grain on large
+ * inputs is often one) go through dot products and axpys over the weight rows, which are
+ * contiguous (out x in): packing a 10 x 95,000 weight matrix for a single row of GEMM costs more
+ * than the multiplication. */
 #include "ops/gemm.h"
 #include "ops/layers.h"
 
+enum { GEMM_MIN_SAMPLES = 8 };
+
+static float dot(const float *a, const float *b, int n)
+{
+    float s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int i = 0; i < n; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
+static void axpy(float alpha, const float *x, float *y, int n)
+{
+#pragma omp simd
+    for (int i = 0; i < n; i++)
+        y[i] += alpha * x[i];
+}
 
 void dense_forward(int in, int out, const float *x, const float *wt, const float *bias, float *y,
                    int n0, int n1)
 {
-    float *yn = y + (size_t)n0 * out;
+    if (n1 - n0 < GEMM_MIN_SAMPLES) {
+        for (int o = 0; o < out; o++)   /* each weight row once, for every sample */
+            for (int n = n0; n < n1; n++)
+                y[(size_t)n * out + o] = (bias ? bias[o] : 0.0f) +
+                                         dot(x + (size_t)n * in, wt + (size_t)o * in, in);
+        return;
+    }
     for (int n = n0; n < n1; n++)
         for (int o = 0; o < out; o++)
             y[(size_t)n * out + o] = bias ? bias[o] : 0.0f;
-    ops_sgemm(0, 1, n1 - n0, out, in, 1.0f, x + (size_t)n0 * in, in, wt, in, 1.0f, yn, out);
+    ops_sgemm(0, 1, n1 - n0, out, in, 1.0f, x + (size_t)n0 * in, in, wt, in, 1.0f,
+              y + (size_t)n0 * out, out);
 }
 
 void dense_backward_input(int in, int out, const float *dy, const float *wt, float *dx, int n0,
                           int n1)
 {
+    if (n1 - n0 < GEMM_MIN_SAMPLES) {
+        for (int n = n0; n < n1; n++) {
+            float *d = dx + (size_t)n * in;
+            for (int i = 0; i < in; i++)
+                d[i] = 0;
+            for (int o = 0; o < out; o++)
+                axpy(dy[(size_t)n * out + o], wt + (size_t)o * in, d, in);
+        }
+        return;
+    }
     ops_sgemm(0, 0, n1 - n0, in, out, 1.0f, dy + (size_t)n0 * out, out, wt, in, 0.0f,
               dx + (size_t)n0 * in, in);
 }
@@ -22,8 +60,19 @@ void dense_backward_input(int in, int out, const float *dy, const float *wt, flo
 void dense_backward_weights(int in, int out, const float *x, const float *dy, float *dwt,
                             float *dbias, int n0, int n1, int accumulate)
 {
-    ops_sgemm(1, 0, out, in, n1 - n0, 1.0f, dy + (size_t)n0 * out, out, x + (size_t)n0 * in, in,
-              accumulate ? 1.0f : 0.0f, dwt, in);
+    if (n1 - n0 < GEMM_MIN_SAMPLES) {
+        for (int o = 0; o < out; o++) {   /* samples in order: reproducible */
+            float *row = dwt + (size_t)o * in;
+            if (!accumulate)
+                for (int i = 0; i < in; i++)
+                    row[i] = 0;
+            for (int n = n0; n < n1; n++)
+                axpy(dy[(size_t)n * out + o], x + (size_t)n * in, row, in);
+        }
+    } else {
+        ops_sgemm(1, 0, out, in, n1 - n0, 1.0f, dy + (size_t)n0 * out, out, x + (size_t)n0 * in,
+                  in, accumulate ? 1.0f : 0.0f, dwt, in);
+    }
     if (!dbias)
         return;
     for (int o = 0; o < out; o++) {

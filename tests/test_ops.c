@@ -467,3 +467,27 @@ TEST(ops_simd_paths_agree_with_portable)
         free(ref[k]), free(got[k]);
     free(x), free(w), free(b), free(dy), free(A), free(B);
 }
+
+/* The few-sample path (dot products) and the GEMM path give the same dense results. */
+TEST(ops_dense_small_and_gemm_paths_agree)
+{
+    ops_rng r;
+    ops_rng_seed(&r, 21);
+    int n = 12, in = 37, out = 9;
+    float *x = random_floats(&r, (long)n * in, 1), *w = random_floats(&r, (long)out * in, 1);
+    float *b = random_floats(&r, out, 1), *dy = random_floats(&r, (long)n * out, 1);
+    float y1[12 * 9], y2[12 * 9], dx1[12 * 37], dx2[12 * 37], dw1[9 * 37], dw2[9 * 37], db1[9], db2[9];
+    dense_forward(in, out, x, w, b, y1, 0, n);   /* GEMM */
+    dense_backward_input(in, out, dy, w, dx1, 0, n);
+    dense_backward_weights(in, out, x, dy, dw1, db1, 0, n, 0);
+    for (int s = 0; s < n; s += 3) {             /* three samples at a time: dot products */
+        dense_forward(in, out, x, w, b, y2, s, s + 3);
+        dense_backward_input(in, out, dy, w, dx2, s, s + 3);
+        dense_backward_weights(in, out, x, dy, dw2, db2, s, s + 3, s > 0);
+    }
+    CHECK(max_rel_diff(y1, y2, n * out) < 1e-5);
+    CHECK(max_rel_diff(dx1, dx2, n * in) < 1e-5);
+    CHECK(max_rel_diff(dw1, dw2, out * in) < 1e-5);
+    CHECK(max_rel_diff(db1, db2, out) < 1e-5);
+    free(x), free(w), free(b), free(dy);
+}
