@@ -1,4 +1,5 @@
 /* frugal: the command-line entry point. */
+#include "engine/checkpoint.h"
 #include "engine/config.h"
 #include "engine/dataset.h"
 #include "engine/model.h"
@@ -22,8 +23,9 @@ static int usage(FILE *f)
 {
     fprintf(f, "usage: frugal COMMAND [ARGS]\n\n"
                "commands:\n"
-               "  train JOB.cfg [--set section.key=value]... [--workers N] [--trace FILE]\n"
-               "            train the model the job file describes\n"
+               "  train JOB.cfg [--set section.key=value]... [--workers N] [--trace FILE] [--resume]\n"
+               "            train the model the job file describes; a checkpoint is written\n"
+               "            atomically after every epoch, --resume continues from it\n"
                "  info      this machine: CPUs, timer, kernel path, measured peak\n"
                "  help      this text\n");
     return f == stderr ? 2 : 0;
@@ -83,6 +85,7 @@ static int load_data(const job_config *cfg, dataset *train, dataset *test, int *
 static int cmd_train(int argc, char **argv)
 {
     const char *job = NULL, *trace = NULL, *sets[MAX_SETS + 2];
+    int resume = 0;
     char workers_set[64];
     int nsets = 0;
     for (int i = 2; i < argc; i++) {
@@ -93,6 +96,8 @@ static int cmd_train(int argc, char **argv)
             sets[nsets++] = workers_set;
         } else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
             trace = argv[++i];
+        else if (!strcmp(argv[i], "--resume"))
+            resume = 1;
         else if (!strcmp(argv[i], "--help"))
             return usage(stdout);
         else if (argv[i][0] != '-' && !job)
@@ -122,23 +127,36 @@ static int cmd_train(int argc, char **argv)
         return 1;
     }
     model_init(&m, cfg.seed);
+    char ckpt[CONFIG_PATH + 32];
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoint.bin", cfg.output);
+    int done = 0;
+    if (resume && checkpoint_load(&m, &done, ckpt, err, sizeof err)) {
+        fprintf(stderr, "frugal: cannot resume: %s\n", err);
+        model_free(&m);
+        dataset_free(&train);
+        dataset_free(&test);
+        return 1;
+    }
     rt_runtime *rt = rt_create(&(rt_config){.workers = cfg.workers, .trace = trace != NULL});
     trainer *t = rt ? trainer_create(&cfg, &m, rt, &train, have_test ? &test : NULL, err, sizeof err)
                     : NULL;
     char csv_path[CONFIG_PATH + 32];
     snprintf(csv_path, sizeof csv_path, "%s/metrics.csv", cfg.output);
-    FILE *csv = t ? fopen(csv_path, "w") : NULL;
+    FILE *csv = t ? fopen(csv_path, resume ? "a" : "w") : NULL;
     int rc = 1;
     if (!t || !csv) {
         fprintf(stderr, "frugal: %s\n", !t ? err : strerror(errno));
         goto out;
     }
-    fprintf(csv, "epoch,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s,task_share\n");
+    if (!resume)
+        fprintf(csv, "epoch,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s,task_share\n");
+    else
+        printf("resuming after epoch %d from %s\n", done, ckpt);
     printf("frugal train %s: %ld images %dx%dx%d, %s%ld test images; %d layers; batch %d, "
            "%d samples per task; %d workers, kernels %s\n",
            job, train.n, train.h, train.w, train.c, have_test ? "" : "no test set, ", test.n,
            m.nlayers, cfg.batch, train_grain(&cfg, &m), rt_workers(rt), ops_isa_name(ops_isa_active()));
-    for (int e = 1; e <= cfg.epochs; e++) {
+    for (int e = done + 1; e <= cfg.epochs; e++) {
         epoch_result r;
         if (trainer_epoch(t, e, &r, err, sizeof err)) {
             fprintf(stderr, "frugal: epoch %d: %s\n", e, err);
@@ -151,6 +169,10 @@ static int cmd_train(int argc, char **argv)
         fprintf(csv, "%d,%.6f,%.6f,%.6f,%.6f,%.4f,%.1f,%.4f\n", e, r.train_loss, r.train_acc,
                 r.test_loss, r.test_acc, r.seconds, r.images_per_s, r.task_share);
         fflush(csv);
+        if (checkpoint_save(&m, e, ckpt, err, sizeof err)) {
+            fprintf(stderr, "frugal: %s\n", err);
+            goto out;
+        }
     }
     rc = 0;
     rt_stats st;   /* the last epoch's, by task kind */

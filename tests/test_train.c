@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 enum { NIMG = 300, SIDE = 10 };
@@ -142,4 +143,71 @@ TEST(train_nan_loss_ends_the_run_with_a_message)
     poison_weights = 0;
     CHECK(r.rc == -1);
     CHECKF(strstr(r.err, "softmax_xent") && strstr(r.err, "diverged"), "error was '%s'", r.err);
+}
+
+#include "engine/checkpoint.h"
+
+/* Two epochs, a checkpoint, a fresh process state, one more epoch: the same weights as three
+ * epochs in one go. And a damaged checkpoint is refused, leaving the model as it was. */
+TEST(train_resume_gives_the_same_weights)
+{
+    static run straight;
+    const char *job = make_job("");
+    train(job, 2, 3, &straight);
+    CHECK(straight.rc == 0);
+
+    static job_config cfg;
+    char err[512], path[600];
+    snprintf(path, sizeof path, "%s/ck.bin", test_tmpdir());
+    dataset tr, te;
+    CHECK(config_load(&cfg, job, NULL, err, sizeof err) == 0);
+    CHECK(dataset_load_idx(&tr, cfg.train_images, cfg.train_labels, 0, err, sizeof err) == 0);
+    CHECK(dataset_load_idx(&te, cfg.test_images, cfg.test_labels, 100, err, sizeof err) == 0);
+    for (int phase = 0; phase < 2; phase++) {
+        model m;
+        CHECK(model_build(&m, &cfg, 1, SIDE, SIDE, 10, err, sizeof err) == 0);
+        model_init(&m, cfg.seed);
+        int done = 0;
+        if (phase == 1)
+            CHECKF(checkpoint_load(&m, &done, path, err, sizeof err) == 0 && done == 2, "%s", err);
+        rt_runtime *rt = rt_create(&(rt_config){.workers = 3});
+        trainer *t = trainer_create(&cfg, &m, rt, &tr, &te, err, sizeof err);
+        epoch_result r;
+        for (int e = done + 1; e <= (phase == 0 ? 2 : 3); e++)
+            CHECK(trainer_epoch(t, e, &r, err, sizeof err) == 0);
+        trainer_destroy(t);
+        rt_destroy(rt);
+        if (phase == 0) {
+            CHECKF(checkpoint_save(&m, 2, path, err, sizeof err) == 0, "%s", err);
+        } else {
+            long k = 0;
+            int same = 1;
+            for (int l = 0; l < m.nlayers; l++)
+                for (long i = 0; i < m.layers[l].nparams; i++)
+                    same &= m.layers[l].params[i] == straight.params[k++];
+            CHECKF(same, "resumed weights differ from an uninterrupted run");
+        }
+        model_free(&m);
+    }
+    /* damage: one flipped byte, then a truncation */
+    FILE *f = fopen(path, "r+b");
+    fseek(f, 100, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, 100, SEEK_SET);
+    fputc(c ^ 0x40, f);
+    fclose(f);
+    model m;
+    CHECK(model_build(&m, &cfg, 1, SIDE, SIDE, 10, err, sizeof err) == 0);
+    model_init(&m, cfg.seed);
+    float before = m.layers[0].params[0];
+    int done = 0;
+    CHECK(checkpoint_load(&m, &done, path, err, sizeof err) == -1);
+    CHECKF(strstr(err, "corrupt") != NULL, "%s", err);
+    CHECK(m.layers[0].params[0] == before && done == 0);
+    CHECK(truncate(path, 60) == 0);
+    CHECK(checkpoint_load(&m, &done, path, err, sizeof err) == -1);
+    CHECKF(strstr(err, "truncated") != NULL, "%s", err);
+    model_free(&m);
+    dataset_free(&tr);
+    dataset_free(&te);
 }
