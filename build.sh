@@ -5,7 +5,7 @@
 #   ./build.sh train [JOB.cfg] [frugal train options]
 #                         install what is missing, build, train (default: DAHL's CNN on Fashion-MNIST)
 #   ./build.sh test       build and run every test: plain, ASan+UBSan, and TSan for the runtime
-#   ./build.sh bench WHAT run a benchmark: runtime, ops
+#   ./build.sh bench WHAT run a benchmark: runtime, ops, train (frugal against PyTorch)
 #   ./build.sh fixtures   regenerate tests/fixtures from PyTorch (Debian's python3-torch)
 #   ./build.sh deps       install the Debian packages frugal's tests and quick start use
 #   ./build.sh clean
@@ -84,8 +84,12 @@ bench() {
         make -s -j"$JOBS" VARIANT=release build/release/bench_ops
         ./build/release/bench_ops "${2:-0.3}"
         ;;
+    train)
+        build
+        tools/bench_train.sh
+        ;;
     *)
-        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case]" >&2
+        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train" >&2
         return 2
         ;;
     esac
