@@ -211,3 +211,62 @@ TEST(train_resume_gives_the_same_weights)
     dataset_free(&tr);
     dataset_free(&te);
 }
+
+#include "fixture.h"
+
+/* One batch through the whole training graph matches PyTorch: load, forward, backward, the
+ * per-chunk gradient reduction and SGD with momentum, for DAHL's CNN. */
+TEST(train_one_step_of_dahl_cnn_matches_pytorch)
+{
+    int nc;
+    fx_case *cs = fx_load("tests/fixtures/ops.txt", "dahl_step", &nc);
+    if (!nc)
+        return;
+    fx_case *c = cs;
+    uint8_t pixels[4 * 28 * 28], labels[4];
+    for (int i = 0; i < 4 * 28 * 28; i++)
+        pixels[i] = (uint8_t)fx_get(c, "pixels")->v[i];
+    for (int i = 0; i < 4; i++)
+        labels[i] = (uint8_t)fx_get(c, "labels")->v[i];
+    char img[512], lbl[512], cfg_path[512], err[512];
+    snprintf(img, sizeof img, "%s/px.gz", test_tmpdir());
+    snprintf(lbl, sizeof lbl, "%s/lb.gz", test_tmpdir());
+    snprintf(cfg_path, sizeof cfg_path, "%s/dahl.cfg", test_tmpdir());
+    write_idx(img, 3, (uint32_t[]){4, 28, 28}, pixels, sizeof pixels);
+    write_idx(lbl, 1, (uint32_t[]){4}, labels, sizeof labels);
+    FILE *f = fopen(cfg_path, "w");
+    fprintf(f, "[job]\nepochs = 1\nbatch = 4\n[data]\ntrain_images = %s\ntrain_labels = %s\n"
+               "[conv]\nfilters = 4\n[relu]\n[maxpool]\n[flatten]\n[dense]\noutputs = 10\n"
+               "[softmax_xent]\n[optimizer]\nlr = 0.1\nmomentum = 0.9\n[execution]\ngrain = 1\n",
+            img, lbl);
+    fclose(f);
+    static job_config cfg;
+    dataset d;
+    model m;
+    CHECKF(config_load(&cfg, cfg_path, NULL, err, sizeof err) == 0, "%s", err);
+    CHECK(dataset_load_idx(&d, img, lbl, 0, err, sizeof err) == 0);
+    CHECK(model_build(&m, &cfg, 1, 28, 28, 10, err, sizeof err) == 0);
+    const char *start[4] = {"conv_w", "conv_b", "dense_w", "dense_b"};
+    const char *after[4] = {"conv_w1", "conv_b1", "dense_w1", "dense_b1"};
+    layer *owner[4] = {&m.layers[0], &m.layers[0], &m.layers[4], &m.layers[4]};
+    for (int i = 0; i < 4; i++) {   /* weights then bias, as model.c lays them out */
+        const fx_array *a = fx_get(c, start[i]);
+        float *dst = owner[i]->params + (i % 2 ? owner[i]->nweights : 0);
+        for (long j = 0; j < a->n; j++)
+            dst[j] = (float)a->v[j];
+    }
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 2});
+    trainer *t = trainer_create(&cfg, &m, rt, &d, NULL, err, sizeof err);
+    epoch_result r;
+    CHECKF(trainer_epoch(t, 1, &r, err, sizeof err) == 0, "%s", err);
+    CHECK_NEAR(r.train_loss, fx_get(c, "loss")->v[0], 1e-5, 1e-5);
+    for (int i = 0; i < 4; i++) {
+        float *got = owner[i]->params + (i % 2 ? owner[i]->nweights : 0);
+        fx_close(after[i], got, fx_get(c, after[i]), 1e-5, 1e-4);
+    }
+    trainer_destroy(t);
+    rt_destroy(rt);
+    model_free(&m);
+    dataset_free(&d);
+    fx_free(cs, nc);
+}

@@ -116,6 +116,29 @@ def sgd_case(out):
          dict(w=w, g0=grads[0], g1=grads[1], g2=grads[2], w3=p.detach().numpy()))
 
 
+def dahl_step_case(out):
+    """One SGD step of DAHL's CNN on a batch of 4 byte images: what frugal's whole training graph
+    (loading, forward, backward, gradient reduction, update) must reproduce."""
+    pixels = rng.integers(0, 256, (4, 1, 28, 28)).astype(np.uint8)
+    labels = np.array([3, 0, 9, 3])
+    conv_w, conv_b = f32(4, 1, 3, 3, scale=0.3), f32(4, scale=0.1)
+    dense_w, dense_b = f32(10, 4 * 13 * 13, scale=0.05), f32(10, scale=0.1)
+    params = [t64(a, True) for a in (conv_w, conv_b, dense_w, dense_b)]
+    x = t64(pixels.astype(np.float32) / np.float32(255.0))
+    h = F.max_pool2d(F.relu(F.conv2d(x, params[0], params[1])), 2)
+    logits = F.linear(h.flatten(1), params[2], params[3])
+    loss = F.cross_entropy(logits, torch.tensor(labels))
+    opt = torch.optim.SGD(params, lr=0.1, momentum=0.9)
+    loss.backward()
+    opt.step()
+    emit(out, "dahl_step", dict(n=4, lr_milli=100, momentum_milli=900),
+         dict(pixels=pixels.astype(np.float32), labels=labels.astype(np.float32),
+              conv_w=conv_w, conv_b=conv_b, dense_w=dense_w, dense_b=dense_b,
+              loss=np.array([loss.item()]),
+              conv_w1=params[0].detach().numpy(), conv_b1=params[1].detach().numpy(),
+              dense_w1=params[2].detach().numpy(), dense_b1=params[3].detach().numpy()))
+
+
 def main():
     torch.set_default_dtype(torch.float64)
     with open(OUT, "w") as out:
@@ -127,6 +150,7 @@ def main():
         xent_cases(out)
         relu_case(out)
         sgd_case(out)
+        dahl_step_case(out)
     print("wrote", os.path.relpath(OUT), os.path.getsize(OUT), "bytes")
 
 
