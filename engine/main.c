@@ -3,6 +3,7 @@
 #include "engine/config.h"
 #include "engine/dataset.h"
 #include "engine/model.h"
+#include "engine/report.h"
 #include "engine/train.h"
 #include "ops/cpu.h"
 #include "ops/peak.h"
@@ -143,6 +144,7 @@ static int cmd_train(int argc, char **argv)
     char csv_path[CONFIG_PATH + 32];
     snprintf(csv_path, sizeof csv_path, "%s/metrics.csv", cfg.output);
     FILE *csv = t ? fopen(csv_path, resume ? "a" : "w") : NULL;
+    epoch_result *results = NULL;
     int rc = 1;
     if (!t || !csv) {
         fprintf(stderr, "frugal: %s\n", !t ? err : strerror(errno));
@@ -156,6 +158,15 @@ static int cmd_train(int argc, char **argv)
            "%d samples per task; %d workers, kernels %s\n",
            job, train.n, train.h, train.w, train.c, have_test ? "" : "no test set, ", test.n,
            m.nlayers, cfg.batch, train_grain(&cfg, &m), rt_workers(rt), ops_isa_name(ops_isa_active()));
+    char summary[CONFIG_PATH + 32];
+    snprintf(summary, sizeof summary, "%s/summary.json", cfg.output);
+    results = calloc((size_t)cfg.epochs, sizeof *results);
+    int nresults = 0;
+    if (!results) {
+        fprintf(stderr, "frugal: out of memory\n");
+        goto out;
+    }
+    rt_stats st;
     for (int e = done + 1; e <= cfg.epochs; e++) {
         epoch_result r;
         if (trainer_epoch(t, e, &r, err, sizeof err)) {
@@ -169,21 +180,25 @@ static int cmd_train(int argc, char **argv)
         fprintf(csv, "%d,%.6f,%.6f,%.6f,%.6f,%.4f,%.1f,%.4f\n", e, r.train_loss, r.train_acc,
                 r.test_loss, r.test_acc, r.seconds, r.images_per_s, r.task_share);
         fflush(csv);
-        if (checkpoint_save(&m, e, ckpt, err, sizeof err)) {
+        results[nresults++] = r;
+        rt_stats_get(rt, &st);
+        if (checkpoint_save(&m, e, ckpt, err, sizeof err) ||
+            report_write(summary, &cfg, &train, have_test ? &test : NULL, train_grain(&cfg, &m),
+                         rt_workers(rt), results, nresults, done + 1, &st, err, sizeof err)) {
             fprintf(stderr, "frugal: %s\n", err);
             goto out;
         }
     }
     rc = 0;
-    rt_stats st;   /* the last epoch's, by task kind */
-    rt_stats_get(rt, &st);
+    rt_stats_get(rt, &st);   /* the last epoch's, by task kind */
     rt_stats_print(&st, stdout);
     if (trace && rt_trace_write(rt, trace)) {
         fprintf(stderr, "frugal: %s: cannot write the trace: %s\n", trace, strerror(errno));
         rc = 1;
     }
-    printf("metrics: %s\n", csv_path);
+    printf("metrics: %s, summary: %s, checkpoint: %s\n", csv_path, summary, ckpt);
 out:
+    free(results);
     if (csv)
         fclose(csv);
     trainer_destroy(t);

@@ -270,3 +270,33 @@ TEST(train_one_step_of_dahl_cnn_matches_pytorch)
     dataset_free(&d);
     fx_free(cs, nc);
 }
+
+#include "engine/report.h"
+
+TEST(train_summary_json_is_complete_and_valid)
+{
+    static job_config cfg;
+    char err[512], path[600];
+    CHECK(config_load(&cfg, make_job(""), NULL, err, sizeof err) == 0);
+    dataset d = {.n = 300, .c = 1, .h = 10, .w = 10, .classes = 10};
+    epoch_result e[2] = {{.train_loss = 1.5, .train_acc = 0.5, .test_loss = NAN, .test_acc = NAN,
+                          .seconds = 2, .images_per_s = 150, .task_share = 0.9},
+                         {.train_loss = 0.5, .train_acc = 0.8, .test_loss = NAN, .test_acc = NAN}};
+    rt_stats st = {.tasks = 10, .task_share = 0.95, .nkinds = 1};
+    st.kinds[0] = (rt_kind_stats){"conv\"forward", 10, 0.5};
+    snprintf(path, sizeof path, "%s/summary.json", test_tmpdir());
+    CHECKF(report_write(path, &cfg, &d, NULL, 3, 2, e, 2, 4, &st, err, sizeof err) == 0, "%s", err);
+    FILE *f = fopen(path, "r");
+    char text[8192] = "";
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    CHECK(strstr(text, "\"epoch\": 4") && strstr(text, "\"epoch\": 5"));
+    CHECK(strstr(text, "\"test_acc\": null"));            /* no NaN in JSON */
+    CHECK(strstr(text, "\"conv\\\"forward\""));          /* strings escaped */
+    CHECK(strstr(text, "\"train_samples\": 300") && strstr(text, "\"grain\": 3"));
+    CHECK(n > 2 && text[n - 2] == '}');
+    CHECK(report_write("/nonexistent/dir/summary.json", &cfg, &d, NULL, 3, 2, e, 2, 1, &st, err,
+                       sizeof err) == -1);
+    CHECK(strstr(err, "/nonexistent/dir/summary.json.tmp: cannot create") != NULL);
+}
