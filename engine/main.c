@@ -63,6 +63,21 @@ static int make_dirs(const char *path, char *err, size_t errlen)
     }
 }
 
+/* A live line on a terminal (at most 4 times a second); nothing when the output is a file. */
+typedef struct progress { int tty; double last; } progress;
+
+static void show_progress(void *ctx, int epoch, long done, long total, double seconds)
+{
+    progress *p = ctx;
+    if (!p->tty || seconds - p->last < 0.25 || done <= 0)
+        return;
+    p->last = seconds;
+    double rate = (double)done / seconds;
+    printf("\r  epoch %d  %3.0f%%  %ld/%ld images  %.0f img/s  ETA %.0f s   ", epoch,
+           100.0 * (double)done / (double)total, done, total, rate, (double)(total - done) / rate);
+    fflush(stdout);
+}
+
 static int load_data(const job_config *cfg, dataset *train, dataset *test, int *have_test,
                      char *err, size_t errlen)
 {
@@ -167,12 +182,17 @@ static int cmd_train(int argc, char **argv)
         goto out;
     }
     rt_stats st;
+    progress prog = {isatty(STDOUT_FILENO), 0};
+    trainer_on_progress(t, show_progress, &prog);
     for (int e = done + 1; e <= cfg.epochs; e++) {
         epoch_result r;
+        prog.last = 0;
         if (trainer_epoch(t, e, &r, err, sizeof err)) {
             fprintf(stderr, "frugal: epoch %d: %s\n", e, err);
             goto out;
         }
+        if (prog.tty)
+            printf("\r%*s\r", 78, "");   /* clear the progress line */
         printf("epoch %d/%d  loss %.4f  train acc %.2f%%  test acc %.2f%%  %.2f s  %.0f img/s  "
                "tasks %.0f%% of worker time\n", e, cfg.epochs, r.train_loss, 100 * r.train_acc,
                100 * r.test_acc, r.seconds, r.images_per_s, 100 * r.task_share);

@@ -3,6 +3,7 @@
 #include "runtime/clock.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +36,18 @@ struct trainer {
     int need_dx[CONFIG_MAX_LAYERS];       /* does any layer before l have parameters? */
     long *order;
     chunk_stats *stats;                   /* [batch][chunk] of the current pass */
-    float inv_batch;
+    _Atomic long samples_done;            /* loss computed, this pass */
+    progress_fn progress;
+    void *progress_ctx;
+    int epoch;
+    double pass_start;
 };
+
+void trainer_on_progress(trainer *t, progress_fn fn, void *ctx)
+{
+    t->progress = fn;
+    t->progress_ctx = ctx;
+}
 
 /* What every task gets: where it works. */
 typedef struct task_args {
@@ -123,6 +134,7 @@ static int loss_task(const rt_ctx *ctx, void *p)
         return -1;
     }
     t->stats[a->stat] = (chunk_stats){loss, correct, a->n1 - a->n0};
+    atomic_fetch_add_explicit(&t->samples_done, a->n1 - a->n0, memory_order_relaxed);
     return 0;
 }
 
@@ -449,6 +461,9 @@ static long run_pass(trainer *t, int split)
         int size = (int)(d->n - first < t->batch ? d->n - first : t->batch);
         submit_batch(t, split, first, size, b & 1, slots);
         slots += t->nchunks;
+        if (t->progress && split == SPLIT_TRAIN)
+            t->progress(t->progress_ctx, t->epoch, atomic_load(&t->samples_done), d->n,
+                        clock_now_s() - t->pass_start);
     }
     return slots;
 }
@@ -457,6 +472,9 @@ int trainer_epoch(trainer *t, int epoch, epoch_result *out, char *err, size_t er
 {
     memset(out, 0, sizeof *out);
     shuffle(t, epoch);
+    t->epoch = epoch;
+    atomic_store(&t->samples_done, 0);
+    t->pass_start = clock_now_s();
     rt_stats_reset(t->rt);
     double t0 = clock_now_s();
     long slots = run_pass(t, SPLIT_TRAIN);

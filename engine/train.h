@@ -20,6 +20,9 @@ typedef struct epoch_result {
 
 typedef struct trainer trainer;
 
+/* Called on the submitting thread between batches: samples whose loss is computed so far. */
+typedef void (*progress_fn)(void *ctx, int epoch, long done, long total, double seconds);
+
 /* The grain (samples per task): the config's, or enough samples for ~1 MFLOP of work. */
 int train_grain(const job_config *cfg, const model *m);
 
@@ -28,6 +31,7 @@ trainer *trainer_create(const job_config *cfg, model *m, rt_runtime *rt, const d
 /* One pass over the training set in the order shuffled from (seed, epoch), then the test set.
  * Returns 0, or -1 with err set (a task failed, e.g. a loss that is not finite). */
 int trainer_epoch(trainer *t, int epoch, epoch_result *out, char *err, size_t errlen);
+void trainer_on_progress(trainer *t, progress_fn fn, void *ctx);
 void trainer_destroy(trainer *t);
 
 #endif
