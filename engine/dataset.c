@@ -73,11 +73,13 @@ int dataset_load_idx(dataset *d, const char *images, const char *labels, long li
     gzFile fi = idx_open(images, 3, ishape, err, errlen);
     if (!fi)
         return -1;
-    gzFile fl = idx_open(labels, 1, lshape, err, errlen);
-    if (!fl) {
+    gzFile fl = labels ? idx_open(labels, 1, lshape, err, errlen) : NULL;
+    if (labels && !fl) {
         gzclose(fi);
         return -1;
     }
+    if (!labels)
+        lshape[0] = ishape[0];
     int rc = -1;
     if (ishape[0] != lshape[0]) {
         err_out(err, errlen, "%s has %u images but %s has %u labels", images, ishape[0], labels,
@@ -103,7 +105,9 @@ int dataset_load_idx(dataset *d, const char *images, const char *labels, long li
                 images, npix, d->n, got);
         goto out;
     }
-    if (read_exact(fl, d->labels, (size_t)d->n, &got)) {
+    if (!fl) {
+        memset(d->labels, 0, (size_t)d->n);
+    } else if (read_exact(fl, d->labels, (size_t)d->n, &got)) {
         err_out(err, errlen, "%s: truncated: expected %ld labels, got %zu", labels, d->n, got);
         goto out;
     }
@@ -116,7 +120,8 @@ int dataset_load_idx(dataset *d, const char *images, const char *labels, long li
     rc = 0;
 out:
     gzclose(fi);
-    gzclose(fl);
+    if (fl)
+        gzclose(fl);
     if (rc)
         dataset_free(d);
     return rc;

@@ -15,7 +15,8 @@ typedef struct dataset {
     uint8_t *labels;       /* n, each < classes */
 } dataset;
 
-/* limit > 0 keeps only the first `limit` samples. Return 0, or -1 with err set. */
+/* limit > 0 keeps only the first `limit` samples; labels may be NULL (images to classify: every
+ * label 0). Return 0, or -1 with err set. */
 int dataset_load_idx(dataset *d, const char *images, const char *labels, long limit, char *err,
                      size_t errlen);
 /* files: comma-separated CIFAR-10 batch files, read in order. */

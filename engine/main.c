@@ -27,6 +27,10 @@ static int usage(FILE *f)
                "  train JOB.cfg [--set section.key=value]... [--workers N] [--trace FILE] [--resume]\n"
                "            train the model the job file describes; a checkpoint is written\n"
                "            atomically after every epoch, --resume continues from it\n"
+               "  eval CHECKPOINT IMAGES.idx LABELS.idx | CHECKPOINT CIFAR_BATCH[,BATCH...]\n"
+               "            accuracy and confusion matrix of a trained model\n"
+               "  predict CHECKPOINT IMAGES.idx\n"
+               "            the class of each image\n"
                "  info      this machine: CPUs, timer, kernel path, measured peak\n"
                "  help      this text\n");
     return f == stderr ? 2 : 0;
@@ -229,6 +233,81 @@ out:
     return rc;
 }
 
+/* eval and predict: the model from the checkpoint, the images shaped like its input, one forward
+ * pass on the runtime. */
+static int cmd_classify(int argc, char **argv, int with_labels)
+{
+    if (argc < (with_labels ? 4 : 4) || argc > 5) {
+        fprintf(stderr, "usage: frugal %s\n", with_labels
+                ? "eval CHECKPOINT IMAGES.idx LABELS.idx | CHECKPOINT CIFAR_BATCH[,BATCH...]"
+                : "predict CHECKPOINT IMAGES.idx");
+        return 2;
+    }
+    char err[1024];
+    model m;
+    int epoch = 0;
+    dataset d = {0};
+    if (checkpoint_open_model(&m, &epoch, argv[2], err, sizeof err)) {
+        fprintf(stderr, "frugal: %s\n", err);
+        return 1;
+    }
+    const layer *in = &m.layers[0];
+    int rc = !with_labels ? dataset_load_idx(&d, argv[3], NULL, 0, err, sizeof err)
+             : argc == 5  ? dataset_load_idx(&d, argv[3], argv[4], 0, err, sizeof err)
+                          : dataset_load_cifar10(&d, argv[3], 0, err, sizeof err);
+    if (!rc && d.classes != m.classes) {
+        snprintf(err, sizeof err, "the data has %d classes, the model %d", d.classes, m.classes);
+        rc = -1;
+    }
+    if (rc || dataset_reshape(&d, in->in_h, in->in_w, in->in_c, err, sizeof err)) {
+        fprintf(stderr, "frugal: %s\n", err);
+        model_free(&m);
+        dataset_free(&d);
+        return 1;
+    }
+    static job_config cfg;   /* only what evaluation uses */
+    cfg.batch = 64;
+    cfg.epochs = 1;
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 0});
+    trainer *t = trainer_create(&cfg, &m, rt, &d, NULL, err, sizeof err);
+    int *pred = calloc((size_t)d.n, sizeof *pred);
+    double loss, acc;
+    rc = 1;
+    if (!t || !pred || trainer_evaluate(t, &d, pred, &loss, &acc, err, sizeof err)) {
+        fprintf(stderr, "frugal: %s\n", t && pred ? err : "out of memory");
+        goto out;
+    }
+    if (!with_labels) {
+        for (long i = 0; i < d.n; i++)
+            printf("%ld %d\n", i, pred[i]);
+    } else {
+        printf("%s (after epoch %d) on %ld images: accuracy %.2f%%, loss %.4f\n", argv[2], epoch,
+               d.n, 100 * acc, loss);
+        printf("confusion matrix (rows: true class, columns: predicted)\n     ");
+        for (int k = 0; k < m.classes; k++)
+            printf(" %5d", k);
+        printf("\n");
+        for (int r = 0; r < m.classes; r++) {
+            printf("%4d ", r);
+            for (int k = 0; k < m.classes; k++) {
+                long count = 0;
+                for (long i = 0; i < d.n; i++)
+                    count += d.labels[i] == r && pred[i] == k;
+                printf(" %5ld", count);
+            }
+            printf("\n");
+        }
+    }
+    rc = 0;
+out:
+    free(pred);
+    trainer_destroy(t);
+    rt_destroy(rt);
+    model_free(&m);
+    dataset_free(&d);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -239,6 +318,10 @@ int main(int argc, char **argv)
         return cmd_info();
     if (!strcmp(argv[1], "train"))
         return cmd_train(argc, argv);
+    if (!strcmp(argv[1], "eval"))
+        return cmd_classify(argc, argv, 1);
+    if (!strcmp(argv[1], "predict"))
+        return cmd_classify(argc, argv, 0);
     fprintf(stderr, "frugal: unknown command '%s'\n", argv[1]);
     return usage(stderr);
 }

@@ -37,6 +37,8 @@ struct trainer {
     long *order;
     chunk_stats *stats;                   /* [batch][chunk] of the current pass */
     _Atomic long samples_done;            /* loss computed, this pass */
+    int *predictions;                     /* evaluation: argmax per sample, or NULL */
+    long nstats;
     progress_fn progress;
     void *progress_ctx;
     int epoch;
@@ -134,6 +136,14 @@ static int loss_task(const rt_ctx *ctx, void *p)
         return -1;
     }
     t->stats[a->stat] = (chunk_stats){loss, correct, a->n1 - a->n0};
+    if (t->predictions && a->split == SPLIT_TEST)
+        for (int s = a->n0; s < a->n1; s++) {
+            const float *z = b->act[L] + (size_t)s * t->m->classes;
+            int best = 0;
+            for (int k = 1; k < t->m->classes; k++)
+                best = z[k] > z[best] ? k : best;
+            t->predictions[a->first + s] = best;
+        }
     atomic_fetch_add_explicit(&t->samples_done, a->n1 - a->n0, memory_order_relaxed);
     return 0;
 }
@@ -297,7 +307,8 @@ trainer *trainer_create(const job_config *cfg, model *m, rt_runtime *rt, const d
     long nbatches = (train->n + t->batch - 1) / t->batch;
     long ntest = test ? (test->n + t->batch - 1) / t->batch : 0;
     t->order = malloc(sizeof(long) * (size_t)train->n);
-    t->stats = calloc((size_t)((nbatches > ntest ? nbatches : ntest) * t->nchunks), sizeof(chunk_stats));
+    t->nstats = (nbatches > ntest ? nbatches : ntest) * t->nchunks;
+    t->stats = calloc((size_t)t->nstats, sizeof(chunk_stats));
     int ok = t->order && t->stats;
     int seen_params = 0;
     for (int l = 0; l < m->nlayers && ok; l++) {
@@ -499,5 +510,33 @@ int trainer_epoch(trainer *t, int epoch, epoch_result *out, char *err, size_t er
         long n;
         pass_totals(t, tslots, &out->test_loss, &out->test_acc, &n);
     }
+    return 0;
+}
+
+int trainer_evaluate(trainer *t, const dataset *d, int *predictions, double *loss, double *acc,
+                     char *err, size_t errlen)
+{
+    long need = (d->n + t->batch - 1) / t->batch * t->nchunks;
+    if (need > t->nstats) {
+        chunk_stats *s = realloc(t->stats, sizeof *s * (size_t)need);
+        if (!s) {
+            snprintf(err, errlen, "out of memory evaluating %ld images", d->n);
+            return -1;
+        }
+        t->stats = s, t->nstats = need;
+    }
+    const dataset *keep = t->data[SPLIT_TEST];
+    t->data[SPLIT_TEST] = d;
+    t->predictions = predictions;
+    long slots = run_pass(t, SPLIT_TEST);
+    int rc = rt_wait_all(t->rt);
+    t->data[SPLIT_TEST] = keep;
+    t->predictions = NULL;
+    if (rc) {
+        snprintf(err, errlen, "%s", rt_error(t->rt));
+        return -1;
+    }
+    long n;
+    pass_totals(t, slots, loss, acc, &n);
     return 0;
 }

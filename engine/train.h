@@ -32,6 +32,10 @@ trainer *trainer_create(const job_config *cfg, model *m, rt_runtime *rt, const d
  * Returns 0, or -1 with err set (a task failed, e.g. a loss that is not finite). */
 int trainer_epoch(trainer *t, int epoch, epoch_result *out, char *err, size_t errlen);
 void trainer_on_progress(trainer *t, progress_fn fn, void *ctx);
+/* A forward pass over d (images shaped as in training): mean loss, accuracy, and each sample's
+ * predicted class in predictions (if not NULL, d->n entries). */
+int trainer_evaluate(trainer *t, const dataset *d, int *predictions, double *loss, double *acc,
+                     char *err, size_t errlen);
 void trainer_destroy(trainer *t);
 
 #endif

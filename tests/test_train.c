@@ -61,6 +61,8 @@ static const char *make_job(const char *extra)
     return cfg_path;
 }
 
+#include "engine/checkpoint.h"
+
 static int poison_weights;
 
 typedef struct run { double loss[8], acc[8]; float params[4096]; long nparams; int rc; char err[512]; } run;
@@ -96,6 +98,9 @@ static void train(const char *cfg_path, int workers, int epochs, run *out)
     for (int l = 0; l < m.nlayers; l++)
         for (long i = 0; i < m.layers[l].nparams && out->nparams < 4096; i++)
             out->params[out->nparams++] = m.layers[l].params[i];
+    char final[600];
+    snprintf(final, sizeof final, "%s/final.bin", test_tmpdir());
+    CHECK(checkpoint_save(&m, epochs, final, out->err, sizeof out->err) == 0);
     trainer_destroy(t);
     rt_destroy(rt);
     model_free(&m);
@@ -144,8 +149,6 @@ TEST(train_nan_loss_ends_the_run_with_a_message)
     CHECK(r.rc == -1);
     CHECKF(strstr(r.err, "softmax_xent") && strstr(r.err, "diverged"), "error was '%s'", r.err);
 }
-
-#include "engine/checkpoint.h"
 
 /* Two epochs, a checkpoint, a fresh process state, one more epoch: the same weights as three
  * epochs in one go. And a damaged checkpoint is refused, leaving the model as it was. */
@@ -299,4 +302,42 @@ TEST(train_summary_json_is_complete_and_valid)
     CHECK(report_write("/nonexistent/dir/summary.json", &cfg, &d, NULL, 3, 2, e, 2, 1, &st, err,
                        sizeof err) == -1);
     CHECK(strstr(err, "/nonexistent/dir/summary.json.tmp: cannot create") != NULL);
+}
+
+/* A checkpoint alone rebuilds its model: evaluating it gives the accuracy training reported. */
+TEST(train_eval_from_checkpoint_matches_training)
+{
+    static run r;
+    train(make_job(""), 2, 2, &r);
+    CHECK(r.rc == 0);
+    char path[600], err[512];
+    snprintf(path, sizeof path, "%s/final.bin", test_tmpdir());
+    model m;
+    int epoch = 0;
+    CHECKF(checkpoint_open_model(&m, &epoch, path, err, sizeof err) == 0, "%s", err);
+    CHECK(epoch == 2 && m.nlayers == 8 && m.classes == 10);
+    static job_config cfg;
+    char img[512], lbl[512];
+    snprintf(img, sizeof img, "%s/img.gz", test_tmpdir());
+    snprintf(lbl, sizeof lbl, "%s/lbl.gz", test_tmpdir());
+    dataset d;
+    CHECK(dataset_load_idx(&d, img, lbl, 100, err, sizeof err) == 0);
+    cfg.batch = 64, cfg.epochs = 1;
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 2});
+    trainer *t = trainer_create(&cfg, &m, rt, &d, NULL, err, sizeof err);
+    static int pred[100];
+    double loss, acc;
+    CHECKF(trainer_evaluate(t, &d, pred, &loss, &acc, err, sizeof err) == 0, "%s", err);
+    CHECKF(acc == r.acc[1], "evaluated %g, training reported %g", acc, r.acc[1]);
+    long right = 0;
+    for (int i = 0; i < 100; i++)
+        right += pred[i] == d.labels[i];
+    CHECK(right == (long)(acc * 100 + 0.5));
+    trainer_destroy(t);
+    rt_destroy(rt);
+    model_free(&m);
+    dataset_free(&d);
+    CHECK(truncate(path, 200) == 0);   /* a damaged checkpoint is refused */
+    CHECK(checkpoint_open_model(&m, &epoch, path, err, sizeof err) == -1);
+    CHECKF(strstr(err, "truncated") != NULL, "%s", err);
 }
