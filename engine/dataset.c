@@ -259,3 +259,94 @@ void dataset_free(dataset *d)
     d->pixels = d->labels = NULL;
     d->n = 0;
 }
+
+/* Reads the next header number of a PNM file, skipping white space and # comments. */
+static int pnm_number(FILE *f, int *out)
+{
+    int ch;
+    for (;;) {
+        ch = fgetc(f);
+        if (ch == '#')
+            while ((ch = fgetc(f)) != '\n' && ch != EOF) {
+            }
+        else if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r')
+            break;
+    }
+    long v = 0;
+    int digits = 0;
+    while (ch >= '0' && ch <= '9' && v < 1000000) {
+        v = v * 10 + (ch - '0');
+        digits++;
+        ch = fgetc(f);
+    }
+    *out = (int)v;
+    return digits ? 0 : -1;   /* the single white space after the number is consumed */
+}
+
+static int load_one_pnm(const char *path, dataset *one, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return err_out(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    char magic[2] = {0};
+    int w, h, maxval, c;
+    if (fread(magic, 1, 2, f) != 2 || magic[0] != 'P' || (magic[1] != '5' && magic[1] != '6') ||
+        pnm_number(f, &w) || pnm_number(f, &h) || pnm_number(f, &maxval) || w < 1 || h < 1 ||
+        w > 16384 || h > 16384 || maxval < 1 || maxval > 255) {
+        fclose(f);
+        return err_out(err, errlen, "%s: not a binary 8-bit PGM (P5) or PPM (P6) image", path);
+    }
+    c = magic[1] == '6' ? 3 : 1;
+    size_t n = (size_t)w * h * c;
+    uint8_t *interleaved = malloc(n);
+    *one = (dataset){.n = 1, .c = c, .h = h, .w = w, .classes = 1};
+    one->pixels = malloc(n);
+    one->labels = calloc(1, 1);
+    if (!interleaved || !one->pixels || !one->labels || fread(interleaved, 1, n, f) != n) {
+        free(interleaved);
+        fclose(f);
+        dataset_free(one);
+        return err_out(err, errlen, "%s: truncated: expected %zu bytes of pixels", path, n);
+    }
+    fclose(f);
+    for (size_t p = 0; p < (size_t)w * h; p++)   /* RGBRGB... -> planes, scaled to 0..255 */
+        for (int k = 0; k < c; k++)
+            one->pixels[k * (size_t)w * h + p] = (uint8_t)(interleaved[p * c + k] * 255 / maxval);
+    free(interleaved);
+    return 0;
+}
+
+int dataset_load_pnm(dataset *d, const char *const *paths, int n, int c, int h, int w,
+                     int classes, char *err, size_t errlen)
+{
+    *d = (dataset){.n = n, .c = c, .h = h, .w = w, .classes = classes};
+    size_t per = (size_t)c * h * w;
+    d->pixels = malloc(per * (size_t)(n ? n : 1));
+    d->labels = calloc((size_t)(n ? n : 1), 1);
+    if (!d->pixels || !d->labels) {
+        dataset_free(d);
+        return err_out(err, errlen, "out of memory for %d images", n);
+    }
+    for (int i = 0; i < n; i++) {
+        dataset one;
+        if (load_one_pnm(paths[i], &one, err, errlen)) {
+            dataset_free(d);
+            return -1;
+        }
+        if (one.c == 3 && c == 1) {   /* colour to grey: ITU-R BT.601 luminance */
+            size_t hw = (size_t)one.h * one.w;
+            for (size_t p = 0; p < hw; p++)
+                one.pixels[p] = (uint8_t)((299 * one.pixels[p] + 587 * one.pixels[hw + p] +
+                                           114 * one.pixels[2 * hw + p] + 500) / 1000);
+            one.c = 1;
+        }
+        if (dataset_reshape(&one, h, w, c, err, errlen)) {
+            dataset_free(&one);
+            dataset_free(d);
+            return -1;
+        }
+        memcpy(d->pixels + per * (size_t)i, one.pixels, per);
+        dataset_free(&one);
+    }
+    return 0;
+}

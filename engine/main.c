@@ -29,7 +29,7 @@ static int usage(FILE *f)
                "            atomically after every epoch, --resume continues from it\n"
                "  eval CHECKPOINT IMAGES.idx LABELS.idx | CHECKPOINT CIFAR_BATCH[,BATCH...]\n"
                "            accuracy and confusion matrix of a trained model\n"
-               "  predict CHECKPOINT IMAGES.idx\n"
+               "  predict CHECKPOINT IMAGES.idx | CHECKPOINT IMAGE.pgm|.ppm...\n"
                "            the class of each image\n"
                "  info      this machine: CPUs, timer, kernel path, measured peak\n"
                "  help      this text\n");
@@ -237,10 +237,12 @@ out:
  * pass on the runtime. */
 static int cmd_classify(int argc, char **argv, int with_labels)
 {
-    if (argc < (with_labels ? 4 : 4) || argc > 5) {
+    int pnm = !with_labels && argc >= 4 &&
+              (strstr(argv[3], ".pgm") || strstr(argv[3], ".ppm") || argc > 4);
+    if (argc < 4 || (argc > 5 && !pnm)) {
         fprintf(stderr, "usage: frugal %s\n", with_labels
                 ? "eval CHECKPOINT IMAGES.idx LABELS.idx | CHECKPOINT CIFAR_BATCH[,BATCH...]"
-                : "predict CHECKPOINT IMAGES.idx");
+                : "predict CHECKPOINT IMAGES.idx | CHECKPOINT IMAGE.pgm|.ppm...");
         return 2;
     }
     char err[1024];
@@ -252,7 +254,9 @@ static int cmd_classify(int argc, char **argv, int with_labels)
         return 1;
     }
     const layer *in = &m.layers[0];
-    int rc = !with_labels ? dataset_load_idx(&d, argv[3], NULL, 0, err, sizeof err)
+    int rc = pnm ? dataset_load_pnm(&d, (const char *const *)argv + 3, argc - 3, in->in_c,
+                                    in->in_h, in->in_w, m.classes, err, sizeof err)
+             : !with_labels ? dataset_load_idx(&d, argv[3], NULL, 0, err, sizeof err)
              : argc == 5  ? dataset_load_idx(&d, argv[3], argv[4], 0, err, sizeof err)
                           : dataset_load_cifar10(&d, argv[3], 0, err, sizeof err);
     if (!rc && d.classes != m.classes) {
@@ -279,7 +283,10 @@ static int cmd_classify(int argc, char **argv, int with_labels)
     }
     if (!with_labels) {
         for (long i = 0; i < d.n; i++)
-            printf("%ld %d\n", i, pred[i]);
+            if (pnm)
+                printf("%s %d\n", argv[3 + i], pred[i]);
+            else
+                printf("%ld %d\n", i, pred[i]);
     } else {
         printf("%s (after epoch %d) on %ld images: accuracy %.2f%%, loss %.4f\n", argv[2], epoch,
                d.n, 100 * acc, loss);

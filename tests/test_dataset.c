@@ -151,3 +151,37 @@ TEST(dataset_resize_and_replicate)
     CHECK(dataset_reshape(&d, 0, 0, 2, err, sizeof err) == -1);   /* 3 -> 2 channels: no */
     dataset_free(&d);
 }
+
+TEST(dataset_pnm_images_resized_and_converted)
+{
+    char *grey = tmp("a.pgm"), *colour = tmp("b.ppm"), *bad = tmp("c.pgm"), err[512];
+    FILE *f = fopen(grey, "wb");
+    fprintf(f, "P5\n# a comment\n4 2\n255\n");
+    for (int i = 0; i < 8; i++)
+        fputc(i * 30, f);
+    fclose(f);
+    f = fopen(colour, "wb");
+    fprintf(f, "P6 2 2 255\n");
+    for (int i = 0; i < 4; i++)
+        fputc(255, f), fputc(0, f), fputc(0, f);   /* pure red */
+    fclose(f);
+    const char *paths[] = {grey, colour};
+    dataset d;
+    CHECKF(dataset_load_pnm(&d, paths, 2, 1, 2, 4, 10, err, sizeof err) == 0, "%s", err);
+    CHECK(d.n == 2 && d.c == 1 && d.h == 2 && d.w == 4);
+    CHECK(d.pixels[0] == 0 && d.pixels[7] == 210);   /* same size: unchanged */
+    CHECK(d.pixels[8] == 76);                          /* red -> grey: 0.299 * 255 */
+    dataset_free(&d);
+    f = fopen(bad, "wb");
+    fprintf(f, "P5 4 2 255\n");
+    fputc(1, f);   /* 7 bytes short */
+    fclose(f);
+    paths[1] = bad;
+    CHECK(dataset_load_pnm(&d, paths, 2, 1, 2, 4, 10, err, sizeof err) == -1);
+    CHECKF(strstr(err, bad) && strstr(err, "truncated"), "%s", err);
+    f = fopen(bad, "wb");
+    fprintf(f, "P3 4 2 255\n");   /* ASCII PPM: not supported, said so */
+    fclose(f);
+    CHECK(dataset_load_pnm(&d, paths, 2, 1, 2, 4, 10, err, sizeof err) == -1);
+    CHECKF(strstr(err, "not a binary 8-bit PGM (P5) or PPM (P6)"), "%s", err);
+}
