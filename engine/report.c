@@ -1,36 +1,14 @@
 #include "engine/report.h"
 
+#include "common/json.h"
+
 #include "ops/cpu.h"
 #include "runtime/clock.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(f, "\\u%04x", *s);
-        else
-            fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-/* JSON has no NaN: an absent figure is null. */
-static void json_num(FILE *f, double v)
-{
-    if (isfinite(v))
-        fprintf(f, "%.6g", v);
-    else
-        fputs("null", f);
-}
 
 int report_write(const char *path, const job_config *cfg, const dataset *train,
                  const dataset *test, int grain, int workers, const epoch_result *epochs,
@@ -44,18 +22,16 @@ int report_write(const char *path, const job_config *cfg, const dataset *train,
         return -1;
     }
     fputs("{\n  \"job\": ", f);
-    json_str(f, cfg->path);
-    fprintf(f, ",\n  \"config\": {\"epochs\": %d, \"batch\": %d, \"seed\": %llu, \"lr\": ",
+    json_string(f, cfg->path);
+    fprintf(f, ",\n  \"config\": {\"epochs\": %d, \"batch\": %d, \"seed\": %llu",
             cfg->epochs, cfg->batch, cfg->seed);
-    json_num(f, cfg->lr);
-    fputs(", \"momentum\": ", f);
-    json_num(f, cfg->momentum);
-    fputs(", \"weight_decay\": ", f);
-    json_num(f, cfg->weight_decay);
+    json_number_field(f, "lr", cfg->lr, 0);
+    json_number_field(f, "momentum", cfg->momentum, 0);
+    json_number_field(f, "weight_decay", cfg->weight_decay, 0);
     fprintf(f, ", \"workers\": %d, \"grain\": %d, \"layers\": [", workers, grain);
     for (int l = 0; l < cfg->nlayers; l++) {
         fprintf(f, "%s", l ? ", " : "");
-        json_str(f, layer_name(cfg->layers[l].type));
+        json_string(f, layer_name(cfg->layers[l].type));
     }
     fprintf(f, "]},\n  \"data\": {\"train_samples\": %ld, \"test_samples\": %ld, \"height\": %d, "
                "\"width\": %d, \"channels\": %d, \"classes\": %d},\n",
@@ -65,33 +41,27 @@ int report_write(const char *path, const job_config *cfg, const dataset *train,
     fputs("  \"epochs\": [", f);
     for (int e = 0; e < nepochs; e++) {
         const epoch_result *r = &epochs[e];
-        fprintf(f, "%s\n    {\"epoch\": %d, \"train_loss\": ", e ? "," : "", first_epoch + e);
-        json_num(f, r->train_loss);
-        fputs(", \"train_acc\": ", f);
-        json_num(f, r->train_acc);
-        fputs(", \"test_loss\": ", f);
-        json_num(f, r->test_loss);
-        fputs(", \"test_acc\": ", f);
-        json_num(f, r->test_acc);
-        fputs(", \"seconds\": ", f);
-        json_num(f, r->seconds);
-        fputs(", \"images_per_s\": ", f);
-        json_num(f, r->images_per_s);
-        fputs(", \"task_share\": ", f);
-        json_num(f, r->task_share);
+        fprintf(f, "%s\n    {\"epoch\": %d", e ? "," : "", first_epoch + e);
+        json_number_field(f, "train_loss", r->train_loss, 0);
+        json_number_field(f, "train_acc", r->train_acc, 0);
+        json_number_field(f, "test_loss", r->test_loss, 0);
+        json_number_field(f, "test_acc", r->test_acc, 0);
+        json_number_field(f, "seconds", r->seconds, 0);
+        json_number_field(f, "images_per_s", r->images_per_s, 0);
+        json_number_field(f, "task_share", r->task_share, 0);
         fputc('}', f);
     }
     fprintf(f, "\n  ],\n  \"runtime_last_epoch\": {\"tasks\": %llu, \"steals\": %llu, "
-               "\"parks\": %llu, \"task_share\": ",
+               "\"parks\": %llu",
             (unsigned long long)st->tasks, (unsigned long long)st->steals,
             (unsigned long long)st->parks);
-    json_num(f, st->task_share);
+    json_number_field(f, "task_share", st->task_share, 0);
     fputs(", \"kinds\": [", f);
     for (int k = 0; k < st->nkinds; k++) {
         fprintf(f, "%s\n    {\"name\": ", k ? "," : "");
-        json_str(f, st->kinds[k].name);
-        fprintf(f, ", \"tasks\": %llu, \"busy_s\": ", (unsigned long long)st->kinds[k].count);
-        json_num(f, st->kinds[k].busy_s);
+        json_string(f, st->kinds[k].name);
+        fprintf(f, ", \"tasks\": %llu", (unsigned long long)st->kinds[k].count);
+        json_number_field(f, "busy_s", st->kinds[k].busy_s, 0);
         fputc('}', f);
     }
     fputs("\n  ]}\n}\n", f);

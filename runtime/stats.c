@@ -2,6 +2,8 @@
 #include "clock.h"
 #include "internal.h"
 
+#include "common/json.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,20 +90,6 @@ void rt_stats_print(const rt_stats *s, FILE *f)
         fprintf(f, "  %-24s %10llu tasks %10.3f s %9.2f us/task\n", s->kinds[k].name,
                 (unsigned long long)s->kinds[k].count, s->kinds[k].busy_s,
                 1e6 * s->kinds[k].busy_s / (double)s->kinds[k].count);
-}
-
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(f, "\\u%04x", *s);
-        else
-            fputc(*s, f);
-    }
-    fputc('"', f);
 }
 
 int rt_trace_write(rt_runtime *rt, const char *path)
