@@ -376,8 +376,10 @@ static void submit_batch(trainer *t, int split, long first, int size, int set, l
     int L = m->nlayers - 1;   /* index of softmax_xent; act[L] holds the logits */
     int chunks = (size + t->grain - 1) / t->grain;
     for (int k = 0; k < chunks; k++) {
-        task_args a = {t, first, 0, set, k, k * t->grain, 0, split, size, stat0 + k};
-        a.n1 = a.n0 + t->grain < size ? a.n0 + t->grain : size;
+        /* Equal chunks (8,8,8,8 rather than 9,9,9,5): no worker waits on a short last one. */
+        task_args a = {t, first, 0, set, k, (int)((long)k * size / chunks), 0, split, size,
+                       stat0 + k};
+        a.n1 = (int)((long)(k + 1) * size / chunks);
         submit(t, &k_load, &a, PRIO_LOAD, 2,
                (rt_access[]){{b->hact[0][k], RT_W}, {b->hlabels[k], RT_W}});
         for (int l = 0; l < L; l++) {
