@@ -22,7 +22,7 @@ endif
 SIMD_AVX2 := -mavx2 -mfma
 SIMD_AVX512 := -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma -mavx2
 
-LIB_SRC := $(wildcard common/*.c runtime/*.c ops/*.c engine/*.c)
+LIB_SRC := $(wildcard common/*.c runtime/*.c ops/*.c energy/*.c engine/*.c)
 LIB_SRC := $(filter-out engine/main.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/*.c)

@@ -1,5 +1,7 @@
 #include "engine/config.h"
 
+#include "energy/account.h"
+#include "energy/model.h"
 #include "ops/conv.h"
 #include "ops/layers.h"
 
@@ -59,6 +61,14 @@ static const key_spec execution_keys[] = {
     {"workers", V_INT, JOB(workers), 0, 1024},
     {"grain", V_GRAIN, JOB(grain), 1, 1 << 20},
     {NULL, 0, 0, 0, 0}};
+static const key_spec energy_keys[] = {
+    {"rate_hz", V_FLOAT, JOB(energy_rate_hz), 1, 1000},
+    {"carbon_g_per_kwh", V_FLOAT, JOB(carbon_g_per_kwh), 0, 5000},
+    {"baseline_seconds", V_FLOAT, JOB(baseline_seconds), 0, 3600},
+    {"baseline_watts", V_FLOAT, JOB(baseline_watts), 0, 1e6},
+    {"model_idle_watts", V_FLOAT, JOB(model_idle_watts), 0, 1e5},
+    {"model_core_watts", V_FLOAT, JOB(model_core_watts), 0, 1e4},
+    {NULL, 0, 0, 0, 0}};
 static const key_spec conv_keys[] = {
     {"filters", V_INT, LAYER(filters), 1, 65536},
     {"size", V_INT, LAYER(size), 1, 64},
@@ -79,6 +89,7 @@ static const section_spec sections[] = {
     {"data", 0, 0, data_keys},
     {"optimizer", 0, 0, optimizer_keys},
     {"execution", 0, 0, execution_keys},
+    {"energy", 0, 0, energy_keys},
     {"conv", 1, LAYER_CONV, conv_keys},
     {"relu", 1, LAYER_RELU, no_keys},
     {"maxpool", 1, LAYER_MAXPOOL, pool_keys},
@@ -223,6 +234,12 @@ static void set_defaults(job_config *cfg, const char *path)
     cfg->batch = 32;
     cfg->seed = 1;
     cfg->lr = 0.01f;
+    cfg->energy_rate_hz = 20;
+    cfg->carbon_g_per_kwh = (float)CARBON_G_PER_KWH;
+    cfg->baseline_seconds = 1;
+    cfg->baseline_watts = -1;
+    cfg->model_idle_watts = (float)MODEL_IDLE_W;
+    cfg->model_core_watts = (float)MODEL_CORE_W;
     /* output: runs/<file name without .cfg> */
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     int len = (int)strcspn(base, ".");
@@ -268,7 +285,7 @@ static int parse_file(parser *p, FILE *f)
                     current = i;
             if (current < 0)
                 return fail(p, "unknown section [%s] (sections: job, data, optimizer, execution, "
-                               "conv, relu, maxpool, flatten, dense, softmax_xent)", name);
+                               "energy, conv, relu, maxpool, flatten, dense, softmax_xent)", name);
             seen_keys = 0;
             if (sections[current].is_layer) {
                 if (cfg->nlayers == CONFIG_MAX_LAYERS)
@@ -308,7 +325,7 @@ static int parse_file(parser *p, FILE *f)
     return 0;
 }
 
-/* "section.key=value": a [job], [data], [optimizer] or [execution] key, or layerN.key for the
+/* "section.key=value": a [job], [data], [optimizer], [execution] or [energy] key, or layerN.key for the
  * N-th layer (from 1). */
 static int apply_override(parser *p, const char *o)
 {
@@ -341,7 +358,7 @@ static int apply_override(parser *p, const char *o)
                 return fail(p, "[%s] has no key '%s'", section, key);
             return set_value(p, section, k, p->cfg, trim(value));
         }
-    return fail(p, "no section '%s' to set (job, data, optimizer, execution, or layerN)", section);
+    return fail(p, "no section '%s' to set (job, data, optimizer, execution, energy, or layerN)", section);
 }
 
 static int check_complete(parser *p)

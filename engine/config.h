@@ -8,6 +8,8 @@
  *   [relu]  [maxpool] size, stride  [flatten]  [dense] outputs  [softmax_xent]
  *   [optimizer]  type (sgd), lr, momentum, weight_decay
  *   [execution]  workers, grain (auto | N samples per task)
+ *   [energy]     rate_hz, carbon_g_per_kwh, baseline_seconds, baseline_watts,
+ *                model_idle_watts, model_core_watts
  */
 #ifndef FRUGAL_CONFIG_H
 #define FRUGAL_CONFIG_H
@@ -52,6 +54,12 @@ typedef struct job_config {
     /* [execution] */
     int workers;                   /* 0: all CPUs */
     int grain;                     /* 0: auto; else samples per task */
+    /* [energy] */
+    float energy_rate_hz;          /* sampler rate */
+    float carbon_g_per_kwh;
+    float baseline_seconds;        /* idle power measured this long before training; 0: none */
+    float baseline_watts;          /* configured idle power instead; < 0: measure */
+    float model_idle_watts, model_core_watts;   /* the fallback model (energy/model.h) */
 } job_config;
 
 /* Reads and checks path; overrides are "section.key=value" strings applied on top (NULL-ended

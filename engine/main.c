@@ -2,9 +2,11 @@
 #include "engine/checkpoint.h"
 #include "engine/config.h"
 #include "engine/dataset.h"
+#include "engine/energy_run.h"
 #include "engine/model.h"
 #include "engine/report.h"
 #include "engine/train.h"
+#include "energy/model.h"
 #include "ops/cpu.h"
 #include "ops/peak.h"
 #include "runtime/clock.h"
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_SETS 64
@@ -32,6 +35,9 @@ static int usage(FILE *f)
                "  predict CHECKPOINT IMAGES.idx | CHECKPOINT IMAGE.pgm|.ppm...\n"
                "            the class of each image\n"
                "  info      this machine: CPUs, timer, kernel path, measured peak\n"
+               "  energy [--seconds N] [--rate HZ]\n"
+               "            every energy sensor found (readable or not, and why), where the\n"
+               "            figures come from, and N seconds of live power\n"
                "  help      this text\n");
     return f == stderr ? 2 : 0;
 }
@@ -45,6 +51,67 @@ static int cmd_info(void)
            ops_isa_name(ops_isa_supported()));
     printf("measured FMA peak, one core: %.1f GFLOP/s\n", ops_peak_gflops(isa, 0.2));
     return 0;
+}
+
+static int cmd_energy(int argc, char **argv)
+{
+    double seconds = 0, rate = 10;
+    for (int i = 2; i < argc; i++) {
+        char *end = NULL;
+        if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+            seconds = strtod(argv[++i], &end);
+        else if (!strcmp(argv[i], "--rate") && i + 1 < argc)
+            rate = strtod(argv[++i], &end);
+        if (!end || *end || !(seconds >= 0 && seconds <= 86400) || !(rate >= 1 && rate <= 1000)) {
+            fprintf(stderr, "usage: frugal energy [--seconds N (0..86400)] [--rate HZ (1..1000)]\n");
+            return 2;
+        }
+    }
+    energy_meter *m = energy_meter_open(&(energy_options){rate, MODEL_IDLE_W, MODEL_CORE_W});
+    if (!m)
+        return 1;
+    sensor s[SENSOR_MAX];
+    int n = energy_meter_sensors(m, s, SENSOR_MAX);
+    static const char *const kinds[] = {"counter", "gauge", "model"};
+    printf("%d sensor%s\n", n, n == 1 ? "" : "s");
+    for (int i = 0; i < n; i++) {
+        printf("  %-28s %-7s %-8s %-7s %-10s %s\n", s[i].name, s[i].source,
+               sensor_scope_name(s[i].scope), kinds[s[i].kind], sensor_status_name(s[i].status),
+               s[i].in_total ? "counted in the total" : s[i].status == SENSOR_OK ? "not added: inside the total" : "");
+        if (s[i].why[0])
+            printf("      %s\n", s[i].why);
+        printf("      %s\n", s[i].path);
+    }
+    printf("total: %s\n", energy_meter_source(m));
+    char err[256];
+    int rc = 0;
+    if (seconds > 0 && energy_meter_start(m, err, sizeof err)) {
+        fprintf(stderr, "frugal: %s\n", err);
+        rc = 1;
+    } else if (seconds > 0) {
+        energy_reading first, r;
+        energy_meter_read(m, &first);
+        for (int k = 1; k <= (int)ceil(seconds); k++) {
+            double step = k <= seconds ? 1.0 : seconds - (k - 1);
+            nanosleep(&(struct timespec){(time_t)step, (long)((step - (time_t)step) * 1e9)}, NULL);
+            energy_meter_read(m, &r);
+            n = energy_meter_sensors(m, s, SENSOR_MAX);
+            double watts = 0;
+            for (int i = 0; i < n; i++)
+                watts += s[i].in_total ? s[i].watts : 0;
+            printf("%6.1f s  %7.1f W total", r.t - first.t, watts);
+            for (int i = 0; i < n; i++)
+                if (s[i].status == SENSOR_OK)
+                    printf("  %s %.1f W", s[i].name, s[i].watts);
+            printf("\n");
+            fflush(stdout);
+        }
+        printf("%.1f J in %.1f s (%.1f W average); sampler: %ld samples at %g Hz, %.3f%% of one core\n",
+               r.total_j - first.total_j, r.t - first.t, (r.total_j - first.total_j) / (r.t - first.t),
+               energy_meter_samples(m), rate, 100 * energy_meter_sampler_share(m));
+    }
+    energy_meter_close(m);
+    return rc;
 }
 
 /* mkdir -p */
@@ -68,7 +135,7 @@ static int make_dirs(const char *path, char *err, size_t errlen)
 }
 
 /* A live line on a terminal (at most 4 times a second); nothing when the output is a file. */
-typedef struct progress { int tty; double last; } progress;
+typedef struct progress { int tty; double last; energy_run *energy; } progress;
 
 static void show_progress(void *ctx, int epoch, long done, long total, double seconds)
 {
@@ -76,9 +143,11 @@ static void show_progress(void *ctx, int epoch, long done, long total, double se
     if (!p->tty || seconds - p->last < 0.25 || done <= 0)
         return;
     p->last = seconds;
-    double rate = (double)done / seconds;
-    printf("\r  epoch %d  %3.0f%%  %ld/%ld images  %.0f img/s  ETA %.0f s   ", epoch,
-           100.0 * (double)done / (double)total, done, total, rate, (double)(total - done) / rate);
+    double rate = (double)done / seconds, joules, watts;
+    energy_run_so_far(p->energy, &joules, &watts);
+    printf("\r  epoch %d  %3.0f%%  %ld/%ld images  %.0f img/s  %.0f W  %.0f J  ETA %.0f s   ",
+           epoch, 100.0 * (double)done / (double)total, done, total, rate, watts, joules,
+           (double)(total - done) / rate);
     fflush(stdout);
 }
 
@@ -164,13 +233,16 @@ static int cmd_train(int argc, char **argv)
     snprintf(csv_path, sizeof csv_path, "%s/metrics.csv", cfg.output);
     FILE *csv = t ? fopen(csv_path, resume ? "a" : "w") : NULL;
     epoch_result *results = NULL;
+    epoch_energy *energies = NULL;
+    energy_run er = {0};
     int rc = 1;
     if (!t || !csv) {
         fprintf(stderr, "frugal: %s\n", !t ? err : strerror(errno));
         goto out;
     }
     if (!resume)
-        fprintf(csv, "epoch,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s,task_share\n");
+        fprintf(csv, "epoch,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s,task_share,"
+                     "energy_j,power_w,mj_per_image,app_energy_j,edp_js,gco2e,energy_source\n");
     else
         printf("resuming after epoch %d from %s\n", done, ckpt);
     printf("frugal train %s: %ld images %dx%dx%d, %s%ld test images; %d layers; batch %d, "
@@ -180,35 +252,50 @@ static int cmd_train(int argc, char **argv)
     char summary[CONFIG_PATH + 32];
     snprintf(summary, sizeof summary, "%s/summary.json", cfg.output);
     results = calloc((size_t)cfg.epochs, sizeof *results);
+    energies = calloc((size_t)cfg.epochs, sizeof *energies);
     int nresults = 0;
-    if (!results) {
+    long images = 0;
+    if (!results || !energies) {
         fprintf(stderr, "frugal: out of memory\n");
         goto out;
     }
+    if (energy_run_begin(&er, &cfg, stdout, err, sizeof err)) {
+        fprintf(stderr, "frugal: %s\n", err);
+        goto out;
+    }
+    const char *quality = energy_meter_estimated(er.meter) ? "estimated" : "measured";
     rt_stats st;
-    progress prog = {isatty(STDOUT_FILENO), 0};
+    progress prog = {isatty(STDOUT_FILENO), 0, &er};
     trainer_on_progress(t, show_progress, &prog);
     for (int e = done + 1; e <= cfg.epochs; e++) {
         epoch_result r;
         prog.last = 0;
+        energy_run_epoch_begin(&er);
         if (trainer_epoch(t, e, &r, err, sizeof err)) {
             fprintf(stderr, "frugal: epoch %d: %s\n", e, err);
             goto out;
         }
+        rt_stats_get(rt, &st);
+        epoch_energy *en = &energies[nresults];
+        energy_run_epoch_end(&er, r.samples, &st, en);
+        images += r.samples;
         if (prog.tty)
-            printf("\r%*s\r", 78, "");   /* clear the progress line */
+            printf("\r%*s\r", 96, "");   /* clear the progress line */
         printf("epoch %d/%d  loss %.4f  train acc %.2f%%  test acc %.2f%%  %.2f s  %.0f img/s  "
-               "tasks %.0f%% of worker time\n", e, cfg.epochs, r.train_loss, 100 * r.train_acc,
-               100 * r.test_acc, r.seconds, r.images_per_s, 100 * r.task_share);
+               "tasks %.0f%% of worker time  %.1f J %s, %.1f W, %.2f mJ/img\n", e, cfg.epochs,
+               r.train_loss, 100 * r.train_acc, 100 * r.test_acc, r.seconds, r.images_per_s,
+               100 * r.task_share, en->f.joules, quality, en->f.watts, 1e3 * en->f.joules_per_image);
         fflush(stdout);
-        fprintf(csv, "%d,%.6f,%.6f,%.6f,%.6f,%.4f,%.1f,%.4f\n", e, r.train_loss, r.train_acc,
-                r.test_loss, r.test_acc, r.seconds, r.images_per_s, r.task_share);
+        fprintf(csv, "%d,%.6f,%.6f,%.6f,%.6f,%.4f,%.1f,%.4f,%.3f,%.3f,%.4f,%.3f,%.4g,%.6f,%s\n", e,
+                r.train_loss, r.train_acc, r.test_loss, r.test_acc, r.seconds, r.images_per_s,
+                r.task_share, en->f.joules, en->f.watts, 1e3 * en->f.joules_per_image,
+                en->f.app_joules, en->f.edp, en->f.gco2e, quality);
         fflush(csv);
         results[nresults++] = r;
-        rt_stats_get(rt, &st);
         if (checkpoint_save(&m, e, ckpt, err, sizeof err) ||
             report_write(summary, &cfg, &train, have_test ? &test : NULL, train_grain(&cfg, &m),
-                         rt_workers(rt), results, nresults, done + 1, &st, err, sizeof err)) {
+                         rt_workers(rt), results, nresults, done + 1, &st, &er, energies, err,
+                         sizeof err)) {
             fprintf(stderr, "frugal: %s\n", err);
             goto out;
         }
@@ -216,13 +303,18 @@ static int cmd_train(int argc, char **argv)
     rc = 0;
     rt_stats_get(rt, &st);   /* the last epoch's, by task kind */
     rt_stats_print(&st, stdout);
+    if (nresults)
+        energy_run_print(&er, &energies[nresults - 1], &st, images, stdout);
     if (trace && rt_trace_write(rt, trace)) {
         fprintf(stderr, "frugal: %s: cannot write the trace: %s\n", trace, strerror(errno));
         rc = 1;
     }
     printf("metrics: %s, summary: %s, checkpoint: %s\n", csv_path, summary, ckpt);
 out:
+    if (er.meter)
+        energy_run_end(&er);
     free(results);
+    free(energies);
     if (csv)
         fclose(csv);
     trainer_destroy(t);
@@ -323,6 +415,8 @@ int main(int argc, char **argv)
         return usage(stdout);
     if (!strcmp(argv[1], "info"))
         return cmd_info();
+    if (!strcmp(argv[1], "energy"))
+        return cmd_energy(argc, argv);
     if (!strcmp(argv[1], "train"))
         return cmd_train(argc, argv);
     if (!strcmp(argv[1], "eval"))

@@ -10,10 +10,88 @@
 #include <string.h>
 #include <unistd.h>
 
+static void write_figures(FILE *f, const energy_figures *e)
+{
+    json_number_field(f, "joules", e->joules, 1);
+    json_number_field(f, "watts", e->watts, 0);
+    json_number_field(f, "joules_per_image", e->joules_per_image, 0);
+    json_number_field(f, "edp_joule_seconds", e->edp, 0);
+    json_number_field(f, "joules_above_idle", e->app_joules, 0);
+    json_number_field(f, "gco2e", e->gco2e, 0);
+}
+
+static void write_epoch_energy(FILE *f, const epoch_energy *en, const sensor *s, int n,
+                               const rt_stats *st)
+{
+    fputs(", \"energy\": {", f);
+    write_figures(f, &en->f);
+    fputs(", \"devices\": {", f);
+    for (int i = 0; i < n && i < en->f.ndevices; i++) {
+        fputs(i ? ", " : "", f);
+        json_string(f, s[i].name);
+        fputs(": ", f);
+        json_number(f, en->f.device_j[i]);
+    }
+    fputs("}, \"task_kinds\": [", f);
+    for (int k = 0, first = 1; k < en->nkinds && k < st->nkinds; k++) {
+        if (en->kind_j[k] <= 0 || !en->kind_tasks[k])
+            continue;
+        fputs(first ? "{\"name\": " : ", {\"name\": ", f);
+        first = 0;
+        json_string(f, st->kinds[k].name);
+        fprintf(f, ", \"tasks\": %llu", (unsigned long long)en->kind_tasks[k]);
+        json_number_field(f, "joules", en->kind_j[k], 0);
+        json_number_field(f, "joules_per_task", en->kind_j[k] / (double)en->kind_tasks[k], 0);
+        fputc('}', f);
+    }
+    fputs("]}", f);
+}
+
+static void write_energy(FILE *f, energy_run *er, const sensor *s, int n,
+                         const epoch_result *epochs, int nepochs)
+{
+    long images = 0;
+    for (int e = 0; e < nepochs; e++)
+        images += epochs[e].samples;
+    energy_figures run;
+    energy_run_total(er, images, &run);
+    fputs(",\n  \"energy\": {\"source\": ", f);
+    json_string(f, energy_meter_source(er->meter));
+    fprintf(f, ", \"estimated\": %s", energy_meter_estimated(er->meter) ? "true" : "false");
+    json_number_field(f, "idle_baseline_watts", er->baseline_w, 0);
+    fputs(", \"idle_baseline\": ", f);
+    json_string(f, er->baseline_how);
+    json_number_field(f, "carbon_g_per_kwh", er->carbon_g_per_kwh, 0);
+    json_number_field(f, "sampler_hz", energy_meter_rate(er->meter), 0);
+    json_number_field(f, "sampler_cpu_share", energy_meter_sampler_share(er->meter), 0);
+    fputs(",\n    \"run\": {", f);
+    write_figures(f, &run);
+    fputs("},\n    \"sensors\": [", f);
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "%s\n      {\"name\": ", i ? "," : "");
+        json_string(f, s[i].name);
+        fputs(", \"source\": ", f);
+        json_string(f, s[i].source);
+        fputs(", \"scope\": ", f);
+        json_string(f, sensor_scope_name(s[i].scope));
+        fputs(", \"status\": ", f);
+        json_string(f, sensor_status_name(s[i].status));
+        fprintf(f, ", \"counted\": %s", s[i].in_total ? "true" : "false");
+        json_number_field(f, "joules", i < run.ndevices ? run.device_j[i] : 0, 0);
+        fputs(", \"note\": ", f);
+        json_string(f, s[i].why);
+        fputc('}', f);
+    }
+    fputs("\n    ]}", f);
+}
+
 int report_write(const char *path, const job_config *cfg, const dataset *train,
                  const dataset *test, int grain, int workers, const epoch_result *epochs,
-                 int nepochs, int first_epoch, const rt_stats *st, char *err, size_t errlen)
+                 int nepochs, int first_epoch, const rt_stats *st, energy_run *er,
+                 const epoch_energy *energies, char *err, size_t errlen)
 {
+    sensor sensors[SENSOR_MAX];
+    int nsensors = er ? energy_meter_sensors(er->meter, sensors, SENSOR_MAX) : 0;
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
@@ -49,6 +127,8 @@ int report_write(const char *path, const job_config *cfg, const dataset *train,
         json_number_field(f, "seconds", r->seconds, 0);
         json_number_field(f, "images_per_s", r->images_per_s, 0);
         json_number_field(f, "task_share", r->task_share, 0);
+        if (energies)
+            write_epoch_energy(f, &energies[e], sensors, nsensors, st);
         fputc('}', f);
     }
     fprintf(f, "\n  ],\n  \"runtime_last_epoch\": {\"tasks\": %llu, \"steals\": %llu, "
@@ -64,7 +144,10 @@ int report_write(const char *path, const job_config *cfg, const dataset *train,
         json_number_field(f, "busy_s", st->kinds[k].busy_s, 0);
         fputc('}', f);
     }
-    fputs("\n  ]}\n}\n", f);
+    fputs("\n  ]}", f);
+    if (er)
+        write_energy(f, er, sensors, nsensors, epochs, nepochs);
+    fputs("\n}\n", f);
     int bad = ferror(f);
     if (fflush(f) || fsync(fileno(f)))
         bad = 1;

@@ -74,6 +74,10 @@ TEST(config_errors_name_file_line_and_key)
     expect_error("lr = 0.001", "lr = fast", "[optimizer] lr = 'fast'", NULL);
     expect_error("lr = 0.001", "lr = nan", "[optimizer] lr = 'nan'", NULL);
     expect_error("type = sgd", "type = adam", "only sgd", NULL);
+    expect_error("[execution]", "[energy]\nrate_hz = 5000\n[execution]", ":26: [energy] rate_hz = '5000'",
+                 "from 1 to 1000");
+    expect_error("[execution]", "[energy]\nwatts = 3\n[execution]", "[energy] has no key 'watts'",
+                 "carbon_g_per_kwh");
     expect_error("format = idx", "format = png", "expected idx or cifar10", NULL);
     expect_error("seed = 7", "seed = 7\nseed = 8", "[job] seed is set twice", NULL);
     expect_error("[optimizer]", "[job]\n[optimizer]", "section [job] appears twice", NULL);

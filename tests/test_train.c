@@ -8,8 +8,10 @@
 #include "test.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -288,7 +290,7 @@ TEST(train_summary_json_is_complete_and_valid)
     rt_stats st = {.tasks = 10, .task_share = 0.95, .nkinds = 1};
     st.kinds[0] = (rt_kind_stats){"conv\"forward", 10, 0.5};
     snprintf(path, sizeof path, "%s/summary.json", test_tmpdir());
-    CHECKF(report_write(path, &cfg, &d, NULL, 3, 2, e, 2, 4, &st, err, sizeof err) == 0, "%s", err);
+    CHECKF(report_write(path, &cfg, &d, NULL, 3, 2, e, 2, 4, &st, NULL, NULL, err, sizeof err) == 0, "%s", err);
     FILE *f = fopen(path, "r");
     char text[8192] = "";
     size_t n = fread(text, 1, sizeof text - 1, f);
@@ -299,9 +301,68 @@ TEST(train_summary_json_is_complete_and_valid)
     CHECK(strstr(text, "\"conv\\\"forward\""));          /* strings escaped */
     CHECK(strstr(text, "\"train_samples\": 300") && strstr(text, "\"grain\": 3"));
     CHECK(n > 2 && text[n - 2] == '}');
-    CHECK(report_write("/nonexistent/dir/summary.json", &cfg, &d, NULL, 3, 2, e, 2, 1, &st, err,
+    CHECK(report_write("/nonexistent/dir/summary.json", &cfg, &d, NULL, 3, 2, e, 2, 1, &st, NULL, NULL, err,
                        sizeof err) == -1);
     CHECK(strstr(err, "/nonexistent/dir/summary.json.tmp: cannot create") != NULL);
+}
+
+/* Energy in the summary: a fake RAPL package, one epoch, its joules split among task kinds. */
+TEST(train_summary_reports_energy_by_device_and_task_kind)
+{
+    static job_config cfg;
+    char err[512], path[1300], tree[600];
+    CHECK(config_load(&cfg, make_job(""), NULL, err, sizeof err) == 0);
+    cfg.baseline_watts = 2;
+    snprintf(tree, sizeof tree, "%s/sys", test_tmpdir());
+    setenv("FRUGAL_SYSFS_ROOT", test_tmpdir(), 1);
+    const char *files[][2] = {{"class", NULL}, {"class/powercap", NULL},
+                              {"class/powercap/intel-rapl:0", NULL},
+                              {"class/powercap/intel-rapl:0/name", "package-0\n"},
+                              {"class/powercap/intel-rapl:0/max_energy_range_uj", "262143328850\n"},
+                              {"class/powercap/intel-rapl:0/energy_uj", "1000\n"}};
+    mkdir(tree, 0755);
+    for (int i = 0; i < 6; i++) {
+        snprintf(path, sizeof path, "%s/%s", tree, files[i][0]);
+        if (!files[i][1]) {
+            mkdir(path, 0755);
+            continue;
+        }
+        FILE *f = fopen(path, "w");
+        fputs(files[i][1], f);
+        fclose(f);
+    }
+    energy_run er;
+    CHECKF(energy_run_begin(&er, &cfg, stderr, err, sizeof err) == 0, "%s", err);
+    energy_run_epoch_begin(&er);
+    FILE *f = fopen(path, "w");   /* energy_uj: 9 J more */
+    fputs("9001000\n", f);
+    fclose(f);
+    rt_stats st = {.tasks = 40, .nkinds = 2};
+    st.kinds[0] = (rt_kind_stats){"conv_forward", 10, 0.3};
+    st.kinds[1] = (rt_kind_stats){"sgd", 30, 0.6};
+    epoch_energy en;
+    energy_run_epoch_end(&er, 300, &st, &en);
+    CHECK_NEAR(en.f.joules, 9.0, 1e-9, 0);
+    CHECK_NEAR(en.kind_j[0], 3.0, 1e-9, 0);
+    CHECK_NEAR(en.kind_j[1], 6.0, 1e-9, 0);
+    CHECK_NEAR(en.f.joules_per_image, 0.03, 1e-12, 0);
+    dataset d = {.n = 300, .c = 1, .h = 10, .w = 10, .classes = 10};
+    epoch_result e = {.train_loss = 1, .train_acc = 0.5, .test_loss = NAN, .test_acc = NAN,
+                      .samples = 300};
+    snprintf(path, sizeof path, "%s/summary.json", test_tmpdir());
+    CHECKF(report_write(path, &cfg, &d, NULL, 3, 2, &e, 1, 1, &st, &er, &en, err, sizeof err) == 0,
+           "%s", err);
+    energy_run_end(&er);
+    f = fopen(path, "r");
+    char text[16384] = "";
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    CHECK(strstr(text, "\"source\": \"measured: rapl package-0\"") && strstr(text, "\"estimated\": false"));
+    CHECK(strstr(text, "\"energy\": {\"joules\": 9,") && strstr(text, "\"devices\": {\"package-0\": 9}"));
+    CHECK(strstr(text, "{\"name\": \"sgd\", \"tasks\": 30, \"joules\": 6, \"joules_per_task\": 0.2}"));
+    CHECK(strstr(text, "\"idle_baseline_watts\": 2") && strstr(text, "\"idle_baseline\": \"configured\""));
+    CHECK(n > 2 && text[n - 2] == '}');
 }
 
 /* A checkpoint alone rebuilds its model: evaluating it gives the accuracy training reported. */

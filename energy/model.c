@@ -1,0 +1,51 @@
+#include "energy/model.h"
+
+#include "energy/sysfs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+int cpu_times_read(cpu_times *out)
+{
+    char path[SYSFS_PATH], line[512];
+    sysfs_path(path, sizeof path, "/proc/stat");
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return errno;
+    memset(out, 0, sizeof *out);
+    int found = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "cpu ", 4)) {
+            /* user nice system idle iowait irq softirq steal: idle and iowait are not busy. */
+            unsigned long long v[8] = {0};
+            int got = sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+                             &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+            if (got < 4)
+                break;
+            for (int i = 0; i < 8; i++)
+                out->total += v[i];
+            out->busy = out->total - v[3] - v[4];
+            found = 1;
+        } else if (!strncmp(line, "cpu", 3) && line[3] >= '0' && line[3] <= '9') {
+            out->ncpu++;
+        } else if (found) {
+            break;   /* the cpu lines come first; the rest (interrupt counts) is long */
+        }
+    }
+    fclose(f);
+    return found && out->ncpu > 0 ? 0 : EINVAL;
+}
+
+double cpu_busy_cores(const cpu_times *before, const cpu_times *after)
+{
+    if (after->total <= before->total || after->busy < before->busy)
+        return 0;
+    double share = (double)(after->busy - before->busy) / (double)(after->total - before->total);
+    return share * after->ncpu;
+}
+
+double model_watts(double idle_w, double core_w, double busy_cores)
+{
+    return idle_w + core_w * busy_cores;
+}

@@ -1,0 +1,26 @@
+/* The fallback when no sensor covers the CPU (virtual machines, locked-down counters): power is
+ * idle_w plus core_w for every core kept busy, with busy cores measured from /proc/stat over the
+ * sampling interval. The figures it gives are estimates and are always labelled so. */
+#ifndef FRUGAL_ENERGY_MODEL_H
+#define FRUGAL_ENERGY_MODEL_H
+
+#include <stdint.h>
+
+/* Defaults: a desktop-class CPU (about 10 W idle, 65 W with 8 busy cores). Set your own from
+ * the CPU's TDP in [energy] model_idle_watts and model_core_watts. */
+#define MODEL_IDLE_W 10.0
+#define MODEL_CORE_W 7.0
+
+typedef struct cpu_times {
+    uint64_t busy, total;   /* jiffies over all CPUs */
+    int ncpu;               /* cpuN lines */
+} cpu_times;
+
+/* Reads /proc/stat (under FRUGAL_PROCFS_ROOT). Returns 0 or an errno value. */
+int cpu_times_read(cpu_times *out);
+/* Cores busy on average between two readings (0 .. ncpu). */
+double cpu_busy_cores(const cpu_times *before, const cpu_times *after);
+
+double model_watts(double idle_w, double core_w, double busy_cores);
+
+#endif

@@ -1,0 +1,44 @@
+/* A training run's energy: the meter and its sampler, the idle baseline, and per epoch the
+ * joules, power, joules per image, EDP, the share above idle, carbon, each sensor's joules and
+ * each task kind's share (the epoch's energy split by the kinds' busy time). */
+#ifndef FRUGAL_ENERGY_RUN_H
+#define FRUGAL_ENERGY_RUN_H
+
+#include "energy/account.h"
+#include "energy/meter.h"
+#include "engine/config.h"
+#include "runtime/runtime.h"
+
+#include <stdio.h>
+
+typedef struct epoch_energy {
+    energy_figures f;
+    int nkinds;
+    double kind_j[RT_MAX_KINDS];     /* in the epoch's rt_stats kind order */
+    uint64_t kind_tasks[RT_MAX_KINDS];
+} epoch_energy;
+
+typedef struct energy_run {
+    energy_meter *meter;
+    double baseline_w;
+    char baseline_how[96];           /* "measured idle over 1.0 s", "configured", "none" */
+    double carbon_g_per_kwh;
+    energy_reading run_start, epoch_start;
+} energy_run;
+
+/* Opens the meter, starts the sampler, measures (or takes) the idle baseline, and says on log
+ * where the figures come from and which sensors could not be read, and why. */
+int energy_run_begin(energy_run *er, const job_config *cfg, FILE *log, char *err, size_t errlen);
+void energy_run_epoch_begin(energy_run *er);
+/* The epoch that just ended: images trained, and the runtime's statistics for it. */
+void energy_run_epoch_end(energy_run *er, long images, const rt_stats *st, epoch_energy *out);
+/* Joules since the epoch began and the power over the last sampling interval. */
+void energy_run_so_far(energy_run *er, double *joules, double *watts);
+/* The whole run so far. */
+void energy_run_total(energy_run *er, long images, energy_figures *out);
+/* Per sensor and per task kind, after the last epoch. */
+void energy_run_print(energy_run *er, const epoch_energy *last, const rt_stats *st, long images,
+                      FILE *f);
+void energy_run_end(energy_run *er);
+
+#endif
