@@ -432,6 +432,9 @@ TEST(energy_sampler_thread_samples_and_stops)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double wall = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     CHECKF(samples >= 10 && samples <= 30, "%ld samples in 0.4 s at 50 Hz", samples);
-    CHECKF(share < 0.01, "sampler used %.2f%% of a core", 100 * share);
+    /* Under a sanitizer every file read is instrumented many times over: only bound the real build. */
+    const char *variant = getenv("FRUGAL_TEST_VARIANT");
+    if (!variant || !strcmp(variant, "release"))
+        CHECKF(share < 0.01, "sampler used %.2f%% of a core", 100 * share);
     CHECKF(wall < 0.4 + 0.2, "close took %.3f s", wall - 0.4);
 }
