@@ -11,7 +11,17 @@ int model_build(model *m, const job_config *cfg, int c, int h, int w, int classe
     m->nlayers = cfg->nlayers;
     m->classes = classes;
     for (int i = 0; i < cfg->nlayers; i++) {
-        const layer_config *lc = &cfg->layers[i];
+        /* A relu right before a maxpool runs after it instead: max and relu commute exactly,
+         * forward and backward (the gradient reaches the window's maximum iff it is positive),
+         * and relu then touches a quarter of the data. */
+        int src = i;
+        if (i + 1 < cfg->nlayers && cfg->layers[i].type == LAYER_RELU &&
+            cfg->layers[i + 1].type == LAYER_MAXPOOL)
+            src = i + 1;
+        else if (i > 0 && cfg->layers[i - 1].type == LAYER_RELU &&
+                 cfg->layers[i].type == LAYER_MAXPOOL)
+            src = i - 1;
+        const layer_config *lc = &cfg->layers[src];
         layer *l = &m->layers[i];
         l->type = lc->type;
         l->in_c = c, l->in_h = h, l->in_w = w;

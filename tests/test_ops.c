@@ -491,3 +491,45 @@ TEST(ops_dense_small_and_gemm_paths_agree)
     CHECK(max_rel_diff(db1, db2, out) < 1e-5);
     free(x), free(w), free(b), free(dy);
 }
+
+/* The 2x2 stride-2 fast path on odd shapes (an uncovered last row and column) and on ties (the
+ * first maximum in the window wins, as in PyTorch), against a naive reference. */
+TEST(ops_pool_2x2_odd_shapes_and_ties)
+{
+    const int shapes[][2] = {{7, 9}, {5, 4}, {2, 2}, {9, 3}};
+    for (int k = 0; k < 4; k++) {
+        int c = 3, h = shapes[k][0], w = shapes[k][1];
+        pool_geom g;
+        CHECK(pool_geom_init(&g, c, h, w, 2, 2) == 0);
+        int nin = c * h * w, nout = c * g.oh * g.ow;
+        float *x = malloc(sizeof(float) * (size_t)nin), *y = malloc(sizeof(float) * (size_t)nout);
+        float *dy = malloc(sizeof(float) * (size_t)nout), *dx = malloc(sizeof(float) * (size_t)nin);
+        int32_t *arg = malloc(sizeof(int32_t) * (size_t)nout);
+        for (int i = 0; i < nin; i++)
+            x[i] = (float)((i * 7 + k) % 4);   /* many ties */
+        for (int i = 0; i < nout; i++)
+            dy[i] = (float)(i + 1);
+        for (int i = 0; i < nin; i++)
+            dx[i] = NAN;   /* every element must be written */
+        maxpool_forward(&g, x, y, arg, 0, 1);
+        maxpool_backward(&g, dy, arg, dx, 0, 1);
+        float *want = calloc((size_t)nin, sizeof(float));
+        for (int ch = 0; ch < c; ch++)
+            for (int oy = 0; oy < g.oh; oy++)
+                for (int ox = 0; ox < g.ow; ox++) {
+                    int best = ch * h * w + 2 * oy * w + 2 * ox;
+                    for (int i = 0; i < 2; i++)
+                        for (int j = 0; j < 2; j++) {
+                            int at = ch * h * w + (2 * oy + i) * w + 2 * ox + j;
+                            if (x[at] > x[best])
+                                best = at;
+                        }
+                    int o = (ch * g.oh + oy) * g.ow + ox;
+                    CHECKF(y[o] == x[best] && arg[o] == best, "%dx%d output %d", h, w, o);
+                    want[best] += dy[o];
+                }
+        for (int i = 0; i < nin; i++)
+            CHECKF(dx[i] == want[i], "%dx%d dx[%d] = %g, expected %g", h, w, i, dx[i], want[i]);
+        free(x), free(y), free(dy), free(dx), free(arg), free(want);
+    }
+}
