@@ -5,7 +5,10 @@
 #include "ops/gemm.h"
 #include "ops/layers.h"
 
-enum { GEMM_MIN_SAMPLES = 8 };
+/* Forward with few outputs (a classifier's 10) also takes dot products, in tiles of the input
+ * dimension so that each sample and each weight row is read from memory once: GEMM's register
+ * tiles would be mostly padding. */
+enum { GEMM_MIN_SAMPLES = 8, GEMM_MIN_OUTPUTS = 32, TILE = 2048 };
 
 static float dot(const float *a, const float *b, int n)
 {
@@ -14,6 +17,23 @@ static float dot(const float *a, const float *b, int n)
     for (int i = 0; i < n; i++)
         s += a[i] * b[i];
     return s;
+}
+
+/* acc[r] += x . w_r for 4 weight rows at once: x is loaded once, and 4 independent sums hide
+ * the add latency that a single dot product waits on. */
+static void dot4(const float *x, const float *w, size_t ldw, int n, float *acc)
+{
+    const float *w0 = w, *w1 = w + ldw, *w2 = w + 2 * ldw, *w3 = w + 3 * ldw;
+    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+    for (int i = 0; i < n; i++) {
+        float xi = x[i];
+        s0 += xi * w0[i];
+        s1 += xi * w1[i];
+        s2 += xi * w2[i];
+        s3 += xi * w3[i];
+    }
+    acc[0] += s0, acc[1] += s1, acc[2] += s2, acc[3] += s3;
 }
 
 static void axpy(float alpha, const float *x, float *y, int n)
@@ -26,11 +46,22 @@ static void axpy(float alpha, const float *x, float *y, int n)
 void dense_forward(int in, int out, const float *x, const float *wt, const float *bias, float *y,
                    int n0, int n1)
 {
-    if (n1 - n0 < GEMM_MIN_SAMPLES) {
-        for (int o = 0; o < out; o++)   /* each weight row once, for every sample */
-            for (int n = n0; n < n1; n++)
-                y[(size_t)n * out + o] = (bias ? bias[o] : 0.0f) +
-                                         dot(x + (size_t)n * in, wt + (size_t)o * in, in);
+    if (n1 - n0 < GEMM_MIN_SAMPLES || out < GEMM_MIN_OUTPUTS) {
+        for (int n = n0; n < n1; n++)
+            for (int o = 0; o < out; o++)
+                y[(size_t)n * out + o] = bias ? bias[o] : 0.0f;
+        for (int i0 = 0; i0 < in; i0 += TILE) {
+            int len = in - i0 < TILE ? in - i0 : TILE;
+            for (int n = n0; n < n1; n++) {
+                const float *xn = x + (size_t)n * in + i0;
+                float *yn = y + (size_t)n * out;
+                int o = 0;
+                for (; o + 4 <= out; o += 4)
+                    dot4(xn, wt + (size_t)o * in + i0, (size_t)in, len, yn + o);
+                for (; o < out; o++)
+                    yn[o] += dot(xn, wt + (size_t)o * in + i0, len);
+            }
+        }
         return;
     }
     for (int n = n0; n < n1; n++)
