@@ -92,6 +92,7 @@ static int load_task(const rt_ctx *ctx, void *p)
         long idx = a->split == SPLIT_TRAIN ? t->order[a->first + s] : a->first + s;
         const uint8_t *src = d->pixels + idx * per;
         float *dst = b->act[0] + s * per;
+#pragma omp simd
         for (long i = 0; i < per; i++)
             dst[i] = (float)src[i] * (1.0f / 255.0f);
         b->labels[s] = d->labels[idx];

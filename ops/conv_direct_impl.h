@@ -24,6 +24,11 @@
 #endif
 #define QB (VL * NV)           /* q positions per register block */
 #define QCHUNK (VL * 64)       /* q positions per backward-filter chunk, sized for L1 */
+#if VEC_BYTES >= 64
+#define KXB 3                  /* kernel-row taps per backward-filter register block */
+#else
+#define KXB 2                  /* 16 registers: FB * KXB accumulators + FB dy vectors */
+#endif
 
 typedef float vf __attribute__((vector_size(VEC_BYTES)));
 
@@ -89,11 +94,14 @@ static void valid_block(int cin, int kh, int kw, int wp, size_t stride, const fl
                     }
                 }
         }
+        /* Constant bounds and a test inside: a runtime bound would index acc by a variable
+         * and push it out of registers. */
         #pragma GCC unroll 16
-        for (int f = 0; f < nf; f++)
+        for (int f = 0; f < FB; f++)
             #pragma GCC unroll 16
             for (int v = 0; v < NV; v++)
-                vstore(out + (size_t)f * ostride + q0 + v * VL, acc[f][v]);
+                if (f < nf)
+                    vstore(out + (size_t)f * ostride + q0 + v * VL, acc[f][v]);
     }
 }
 
@@ -185,9 +193,9 @@ void NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, const float *x, 
 {
     int wp = g->w + 2 * g->pad, hp = g->h + 2 * g->pad, taps = g->kh * g->kw;
     int Q = g->oh * wp, ohw = g->oh * g->ow;
-    size_t stride = (size_t)hp * wp + QCHUNK + g->kw + wp, dstride = round_up((size_t)Q, QCHUNK);
+    size_t stride = (size_t)hp * wp + QCHUNK + g->kw + wp;
     float *in = ops_scratch(SCRATCH_PACK_A, stride * g->c);
-    float *dyv = ops_scratch(SCRATCH_COLUMNS, dstride * FB);
+    float *dyv = ops_scratch(SCRATCH_COLUMNS, (size_t)QCHUNK * FB);
     vf *part = (vf *)ops_scratch(SCRATCH_PARTIALS, (size_t)VL * FB * g->c * taps);
     if (!in || !dyv || !part)
         return;
@@ -202,45 +210,68 @@ void NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, const float *x, 
                    stride, in);
         for (int fb = f0; fb < f1; fb += FB) {
             int nf = f1 - fb < FB ? f1 - fb : FB;
-            memset(dyv, 0, sizeof(float) * dstride * FB);
-            #pragma GCC unroll 16
-            for (int f = 0; f < nf; f++) {
-                const float *d = dy + ((size_t)n * g->f + fb + f) * ohw;
-                for (int oy = 0; oy < g->oh; oy++)
-                    memcpy(dyv + (size_t)f * dstride + (size_t)oy * wp, d + (size_t)oy * g->ow,
-                           sizeof(float) * (size_t)g->ow);
-                if (dbias) {
+            if (dbias)
+                for (int f = 0; f < nf; f++) {
+                    const float *d = dy + ((size_t)n * g->f + fb + f) * ohw;
                     float s = 0;
                     for (int p = 0; p < ohw; p++)
                         s += d[p];
                     dbias[fb + f] += s;
                 }
-            }
-            /* Vector partial sums per (filter, channel, tap), reduced once per sample. */
+            /* Vector partial sums per (filter, channel, tap), reduced once per sample. A
+             * register block is FB filters x KXB neighbouring taps of one kernel row: each dy
+             * vector loaded feeds KXB taps and each input vector FB filters. */
             memset(part, 0, sizeof(vf) * FB * (size_t)g->c * taps);
             for (int q0 = 0; q0 < Q; q0 += QCHUNK) {
                 int q1 = q0 + QCHUNK < Q ? q0 + QCHUNK : Q;
-                for (int c = 0; c < g->c; c++)
-                    for (int t = 0; t < taps; t++) {
-                        const float *s = in + (size_t)c * stride + (t / g->kw) * wp + t % g->kw;
-                        vf *pt = part + ((size_t)c * taps + t) * FB;
-                        vf acc[FB][2];   /* two chains per filter hide the FMA latency */
-#pragma GCC unroll 16
-                        for (int f = 0; f < FB; f++)
-                            acc[f][0] = pt[f], acc[f][1] = vsplat(0);
-                        for (int q = q0; q < q1; q += 2 * VL) {   /* dyv is zero past Q */
-                            vf x0 = vload(s + q), x1 = vload(s + q + VL);
-#pragma GCC unroll 16
-                            for (int f = 0; f < FB; f++) {
-                                const float *d = dyv + (size_t)f * dstride + q;
-                                acc[f][0] += vload(d) * x0;
-                                acc[f][1] += vload(d + VL) * x1;
-                            }
-                        }
-#pragma GCC unroll 16
-                        for (int f = 0; f < FB; f++)
-                            pt[f] = acc[f][0] + acc[f][1];
+                /* This chunk of dy laid on the input's row stride, zeros in the dropped columns
+                 * and past Q: built in L1 rather than for the whole plane. */
+                size_t used = round_up((size_t)(q1 - q0), VL);
+                for (int f = 0; f < FB; f++)
+                    memset(dyv + (size_t)f * QCHUNK, 0, sizeof(float) * used);
+                for (int f = 0; f < nf; f++) {
+                    const float *d = dy + ((size_t)n * g->f + fb + f) * ohw;
+                    for (int q = q0; q < q1;) {
+                        int oy = q / wp, ox = q % wp, run = wp - ox < q1 - q ? wp - ox : q1 - q;
+                        if (ox < g->ow)
+                            memcpy(dyv + (size_t)f * QCHUNK + (q - q0), d + (size_t)oy * g->ow + ox,
+                                   sizeof(float) * (size_t)(g->ow - ox < run ? g->ow - ox : run));
+                        q += run;
                     }
+                }
+                for (int c = 0; c < g->c; c++)
+                    for (int ky = 0; ky < g->kh; ky++)
+                        for (int kx0 = 0; kx0 < g->kw; kx0 += KXB) {
+                            int nk = g->kw - kx0 < KXB ? g->kw - kx0 : KXB;
+                            const float *s = in + (size_t)c * stride + ky * wp + kx0;
+                            vf *pt = part + ((size_t)c * taps + ky * g->kw + kx0) * FB;
+                            vf acc[FB][KXB];
+#pragma GCC unroll 16
+                            for (int f = 0; f < FB; f++)
+#pragma GCC unroll 16
+                                for (int k = 0; k < KXB; k++)
+                                    acc[f][k] = vsplat(0);
+                            /* dyv is zero past Q; taps k >= nk read the slack and are dropped */
+                            for (int q = q0; q < q1; q += VL) {
+                                vf d[FB];
+#pragma GCC unroll 16
+                                for (int f = 0; f < FB; f++)
+                                    d[f] = vload(dyv + (size_t)f * QCHUNK + (q - q0));
+#pragma GCC unroll 16
+                                for (int k = 0; k < KXB; k++) {
+                                    vf xv = vload(s + q + k);
+#pragma GCC unroll 16
+                                    for (int f = 0; f < FB; f++)
+                                        acc[f][k] += d[f] * xv;
+                                }
+                            }
+#pragma GCC unroll 16
+                            for (int k = 0; k < KXB; k++)   /* constant bounds: acc stays in registers */
+#pragma GCC unroll 16
+                                for (int f = 0; f < FB; f++)
+                                    if (k < nk)
+                                        pt[(size_t)k * FB + f] += acc[f][k];
+                        }
             }
             for (int f = 0; f < nf; f++)
                 for (int ct = 0; ct < g->c * taps; ct++) {
