@@ -374,23 +374,35 @@ static void submit(trainer *t, rt_kind *kind, const task_args *a, int prio, int 
     rt_submit(t->rt, &d);   /* a failure is reported by the next wait */
 }
 
+/* Chunk k of a batch of `size`: equal chunks (8,8,8,8 rather than 9,9,9,5), so that no worker
+ * waits on a short last one. */
+static task_args chunk_args(trainer *t, int split, long first, int size, int set, long stat0,
+                            int chunks, int k)
+{
+    return (task_args){t, first, 0, set, k, (int)((long)k * size / chunks),
+                       (int)((long)(k + 1) * size / chunks), split, size, stat0 + k};
+}
+
+/* Submitted layer by layer across the chunks (every chunk's load, then every chunk's first
+ * layer, ...): when the submitting thread stops to run a task, each chunk already has work. */
 static void submit_batch(trainer *t, int split, long first, int size, int set, long stat0)
 {
     model *m = t->m;
     buffers *b = &t->set[set];
     int L = m->nlayers - 1;   /* index of softmax_xent; act[L] holds the logits */
     int chunks = (size + t->grain - 1) / t->grain;
+    task_args a;
     for (int k = 0; k < chunks; k++) {
-        /* Equal chunks (8,8,8,8 rather than 9,9,9,5): no worker waits on a short last one. */
-        task_args a = {t, first, 0, set, k, (int)((long)k * size / chunks), 0, split, size,
-                       stat0 + k};
-        a.n1 = (int)((long)(k + 1) * size / chunks);
+        a = chunk_args(t, split, first, size, set, stat0, chunks, k);
         submit(t, &k_load, &a, PRIO_LOAD, 2,
                (rt_access[]){{b->hact[0][k], RT_W}, {b->hlabels[k], RT_W}});
-        for (int l = 0; l < L; l++) {
-            rt_kind *kind = forward_kind(m->layers[l].type);
-            if (!kind)
-                continue;   /* flatten: a view */
+    }
+    for (int l = 0; l < L; l++) {
+        rt_kind *kind = forward_kind(m->layers[l].type);
+        if (!kind)
+            continue;   /* flatten: a view */
+        for (int k = 0; k < chunks; k++) {
+            a = chunk_args(t, split, first, size, set, stat0, chunks, k);
             a.layer = l;
             rt_access acc[3] = {{b->hact[l][k], RT_R}, {b->hact[l + 1][k], RT_W}};
             int n = 2;
@@ -398,37 +410,41 @@ static void submit_batch(trainer *t, int split, long first, int size, int set, l
                 acc[n++] = (rt_access){t->hparams[l], RT_R};
             submit(t, kind, &a, PRIO_FORWARD, n, acc);
         }
+    }
+    for (int k = 0; k < chunks; k++) {
+        a = chunk_args(t, split, first, size, set, stat0, chunks, k);
         a.layer = L;
         rt_access acc[3] = {{b->hact[L][k], RT_R}, {b->hlabels[k], RT_R}};
         if (split == SPLIT_TRAIN)
             acc[2] = (rt_access){b->hgrad[L][k], RT_W};
         submit(t, &k_loss, &a, PRIO_BACKWARD, split == SPLIT_TRAIN ? 3 : 2, acc);
-        if (split != SPLIT_TRAIN)
-            continue;
-        for (int l = L - 1; l >= 0; l--) {
-            rt_kind *kind = backward_kind(m->layers[l].type);
-            layer *ly = &m->layers[l];
-            if (!kind || (!ly->nparams && !t->need_dx[l]))
-                continue;
-            a.layer = l;
-            rt_access acc2[6] = {{b->hgrad[l + 1][k], RT_R}, {b->hact[l][k], RT_R},
-                                 {b->hact[l + 1][k], RT_R}};
-            int n = 3;
-            if (t->need_dx[l] && b->hgrad[l][k] != b->hgrad[l + 1][k])
-                acc2[n++] = (rt_access){b->hgrad[l][k], RT_W};
-            if (ly->nparams) {
-                acc2[n++] = (rt_access){t->hparams[l], RT_R};
-                acc2[n++] = (rt_access){t->hpartial[l][k], RT_W};
-            }
-            submit(t, kind, &a, PRIO_BACKWARD, n, acc2);
-        }
     }
     if (split != SPLIT_TRAIN)
         return;
+    for (int l = L - 1; l >= 0; l--) {
+        rt_kind *kind = backward_kind(m->layers[l].type);
+        layer *ly = &m->layers[l];
+        if (!kind || (!ly->nparams && !t->need_dx[l]))
+            continue;
+        for (int k = 0; k < chunks; k++) {
+            a = chunk_args(t, split, first, size, set, stat0, chunks, k);
+            a.layer = l;
+            rt_access acc[6] = {{b->hgrad[l + 1][k], RT_R}, {b->hact[l][k], RT_R},
+                                {b->hact[l + 1][k], RT_R}};
+            int n = 3;
+            if (t->need_dx[l] && b->hgrad[l][k] != b->hgrad[l + 1][k])
+                acc[n++] = (rt_access){b->hgrad[l][k], RT_W};
+            if (ly->nparams) {
+                acc[n++] = (rt_access){t->hparams[l], RT_R};
+                acc[n++] = (rt_access){t->hpartial[l][k], RT_W};
+            }
+            submit(t, kind, &a, PRIO_BACKWARD, n, acc);
+        }
+    }
     for (int l = 0; l < L; l++) {   /* fixed-order reduction, then the update */
         if (!m->layers[l].nparams)
             continue;
-        task_args a = {t, first, l, set, 0, 0, 0, split, size, 0};
+        a = (task_args){t, first, l, set, 0, 0, 0, split, size, 0};
         for (int k = 0; k < chunks; k++) {
             a.chunk = k;
             submit(t, &k_gradsum, &a, PRIO_BACKWARD, 2,

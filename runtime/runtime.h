@@ -62,7 +62,8 @@ typedef struct rt_task_desc {
     const rt_kind *kind;
     const void *args;        /* copied at submission */
     size_t args_size;        /* <= RT_MAX_ARGS */
-    int priority;            /* 0 .. RT_PRIO_LEVELS-1 */
+    int priority;            /* 0 .. RT_PRIO_LEVELS-1; above 0, idle workers steal it at once
+                              * even when it is alone (worth more than the cache it leaves) */
     int naccess;
     rt_access access[RT_MAX_ACCESS];   /* each handle at most once */
     int nafter;              /* explicit edges, for orderings no handle expresses */

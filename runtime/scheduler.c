@@ -136,7 +136,8 @@ static rt_task *find_work(rt_runtime *rt, rt_worker *me, int64_t min_steal)
         int v = (int)((me->rng >> 8) % (unsigned)(n - 1));
         rt_worker *victim = &rt->workers[v >= me->id ? v + 1 : v];
         for (int p = RT_PRIO_LEVELS - 1; p >= 0; p--) {
-            if (deque_size_hint(&victim->queues[p]) < min_steal)
+            /* A prioritised task waiting behind its owner's current one is worth moving now. */
+            if (deque_size_hint(&victim->queues[p]) < (p > 0 ? 1 : min_steal))
                 continue;
             int got = deque_steal(&victim->queues[p], batch, DEQUE_MAX_BATCH);
             if (!got)
@@ -224,7 +225,7 @@ static void run_chain(rt_runtime *rt, rt_worker *me, rt_task *t)
  * microseconds (far more on a virtual machine), so short gaps between tasks are spun through.
  * At first only a backlog is worth stealing: taking tasks one by one as the owner pushes them
  * moves every task between cores, which costs more than a small task. A lone task is taken once
- * it has waited a while. Stops early when stop_when(rt) holds (the owner's wait is over). */
+ * it has waited a while, or at once if it has a priority above 0. Stops early when stop_when(rt) holds (the owner's wait is over). */
 static rt_task *find_work_patiently(rt_runtime *rt, rt_worker *me, int (*stop_when)(rt_runtime *))
 {
     uint64_t start = clock_ticks();
@@ -233,15 +234,18 @@ static rt_task *find_work_patiently(rt_runtime *rt, rt_worker *me, int (*stop_wh
         rt_task *t = find_work(rt, me, min_steal);
         if (t || (stop_when && stop_when(rt)))
             return t;
-        if (i % 64 == 0) {
+        /* A pause takes up to ~140 cycles on recent x86: look at the clock every few
+         * microseconds, or the lone-task wait stretches well past its 20 us. */
+        if (i % 16 == 0) {
             double idle = clock_ticks_to_s(clock_ticks() - start);
             if (idle > IDLE_SPIN_S)
                 return NULL;
             if (idle > LONE_TASK_WAIT_S)
                 min_steal = 1;
-            sched_yield();   /* an oversubscribed machine may have a thread with work to run */
         }
-        for (int k = 0; k < 16; k++)
+        if (i % 64 == 0)
+            sched_yield();   /* an oversubscribed machine may have a thread with work to run */
+        for (int k = 0; k < 4; k++)
             cpu_relax();
     }
 }
