@@ -283,36 +283,55 @@ static int pnm_number(FILE *f, int *out)
     return digits ? 0 : -1;   /* the single white space after the number is consumed */
 }
 
+/* One sample value: an ASCII number (P2, P3) or a 1- or 2-byte big-endian binary one (P5, P6). */
+static int pnm_sample(FILE *f, int ascii, int maxval, int *out)
+{
+    if (ascii)
+        return pnm_number(f, out) || *out > maxval ? -1 : 0;
+    int hi = fgetc(f), lo = maxval > 255 ? fgetc(f) : 0;
+    if (hi == EOF || lo == EOF)
+        return -1;
+    *out = maxval > 255 ? hi << 8 | lo : hi;
+    return *out > maxval ? -1 : 0;
+}
+
+/* PGM and PPM, ASCII (P2, P3) or binary (P5, P6), 8 or 16 bits per sample. */
 static int load_one_pnm(const char *path, dataset *one, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
         return err_out(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     char magic[2] = {0};
-    int w, h, maxval, c;
-    if (fread(magic, 1, 2, f) != 2 || magic[0] != 'P' || (magic[1] != '5' && magic[1] != '6') ||
-        pnm_number(f, &w) || pnm_number(f, &h) || pnm_number(f, &maxval) || w < 1 || h < 1 ||
-        w > 16384 || h > 16384 || maxval < 1 || maxval > 255) {
+    int w, h, maxval;
+    if (fread(magic, 1, 2, f) != 2 || magic[0] != 'P' || magic[1] < '2' || magic[1] > '6' ||
+        magic[1] == '4' || pnm_number(f, &w) || pnm_number(f, &h) || pnm_number(f, &maxval) ||
+        w < 1 || h < 1 || w > 16384 || h > 16384 || maxval < 1 || maxval > 65535) {
         fclose(f);
-        return err_out(err, errlen, "%s: not a binary 8-bit PGM (P5) or PPM (P6) image", path);
+        return err_out(err, errlen, "%s: not a PGM or PPM image (P2, P3, P5 or P6, maxval at "
+                       "most 65535)", path);
     }
-    c = magic[1] == '6' ? 3 : 1;
-    size_t n = (size_t)w * h * c;
-    uint8_t *interleaved = malloc(n);
+    int ascii = magic[1] <= '3', c = magic[1] == '3' || magic[1] == '6' ? 3 : 1;
+    size_t hw = (size_t)w * h;
     *one = (dataset){.n = 1, .c = c, .h = h, .w = w, .classes = 1};
-    one->pixels = malloc(n);
+    one->pixels = malloc(hw * (size_t)c);
     one->labels = calloc(1, 1);
-    if (!interleaved || !one->pixels || !one->labels || fread(interleaved, 1, n, f) != n) {
-        free(interleaved);
+    if (!one->pixels || !one->labels) {
         fclose(f);
         dataset_free(one);
-        return err_out(err, errlen, "%s: truncated: expected %zu bytes of pixels", path, n);
+        return err_out(err, errlen, "%s: out of memory", path);
     }
+    for (size_t p = 0; p < hw; p++)   /* RGBRGB... -> planes, scaled to 0..255 */
+        for (int k = 0; k < c; k++) {
+            int v;
+            if (pnm_sample(f, ascii, maxval, &v)) {
+                fclose(f);
+                dataset_free(one);
+                return err_out(err, errlen, "%s: truncated or bad pixel data: sample %zu of %zu "
+                               "is missing or above maxval %d", path, p * c + k + 1, hw * c, maxval);
+            }
+            one->pixels[k * hw + p] = (uint8_t)((long)v * 255 / maxval);
+        }
     fclose(f);
-    for (size_t p = 0; p < (size_t)w * h; p++)   /* RGBRGB... -> planes, scaled to 0..255 */
-        for (int k = 0; k < c; k++)
-            one->pixels[k * (size_t)w * h + p] = (uint8_t)(interleaved[p * c + k] * 255 / maxval);
-    free(interleaved);
     return 0;
 }
 

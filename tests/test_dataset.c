@@ -180,8 +180,45 @@ TEST(dataset_pnm_images_resized_and_converted)
     CHECK(dataset_load_pnm(&d, paths, 2, 1, 2, 4, 10, err, sizeof err) == -1);
     CHECKF(strstr(err, bad) && strstr(err, "truncated"), "%s", err);
     f = fopen(bad, "wb");
-    fprintf(f, "P3 4 2 255\n");   /* ASCII PPM: not supported, said so */
+    fprintf(f, "P7 4 2 255\n");   /* PAM: not supported, said so */
     fclose(f);
     CHECK(dataset_load_pnm(&d, paths, 2, 1, 2, 4, 10, err, sizeof err) == -1);
-    CHECKF(strstr(err, "not a binary 8-bit PGM (P5) or PPM (P6)"), "%s", err);
+    CHECKF(strstr(err, "not a PGM or PPM image"), "%s", err);
+}
+
+/* ASCII PGM/PPM (P2, P3) and 16-bit binary samples read like their 8-bit binary twins. */
+TEST(dataset_pnm_ascii_and_16_bit)
+{
+    char *ascii = tmp("a.pgm"), *wide = tmp("b.pgm"), *colour = tmp("c.ppm"), err[512];
+    FILE *f = fopen(ascii, "w");
+    fprintf(f, "P2\n# grey ramp\n4 2\n15\n0 2 4 6\n8 10 12 15\n");
+    fclose(f);
+    f = fopen(wide, "wb");
+    fprintf(f, "P5 4 2 65535\n");
+    for (int i = 0; i < 8; i++)
+        fputc(i * 2 * 4369 >> 8, f), fputc(i * 2 * 4369 & 255, f);   /* the same ramp, 16-bit */
+    fclose(f);
+    f = fopen(colour, "w");
+    fprintf(f, "P3 2 1 255\n255 0 0   0 0 255\n");
+    fclose(f);
+    const char *paths[] = {ascii, wide};
+    dataset d;
+    CHECKF(dataset_load_pnm(&d, paths, 2, 1, 2, 4, 10, err, sizeof err) == 0, "%s", err);
+    CHECK(d.pixels[1] == 34 && d.pixels[7] == 255);   /* 2 * 255 / 15, 15 -> 255 */
+    CHECK(d.pixels[8 + 1] == 34 && d.pixels[8 + 6] == 204);
+    dataset_free(&d);
+    const char *one[] = {colour};
+    CHECKF(dataset_load_pnm(&d, one, 1, 3, 1, 2, 10, err, sizeof err) == 0, "%s", err);
+    CHECK(d.pixels[0] == 255 && d.pixels[1] == 0 && d.pixels[4] == 0 && d.pixels[5] == 255);
+    dataset_free(&d);
+    f = fopen(ascii, "w");
+    fprintf(f, "P2 4 2 15\n0 2 4 16 8 10 12 15\n");   /* above maxval */
+    fclose(f);
+    CHECK(dataset_load_pnm(&d, paths, 1, 1, 2, 4, 10, err, sizeof err) == -1);
+    CHECKF(strstr(err, ascii) && strstr(err, "sample 4 of 8") && strstr(err, "maxval 15"), "%s", err);
+    f = fopen(ascii, "w");
+    fprintf(f, "P2 4 2 15\n0 2 4\n");   /* short */
+    fclose(f);
+    CHECK(dataset_load_pnm(&d, paths, 1, 1, 2, 4, 10, err, sizeof err) == -1);
+    CHECKF(strstr(err, "sample 4 of 8 is missing"), "%s", err);
 }
