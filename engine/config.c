@@ -60,6 +60,7 @@ static const key_spec optimizer_keys[] = {
 static const key_spec execution_keys[] = {
     {"workers", V_INT, JOB(workers), 0, 1024},
     {"grain", V_GRAIN, JOB(grain), 1, 1 << 20},
+    {"filter_groups", V_GRAIN, JOB(filter_groups), 1, 4},
     {NULL, 0, 0, 0, 0}};
 static const key_spec energy_keys[] = {
     {"rate_hz", V_FLOAT, JOB(energy_rate_hz), 1, 1000},

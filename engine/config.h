@@ -7,7 +7,8 @@
  *   [conv]       filters, size, stride, padding          (layers, in order)
  *   [relu]  [maxpool] size, stride  [flatten]  [dense] outputs  [softmax_xent]
  *   [optimizer]  type (sgd), lr, momentum, weight_decay
- *   [execution]  workers, grain (auto | N samples per task)
+ *   [execution]  workers, grain (auto | N samples per task),
+ *                filter_groups (auto | N convolution tasks per chunk, split by filters)
  *   [energy]     rate_hz, carbon_g_per_kwh, baseline_seconds, baseline_watts,
  *                model_idle_watts, model_core_watts
  */
@@ -54,6 +55,7 @@ typedef struct job_config {
     /* [execution] */
     int workers;                   /* 0: all CPUs */
     int grain;                     /* 0: auto; else samples per task */
+    int filter_groups;             /* 0: auto; else tasks per chunk for each convolution */
     /* [energy] */
     float energy_rate_hz;          /* sampler rate */
     float carbon_g_per_kwh;

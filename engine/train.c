@@ -17,7 +17,9 @@ typedef struct buffers {
     float *act[CONFIG_MAX_LAYERS + 1], *grad[CONFIG_MAX_LAYERS + 1];
     int32_t *argmax[CONFIG_MAX_LAYERS];
     uint8_t *labels;
-    rt_handle **hact[CONFIG_MAX_LAYERS + 1], **hgrad[CONFIG_MAX_LAYERS + 1];   /* [chunk] */
+    /* hact[l][chunk * act_groups[l] + g]: an activation written by a convolution split into
+     * filter groups has a handle per group; hgrad[l][chunk]. */
+    rt_handle **hact[CONFIG_MAX_LAYERS + 1], **hgrad[CONFIG_MAX_LAYERS + 1];
     rt_handle **hlabels;
 } buffers;
 
@@ -32,8 +34,10 @@ struct trainer {
     buffers set[2];                       /* alternate batches: batch b+1 loads during b's backward */
     rt_handle *hparams[CONFIG_MAX_LAYERS], *hgradsum[CONFIG_MAX_LAYERS];
     float *partial[CONFIG_MAX_LAYERS];    /* nchunks x nparams: per-chunk gradients */
-    rt_handle **hpartial[CONFIG_MAX_LAYERS];
+    rt_handle **hpartial[CONFIG_MAX_LAYERS];   /* [chunk * groups[l] + g] */
     int need_dx[CONFIG_MAX_LAYERS];       /* does any layer before l have parameters? */
+    int groups[CONFIG_MAX_LAYERS];        /* tasks per chunk of each layer, split by filters */
+    int act_groups[CONFIG_MAX_LAYERS + 1];   /* handles per chunk of each activation */
     long *order;
     chunk_stats *stats;                   /* [batch][chunk] of the current pass */
     _Atomic long samples_done;            /* loss computed, this pass */
@@ -57,7 +61,9 @@ typedef struct task_args {
     long first;          /* index of the batch's first sample in the pass order */
     int layer, set, chunk, n0, n1, split, batch_size;
     long stat;           /* slot in t->stats */
+    int f0, f1;          /* convolutions: the filters this task computes */
 } task_args;
+_Static_assert(sizeof(task_args) <= RT_MAX_ARGS, "task arguments are copied into the task");
 
 int train_grain(const job_config *cfg, const model *m)
 {
@@ -82,6 +88,24 @@ int train_grain(const job_config *cfg, const model *m)
     while (chunks < (cfg->batch + g - 1) / g)
         chunks *= 2;
     return (int)((cfg->batch + chunks - 1) / chunks);
+}
+
+/* Convolution tasks per chunk, each over a slice of the filters: the config's, or as many as
+ * keep a task above ~1 MFLOP and every slice a whole number of 4-filter register blocks (the
+ * direct kernel computes 4 filters at a time), at most 4. Like the grain, it depends on the
+ * model only, and splitting never changes a result: each filter is computed the same way. */
+static int filter_groups(const job_config *cfg, const layer *l, int grain)   /* 1 to 4 */
+{
+    if (l->type != LAYER_CONV)
+        return 1;
+    int f = l->conv.f;
+    if (cfg->filter_groups > 0)
+        return cfg->filter_groups < f ? cfg->filter_groups : f;
+    double flops = 2.0 * (double)l->nweights * l->conv.oh * l->conv.ow * grain;
+    int g = 1;
+    while (g < 4 && f % (8 * g) == 0 && flops / (2 * g) >= 1e6)
+        g *= 2;
+    return g;
 }
 
 /* ---- task bodies ---- */
@@ -115,8 +139,8 @@ static int forward_task(const rt_ctx *ctx, void *p)
     float *x = b->act[a->layer], *y = b->act[a->layer + 1];
     switch (l->type) {
     case LAYER_CONV:
-        conv2d_forward(&l->conv, x, l->params, l->params + l->nweights, y, a->n0, a->n1, 0,
-                       l->conv.f);
+        conv2d_forward(&l->conv, x, l->params, l->params + l->nweights, y, a->n0, a->n1, a->f0,
+                       a->f1);
         break;
     case LAYER_RELU:
         relu_forward(x, y, a->n0 * l->in_size, a->n1 * l->in_size);
@@ -171,10 +195,10 @@ static int backward_task(const rt_ctx *ctx, void *p)
     float *part = l->nparams ? t->partial[a->layer] + (size_t)a->chunk * l->nparams : NULL;
     int want_dx = t->need_dx[a->layer];
     switch (l->type) {
-    case LAYER_CONV:
-        conv2d_backward_filter(&l->conv, x, dy, part, part + l->nweights, a->n0, a->n1, 0,
-                               l->conv.f, 0);
-        if (want_dx)
+    case LAYER_CONV:   /* split into filter groups, dx has a task of its own */
+        conv2d_backward_filter(&l->conv, x, dy, part, part + l->nweights, a->n0, a->n1, a->f0,
+                               a->f1, 0);
+        if (want_dx && t->groups[a->layer] == 1)
             conv2d_backward_input(&l->conv, dy, l->params, dx, a->n0, a->n1);
         break;
     case LAYER_DENSE:
@@ -191,6 +215,17 @@ static int backward_task(const rt_ctx *ctx, void *p)
     default:
         break;
     }
+    return 0;
+}
+
+static int conv_backward_input_task(const rt_ctx *ctx, void *p)
+{
+    (void)ctx;
+    task_args *a = p;
+    layer *l = &a->t->m->layers[a->layer];
+    buffers *b = &a->t->set[a->set];
+    conv2d_backward_input(&l->conv, b->grad[a->layer + 1], l->params, b->grad[a->layer], a->n0,
+                          a->n1);
     return 0;
 }
 
@@ -227,6 +262,7 @@ static rt_kind k_pool_fwd = {.name = "maxpool_forward", .cpu = forward_task};
 static rt_kind k_dense_fwd = {.name = "dense_forward", .cpu = forward_task};
 static rt_kind k_loss = {.name = "softmax_xent", .cpu = loss_task};
 static rt_kind k_conv_bwd = {.name = "conv_backward", .cpu = backward_task};
+static rt_kind k_conv_bwd_input = {.name = "conv_backward_input", .cpu = conv_backward_input_task};
 static rt_kind k_relu_bwd = {.name = "relu_backward", .cpu = backward_task};
 static rt_kind k_pool_bwd = {.name = "maxpool_backward", .cpu = backward_task};
 static rt_kind k_dense_bwd = {.name = "dense_backward", .cpu = backward_task};
@@ -265,13 +301,16 @@ static int alloc_buffers(trainer *t, buffers *b, const dataset *d)
         long size = l == 0 ? in : m->layers[l - 1].out_size;
         b->act[l] = calloc((size_t)t->batch * (size_t)size, sizeof(float));
         b->grad[l] = calloc((size_t)t->batch * (size_t)size, sizeof(float));
-        b->hact[l] = calloc((size_t)n, sizeof(rt_handle *));
+        int g = t->act_groups[l];
+        b->hact[l] = calloc((size_t)n * g, sizeof(rt_handle *));
         b->hgrad[l] = calloc((size_t)n, sizeof(rt_handle *));
         if (!b->act[l] || !b->grad[l] || !b->hact[l] || !b->hgrad[l])
             return -1;
         for (int k = 0; k < n; k++) {
             long s0 = (long)k * t->grain;
-            b->hact[l][k] = rt_handle_register(t->rt, b->act[l] + s0 * size, 0, "activation");
+            for (int i = 0; i < g; i++)
+                b->hact[l][k * g + i] = rt_handle_register(t->rt, b->act[l] + s0 * size, 0,
+                                                           "activation");
             b->hgrad[l][k] = rt_handle_register(t->rt, b->grad[l] + s0 * size, 0, "gradient");
         }
     }
@@ -291,7 +330,8 @@ static void free_buffers(trainer *t, buffers *b)
         if (l > 0 && t->m->layers[l - 1].type == LAYER_FLATTEN)
             continue;
         for (int k = 0; k < t->nchunks && b->hact[l]; k++) {
-            rt_handle_unregister(t->rt, b->hact[l][k]);
+            for (int i = 0; i < t->act_groups[l]; i++)
+                rt_handle_unregister(t->rt, b->hact[l][k * t->act_groups[l] + i]);
             rt_handle_unregister(t->rt, b->hgrad[l][k]);
         }
         free(b->act[l]), free(b->grad[l]), free(b->hact[l]), free(b->hgrad[l]);
@@ -322,18 +362,23 @@ trainer *trainer_create(const job_config *cfg, model *m, rt_runtime *rt, const d
     t->stats = calloc((size_t)t->nstats, sizeof(chunk_stats));
     int ok = t->order && t->stats;
     int seen_params = 0;
+    t->act_groups[0] = 1;
     for (int l = 0; l < m->nlayers && ok; l++) {
         layer *ly = &m->layers[l];
         t->need_dx[l] = seen_params;
         seen_params |= ly->nparams > 0;
+        t->groups[l] = filter_groups(cfg, ly, t->grain);
+        /* a flatten's output is a view of its input: same handles */
+        t->act_groups[l + 1] = ly->type == LAYER_FLATTEN ? t->act_groups[l] : t->groups[l];
         if (!ly->nparams)
             continue;
+        int g = t->groups[l];
         t->hparams[l] = rt_handle_register(rt, ly->params, 0, "parameters");
         t->hgradsum[l] = rt_handle_register(rt, ly->grad, 0, "gradient");
         t->partial[l] = calloc((size_t)t->nchunks * (size_t)ly->nparams, sizeof(float));
-        t->hpartial[l] = calloc((size_t)t->nchunks, sizeof(rt_handle *));
+        t->hpartial[l] = calloc((size_t)t->nchunks * g, sizeof(rt_handle *));
         ok = t->partial[l] && t->hpartial[l];
-        for (int k = 0; ok && k < t->nchunks; k++)
+        for (int k = 0; ok && k < t->nchunks * g; k++)
             t->hpartial[l][k] = rt_handle_register(rt, t->partial[l], 0, "partial gradient");
     }
     for (int s = 0; s < 2 && ok; s++)
@@ -359,7 +404,7 @@ void trainer_destroy(trainer *t)
             continue;
         rt_handle_unregister(t->rt, t->hparams[l]);
         rt_handle_unregister(t->rt, t->hgradsum[l]);
-        for (int k = 0; k < t->nchunks && t->hpartial[l]; k++)
+        for (int k = 0; k < t->nchunks * t->groups[l] && t->hpartial[l]; k++)
             rt_handle_unregister(t->rt, t->hpartial[l][k]);
         free(t->hpartial[l]);
         free(t->partial[l]);
@@ -386,7 +431,47 @@ static task_args chunk_args(trainer *t, int split, long first, int size, int set
                             int chunks, int k)
 {
     return (task_args){t, first, 0, set, k, (int)((long)k * size / chunks),
-                       (int)((long)(k + 1) * size / chunks), split, size, stat0 + k};
+                       (int)((long)(k + 1) * size / chunks), split, size, stat0 + k, 0, 0};
+}
+
+/* Appends the handles of activation l, chunk k (one per filter group of the layer writing it). */
+static int add_act(const trainer *t, const buffers *b, int l, int k, rt_mode mode, rt_access *acc,
+                   int n)
+{
+    for (int g = 0; g < t->act_groups[l]; g++)
+        acc[n++] = (rt_access){b->hact[l][k * t->act_groups[l] + g], mode};
+    return n;
+}
+
+/* The backward tasks of layer l for chunk k; each declares exactly what it reads and writes. */
+static void submit_backward(trainer *t, const buffers *b, task_args a, int l, int k)
+{
+    layer *ly = &t->m->layers[l];
+    int groups = t->groups[l], dx = t->need_dx[l] && b->hgrad[l][k] != b->hgrad[l + 1][k];
+    rt_access acc[RT_MAX_ACCESS];
+    a.layer = l;
+    for (int g = 0; g < groups; g++) {
+        int n = 0;
+        acc[n++] = (rt_access){b->hgrad[l + 1][k], RT_R};
+        if (ly->type == LAYER_RELU || ly->type == LAYER_MAXPOOL)
+            n = add_act(t, b, l + 1, k, RT_R, acc, n);   /* the output, or the pooling's argmax */
+        else
+            n = add_act(t, b, l, k, RT_R, acc, n);       /* the input */
+        if (ly->nparams)
+            acc[n++] = (rt_access){t->hpartial[l][k * groups + g], RT_W};
+        if (dx && groups == 1) {
+            acc[n++] = (rt_access){b->hgrad[l][k], RT_W};
+            if (ly->nparams)
+                acc[n++] = (rt_access){t->hparams[l], RT_R};
+        }
+        a.f0 = (int)((long)g * ly->conv.f / groups);
+        a.f1 = (int)((long)(g + 1) * ly->conv.f / groups);
+        submit(t, backward_kind(ly->type), &a, PRIO_BACKWARD, n, acc);
+    }
+    if (dx && groups > 1)
+        submit(t, &k_conv_bwd_input, &a, PRIO_BACKWARD, 3,
+               (rt_access[]){{b->hgrad[l + 1][k], RT_R}, {t->hparams[l], RT_R},
+                             {b->hgrad[l][k], RT_W}});
 }
 
 /* Submitted layer by layer across the chunks (every chunk's load, then every chunk's first
@@ -397,6 +482,7 @@ static void submit_batch(trainer *t, int split, long first, int size, int set, l
     buffers *b = &t->set[set];
     int L = m->nlayers - 1;   /* index of softmax_xent; act[L] holds the logits */
     int chunks = (size + t->grain - 1) / t->grain;
+    rt_access acc[RT_MAX_ACCESS];
     task_args a;
     for (int k = 0; k < chunks; k++) {
         a = chunk_args(t, split, first, size, set, stat0, chunks, k);
@@ -407,54 +493,52 @@ static void submit_batch(trainer *t, int split, long first, int size, int set, l
         rt_kind *kind = forward_kind(m->layers[l].type);
         if (!kind)
             continue;   /* flatten: a view */
-        for (int k = 0; k < chunks; k++) {
-            a = chunk_args(t, split, first, size, set, stat0, chunks, k);
-            a.layer = l;
-            rt_access acc[3] = {{b->hact[l][k], RT_R}, {b->hact[l + 1][k], RT_W}};
-            int n = 2;
-            if (m->layers[l].nparams)
-                acc[n++] = (rt_access){t->hparams[l], RT_R};
-            submit(t, kind, &a, PRIO_FORWARD, n, acc);
-        }
+        int groups = t->groups[l];
+        for (int k = 0; k < chunks; k++)
+            for (int g = 0; g < groups; g++) {
+                a = chunk_args(t, split, first, size, set, stat0, chunks, k);
+                a.layer = l;
+                a.f0 = (int)((long)g * m->layers[l].conv.f / groups);
+                a.f1 = (int)((long)(g + 1) * m->layers[l].conv.f / groups);
+                int n = add_act(t, b, l, k, RT_R, acc, 0);
+                if (groups > 1)
+                    acc[n++] = (rt_access){b->hact[l + 1][k * groups + g], RT_W};
+                else
+                    n = add_act(t, b, l + 1, k, RT_W, acc, n);
+                if (m->layers[l].nparams)
+                    acc[n++] = (rt_access){t->hparams[l], RT_R};
+                submit(t, kind, &a, PRIO_FORWARD, n, acc);
+            }
     }
     for (int k = 0; k < chunks; k++) {
         a = chunk_args(t, split, first, size, set, stat0, chunks, k);
         a.layer = L;
-        rt_access acc[3] = {{b->hact[L][k], RT_R}, {b->hlabels[k], RT_R}};
+        int n = add_act(t, b, L, k, RT_R, acc, 0);
+        acc[n++] = (rt_access){b->hlabels[k], RT_R};
         if (split == SPLIT_TRAIN)
-            acc[2] = (rt_access){b->hgrad[L][k], RT_W};
-        submit(t, &k_loss, &a, PRIO_BACKWARD, split == SPLIT_TRAIN ? 3 : 2, acc);
+            acc[n++] = (rt_access){b->hgrad[L][k], RT_W};
+        submit(t, &k_loss, &a, PRIO_BACKWARD, n, acc);
     }
     if (split != SPLIT_TRAIN)
         return;
     for (int l = L - 1; l >= 0; l--) {
-        rt_kind *kind = backward_kind(m->layers[l].type);
         layer *ly = &m->layers[l];
-        if (!kind || (!ly->nparams && !t->need_dx[l]))
+        if (!backward_kind(ly->type) || (!ly->nparams && !t->need_dx[l]))
             continue;
-        for (int k = 0; k < chunks; k++) {
-            a = chunk_args(t, split, first, size, set, stat0, chunks, k);
-            a.layer = l;
-            rt_access acc[6] = {{b->hgrad[l + 1][k], RT_R}, {b->hact[l][k], RT_R},
-                                {b->hact[l + 1][k], RT_R}};
-            int n = 3;
-            if (t->need_dx[l] && b->hgrad[l][k] != b->hgrad[l + 1][k])
-                acc[n++] = (rt_access){b->hgrad[l][k], RT_W};
-            if (ly->nparams) {
-                acc[n++] = (rt_access){t->hparams[l], RT_R};
-                acc[n++] = (rt_access){t->hpartial[l][k], RT_W};
-            }
-            submit(t, kind, &a, PRIO_BACKWARD, n, acc);
-        }
+        for (int k = 0; k < chunks; k++)
+            submit_backward(t, b, chunk_args(t, split, first, size, set, stat0, chunks, k), l, k);
     }
     for (int l = 0; l < L; l++) {   /* fixed-order reduction, then the update */
         if (!m->layers[l].nparams)
             continue;
-        a = (task_args){t, first, l, set, 0, 0, 0, split, size, 0};
+        int groups = t->groups[l];
+        a = (task_args){t, first, l, set, 0, 0, 0, split, size, 0, 0, 0};
         for (int k = 0; k < chunks; k++) {
             a.chunk = k;
-            submit(t, &k_gradsum, &a, PRIO_BACKWARD, 2,
-                   (rt_access[]){{t->hgradsum[l], k ? RT_RW : RT_W}, {t->hpartial[l][k], RT_R}});
+            acc[0] = (rt_access){t->hgradsum[l], k ? RT_RW : RT_W};
+            for (int g = 0; g < groups; g++)
+                acc[1 + g] = (rt_access){t->hpartial[l][k * groups + g], RT_R};
+            submit(t, &k_gradsum, &a, PRIO_BACKWARD, 1 + groups, acc);
         }
         submit(t, &k_sgd, &a, PRIO_BACKWARD, 2,
                (rt_access[]){{t->hparams[l], RT_RW}, {t->hgradsum[l], RT_R}});

@@ -135,6 +135,23 @@ TEST(train_same_weights_with_1_2_4_16_workers)
     }
 }
 
+/* Convolutions split into filter groups (2 and 3 filters per task, uneven) compute every filter
+ * as a whole convolution does: the weights are bit-identical, whatever the workers. */
+TEST(train_filter_groups_give_the_same_weights)
+{
+    static run whole, split;
+    train(make_job("filter_groups = 1\n"), 1, 2, &whole);
+    CHECKF(whole.rc == 0, "%s", whole.err);
+    int workers[] = {1, 3};
+    for (int i = 0; i < 2; i++) {
+        train(make_job("filter_groups = 2\n"), workers[i], 2, &split);
+        CHECKF(split.rc == 0, "%s", split.err);
+        CHECK(split.nparams == whole.nparams);
+        CHECKF(!memcmp(whole.params, split.params, sizeof(float) * (size_t)whole.nparams),
+               "weights differ with 2 filter groups on %d workers", workers[i]);
+    }
+}
+
 TEST(train_divergence_is_an_error_not_a_hang)
 {
     static run r;
