@@ -46,17 +46,35 @@ static inline vf vsplat(float x)
     return (vf){0} + x;   /* GCC broadcasts a scalar operand */
 }
 
-/* Zero-padded copy of planes [0, nplanes) of h x w into rows of wp, plane stride `stride`. */
-static void pad_planes(const float *src, int nplanes, int h, int w, int pad_y, int pad_x, int wp,
-                       size_t stride, float *dst)
+/* Rows [r0, r0 + nrows) of the zero-padded planes [0, nplanes) of h x w (padded coordinates:
+ * row r holds source row r - pad_y), into rows of wp, plane stride `stride`; the slack after the
+ * rows is zeroed. Only the padding is cleared, never a whole plane. */
+static void pad_rows(const float *src, int nplanes, int h, int w, int pad_y, int pad_x, int wp,
+                     int r0, int nrows, size_t stride, float *dst)
 {
     for (int p = 0; p < nplanes; p++) {
         float *d = dst + (size_t)p * stride;
-        memset(d, 0, sizeof(float) * stride);
-        for (int y = 0; y < h; y++)
-            memcpy(d + (size_t)(y + pad_y) * wp + pad_x, src + ((size_t)p * h + y) * w,
-                   sizeof(float) * (size_t)w);
+        for (int r = 0; r < nrows; r++) {
+            float *row = d + (size_t)r * wp;
+            int sy = r0 + r - pad_y;
+            if (sy < 0 || sy >= h) {
+                memset(row, 0, sizeof(float) * (size_t)wp);
+                continue;
+            }
+            memset(row, 0, sizeof(float) * (size_t)pad_x);
+            memcpy(row + pad_x, src + ((size_t)p * h + sy) * w, sizeof(float) * (size_t)w);
+            memset(row + pad_x + w, 0, sizeof(float) * (size_t)(wp - pad_x - w));
+        }
+        memset(d + (size_t)nrows * wp, 0, sizeof(float) * (stride - (size_t)nrows * wp));
     }
+}
+
+/* Output rows per band: the band's padded input and its outputs for FB filters stay in L2
+ * (about 192 KB), instead of whole planes going out to memory and back. */
+static int band_rows(int wp, int planes, int oh)
+{
+    int rows = 49152 / (wp * (planes + FB));
+    return rows < 1 ? 1 : rows > oh ? oh : rows;
 }
 
 /* out[f][q] = bias[f] + sum over c, taps of wg[c][tap][f] * in[c][q + tap offset], for q in
@@ -118,32 +136,39 @@ static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 void NAME(conv_direct_forward, ISA)(const conv_geom *g, const float *x, const float *wt,
                                     const float *bias, float *y, int n0, int n1, int f0, int f1)
 {
-    int wp = g->w + 2 * g->pad, hp = g->h + 2 * g->pad, taps = g->kh * g->kw;
-    int Q = g->oh * wp;
-    size_t stride = (size_t)hp * wp + QB + g->kw + wp, ostride = round_up((size_t)Q, QB);
+    int wp = g->w + 2 * g->pad, taps = g->kh * g->kw, nblocks = (f1 - f0 + FB - 1) / FB;
+    int band = band_rows(wp, g->c, g->oh), rows_in = band + g->kh - 1;
+    size_t stride = (size_t)rows_in * wp + QB + g->kw + wp;
+    size_t ostride = round_up((size_t)band * wp, QB), wblock = (size_t)g->c * taps * FB;
     float *in = ops_scratch(SCRATCH_PACK_A, stride * g->c);
     float *out = ops_scratch(SCRATCH_COLUMNS, ostride * FB);
-    float *wg = ops_scratch(SCRATCH_PACK_B, (size_t)g->c * taps * FB);
+    float *wg = ops_scratch(SCRATCH_PACK_B, wblock * nblocks);
     if (!in || !out || !wg)
         return;
-    for (int fb = f0; fb < f1; fb += FB) {
+    for (int fb = f0; fb < f1; fb += FB) {   /* every filter block's weights, once */
         int nf = f1 - fb < FB ? f1 - fb : FB;
+        float *w = wg + (size_t)((fb - f0) / FB) * wblock;
 #define FWD_W(fo, ci, ti) wt[(((size_t)(fb + (fo)) * g->c) + (ci)) * taps + (ti)]
-        REGROUP(wg, g->c, taps, nf, FWD_W)
+        REGROUP(w, g->c, taps, nf, FWD_W)
 #undef FWD_W
-        for (int n = n0; n < n1; n++) {
-            if (fb == f0 || n0 + 1 < n1)   /* one sample: pad once for all filter blocks */
-                pad_planes(x + (size_t)n * g->c * g->h * g->w, g->c, g->h, g->w, g->pad, g->pad,
-                           wp, stride, in);
-            valid_block(g->c, g->kh, g->kw, wp, stride, in, wg, bias ? bias + fb : NULL, nf, out,
-                        ostride, Q);
-            #pragma GCC unroll 16
-            for (int f = 0; f < nf; f++)
-                for (int oy = 0; oy < g->oh; oy++)
-                    memcpy(y + (((size_t)n * g->f + fb + f) * g->oh + oy) * g->ow,
-                           out + (size_t)f * ostride + (size_t)oy * wp, sizeof(float) * (size_t)g->ow);
-        }
     }
+    for (int n = n0; n < n1; n++)
+        for (int oy0 = 0; oy0 < g->oh; oy0 += band) {
+            int nb = g->oh - oy0 < band ? g->oh - oy0 : band;
+            pad_rows(x + (size_t)n * g->c * g->h * g->w, g->c, g->h, g->w, g->pad, g->pad, wp,
+                     oy0, nb + g->kh - 1, stride, in);
+            for (int fb = f0; fb < f1; fb += FB) {
+                int nf = f1 - fb < FB ? f1 - fb : FB;
+                valid_block(g->c, g->kh, g->kw, wp, stride, in,
+                            wg + (size_t)((fb - f0) / FB) * wblock, bias ? bias + fb : NULL, nf,
+                            out, ostride, nb * wp);
+                for (int f = 0; f < nf; f++)
+                    for (int r = 0; r < nb; r++)
+                        memcpy(y + (((size_t)n * g->f + fb + f) * g->oh + oy0 + r) * g->ow,
+                               out + (size_t)f * ostride + (size_t)r * wp,
+                               sizeof(float) * (size_t)g->ow);
+            }
+        }
 }
 
 /* dx is the valid convolution of dy, padded by the kernel size less one, with the weights flipped
@@ -169,8 +194,8 @@ void NAME(conv_direct_backward_input, ISA)(const conv_geom *g, const float *dy, 
 #undef BWD_W
     }
     for (int n = n0; n < n1; n++) {
-        pad_planes(dy + (size_t)n * g->f * g->oh * g->ow, g->f, g->oh, g->ow, py, px, wd, stride,
-                   in);
+        pad_rows(dy + (size_t)n * g->f * g->oh * g->ow, g->f, g->oh, g->ow, py, px, wd, 0, hd,
+                 stride, in);
         for (int cb = 0; cb < g->c; cb += FB) {
             int nc = g->c - cb < FB ? g->c - cb : FB;
             valid_block(g->f, g->kh, g->kw, wd, stride, in,
@@ -185,18 +210,19 @@ void NAME(conv_direct_backward_input, ISA)(const conv_geom *g, const float *dy, 
 }
 
 /* dW[f][c][tap] = sum over q of dy[f][q] * in[c][q + tap offset], with dy laid on the same
- * row stride as the padded input (zeros in the dropped columns). Chunks of q stay in L1 while
- * every (channel, tap) pair passes over them; each loaded input vector feeds FB filters. */
+ * row stride as the padded input (zeros in the dropped columns). The input is padded a band of
+ * rows at a time; chunks of q stay in L1 while every (channel, tap) pair passes over them. */
 void NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, const float *x, const float *dy,
                                             float *dwt, float *dbias, int n0, int n1, int f0,
                                             int f1, int accumulate)
 {
-    int wp = g->w + 2 * g->pad, hp = g->h + 2 * g->pad, taps = g->kh * g->kw;
-    int Q = g->oh * wp, ohw = g->oh * g->ow;
-    size_t stride = (size_t)hp * wp + QCHUNK + g->kw + wp;
+    int wp = g->w + 2 * g->pad, taps = g->kh * g->kw, ohw = g->oh * g->ow;
+    int nblocks = (f1 - f0 + FB - 1) / FB;
+    int band = band_rows(wp, g->c, g->oh), rows_in = band + g->kh - 1;
+    size_t stride = (size_t)rows_in * wp + QCHUNK + g->kw + wp, pblock = (size_t)FB * g->c * taps;
     float *in = ops_scratch(SCRATCH_PACK_A, stride * g->c);
     float *dyv = ops_scratch(SCRATCH_COLUMNS, (size_t)QCHUNK * FB);
-    vf *part = (vf *)ops_scratch(SCRATCH_PARTIALS, (size_t)VL * FB * g->c * taps);
+    vf *part = (vf *)ops_scratch(SCRATCH_PARTIALS, (size_t)VL * pblock * nblocks);
     if (!in || !dyv || !part)
         return;
     if (!accumulate)
@@ -206,78 +232,86 @@ void NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, const float *x, 
                 dbias[f] = 0;
         }
     for (int n = n0; n < n1; n++) {   /* samples in order: a fixed summation order */
-        pad_planes(x + (size_t)n * g->c * g->h * g->w, g->c, g->h, g->w, g->pad, g->pad, wp,
-                   stride, in);
-        for (int fb = f0; fb < f1; fb += FB) {
-            int nf = f1 - fb < FB ? f1 - fb : FB;
-            if (dbias)
-                for (int f = 0; f < nf; f++) {
-                    const float *d = dy + ((size_t)n * g->f + fb + f) * ohw;
-                    float s = 0;
-                    for (int p = 0; p < ohw; p++)
-                        s += d[p];
-                    dbias[fb + f] += s;
-                }
-            /* Vector partial sums per (filter, channel, tap), reduced once per sample. A
-             * register block is FB filters x KXB neighbouring taps of one kernel row: each dy
-             * vector loaded feeds KXB taps and each input vector FB filters. */
-            memset(part, 0, sizeof(vf) * FB * (size_t)g->c * taps);
-            for (int q0 = 0; q0 < Q; q0 += QCHUNK) {
-                int q1 = q0 + QCHUNK < Q ? q0 + QCHUNK : Q;
-                /* This chunk of dy laid on the input's row stride, zeros in the dropped columns
-                 * and past Q: built in L1 rather than for the whole plane. */
-                size_t used = round_up((size_t)(q1 - q0), VL);
-                for (int f = 0; f < FB; f++)
-                    memset(dyv + (size_t)f * QCHUNK, 0, sizeof(float) * used);
-                for (int f = 0; f < nf; f++) {
-                    const float *d = dy + ((size_t)n * g->f + fb + f) * ohw;
-                    for (int q = q0; q < q1;) {
-                        int oy = q / wp, ox = q % wp, run = wp - ox < q1 - q ? wp - ox : q1 - q;
-                        if (ox < g->ow)
-                            memcpy(dyv + (size_t)f * QCHUNK + (q - q0), d + (size_t)oy * g->ow + ox,
-                                   sizeof(float) * (size_t)(g->ow - ox < run ? g->ow - ox : run));
-                        q += run;
+        if (dbias)
+            for (int f = f0; f < f1; f++) {
+                const float *d = dy + ((size_t)n * g->f + f) * ohw;
+                float s = 0;
+                for (int p = 0; p < ohw; p++)
+                    s += d[p];
+                dbias[f] += s;
+            }
+        /* Vector partial sums per (filter, channel, tap), reduced once per sample. */
+        memset(part, 0, sizeof(vf) * pblock * nblocks);
+        for (int oy0 = 0; oy0 < g->oh; oy0 += band) {
+            int nb = g->oh - oy0 < band ? g->oh - oy0 : band, Q = nb * wp;
+            pad_rows(x + (size_t)n * g->c * g->h * g->w, g->c, g->h, g->w, g->pad, g->pad, wp,
+                     oy0, nb + g->kh - 1, stride, in);
+            for (int fb = f0; fb < f1; fb += FB) {
+                int nf = f1 - fb < FB ? f1 - fb : FB;
+                vf *pb = part + (size_t)((fb - f0) / FB) * pblock;
+                for (int q0 = 0; q0 < Q; q0 += QCHUNK) {
+                    int q1 = q0 + QCHUNK < Q ? q0 + QCHUNK : Q;
+                    /* This chunk of dy on the input's row stride: zeros in the dropped columns
+                     * and past the band. */
+                    size_t used = round_up((size_t)(q1 - q0), VL);
+                    for (int f = 0; f < FB; f++)
+                        memset(dyv + (size_t)f * QCHUNK, 0, sizeof(float) * used);
+                    for (int f = 0; f < nf; f++) {
+                        const float *d = dy + ((size_t)n * g->f + fb + f) * ohw + (size_t)oy0 * g->ow;
+                        for (int q = q0; q < q1;) {
+                            int oy = q / wp, ox = q % wp, run = wp - ox < q1 - q ? wp - ox : q1 - q;
+                            if (ox < g->ow)
+                                memcpy(dyv + (size_t)f * QCHUNK + (q - q0), d + (size_t)oy * g->ow + ox,
+                                       sizeof(float) * (size_t)(g->ow - ox < run ? g->ow - ox : run));
+                            q += run;
+                        }
                     }
-                }
-                for (int c = 0; c < g->c; c++)
-                    for (int ky = 0; ky < g->kh; ky++)
-                        for (int kx0 = 0; kx0 < g->kw; kx0 += KXB) {
-                            int nk = g->kw - kx0 < KXB ? g->kw - kx0 : KXB;
-                            const float *s = in + (size_t)c * stride + ky * wp + kx0;
-                            vf *pt = part + ((size_t)c * taps + ky * g->kw + kx0) * FB;
-                            vf acc[FB][KXB];
-#pragma GCC unroll 16
-                            for (int f = 0; f < FB; f++)
-#pragma GCC unroll 16
-                                for (int k = 0; k < KXB; k++)
-                                    acc[f][k] = vsplat(0);
-                            /* dyv is zero past Q; taps k >= nk read the slack and are dropped */
-                            for (int q = q0; q < q1; q += VL) {
-                                vf d[FB];
+                    /* A register block is FB filters x KXB neighbouring taps of one kernel row:
+                     * each dy vector loaded feeds KXB taps, each input vector FB filters. */
+                    for (int c = 0; c < g->c; c++)
+                        for (int ky = 0; ky < g->kh; ky++)
+                            for (int kx0 = 0; kx0 < g->kw; kx0 += KXB) {
+                                int nk = g->kw - kx0 < KXB ? g->kw - kx0 : KXB;
+                                const float *s = in + (size_t)c * stride + ky * wp + kx0;
+                                vf *pt = pb + ((size_t)c * taps + ky * g->kw + kx0) * FB;
+                                vf acc[FB][KXB];
 #pragma GCC unroll 16
                                 for (int f = 0; f < FB; f++)
-                                    d[f] = vload(dyv + (size_t)f * QCHUNK + (q - q0));
 #pragma GCC unroll 16
-                                for (int k = 0; k < KXB; k++) {
-                                    vf xv = vload(s + q + k);
+                                    for (int k = 0; k < KXB; k++)
+                                        acc[f][k] = vsplat(0);
+                                /* taps k >= nk read the slack and are dropped */
+                                for (int q = q0; q < q1; q += VL) {
+                                    vf d[FB];
 #pragma GCC unroll 16
                                     for (int f = 0; f < FB; f++)
-                                        acc[f][k] += d[f] * xv;
+                                        d[f] = vload(dyv + (size_t)f * QCHUNK + (q - q0));
+#pragma GCC unroll 16
+                                    for (int k = 0; k < KXB; k++) {
+                                        vf xv = vload(s + q + k);
+#pragma GCC unroll 16
+                                        for (int f = 0; f < FB; f++)
+                                            acc[f][k] += d[f] * xv;
+                                    }
                                 }
+#pragma GCC unroll 16
+                                for (int k = 0; k < KXB; k++)   /* constant bounds: acc stays in registers */
+#pragma GCC unroll 16
+                                    for (int f = 0; f < FB; f++)
+                                        if (k < nk)
+                                            pt[(size_t)k * FB + f] += acc[f][k];
                             }
-#pragma GCC unroll 16
-                            for (int k = 0; k < KXB; k++)   /* constant bounds: acc stays in registers */
-#pragma GCC unroll 16
-                                for (int f = 0; f < FB; f++)
-                                    if (k < nk)
-                                        pt[(size_t)k * FB + f] += acc[f][k];
-                        }
+                }
             }
+        }
+        for (int fb = f0; fb < f1; fb += FB) {
+            int nf = f1 - fb < FB ? f1 - fb : FB;
+            const vf *pb = part + (size_t)((fb - f0) / FB) * pblock;
             for (int f = 0; f < nf; f++)
                 for (int ct = 0; ct < g->c * taps; ct++) {
                     float sum = 0;
                     for (int i = 0; i < VL; i++)
-                        sum += part[(size_t)ct * FB + f][i];
+                        sum += pb[(size_t)ct * FB + f][i];
                     dwt[((size_t)(fb + f) * g->c) * taps + ct] += sum;
                 }
         }
