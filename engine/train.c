@@ -10,12 +10,14 @@
 
 enum { PRIO_LOAD = 1, PRIO_FORWARD = 2, PRIO_BACKWARD = 3 };
 enum { SPLIT_TRAIN, SPLIT_TEST };
+#define PIXEL_SCALE (1.0f / 255.0f)   /* bytes 0..255 to inputs 0..1 */
 
 /* Activations and their gradients for one batch in flight. Layer l reads act[l] and writes
  * act[l+1]; a flatten layer's output is a view of its input (same memory, same handles). */
 typedef struct buffers {
     float *act[CONFIG_MAX_LAYERS + 1], *grad[CONFIG_MAX_LAYERS + 1];
     int32_t *argmax[CONFIG_MAX_LAYERS];
+    const uint8_t **samples;   /* with bytes_input: each sample's pixels in the data set */
     uint8_t *labels;
     /* hact[l][chunk * act_groups[l] + g]: an activation written by a convolution split into
      * filter groups has a handle per group; hgrad[l][chunk]. */
@@ -38,6 +40,7 @@ struct trainer {
     int need_dx[CONFIG_MAX_LAYERS];       /* does any layer before l have parameters? */
     int groups[CONFIG_MAX_LAYERS];        /* tasks per chunk of each layer, split by filters */
     int act_groups[CONFIG_MAX_LAYERS + 1];   /* handles per chunk of each activation */
+    int bytes_input;                      /* a first convolution reads the data set's bytes */
     long *order;
     chunk_stats *stats;                   /* [batch][chunk] of the current pass */
     _Atomic long samples_done;            /* loss computed, this pass */
@@ -121,11 +124,15 @@ static int load_task(const rt_ctx *ctx, void *p)
     for (int s = a->n0; s < a->n1; s++) {
         long idx = a->split == SPLIT_TRAIN ? t->order[a->first + s] : a->first + s;
         const uint8_t *src = d->pixels + idx * per;
+        b->labels[s] = d->labels[idx];
+        if (t->bytes_input) {   /* the first convolution scales the bytes as it reads them */
+            b->samples[s] = src;
+            continue;
+        }
         float *dst = b->act[0] + s * per;
 #pragma omp simd
         for (long i = 0; i < per; i++)
-            dst[i] = (float)src[i] * (1.0f / 255.0f);
-        b->labels[s] = d->labels[idx];
+            dst[i] = (float)src[i] * PIXEL_SCALE;
     }
     return 0;
 }
@@ -139,8 +146,13 @@ static int forward_task(const rt_ctx *ctx, void *p)
     float *x = b->act[a->layer], *y = b->act[a->layer + 1];
     switch (l->type) {
     case LAYER_CONV:
-        conv2d_forward(&l->conv, x, l->params, l->params + l->nweights, y, a->n0, a->n1, a->f0,
-                       a->f1);
+        if (a->layer == 0 && a->t->bytes_input)
+            for (int s = a->n0; s < a->n1; s++)
+                conv2d_forward_bytes(&l->conv, b->samples[s], PIXEL_SCALE, l->params,
+                                     l->params + l->nweights, y + s * l->out_size, a->f0, a->f1);
+        else
+            conv2d_forward(&l->conv, x, l->params, l->params + l->nweights, y, a->n0, a->n1,
+                           a->f0, a->f1);
         break;
     case LAYER_RELU:
         relu_forward(x, y, a->n0 * l->in_size, a->n1 * l->in_size);
@@ -196,8 +208,14 @@ static int backward_task(const rt_ctx *ctx, void *p)
     int want_dx = t->need_dx[a->layer];
     switch (l->type) {
     case LAYER_CONV:   /* split into filter groups, dx has a task of its own */
-        conv2d_backward_filter(&l->conv, x, dy, part, part + l->nweights, a->n0, a->n1, a->f0,
-                               a->f1, 0);
+        if (a->layer == 0 && t->bytes_input)
+            for (int s = a->n0; s < a->n1; s++)   /* in order: the sum of a whole-chunk call */
+                conv2d_backward_filter_bytes(&l->conv, b->samples[s], PIXEL_SCALE,
+                                             dy + s * l->out_size, part, part + l->nweights,
+                                             a->f0, a->f1, s > a->n0);
+        else
+            conv2d_backward_filter(&l->conv, x, dy, part, part + l->nweights, a->n0, a->n1,
+                                   a->f0, a->f1, 0);
         if (want_dx && t->groups[a->layer] == 1)
             conv2d_backward_input(&l->conv, dy, l->params, dx, a->n0, a->n1);
         break;
@@ -289,8 +307,9 @@ static int alloc_buffers(trainer *t, buffers *b, const dataset *d)
     int L = m->nlayers, n = t->nchunks;
     long in = (long)d->c * d->h * d->w;
     b->labels = malloc((size_t)t->batch);
+    b->samples = calloc((size_t)t->batch, sizeof *b->samples);
     b->hlabels = calloc((size_t)n, sizeof(rt_handle *));
-    if (!b->labels || !b->hlabels)
+    if (!b->labels || !b->samples || !b->hlabels)
         return -1;
     for (int l = 0; l <= L - 1; l++) {   /* act[L-1] holds the logits */
         if (l > 0 && m->layers[l - 1].type == LAYER_FLATTEN) {
@@ -299,6 +318,8 @@ static int alloc_buffers(trainer *t, buffers *b, const dataset *d)
             continue;
         }
         long size = l == 0 ? in : m->layers[l - 1].out_size;
+        /* With bytes_input act[0]'s floats are never touched (so never paged in); its handles
+         * still order each load before its use. */
         b->act[l] = calloc((size_t)t->batch * (size_t)size, sizeof(float));
         b->grad[l] = calloc((size_t)t->batch * (size_t)size, sizeof(float));
         int g = t->act_groups[l];
@@ -341,6 +362,7 @@ static void free_buffers(trainer *t, buffers *b)
     for (int k = 0; k < t->nchunks && b->hlabels; k++)
         rt_handle_unregister(t->rt, b->hlabels[k]);
     free(b->hlabels);
+    free(b->samples);
     free(b->labels);
 }
 
@@ -363,6 +385,7 @@ trainer *trainer_create(const job_config *cfg, model *m, rt_runtime *rt, const d
     int ok = t->order && t->stats;
     int seen_params = 0;
     t->act_groups[0] = 1;
+    t->bytes_input = m->nlayers > 0 && m->layers[0].type == LAYER_CONV;
     for (int l = 0; l < m->nlayers && ok; l++) {
         layer *ly = &m->layers[l];
         t->need_dx[l] = seen_params;

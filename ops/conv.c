@@ -199,9 +199,30 @@ void conv2d_forward(const conv_geom *g, const float *x, const float *wt, const f
                     float *y, int n0, int n1, int f0, int f1)
 {
     if (conv_uses_direct(g))
-        DISPATCH(forward, g, x, wt, bias, y, n0, n1, f0, f1);
+        DISPATCH(forward, g, (conv_src){x, NULL, 0}, wt, bias, y, n0, n1, f0, f1);
     else
         forward_im2col(g, x, wt, bias, y, n0, n1, f0, f1);
+}
+
+/* One sample of bytes as floats, for the im2col path. */
+static const float *bytes_to_floats(const conv_geom *g, const uint8_t *x, float scale)
+{
+    size_t n = (size_t)g->c * g->h * g->w;
+    float *f = ops_scratch(SCRATCH_INPUT, n);
+    if (f)
+        for (size_t i = 0; i < n; i++)
+            f[i] = (float)x[i] * scale;
+    return f;
+}
+
+void conv2d_forward_bytes(const conv_geom *g, const uint8_t *x, float scale, const float *wt,
+                          const float *bias, float *y, int f0, int f1)
+{
+    const float *xf;
+    if (conv_uses_direct(g))
+        DISPATCH(forward, g, (conv_src){NULL, x, scale}, wt, bias, y, 0, 1, f0, f1);
+    else if ((xf = bytes_to_floats(g, x, scale)))
+        forward_im2col(g, xf, wt, bias, y, 0, 1, f0, f1);
 }
 
 void conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt, float *dx,
@@ -217,7 +238,20 @@ void conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy,
                             float *dbias, int n0, int n1, int f0, int f1, int accumulate)
 {
     if (conv_uses_direct(g))
-        DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate);
+        DISPATCH(backward_filter, g, (conv_src){x, NULL, 0}, dy, dwt, dbias, n0, n1, f0, f1,
+                 accumulate);
     else
         backward_filter_im2col(g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate);
+}
+
+void conv2d_backward_filter_bytes(const conv_geom *g, const uint8_t *x, float scale,
+                                  const float *dy, float *dwt, float *dbias, int f0, int f1,
+                                  int accumulate)
+{
+    const float *xf;
+    if (conv_uses_direct(g))
+        DISPATCH(backward_filter, g, (conv_src){NULL, x, scale}, dy, dwt, dbias, 0, 1, f0, f1,
+                 accumulate);
+    else if ((xf = bytes_to_floats(g, x, scale)))
+        backward_filter_im2col(g, xf, dy, dwt, dbias, 0, 1, f0, f1, accumulate);
 }

@@ -4,6 +4,8 @@
 #ifndef FRUGAL_CONV_H
 #define FRUGAL_CONV_H
 
+#include <stdint.h>
+
 typedef struct conv_geom {
     int c, h, w;                /* input channels and size */
     int f, kh, kw, stride, pad; /* filters, kernel, stride, zero padding */
@@ -23,6 +25,16 @@ void conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt,
  * accumulate is 0, added otherwise. Samples are summed in order, so the result is reproducible. */
 void conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy, float *dwt,
                             float *dbias, int n0, int n1, int f0, int f1, int accumulate);
+
+/* The same for one sample stored as bytes (a data set's pixels), each scaled by `scale` as it is
+ * read: a first layer reads the data set in place, with a quarter of the memory traffic of floats.
+ * The direct path converts while it pads; im2col converts into a buffer first. The results are
+ * those of the float functions on (float)x[i] * scale, bit for bit. */
+void conv2d_forward_bytes(const conv_geom *g, const uint8_t *x, float scale, const float *wt,
+                          const float *bias, float *y, int f0, int f1);
+void conv2d_backward_filter_bytes(const conv_geom *g, const uint8_t *x, float scale,
+                                  const float *dy, float *dwt, float *dbias, int f0, int f1,
+                                  int accumulate);
 
 /* How the functions above compute: direct convolution (stride 1 only) or im2col + GEMM. AUTO
  * takes direct for stride 1 with at most CONV_DIRECT_MAX_FILTERS filters. The environment

@@ -7,13 +7,22 @@
 
 #include "ops/conv.h"
 
+#include <stdint.h>
+
+/* The input of a convolution: floats, or bytes scaled as they are read (a data set's pixels). */
+typedef struct conv_src {
+    const float *f;      /* NULL when the input is bytes */
+    const uint8_t *b;
+    float scale;
+} conv_src;
+
 #define CONV_DIRECT_DECLARE(isa)                                                              \
-    void conv_direct_forward_##isa(const conv_geom *g, const float *x, const float *wt,      \
+    void conv_direct_forward_##isa(const conv_geom *g, conv_src x, const float *wt,          \
                                    const float *bias, float *y, int n0, int n1, int f0,      \
                                    int f1);                                                  \
     void conv_direct_backward_input_##isa(const conv_geom *g, const float *dy,               \
                                           const float *wt, float *dx, int n0, int n1);       \
-    void conv_direct_backward_filter_##isa(const conv_geom *g, const float *x,               \
+    void conv_direct_backward_filter_##isa(const conv_geom *g, conv_src x,                   \
                                            const float *dy, float *dwt, float *dbias, int n0, \
                                            int n1, int f0, int f1, int accumulate);
 

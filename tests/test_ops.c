@@ -533,3 +533,40 @@ TEST(ops_pool_2x2_odd_shapes_and_ties)
         free(x), free(y), free(dy), free(dx), free(arg), free(want);
     }
 }
+
+/* A first layer reading bytes gives, bit for bit, what the float functions give on the scaled
+ * bytes, on both convolution paths. */
+TEST(ops_conv_reads_bytes_like_floats)
+{
+    conv_geom g;
+    CHECK(conv_geom_init(&g, 3, 11, 13, 6, 3, 3, 1, 1) == 0);
+    size_t nin = 3 * 11 * 13, nout = (size_t)6 * g.oh * g.ow, nw = 6 * 27;
+    uint8_t *xb = malloc(nin);
+    float *xf = malloc(sizeof(float) * nin), *w = malloc(sizeof(float) * nw), *bias = malloc(24);
+    float *y1 = malloc(sizeof(float) * nout), *y2 = malloc(sizeof(float) * nout);
+    float *dy = malloc(sizeof(float) * nout), *dw1 = malloc(sizeof(float) * (nw + 6));
+    float *dw2 = malloc(sizeof(float) * (nw + 6));
+    for (size_t i = 0; i < nin; i++) {
+        xb[i] = (uint8_t)(i * 37 % 256);
+        xf[i] = (float)xb[i] * (1.0f / 255.0f);
+    }
+    for (size_t i = 0; i < nw; i++)
+        w[i] = (float)((int)(i * 7 % 11) - 5) * 0.1f;
+    for (int i = 0; i < 6; i++)
+        bias[i] = 0.01f * (float)i;
+    for (size_t i = 0; i < nout; i++)
+        dy[i] = (float)((int)(i * 5 % 9) - 4) * 0.25f;
+    conv_strategy paths[] = {CONV_DIRECT, CONV_IM2COL};
+    for (int p = 0; p < 2; p++) {
+        conv_set_strategy(paths[p]);
+        conv2d_forward(&g, xf, w, bias, y1, 0, 1, 1, 6);
+        conv2d_forward_bytes(&g, xb, 1.0f / 255.0f, w, bias, y2, 1, 6);
+        CHECKF(!memcmp(y1 + g.oh * g.ow, y2 + g.oh * g.ow, sizeof(float) * (nout - (size_t)g.oh * g.ow)),
+               "forward, path %d", p);
+        conv2d_backward_filter(&g, xf, dy, dw1, dw1 + nw, 0, 1, 0, 6, 0);
+        conv2d_backward_filter_bytes(&g, xb, 1.0f / 255.0f, dy, dw2, dw2 + nw, 0, 6, 0);
+        CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + 6)), "filter gradient, path %d", p);
+    }
+    conv_set_strategy(CONV_AUTO);
+    free(xb), free(xf), free(w), free(bias), free(y1), free(y2), free(dy), free(dw1), free(dw2);
+}
