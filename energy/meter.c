@@ -63,7 +63,7 @@ static void add_model(energy_meter *m)
     if (e) {
         /* Without /proc/stat the model assumes idle: still an estimate, and said so. */
         sysfs_format(z->why, sizeof z->why, "%s: %s; assuming idle CPUs", z->path,
-                 e == EINVAL ? "no cpu lines" : strerror(e));
+                     e == EINVAL ? "no cpu lines" : strerror(e));
     }
     z->in_total = 1;
     m->estimated = 1;
@@ -82,7 +82,9 @@ static void append(char *out, size_t n, const char *fmt, ...)
 /* Marks the sensors that make up the total (see meter.h) and writes the source line. */
 static void choose_total(energy_meter *m)
 {
-    const char *cpu_source = any(m, SCOPE_CPU, "rapl") ? "rapl" : any(m, SCOPE_CPU, "hwmon") ? "hwmon" : NULL;
+    const char *cpu_source = any(m, SCOPE_CPU, "rapl")    ? "rapl"
+                             : any(m, SCOPE_CPU, "hwmon") ? "hwmon"
+                                                          : NULL;
     if (any(m, SCOPE_SYSTEM, "rapl")) {
         for (int i = 0; i < m->n; i++)
             m->s[i].in_total = usable(&m->s[i], SCOPE_SYSTEM, "rapl");
@@ -146,7 +148,7 @@ static void lose(sensor *s, double t, int err)
 {
     if (s->status == SENSOR_OK)
         sysfs_format(s->why, sizeof s->why, "failed at %.1f s: %s: %s; its energy since then is "
-                 "missing", t, s->path, strerror(err));
+                     "missing", t, s->path, strerror(err));
     s->status = SENSOR_LOST;
     s->have_prev = 0;
     s->watts = 0;
@@ -176,7 +178,7 @@ static void sample_sensor(energy_meter *m, sensor *s, double t)
         if (s->status == SENSOR_LOST) {   /* back: restart from this reading */
             s->status = SENSOR_OK;
             sysfs_format(s->why, sizeof s->why, "came back at %.1f s after a failure; the energy "
-                     "in between is missing", t);
+                         "in between is missing", t);
         }
         if (s->status == SENSOR_PAUSED) {
             s->have_prev = 0;

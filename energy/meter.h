@@ -31,8 +31,8 @@ typedef struct energy_reading {
 
 typedef struct energy_meter energy_meter;
 
-/* Probes the sensors (opts NULL: 20 Hz and the model's defaults) (never fails for want of sensors: the model is the last resort). Returns
- * NULL only when out of memory. */
+/* Probes the sensors (opts NULL: 20 Hz and the model's defaults). Never fails for want of
+ * sensors, the model being the last resort: returns NULL only when out of memory. */
 energy_meter *energy_meter_open(const energy_options *opts);
 /* Stops the sampler if it runs. */
 void energy_meter_close(energy_meter *m);

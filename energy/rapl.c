@@ -68,9 +68,9 @@ static void add_zone(sensor *s, int *n, int max, const char *dir, const char *en
     if (e || z->max_uj == 0) {
         z->max_uj = 0;
         sysfs_format(z->why, sizeof z->why,
-                 "max_energy_range_uj unreadable (%s): a counter that goes back is taken as one "
-                 "wrap, its interval estimated from the previous interval's power",
-                 e ? strerror(e) : "zero");
+                     "max_energy_range_uj unreadable (%s): a counter that goes back is taken as "
+                     "one wrap, its interval estimated from the previous interval's power",
+                     e ? strerror(e) : "zero");
     }
 }
 

@@ -24,8 +24,9 @@ int dataset_load_cifar10(dataset *d, const char *files, long limit, char *err, s
 /* Bilinear resize to h x w (0 keeps), then channel replication to `channels` (0 keeps; only from
  * 1 channel). */
 int dataset_reshape(dataset *d, int h, int w, int channels, char *err, size_t errlen);
-/* PGM and PPM images, ASCII (P2, P3) or binary (P5, P6), 8 or 16 bits, each resized to h x w and converted to c channels
- * (grey from colour by luminance, colour from grey by replication); labels are 0. */
+/* PGM and PPM images, ASCII (P2, P3) or binary (P5, P6), 8 or 16 bits, each resized to h x w
+ * and converted to c channels (grey from colour by luminance, colour from grey by
+ * replication); labels are 0. */
 int dataset_load_pnm(dataset *d, const char *const *paths, int n, int c, int h, int w,
                      int classes, char *err, size_t errlen);
 void dataset_free(dataset *d);

@@ -77,7 +77,9 @@ static int cmd_energy(int argc, char **argv)
     for (int i = 0; i < n; i++) {
         printf("  %-28s %-7s %-8s %-7s %-10s %s\n", s[i].name, s[i].source,
                sensor_scope_name(s[i].scope), kinds[s[i].kind], sensor_status_name(s[i].status),
-               s[i].in_total ? "counted in the total" : s[i].status == SENSOR_OK ? "not added: inside the total" : "");
+               s[i].in_total                ? "counted in the total"
+               : s[i].status == SENSOR_OK ? "not added: inside the total"
+                                          : "");
         if (s[i].why[0])
             printf("      %s\n", s[i].why);
         printf("      %s\n", s[i].path);

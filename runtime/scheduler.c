@@ -225,7 +225,8 @@ static void run_chain(rt_runtime *rt, rt_worker *me, rt_task *t)
  * microseconds (far more on a virtual machine), so short gaps between tasks are spun through.
  * At first only a backlog is worth stealing: taking tasks one by one as the owner pushes them
  * moves every task between cores, which costs more than a small task. A lone task is taken once
- * it has waited a while, or at once if it has a priority above 0. Stops early when stop_when(rt) holds (the owner's wait is over). */
+ * it has waited a while, or at once if it has a priority above 0. Stops early when stop_when(rt)
+ * holds (the owner's wait is over). */
 static rt_task *find_work_patiently(rt_runtime *rt, rt_worker *me, int (*stop_when)(rt_runtime *))
 {
     uint64_t start = clock_ticks();
