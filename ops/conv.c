@@ -215,14 +215,20 @@ static const float *bytes_to_floats(const conv_geom *g, const uint8_t *x, float 
     return f;
 }
 
-void conv2d_forward_bytes(const conv_geom *g, const uint8_t *x, float scale, const float *wt,
-                          const float *bias, float *y, int f0, int f1)
+void conv2d_forward_bytes(const conv_geom *g, const uint8_t *const *x, float scale,
+                          const float *wt, const float *bias, float *y, int n0, int n1, int f0,
+                          int f1)
 {
-    const float *xf;
-    if (conv_uses_direct(g))
-        DISPATCH(forward, g, (conv_src){NULL, x, scale}, wt, bias, y, 0, 1, f0, f1);
-    else if ((xf = bytes_to_floats(g, x, scale)))
-        forward_im2col(g, xf, wt, bias, y, 0, 1, f0, f1);
+    if (conv_uses_direct(g)) {
+        DISPATCH(forward, g, (conv_src){NULL, x, scale}, wt, bias, y, n0, n1, f0, f1);
+        return;
+    }
+    size_t out = (size_t)g->f * g->oh * g->ow;
+    for (int n = n0; n < n1; n++) {
+        const float *xf = bytes_to_floats(g, x[n], scale);
+        if (xf)
+            forward_im2col(g, xf, wt, bias, y + n * out, 0, 1, f0, f1);
+    }
 }
 
 void conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt, float *dx,
@@ -244,14 +250,20 @@ void conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy,
         backward_filter_im2col(g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate);
 }
 
-void conv2d_backward_filter_bytes(const conv_geom *g, const uint8_t *x, float scale,
-                                  const float *dy, float *dwt, float *dbias, int f0, int f1,
-                                  int accumulate)
+void conv2d_backward_filter_bytes(const conv_geom *g, const uint8_t *const *x, float scale,
+                                  const float *dy, float *dwt, float *dbias, int n0, int n1,
+                                  int f0, int f1, int accumulate)
 {
-    const float *xf;
-    if (conv_uses_direct(g))
-        DISPATCH(backward_filter, g, (conv_src){NULL, x, scale}, dy, dwt, dbias, 0, 1, f0, f1,
+    if (conv_uses_direct(g)) {
+        DISPATCH(backward_filter, g, (conv_src){NULL, x, scale}, dy, dwt, dbias, n0, n1, f0, f1,
                  accumulate);
-    else if ((xf = bytes_to_floats(g, x, scale)))
-        backward_filter_im2col(g, xf, dy, dwt, dbias, 0, 1, f0, f1, accumulate);
+        return;
+    }
+    size_t out = (size_t)g->f * g->oh * g->ow;
+    for (int n = n0; n < n1; n++) {   /* in order, as the float function sums them */
+        const float *xf = bytes_to_floats(g, x[n], scale);
+        if (xf)
+            backward_filter_im2col(g, xf, dy + n * out, dwt, dbias, 0, 1, f0, f1,
+                                   accumulate || n > n0);
+    }
 }

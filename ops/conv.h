@@ -26,15 +26,17 @@ void conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt,
 void conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy, float *dwt,
                             float *dbias, int n0, int n1, int f0, int f1, int accumulate);
 
-/* The same for one sample stored as bytes (a data set's pixels), each scaled by `scale` as it is
- * read: a first layer reads the data set in place, with a quarter of the memory traffic of floats.
- * The direct path converts while it pads; im2col converts into a buffer first. The results are
- * those of the float functions on (float)x[i] * scale, bit for bit. */
-void conv2d_forward_bytes(const conv_geom *g, const uint8_t *x, float scale, const float *wt,
-                          const float *bias, float *y, int f0, int f1);
-void conv2d_backward_filter_bytes(const conv_geom *g, const uint8_t *x, float scale,
-                                  const float *dy, float *dwt, float *dbias, int f0, int f1,
-                                  int accumulate);
+/* The same for samples stored as bytes (a data set's pixels, x[n] for sample n, anywhere in
+ * memory), each scaled by `scale` as it is read: a first layer reads the data set in place, with
+ * a quarter of the memory traffic of floats. The direct path converts while it pads; im2col
+ * converts into a buffer first. The results are those of the float functions on
+ * (float)x[n][i] * scale, bit for bit. */
+void conv2d_forward_bytes(const conv_geom *g, const uint8_t *const *x, float scale,
+                          const float *wt, const float *bias, float *y, int n0, int n1, int f0,
+                          int f1);
+void conv2d_backward_filter_bytes(const conv_geom *g, const uint8_t *const *x, float scale,
+                                  const float *dy, float *dwt, float *dbias, int n0, int n1,
+                                  int f0, int f1, int accumulate);
 
 /* How the functions above compute: direct convolution (stride 1 only) or im2col + GEMM. AUTO
  * takes direct for stride 1 with at most CONV_DIRECT_MAX_FILTERS filters. The environment

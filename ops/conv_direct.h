@@ -9,10 +9,11 @@
 
 #include <stdint.h>
 
-/* The input of a convolution: floats, or bytes scaled as they are read (a data set's pixels). */
+/* The input of a convolution: floats, or bytes scaled as they are read (a data set's pixels,
+ * one pointer per sample). */
 typedef struct conv_src {
-    const float *f;      /* NULL when the input is bytes */
-    const uint8_t *b;
+    const float *f;             /* NULL when the input is bytes */
+    const uint8_t *const *b;
     float scale;
 } conv_src;
 

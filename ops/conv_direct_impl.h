@@ -49,8 +49,8 @@ static inline vf vsplat(float x)
 /* Rows [r0, r0 + nrows) of the zero-padded planes [0, nplanes) of h x w (padded coordinates:
  * row r holds source row r - pad_y), into rows of wp, plane stride `stride`; the slack after the
  * rows is zeroed. Only the padding is cleared, never a whole plane. */
-static void pad_rows(conv_src src, int nplanes, int h, int w, int pad_y, int pad_x, int wp,
-                     int r0, int nrows, size_t stride, float *dst)
+static void pad_rows(const float *f, const uint8_t *b, float scale, int nplanes, int h, int w,
+                     int pad_y, int pad_x, int wp, int r0, int nrows, size_t stride, float *dst)
 {
     for (int p = 0; p < nplanes; p++) {
         float *d = dst + (size_t)p * stride;
@@ -63,13 +63,12 @@ static void pad_rows(conv_src src, int nplanes, int h, int w, int pad_y, int pad
             }
             memset(row, 0, sizeof(float) * (size_t)pad_x);
             size_t at = ((size_t)p * h + sy) * w;
-            if (src.f) {
-                memcpy(row + pad_x, src.f + at, sizeof(float) * (size_t)w);
+            if (f) {
+                memcpy(row + pad_x, f + at, sizeof(float) * (size_t)w);
             } else {
-                const uint8_t *s = src.b + at;
 #pragma omp simd
                 for (int i = 0; i < w; i++)
-                    row[pad_x + i] = (float)s[i] * src.scale;
+                    row[pad_x + i] = (float)b[at + i] * scale;
             }
             memset(row + pad_x + w, 0, sizeof(float) * (size_t)(wp - pad_x - w));
         }
@@ -141,11 +140,13 @@ static void valid_block(int cin, int kh, int kw, int wp, size_t stride, const fl
 
 static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
-/* Sample n of x. */
-static conv_src sample(conv_src x, const conv_geom *g, int n)
+/* Rows [r0, r0 + nrows) of sample n of x, padded. */
+static void pad_sample_rows(conv_src x, const conv_geom *g, int n, int wp, int r0, int nrows,
+                            size_t stride, float *dst)
 {
-    size_t at = (size_t)n * g->c * g->h * g->w;
-    return x.f ? (conv_src){x.f + at, NULL, 0} : (conv_src){NULL, x.b + at, x.scale};
+    const float *f = x.f ? x.f + (size_t)n * g->c * g->h * g->w : NULL;
+    pad_rows(f, f ? NULL : x.b[n], x.scale, g->c, g->h, g->w, g->pad, g->pad, wp, r0, nrows,
+             stride, dst);
 }
 
 void NAME(conv_direct_forward, ISA)(const conv_geom *g, conv_src x, const float *wt,
@@ -170,8 +171,7 @@ void NAME(conv_direct_forward, ISA)(const conv_geom *g, conv_src x, const float 
     for (int n = n0; n < n1; n++)
         for (int oy0 = 0; oy0 < g->oh; oy0 += band) {
             int nb = g->oh - oy0 < band ? g->oh - oy0 : band;
-            pad_rows(sample(x, g, n), g->c, g->h, g->w, g->pad, g->pad, wp, oy0,
-                     nb + g->kh - 1, stride, in);
+            pad_sample_rows(x, g, n, wp, oy0, nb + g->kh - 1, stride, in);
             for (int fb = f0; fb < f1; fb += FB) {
                 int nf = f1 - fb < FB ? f1 - fb : FB;
                 valid_block(g->c, g->kh, g->kw, wp, stride, in,
@@ -209,8 +209,8 @@ void NAME(conv_direct_backward_input, ISA)(const conv_geom *g, const float *dy, 
 #undef BWD_W
     }
     for (int n = n0; n < n1; n++) {
-        pad_rows((conv_src){dy + (size_t)n * g->f * g->oh * g->ow, NULL, 0}, g->f, g->oh, g->ow,
-                 py, px, wd, 0, hd, stride, in);
+        pad_rows(dy + (size_t)n * g->f * g->oh * g->ow, NULL, 0, g->f, g->oh, g->ow, py, px, wd,
+                 0, hd, stride, in);
         for (int cb = 0; cb < g->c; cb += FB) {
             int nc = g->c - cb < FB ? g->c - cb : FB;
             valid_block(g->f, g->kh, g->kw, wd, stride, in,
@@ -259,8 +259,7 @@ void NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_src x, cons
         memset(part, 0, sizeof(vf) * pblock * nblocks);
         for (int oy0 = 0; oy0 < g->oh; oy0 += band) {
             int nb = g->oh - oy0 < band ? g->oh - oy0 : band, Q = nb * wp;
-            pad_rows(sample(x, g, n), g->c, g->h, g->w, g->pad, g->pad, wp, oy0,
-                     nb + g->kh - 1, stride, in);
+            pad_sample_rows(x, g, n, wp, oy0, nb + g->kh - 1, stride, in);
             for (int fb = f0; fb < f1; fb += FB) {
                 int nf = f1 - fb < FB ? f1 - fb : FB;
                 vf *pb = part + (size_t)((fb - f0) / FB) * pblock;

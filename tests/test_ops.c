@@ -535,36 +535,38 @@ TEST(ops_pool_2x2_odd_shapes_and_ties)
 }
 
 /* A first layer reading bytes gives, bit for bit, what the float functions give on the scaled
- * bytes, on both convolution paths. */
+ * bytes, on both convolution paths, with samples anywhere in memory (here in reverse order). */
 TEST(ops_conv_reads_bytes_like_floats)
 {
     conv_geom g;
     CHECK(conv_geom_init(&g, 3, 11, 13, 6, 3, 3, 1, 1) == 0);
     size_t nin = 3 * 11 * 13, nout = (size_t)6 * g.oh * g.ow, nw = 6 * 27;
-    uint8_t *xb = malloc(nin);
-    float *xf = malloc(sizeof(float) * nin), *w = malloc(sizeof(float) * nw), *bias = malloc(24);
-    float *y1 = malloc(sizeof(float) * nout), *y2 = malloc(sizeof(float) * nout);
-    float *dy = malloc(sizeof(float) * nout), *dw1 = malloc(sizeof(float) * (nw + 6));
+    uint8_t *xb = malloc(2 * nin);
+    float *xf = malloc(sizeof(float) * 2 * nin), *w = malloc(sizeof(float) * nw);
+    float *bias = malloc(24), *y1 = calloc(2 * nout, sizeof(float)), *y2 = calloc(2 * nout, 4);
+    float *dy = malloc(sizeof(float) * 2 * nout), *dw1 = malloc(sizeof(float) * (nw + 6));
     float *dw2 = malloc(sizeof(float) * (nw + 6));
-    for (size_t i = 0; i < nin; i++) {
+    for (size_t i = 0; i < 2 * nin; i++)
         xb[i] = (uint8_t)(i * 37 % 256);
-        xf[i] = (float)xb[i] * (1.0f / 255.0f);
+    for (size_t i = 0; i < nin; i++) {   /* xf holds sample 0 = xb's second half, then the first */
+        xf[i] = (float)xb[nin + i] * (1.0f / 255.0f);
+        xf[nin + i] = (float)xb[i] * (1.0f / 255.0f);
     }
+    const uint8_t *samples[2] = {xb + nin, xb};
     for (size_t i = 0; i < nw; i++)
         w[i] = (float)((int)(i * 7 % 11) - 5) * 0.1f;
     for (int i = 0; i < 6; i++)
         bias[i] = 0.01f * (float)i;
-    for (size_t i = 0; i < nout; i++)
+    for (size_t i = 0; i < 2 * nout; i++)
         dy[i] = (float)((int)(i * 5 % 9) - 4) * 0.25f;
     conv_strategy paths[] = {CONV_DIRECT, CONV_IM2COL};
     for (int p = 0; p < 2; p++) {
         conv_set_strategy(paths[p]);
-        conv2d_forward(&g, xf, w, bias, y1, 0, 1, 1, 6);
-        conv2d_forward_bytes(&g, xb, 1.0f / 255.0f, w, bias, y2, 1, 6);
-        CHECKF(!memcmp(y1 + g.oh * g.ow, y2 + g.oh * g.ow, sizeof(float) * (nout - (size_t)g.oh * g.ow)),
-               "forward, path %d", p);
-        conv2d_backward_filter(&g, xf, dy, dw1, dw1 + nw, 0, 1, 0, 6, 0);
-        conv2d_backward_filter_bytes(&g, xb, 1.0f / 255.0f, dy, dw2, dw2 + nw, 0, 6, 0);
+        conv2d_forward(&g, xf, w, bias, y1, 0, 2, 1, 6);
+        conv2d_forward_bytes(&g, samples, 1.0f / 255.0f, w, bias, y2, 0, 2, 1, 6);
+        CHECKF(!memcmp(y1, y2, sizeof(float) * 2 * nout), "forward, path %d", p);
+        conv2d_backward_filter(&g, xf, dy, dw1, dw1 + nw, 0, 2, 0, 6, 0);
+        conv2d_backward_filter_bytes(&g, samples, 1.0f / 255.0f, dy, dw2, dw2 + nw, 0, 2, 0, 6, 0);
         CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + 6)), "filter gradient, path %d", p);
     }
     conv_set_strategy(CONV_AUTO);

@@ -152,6 +152,22 @@ TEST(train_filter_groups_give_the_same_weights)
     }
 }
 
+/* A first convolution reading the data set's bytes in place trains exactly as one reading the
+ * loaded floats (large images take the bytes; FRUGAL_INPUT forces either). */
+TEST(train_bytes_input_gives_the_same_weights)
+{
+    static run floats, bytes;
+    const char *job = make_job("");
+    setenv("FRUGAL_INPUT", "floats", 1);
+    train(job, 2, 2, &floats);
+    setenv("FRUGAL_INPUT", "bytes", 1);
+    train(job, 3, 2, &bytes);
+    unsetenv("FRUGAL_INPUT");
+    CHECKF(floats.rc == 0 && bytes.rc == 0, "%s %s", floats.err, bytes.err);
+    CHECK(floats.nparams == bytes.nparams && floats.loss[1] == bytes.loss[1]);
+    CHECK(!memcmp(floats.params, bytes.params, sizeof(float) * (size_t)floats.nparams));
+}
+
 TEST(train_divergence_is_an_error_not_a_hang)
 {
     static run r;
