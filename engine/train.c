@@ -41,6 +41,7 @@ struct trainer {
     int groups[CONFIG_MAX_LAYERS];        /* tasks per chunk of each layer, split by filters */
     int act_groups[CONFIG_MAX_LAYERS + 1];   /* handles per chunk of each activation */
     int bytes_input;                      /* a first convolution reads the data set's bytes */
+    int fused[CONFIG_MAX_LAYERS];         /* conv l and the max-pool l+1 run as one task */
     long *order;
     chunk_stats *stats;                   /* [batch][chunk] of the current pass */
     _Atomic long samples_done;            /* loss computed, this pass */
@@ -137,6 +138,14 @@ static int load_task(const rt_ctx *ctx, void *p)
     return 0;
 }
 
+/* What a convolution reads: the data set's bytes (bytes_input) or the activation. */
+static conv_input layer_input(const trainer *t, const buffers *b, int layer)
+{
+    if (layer == 0 && t->bytes_input)
+        return (conv_input){NULL, b->samples, PIXEL_SCALE};
+    return (conv_input){b->act[layer], NULL, 0};
+}
+
 static int forward_task(const rt_ctx *ctx, void *p)
 {
     (void)ctx;
@@ -144,6 +153,12 @@ static int forward_task(const rt_ctx *ctx, void *p)
     layer *l = &a->t->m->layers[a->layer];
     buffers *b = &a->t->set[a->set];
     float *x = b->act[a->layer], *y = b->act[a->layer + 1];
+    if (a->t->fused[a->layer]) {   /* the pooled output goes to the max-pool's output */
+        conv2d_forward_maxpool(&l->conv, layer_input(a->t, b, a->layer), l->params,
+                               l->params + l->nweights, &l[1].pool, b->act[a->layer + 2],
+                               b->argmax[a->layer + 1], a->n0, a->n1);
+        return 0;
+    }
     switch (l->type) {
     case LAYER_CONV:
         if (a->layer == 0 && a->t->bytes_input)
@@ -205,6 +220,12 @@ static int backward_task(const rt_ctx *ctx, void *p)
     float *dy = b->grad[a->layer + 1], *dx = b->grad[a->layer];
     float *part = l->nparams ? t->partial[a->layer] + (size_t)a->chunk * l->nparams : NULL;
     int want_dx = t->need_dx[a->layer];
+    if (t->fused[a->layer]) {   /* from the max-pool's output gradient and choices */
+        conv2d_backward_filter_maxpool(&l->conv, layer_input(t, b, a->layer), &l[1].pool,
+                                       b->grad[a->layer + 2], b->argmax[a->layer + 1], part,
+                                       part + l->nweights, a->n0, a->n1, 0);
+        return 0;
+    }
     switch (l->type) {
     case LAYER_CONV:   /* split into filter groups, dx has a task of its own */
         if (a->layer == 0 && t->bytes_input)
@@ -278,6 +299,8 @@ static rt_kind k_dense_fwd = {.name = "dense_forward", .cpu = forward_task};
 static rt_kind k_loss = {.name = "softmax_xent", .cpu = loss_task};
 static rt_kind k_conv_bwd = {.name = "conv_backward", .cpu = backward_task};
 static rt_kind k_conv_bwd_input = {.name = "conv_backward_input", .cpu = conv_backward_input_task};
+static rt_kind k_conv_pool_fwd = {.name = "conv_maxpool_forward", .cpu = forward_task};
+static rt_kind k_conv_pool_bwd = {.name = "conv_maxpool_backward", .cpu = backward_task};
 static rt_kind k_relu_bwd = {.name = "relu_backward", .cpu = backward_task};
 static rt_kind k_pool_bwd = {.name = "maxpool_backward", .cpu = backward_task};
 static rt_kind k_dense_bwd = {.name = "dense_backward", .cpu = backward_task};
@@ -393,7 +416,12 @@ trainer *trainer_create(const job_config *cfg, model *m, rt_runtime *rt, const d
         layer *ly = &m->layers[l];
         t->need_dx[l] = seen_params;
         seen_params |= ly->nparams > 0;
-        t->groups[l] = filter_groups(cfg, ly, t->grain);
+        /* A convolution and the max-pool after it fuse when nothing needs the convolution's
+         * own output or its input gradient (a first layer): that output is never stored. */
+        t->fused[l] = !cfg->no_fusion && ly->type == LAYER_CONV && l + 1 < m->nlayers &&
+                      ly[1].type == LAYER_MAXPOOL && !t->need_dx[l] &&
+                      conv_pool_fusable(&ly->conv, &ly[1].pool);
+        t->groups[l] = t->fused[l] ? 1 : filter_groups(cfg, ly, t->grain);
         /* a flatten's output is a view of its input: same handles */
         t->act_groups[l + 1] = ly->type == LAYER_FLATTEN ? t->act_groups[l] : t->groups[l];
         if (!ly->nparams)
@@ -476,6 +504,15 @@ static void submit_backward(trainer *t, const buffers *b, task_args a, int l, in
     int groups = t->groups[l], dx = t->need_dx[l] && b->hgrad[l][k] != b->hgrad[l + 1][k];
     rt_access acc[RT_MAX_ACCESS];
     a.layer = l;
+    if (t->fused[l]) {   /* the max-pool's output gradient and choices, and the input */
+        int n = 0;
+        acc[n++] = (rt_access){b->hgrad[l + 2][k], RT_R};
+        n = add_act(t, b, l + 2, k, RT_R, acc, n);
+        n = add_act(t, b, l, k, RT_R, acc, n);
+        acc[n++] = (rt_access){t->hpartial[l][k], RT_W};
+        submit(t, &k_conv_pool_bwd, &a, PRIO_BACKWARD, n, acc);
+        return;
+    }
     for (int g = 0; g < groups; g++) {
         int n = 0;
         acc[n++] = (rt_access){b->hgrad[l + 1][k], RT_R};
@@ -516,9 +553,10 @@ static void submit_batch(trainer *t, int split, long first, int size, int set, l
                (rt_access[]){{b->hact[0][k], RT_W}, {b->hlabels[k], RT_W}});
     }
     for (int l = 0; l < L; l++) {
-        rt_kind *kind = forward_kind(m->layers[l].type);
-        if (!kind)
-            continue;   /* flatten: a view */
+        rt_kind *kind = t->fused[l] ? &k_conv_pool_fwd : forward_kind(m->layers[l].type);
+        if (!kind || (l > 0 && t->fused[l - 1]))
+            continue;   /* flatten: a view; a fused max-pool: done with its convolution */
+        int out = t->fused[l] ? l + 2 : l + 1;
         int groups = t->groups[l];
         for (int k = 0; k < chunks; k++)
             for (int g = 0; g < groups; g++) {
@@ -528,9 +566,9 @@ static void submit_batch(trainer *t, int split, long first, int size, int set, l
                 a.f1 = (int)((long)(g + 1) * m->layers[l].conv.f / groups);
                 int n = add_act(t, b, l, k, RT_R, acc, 0);
                 if (groups > 1)
-                    acc[n++] = (rt_access){b->hact[l + 1][k * groups + g], RT_W};
+                    acc[n++] = (rt_access){b->hact[out][k * groups + g], RT_W};
                 else
-                    n = add_act(t, b, l + 1, k, RT_W, acc, n);
+                    n = add_act(t, b, out, k, RT_W, acc, n);
                 if (m->layers[l].nparams)
                     acc[n++] = (rt_access){t->hparams[l], RT_R};
                 submit(t, kind, &a, PRIO_FORWARD, n, acc);
@@ -549,7 +587,8 @@ static void submit_batch(trainer *t, int split, long first, int size, int set, l
         return;
     for (int l = L - 1; l >= 0; l--) {
         layer *ly = &m->layers[l];
-        if (!backward_kind(ly->type) || (!ly->nparams && !t->need_dx[l]))
+        if (!backward_kind(ly->type) || (!ly->nparams && !t->need_dx[l]) ||
+            (l > 0 && t->fused[l - 1]))
             continue;
         for (int k = 0; k < chunks; k++)
             submit_backward(t, b, chunk_args(t, split, first, size, set, stat0, chunks, k), l, k);

@@ -199,7 +199,7 @@ void conv2d_forward(const conv_geom *g, const float *x, const float *wt, const f
                     float *y, int n0, int n1, int f0, int f1)
 {
     if (conv_uses_direct(g))
-        DISPATCH(forward, g, (conv_src){x, NULL, 0}, wt, bias, y, n0, n1, f0, f1);
+        DISPATCH(forward, g, (conv_input){x, NULL, 0}, wt, bias, y, n0, n1, f0, f1, NULL, NULL);
     else
         forward_im2col(g, x, wt, bias, y, n0, n1, f0, f1);
 }
@@ -220,7 +220,8 @@ void conv2d_forward_bytes(const conv_geom *g, const uint8_t *const *x, float sca
                           int f1)
 {
     if (conv_uses_direct(g)) {
-        DISPATCH(forward, g, (conv_src){NULL, x, scale}, wt, bias, y, n0, n1, f0, f1);
+        DISPATCH(forward, g, (conv_input){NULL, x, scale}, wt, bias, y, n0, n1, f0, f1, NULL,
+                 NULL);
         return;
     }
     size_t out = (size_t)g->f * g->oh * g->ow;
@@ -244,8 +245,8 @@ void conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy,
                             float *dbias, int n0, int n1, int f0, int f1, int accumulate)
 {
     if (conv_uses_direct(g))
-        DISPATCH(backward_filter, g, (conv_src){x, NULL, 0}, dy, dwt, dbias, n0, n1, f0, f1,
-                 accumulate);
+        DISPATCH(backward_filter, g, (conv_input){x, NULL, 0}, dy, dwt, dbias, n0, n1, f0, f1,
+                 accumulate, NULL, NULL);
     else
         backward_filter_im2col(g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate);
 }
@@ -255,8 +256,8 @@ void conv2d_backward_filter_bytes(const conv_geom *g, const uint8_t *const *x, f
                                   int f0, int f1, int accumulate)
 {
     if (conv_uses_direct(g)) {
-        DISPATCH(backward_filter, g, (conv_src){NULL, x, scale}, dy, dwt, dbias, n0, n1, f0, f1,
-                 accumulate);
+        DISPATCH(backward_filter, g, (conv_input){NULL, x, scale}, dy, dwt, dbias, n0, n1, f0, f1,
+                 accumulate, NULL, NULL);
         return;
     }
     size_t out = (size_t)g->f * g->oh * g->ow;
@@ -266,4 +267,23 @@ void conv2d_backward_filter_bytes(const conv_geom *g, const uint8_t *const *x, f
             backward_filter_im2col(g, xf, dy + n * out, dwt, dbias, 0, 1, f0, f1,
                                    accumulate || n > n0);
     }
+}
+
+int conv_pool_fusable(const conv_geom *g, const pool_geom *p)
+{
+    return conv_uses_direct(g) && p->size == p->stride && p->c == g->f && p->h == g->oh &&
+           p->w == g->ow;
+}
+
+void conv2d_forward_maxpool(const conv_geom *g, conv_input x, const float *wt, const float *bias,
+                            const pool_geom *p, float *y, int32_t *argmax, int n0, int n1)
+{
+    DISPATCH(forward, g, x, wt, bias, y, n0, n1, 0, g->f, p, argmax);
+}
+
+void conv2d_backward_filter_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
+                                    const float *dy, const int32_t *argmax, float *dwt,
+                                    float *dbias, int n0, int n1, int accumulate)
+{
+    DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, 0, g->f, accumulate, p, argmax);
 }

@@ -4,6 +4,8 @@
 #ifndef FRUGAL_CONV_H
 #define FRUGAL_CONV_H
 
+#include "ops/layers.h"
+
 #include <stdint.h>
 
 typedef struct conv_geom {
@@ -37,6 +39,26 @@ void conv2d_forward_bytes(const conv_geom *g, const uint8_t *const *x, float sca
 void conv2d_backward_filter_bytes(const conv_geom *g, const uint8_t *const *x, float scale,
                                   const float *dy, float *dwt, float *dbias, int n0, int n1,
                                   int f0, int f1, int accumulate);
+
+/* A convolution's input: floats (f: N*C*H*W), or bytes scaled as they are read (b[n]: sample
+ * n's C*H*W bytes, anywhere in memory; f is NULL). */
+typedef struct conv_input {
+    const float *f;
+    const uint8_t *const *b;
+    float scale;
+} conv_input;
+
+/* Convolution then max-pooling in one pass, for windows that do not overlap (size == stride) on
+ * the direct path: the convolution's output is pooled band by band while it is in cache and
+ * never stored. y and argmax are what conv2d_forward then maxpool_forward give, bit for bit;
+ * backward takes the pooled gradient and the argmax and gives conv2d_backward_filter's dW and db
+ * for maxpool_backward's dx, bit for bit. All filters; the convolution's dx is not computed. */
+int conv_pool_fusable(const conv_geom *g, const pool_geom *p);
+void conv2d_forward_maxpool(const conv_geom *g, conv_input x, const float *wt, const float *bias,
+                            const pool_geom *p, float *y, int32_t *argmax, int n0, int n1);
+void conv2d_backward_filter_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
+                                    const float *dy, const int32_t *argmax, float *dwt,
+                                    float *dbias, int n0, int n1, int accumulate);
 
 /* How the functions above compute: direct convolution (stride 1 only) or im2col + GEMM. AUTO
  * takes direct for stride 1 with at most CONV_DIRECT_MAX_FILTERS filters. The environment

@@ -78,10 +78,11 @@ static void pad_rows(const float *f, const uint8_t *b, float scale, int nplanes,
 
 /* Output rows per band: the band's padded input and its outputs for FB filters stay in L2
  * (about 192 KB), instead of whole planes going out to memory and back. */
-static int band_rows(int wp, int planes, int oh)
+static int band_rows(int wp, int planes, int oh, int multiple)
 {
     int rows = 49152 / (wp * (planes + FB));
-    return rows < 1 ? 1 : rows > oh ? oh : rows;
+    rows = rows < multiple ? multiple : rows / multiple * multiple;   /* whole pooling windows */
+    return rows > oh ? oh : rows;
 }
 
 /* out[f][q] = bias[f] + sum over c, taps of wg[c][tap][f] * in[c][q + tap offset], for q in
@@ -141,7 +142,7 @@ static void valid_block(int cin, int kh, int kw, int wp, size_t stride, const fl
 static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
 /* Rows [r0, r0 + nrows) of sample n of x, padded. */
-static void pad_sample_rows(conv_src x, const conv_geom *g, int n, int wp, int r0, int nrows,
+static void pad_sample_rows(conv_input x, const conv_geom *g, int n, int wp, int r0, int nrows,
                             size_t stride, float *dst)
 {
     const float *f = x.f ? x.f + (size_t)n * g->c * g->h * g->w : NULL;
@@ -149,11 +150,12 @@ static void pad_sample_rows(conv_src x, const conv_geom *g, int n, int wp, int r
              stride, dst);
 }
 
-void NAME(conv_direct_forward, ISA)(const conv_geom *g, conv_src x, const float *wt,
-                                    const float *bias, float *y, int n0, int n1, int f0, int f1)
+void NAME(conv_direct_forward, ISA)(const conv_geom *g, conv_input x, const float *wt,
+                                    const float *bias, float *y, int n0, int n1, int f0, int f1,
+                                    const pool_geom *pool, int32_t *argmax)
 {
     int wp = g->w + 2 * g->pad, taps = g->kh * g->kw, nblocks = (f1 - f0 + FB - 1) / FB;
-    int band = band_rows(wp, g->c, g->oh), rows_in = band + g->kh - 1;
+    int band = band_rows(wp, g->c, g->oh, pool ? pool->stride : 1), rows_in = band + g->kh - 1;
     size_t stride = (size_t)rows_in * wp + QB + g->kw + wp;
     size_t ostride = round_up((size_t)band * wp, QB), wblock = (size_t)g->c * taps * FB;
     float *in = ops_scratch(SCRATCH_PACK_A, stride * g->c);
@@ -168,6 +170,7 @@ void NAME(conv_direct_forward, ISA)(const conv_geom *g, conv_src x, const float 
         REGROUP(w, g->c, taps, nf, FWD_W)
 #undef FWD_W
     }
+    size_t ohw = (size_t)g->oh * g->ow, pohw = pool ? (size_t)pool->oh * pool->ow : 0;
     for (int n = n0; n < n1; n++)
         for (int oy0 = 0; oy0 < g->oh; oy0 += band) {
             int nb = g->oh - oy0 < band ? g->oh - oy0 : band;
@@ -177,11 +180,25 @@ void NAME(conv_direct_forward, ISA)(const conv_geom *g, conv_src x, const float 
                 valid_block(g->c, g->kh, g->kw, wp, stride, in,
                             wg + (size_t)((fb - f0) / FB) * wblock, bias ? bias + fb : NULL, nf,
                             out, ostride, nb * wp);
-                for (int f = 0; f < nf; f++)
-                    for (int r = 0; r < nb; r++)
-                        memcpy(y + (((size_t)n * g->f + fb + f) * g->oh + oy0 + r) * g->ow,
-                               out + (size_t)f * ostride + (size_t)r * wp,
-                               sizeof(float) * (size_t)g->ow);
+                for (int f = 0; f < nf; f++) {
+                    const float *o = out + (size_t)f * ostride;
+                    size_t plane = (size_t)n * g->f + fb + f;
+                    if (!pool) {
+                        for (int r = 0; r < nb; r++)
+                            memcpy(y + (plane * g->oh + oy0 + r) * g->ow, o + (size_t)r * wp,
+                                   sizeof(float) * (size_t)g->ow);
+                        continue;
+                    }
+                    /* pooled while in cache: the windows whose rows are all in this band */
+                    for (int py = oy0 / pool->stride; py < pool->oh; py++) {
+                        int r = py * pool->stride - oy0;
+                        if (r + pool->size > nb)
+                            break;
+                        size_t at = plane * pohw + (size_t)py * pool->ow;
+                        maxpool_row(pool, o + (size_t)r * wp, (size_t)wp, y + at, argmax + at,
+                                    (int32_t)((fb + f) * ohw + (size_t)(oy0 + r) * g->ow));
+                    }
+                }
             }
         }
 }
@@ -224,22 +241,60 @@ void NAME(conv_direct_backward_input, ISA)(const conv_geom *g, const float *dy, 
     }
 }
 
-/* dW[f][c][tap] = sum over q of dy[f][q] * in[c][q + tap offset], with dy laid on the same
- * row stride as the padded input (zeros in the dropped columns). The input is padded a band of
- * rows at a time; chunks of q stay in L1 while every (channel, tap) pair passes over them. */
-void NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_src x, const float *dy,
-                                            float *dwt, float *dbias, int n0, int n1, int f0,
-                                            int f1, int accumulate)
+/* Rows [oy0, oy0 + nb) of dy for filters [fb, fb + nf), on the input's row stride wp with
+ * zeros in the dropped columns, into dband (FB planes of dstride, zeros past the band and for
+ * missing filters). With a pool, dy is the pooled gradient: each window's goes to its argmax. */
+static void dy_band(const conv_geom *g, const float *dy, const pool_geom *pool,
+                    const int32_t *argmax, int n, int fb, int nf, int oy0, int nb, int wp,
+                    size_t dstride, float *dband)
 {
-    int wp = g->w + 2 * g->pad, taps = g->kh * g->kw, ohw = g->oh * g->ow;
-    int nblocks = (f1 - f0 + FB - 1) / FB;
-    int band = band_rows(wp, g->c, g->oh), rows_in = band + g->kh - 1;
+    size_t used = round_up((size_t)nb * wp, VL), ohw = (size_t)g->oh * g->ow;
+    for (int f = 0; f < FB; f++)
+        memset(dband + (size_t)f * dstride, 0, sizeof(float) * used);
+    for (int f = 0; f < nf; f++) {
+        float *d = dband + (size_t)f * dstride;
+        size_t plane = (size_t)n * g->f + fb + f;
+        if (!pool) {
+            for (int r = 0; r < nb; r++)
+                memcpy(d + (size_t)r * wp, dy + (plane * g->oh + oy0 + r) * g->ow,
+                       sizeof(float) * (size_t)g->ow);
+            continue;
+        }
+        /* windows that overlap the band; a window's maximum may fall either side of its edge */
+        size_t pohw = (size_t)pool->oh * pool->ow, base = (size_t)(fb + f) * ohw;
+        for (int py = oy0 / pool->stride; py < pool->oh && py * pool->stride < oy0 + nb; py++) {
+            size_t at = plane * pohw + (size_t)py * pool->ow;
+            for (int px = 0; px < pool->ow; px++) {
+                size_t local = (size_t)argmax[at + px] - base;   /* within this plane */
+                int row = (int)(local / g->ow) - oy0;
+                if (row >= 0 && row < nb)
+                    d[(size_t)row * wp + local % g->ow] = dy[at + px];
+            }
+        }
+    }
+}
+
+/* dW[f][c][tap] = sum over q of dy[f][q] * in[c][q + tap offset], with dy laid on the same
+ * row stride as the padded input (zeros in the dropped columns). Input and dy are laid out a
+ * band of rows at a time; chunks of q stay in L1 while every (channel, tap) pair passes over
+ * them. With a pool, dy is the gradient of the pooled output (see dy_band). */
+void NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_input x, const float *dy,
+                                            float *dwt, float *dbias, int n0, int n1, int f0,
+                                            int f1, int accumulate, const pool_geom *pool,
+                                            const int32_t *argmax)
+{
+    int wp = g->w + 2 * g->pad, taps = g->kh * g->kw, nblocks = (f1 - f0 + FB - 1) / FB;
+    /* the same bands with or without a pool: the same summation order, the same result */
+    int band = band_rows(wp, g->c, g->oh, 1), rows_in = band + g->kh - 1;
     size_t stride = (size_t)rows_in * wp + QCHUNK + g->kw + wp, pblock = (size_t)FB * g->c * taps;
+    size_t dstride = round_up((size_t)band * wp, QCHUNK);
     float *in = ops_scratch(SCRATCH_PACK_A, stride * g->c);
-    float *dyv = ops_scratch(SCRATCH_COLUMNS, (size_t)QCHUNK * FB);
-    vf *part = (vf *)ops_scratch(SCRATCH_PARTIALS, (size_t)VL * pblock * nblocks);
-    if (!in || !dyv || !part)
+    float *dband = ops_scratch(SCRATCH_COLUMNS, dstride * FB);
+    vf *part = (vf *)ops_scratch(SCRATCH_PARTIALS,
+                                 (size_t)VL * pblock * nblocks + round_up((size_t)(f1 - f0), VL));
+    if (!in || !dband || !part)
         return;
+    float *bsum = (float *)(part + pblock * nblocks);   /* this sample's bias sums */
     if (!accumulate)
         for (int f = f0; f < f1; f++) {
             memset(dwt + (size_t)f * g->c * taps, 0, sizeof(float) * (size_t)g->c * taps);
@@ -247,39 +302,22 @@ void NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_src x, cons
                 dbias[f] = 0;
         }
     for (int n = n0; n < n1; n++) {   /* samples in order: a fixed summation order */
-        if (dbias)
-            for (int f = f0; f < f1; f++) {
-                const float *d = dy + ((size_t)n * g->f + f) * ohw;
-                float s = 0;
-                for (int p = 0; p < ohw; p++)
-                    s += d[p];
-                dbias[f] += s;
-            }
         /* Vector partial sums per (filter, channel, tap), reduced once per sample. */
         memset(part, 0, sizeof(vf) * pblock * nblocks);
+        memset(bsum, 0, sizeof(float) * (size_t)(f1 - f0));
         for (int oy0 = 0; oy0 < g->oh; oy0 += band) {
             int nb = g->oh - oy0 < band ? g->oh - oy0 : band, Q = nb * wp;
             pad_sample_rows(x, g, n, wp, oy0, nb + g->kh - 1, stride, in);
             for (int fb = f0; fb < f1; fb += FB) {
                 int nf = f1 - fb < FB ? f1 - fb : FB;
                 vf *pb = part + (size_t)((fb - f0) / FB) * pblock;
+                dy_band(g, dy, pool, argmax, n, fb, nf, oy0, nb, wp, dstride, dband);
+                for (int f = 0; f < nf; f++)   /* in dy's own order, as a plain sum would go */
+                    for (int r = 0; r < nb; r++)
+                        for (int ox = 0; ox < g->ow; ox++)
+                            bsum[fb - f0 + f] += dband[(size_t)f * dstride + (size_t)r * wp + ox];
                 for (int q0 = 0; q0 < Q; q0 += QCHUNK) {
                     int q1 = q0 + QCHUNK < Q ? q0 + QCHUNK : Q;
-                    /* This chunk of dy on the input's row stride: zeros in the dropped columns
-                     * and past the band. */
-                    size_t used = round_up((size_t)(q1 - q0), VL);
-                    for (int f = 0; f < FB; f++)
-                        memset(dyv + (size_t)f * QCHUNK, 0, sizeof(float) * used);
-                    for (int f = 0; f < nf; f++) {
-                        const float *d = dy + ((size_t)n * g->f + fb + f) * ohw + (size_t)oy0 * g->ow;
-                        for (int q = q0; q < q1;) {
-                            int oy = q / wp, ox = q % wp, run = wp - ox < q1 - q ? wp - ox : q1 - q;
-                            if (ox < g->ow)
-                                memcpy(dyv + (size_t)f * QCHUNK + (q - q0), d + (size_t)oy * g->ow + ox,
-                                       sizeof(float) * (size_t)(g->ow - ox < run ? g->ow - ox : run));
-                            q += run;
-                        }
-                    }
                     /* A register block is FB filters x KXB neighbouring taps of one kernel row:
                      * each dy vector loaded feeds KXB taps, each input vector FB filters. */
                     for (int c = 0; c < g->c; c++)
@@ -294,12 +332,13 @@ void NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_src x, cons
 #pragma GCC unroll 16
                                     for (int k = 0; k < KXB; k++)
                                         acc[f][k] = vsplat(0);
-                                /* taps k >= nk read the slack and are dropped */
+                                /* dband is zero past the band; taps k >= nk read the slack and
+                                 * are dropped */
                                 for (int q = q0; q < q1; q += VL) {
                                     vf d[FB];
 #pragma GCC unroll 16
                                     for (int f = 0; f < FB; f++)
-                                        d[f] = vload(dyv + (size_t)f * QCHUNK + (q - q0));
+                                        d[f] = vload(dband + (size_t)f * dstride + q);
 #pragma GCC unroll 16
                                     for (int k = 0; k < KXB; k++) {
                                         vf xv = vload(s + q + k);
@@ -329,5 +368,8 @@ void NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_src x, cons
                     dwt[((size_t)(fb + f) * g->c) * taps + ct] += sum;
                 }
         }
+        if (dbias)
+            for (int f = f0; f < f1; f++)
+                dbias[f] += bsum[f - f0];
     }
 }

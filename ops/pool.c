@@ -34,33 +34,36 @@ static void maxpool2_row(const float *r0, const float *r1, float *y, int32_t *a,
     }
 }
 
+void maxpool_row(const pool_geom *g, const float *in, size_t stride, float *y, int32_t *argmax,
+                 int32_t at)
+{
+    if (g->size == 2 && g->stride == 2) {
+        maxpool2_row(in, in + stride, y, argmax, g->ow, g->w, at);
+        return;
+    }
+    for (int ox = 0; ox < g->ow; ox++) {
+        int x0 = ox * g->stride, bi = 0, bj = x0;
+        for (int i = 0; i < g->size; i++)
+            for (int j = x0; j < x0 + g->size; j++)
+                if (in[(size_t)i * stride + j] > in[(size_t)bi * stride + bj])
+                    bi = i, bj = j;   /* first maximum wins, as in PyTorch */
+        y[ox] = in[(size_t)bi * stride + bj];
+        argmax[ox] = at + bi * g->w + bj;
+    }
+}
+
 void maxpool_forward(const pool_geom *g, const float *x, float *y, int32_t *argmax, int n0, int n1)
 {
     int hw = g->h * g->w, ohw = g->oh * g->ow;
     for (int n = n0; n < n1; n++)
         for (int c = 0; c < g->c; c++) {
             const float *xc = x + ((size_t)n * g->c + c) * hw;
-            float *yc = y + ((size_t)n * g->c + c) * ohw;
-            int32_t *ac = argmax + ((size_t)n * g->c + c) * ohw;
-            if (g->size == 2 && g->stride == 2) {
-                for (int oy = 0; oy < g->oh; oy++)
-                    maxpool2_row(xc + 2 * oy * g->w, xc + (2 * oy + 1) * g->w, yc + oy * g->ow,
-                                 ac + oy * g->ow, g->ow, g->w, c * hw + 2 * oy * g->w);
-                continue;
+            size_t out = ((size_t)n * g->c + c) * ohw;
+            for (int oy = 0; oy < g->oh; oy++) {
+                int y0 = oy * g->stride;
+                maxpool_row(g, xc + (size_t)y0 * g->w, (size_t)g->w, y + out + oy * g->ow,
+                            argmax + out + oy * g->ow, c * hw + y0 * g->w);
             }
-            for (int oy = 0; oy < g->oh; oy++)
-                for (int ox = 0; ox < g->ow; ox++) {
-                    int y0 = oy * g->stride, x0 = ox * g->stride;
-                    int best = y0 * g->w + x0;
-                    for (int i = 0; i < g->size; i++)
-                        for (int j = 0; j < g->size; j++) {
-                            int at = (y0 + i) * g->w + x0 + j;
-                            if (xc[at] > xc[best])   /* first maximum wins, as in PyTorch */
-                                best = at;
-                        }
-                    yc[oy * g->ow + ox] = xc[best];
-                    ac[oy * g->ow + ox] = c * hw + best;
-                }
         }
 }
 

@@ -572,3 +572,56 @@ TEST(ops_conv_reads_bytes_like_floats)
     conv_set_strategy(CONV_AUTO);
     free(xb), free(xf), free(w), free(bias), free(y1), free(y2), free(dy), free(dw1), free(dw2);
 }
+
+/* Convolution fused with max-pooling gives, bit for bit, what the two layers give one after the
+ * other: pooled output, argmax, and the filter gradients from the pooled gradient. Tall enough
+ * for several row bands, odd sizes (a last row and column no window covers), 6 filters (a
+ * partial register block), 2x2 and 3x3 windows, float and byte inputs. */
+TEST(ops_conv_maxpool_fused_matches_separate)
+{
+    const int pools[] = {2, 3};
+    for (int k = 0; k < 2; k++) {
+        conv_geom g;
+        pool_geom p;
+        CHECK(conv_geom_init(&g, 3, 75, 201, 6, 3, 3, 1, 1) == 0);
+        CHECK(pool_geom_init(&p, 6, g.oh, g.ow, pools[k], pools[k]) == 0);
+        CHECK(conv_pool_fusable(&g, &p));
+        int n = 2;
+        size_t nin = (size_t)3 * 75 * 201, nout = (size_t)6 * g.oh * g.ow;
+        size_t npool = (size_t)6 * p.oh * p.ow, nw = 6 * 27;
+        uint8_t *xb = malloc(n * nin);
+        float *xf = malloc(sizeof(float) * n * nin), *w = malloc(sizeof(float) * nw);
+        float *y = malloc(sizeof(float) * n * nout), *dx = malloc(sizeof(float) * n * nout);
+        float *y1 = malloc(sizeof(float) * n * npool), *y2 = malloc(sizeof(float) * n * npool);
+        float *dy = malloc(sizeof(float) * n * npool), *bias = malloc(24);
+        float *dw1 = malloc(sizeof(float) * (nw + 6)), *dw2 = malloc(sizeof(float) * (nw + 6));
+        int32_t *a1 = malloc(4 * n * npool), *a2 = malloc(4 * n * npool);
+        for (size_t i = 0; i < n * nin; i++) {
+            xb[i] = (uint8_t)((i * 2654435761u) >> 24);
+            xf[i] = (float)xb[i] * (1.0f / 255.0f);
+        }
+        const uint8_t *samples[2] = {xb, xb + nin};
+        for (size_t i = 0; i < nw; i++)
+            w[i] = (float)((int)(i * 7 % 11) - 5) * 0.1f;
+        for (int i = 0; i < 6; i++)
+            bias[i] = 0.01f * (float)i;
+        for (size_t i = 0; i < n * npool; i++)
+            dy[i] = (float)((int)(i * 5 % 9) - 4) * 0.25f;
+        conv2d_forward(&g, xf, w, bias, y, 0, n, 0, 6);
+        maxpool_forward(&p, y, y1, a1, 0, n);
+        maxpool_backward(&p, dy, a1, dx, 0, n);
+        conv2d_backward_filter(&g, xf, dx, dw1, dw1 + nw, 0, n, 0, 6, 0);
+        conv_input inputs[2] = {{xf, NULL, 0}, {NULL, samples, 1.0f / 255.0f}};
+        for (int in = 0; in < 2; in++) {
+            conv2d_forward_maxpool(&g, inputs[in], w, bias, &p, y2, a2, 0, n);
+            CHECKF(!memcmp(y1, y2, sizeof(float) * n * npool), "pooled output, %dx%d, input %d",
+                   pools[k], pools[k], in);
+            CHECKF(!memcmp(a1, a2, 4 * n * npool), "argmax, %dx%d, input %d", pools[k], pools[k], in);
+            conv2d_backward_filter_maxpool(&g, inputs[in], &p, dy, a2, dw2, dw2 + nw, 0, n, 0);
+            CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + 6)), "filter gradient, %dx%d, input %d",
+                   pools[k], pools[k], in);
+        }
+        free(xb), free(xf), free(w), free(y), free(dx), free(y1), free(y2), free(dy), free(bias);
+        free(dw1), free(dw2), free(a1), free(a2);
+    }
+}

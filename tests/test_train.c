@@ -168,6 +168,17 @@ TEST(train_bytes_input_gives_the_same_weights)
     CHECK(!memcmp(floats.params, bytes.params, sizeof(float) * (size_t)floats.nparams));
 }
 
+/* The first convolution fused with its max-pool trains exactly as the two layers apart. */
+TEST(train_fused_conv_maxpool_gives_the_same_weights)
+{
+    static run apart, fused;
+    train(make_job("fuse = off\n"), 2, 2, &apart);
+    train(make_job("fuse = auto\n"), 3, 2, &fused);
+    CHECKF(apart.rc == 0 && fused.rc == 0, "%s %s", apart.err, fused.err);
+    CHECK(apart.nparams == fused.nparams && apart.loss[1] == fused.loss[1]);
+    CHECK(!memcmp(apart.params, fused.params, sizeof(float) * (size_t)apart.nparams));
+}
+
 TEST(train_divergence_is_an_error_not_a_hang)
 {
     static run r;
