@@ -264,11 +264,16 @@ static void dy_band(const conv_geom *g, const float *dy, const pool_geom *pool,
         size_t pohw = (size_t)pool->oh * pool->ow, base = (size_t)(fb + f) * ohw;
         for (int py = oy0 / pool->stride; py < pool->oh && py * pool->stride < oy0 + nb; py++) {
             size_t at = plane * pohw + (size_t)py * pool->ow;
+            long corner = (long)py * pool->stride * g->ow;   /* the windows' first row */
             for (int px = 0; px < pool->ow; px++) {
-                size_t local = (size_t)argmax[at + px] - base;   /* within this plane */
-                int row = (int)(local / g->ow) - oy0;
+                /* row and column within the window, without a division per element */
+                long off = (long)argmax[at + px] - (long)base - corner - (long)px * pool->stride;
+                int wy = 0;
+                while (off >= g->ow)
+                    off -= g->ow, wy++;
+                int row = py * pool->stride + wy - oy0;
                 if (row >= 0 && row < nb)
-                    d[(size_t)row * wp + local % g->ow] = dy[at + px];
+                    d[(size_t)row * wp + (size_t)px * pool->stride + (size_t)off] = dy[at + px];
             }
         }
     }
@@ -291,10 +296,10 @@ void NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_input x, co
     float *in = ops_scratch(SCRATCH_PACK_A, stride * g->c);
     float *dband = ops_scratch(SCRATCH_COLUMNS, dstride * FB);
     vf *part = (vf *)ops_scratch(SCRATCH_PARTIALS,
-                                 (size_t)VL * pblock * nblocks + round_up((size_t)(f1 - f0), VL));
+                                 (size_t)VL * (pblock + FB) * nblocks);
     if (!in || !dband || !part)
         return;
-    float *bsum = (float *)(part + pblock * nblocks);   /* this sample's bias sums */
+    vf *bsum = part + pblock * nblocks;   /* this sample's bias sums, by lane, FB per block */
     if (!accumulate)
         for (int f = f0; f < f1; f++) {
             memset(dwt + (size_t)f * g->c * taps, 0, sizeof(float) * (size_t)g->c * taps);
@@ -303,8 +308,7 @@ void NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_input x, co
         }
     for (int n = n0; n < n1; n++) {   /* samples in order: a fixed summation order */
         /* Vector partial sums per (filter, channel, tap), reduced once per sample. */
-        memset(part, 0, sizeof(vf) * pblock * nblocks);
-        memset(bsum, 0, sizeof(float) * (size_t)(f1 - f0));
+        memset(part, 0, sizeof(vf) * (pblock + FB) * nblocks);
         for (int oy0 = 0; oy0 < g->oh; oy0 += band) {
             int nb = g->oh - oy0 < band ? g->oh - oy0 : band, Q = nb * wp;
             pad_sample_rows(x, g, n, wp, oy0, nb + g->kh - 1, stride, in);
@@ -312,10 +316,11 @@ void NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_input x, co
                 int nf = f1 - fb < FB ? f1 - fb : FB;
                 vf *pb = part + (size_t)((fb - f0) / FB) * pblock;
                 dy_band(g, dy, pool, argmax, n, fb, nf, oy0, nb, wp, dstride, dband);
-                for (int f = 0; f < nf; f++)   /* in dy's own order, as a plain sum would go */
-                    for (int r = 0; r < nb; r++)
-                        for (int ox = 0; ox < g->ow; ox++)
-                            bsum[fb - f0 + f] += dband[(size_t)f * dstride + (size_t)r * wp + ox];
+                for (int f = 0; f < nf; f++) {   /* lane-wise: the band is zero where dy is not */
+                    vf *bs = bsum + (size_t)((fb - f0) / FB) * FB + f;
+                    for (int q = 0; q < Q; q += VL)
+                        *bs += vload(dband + (size_t)f * dstride + q);
+                }
                 for (int q0 = 0; q0 < Q; q0 += QCHUNK) {
                     int q1 = q0 + QCHUNK < Q ? q0 + QCHUNK : Q;
                     /* A register block is FB filters x KXB neighbouring taps of one kernel row:
@@ -369,7 +374,11 @@ void NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_input x, co
                 }
         }
         if (dbias)
-            for (int f = f0; f < f1; f++)
-                dbias[f] += bsum[f - f0];
+            for (int f = f0; f < f1; f++) {
+                float s = 0;
+                for (int i = 0; i < VL; i++)
+                    s += bsum[(size_t)((f - f0) / FB) * FB + (f - f0) % FB][i];
+                dbias[f] += s;
+            }
     }
 }
