@@ -14,7 +14,7 @@
 #include <string.h>
 
 typedef enum value_kind {
-    V_INT, V_U64, V_FLOAT, V_PATH, V_FORMAT, V_HXW, V_GRAIN, V_OPTIMIZER, V_AUTO_OFF
+    V_INT, V_U64, V_FLOAT, V_PATH, V_FORMAT, V_HXW, V_GRAIN, V_OPTIMIZER, V_FUSE
 } value_kind;
 
 typedef struct key_spec {
@@ -63,7 +63,7 @@ static const key_spec execution_keys[] = {
     {"workers", V_INT, JOB(workers), 0, 1024},
     {"grain", V_GRAIN, JOB(grain), 1, 1 << 20},
     {"filter_groups", V_GRAIN, JOB(filter_groups), 1, 4},
-    {"fuse", V_AUTO_OFF, JOB(no_fusion), 0, 0},
+    {"fuse", V_FUSE, JOB(fuse), 0, 0},
     {NULL, 0, 0, 0, 0}};
 static const key_spec energy_keys[] = {
     {"rate_hz", V_FLOAT, JOB(energy_rate_hz), 1, 1000},
@@ -204,10 +204,10 @@ static int set_value(parser *p, const char *section, const key_spec *k, void *ba
         p->cfg->resize_w = w;
         return 0;
     }
-    case V_AUTO_OFF:
-        if (strcmp(value, "auto") && strcmp(value, "off"))
-            return fail(p, "[%s] %s = '%s': expected auto or off", section, k->name, value);
-        *(int *)((char *)base + k->offset) = !strcmp(value, "off");
+    case V_FUSE:
+        if (strcmp(value, "auto") && strcmp(value, "on") && strcmp(value, "off"))
+            return fail(p, "[%s] %s = '%s': expected auto, on or off", section, k->name, value);
+        p->cfg->fuse = !strcmp(value, "on") ? 1 : !strcmp(value, "off") ? -1 : 0;
         return 0;
     case V_OPTIMIZER:
         if (strcmp(value, "sgd"))

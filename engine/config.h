@@ -9,7 +9,7 @@
  *   [optimizer]  type (sgd), lr, momentum, weight_decay
  *   [execution]  workers, grain (auto | N samples per task),
  *                filter_groups (auto | N convolution tasks per chunk, split by filters),
- *                fuse (auto | off: a convolution and the max-pool after it as one task)
+ *                fuse (auto | on | off: a convolution and the max-pool after it as one task)
  *   [energy]     rate_hz, carbon_g_per_kwh, baseline_seconds, baseline_watts,
  *                model_idle_watts, model_core_watts
  */
@@ -57,7 +57,7 @@ typedef struct job_config {
     int workers;                   /* 0: all CPUs */
     int grain;                     /* 0: auto; else samples per task */
     int filter_groups;             /* 0: auto; else tasks per chunk for each convolution */
-    int no_fusion;                 /* fuse = off */
+    int fuse;                      /* 0: auto, 1: on where possible, -1: off */
     /* [energy] */
     float energy_rate_hz;          /* sampler rate */
     float carbon_g_per_kwh;

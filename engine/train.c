@@ -416,11 +416,15 @@ trainer *trainer_create(const job_config *cfg, model *m, rt_runtime *rt, const d
         layer *ly = &m->layers[l];
         t->need_dx[l] = seen_params;
         seen_params |= ly->nparams > 0;
-        /* A convolution and the max-pool after it fuse when nothing needs the convolution's
-         * own output or its input gradient (a first layer): that output is never stored. */
-        t->fused[l] = !cfg->no_fusion && ly->type == LAYER_CONV && l + 1 < m->nlayers &&
+        /* A convolution and the max-pool after it can fuse when nothing needs the convolution's
+         * own output or its input gradient (a first layer): that output is then never stored.
+         * Worth it (auto) when a chunk's output would not stay in cache between the two. */
+        int fusable = ly->type == LAYER_CONV && l + 1 < m->nlayers &&
                       ly[1].type == LAYER_MAXPOOL && !t->need_dx[l] &&
                       conv_pool_fusable(&ly->conv, &ly[1].pool);
+        t->fused[l] = fusable && (cfg->fuse > 0 ||
+                                  (cfg->fuse == 0 &&
+                                   (double)t->grain * (double)ly->out_size * sizeof(float) > 1e6));
         t->groups[l] = t->fused[l] ? 1 : filter_groups(cfg, ly, t->grain);
         /* a flatten's output is a view of its input: same handles */
         t->act_groups[l + 1] = ly->type == LAYER_FLATTEN ? t->act_groups[l] : t->groups[l];

@@ -77,7 +77,7 @@ TEST(config_errors_name_file_line_and_key)
     expect_error("[execution]", "[energy]\nrate_hz = 5000\n[execution]", ":26: [energy] rate_hz = '5000'",
                  "from 1 to 1000");
     expect_error("grain = auto", "grain = auto\nfuse = yes", "[execution] fuse = 'yes'",
-                 "expected auto or off");
+                 "expected auto, on or off");
     expect_error("[execution]", "[energy]\nwatts = 3\n[execution]", "[energy] has no key 'watts'",
                  "carbon_g_per_kwh");
     expect_error("format = idx", "format = png", "expected idx or cifar10", NULL);

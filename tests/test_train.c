@@ -173,7 +173,7 @@ TEST(train_fused_conv_maxpool_gives_the_same_weights)
 {
     static run apart, fused;
     train(make_job("fuse = off\n"), 2, 2, &apart);
-    train(make_job("fuse = auto\n"), 3, 2, &fused);
+    train(make_job("fuse = on\n"), 3, 2, &fused);
     CHECKF(apart.rc == 0 && fused.rc == 0, "%s %s", apart.err, fused.err);
     CHECK(apart.nparams == fused.nparams && apart.loss[1] == fused.loss[1]);
     CHECK(!memcmp(apart.params, fused.params, sizeof(float) * (size_t)apart.nparams));
