@@ -17,7 +17,8 @@ int cpu_times_read(cpu_times *out)
     int found = 0;
     while (fgets(line, sizeof line, f)) {
         if (!strncmp(line, "cpu ", 4)) {
-            /* user nice system idle iowait irq softirq steal: idle and iowait are not busy. */
+            /* user nice system idle iowait irq softirq steal: idle and iowait are not busy, and
+             * steal (a virtual machine's core lent to another guest) is not this machine's work. */
             unsigned long long v[8] = {0};
             int got = sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
                              &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
@@ -25,7 +26,7 @@ int cpu_times_read(cpu_times *out)
                 break;
             for (int i = 0; i < 8; i++)
                 out->total += v[i];
-            out->busy = out->total - v[3] - v[4];
+            out->busy = out->total - v[3] - v[4] - v[7];
             found = 1;
         } else if (!strncmp(line, "cpu", 3) && line[3] >= '0' && line[3] <= '9') {
             out->ncpu++;

@@ -339,6 +339,11 @@ TEST(energy_model_when_nothing_is_readable)
     CHECK(n == 1 && s[0].kind == SENSOR_MODEL && s[0].in_total);
     CHECK_NEAR(s[0].watts, 10 + 7 * 1.5, 1e-9, 0);
     CHECK_NEAR(s[0].joules, 2.0 * (10 + 7 * 1.5), 1e-9, 0);
+    /* Stolen time (the host ran another guest) is not this machine's work. */
+    put("proc/stat", "cpu  1400 0 0 1100 0 0 0 200 0 0\ncpu0 0\ncpu1 0\n");   /* +100 busy, +200 steal */
+    energy_meter_sample_at(m, 3.0);
+    energy_meter_sensors(m, s, SENSOR_MAX);
+    CHECK_NEAR(s[0].watts, 10 + 7 * (100.0 / 300.0) * 2, 1e-9, 0);
     energy_meter_close(m);
 
     /* A measured GPU next to an estimated CPU: both in the total, the label says which is which. */
