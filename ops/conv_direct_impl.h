@@ -266,11 +266,13 @@ static void dy_band(const conv_geom *g, const float *dy, const pool_geom *pool,
             size_t at = plane * pohw + (size_t)py * pool->ow;
             long corner = (long)py * pool->stride * g->ow;   /* the windows' first row */
             for (int px = 0; px < pool->ow; px++) {
-                /* row and column within the window, without a division per element */
+                /* row and column within the window: no division, and no branch on which
+                 * row held the maximum (that is a coin toss, and mispredicted half the time) */
                 long off = (long)argmax[at + px] - (long)base - corner - (long)px * pool->stride;
                 int wy = 0;
-                while (off >= g->ow)
-                    off -= g->ow, wy++;
+                for (int i = 1; i < pool->size; i++)
+                    wy += off >= (long)i * g->ow;
+                off -= (long)wy * g->ow;
                 int row = py * pool->stride + wy - oy0;
                 if (row >= 0 && row < nb)
                     d[(size_t)row * wp + (size_t)px * pool->stride + (size_t)off] = dy[at + px];
