@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PRIO_LOAD = 1, PRIO_FORWARD = 2, PRIO_BACKWARD = 3 };
+/* The backward chain first: a layer's gradient sum and update wait behind the backward tasks
+ * still to come (only the first layer's update is on the way to the next batch). */
+enum { PRIO_LOAD = 1, PRIO_FORWARD = 2, PRIO_UPDATE = 2, PRIO_BACKWARD = 3 };
 enum { SPLIT_TRAIN, SPLIT_TEST };
 #define PIXEL_SCALE (1.0f / 255.0f)   /* bytes 0..255 to inputs 0..1 */
 
@@ -607,9 +609,9 @@ static void submit_batch(trainer *t, int split, long first, int size, int set, l
             acc[0] = (rt_access){t->hgradsum[l], k ? RT_RW : RT_W};
             for (int g = 0; g < groups; g++)
                 acc[1 + g] = (rt_access){t->hpartial[l][k * groups + g], RT_R};
-            submit(t, &k_gradsum, &a, PRIO_BACKWARD, 1 + groups, acc);
+            submit(t, &k_gradsum, &a, PRIO_UPDATE, 1 + groups, acc);
         }
-        submit(t, &k_sgd, &a, PRIO_BACKWARD, 2,
+        submit(t, &k_sgd, &a, PRIO_UPDATE, 2,
                (rt_access[]){{t->hparams[l], RT_RW}, {t->hgradsum[l], RT_R}});
     }
 }
