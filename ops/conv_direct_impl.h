@@ -8,6 +8,7 @@
  * each output row are computed and dropped. A block of FB filters x NV vectors of q stays in
  * registers while all channels and taps stream past: each input vector loaded feeds FB FMAs. */
 #include "ops/conv_direct.h"
+#include "ops/pool_row.h"
 #include "ops/scratch.h"
 
 #include <string.h>
@@ -195,8 +196,13 @@ void NAME(conv_direct_forward, ISA)(const conv_geom *g, conv_input x, const floa
                         if (r + pool->size > nb)
                             break;
                         size_t at = plane * pohw + (size_t)py * pool->ow;
-                        maxpool_row(pool, o + (size_t)r * wp, (size_t)wp, y + at, argmax + at,
-                                    (int32_t)((fb + f) * ohw + (size_t)(oy0 + r) * g->ow));
+                        int32_t first = (int32_t)((fb + f) * ohw + (size_t)(oy0 + r) * g->ow);
+                        if (pool->size == 2)   /* inline, for this file's instruction set */
+                            maxpool2_row(o + (size_t)r * wp, o + (size_t)(r + 1) * wp, y + at,
+                                         argmax + at, pool->ow, g->ow, first);
+                        else
+                            maxpool_row(pool, o + (size_t)r * wp, (size_t)wp, y + at, argmax + at,
+                                        first);
                     }
                 }
             }

@@ -1,4 +1,5 @@
 #include "ops/layers.h"
+#include "ops/pool_row.h"
 
 
 #include <string.h>
@@ -12,27 +13,6 @@ int pool_geom_init(pool_geom *g, int c, int h, int w, int size, int stride)
     return 0;
 }
 
-/* The common 2x2 window with stride 2, one output row: branch-free so that it vectorises. */
-static void maxpool2_row(const float *r0, const float *r1, float *y, int32_t *a, int ow, int w,
-                         int32_t at)
-{
-#pragma omp simd
-    for (int ox = 0; ox < ow; ox++) {
-        float v = r0[2 * ox], u;
-        int32_t b = at + 2 * ox;
-        u = r0[2 * ox + 1];
-        b = u > v ? at + 2 * ox + 1 : b;
-        v = u > v ? u : v;
-        u = r1[2 * ox];
-        b = u > v ? at + w + 2 * ox : b;
-        v = u > v ? u : v;
-        u = r1[2 * ox + 1];
-        b = u > v ? at + w + 2 * ox + 1 : b;
-        v = u > v ? u : v;
-        y[ox] = v;
-        a[ox] = b;
-    }
-}
 
 void maxpool_row(const pool_geom *g, const float *in, size_t stride, float *y, int32_t *argmax,
                  int32_t at)
