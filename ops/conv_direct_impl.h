@@ -270,6 +270,24 @@ static void dy_band(const conv_geom *g, const float *dy, const pool_geom *pool,
         size_t pohw = (size_t)pool->oh * pool->ow, base = (size_t)(fb + f) * ohw;
         for (int py = oy0 / pool->stride; py < pool->oh && py * pool->stride < oy0 + nb; py++) {
             size_t at = plane * pohw + (size_t)py * pool->ow;
+            int r0 = py * 2 - oy0;
+            if (pool->size == 2 && pool->stride == 2 && r0 >= 0 && r0 + 1 < nb) {
+                /* 2x2 windows inside the band: both rows written whole, branch-free, so that
+                 * it vectorises (each window puts its gradient in one of its four places) */
+                const int32_t *a = argmax + at;
+                const float *gy = dy + at;
+                float *d0 = d + (size_t)r0 * wp, *d1 = d0 + wp;
+                int32_t corner = (int32_t)(base + (size_t)(py * 2) * g->ow), w = g->ow;
+#pragma omp simd
+                for (int px = 0; px < pool->ow; px++) {
+                    int32_t k = a[px] - corner - 2 * px;
+                    d0[2 * px] = k == 0 ? gy[px] : 0.0f;
+                    d0[2 * px + 1] = k == 1 ? gy[px] : 0.0f;
+                    d1[2 * px] = k == w ? gy[px] : 0.0f;
+                    d1[2 * px + 1] = k == w + 1 ? gy[px] : 0.0f;
+                }
+                continue;
+            }
             long corner = (long)py * pool->stride * g->ow;   /* the windows' first row */
             for (int px = 0; px < pool->ow; px++) {
                 /* row and column within the window: no division, and no branch on which
