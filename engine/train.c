@@ -163,12 +163,8 @@ static int forward_task(const rt_ctx *ctx, void *p)
     }
     switch (l->type) {
     case LAYER_CONV:
-        if (a->layer == 0 && a->t->bytes_input)
-            conv2d_forward_bytes(&l->conv, b->samples, PIXEL_SCALE, l->params,
-                                 l->params + l->nweights, y, a->n0, a->n1, a->f0, a->f1);
-        else
-            conv2d_forward(&l->conv, x, l->params, l->params + l->nweights, y, a->n0, a->n1,
-                           a->f0, a->f1);
+        conv2d_forward_in(&l->conv, layer_input(a->t, b, a->layer), l->params,
+                          l->params + l->nweights, y, a->n0, a->n1, a->f0, a->f1);
         break;
     case LAYER_RELU:
         relu_forward(x, y, a->n0 * l->in_size, a->n1 * l->in_size);
@@ -230,12 +226,8 @@ static int backward_task(const rt_ctx *ctx, void *p)
     }
     switch (l->type) {
     case LAYER_CONV:   /* split into filter groups, dx has a task of its own */
-        if (a->layer == 0 && t->bytes_input)
-            conv2d_backward_filter_bytes(&l->conv, b->samples, PIXEL_SCALE, dy, part,
-                                         part + l->nweights, a->n0, a->n1, a->f0, a->f1, 0);
-        else
-            conv2d_backward_filter(&l->conv, x, dy, part, part + l->nweights, a->n0, a->n1,
-                                   a->f0, a->f1, 0);
+        conv2d_backward_filter_in(&l->conv, layer_input(t, b, a->layer), dy, part,
+                                  part + l->nweights, a->n0, a->n1, a->f0, a->f1, 0);
         if (want_dx && t->groups[a->layer] == 1)
             conv2d_backward_input(&l->conv, dy, l->params, dx, a->n0, a->n1);
         break;

@@ -215,20 +215,20 @@ static const float *bytes_to_floats(const conv_geom *g, const uint8_t *x, float 
     return f;
 }
 
-void conv2d_forward_bytes(const conv_geom *g, const uint8_t *const *x, float scale,
-                          const float *wt, const float *bias, float *y, int n0, int n1, int f0,
-                          int f1)
+void conv2d_forward_in(const conv_geom *g, conv_input x, const float *wt, const float *bias,
+                       float *y, int n0, int n1, int f0, int f1)
 {
-    if (conv_uses_direct(g)) {
-        DISPATCH(forward, g, (conv_input){NULL, x, scale}, wt, bias, y, n0, n1, f0, f1, NULL,
-                 NULL);
-        return;
-    }
-    size_t out = (size_t)g->f * g->oh * g->ow;
-    for (int n = n0; n < n1; n++) {
-        const float *xf = bytes_to_floats(g, x[n], scale);
-        if (xf)
-            forward_im2col(g, xf, wt, bias, y + n * out, 0, 1, f0, f1);
+    if (x.f) {
+        conv2d_forward(g, x.f, wt, bias, y, n0, n1, f0, f1);
+    } else if (conv_uses_direct(g)) {
+        DISPATCH(forward, g, x, wt, bias, y, n0, n1, f0, f1, NULL, NULL);
+    } else {
+        size_t out = (size_t)g->f * g->oh * g->ow;
+        for (int n = n0; n < n1; n++) {
+            const float *xf = bytes_to_floats(g, x.b[n], x.scale);
+            if (xf)
+                forward_im2col(g, xf, wt, bias, y + n * out, 0, 1, f0, f1);
+        }
     }
 }
 
@@ -251,21 +251,21 @@ void conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy,
         backward_filter_im2col(g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate);
 }
 
-void conv2d_backward_filter_bytes(const conv_geom *g, const uint8_t *const *x, float scale,
-                                  const float *dy, float *dwt, float *dbias, int n0, int n1,
-                                  int f0, int f1, int accumulate)
+void conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float *dy, float *dwt,
+                               float *dbias, int n0, int n1, int f0, int f1, int accumulate)
 {
-    if (conv_uses_direct(g)) {
-        DISPATCH(backward_filter, g, (conv_input){NULL, x, scale}, dy, dwt, dbias, n0, n1, f0, f1,
-                 accumulate, NULL, NULL);
-        return;
-    }
-    size_t out = (size_t)g->f * g->oh * g->ow;
-    for (int n = n0; n < n1; n++) {   /* in order, as the float function sums them */
-        const float *xf = bytes_to_floats(g, x[n], scale);
-        if (xf)
-            backward_filter_im2col(g, xf, dy + n * out, dwt, dbias, 0, 1, f0, f1,
-                                   accumulate || n > n0);
+    if (x.f) {
+        conv2d_backward_filter(g, x.f, dy, dwt, dbias, n0, n1, f0, f1, accumulate);
+    } else if (conv_uses_direct(g)) {
+        DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate, NULL, NULL);
+    } else {
+        size_t out = (size_t)g->f * g->oh * g->ow;
+        for (int n = n0; n < n1; n++) {   /* in order, as the float function sums them */
+            const float *xf = bytes_to_floats(g, x.b[n], x.scale);
+            if (xf)
+                backward_filter_im2col(g, xf, dy + n * out, dwt, dbias, 0, 1, f0, f1,
+                                       accumulate || n > n0);
+        }
     }
 }
 

@@ -1,6 +1,7 @@
-/* 2-D convolution, NCHW float32, via im2col + GEMM. Every function works on a sub-range of
- * samples [n0, n1) and, where it makes sense, of filters [f0, f1), so the engine can cut the work
- * into micro-tasks of any grain. */
+/* 2-D convolution, NCHW float32, direct or via im2col + GEMM (conv_uses_direct), optionally fused
+ * with the max-pool after it. Every function works on a sub-range of samples [n0, n1) and, where
+ * it makes sense, of filters [f0, f1), so the engine can cut the work into micro-tasks of any
+ * grain. */
 #ifndef FRUGAL_CONV_H
 #define FRUGAL_CONV_H
 
@@ -28,18 +29,6 @@ void conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt,
 void conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy, float *dwt,
                             float *dbias, int n0, int n1, int f0, int f1, int accumulate);
 
-/* The same for samples stored as bytes (a data set's pixels, x[n] for sample n, anywhere in
- * memory), each scaled by `scale` as it is read: a first layer reads the data set in place, with
- * a quarter of the memory traffic of floats. The direct path converts while it pads; im2col
- * converts into a buffer first. The results are those of the float functions on
- * (float)x[n][i] * scale, bit for bit. */
-void conv2d_forward_bytes(const conv_geom *g, const uint8_t *const *x, float scale,
-                          const float *wt, const float *bias, float *y, int n0, int n1, int f0,
-                          int f1);
-void conv2d_backward_filter_bytes(const conv_geom *g, const uint8_t *const *x, float scale,
-                                  const float *dy, float *dwt, float *dbias, int n0, int n1,
-                                  int f0, int f1, int accumulate);
-
 /* A convolution's input: floats (f: N*C*H*W), or bytes scaled as they are read (b[n]: sample
  * n's C*H*W bytes, anywhere in memory; f is NULL). */
 typedef struct conv_input {
@@ -47,6 +36,15 @@ typedef struct conv_input {
     const uint8_t *const *b;
     float scale;
 } conv_input;
+
+/* conv2d_forward and conv2d_backward_filter from a conv_input. From bytes, a first layer reads
+ * the data set in place, with a quarter of the memory traffic of floats: the direct path
+ * converts while it pads, im2col into a buffer first. The results are the float functions' on
+ * (float)b[n][i] * scale, bit for bit. */
+void conv2d_forward_in(const conv_geom *g, conv_input x, const float *wt, const float *bias,
+                       float *y, int n0, int n1, int f0, int f1);
+void conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float *dy, float *dwt,
+                               float *dbias, int n0, int n1, int f0, int f1, int accumulate);
 
 /* Convolution then max-pooling in one pass, for windows that do not overlap (size == stride) on
  * the direct path: the convolution's output is pooled band by band while it is in cache and

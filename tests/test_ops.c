@@ -563,10 +563,11 @@ TEST(ops_conv_reads_bytes_like_floats)
     for (int p = 0; p < 2; p++) {
         conv_set_strategy(paths[p]);
         conv2d_forward(&g, xf, w, bias, y1, 0, 2, 1, 6);
-        conv2d_forward_bytes(&g, samples, 1.0f / 255.0f, w, bias, y2, 0, 2, 1, 6);
+        conv_input bytes = {NULL, samples, 1.0f / 255.0f};
+        conv2d_forward_in(&g, bytes, w, bias, y2, 0, 2, 1, 6);
         CHECKF(!memcmp(y1, y2, sizeof(float) * 2 * nout), "forward, path %d", p);
         conv2d_backward_filter(&g, xf, dy, dw1, dw1 + nw, 0, 2, 0, 6, 0);
-        conv2d_backward_filter_bytes(&g, samples, 1.0f / 255.0f, dy, dw2, dw2 + nw, 0, 2, 0, 6, 0);
+        conv2d_backward_filter_in(&g, bytes, dy, dw2, dw2 + nw, 0, 2, 0, 6, 0);
         CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + 6)), "filter gradient, path %d", p);
     }
     conv_set_strategy(CONV_AUTO);
