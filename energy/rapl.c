@@ -7,12 +7,13 @@
 #include <stdio.h>
 #include <string.h>
 
-static int has_sensor(const sensor *s, int n, const char *name)
+/* The RAPL sensor called name, or -1. */
+static int find_sensor(const sensor *s, int n, const char *name)
 {
     for (int i = 0; i < n; i++)
         if (!strcmp(s[i].source, "rapl") && !strcmp(s[i].name, name))
-            return 1;
-    return 0;
+            return i;
+    return -1;
 }
 
 /* "package-0", "core (package-0)", "dram (package-1)", "psys". */
@@ -48,16 +49,25 @@ static void add_zone(sensor *s, int *n, int max, const char *dir, const char *en
         return;   /* not a zone (e.g. the intel-rapl control type itself) */
     sensor_scope scope;
     zone_label(dir, entry, zone, label, sizeof label, &scope);
-    if (has_sensor(s, *n, label) || *n >= max)
-        return;   /* intel-rapl-mmio duplicates the intel-rapl zone of the same name */
-    sensor *z = &s[(*n)++];
+    /* intel-rapl-mmio duplicates the intel-rapl zone of the same name: it is read only in
+     * place of a copy that cannot be */
+    int dup = find_sensor(s, *n, label);
+    uint64_t v;
+    if (dup >= 0) {
+        char mmio[SYSFS_PATH + 80];
+        sysfs_format(mmio, sizeof mmio, "%s/%s/energy_uj", dir, entry);
+        if (s[dup].status == SENSOR_OK || sysfs_read_u64(mmio, &v))
+            return;
+    } else if (*n >= max) {
+        return;
+    }
+    sensor *z = &s[dup >= 0 ? dup : (*n)++];
     memset(z, 0, sizeof *z);
     sysfs_format(z->name, sizeof z->name, "%s", label);
     z->source = "rapl";
     z->kind = SENSOR_COUNTER;
     z->scope = scope;
     sysfs_format(z->path, sizeof z->path, "%s/%s/energy_uj", dir, entry);
-    uint64_t v;
     int e = sysfs_read_u64(z->path, &v);
     if (e) {
         sensor_explain(z, z->path, e);

@@ -355,45 +355,75 @@ TEST(energy_model_when_nothing_is_readable)
     energy_meter_close(m);
 }
 
-/* Permission denied, as for RAPL since Linux 5.10: as root the test drops to nobody in a child. */
-TEST(energy_permission_denied_is_explained_and_falls_back)
+/* Runs check() in a child as an unprivileged user (as root, drops to nobody, so that file
+ * modes apply); returns its exit status. */
+static int as_nobody(int (*check)(void))
 {
-    intel_two_sockets(0);
-    proc_stat(10, 10);
-    char path[700];
-    snprintf(path, sizeof path, "%s/sys/class/powercap/intel-rapl:0/energy_uj", root);
-    CHECK(chmod(path, 0400) == 0 || chmod(path, 0) == 0);
-    snprintf(path, sizeof path, "%s/sys/class/powercap/intel-rapl:1/energy_uj", root);
-    CHECK(chmod(path, 0400) == 0);
     chmod(test_tmpdir(), 0755);
     pid_t pid = fork();
     if (pid == 0) {
         if (geteuid() == 0 && setresuid(65534, 65534, 65534))
             _exit(10);
-        if (geteuid() != 0) {
-            chmod(path, 0);   /* not root: deny by mode alone */
-            snprintf(path, sizeof path, "%s/sys/class/powercap/intel-rapl:0/energy_uj", root);
-            chmod(path, 0);
-        }
-        energy_meter *m = energy_meter_open(NULL);
-        sensor s[SENSOR_MAX];
-        int n = energy_meter_sensors(m, s, SENSOR_MAX);
-        int p0 = find(s, n, "package-0"), d0 = find(s, n, "dram (package-0)");
-        int ok = p0 >= 0 && s[p0].status == SENSOR_UNREADABLE &&
-                 strstr(s[p0].why, "permission denied") && strstr(s[p0].why, "CVE-2020-8694") &&
-                 strstr(s[p0].why, "chmod a+r") && strstr(s[p0].why, "setcap") &&
-                 strstr(s[p0].why, "intel-rapl:0/energy_uj");
-        /* Both packages unreadable: the CPU is modelled, the readable DRAM still measured. */
-        ok = ok && d0 >= 0 && s[d0].in_total && energy_meter_estimated(m) &&
-             strstr(energy_meter_source(m), "measured: rapl dram (package-0)");
-        if (!ok && p0 >= 0)
-            fprintf(stderr, "    package-0: %s; total: %s\n", s[p0].why, energy_meter_source(m));
-        energy_meter_close(m);
-        _exit(ok ? 0 : 11);
+        _exit(check());
     }
     int status;
-    CHECK(waitpid(pid, &status, 0) == pid);
-    CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+        return -1;
+    return WEXITSTATUS(status);
+}
+
+static void deny(const char *zone)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/sys/class/powercap/%s/energy_uj", root, zone);
+    CHECK(chmod(path, 0) == 0);   /* root-owned and mode 0: nobody reads it */
+}
+
+/* intel-rapl:0 and :1 denied, the mmio copy of package-0 readable: package-0 is read there. */
+static int check_mmio_stands_in(void)
+{
+    energy_meter *m = energy_meter_open(NULL);
+    sensor s[SENSOR_MAX];
+    int n = energy_meter_sensors(m, s, SENSOR_MAX);
+    int p0 = find(s, n, "package-0"), p1 = find(s, n, "package-1");
+    int ok = p0 >= 0 && s[p0].status == SENSOR_OK && strstr(s[p0].path, "intel-rapl-mmio:0") &&
+             s[p0].in_total && p1 >= 0 && s[p1].status == SENSOR_UNREADABLE &&
+             !energy_meter_estimated(m);
+    energy_meter_close(m);
+    return ok ? 0 : 11;
+}
+
+/* Every package denied: explained, and the CPU modelled next to the readable DRAM. */
+static int check_denied_explained(void)
+{
+    energy_meter *m = energy_meter_open(NULL);
+    sensor s[SENSOR_MAX];
+    int n = energy_meter_sensors(m, s, SENSOR_MAX);
+    int p0 = find(s, n, "package-0"), d0 = find(s, n, "dram (package-0)");
+    int ok = p0 >= 0 && s[p0].status == SENSOR_UNREADABLE &&
+             strstr(s[p0].why, "permission denied") && strstr(s[p0].why, "CVE-2020-8694") &&
+             strstr(s[p0].why, "chmod a+r") && strstr(s[p0].why, "setcap") &&
+             strstr(s[p0].why, "/energy_uj");
+    ok = ok && d0 >= 0 && s[d0].in_total && energy_meter_estimated(m) &&
+         strstr(energy_meter_source(m), "measured: rapl dram (package-0)");
+    if (!ok && p0 >= 0)
+        fprintf(stderr, "    package-0: %s; total: %s\n", s[p0].why, energy_meter_source(m));
+    energy_meter_close(m);
+    return ok ? 0 : 12;
+}
+
+/* Permission denied, as for RAPL since Linux 5.10. */
+TEST(energy_permission_denied_is_explained_and_falls_back)
+{
+    intel_two_sockets(0);
+    proc_stat(10, 10);
+    deny("intel-rapl:0");
+    deny("intel-rapl:1");
+    int rc = as_nobody(check_mmio_stands_in);
+    CHECKF(rc == 0, "mmio copy: child status %d", rc);
+    deny("intel-rapl-mmio:0");
+    rc = as_nobody(check_denied_explained);
+    CHECKF(rc == 0, "all denied: child status %d", rc);
 }
 
 TEST(energy_attribution_sums_back_to_the_device_total)
