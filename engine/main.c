@@ -58,12 +58,22 @@ static int cmd_energy(int argc, char **argv)
     double seconds = 0, rate = 10;
     for (int i = 2; i < argc; i++) {
         char *end = NULL;
+        if (!strcmp(argv[i], "--help")) {
+            printf("usage: frugal energy [--seconds N] [--rate HZ]\n"
+                   "  every energy sensor found (RAPL, hwmon, batteries; readable or not, and why),\n"
+                   "  which of them make up the machine's total, then N seconds of live power\n"
+                   "  sampled at HZ (default 10). FRUGAL_SYSFS_ROOT and FRUGAL_PROCFS_ROOT move\n"
+                   "  /sys and /proc (containers, tests).\n");
+            return 0;
+        }
         if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
             seconds = strtod(argv[++i], &end);
         else if (!strcmp(argv[i], "--rate") && i + 1 < argc)
             rate = strtod(argv[++i], &end);
         if (!end || *end || !(seconds >= 0 && seconds <= 86400) || !(rate >= 1 && rate <= 1000)) {
-            fprintf(stderr, "usage: frugal energy [--seconds N (0..86400)] [--rate HZ (1..1000)]\n");
+            fprintf(stderr, "frugal energy: bad or unexpected argument '%s'\n"
+                            "usage: frugal energy [--seconds N (0..86400)] [--rate HZ (1..1000)]\n",
+                    argv[i]);
             return 2;
         }
     }
