@@ -227,11 +227,14 @@ void energy_meter_read(energy_meter *m, energy_reading *out)
     pthread_mutex_lock(&m->lock);
     out->t = t;
     out->n = m->n;
-    out->total_j = 0;
+    out->total_j = out->total_w = 0;
     for (int i = 0; i < m->n; i++) {
         out->joules[i] = m->s[i].joules;
-        if (m->s[i].in_total)
+        out->watts[i] = m->s[i].watts;
+        if (m->s[i].in_total) {
             out->total_j += m->s[i].joules;
+            out->total_w += m->s[i].watts;
+        }
     }
     pthread_mutex_unlock(&m->lock);
 }

@@ -25,8 +25,10 @@ typedef struct energy_options {
 typedef struct energy_reading {
     double t;                        /* seconds since the meter opened (monotonic) */
     double total_j;                  /* the machine total, since the meter opened */
+    double total_w;                  /* the total's power over the last sampling interval */
     int n;
     double joules[SENSOR_MAX];       /* each sensor's, in energy_meter_sensors() order */
+    double watts[SENSOR_MAX];        /* each sensor's power over the last interval */
 } energy_reading;
 
 typedef struct energy_meter energy_meter;

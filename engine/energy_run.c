@@ -87,12 +87,7 @@ void energy_run_so_far(energy_run *er, double *joules, double *watts)
     energy_reading now;
     energy_meter_read(er->meter, &now);
     *joules = now.total_j - er->epoch_start.total_j;
-    sensor s[SENSOR_MAX];
-    int n = energy_meter_sensors(er->meter, s, SENSOR_MAX);
-    *watts = 0;
-    for (int i = 0; i < n; i++)
-        if (s[i].in_total)
-            *watts += s[i].watts;
+    *watts = now.total_w;
 }
 
 void energy_run_total(energy_run *er, long images, energy_figures *out)

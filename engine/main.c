@@ -107,14 +107,10 @@ static int cmd_energy(int argc, char **argv)
             double step = k <= seconds ? 1.0 : seconds - (k - 1);
             nanosleep(&(struct timespec){(time_t)step, (long)((step - (time_t)step) * 1e9)}, NULL);
             energy_meter_read(m, &r);
-            n = energy_meter_sensors(m, s, SENSOR_MAX);
-            double watts = 0;
+            printf("%6.1f s  %7.1f W total", r.t - first.t, r.total_w);
             for (int i = 0; i < n; i++)
-                watts += s[i].in_total ? s[i].watts : 0;
-            printf("%6.1f s  %7.1f W total", r.t - first.t, watts);
-            for (int i = 0; i < n; i++)
-                if (s[i].status == SENSOR_OK)
-                    printf("  %s %.1f W", s[i].name, s[i].watts);
+                if (s[i].status == SENSOR_OK)   /* as found when the meter opened */
+                    printf("  %s %.1f W", s[i].name, r.watts[i]);
             printf("\n");
             fflush(stdout);
         }
