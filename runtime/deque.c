@@ -22,6 +22,7 @@ int deque_init(deque *q, int64_t capacity)
         return -1;
     atomic_init(&q->top, 0);
     atomic_init(&q->bottom, 0);
+    q->top_seen = 0;
     atomic_init(&q->array, a);
     pthread_mutex_init(&q->thieves, NULL);
     return 0;
@@ -56,14 +57,18 @@ static deque_array *grow(deque *q, deque_array *a, int64_t b, int64_t t)
 int deque_push(deque *q, void *item)
 {
     int64_t b = atomic_load_explicit(&q->bottom, memory_order_relaxed);
-    int64_t t = atomic_load_explicit(&q->top, memory_order_acquire);
     deque_array *a = atomic_load_explicit(&q->array, memory_order_relaxed);
     /* A thief may have advanced top by up to a batch and be about to back off: keep that much
-     * headroom so the slot written here never holds a live item. */
-    if (b - t > a->mask - DEQUE_MAX_BATCH) {
-        a = grow(q, a, b, t);   /* the item goes into the new array */
-        if (!a)
-            return -1;
+     * headroom so the slot written here never holds a live item. Top only grows otherwise, so an
+     * old copy of it overstates the size: thieves write top all the time, and reading it on every
+     * push would cost a cache miss each. */
+    if (b - q->top_seen > a->mask - DEQUE_MAX_BATCH) {
+        int64_t t = q->top_seen = atomic_load_explicit(&q->top, memory_order_acquire);
+        if (b - t > a->mask - DEQUE_MAX_BATCH) {
+            a = grow(q, a, b, t);   /* the item goes into the new array */
+            if (!a)
+                return -1;
+        }
     }
     atomic_store_explicit(&a->slot[b & a->mask], item, memory_order_relaxed);
     /* Release on bottom publishes the slot and the item's contents to thieves. */

@@ -23,6 +23,7 @@ typedef struct deque_array {
 typedef struct deque {
     _Alignas(64) _Atomic int64_t top;
     _Alignas(64) _Atomic int64_t bottom;
+    int64_t top_seen;             /* owner only: top as last read (see deque_push) */
     _Atomic(deque_array *) array;
     pthread_mutex_t thieves;
 } deque;

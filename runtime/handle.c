@@ -3,49 +3,44 @@
  * Each handle remembers who produced its current value and who has read it since; a new access
  * depends on exactly the tasks it must follow (RAW, WAR, WAW), and commutative RT_ACCUM updates
  * form groups that depend on what came before but not on each other. Only the submitting thread
- * touches this history, so it needs no lock. */
+ * touches this history, so it needs no lock. It holds no reference counts: finished tasks are
+ * recycled at once, and a history entry to one reads as done (task_ref in internal.h). */
 #include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-
-static void list_clear(rt_runtime *rt, int worker, task_list *l)
+static void list_init(task_list *l)
 {
-    for (int i = 0; i < l->n; i++)
-        task_let_go(rt, worker, l->items[i]);
     l->n = 0;
+    l->cap = 2;
+    l->items = l->inline_items;
 }
 
-void task_list_free(task_list *l)
+static void list_free(task_list *l)
 {
     if (l->items != l->inline_items)
         free(l->items);
-    l->items = l->inline_items;
-    l->cap = 4;
-    l->n = 0;
+    list_init(l);
 }
 
 /* Drop finished tasks: a handle read by thousands of tasks between writes stays small. */
-static void list_compact(rt_runtime *rt, int worker, task_list *l)
+static void list_compact(task_list *l)
 {
     int kept = 0;
-    for (int i = 0; i < l->n; i++) {
-        if (task_done(l->items[i]))
-            task_let_go(rt, worker, l->items[i]);
-        else
+    for (int i = 0; i < l->n; i++)
+        if (ref_unfinished(l->items[i]))
             l->items[kept++] = l->items[i];
-    }
     l->n = kept;
 }
 
-static int list_add(rt_runtime *rt, int worker, task_list *l, rt_task *t)
+static int list_add(task_list *l, task_ref r)
 {
     if (l->n == l->cap) {
-        list_compact(rt, worker, l);
+        list_compact(l);
         if (l->n * 2 > l->cap) {   /* mostly live: grow */
             int cap = l->cap * 2;
-            rt_task **items = malloc((size_t)cap * sizeof *items);
+            task_ref *items = malloc((size_t)cap * sizeof *items);
             if (!items)
                 return -1;
             memcpy(items, l->items, (size_t)l->n * sizeof *items);
@@ -55,16 +50,8 @@ static int list_add(rt_runtime *rt, int worker, task_list *l, rt_task *t)
             l->cap = cap;
         }
     }
-    task_hold(t);
-    l->items[l->n++] = t;
+    l->items[l->n++] = r;
     return 0;
-}
-
-static void list_init(task_list *l)
-{
-    l->n = 0;
-    l->cap = 4;
-    l->items = l->inline_items;
 }
 
 rt_handle *rt_handle_register(rt_runtime *rt, void *ptr, size_t bytes, const char *name)
@@ -83,18 +70,37 @@ rt_handle *rt_handle_register(rt_runtime *rt, void *ptr, size_t bytes, const cha
     return h;
 }
 
-
 void rt_handle_unregister(rt_runtime *rt, rt_handle *h)
 {
     if (!h)
         return;
     rt_wait_handle(rt, h, RT_RW);
-    handle_history_clear(rt, h);
-    task_list_free(&h->readers);
-    task_list_free(&h->accums);
-    task_list_free(&h->accum_base);
+    list_free(&h->readers);
+    list_free(&h->accums);
+    list_free(&h->accum_base);
     pthread_mutex_destroy(&h->accum_lock);
     free(h);
+}
+
+static int wait_ref(rt_runtime *rt, task_ref r)
+{
+    return ref_unfinished(r) ? wait_tasks(rt, &r.task, 1) : 0;
+}
+
+static int wait_list(rt_runtime *rt, const task_list *l)
+{
+    int rc = 0;
+    for (int i = 0; i < l->n; i++)
+        rc |= wait_ref(rt, l->items[i]);
+    return rc;
+}
+
+int rt_wait_handle(rt_runtime *rt, rt_handle *h, rt_mode mode)
+{
+    int rc = wait_ref(rt, h->writer) | wait_list(rt, &h->accums);
+    if (mode != RT_R)
+        rc |= wait_list(rt, &h->readers);
+    return rc ? -1 : 0;
 }
 
 void *rt_handle_ptr(const rt_handle *h) { return h->ptr; }
@@ -127,10 +133,16 @@ int task_add_edge(rt_runtime *rt, int worker, rt_task *pred, rt_task *succ)
     return 0;
 }
 
+/* An edge from the referred task, unless it is done or the reference is stale. */
+static int depend_on(rt_runtime *rt, int w, rt_task *t, task_ref r)
+{
+    return r.task && r.task->gen == r.gen ? task_add_edge(rt, w, r.task, t) : 0;
+}
+
 static int depend_on_list(rt_runtime *rt, int w, rt_task *t, const task_list *l)
 {
     for (int i = 0; i < l->n; i++)
-        if (task_add_edge(rt, w, l->items[i], t))
+        if (depend_on(rt, w, t, l->items[i]))
             return -1;
     return 0;
 }
@@ -138,8 +150,8 @@ static int depend_on_list(rt_runtime *rt, int w, rt_task *t, const task_list *l)
 /* The tasks that produced the handle's current value: one writer or a group of accumulators. */
 static int depend_on_producers(rt_runtime *rt, int w, rt_task *t, rt_handle *h)
 {
-    if (h->writer)
-        return task_add_edge(rt, w, h->writer, t);
+    if (h->writer.task)
+        return depend_on(rt, w, t, h->writer);
     return depend_on_list(rt, w, t, &h->accums);
 }
 
@@ -149,21 +161,12 @@ static int depend_as_writer(rt_runtime *rt, int w, rt_task *t, rt_handle *h)
     return h->readers.n ? depend_on_list(rt, w, t, &h->readers) : depend_on_producers(rt, w, t, h);
 }
 
-/* Forget readers and producers (not the accumulator base), releasing their references. */
-static void drop_history(rt_runtime *rt, int w, rt_handle *h)
+/* Forget readers and producers (not the accumulator base). */
+static void drop_history(rt_handle *h)
 {
-    if (h->writer)
-        task_let_go(rt, w, h->writer);
-    h->writer = NULL;
-    list_clear(rt, w, &h->readers);
-    list_clear(rt, w, &h->accums);
-}
-
-void handle_history_clear(rt_runtime *rt, rt_handle *h)
-{
-    int w = worker_self(rt);
-    drop_history(rt, w, h);
-    list_clear(rt, w, &h->accum_base);
+    h->writer = (task_ref){0};
+    h->readers.n = 0;
+    h->accums.n = 0;
 }
 
 int handle_link(rt_runtime *rt, rt_task *t, const rt_access *a)
@@ -175,15 +178,14 @@ int handle_link(rt_runtime *rt, rt_task *t, const rt_access *a)
     case RT_R:
         if (depend_on_producers(rt, w, t, h))
             return -1;
-        return list_add(rt, w, &h->readers, t);
+        return list_add(&h->readers, ref_to(t));
 
     case RT_W:
     case RT_RW:
         if (depend_as_writer(rt, w, t, h))
             return -1;
-        drop_history(rt, w, h);
-        task_hold(t);
-        h->writer = t;
+        drop_history(h);
+        h->writer = ref_to(t);
         return 0;
 
     case RT_ACCUM:
@@ -191,20 +193,20 @@ int handle_link(rt_runtime *rt, rt_task *t, const rt_access *a)
          * the same predecessors and no order among members. Otherwise t opens a group whose base
          * is what a writer would wait for. */
         if (!(h->accums.n > 0 && h->readers.n == 0)) {
-            list_clear(rt, w, &h->accum_base);
+            h->accum_base.n = 0;
             int rc = 0;
-            if (h->readers.n || !h->writer) {
+            if (h->readers.n || !h->writer.task) {
                 const task_list *src = h->readers.n ? &h->readers : &h->accums;
                 for (int i = 0; i < src->n && !rc; i++)
-                    rc = list_add(rt, w, &h->accum_base, src->items[i]);
+                    rc = list_add(&h->accum_base, src->items[i]);
             } else {
-                rc = list_add(rt, w, &h->accum_base, h->writer);
+                rc = list_add(&h->accum_base, h->writer);
             }
-            drop_history(rt, w, h);
+            drop_history(h);
             if (rc)
                 return -1;
         }
-        return depend_on_list(rt, w, t, &h->accum_base) ? -1 : list_add(rt, w, &h->accums, t);
+        return depend_on_list(rt, w, t, &h->accum_base) ? -1 : list_add(&h->accums, ref_to(t));
     }
     return -1;
 }

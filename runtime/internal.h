@@ -21,19 +21,20 @@ typedef struct rt_edge {
 #define EDGES_CLOSED ((rt_edge *)1)
 
 
-/* Two cache lines: what scheduling touches (exactly 64 bytes), then the arguments. */
+/* Two cache lines: what scheduling touches (exactly 64 bytes), then the arguments. A task goes
+ * back to the pool as soon as it completes (or, if kept, once released too); handle histories
+ * refer to it through a task_ref, which tells a reused task from the one it referred to. */
 struct rt_task {
     const rt_kind *kind;
     _Atomic(rt_edge *) successors;
     _Atomic int npending;           /* unfinished predecessors, +1 while being submitted */
-    _Atomic int refs;               /* execution + one for all of hrefs + kept references */
-    int hrefs;                      /* places in handle histories (and the submission itself)
-                                     * holding the task: counted by the submitting thread only,
-                                     * so plainly; they share one atomic reference */
+    _Atomic int refs;               /* execution + the caller's, counted only when kept */
+    uint32_t gen;                   /* owner only: bumped each time the pool hands it out */
     _Atomic int waited;             /* someone sleeps until this task is done */
     short priority;
     short naccum;                   /* handles updated in RT_ACCUM mode, locked around the body */
     short own_edge_used;            /* submitter-side: own_edge links this task to a predecessor */
+    short kept;                     /* submitted with rt_submit_kept */
     rt_handle **accum;              /* points into args, past the arguments, when naccum > 0 */
     /* The first edge into this task lives here rather than in the edge pool: the predecessor's
      * executor must touch this line anyway to decrement npending, so the edge costs no extra
@@ -49,11 +50,29 @@ static inline int task_done(rt_task *t)
     return atomic_load_explicit(&t->successors, memory_order_seq_cst) == EDGES_CLOSED;
 }
 
+/* A reference from a handle's history, read by the owner only. The pool never gives task memory
+ * back to the system and only the owner takes tasks from it, so the referred memory stays
+ * readable: a task that completed reads as done until the owner reuses it, and from then on its
+ * gen differs. (After 2^32 reuses a stale reference could match again; the cost is one needless
+ * edge to an earlier task, never a wrong result.) */
+typedef struct task_ref {
+    rt_task *task;
+    uint32_t gen;
+} task_ref;
+
+static inline task_ref ref_to(rt_task *t) { return (task_ref){t, t->gen}; }
+
+/* The referred task may still be running or waiting: it is neither reused nor done. */
+static inline int ref_unfinished(task_ref r)
+{
+    return r.task && r.task->gen == r.gen && !task_done(r.task);
+}
+
 /* A list of task references held by a handle (readers, accumulators). */
 typedef struct task_list {
     int n, cap;
-    rt_task **items;
-    rt_task *inline_items[4];
+    task_ref *items;
+    task_ref inline_items[2];
 } task_list;
 
 struct rt_handle {
@@ -63,7 +82,7 @@ struct rt_handle {
     /* Access history, touched only by the submitting thread. The handle's current value is
      * produced by `writer`, or by every task in `accums` (an open group of commutative updates
      * that all depend on `accum_base`); `readers` have read it since. */
-    rt_task *writer;
+    task_ref writer;
     task_list readers;
     task_list accums;
     task_list accum_base;
@@ -115,17 +134,12 @@ struct rt_runtime {
 int worker_self(const rt_runtime *rt);
 const char *kind_name(int id);
 void task_make_ready(rt_runtime *rt, int worker, rt_task *t);
-void task_release_on(rt_runtime *rt, int worker, rt_task *t);
-void task_hold(rt_task *t);
-void task_let_go(rt_runtime *rt, int worker, rt_task *t);
 int wait_tasks(rt_runtime *rt, rt_task *const *tasks, int n);
 void runtime_set_error(rt_runtime *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* handle.c */
-void handle_history_clear(rt_runtime *rt, rt_handle *h);
 int handle_link(rt_runtime *rt, rt_task *t, const rt_access *a);
 int task_add_edge(rt_runtime *rt, int worker, rt_task *pred, rt_task *succ);
-void task_list_free(task_list *l);
 
 /* stats.c */
 void stats_record(rt_worker *w, const rt_task *t, uint64_t start, uint64_t end);

@@ -2,11 +2,16 @@
  *
  * Each worker has a sleep state. A worker with nothing to do announces itself (sleep_prepare),
  * re-checks for work, then either withdraws (sleep_cancel) or sleeps on a futex (sleep_commit).
- * A producer that published work calls notify_one, which wakes at most one announced sleeper and
- * costs one fence and one load when nobody sleeps. Announcing, and the producer's check, are
- * seq_cst: either the sleeper's re-check sees the work or the producer sees the sleeper. Each
- * sleeper is claimed (SLEEPING -> NOTIFIED) by exactly one waker, so a burst of pushes makes one
- * futex_wake per sleeper, not one per push. */
+ * Each sleeper is claimed (SLEEPING -> NOTIFIED) by exactly one waker, so a burst of pushes makes
+ * one futex_wake per sleeper, not one per push.
+ *
+ * Announcing, and a waker's check, are ordered so that either the sleeper's re-check sees the
+ * work or the waker sees the sleeper. notify_one runs on every push, so its side of that pact
+ * must be cheap: a full fence there waits for the push's store to a line that idle thieves keep
+ * reading, a cross-core round trip per task. Where the kernel offers membarrier(2), the sleeper
+ * pays instead: after announcing it makes every running thread of the process execute a barrier,
+ * so a push made before that is visible to its re-check, and one made after sees the sleeper
+ * with a plain load. Without membarrier, notify_one fences. */
 #ifndef FRUGAL_NOTIFIER_H
 #define FRUGAL_NOTIFIER_H
 
@@ -23,6 +28,7 @@ typedef struct notifier {
     _Alignas(64) _Atomic int nsleeping;
     sleeper *sleepers;
     int n;
+    _Atomic int sleeper_fences;   /* membarrier works: sleepers fence for notify_one */
 } notifier;
 
 void notifier_init(notifier *nt, sleeper *sleepers, int n);

@@ -1,6 +1,7 @@
 #include "pool.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 enum { CHUNK_OBJS = 256 };
 
@@ -93,6 +94,7 @@ static magazine *get_full(pool *p)
         put(p, &p->empty, m);
         return NULL;
     }
+    memset(chunk + 64, 0, MAGAZINE * p->objsize);
     for (int i = 0; i < MAGAZINE; i++)
         m->obj[i] = chunk + 64 + (size_t)i * p->objsize;
     m->n = MAGAZINE;

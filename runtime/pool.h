@@ -5,7 +5,10 @@
  * ones through a mutex-protected depot: one lock per MAGAZINE allocations, none on the hot path.
  * A magazine arriving from another core holds objects whose cache lines that core still owns;
  * being an array, all of them are prefetched at once, so those misses overlap instead of
- * following one another down a free list. */
+ * following one another down a free list.
+ *
+ * Objects start zeroed, and their memory stays the pool's until pool_destroy: a freed object may
+ * still be read (internal.h's task_ref relies on it). */
 #ifndef FRUGAL_POOL_H
 #define FRUGAL_POOL_H
 

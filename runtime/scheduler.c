@@ -19,6 +19,7 @@
 enum {
     STEAL_BACKLOG = 16,      /* queued tasks that make a victim worth a batch steal */
     THROTTLE_QUEUED = 256,  /* ready tasks the owner may queue before it starts running them */
+    SPIN_PAUSES_MAX = 64,   /* pauses between looks for work, once a spinning thief backs off */
     WINDOW_BASE = 2048,     /* unfinished tasks allowed: WINDOW_BASE + WINDOW_PER_WORKER * n */
     WINDOW_PER_WORKER = 512,
 };
@@ -82,18 +83,10 @@ void rt_clear_error(rt_runtime *rt)
 
 int rt_workers(const rt_runtime *rt) { return rt->nworkers; }
 
-void task_release_on(rt_runtime *rt, int worker, rt_task *t)
+static void task_release_on(rt_runtime *rt, int worker, rt_task *t)
 {
     if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1)
         pool_free(&rt->tasks, worker, t);
-}
-
-void task_hold(rt_task *t) { t->hrefs++; }
-
-void task_let_go(rt_runtime *rt, int worker, rt_task *t)
-{
-    if (--t->hrefs == 0)
-        task_release_on(rt, worker, t);
 }
 
 void rt_task_release(rt_runtime *rt, rt_task *t)
@@ -207,7 +200,10 @@ static rt_task *run_task(rt_runtime *rt, rt_worker *me, rt_task *t)
     }
     /* Only the owner waits for tasks or for the end of the run. */
     int waited = atomic_load_explicit(&t->waited, memory_order_seq_cst);
-    task_release_on(rt, me->id, t);
+    if (t->kept)
+        task_release_on(rt, me->id, t);
+    else
+        pool_free(&rt->tasks, me->id, t);
     /* Release suffices: whoever wakes the owner fences first (notifier.c). */
     atomic_store_explicit(&me->completed, me->completed + 1, memory_order_release);
     if (waited)
@@ -231,23 +227,24 @@ static rt_task *find_work_patiently(rt_runtime *rt, rt_worker *me, int (*stop_wh
 {
     uint64_t start = clock_ticks();
     int64_t min_steal = STEAL_BACKLOG;
+    int pauses = 4;
     for (unsigned i = 1;; i++) {
         rt_task *t = find_work(rt, me, min_steal);
         if (t || (stop_when && stop_when(rt)))
             return t;
-        /* A pause takes up to ~140 cycles on recent x86: look at the clock every few
-         * microseconds, or the lone-task wait stretches well past its 20 us. */
-        if (i % 16 == 0) {
-            double idle = clock_ticks_to_s(clock_ticks() - start);
-            if (idle > IDLE_SPIN_S)
-                return NULL;
-            if (idle > LONE_TASK_WAIT_S)
-                min_steal = 1;
-        }
-        if (i % 64 == 0)
+        double idle = clock_ticks_to_s(clock_ticks() - start);
+        if (idle > IDLE_SPIN_S)
+            return NULL;
+        if (idle > LONE_TASK_WAIT_S)
+            min_steal = 1;
+        if (i % 16 == 0)
             sched_yield();   /* an oversubscribed machine may have a thread with work to run */
-        for (int k = 0; k < 4; k++)
+        /* Each look reads the lines a busy owner writes on every push and takes them away from
+         * it: look less often as the wait grows. (A pause takes up to ~140 cycles.) */
+        for (int k = 0; k < pauses; k++)
             cpu_relax();
+        if (pauses < SPIN_PAUSES_MAX)
+            pauses *= 2;
     }
 }
 
@@ -450,10 +447,11 @@ static rt_task *submit(rt_runtime *rt, const rt_task_desc *d, int keep)
         runtime_set_error(rt, "rt_submit: out of memory");
         return NULL;
     }
+    t->gen++;   /* what referred to its previous use now reads as done */
     t->kind = d->kind;
     atomic_init(&t->npending, 1);
-    atomic_init(&t->refs, 2 + keep);   /* execution, handle histories, maybe the caller */
-    t->hrefs = 1;                      /* the submission's own hold, let go below */
+    atomic_init(&t->refs, 1 + keep);
+    t->kept = (short)keep;
     atomic_init(&t->successors, NULL);
     atomic_init(&t->waited, 0);
     t->priority = (short)d->priority;
@@ -475,7 +473,6 @@ static rt_task *submit(rt_runtime *rt, const rt_task_desc *d, int keep)
                           d->kind->name);
     if (t->naccum > 1)   /* a fixed lock order: no deadlock between multi-handle updates */
         qsort(t->accum, (size_t)t->naccum, sizeof t->accum[0], lock_order);
-    task_let_go(rt, w, t);
     rt->submitted++;
     /* Only our guard left: no predecessor can touch the count any more, skip the RMW. */
     if (atomic_load_explicit(&t->npending, memory_order_acquire) == 1 ||
@@ -550,15 +547,4 @@ int rt_wait_all(rt_runtime *rt)
 int rt_wait_task(rt_runtime *rt, rt_task *t)
 {
     return wait_tasks(rt, &t, 1);
-}
-
-int rt_wait_handle(rt_runtime *rt, rt_handle *h, rt_mode mode)
-{
-    int rc = 0;
-    if (h->writer)
-        rc |= wait_tasks(rt, &h->writer, 1);
-    rc |= wait_tasks(rt, h->accums.items, h->accums.n);
-    if (mode != RT_R)
-        rc |= wait_tasks(rt, h->readers.items, h->readers.n);
-    return rc ? -1 : 0;
 }
