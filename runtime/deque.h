@@ -44,6 +44,17 @@ static inline int64_t deque_size_ordered(deque *q)
     return atomic_load(&q->bottom) - atomic_load(&q->top);
 }
 
+/* Owner only: whether the deque holds more than n items. Reads the thieves' top (a line they
+ * write on every steal) only when the copy from the last read says it might. */
+static inline int deque_owner_holds_more_than(deque *q, int64_t n)
+{
+    int64_t b = atomic_load_explicit(&q->bottom, memory_order_relaxed);
+    if (b - q->top_seen <= n)
+        return 0;
+    q->top_seen = atomic_load_explicit(&q->top, memory_order_relaxed);
+    return b - q->top_seen > n;
+}
+
 /* A racy hint, for deciding whether to bother: may be stale by the time it returns. */
 static inline int64_t deque_size_hint(deque *q)
 {

@@ -112,22 +112,25 @@ typedef struct rt_worker {
 } rt_worker;
 
 struct rt_runtime {
+    /* Read by every worker on every task, written almost never. */
     int nworkers;
     int trace;
     rt_worker *workers;
-    pool tasks, edges;
-    notifier idle;
     sleeper *sleepers;              /* one per worker, for the notifier */
-    uint64_t submitted;             /* written by the owner only */
-    rt_task *const *waiting_for;    /* the owner's current wait (see wait_until) */
-    int waiting_n;
     int64_t window;                 /* unfinished tasks beyond which the owner runs tasks */
     _Atomic int stop;
     _Atomic int failed;
-    pthread_mutex_t error_lock;
-    char error[512];
     uint64_t stats_origin;          /* clock ticks at create or reset */
     uint64_t trace_origin;
+    /* The owner's, on a line of its own: it writes `submitted` on every task. */
+    _Alignas(64) uint64_t submitted;
+    rt_task *const *waiting_for;    /* the owner's current wait (see wait_until) */
+    int waiting_n;
+    _Alignas(64) pool tasks;
+    _Alignas(64) pool edges;
+    notifier idle;
+    pthread_mutex_t error_lock;
+    char error[512];
 };
 
 /* scheduler.c */

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { CHUNK_OBJS = 256 };
+enum { PREFETCH_AHEAD = 4 };
 
 /* Every allocation of the pool (chunks of objects, magazines) is linked here for pool_destroy. */
 static void *remember(pool *p, void *block)
@@ -31,9 +31,10 @@ int pool_init(pool *p, size_t objsize, int nworkers)
     p->full = p->empty = NULL;
     p->chunks = NULL;
     p->ncaches = nworkers;
-    p->caches = calloc((size_t)nworkers, sizeof *p->caches);
+    p->caches = aligned_alloc(64, (size_t)nworkers * sizeof *p->caches);
     if (!p->caches)
         return -1;
+    memset(p->caches, 0, (size_t)nworkers * sizeof *p->caches);
     pthread_mutex_init(&p->lock, NULL);
     return 0;
 }
@@ -101,6 +102,14 @@ static magazine *get_full(pool *p)
     return m;
 }
 
+/* Objects often come from another core's cache: ask for one a few allocations before it is
+ * handed out, so that the transfer overlaps the caller's work. */
+static void prefetch_object(const pool *p, void *obj)
+{
+    for (size_t off = 0; off < p->objsize; off += 64)
+        __builtin_prefetch((char *)obj + off, 1);
+}
+
 static void swap(pool_cache *c)
 {
     magazine *t = c->cur;
@@ -123,12 +132,14 @@ void *pool_alloc(pool *p, int worker)
             else if (c->cur)
                 put(p, &p->empty, c->cur);
             c->cur = m;
-            for (int i = 0; i < m->n; i++)   /* start every transfer now: they overlap */
-                for (size_t off = 0; off < p->objsize; off += 64)
-                    __builtin_prefetch((char *)m->obj[i] + off, 1);
+            for (int i = m->n > PREFETCH_AHEAD ? m->n - PREFETCH_AHEAD : 0; i < m->n; i++)
+                prefetch_object(p, m->obj[i]);
         }
     }
-    return c->cur->obj[--c->cur->n];
+    magazine *m = c->cur;
+    if (m->n > PREFETCH_AHEAD)
+        prefetch_object(p, m->obj[m->n - 1 - PREFETCH_AHEAD]);
+    return m->obj[--m->n];
 }
 
 void pool_free(pool *p, int worker, void *obj)

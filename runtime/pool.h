@@ -4,8 +4,8 @@
  * task), so each worker keeps private magazines (arrays of MAGAZINE free objects) and trades full
  * ones through a mutex-protected depot: one lock per MAGAZINE allocations, none on the hot path.
  * A magazine arriving from another core holds objects whose cache lines that core still owns;
- * being an array, all of them are prefetched at once, so those misses overlap instead of
- * following one another down a free list.
+ * being an array, it lets each object be prefetched a few allocations before it is handed out,
+ * where a free list would have to be followed one miss at a time.
  *
  * Objects start zeroed, and their memory stays the pool's until pool_destroy: a freed object may
  * still be read (internal.h's task_ref relies on it). */
@@ -24,7 +24,7 @@ typedef struct magazine {
 } magazine;
 
 typedef struct pool_cache {
-    magazine *cur, *spare;   /* allocate from and free into cur; spare is full or empty */
+    _Alignas(64) magazine *cur, *spare;   /* allocate from and free into cur; spare is full or empty */
 } pool_cache;
 
 typedef struct pool {

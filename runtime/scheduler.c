@@ -294,9 +294,10 @@ rt_runtime *rt_create(const rt_config *cfg)
     int n = cfg && cfg->workers > 0 ? cfg->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1)
         n = 1;
-    rt_runtime *rt = calloc(1, sizeof *rt);
+    rt_runtime *rt = aligned_alloc(64, sizeof *rt);
     if (!rt)
         return NULL;
+    memset(rt, 0, sizeof *rt);
     rt->nworkers = n;
     rt->window = WINDOW_BASE + WINDOW_PER_WORKER * n;
     rt->trace = cfg ? cfg->trace : 0;
@@ -367,11 +368,11 @@ static void throttle(rt_runtime *rt)
 {
     rt_worker *me = &rt->workers[0];
     for (;;) {
-        int64_t queued = 0;
-        for (int p = 0; p < RT_PRIO_LEVELS; p++)
-            queued += deque_size_hint(&me->queues[p]);
+        int backlog = 0;
+        for (int p = 0; p < RT_PRIO_LEVELS && !backlog; p++)
+            backlog = deque_owner_holds_more_than(&me->queues[p], THROTTLE_QUEUED);
         /* Summing the workers' counters costs a load each: look every 16 submissions. */
-        if (queued <= THROTTLE_QUEUED && ((rt->submitted & 15) || unfinished(rt) <= rt->window))
+        if (!backlog && ((rt->submitted & 15) || unfinished(rt) <= rt->window))
             return;
         rt_task *t = find_work(rt, me, 1);
         if (!t)
@@ -440,6 +441,9 @@ static rt_task *submit(rt_runtime *rt, const rt_task_desc *d, int keep)
         runtime_set_error(rt, "rt_submit: called from a thread that does not own the runtime");
         return NULL;
     }
+    /* The handles' histories are likely cold: start fetching them all at once. */
+    for (int i = 0; i < d->naccess && i < RT_MAX_ACCESS; i++)
+        __builtin_prefetch(d->access[i].handle, 1);
     if (validate(rt, d) || kind_id(rt, d->kind) < 0)
         return NULL;
     rt_task *t = pool_alloc(&rt->tasks, w);
