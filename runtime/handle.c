@@ -64,9 +64,6 @@ rt_handle *rt_handle_register(rt_runtime *rt, void *ptr, size_t bytes, const cha
     h->bytes = bytes;
     h->name = name ? name : "handle";
     list_init(&h->readers);
-    list_init(&h->accums);
-    list_init(&h->accum_base);
-    pthread_mutex_init(&h->accum_lock, NULL);
     return h;
 }
 
@@ -76,10 +73,19 @@ void rt_handle_unregister(rt_runtime *rt, rt_handle *h)
         return;
     rt_wait_handle(rt, h, RT_RW);
     list_free(&h->readers);
-    list_free(&h->accums);
-    list_free(&h->accum_base);
-    pthread_mutex_destroy(&h->accum_lock);
+    if (h->accum) {
+        list_free(&h->accum->members);
+        list_free(&h->accum->base);
+        pthread_mutex_destroy(&h->accum->lock);
+        free(h->accum);
+    }
     free(h);
+}
+
+/* The accumulators that produced the value, or NULL. */
+static const task_list *accumulators(const rt_handle *h)
+{
+    return h->accum && h->accum->members.n ? &h->accum->members : NULL;
 }
 
 static int wait_ref(rt_runtime *rt, task_ref r)
@@ -90,14 +96,14 @@ static int wait_ref(rt_runtime *rt, task_ref r)
 static int wait_list(rt_runtime *rt, const task_list *l)
 {
     int rc = 0;
-    for (int i = 0; i < l->n; i++)
+    for (int i = 0; l && i < l->n; i++)
         rc |= wait_ref(rt, l->items[i]);
     return rc;
 }
 
 int rt_wait_handle(rt_runtime *rt, rt_handle *h, rt_mode mode)
 {
-    int rc = wait_ref(rt, h->writer) | wait_list(rt, &h->accums);
+    int rc = wait_ref(rt, h->writer) | wait_list(rt, accumulators(h));
     if (mode != RT_R)
         rc |= wait_list(rt, &h->readers);
     return rc ? -1 : 0;
@@ -141,7 +147,7 @@ static int depend_on(rt_runtime *rt, int w, rt_task *t, task_ref r)
 
 static int depend_on_list(rt_runtime *rt, int w, rt_task *t, const task_list *l)
 {
-    for (int i = 0; i < l->n; i++)
+    for (int i = 0; l && i < l->n; i++)
         if (depend_on(rt, w, t, l->items[i]))
             return -1;
     return 0;
@@ -152,7 +158,7 @@ static int depend_on_producers(rt_runtime *rt, int w, rt_task *t, rt_handle *h)
 {
     if (h->writer.task)
         return depend_on(rt, w, t, h->writer);
-    return depend_on_list(rt, w, t, &h->accums);
+    return depend_on_list(rt, w, t, accumulators(h));
 }
 
 /* What overwriting the handle must wait for: the readers of its value, or else its producers. */
@@ -161,12 +167,52 @@ static int depend_as_writer(rt_runtime *rt, int w, rt_task *t, rt_handle *h)
     return h->readers.n ? depend_on_list(rt, w, t, &h->readers) : depend_on_producers(rt, w, t, h);
 }
 
-/* Forget readers and producers (not the accumulator base). */
+/* Forget readers and producers (not the accumulators' base). */
 static void drop_history(rt_handle *h)
 {
     h->writer = (task_ref){0};
     h->readers.n = 0;
-    h->accums.n = 0;
+    if (h->accum)
+        h->accum->members.n = 0;
+}
+
+static accum_group *accum_group_of(rt_handle *h)
+{
+    if (!h->accum) {
+        accum_group *g = calloc(1, sizeof *g);
+        if (!g)
+            return NULL;
+        list_init(&g->members);
+        list_init(&g->base);
+        pthread_mutex_init(&g->lock, NULL);
+        h->accum = g;
+    }
+    return h->accum;
+}
+
+/* An open group (accumulators, nobody read them since) takes t as one more member, with the same
+ * predecessors and no order among members. Otherwise t opens a group whose base is what a writer
+ * would wait for. */
+static int link_accumulator(rt_runtime *rt, int w, rt_task *t, rt_handle *h)
+{
+    accum_group *g = accum_group_of(h);
+    if (!g)
+        return -1;
+    if (!(g->members.n > 0 && h->readers.n == 0)) {
+        g->base.n = 0;
+        int rc = 0;
+        if (h->readers.n || !h->writer.task) {
+            const task_list *src = h->readers.n ? &h->readers : &g->members;
+            for (int i = 0; i < src->n && !rc; i++)
+                rc = list_add(&g->base, src->items[i]);
+        } else {
+            rc = list_add(&g->base, h->writer);
+        }
+        drop_history(h);
+        if (rc)
+            return -1;
+    }
+    return depend_on_list(rt, w, t, &g->base) ? -1 : list_add(&g->members, ref_to(t));
 }
 
 int handle_link(rt_runtime *rt, rt_task *t, const rt_access *a)
@@ -189,24 +235,7 @@ int handle_link(rt_runtime *rt, rt_task *t, const rt_access *a)
         return 0;
 
     case RT_ACCUM:
-        /* An open group (accumulators, nobody read them since) takes t as one more member, with
-         * the same predecessors and no order among members. Otherwise t opens a group whose base
-         * is what a writer would wait for. */
-        if (!(h->accums.n > 0 && h->readers.n == 0)) {
-            h->accum_base.n = 0;
-            int rc = 0;
-            if (h->readers.n || !h->writer.task) {
-                const task_list *src = h->readers.n ? &h->readers : &h->accums;
-                for (int i = 0; i < src->n && !rc; i++)
-                    rc = list_add(&h->accum_base, src->items[i]);
-            } else {
-                rc = list_add(&h->accum_base, h->writer);
-            }
-            drop_history(h);
-            if (rc)
-                return -1;
-        }
-        return depend_on_list(rt, w, t, &h->accum_base) ? -1 : list_add(&h->accums, ref_to(t));
+        return link_accumulator(rt, w, t, h);
     }
     return -1;
 }

@@ -32,10 +32,10 @@ struct rt_task {
     uint32_t gen;                   /* owner only: bumped each time the pool hands it out */
     _Atomic int waited;             /* someone sleeps until this task is done */
     short priority;
-    short naccum;                   /* handles updated in RT_ACCUM mode, locked around the body */
+    short naccum;                   /* RT_ACCUM accesses: their locks are held around the body */
     short own_edge_used;            /* submitter-side: own_edge links this task to a predecessor */
     short kept;                     /* submitted with rt_submit_kept */
-    rt_handle **accum;              /* points into args, past the arguments, when naccum > 0 */
+    pthread_mutex_t **locks;        /* points into args, past the arguments, when naccum > 0 */
     /* The first edge into this task lives here rather than in the edge pool: the predecessor's
      * executor must touch this line anyway to decrement npending, so the edge costs no extra
      * cache miss. */
@@ -75,18 +75,25 @@ typedef struct task_list {
     task_ref inline_items[2];
 } task_list;
 
+/* What only handles updated in RT_ACCUM mode need, allocated on the first such access: the open
+ * group of commutative updates that produce the value, what they all depend on, and the lock
+ * that lets one of them run at a time. */
+typedef struct accum_group {
+    task_list members;
+    task_list base;
+    pthread_mutex_t lock;
+} accum_group;
+
+/* Small, because a program may register one per tile of its data; the history comes first. */
 struct rt_handle {
+    /* Touched only by the submitting thread. The handle's current value is produced by `writer`,
+     * or by the members of `accum`; `readers` have read it since. */
+    task_ref writer;
+    task_list readers;
+    accum_group *accum;             /* NULL until the first RT_ACCUM access */
     void *ptr;
     size_t bytes;
     const char *name;
-    /* Access history, touched only by the submitting thread. The handle's current value is
-     * produced by `writer`, or by every task in `accums` (an open group of commutative updates
-     * that all depend on `accum_base`); `readers` have read it since. */
-    task_ref writer;
-    task_list readers;
-    task_list accums;
-    task_list accum_base;
-    pthread_mutex_t accum_lock;     /* one RT_ACCUM body at a time */
 };
 
 typedef struct trace_event {

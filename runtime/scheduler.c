@@ -157,7 +157,7 @@ static int work_visible(rt_runtime *rt)
 
 static int lock_order(const void *a, const void *b)
 {
-    const rt_handle *x = *(rt_handle *const *)a, *y = *(rt_handle *const *)b;
+    const pthread_mutex_t *x = *(pthread_mutex_t *const *)a, *y = *(pthread_mutex_t *const *)b;
     return (x > y) - (x < y);
 }
 
@@ -166,13 +166,13 @@ static rt_task *run_task(rt_runtime *rt, rt_worker *me, rt_task *t)
 {
     if (!atomic_load_explicit(&rt->failed, memory_order_relaxed)) {
         for (int i = 0; i < t->naccum; i++)
-            pthread_mutex_lock(&t->accum[i]->accum_lock);
+            pthread_mutex_lock(t->locks[i]);
         rt_ctx ctx = {rt, me->id, t};
         uint64_t start = clock_ticks();
         int rc = t->kind->cpu(&ctx, t->args);
         uint64_t end = clock_ticks();
         for (int i = t->naccum - 1; i >= 0; i--)
-            pthread_mutex_unlock(&t->accum[i]->accum_lock);
+            pthread_mutex_unlock(t->locks[i]);
         stats_record(me, t, start, end);
         if (rc)
             runtime_set_error(rt, "task '%s' failed on worker %d (returned %d)", t->kind->name,
@@ -391,7 +391,7 @@ static int validate(rt_runtime *rt, const rt_task_desc *d)
     int naccum = 0;
     for (int i = 0; i < d->naccess && i < RT_MAX_ACCESS; i++)
         naccum += d->access[i].mode == RT_ACCUM;
-    if (((d->args_size + 7) & ~(size_t)7) + sizeof(rt_handle *) * (size_t)naccum > RT_MAX_ARGS ||
+    if (((d->args_size + 7) & ~(size_t)7) + sizeof(pthread_mutex_t *) * (size_t)naccum > RT_MAX_ARGS ||
         (d->args_size && !d->args) || d->naccess < 0 ||
         d->naccess > RT_MAX_ACCESS || d->nafter < 0 || d->nafter > RT_MAX_AFTER ||
         d->priority < 0 || d->priority >= RT_PRIO_LEVELS) {
@@ -461,7 +461,7 @@ static rt_task *submit(rt_runtime *rt, const rt_task_desc *d, int keep)
     t->priority = (short)d->priority;
     t->own_edge_used = 0;
     t->naccum = 0;
-    t->accum = (rt_handle **)(t->args + ((d->args_size + 7) & ~(size_t)7));
+    t->locks = (pthread_mutex_t **)(t->args + ((d->args_size + 7) & ~(size_t)7));
     if (d->args_size)
         memcpy(t->args, d->args, d->args_size);
     int rc = 0;
@@ -469,14 +469,14 @@ static rt_task *submit(rt_runtime *rt, const rt_task_desc *d, int keep)
         rc = d->after[i] ? task_add_edge(rt, w, d->after[i], t) : 0;
     for (int i = 0; i < d->naccess && !rc; i++) {
         rc = handle_link(rt, t, &d->access[i]);
-        if (d->access[i].mode == RT_ACCUM)
-            t->accum[t->naccum++] = d->access[i].handle;
+        if (!rc && d->access[i].mode == RT_ACCUM)
+            t->locks[t->naccum++] = &d->access[i].handle->accum->lock;
     }
     if (rc)
         runtime_set_error(rt, "rt_submit: out of memory recording dependencies of task '%s'",
                           d->kind->name);
     if (t->naccum > 1)   /* a fixed lock order: no deadlock between multi-handle updates */
-        qsort(t->accum, (size_t)t->naccum, sizeof t->accum[0], lock_order);
+        qsort(t->locks, (size_t)t->naccum, sizeof t->locks[0], lock_order);
     rt->submitted++;
     /* Only our guard left: no predecessor can touch the count any more, skip the RMW. */
     if (atomic_load_explicit(&t->npending, memory_order_acquire) == 1 ||
