@@ -371,8 +371,8 @@ static void throttle(rt_runtime *rt)
         int backlog = 0;
         for (int p = 0; p < RT_PRIO_LEVELS && !backlog; p++)
             backlog = deque_owner_holds_more_than(&me->queues[p], THROTTLE_QUEUED);
-        /* Summing the workers' counters costs a load each: look every 16 submissions. */
-        if (!backlog && ((rt->submitted & 15) || unfinished(rt) <= rt->window))
+        /* Summing the workers' counters costs a cache miss each: look every 64 submissions. */
+        if (!backlog && ((rt->submitted & 63) || unfinished(rt) <= rt->window))
             return;
         rt_task *t = find_work(rt, me, 1);
         if (!t)
