@@ -116,26 +116,21 @@ int task_add_edge(rt_runtime *rt, int worker, rt_task *pred, rt_task *succ)
 {
     if (pred == succ || task_done(pred))
         return 0;
-    rt_edge *e = succ->own_edge_used ? pool_alloc(&rt->edges, worker) : &succ->own_edge;
+    rt_edge *e = succ->nedges ? pool_alloc(&rt->edges, worker) : &succ->own_edge;
     if (!e)
         return -1;
-    if (e == &succ->own_edge)
-        succ->own_edge_used = 1;
     e->succ = succ;
-    atomic_fetch_add_explicit(&succ->npending, 1, memory_order_relaxed);
     rt_edge *head = atomic_load_explicit(&pred->successors, memory_order_acquire);
     do {
         if (head == EDGES_CLOSED) {   /* pred completed meanwhile: no edge needed */
-            if (e == &succ->own_edge)
-                succ->own_edge_used = 0;
-            else
+            if (e != &succ->own_edge)
                 pool_free(&rt->edges, worker, e);
-            atomic_fetch_sub_explicit(&succ->npending, 1, memory_order_relaxed);
             return 0;
         }
         e->next = head;
     } while (!atomic_compare_exchange_weak_explicit(&pred->successors, &head, e,
                                                     memory_order_acq_rel, memory_order_acquire));
+    succ->nedges++;
     return 0;
 }
 

@@ -27,14 +27,14 @@ typedef struct rt_edge {
 struct rt_task {
     const rt_kind *kind;
     _Atomic(rt_edge *) successors;
-    _Atomic int npending;           /* unfinished predecessors, +1 while being submitted */
+    _Atomic int npending;           /* unfinished predecessors, + PENDING_GUARD while linking */
     _Atomic int refs;               /* execution + the caller's, counted only when kept */
     uint32_t gen;                   /* owner only: bumped each time the pool hands it out */
     _Atomic int waited;             /* someone sleeps until this task is done */
-    short priority;
-    short naccum;                   /* RT_ACCUM accesses: their locks are held around the body */
-    short own_edge_used;            /* submitter-side: own_edge links this task to a predecessor */
-    short kept;                     /* submitted with rt_submit_kept */
+    int nedges;                     /* owner only: edges from predecessors, own_edge first */
+    signed char priority;
+    signed char naccum;             /* RT_ACCUM accesses: their locks are held around the body */
+    signed char kept;               /* submitted with rt_submit_kept */
     pthread_mutex_t **locks;        /* points into args, past the arguments, when naccum > 0 */
     /* The first edge into this task lives here rather than in the edge pool: the predecessor's
      * executor must touch this line anyway to decrement npending, so the edge costs no extra
@@ -43,6 +43,11 @@ struct rt_task {
     _Alignas(64) unsigned char args[RT_MAX_ARGS];
 };
 _Static_assert(offsetof(struct rt_task, args) == 64, "task header must fit one cache line");
+
+/* While a task is being linked its pending count is this much too high, so that predecessors
+ * finishing meanwhile cannot make it ready; the owner takes the guard back, less the edges it
+ * added, in one atomic step at the end (see submit). */
+#define PENDING_GUARD (1 << 30)
 
 /* A task is done once its successor list is closed. */
 static inline int task_done(rt_task *t)
