@@ -54,24 +54,18 @@ static deque_array *grow(deque *q, deque_array *a, int64_t b, int64_t t)
     return bigger;
 }
 
-int deque_push(deque *q, void *item)
+/* The fast path (deque.h) found the array full as far as it knew. */
+int deque_push_slow(deque *q, void *item)
 {
     int64_t b = atomic_load_explicit(&q->bottom, memory_order_relaxed);
     deque_array *a = atomic_load_explicit(&q->array, memory_order_relaxed);
-    /* A thief may have advanced top by up to a batch and be about to back off: keep that much
-     * headroom so the slot written here never holds a live item. Top only grows otherwise, so an
-     * old copy of it overstates the size: thieves write top all the time, and reading it on every
-     * push would cost a cache miss each. */
-    if (b - q->top_seen > a->mask - DEQUE_MAX_BATCH) {
-        int64_t t = q->top_seen = atomic_load_explicit(&q->top, memory_order_acquire);
-        if (b - t > a->mask - DEQUE_MAX_BATCH) {
-            a = grow(q, a, b, t);   /* the item goes into the new array */
-            if (!a)
-                return -1;
-        }
+    int64_t t = q->top_seen = atomic_load_explicit(&q->top, memory_order_acquire);
+    if (b - t > a->mask - DEQUE_MAX_BATCH) {
+        a = grow(q, a, b, t);   /* the item goes into the new array */
+        if (!a)
+            return -1;
     }
     atomic_store_explicit(&a->slot[b & a->mask], item, memory_order_relaxed);
-    /* Release on bottom publishes the slot and the item's contents to thieves. */
     atomic_store_explicit(&q->bottom, b + 1, memory_order_release);
     return 0;
 }

@@ -32,11 +32,28 @@ typedef struct deque {
 
 int deque_init(deque *q, int64_t capacity);
 void deque_destroy(deque *q);
-int deque_push(deque *q, void *item);   /* owner only; -1 if memory ran out */
+int deque_push_slow(deque *q, void *item);
 void *deque_take(deque *q);             /* owner only; NULL when empty */
 /* Any thread: moves up to max (<= DEQUE_MAX_BATCH) of the oldest items into out, returns how
  * many. 0 means empty or busy with another thief. */
 int deque_steal(deque *q, void **out, int max);
+
+/* Owner only; -1 if memory ran out. */
+static inline int deque_push(deque *q, void *item)
+{
+    int64_t b = atomic_load_explicit(&q->bottom, memory_order_relaxed);
+    deque_array *a = atomic_load_explicit(&q->array, memory_order_relaxed);
+    /* A thief may have advanced top by up to a batch and be about to back off: keep that much
+     * headroom so the slot written here never holds a live item. Top only grows otherwise, so an
+     * old copy of it overstates the size: thieves write top all the time, and reading it on every
+     * push would cost a cache miss each. */
+    if (b - q->top_seen > a->mask - DEQUE_MAX_BATCH)
+        return deque_push_slow(q, item);
+    atomic_store_explicit(&a->slot[b & a->mask], item, memory_order_relaxed);
+    /* Release on bottom publishes the slot and the item's contents to thieves. */
+    atomic_store_explicit(&q->bottom, b + 1, memory_order_release);
+    return 0;
+}
 
 /* Size with seq_cst loads, for a sleeper's last look (ordered against producers' fences). */
 static inline int64_t deque_size_ordered(deque *q)

@@ -34,7 +34,7 @@ static void list_compact(task_list *l)
     l->n = kept;
 }
 
-static int list_add(task_list *l, task_ref r)
+static inline int list_add(task_list *l, task_ref r)
 {
     if (l->n == l->cap) {
         list_compact(l);
@@ -135,12 +135,12 @@ int task_add_edge(rt_runtime *rt, int worker, rt_task *pred, rt_task *succ)
 }
 
 /* An edge from the referred task, unless it is done or the reference is stale. */
-static int depend_on(rt_runtime *rt, int w, rt_task *t, task_ref r)
+static inline int depend_on(rt_runtime *rt, int w, rt_task *t, task_ref r)
 {
     return r.task && r.task->gen == r.gen ? task_add_edge(rt, w, r.task, t) : 0;
 }
 
-static int depend_on_list(rt_runtime *rt, int w, rt_task *t, const task_list *l)
+static inline int depend_on_list(rt_runtime *rt, int w, rt_task *t, const task_list *l)
 {
     for (int i = 0; l && i < l->n; i++)
         if (depend_on(rt, w, t, l->items[i]))
@@ -149,7 +149,7 @@ static int depend_on_list(rt_runtime *rt, int w, rt_task *t, const task_list *l)
 }
 
 /* The tasks that produced the handle's current value: one writer or a group of accumulators. */
-static int depend_on_producers(rt_runtime *rt, int w, rt_task *t, rt_handle *h)
+static inline int depend_on_producers(rt_runtime *rt, int w, rt_task *t, rt_handle *h)
 {
     if (h->writer.task)
         return depend_on(rt, w, t, h->writer);
@@ -210,9 +210,8 @@ static int link_accumulator(rt_runtime *rt, int w, rt_task *t, rt_handle *h)
     return depend_on_list(rt, w, t, &g->base) ? -1 : list_add(&g->members, ref_to(t));
 }
 
-int handle_link(rt_runtime *rt, rt_task *t, const rt_access *a)
+int handle_link(rt_runtime *rt, int w, rt_task *t, const rt_access *a)
 {
-    int w = worker_self(rt);
     rt_handle *h = a->handle;
 
     switch (a->mode) {

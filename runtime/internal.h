@@ -153,7 +153,7 @@ int wait_tasks(rt_runtime *rt, rt_task *const *tasks, int n);
 void runtime_set_error(rt_runtime *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* handle.c */
-int handle_link(rt_runtime *rt, rt_task *t, const rt_access *a);
+int handle_link(rt_runtime *rt, int worker, rt_task *t, const rt_access *a);
 int task_add_edge(rt_runtime *rt, int worker, rt_task *pred, rt_task *succ);
 
 /* stats.c */

@@ -78,16 +78,9 @@ static int anyone_sleeping(notifier *nt)
     return atomic_fetch_add_explicit(&nt->nsleeping, 0, memory_order_seq_cst) > 0;
 }
 
-void notify_one(notifier *nt, unsigned hint)
+void notify_one_slow(notifier *nt, unsigned hint)
 {
-    int sleeping;
-    if (atomic_load_explicit(&nt->sleeper_fences, memory_order_relaxed)) {
-        atomic_signal_fence(memory_order_seq_cst);   /* keeps the push before the load */
-        sleeping = atomic_load_explicit(&nt->nsleeping, memory_order_relaxed) > 0;
-    } else {
-        sleeping = anyone_sleeping(nt);
-    }
-    if (!sleeping)
+    if (!atomic_load_explicit(&nt->sleeper_fences, memory_order_relaxed) && !anyone_sleeping(nt))
         return;
     for (int i = 0; i < nt->n; i++)
         if (claim(nt, (int)((hint + (unsigned)i) % (unsigned)nt->n)))

@@ -35,7 +35,18 @@ void notifier_init(notifier *nt, sleeper *sleepers, int n);
 void sleep_prepare(notifier *nt, int who);
 void sleep_cancel(notifier *nt, int who);
 void sleep_commit(notifier *nt, int who);
-void notify_one(notifier *nt, unsigned hint);  /* hint spreads wake-ups over sleepers */
+void notify_one_slow(notifier *nt, unsigned hint);
+
+/* After a push. hint spreads wake-ups over sleepers. */
+static inline void notify_one(notifier *nt, unsigned hint)
+{
+    if (atomic_load_explicit(&nt->sleeper_fences, memory_order_relaxed)) {
+        atomic_signal_fence(memory_order_seq_cst);   /* keeps the push before the load */
+        if (atomic_load_explicit(&nt->nsleeping, memory_order_relaxed) <= 0)
+            return;
+    }
+    notify_one_slow(nt, hint);
+}
 void notify_worker(notifier *nt, int who);
 void notify_all(notifier *nt);
 

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PREFETCH_AHEAD = 4 };
 
 /* Every allocation of the pool (chunks of objects, magazines) is linked here for pool_destroy. */
 static void *remember(pool *p, void *block)
@@ -102,14 +101,6 @@ static magazine *get_full(pool *p)
     return m;
 }
 
-/* Objects often come from another core's cache: ask for one a few allocations before it is
- * handed out, so that the transfer overlaps the caller's work. */
-static void prefetch_object(const pool *p, void *obj)
-{
-    for (size_t off = 0; off < p->objsize; off += 64)
-        __builtin_prefetch((char *)obj + off, 1);
-}
-
 static void swap(pool_cache *c)
 {
     magazine *t = c->cur;
@@ -117,7 +108,8 @@ static void swap(pool_cache *c)
     c->spare = t;
 }
 
-void *pool_alloc(pool *p, int worker)
+/* The fast path (pool.h) found the current magazine empty or nearly so. */
+void *pool_alloc_slow(pool *p, int worker)
 {
     pool_cache *c = &p->caches[worker];
     if (!c->cur || c->cur->n == 0) {
@@ -132,17 +124,16 @@ void *pool_alloc(pool *p, int worker)
             else if (c->cur)
                 put(p, &p->empty, c->cur);
             c->cur = m;
-            for (int i = m->n > PREFETCH_AHEAD ? m->n - PREFETCH_AHEAD : 0; i < m->n; i++)
-                prefetch_object(p, m->obj[i]);
+            for (int i = m->n > POOL_PREFETCH_AHEAD ? m->n - POOL_PREFETCH_AHEAD : 0; i < m->n; i++)
+                pool_prefetch(p, m->obj[i]);
         }
     }
     magazine *m = c->cur;
-    if (m->n > PREFETCH_AHEAD)
-        prefetch_object(p, m->obj[m->n - 1 - PREFETCH_AHEAD]);
     return m->obj[--m->n];
 }
 
-void pool_free(pool *p, int worker, void *obj)
+/* The fast path (pool.h) found no current magazine or a full one. */
+void pool_free_slow(pool *p, int worker, void *obj)
 {
     pool_cache *c = &p->caches[worker];
     if (!c->cur && !(c->cur = get_empty(p)))

@@ -391,31 +391,35 @@ static int validate(rt_runtime *rt, const rt_task_desc *d)
                           d->kind && d->kind->name ? d->kind->name : "?");
         return -1;
     }
-    int naccum = 0;
-    for (int i = 0; i < d->naccess && i < RT_MAX_ACCESS; i++)
-        naccum += d->access[i].mode == RT_ACCUM;
-    if (((d->args_size + 7) & ~(size_t)7) + sizeof(pthread_mutex_t *) * (size_t)naccum > RT_MAX_ARGS ||
-        (d->args_size && !d->args) || d->naccess < 0 ||
-        d->naccess > RT_MAX_ACCESS || d->nafter < 0 || d->nafter > RT_MAX_AFTER ||
-        d->priority < 0 || d->priority >= RT_PRIO_LEVELS) {
+    if ((unsigned)d->naccess > RT_MAX_ACCESS || (unsigned)d->nafter > RT_MAX_AFTER ||
+        (unsigned)d->priority >= RT_PRIO_LEVELS || (d->args_size && !d->args) ||
+        d->args_size > RT_MAX_ARGS) {
         runtime_set_error(rt, "rt_submit: malformed description for task '%s'", d->kind->name);
         return -1;
     }
+    size_t naccum = 0;
     for (int i = 0; i < d->naccess; i++) {
-        rt_mode m = d->access[i].mode;
+        const rt_access *a = &d->access[i];
         /* The handles' histories are likely cold: start fetching them all at once. */
-        __builtin_prefetch(d->access[i].handle, 1);
-        if (!d->access[i].handle || (m != RT_R && m != RT_W && m != RT_RW && m != RT_ACCUM)) {
+        __builtin_prefetch(a->handle, 1);
+        naccum += a->mode == RT_ACCUM;
+        if (!a->handle || (a->mode != RT_R && a->mode != RT_W && a->mode != RT_RW &&
+                           a->mode != RT_ACCUM)) {
             runtime_set_error(rt, "rt_submit: task '%s' access %d has no handle or a bad mode",
                               d->kind->name, i);
             return -1;
         }
         for (int j = 0; j < i; j++)   /* one mode per handle: RT_RW says read and write */
-            if (d->access[j].handle == d->access[i].handle) {
+            if (d->access[j].handle == a->handle) {
                 runtime_set_error(rt, "rt_submit: task '%s' names handle '%s' twice",
-                                  d->kind->name, d->access[i].handle->name);
+                                  d->kind->name, a->handle->name);
                 return -1;
             }
+    }
+    if (((d->args_size + 7) & ~(size_t)7) + sizeof(pthread_mutex_t *) * naccum > RT_MAX_ARGS) {
+        runtime_set_error(rt, "rt_submit: task '%s' has too many arguments for its %zu "
+                          "accumulated handles", d->kind->name, naccum);
+        return -1;
     }
     return 0;
 }
@@ -470,7 +474,7 @@ static rt_task *submit(rt_runtime *rt, const rt_task_desc *d, int keep)
     for (int i = 0; i < d->nafter && !rc; i++)
         rc = d->after[i] ? task_add_edge(rt, w, d->after[i], t) : 0;
     for (int i = 0; i < d->naccess && !rc; i++) {
-        rc = handle_link(rt, t, &d->access[i]);
+        rc = handle_link(rt, w, t, &d->access[i]);
         if (!rc && d->access[i].mode == RT_ACCUM)
             t->locks[t->naccum++] = &d->access[i].handle->accum->lock;
     }
