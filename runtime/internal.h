@@ -157,6 +157,25 @@ int handle_link(rt_runtime *rt, int worker, rt_task *t, const rt_access *a);
 int task_add_edge(rt_runtime *rt, int worker, rt_task *pred, rt_task *succ);
 
 /* stats.c */
-void stats_record(rt_worker *w, const rt_task *t, uint64_t start, uint64_t end);
+void trace_record(rt_worker *w, int kind, uint64_t start, uint64_t end);
+
+static inline void bump(_Atomic uint64_t *counter, uint64_t by)
+{
+    /* Only the owning worker writes its counters: a plain add, published for racy readers. */
+    atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + by,
+                          memory_order_relaxed);
+}
+
+/* Called for every task: inline, and the trace only when asked for. */
+static inline void stats_record(rt_worker *w, const rt_task *t, uint64_t start, uint64_t end)
+{
+    int k = t->kind->id;
+    bump(&w->tasks, 1);
+    bump(&w->busy_ticks, end - start);
+    bump(&w->per_kind[k].count, 1);
+    bump(&w->per_kind[k].ticks, end - start);
+    if (w->rt->trace)
+        trace_record(w, k, start, end);
+}
 
 #endif

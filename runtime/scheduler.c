@@ -138,7 +138,7 @@ static rt_task *find_work(rt_runtime *rt, rt_worker *me, int64_t min_steal)
             /* Keep the oldest to run now; the rest become ours, stealable again. */
             for (int i = got - 1; i > 0; i--)
                 push_or_die(&me->queues[p], batch[i]);
-            atomic_store_explicit(&me->steals, me->steals + (uint64_t)got, memory_order_relaxed);
+            bump(&me->steals, (uint64_t)got);
             return batch[0];
         }
     }
@@ -283,7 +283,7 @@ static void *worker_main(void *arg)
             sleep_cancel(&rt->idle, me->id);
             continue;
         }
-        atomic_store_explicit(&me->parks, me->parks + 1, memory_order_relaxed);
+        bump(&me->parks, 1);
         sleep_commit(&rt->idle, me->id);
     }
     return NULL;
@@ -537,7 +537,7 @@ static int wait_until(rt_runtime *rt, rt_task *const *tasks, int n)
             sleep_cancel(&rt->idle, 0);
             continue;
         }
-        atomic_store_explicit(&me->parks, me->parks + 1, memory_order_relaxed);
+        bump(&me->parks, 1);
         sleep_commit(&rt->idle, 0);
     }
     return atomic_load(&rt->failed) ? -1 : 0;

@@ -8,22 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void bump(_Atomic uint64_t *counter, uint64_t by)
+void trace_record(rt_worker *w, int kind, uint64_t start, uint64_t end)
 {
-    /* Only the owning worker writes its counters: a plain add, published for racy readers. */
-    atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + by,
-                          memory_order_relaxed);
-}
-
-void stats_record(rt_worker *w, const rt_task *t, uint64_t start, uint64_t end)
-{
-    int k = t->kind->id;
-    bump(&w->tasks, 1);
-    bump(&w->busy_ticks, end - start);
-    bump(&w->per_kind[k].count, 1);
-    bump(&w->per_kind[k].ticks, end - start);
-    if (!w->rt->trace)
-        return;
     if (w->nevents == w->capevents) {
         size_t cap = w->capevents ? 2 * w->capevents : 4096;
         trace_event *ev = realloc(w->events, cap * sizeof *ev);
@@ -32,7 +18,7 @@ void stats_record(rt_worker *w, const rt_task *t, uint64_t start, uint64_t end)
         w->events = ev;
         w->capevents = cap;
     }
-    w->events[w->nevents++] = (trace_event){start, end, k};
+    w->events[w->nevents++] = (trace_event){start, end, kind};
 }
 
 void rt_stats_get(rt_runtime *rt, rt_stats *s)
