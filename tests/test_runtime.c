@@ -2,6 +2,7 @@
 #include "runtime/runtime.h"
 #include "test.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -230,5 +231,57 @@ TEST(runtime_many_readers_between_writes)
     CHECK(reads == n);
     rt_handle_unregister(rt, h);
     rt_handle_unregister(rt, r);
+    rt_destroy(rt);
+}
+
+/* Waits (a few seconds at most, then fails) until the flag it points to is set. */
+static int gate_body(const rt_ctx *ctx, void *args)
+{
+    _Atomic int *open = *(_Atomic int **)args;
+    struct timespec pause = {0, 100000};
+    for (int i = 0; i < 30000 && !atomic_load(open); i++)
+        nanosleep(&pause, NULL);
+    if (!atomic_load(open)) {
+        rt_fail(ctx, "the gate was never opened");
+        return -1;
+    }
+    return 0;
+}
+static rt_kind gate_kind = {.name = "gate", .cpu = gate_body};
+
+static int open_body(const rt_ctx *ctx, void *args)
+{
+    (void)ctx;
+    atomic_store(*(_Atomic int **)args, 1);
+    return 0;
+}
+static rt_kind open_kind = {.name = "open", .cpu = open_body};
+
+/* A finished task's memory is reused at once while handle histories still point at it: a later
+ * reader of the handle must not mistake the task now living there for the writer it follows. */
+TEST(runtime_recycled_task_is_not_a_dependency)
+{
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 2});
+    int data = 0;
+    _Atomic int open = 0;
+    _Atomic int *po = &open;
+    rt_handle *h = rt_handle_register(rt, &data, sizeof data, "data");
+    rt_handle *other = rt_handle_register(rt, &open, sizeof open, "other");
+    rt_task *writer = rt_submit_kept(rt, &(rt_task_desc){.kind = &nop_kind, .naccess = 1,
+                                                         .access = {{h, RT_W}}});
+    CHECK(rt_wait_all(rt) == 0);
+    rt_task_release(rt, writer);
+    /* The gate takes the writer's memory (the pool hands out the last object freed) and blocks
+     * until the reader runs: a false edge from it to the reader would never let go. */
+    rt_task *gate = rt_submit_kept(rt, &(rt_task_desc){.kind = &gate_kind, .args = &po,
+                                                       .args_size = sizeof po, .naccess = 1,
+                                                       .access = {{other, RT_RW}}});
+    CHECKF(gate == writer, "the gate got fresh memory: this test no longer tests reuse");
+    rt_submit(rt, &(rt_task_desc){.kind = &open_kind, .args = &po, .args_size = sizeof po,
+                                  .naccess = 1, .access = {{h, RT_R}}});
+    CHECKF(rt_wait_all(rt) == 0, "%s", rt_error(rt));
+    rt_task_release(rt, gate);
+    rt_handle_unregister(rt, h);
+    rt_handle_unregister(rt, other);
     rt_destroy(rt);
 }
