@@ -1,6 +1,8 @@
 /* Runtime overhead benchmark: the same DAGs of empty tasks on frugal's runtime and as OpenMP
- * tasks with depend clauses (libgomp), in one invocation. Prints one line per DAG:
+ * tasks with depend clauses (libgomp), in one invocation: REPEATS runs of each side, alternating.
+ * Prints one line per DAG with each side's median run,
  *   bench runtime DAG workers=W frugal_tasks_per_s=N omp_tasks_per_s=N ratio=X
+ * and on stderr the ranges and the ratio of the best runs.
  * Usage: bench_runtime [workers] [scale] [frugal|omp|both] [DAG]
  *        bench_runtime --trace FILE [workers]   one wavefront run, its Chrome trace to FILE */
 #include "runtime/clock.h"
@@ -180,38 +182,27 @@ static double run_omp(const dag *d, long *ntasks)
     return t;
 }
 
-static double best(const double *x, int n)
-{
-    double m = 0;
-    for (int i = 0; i < n; i++)
-        m = x[i] > m ? x[i] : m;
-    return m;
-}
-
-static double lowest(const double *x, int n)
-{
-    double m = n ? x[0] : 0;
-    for (int i = 1; i < n; i++)
-        m = x[i] < m ? x[i] : m;
-    return m;
-}
-
 static int by_value(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-/* The figure reported. This machine's neighbours make single runs swing by 2x or more, libgomp's
- * most of all: the median of alternating runs is what a user would typically see. */
-static double median(const double *x, int n)
+/* Lowest, median and highest of n runs' rates. The median is the figure reported: this machine's
+ * neighbours make single runs swing by 2x or more, libgomp's most of all, and the median of
+ * alternating runs is what a user would typically see. */
+typedef struct spread {
+    double low, median, high;
+} spread;
+
+static spread spread_of(const double *x, int n)
 {
     if (n == 0)
-        return 0;
+        return (spread){0, 0, 0};
     double s[REPEATS];
     memcpy(s, x, sizeof *x * (size_t)n);
     qsort(s, (size_t)n, sizeof *s, by_value);
-    return s[n / 2];
+    return (spread){s[0], s[n / 2], s[n - 1]};
 }
 
 /* Lets the other side's threads (libgomp spins after a region) go quiet before timing. */
@@ -283,10 +274,10 @@ int main(int argc, char **argv)
             if (strcmp(only, "omp")) {
                 settle();
                 double t = run_frugal(&dags[i], &nf, &st);
-                double rate = (double)nf / t;
-                if (rate > best(rf, kf))
+                rf[kf] = (double)nf / t;
+                if (kf == 0 || rf[kf] > spread_of(rf, kf).high)
                     fastest = st;
-                rf[kf++] = rate;
+                kf++;
             }
             if (strcmp(only, "frugal")) {
                 settle();
@@ -294,13 +285,13 @@ int main(int argc, char **argv)
                 ro[ko++] = (double)no / t;
             }
         }
-        double f = median(rf, kf), o = median(ro, ko);
+        spread f = spread_of(rf, kf), o = spread_of(ro, ko);
         printf("bench runtime %s workers=%d frugal_tasks_per_s=%.0f omp_tasks_per_s=%.0f "
-               "ratio=%.2f\n", dags[i].name, workers, f, o, o > 0 ? f / o : 0);
+               "ratio=%.2f\n", dags[i].name, workers, f.median, o.median,
+               o.median > 0 ? f.median / o.median : 0);
         fprintf(stderr, "  %s, %d runs each: frugal %.2f-%.2f M/s, omp %.2f-%.2f M/s; "
-                        "ratio of the best runs %.2f\n", dags[i].name, REPEATS,
-                lowest(rf, kf) / 1e6, best(rf, kf) / 1e6, lowest(ro, ko) / 1e6,
-                best(ro, ko) / 1e6, best(ro, ko) > 0 ? best(rf, kf) / best(ro, ko) : 0);
+                        "ratio of the best runs %.2f\n", dags[i].name, REPEATS, f.low / 1e6,
+                f.high / 1e6, o.low / 1e6, o.high / 1e6, o.high > 0 ? f.high / o.high : 0);
         fprintf(stderr, "  frugal %s fastest run: %llu tasks, %llu steals, %llu parks\n",
                 dags[i].name, (unsigned long long)fastest.tasks,
                 (unsigned long long)fastest.steals, (unsigned long long)fastest.parks);
