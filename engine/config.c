@@ -2,8 +2,8 @@
 
 #include "energy/account.h"
 #include "energy/model.h"
-#include "ops/conv.h"
-#include "ops/layers.h"
+#include "engine/layer.h"
+#include "engine/input_file.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -13,26 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum value_kind {
-    V_INT, V_U64, V_FLOAT, V_PATH, V_FORMAT, V_HXW, V_GRAIN, V_OPTIMIZER, V_FUSE
-} value_kind;
-
-typedef struct key_spec {
-    const char *name;
-    value_kind kind;
-    size_t offset;        /* into job_config, or into layer_config for layer sections */
-    double lo, hi;        /* allowed range for numbers */
-} key_spec;
-
-typedef struct section_spec {
-    const char *name;
-    int is_layer;
-    layer_type layer;
-    const key_spec *keys;
-} section_spec;
-
 #define JOB(f) offsetof(job_config, f)
-#define LAYER(f) offsetof(layer_config, f)
 
 static const key_spec job_keys[] = {
     {"epochs", V_INT, JOB(epochs), 1, 1e6},
@@ -48,8 +29,8 @@ static const key_spec data_keys[] = {
     {"test_labels", V_PATH, JOB(test_labels), 0, 0},
     {"train_files", V_PATH, JOB(train_files), 0, 0},
     {"test_file", V_PATH, JOB(test_file), 0, 0},
-    {"limit", V_INT, JOB(limit), 0, 1e9},
-    {"test_limit", V_INT, JOB(test_limit), 0, 1e9},
+    {"limit", V_LONG, JOB(limit), 0, 1e9},
+    {"test_limit", V_LONG, JOB(test_limit), 0, 1e9},
     {"resize", V_HXW, JOB(resize_h), 0, 0},
     {"channels", V_INT, JOB(channels), 1, 64},
     {NULL, 0, 0, 0, 0}};
@@ -73,49 +54,25 @@ static const key_spec energy_keys[] = {
     {"model_idle_watts", V_FLOAT, JOB(model_idle_watts), 0, 1e5},
     {"model_core_watts", V_FLOAT, JOB(model_core_watts), 0, 1e4},
     {NULL, 0, 0, 0, 0}};
-static const key_spec conv_keys[] = {
-    {"filters", V_INT, LAYER(filters), 1, 65536},
-    {"size", V_INT, LAYER(size), 1, 64},
-    {"stride", V_INT, LAYER(stride), 1, 64},
-    {"padding", V_INT, LAYER(padding), 0, 64},
-    {NULL, 0, 0, 0, 0}};
-static const key_spec pool_keys[] = {
-    {"size", V_INT, LAYER(size), 1, 64},
-    {"stride", V_INT, LAYER(stride), 1, 64},
-    {NULL, 0, 0, 0, 0}};
-static const key_spec dense_keys[] = {
-    {"outputs", V_INT, LAYER(outputs), 1, 1 << 24},
-    {NULL, 0, 0, 0, 0}};
-static const key_spec no_keys[] = {{NULL, 0, 0, 0, 0}};
+
+/* The sections that are not layers; a layer section's keys come from its layer type. */
+typedef struct section_spec {
+    const char *name;
+    const key_spec *keys;
+} section_spec;
 
 static const section_spec sections[] = {
-    {"job", 0, 0, job_keys},
-    {"data", 0, 0, data_keys},
-    {"optimizer", 0, 0, optimizer_keys},
-    {"execution", 0, 0, execution_keys},
-    {"energy", 0, 0, energy_keys},
-    {"conv", 1, LAYER_CONV, conv_keys},
-    {"relu", 1, LAYER_RELU, no_keys},
-    {"maxpool", 1, LAYER_MAXPOOL, pool_keys},
-    {"flatten", 1, LAYER_FLATTEN, no_keys},
-    {"dense", 1, LAYER_DENSE, dense_keys},
-    {"softmax_xent", 1, LAYER_SOFTMAX_XENT, no_keys},
+    {"job", job_keys}, {"data", data_keys}, {"optimizer", optimizer_keys},
+    {"execution", execution_keys}, {"energy", energy_keys},
 };
 enum { NSECTIONS = sizeof sections / sizeof sections[0] };
-
-const char *layer_name(layer_type t)
-{
-    for (int i = 0; i < NSECTIONS; i++)
-        if (sections[i].is_layer && sections[i].layer == t)
-            return sections[i].name;
-    return "?";
-}
 
 typedef struct parser {
     job_config *cfg;
     char *err;
     size_t errlen;
     char where[CONFIG_PATH + 64];   /* "file:line" or "--set ..." */
+    int line;
 } parser;
 
 static int fail(parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -139,44 +96,68 @@ static void list_keys(const key_spec *keys, char *out, size_t n)
         snprintf(out, n, "none");
 }
 
+static void list_sections(char *out, size_t n)
+{
+    out[0] = 0;
+    for (int i = 0; i < NSECTIONS; i++)
+        snprintf(out + strlen(out), n - strlen(out), "%s, ", sections[i].name);
+    for (int t = 0; t < LAYER_TYPES; t++)
+        snprintf(out + strlen(out), n - strlen(out), "%s%s", layer_name((layer_type)t),
+                 t + 1 < LAYER_TYPES ? ", " : "");
+}
+
+static int parse_whole(parser *p, const char *section, const key_spec *k, const char *value,
+                       long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    if (end == value || *end || errno || v < k->lo || v > k->hi)
+        return fail(p, "[%s] %s = '%s': expected %sa whole number from %.0f to %.0f", section,
+                    k->name, value, k->kind == V_GRAIN ? "'auto' or " : "", k->lo, k->hi);
+    *out = v;
+    return 0;
+}
+
 /* Parses value into the field described by k (base: job_config or layer_config). */
 static int set_value(parser *p, const char *section, const key_spec *k, void *base,
                      const char *value)
 {
+    void *field = (char *)base + k->offset;
     char *end;
+    long v;
     errno = 0;
     switch (k->kind) {
-    case V_INT:
-    case V_GRAIN: {
-        if (k->kind == V_GRAIN && !strcmp(value, "auto")) {
-            *(int *)((char *)base + k->offset) = 0;
+    case V_GRAIN:
+        if (!strcmp(value, "auto")) {
+            *(int *)field = 0;
             return 0;
         }
-        long v = strtol(value, &end, 10);
-        if (end == value || *end || errno || v < k->lo || v > k->hi)
-            return fail(p, "[%s] %s = '%s': expected %s%s from %.0f to %.0f", section, k->name,
-                        value, k->kind == V_GRAIN ? "'auto' or " : "", "a whole number", k->lo,
-                        k->hi);
-        if (k->offset == JOB(limit) || k->offset == JOB(test_limit))
-            *(long *)((char *)base + k->offset) = v;
-        else
-            *(int *)((char *)base + k->offset) = (int)v;
+        /* fall through */
+    case V_INT:
+        if (parse_whole(p, section, k, value, &v))
+            return -1;
+        *(int *)field = (int)v;
         return 0;
-    }
+    case V_LONG:
+        if (parse_whole(p, section, k, value, &v))
+            return -1;
+        *(long *)field = v;
+        return 0;
     case V_U64: {
-        unsigned long long v = strtoull(value, &end, 10);
+        unsigned long long u = strtoull(value, &end, 10);
         if (end == value || *end || errno || value[0] == '-')
             return fail(p, "[%s] %s = '%s': expected a non-negative whole number", section,
                         k->name, value);
-        *(unsigned long long *)((char *)base + k->offset) = v;
+        *(unsigned long long *)field = u;
         return 0;
     }
     case V_FLOAT: {
-        double v = strtod(value, &end);
-        if (end == value || *end || errno || !isfinite(v) || v < k->lo || v > k->hi)
+        double d = strtod(value, &end);
+        if (end == value || *end || errno || !isfinite(d) || d < k->lo || d > k->hi)
             return fail(p, "[%s] %s = '%s': expected a number from %g to %g", section, k->name,
                         value, k->lo, k->hi);
-        *(float *)((char *)base + k->offset) = (float)v;
+        *(float *)field = (float)d;
         return 0;
     }
     case V_PATH: {
@@ -184,7 +165,7 @@ static int set_value(parser *p, const char *section, const key_spec *k, void *ba
         if (!*value || strlen(value) >= cap)
             return fail(p, "[%s] %s: expected a path of 1 to %zu characters", section, k->name,
                         cap - 1);
-        snprintf((char *)base + k->offset, cap, "%s", value);
+        snprintf(field, cap, "%s", value);
         return 0;
     }
     case V_FORMAT:
@@ -199,7 +180,8 @@ static int set_value(parser *p, const char *section, const key_spec *k, void *ba
         int h, w, used = 0;
         if (sscanf(value, "%dx%d%n", &h, &w, &used) != 2 || value[used] || h < 1 || w < 1 ||
             h > 16384 || w > 16384)
-            return fail(p, "[%s] resize = '%s': expected HEIGHTxWIDTH, e.g. 62x84", section, value);
+            return fail(p, "[%s] resize = '%s': expected HEIGHTxWIDTH from 1x1 to 16384x16384, "
+                        "e.g. 62x84", section, value);
         p->cfg->resize_h = h;
         p->cfg->resize_w = w;
         return 0;
@@ -235,6 +217,35 @@ static char *trim(char *s)
     return s;
 }
 
+/* Cuts a comment off the line: '#' or ';' at its start or after white space, outside quotes. */
+static void strip_comment(char *s)
+{
+    int quoted = 0;
+    for (char *c = s; *c; c++) {
+        if (*c == '"')
+            quoted = !quoted;
+        else if (!quoted && (*c == '#' || *c == ';') &&
+                 (c == s || isspace((unsigned char)c[-1]))) {
+            *c = 0;
+            return;
+        }
+    }
+}
+
+/* A value in double quotes is taken as it is, without them. */
+static int unquote(parser *p, char **value)
+{
+    char *v = *value;
+    if (*v != '"')
+        return strchr(v, '"') ? fail(p, "a '\"' inside a value: quote the whole value") : 0;
+    size_t n = strlen(v);
+    if (n < 2 || v[n - 1] != '"' || memchr(v + 1, '"', n - 2))
+        return fail(p, "unterminated or misplaced '\"' in the value");
+    v[n - 1] = 0;
+    *value = v + 1;
+    return 0;
+}
+
 static void set_defaults(job_config *cfg, const char *path)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -255,82 +266,99 @@ static void set_defaults(job_config *cfg, const char *path)
     snprintf(cfg->output, sizeof cfg->output, "runs/%.*s", len > 0 ? len : 3, len > 0 ? base : "job");
 }
 
-static void layer_defaults(layer_config *l, layer_type t, int line)
-{
-    memset(l, 0, sizeof *l);
-    l->type = t;
-    l->line = line;
-    l->size = t == LAYER_CONV ? 3 : 2;
-    l->stride = t == LAYER_CONV ? 1 : 0;   /* pool: 0 means "same as size" */
-}
+/* The section being read: a non-layer one (index into sections) or the last layer. */
+typedef struct current { int section; const layer_class *layer; } current;
 
-static int parse_file(parser *p, FILE *f)
+static int start_section(parser *p, char *s, current *cur, unsigned *seen)
 {
     job_config *cfg = p->cfg;
-    char line[4096];
-    int lineno = 0, current = -1;
-    unsigned seen_sections = 0;
+    char *close = strchr(s, ']');
+    if (!close || *trim(close + 1))
+        return fail(p, "expected [section]");
+    *close = 0;
+    char *name = trim(s + 1);
+    *cur = (current){-1, layer_class_named(name)};
+    for (int i = 0; i < NSECTIONS; i++)
+        if (!strcmp(sections[i].name, name))
+            cur->section = i;
+    if (cur->section < 0 && !cur->layer) {
+        char known[256];
+        list_sections(known, sizeof known);
+        return fail(p, "unknown section [%s] (sections: %s)", name, known);
+    }
+    if (cur->layer) {
+        if (cfg->nlayers == CONFIG_MAX_LAYERS)
+            return fail(p, "more than %d layers", CONFIG_MAX_LAYERS);
+        layer_config *l = &cfg->layers[cfg->nlayers++];
+        *l = (layer_config){.type = cur->layer->type, .line = p->line};
+        cur->layer->defaults(l);
+        return 0;
+    }
+    if (*seen & (1u << cur->section))
+        return fail(p, "section [%s] appears twice", name);
+    *seen |= 1u << cur->section;
+    return 0;
+}
+
+static int parse_line(parser *p, char *line, current *cur, unsigned *seen,
+                      unsigned long long *seen_keys)
+{
+    strip_comment(line);
+    char *s = trim(line);
+    if (!*s)
+        return 0;
+    if (*s == '[') {
+        *seen_keys = 0;
+        return start_section(p, s, cur, seen);
+    }
+    char *eq = strchr(s, '=');
+    if (!eq)
+        return fail(p, "expected 'key = value' or [section], got '%s'", s);
+    *eq = 0;
+    char *key = trim(s), *value = trim(eq + 1);
+    if (cur->section < 0 && !cur->layer)
+        return fail(p, "'%s' comes before any [section]", key);
+    const char *sname = cur->layer ? cur->layer->name : sections[cur->section].name;
+    const key_spec *keys = cur->layer ? cur->layer->keys : sections[cur->section].keys;
+    const key_spec *k = find_key(keys, key);
+    if (!k) {
+        char known[256];
+        list_keys(keys, known, sizeof known);
+        return fail(p, "[%s] has no key '%s' (keys: %s)", sname, key, known);
+    }
+    unsigned long long bit = 1ull << (k - keys);
+    if (*seen_keys & bit)
+        return fail(p, "[%s] %s is set twice", sname, key);
+    *seen_keys |= bit;
+    if (unquote(p, &value))
+        return -1;
+    void *base = cur->layer ? (void *)&p->cfg->layers[p->cfg->nlayers - 1] : (void *)p->cfg;
+    return set_value(p, sname, k, base, value);
+}
+
+static int parse_text(parser *p, const char *text, size_t len)
+{
+    job_config *cfg = p->cfg;
+    current cur = {-1, NULL};
+    unsigned seen = 0;
     unsigned long long seen_keys = 0;   /* keys set in the current section */
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
+    char line[4096];
+    size_t at = 0;
+    for (int lineno = 1; at < len; lineno++) {
         snprintf(p->where, sizeof p->where, "%s:%d", cfg->path, lineno);
-        if (!strchr(line, '\n') && !feof(f))
-            return fail(p, "line longer than %zu characters", sizeof line - 2);
-        char *hash = strpbrk(line, "#;");
-        if (hash)
-            *hash = 0;
-        char *s = trim(line);
-        if (!*s)
-            continue;
-        if (*s == '[') {
-            char *close = strchr(s, ']');
-            if (!close || *trim(close + 1))
-                return fail(p, "expected [section]");
-            *close = 0;
-            char *name = trim(s + 1);
-            current = -1;
-            for (int i = 0; i < NSECTIONS; i++)
-                if (!strcmp(sections[i].name, name))
-                    current = i;
-            if (current < 0)
-                return fail(p, "unknown section [%s] (sections: job, data, optimizer, execution, "
-                               "energy, conv, relu, maxpool, flatten, dense, softmax_xent)", name);
-            seen_keys = 0;
-            if (sections[current].is_layer) {
-                if (cfg->nlayers == CONFIG_MAX_LAYERS)
-                    return fail(p, "more than %d layers", CONFIG_MAX_LAYERS);
-                layer_defaults(&cfg->layers[cfg->nlayers++], sections[current].layer, lineno);
-            } else {
-                if (seen_sections & (1u << current))
-                    return fail(p, "section [%s] appears twice", name);
-                seen_sections |= 1u << current;
-            }
-            continue;
-        }
-        char *eq = strchr(s, '=');
-        if (!eq)
-            return fail(p, "expected 'key = value' or [section], got '%s'", s);
-        *eq = 0;
-        char *key = trim(s), *value = trim(eq + 1);
-        if (current < 0)
-            return fail(p, "'%s' comes before any [section]", key);
-        const section_spec *sec = &sections[current];
-        const key_spec *k = find_key(sec->keys, key);
-        if (!k) {
-            char known[256];
-            list_keys(sec->keys, known, sizeof known);
-            return fail(p, "[%s] has no key '%s' (keys: %s)", sec->name, key, known);
-        }
-        unsigned long long bit = 1ull << (k - sec->keys);
-        if (seen_keys & bit)
-            return fail(p, "[%s] %s is set twice", sec->name, key);
-        seen_keys |= bit;
-        void *base = sec->is_layer ? (void *)&cfg->layers[cfg->nlayers - 1] : (void *)cfg;
-        if (set_value(p, sec->name, k, base, value))
+        p->line = lineno;
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t n = (nl ? (size_t)(nl - text) : len) - at;
+        if (n >= sizeof line)
+            return fail(p, "line longer than %zu characters", sizeof line - 1);
+        if (memchr(text + at, 0, n))
+            return fail(p, "a NUL byte: this is not a text file");
+        memcpy(line, text + at, n);
+        line[n] = 0;
+        at += n + 1;
+        if (parse_line(p, line, &cur, &seen, &seen_keys))
             return -1;
     }
-    if (ferror(f))
-        return fail(p, "read error");
     return 0;
 }
 
@@ -338,7 +366,7 @@ static int parse_file(parser *p, FILE *f)
  * N-th layer (from 1). */
 static int apply_override(parser *p, const char *o)
 {
-    snprintf(p->where, sizeof p->where, "--set %s", o);
+    snprintf(p->where, sizeof p->where, "--set %.*s", CONFIG_PATH, o);
     const char *dot = strchr(o, '.'), *eq = strchr(o, '=');
     if (!dot || !eq || dot > eq)
         return fail(p, "expected section.key=value");
@@ -346,26 +374,28 @@ static int apply_override(parser *p, const char *o)
     snprintf(section, sizeof section, "%.*s", (int)(dot - o), o);
     snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
     char value[CONFIG_PATH * 2];
+    if (strlen(eq + 1) >= sizeof value)
+        return fail(p, "the value is longer than %zu characters", sizeof value - 1);
     snprintf(value, sizeof value, "%s", eq + 1);
+    char *v = trim(value);
     int n;
-    if (sscanf(section, "layer%d", &n) == 1) {
+    char extra;
+    if (sscanf(section, "layer%d%c", &n, &extra) == 1) {
         if (n < 1 || n > p->cfg->nlayers)
             return fail(p, "there is no layer %d (the job has %d)", n, p->cfg->nlayers);
         layer_config *l = &p->cfg->layers[n - 1];
-        for (int i = 0; i < NSECTIONS; i++)
-            if (sections[i].is_layer && sections[i].layer == l->type) {
-                const key_spec *k = find_key(sections[i].keys, key);
-                if (!k)
-                    return fail(p, "layer %d is [%s], which has no key '%s'", n, sections[i].name, key);
-                return set_value(p, sections[i].name, k, l, trim(value));
-            }
+        const layer_class *c = layer_class_of(l->type);
+        const key_spec *k = find_key(c->keys, key);
+        if (!k)
+            return fail(p, "layer %d is [%s], which has no key '%s'", n, c->name, key);
+        return set_value(p, c->name, k, l, v);
     }
     for (int i = 0; i < NSECTIONS; i++)
-        if (!sections[i].is_layer && !strcmp(sections[i].name, section)) {
+        if (!strcmp(sections[i].name, section)) {
             const key_spec *k = find_key(sections[i].keys, key);
             if (!k)
                 return fail(p, "[%s] has no key '%s'", section, key);
-            return set_value(p, section, k, p->cfg, trim(value));
+            return set_value(p, section, k, p->cfg, v);
         }
     return fail(p, "no section '%s' to set (job, data, optimizer, execution, energy, or layerN)", section);
 }
@@ -385,93 +415,32 @@ static int check_complete(parser *p)
     for (int i = 0; i < cfg->nlayers; i++) {
         layer_config *l = &cfg->layers[i];
         snprintf(p->where, sizeof p->where, "%s:%d", cfg->path, l->line);
-        if (l->type == LAYER_CONV && !l->filters)
-            return fail(p, "[conv] needs filters");
-        if (l->type == LAYER_DENSE && !l->outputs)
-            return fail(p, "[dense] needs outputs");
-        if (l->type == LAYER_MAXPOOL && !l->stride)
-            l->stride = l->size;
+        const char *missing = layer_class_of(l->type)->complete(l);
+        if (missing)
+            return fail(p, "%s", missing);
     }
     return 0;
 }
 
-int config_load(job_config *cfg, const char *path, const char *const *overrides, char *err,
-                size_t errlen)
+int config_parse(job_config *cfg, const char *path, const char *text, size_t len,
+                 const char *const *overrides, char *err, size_t errlen)
 {
     parser p = {.cfg = cfg, .err = err, .errlen = errlen};
     set_defaults(cfg, path);
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
-    int rc = parse_file(&p, f);
-    fclose(f);
+    int rc = parse_text(&p, text, len);
     for (int i = 0; !rc && overrides && overrides[i]; i++)
         rc = apply_override(&p, overrides[i]);
     return rc ? rc : check_complete(&p);
 }
 
-int config_check_shapes(const job_config *cfg, int c, int h, int w, int classes, char *err,
-                        size_t errlen)
+int config_load(job_config *cfg, const char *path, const char *const *overrides, char *err,
+                size_t errlen)
 {
-    int flat = 0;   /* after flatten or dense: c holds the vector length */
-    for (int i = 0; i < cfg->nlayers; i++) {
-        const layer_config *l = &cfg->layers[i];
-        const char *name = layer_name(l->type);
-#define SHAPE_FAIL(...)                                                                       \
-    do {                                                                                      \
-        char m_[256];                                                                         \
-        snprintf(m_, sizeof m_, __VA_ARGS__);                                                 \
-        snprintf(err, errlen, "%s:%d: [%s] (layer %d): %s", cfg->path, l->line, name, i + 1, m_); \
-        return -1;                                                                            \
-    } while (0)
-        switch (l->type) {
-        case LAYER_CONV: {
-            conv_geom g;
-            if (flat)
-                SHAPE_FAIL("a convolution cannot follow flatten or dense");
-            if (conv_geom_init(&g, c, h, w, l->filters, l->size, l->size, l->stride, l->padding))
-                SHAPE_FAIL("a %dx%d kernel with padding %d does not fit a %dx%d input", l->size,
-                           l->size, l->padding, h, w);
-            c = l->filters, h = g.oh, w = g.ow;
-            break;
-        }
-        case LAYER_MAXPOOL: {
-            pool_geom g;
-            if (flat)
-                SHAPE_FAIL("pooling cannot follow flatten or dense");
-            if (pool_geom_init(&g, c, h, w, l->size, l->stride))
-                SHAPE_FAIL("a %dx%d window does not fit a %dx%d input", l->size, l->size, h, w);
-            h = g.oh, w = g.ow;
-            break;
-        }
-        case LAYER_RELU:
-            break;
-        case LAYER_FLATTEN:
-            if (!flat)
-                c = c * h * w, h = w = 1, flat = 1;
-            break;
-        case LAYER_DENSE:
-            if (!flat)
-                SHAPE_FAIL("dense needs a flatten before it (input is %dx%dx%d)", c, h, w);
-            c = l->outputs;
-            break;
-        case LAYER_SOFTMAX_XENT:
-            if (i != cfg->nlayers - 1)
-                SHAPE_FAIL("softmax_xent must be the last layer");
-            if (i == 0 || cfg->layers[i - 1].type != LAYER_DENSE)
-                SHAPE_FAIL("softmax_xent must follow a dense layer");
-            if (c != classes)
-                SHAPE_FAIL("the dense layer before it has %d outputs, the data has %d classes", c,
-                           classes);
-            break;
-        }
-#undef SHAPE_FAIL
-    }
-    if (cfg->layers[cfg->nlayers - 1].type != LAYER_SOFTMAX_XENT) {
-        snprintf(err, errlen, "%s: the last layer must be [softmax_xent]", cfg->path);
+    size_t len;
+    char *text = input_read_all(path, CONFIG_MAX_BYTES, "job file", &len, err, errlen);
+    if (!text)
         return -1;
-    }
-    return 0;
+    int rc = config_parse(cfg, path, text, len, overrides, err, errlen);
+    free(text);
+    return rc;
 }

@@ -4,15 +4,17 @@
  *   [job]        epochs, batch, seed, output
  *   [data]       format (idx | cifar10), train_images, train_labels, test_images, test_labels,
  *                train_files, test_file (cifar10), limit, test_limit, resize (HxW), channels
- *   [conv]       filters, size, stride, padding          (layers, in order)
- *   [relu]  [maxpool] size, stride  [flatten]  [dense] outputs  [softmax_xent]
+ *   [conv] [relu] [maxpool] [flatten] [dense] [softmax_xent]
+ *                layers, in order; their keys are in their files (engine/layer_*.c)
  *   [optimizer]  type (sgd), lr, momentum, weight_decay
  *   [execution]  workers, grain (auto | N samples per task),
  *                filter_groups (auto | N convolution tasks per chunk, split by filters),
  *                fuse (auto | on | off: a convolution and the max-pool after it as one task)
  *   [energy]     rate_hz, carbon_g_per_kwh, baseline_seconds, baseline_watts,
  *                model_idle_watts, model_core_watts
- */
+ *
+ * A value runs to the end of its line; '#' or ';' starts a comment at the start of a line or
+ * after white space (so "a#b.gz" is a path), and a value in double quotes is taken as it is. */
 #ifndef FRUGAL_CONFIG_H
 #define FRUGAL_CONFIG_H
 
@@ -20,11 +22,15 @@
 
 #define CONFIG_MAX_LAYERS 32
 #define CONFIG_PATH 512
+#define CONFIG_MAX_BYTES (1 << 20)   /* a job file larger than this is not a job file */
 
 typedef enum layer_type {
-    LAYER_CONV, LAYER_RELU, LAYER_MAXPOOL, LAYER_FLATTEN, LAYER_DENSE, LAYER_SOFTMAX_XENT
+    LAYER_CONV, LAYER_RELU, LAYER_MAXPOOL, LAYER_FLATTEN, LAYER_DENSE, LAYER_SOFTMAX_XENT,
+    LAYER_TYPES
 } layer_type;
 
+/* A layer as the job describes it. Every field is a number, so a checkpoint stores the same
+ * record for every type, and a layer type's keys say which fields it uses. */
 typedef struct layer_config {
     layer_type type;
     int line;                      /* where the section starts, for later shape errors */
@@ -66,17 +72,27 @@ typedef struct job_config {
     float model_idle_watts, model_core_watts;   /* the fallback model (energy/model.h) */
 } job_config;
 
+/* How a key's value is read. */
+typedef enum value_kind {
+    V_INT, V_LONG, V_U64, V_FLOAT, V_PATH, V_FORMAT, V_HXW, V_GRAIN, V_OPTIMIZER, V_FUSE
+} value_kind;
+
+/* A key of a section: its field (an offset into job_config, or into layer_config for layer
+ * sections) and, for numbers, the range allowed. */
+typedef struct key_spec {
+    const char *name;
+    value_kind kind;
+    size_t offset;
+    double lo, hi;
+} key_spec;
+
 /* Reads and checks path; overrides are "section.key=value" strings applied on top (NULL-ended
  * list, may be NULL). Returns 0, or -1 with a message in err. */
 int config_load(job_config *cfg, const char *path, const char *const *overrides, char *err,
                 size_t errlen);
-
-/* Shape check of the layers for inputs of c x h x w and `classes` classes: every conv and pool
- * fits, flatten and dense follow a valid order, the last layer is softmax_xent after a dense layer
- * with `classes` outputs. Returns 0, or -1 with a message naming the layer's line. */
-int config_check_shapes(const job_config *cfg, int c, int h, int w, int classes, char *err,
-                        size_t errlen);
-
-const char *layer_name(layer_type t);
+/* The same from text already in memory (len bytes, need not end with a 0); `path` names it in
+ * messages. */
+int config_parse(job_config *cfg, const char *path, const char *text, size_t len,
+                 const char *const *overrides, char *err, size_t errlen);
 
 #endif

@@ -5,7 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
+
+#include "engine/input_file.h"
+#include "engine/memory.h"
 
 enum { IDX_UBYTE = 0x08, CIFAR_CLASSES = 10, CIFAR_SIDE = 32, FASHION_CLASSES = 10 };
 
@@ -19,8 +23,8 @@ static int err_out(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
-/* Reads exactly n bytes; gzread also reads uncompressed files as they are. */
-static int read_exact(gzFile f, void *buf, size_t n, size_t *got)
+/* Reads up to n bytes; gzread also reads uncompressed files as they are. */
+static size_t read_some(gzFile f, void *buf, size_t n)
 {
     size_t done = 0;
     while (done < n) {
@@ -30,8 +34,50 @@ static int read_exact(gzFile f, void *buf, size_t n, size_t *got)
             break;
         done += (size_t)r;
     }
-    *got = done;
-    return done == n ? 0 : -1;
+    return done;
+}
+
+/* Why `what` came up short: zlib's complaint about a corrupt stream, or the file's end. */
+static int short_read(gzFile f, const char *path, const char *what, size_t want, size_t got,
+                      char *err, size_t errlen)
+{
+    int code;
+    const char *msg = gzerror(f, &code);
+    if (code != Z_OK && code != Z_STREAM_END)
+        return err_out(err, errlen, "%s: corrupt gzip data in %s (zlib: %s)", path, what, msg);
+    return err_out(err, errlen, "%s: truncated %s: expected %zu bytes, the file has %zu", path,
+                   what, want, got);
+}
+
+/* A file's data, `claim` bytes as its header says, read in growing steps: a small file that
+ * claims gigabytes costs what it holds, not what it claims. */
+static uint8_t *read_claimed(gzFile f, const char *path, const char *what, size_t claim,
+                             char *err, size_t errlen)
+{
+    size_t cap = claim < (16u << 20) ? claim : 16u << 20, got = 0;
+    uint8_t *buf = malloc(cap ? cap : 1);
+    while (buf && got < claim) {
+        if (got == cap) {
+            cap = cap > claim / 2 ? claim : 2 * cap;
+            uint8_t *grown = realloc(buf, cap);
+            if (!grown) {
+                free(buf);
+                err_out(err, errlen, "%s: out of memory reading %zu bytes of %s", path, claim, what);
+                return NULL;
+            }
+            buf = grown;
+        }
+        size_t r = read_some(f, buf + got, cap - got);
+        got += r;
+        if (got < cap) {
+            free(buf);
+            short_read(f, path, what, claim, got, err, errlen);
+            return NULL;
+        }
+    }
+    if (!buf)
+        err_out(err, errlen, "%s: out of memory reading %s", path, what);
+    return buf;
 }
 
 static uint32_t be32(const uint8_t *b)
@@ -39,76 +85,114 @@ static uint32_t be32(const uint8_t *b)
     return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
 }
 
-/* Opens an IDX file and checks its header: unsigned bytes, `dims` dimensions. */
-static gzFile idx_open(const char *path, int dims, uint32_t *shape, char *err, size_t errlen)
+/* An IDX file open past its header (unsigned bytes, `dims` dimensions), with the bytes it has
+ * after the header when that is known (an uncompressed file), else -1. */
+typedef struct idx_file {
+    gzFile f;
+    uint32_t shape[3];
+    long long data_bytes;
+} idx_file;
+
+static int idx_open(idx_file *x, const char *path, int dims, char *err, size_t errlen)
 {
-    gzFile f = gzopen(path, "rb");
-    if (!f) {
-        err_out(err, errlen, "%s: cannot open: %s", path, strerror(errno ? errno : ENOENT));
-        return NULL;
+    long long size;
+    FILE *file = input_open(path, dims == 1 ? "IDX label file" : "IDX image file", &size, err,
+                            errlen);
+    if (!file)
+        return -1;
+    int fd = dup(fileno(file));
+    fclose(file);
+    x->f = fd >= 0 ? gzdopen(fd, "rb") : NULL;
+    if (!x->f) {
+        if (fd >= 0)
+            close(fd);
+        return err_out(err, errlen, "%s: cannot open: %s", path, strerror(errno ? errno : ENOMEM));
     }
     uint8_t head[4 + 4 * 3];
-    size_t got;
-    if (read_exact(f, head, 4 + 4 * (size_t)dims, &got)) {
-        err_out(err, errlen, "%s: truncated IDX header (%zu of %d bytes)", path, got, 4 + 4 * dims);
-        gzclose(f);
-        return NULL;
+    size_t need = 4 + 4 * (size_t)dims, got = read_some(x->f, head, need);
+    if (got < need) {
+        short_read(x->f, path, "IDX header", need, got, err, errlen);
+        gzclose(x->f);
+        return -1;
     }
     if (head[0] || head[1] || head[2] != IDX_UBYTE || head[3] != dims) {
-        err_out(err, errlen, "%s: not an IDX file of unsigned bytes with %d dimensions "
-                             "(magic %02x %02x %02x %02x)", path, dims, head[0], head[1], head[2], head[3]);
-        gzclose(f);
-        return NULL;
+        err_out(err, errlen, "%s: not an IDX file of unsigned bytes with %d dimension%s "
+                "(magic %02x %02x %02x %02x)", path, dims, dims == 1 ? "" : "s", head[0],
+                head[1], head[2], head[3]);
+        gzclose(x->f);
+        return -1;
     }
     for (int i = 0; i < dims; i++)
-        shape[i] = be32(head + 4 + 4 * i);
-    return f;
+        x->shape[i] = be32(head + 4 + 4 * i);
+    x->data_bytes = gzdirect(x->f) ? size - (long long)need : -1;
+    return 0;
+}
+
+/* The first `n` records of `per` bytes, checked against the file's size where it is known. */
+static uint8_t *idx_read(idx_file *x, const char *path, const char *what, size_t n, size_t per,
+                         char *err, size_t errlen)
+{
+    size_t claim = n * per;   /* n < 2^32 and per < 2^28: no overflow in 64 bits */
+    if (x->data_bytes >= 0 && (unsigned long long)x->data_bytes < claim) {
+        err_out(err, errlen, "%s: truncated %s: expected %zu bytes for %zu of them, the file has "
+                "%lld", path, what, claim, n, x->data_bytes);
+        return NULL;
+    }
+    return read_claimed(x->f, path, what, claim, err, errlen);
+}
+
+/* After the last record: a gzip stream's checksum is verified only at its end. */
+static int idx_finish(idx_file *x, const char *path, char *err, size_t errlen)
+{
+    int code;
+    if (gzgetc(x->f) == -1) {
+        const char *msg = gzerror(x->f, &code);
+        if (code != Z_OK && code != Z_STREAM_END)
+            return err_out(err, errlen, "%s: corrupt gzip data (zlib: %s)", path, msg);
+    }
+    return 0;
 }
 
 int dataset_load_idx(dataset *d, const char *images, const char *labels, long limit, char *err,
                      size_t errlen)
 {
     memset(d, 0, sizeof *d);
-    uint32_t ishape[3], lshape[1];
-    gzFile fi = idx_open(images, 3, ishape, err, errlen);
-    if (!fi)
+    idx_file xi = {0}, xl = {0};
+    if (idx_open(&xi, images, 3, err, errlen))
         return -1;
-    gzFile fl = labels ? idx_open(labels, 1, lshape, err, errlen) : NULL;
-    if (labels && !fl) {
-        gzclose(fi);
+    if (labels && idx_open(&xl, labels, 1, err, errlen)) {
+        gzclose(xi.f);
         return -1;
     }
-    if (!labels)
-        lshape[0] = ishape[0];
+    uint32_t n = xi.shape[0], h = xi.shape[1], w = xi.shape[2];
     int rc = -1;
-    if (ishape[0] != lshape[0]) {
-        err_out(err, errlen, "%s has %u images but %s has %u labels", images, ishape[0], labels,
-                lshape[0]);
+    if (labels && n != xl.shape[0]) {
+        err_out(err, errlen, "%s has %u images but %s has %u labels", images, n, labels,
+                xl.shape[0]);
         goto out;
     }
-    if (!ishape[0] || !ishape[1] || !ishape[2] || ishape[1] > 16384 || ishape[2] > 16384) {
-        err_out(err, errlen, "%s: implausible image size %ux%u", images, ishape[1], ishape[2]);
+    if (!n) {
+        err_out(err, errlen, "%s: has no images", images);
         goto out;
     }
-    d->n = limit > 0 && (unsigned long)limit < ishape[0] ? limit : (long)ishape[0];
-    d->c = 1, d->h = (int)ishape[1], d->w = (int)ishape[2], d->classes = FASHION_CLASSES;
-    size_t npix = (size_t)d->n * d->h * d->w;
-    d->pixels = malloc(npix ? npix : 1);
-    d->labels = malloc((size_t)d->n);
-    size_t got;
-    if (!d->pixels || !d->labels) {
-        err_out(err, errlen, "%s: out of memory for %ld images", images, d->n);
+    if (!h || !w || h > 16384 || w > 16384) {
+        err_out(err, errlen, "%s: implausible image size %ux%u (1 to 16384 a side)", images, h, w);
         goto out;
     }
-    if (read_exact(fi, d->pixels, npix, &got)) {
-        err_out(err, errlen, "%s: truncated: expected %zu bytes of pixels for %ld images, got %zu",
-                images, npix, d->n, got);
+    d->n = limit > 0 && (unsigned long)limit < n ? limit : (long)n;
+    d->c = 1, d->h = (int)h, d->w = (int)w, d->classes = FASHION_CLASSES;
+    int whole = d->n == (long)n;
+    if (!(d->pixels = idx_read(&xi, images, "images", (size_t)d->n, (size_t)h * w, err, errlen)) ||
+        (whole && idx_finish(&xi, images, err, errlen)))
         goto out;
-    }
-    if (!fl) {
-        memset(d->labels, 0, (size_t)d->n);
-    } else if (read_exact(fl, d->labels, (size_t)d->n, &got)) {
-        err_out(err, errlen, "%s: truncated: expected %ld labels, got %zu", labels, d->n, got);
+    if (!labels) {
+        d->labels = calloc((size_t)d->n, 1);
+        if (!d->labels) {
+            err_out(err, errlen, "%s: out of memory for %ld labels", images, d->n);
+            goto out;
+        }
+    } else if (!(d->labels = idx_read(&xl, labels, "labels", (size_t)d->n, 1, err, errlen)) ||
+               (whole && idx_finish(&xl, labels, err, errlen))) {
         goto out;
     }
     for (long i = 0; i < d->n; i++)
@@ -119,9 +203,9 @@ int dataset_load_idx(dataset *d, const char *images, const char *labels, long li
         }
     rc = 0;
 out:
-    gzclose(fi);
-    if (fl)
-        gzclose(fl);
+    gzclose(xi.f);
+    if (xl.f)
+        gzclose(xl.f);
     if (rc)
         dataset_free(d);
     return rc;
@@ -139,21 +223,19 @@ int dataset_load_cifar10(dataset *d, const char *files, long limit, char *err, s
          path = strtok_r(NULL, ",", &save)) {
         while (*path == ' ')
             path++;
-        FILE *f = fopen(path, "rb");
+        long long size;
+        FILE *f = input_open(path, "CIFAR-10 batch", &size, err, errlen);
         if (!f) {
             dataset_free(d);
-            return err_out(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+            return -1;
         }
-        fseek(f, 0, SEEK_END);
-        long size = ftell(f);
-        rewind(f);
-        if (size <= 0 || size % (long)record) {
+        if (size <= 0 || size % (long long)record) {
             fclose(f);
             dataset_free(d);
-            return err_out(err, errlen, "%s: %ld bytes is not a whole number of %zu-byte CIFAR-10 "
+            return err_out(err, errlen, "%s: %lld bytes is not a whole number of %zu-byte CIFAR-10 "
                                         "records (truncated or not a CIFAR-10 batch)", path, size, record);
         }
-        long count = size / (long)record;
+        long count = (long)(size / (long long)record);
         if (limit > 0 && d->n + count > limit)
             count = limit - d->n;
         if (d->n + count > cap) {
@@ -208,6 +290,10 @@ int dataset_reshape(dataset *d, int h, int w, int channels, char *err, size_t er
     if (h == d->h && w == d->w && channels == d->c)
         return 0;
     size_t per = (size_t)channels * h * w;
+    char what[128];
+    snprintf(what, sizeof what, "resizing %ld images to %dx%dx%d", d->n, h, w, channels);
+    if (memory_check((double)d->n * (double)per, what, err, errlen))
+        return -1;
     uint8_t *out = malloc((size_t)d->n * per);
     if (!out)
         return err_out(err, errlen, "out of memory resizing %ld images to %dx%dx%d", d->n, h, w,
@@ -250,6 +336,16 @@ int dataset_reshape(dataset *d, int h, int w, int channels, char *err, size_t er
     d->pixels = out;
     d->c = channels, d->h = h, d->w = w;
     return 0;
+}
+
+int dataset_looks_idx(const char *path)
+{
+    gzFile f = gzopen(path, "rb");
+    uint8_t head[4];
+    int n = f ? gzread(f, head, sizeof head) : 0;
+    if (f)
+        gzclose(f);
+    return n == 4 && !head[0] && !head[1] && head[2] == IDX_UBYTE && head[3] >= 1 && head[3] <= 3;
 }
 
 void dataset_free(dataset *d)
@@ -298,20 +394,31 @@ static int pnm_sample(FILE *f, int ascii, int maxval, int *out)
 /* PGM and PPM, ASCII (P2, P3) or binary (P5, P6), 8 or 16 bits per sample. */
 static int load_one_pnm(const char *path, dataset *one, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
+    long long size;
+    FILE *f = input_open(path, "PGM or PPM image", &size, err, errlen);
     if (!f)
-        return err_out(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
     char magic[2] = {0};
     int w, h, maxval;
     if (fread(magic, 1, 2, f) != 2 || magic[0] != 'P' || magic[1] < '2' || magic[1] > '6' ||
         magic[1] == '4' || pnm_number(f, &w) || pnm_number(f, &h) || pnm_number(f, &maxval) ||
         w < 1 || h < 1 || w > 16384 || h > 16384 || maxval < 1 || maxval > 65535) {
         fclose(f);
-        return err_out(err, errlen, "%s: not a PGM or PPM image (P2, P3, P5 or P6, maxval at "
-                       "most 65535)", path);
+        return err_out(err, errlen, "%s: not a PGM or PPM image (P2, P3, P5 or P6, 1 to 16384 "
+                       "pixels a side, maxval at most 65535)", path);
     }
     int ascii = magic[1] <= '3', c = magic[1] == '3' || magic[1] == '6' ? 3 : 1;
     size_t hw = (size_t)w * h;
+    /* Each sample takes at least 2 bytes as text ("0 ") and 1 or 2 in binary: a header that
+     * claims a large image the file cannot hold is refused before anything is allocated (a small
+     * one is read, to say which sample is missing). */
+    long long left = size - ftell(f), least = (long long)(hw * (size_t)c) *
+                                              (ascii ? 2 : maxval > 255 ? 2 : 1) - (ascii ? 1 : 0);
+    if (left < least && hw * (size_t)c > 65536) {
+        fclose(f);
+        return err_out(err, errlen, "%s: truncated: %dx%d pixels need at least %lld bytes, the "
+                       "file has %lld after its header", path, w, h, least, left);
+    }
     *one = (dataset){.n = 1, .c = c, .h = h, .w = w, .classes = 1};
     one->pixels = malloc(hw * (size_t)c);
     one->labels = calloc(1, 1);

@@ -30,5 +30,8 @@ int dataset_reshape(dataset *d, int h, int w, int channels, char *err, size_t er
 int dataset_load_pnm(dataset *d, const char *const *paths, int n, int c, int h, int w,
                      int classes, char *err, size_t errlen);
 void dataset_free(dataset *d);
+/* Whether path starts like an IDX file of bytes (raw or gzip): eval tells IDX images from a
+ * CIFAR-10 batch with it. */
+int dataset_looks_idx(const char *path);
 
 #endif

@@ -51,6 +51,16 @@ int energy_run_begin(energy_run *er, const job_config *cfg, FILE *log, char *err
 void energy_run_epoch_begin(energy_run *er)
 {
     energy_meter_read(er->meter, &er->epoch_start);
+    er->pass_start = er->epoch_start;
+}
+
+void energy_run_pass_end(energy_run *er, long images, energy_figures *out)
+{
+    energy_reading now;
+    energy_meter_read(er->meter, &now);
+    energy_figures_between(&er->pass_start, &now, images, er->baseline_w, er->carbon_g_per_kwh,
+                           out);
+    er->pass_start = now;
 }
 
 /* Tasks run on the CPU today: CPU-side sensors (system, packages, DRAM, board) are split among
@@ -66,27 +76,23 @@ static double cpu_side_joules(energy_run *er, const energy_figures *f)
     return j;
 }
 
-void energy_run_epoch_end(energy_run *er, long images, const rt_stats *st, epoch_energy *out)
+void energy_run_split_kinds(energy_run *er, const rt_stats *st, epoch_energy *e)
 {
-    energy_reading now;
-    energy_meter_read(er->meter, &now);
-    energy_figures_between(&er->epoch_start, &now, images, er->baseline_w, er->carbon_g_per_kwh,
-                           &out->f);
     double busy[RT_MAX_KINDS];
-    out->nkinds = st->nkinds;
+    e->nkinds = st->nkinds;
     for (int k = 0; k < st->nkinds; k++) {
         busy[k] = st->kinds[k].busy_s;
-        out->kind_tasks[k] = st->kinds[k].count;
+        e->kind_tasks[k] = st->kinds[k].count;
     }
-    energy_split_by_busy(cpu_side_joules(er, &out->f), busy, st->nkinds, out->kind_j);
-    er->epoch_start = now;
+    energy_split_by_busy(cpu_side_joules(er, &e->f) + cpu_side_joules(er, &e->test), busy,
+                         st->nkinds, e->kind_j);
 }
 
 void energy_run_so_far(energy_run *er, double *joules, double *watts)
 {
     energy_reading now;
     energy_meter_read(er->meter, &now);
-    *joules = now.total_j - er->epoch_start.total_j;
+    *joules = now.total_j - er->epoch_start.total_j;   /* the epoch so far */
     *watts = now.total_w;
 }
 

@@ -11,8 +11,11 @@
 
 #include <stdio.h>
 
+/* An epoch's energy: the training pass's figures (joules per image: per training image), the
+ * test pass's, and the whole epoch's split among task kinds. */
 typedef struct epoch_energy {
-    energy_figures f;
+    energy_figures f;                /* the training pass */
+    energy_figures test;             /* the test pass (no images: none) */
     int nkinds;
     double kind_j[RT_MAX_KINDS];     /* in the epoch's rt_stats kind order */
     uint64_t kind_tasks[RT_MAX_KINDS];
@@ -23,15 +26,17 @@ typedef struct energy_run {
     double baseline_w;
     char baseline_how[96];           /* "measured idle over 1.0 s", "configured", "none" */
     double carbon_g_per_kwh;
-    energy_reading run_start, epoch_start;
+    energy_reading run_start, epoch_start, pass_start;
 } energy_run;
 
 /* Opens the meter, starts the sampler, measures (or takes) the idle baseline, and says on log
  * where the figures come from and which sensors could not be read, and why. */
 int energy_run_begin(energy_run *er, const job_config *cfg, FILE *log, char *err, size_t errlen);
 void energy_run_epoch_begin(energy_run *er);
-/* The epoch that just ended: images trained, and the runtime's statistics for it. */
-void energy_run_epoch_end(energy_run *er, long images, const rt_stats *st, epoch_energy *out);
+/* The pass that just ended (training, then test): its figures for `images` images. */
+void energy_run_pass_end(energy_run *er, long images, energy_figures *out);
+/* The epoch's energy split among the task kinds of st (the epoch's runtime statistics). */
+void energy_run_split_kinds(energy_run *er, const rt_stats *st, epoch_energy *e);
 /* Joules since the epoch began and the power over the last sampling interval. */
 void energy_run_so_far(energy_run *er, double *joules, double *watts);
 /* The whole run so far. */

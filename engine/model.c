@@ -1,71 +1,88 @@
 #include "engine/model.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int model_build(model *m, const job_config *cfg, int c, int h, int w, int classes, char *err,
-                size_t errlen)
+/* A relu right before a maxpool runs after it instead: max and relu commute exactly, forward and
+ * backward (the gradient reaches the window's maximum iff it is positive), and relu then
+ * touches a quarter of the data. Returns the config layer model layer i is made from. */
+static const layer_config *source_of(const job_config *cfg, int i)
+{
+    const layer_config *l = cfg->layers;
+    if (i + 1 < cfg->nlayers && l[i].type == LAYER_RELU && l[i + 1].type == LAYER_MAXPOOL)
+        return &l[i + 1];
+    if (i > 0 && l[i - 1].type == LAYER_RELU && l[i].type == LAYER_MAXPOOL)
+        return &l[i - 1];
+    return &l[i];
+}
+
+static int fail(model *m, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(model *m, char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    model_free(m);
+    return -1;
+}
+
+static int alloc_params(layer *l)
+{
+    if (!l->nparams)
+        return 0;
+    l->params = calloc((size_t)l->nparams, sizeof(float));
+    l->grad = calloc((size_t)l->nparams, sizeof(float));
+    l->velocity = calloc((size_t)l->nparams, sizeof(float));
+    return l->params && l->grad && l->velocity ? 0 : -1;
+}
+
+int model_build(model *m, const job_config *cfg, int c, int h, int w, int classes, int alloc,
+                char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
+    long in_size;
+    if (c < 1 || h < 1 || w < 1 || !size_mul((long)c * h, w, LAYER_MAX_VALUES, &in_size))
+        return fail(m, err, errlen, "%s: inputs of %dx%dx%d are not possible", cfg->path, c, h, w);
+    if (classes < 1 || classes > MODEL_MAX_CLASSES)
+        return fail(m, err, errlen, "%s: %d classes (1 to %d)", cfg->path, classes,
+                    MODEL_MAX_CLASSES);
+    if (cfg->nlayers < 1 || cfg->nlayers > CONFIG_MAX_LAYERS)
+        return fail(m, err, errlen, "%s: %d layers (1 to %d)", cfg->path, cfg->nlayers,
+                    CONFIG_MAX_LAYERS);
     m->nlayers = cfg->nlayers;
     m->classes = classes;
-    for (int i = 0; i < cfg->nlayers; i++) {
-        /* A relu right before a maxpool runs after it instead: max and relu commute exactly,
-         * forward and backward (the gradient reaches the window's maximum iff it is positive),
-         * and relu then touches a quarter of the data. */
-        int src = i;
-        if (i + 1 < cfg->nlayers && cfg->layers[i].type == LAYER_RELU &&
-            cfg->layers[i + 1].type == LAYER_MAXPOOL)
-            src = i + 1;
-        else if (i > 0 && cfg->layers[i - 1].type == LAYER_RELU &&
-                 cfg->layers[i].type == LAYER_MAXPOOL)
-            src = i - 1;
-        const layer_config *lc = &cfg->layers[src];
+    int flat = 0;
+    for (int i = 0; i < m->nlayers; i++) {
         layer *l = &m->layers[i];
-        l->type = lc->type;
+        l->cfg = *source_of(cfg, i);
+        l->cls = layer_class_of(l->cfg.type);
+        if (!l->cls)
+            return fail(m, err, errlen, "%s:%d: layer %d has unknown type %d", cfg->path,
+                        cfg->layers[i].line, i + 1, (int)l->cfg.type);
         l->in_c = c, l->in_h = h, l->in_w = w;
-        switch (lc->type) {
-        case LAYER_CONV:
-            conv_geom_init(&l->conv, c, h, w, lc->filters, lc->size, lc->size, lc->stride,
-                           lc->padding);
-            c = lc->filters, h = l->conv.oh, w = l->conv.ow;
-            l->nweights = (long)lc->filters * l->in_c * lc->size * lc->size;
-            l->nparams = l->nweights + lc->filters;
-            m->flops_per_sample += 6L * l->nweights * h * w;   /* forward, dx, dw */
-            break;
-        case LAYER_MAXPOOL:
-            pool_geom_init(&l->pool, c, h, w, lc->size, lc->stride);
-            h = l->pool.oh, w = l->pool.ow;
-            break;
-        case LAYER_FLATTEN:
-            c = c * h * w, h = w = 1;
-            break;
-        case LAYER_DENSE:
-            l->nweights = (long)lc->outputs * c;
-            l->nparams = l->nweights + lc->outputs;
-            m->flops_per_sample += 6L * l->nweights;
-            c = lc->outputs;
-            break;
-        case LAYER_RELU:
-        case LAYER_SOFTMAX_XENT:
-            break;
-        }
-        l->out_c = c, l->out_h = h, l->out_w = w;
+        char why[256];
+        layer_place at = {i, m->nlayers, flat, i ? &m->layers[i - 1] : NULL, classes};
+        if (l->cls->plan(l, &at, why, sizeof why))
+            return fail(m, err, errlen, "%s:%d: [%s] (layer %d): %s", cfg->path, l->cfg.line,
+                        l->cls->name, i + 1, why);
+        if (!size_mul((long)l->out_c * l->out_h, l->out_w, LAYER_MAX_VALUES, &l->out_size))
+            return fail(m, err, errlen, "%s:%d: [%s] (layer %d): an output of %dx%dx%d values "
+                        "per sample is too large", cfg->path, l->cfg.line, l->cls->name, i + 1,
+                        l->out_c, l->out_h, l->out_w);
         l->in_size = (long)l->in_c * l->in_h * l->in_w;
-        l->out_size = (long)c * h * w;
+        c = l->out_c, h = l->out_h, w = l->out_w, flat = l->flat;
         m->nparams += l->nparams;
-        if (l->nparams) {
-            l->params = calloc((size_t)l->nparams, sizeof(float));
-            l->grad = calloc((size_t)l->nparams, sizeof(float));
-            l->velocity = calloc((size_t)l->nparams, sizeof(float));
-            if (!l->params || !l->grad || !l->velocity) {
-                model_free(m);
-                snprintf(err, errlen, "out of memory for the parameters of layer %d", i + 1);
-                return -1;
-            }
-        }
+        m->flops_per_sample += l->flops;
+        if (alloc && alloc_params(l))
+            return fail(m, err, errlen, "out of memory for the %ld parameters of layer %d",
+                        l->nparams, i + 1);
     }
+    if (m->layers[m->nlayers - 1].cfg.type != LAYER_SOFTMAX_XENT)
+        return fail(m, err, errlen, "%s: the last layer must be [softmax_xent]", cfg->path);
     return 0;
 }
 

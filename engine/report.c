@@ -1,14 +1,33 @@
 #include "engine/report.h"
 
 #include "common/json.h"
-
+#include "engine/run_folder.h"
 #include "ops/cpu.h"
 #include "runtime/clock.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+const char REPORT_CSV_HEADER[] =
+    "epoch,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s,task_share,energy_j,"
+    "power_w,mj_per_image,app_energy_j,edp_js,gco2e,energy_source,test_energy_j";
+
+char *report_epoch_csv(const epoch_record *r)
+{
+    const energy_figures *f = &r->energy.f;
+    char *out = NULL;
+    if (asprintf(&out, "%d,%.6f,%.6f,%.6f,%.6f,%.4f,%.1f,%.4f,%.3f,%.3f,%.4f,%.3f,%.4g,%.6f,%s,%.3f",
+                 r->epoch, r->train_loss, r->train_acc, r->test_loss, r->test_acc, r->seconds,
+                 r->images_per_s, r->task_share, f->joules, f->watts, 1e3 * f->joules_per_image,
+                 f->app_joules, f->edp, f->gco2e, r->estimated ? "estimated" : "measured",
+                 r->energy.test.joules) < 0)
+        return NULL;
+    return out;
+}
 
 static void write_figures(FILE *f, const energy_figures *e)
 {
@@ -25,7 +44,9 @@ static void write_epoch_energy(FILE *f, const epoch_energy *en, const sensor *s,
 {
     fputs(", \"energy\": {", f);
     write_figures(f, &en->f);
-    fputs(", \"devices\": {", f);
+    fputs(", \"test_pass\": {", f);
+    write_figures(f, &en->test);
+    fputs("}, \"devices\": {", f);
     for (int i = 0; i < n && i < en->f.ndevices; i++) {
         fputs(i ? ", " : "", f);
         json_string(f, s[i].name);
@@ -33,7 +54,7 @@ static void write_epoch_energy(FILE *f, const epoch_energy *en, const sensor *s,
         json_number(f, en->f.device_j[i]);
     }
     fputs("}, \"task_kinds\": [", f);
-    for (int k = 0, first = 1; k < en->nkinds && k < st->nkinds; k++) {
+    for (int k = 0, first = 1; st && k < en->nkinds && k < st->nkinds; k++) {
         if (en->kind_j[k] <= 0 || !en->kind_tasks[k])
             continue;
         fputs(first ? "{\"name\": " : ", {\"name\": ", f);
@@ -47,12 +68,65 @@ static void write_epoch_energy(FILE *f, const epoch_energy *en, const sensor *s,
     fputs("]}", f);
 }
 
-static void write_energy(FILE *f, energy_run *er, const sensor *s, int n,
-                         const epoch_result *epochs, int nepochs)
+char *report_epoch_json(const epoch_record *r, energy_run *er, const rt_stats *st)
 {
+    char *out = NULL;
+    size_t len;
+    FILE *f = open_memstream(&out, &len);
+    if (!f)
+        return NULL;
+    fprintf(f, "{\"epoch\": %d", r->epoch);
+    json_number_field(f, "train_loss", r->train_loss, 0);
+    json_number_field(f, "train_acc", r->train_acc, 0);
+    json_number_field(f, "test_loss", r->test_loss, 0);
+    json_number_field(f, "test_acc", r->test_acc, 0);
+    json_number_field(f, "seconds", r->seconds, 0);
+    json_number_field(f, "images_per_s", r->images_per_s, 0);
+    json_number_field(f, "task_share", r->task_share, 0);
+    if (er) {
+        sensor s[SENSOR_MAX];
+        int n = energy_meter_sensors(er->meter, s, SENSOR_MAX);
+        write_epoch_energy(f, &r->energy, s, n, st);
+    }
+    if (r->warning[0]) {
+        fputs(", \"warning\": ", f);
+        json_string(f, r->warning);
+    }
+    fputc('}', f);
+    if (fclose(f)) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* The energy of every epoch in the log (the training and test passes), across resumes. */
+static void write_log_totals(FILE *f, const run_log *log)
+{
+    double joules = 0, train_joules = 0, seconds = 0, test_joules;
+    for (int i = 0; i < log->nepochs; i++) {
+        double s, j;
+        const char *c = log->epochs[i].csv;
+        /* columns 6 (seconds), 9 (energy_j) and 16 (test_energy_j) */
+        if (sscanf(c, "%*d,%*f,%*f,%*f,%*f,%lf,%*f,%*f,%lf", &s, &j) == 2)
+            seconds += s, train_joules += j, joules += j;
+        const char *last = strrchr(c, ',');
+        if (last && sscanf(last + 1, "%lf", &test_joules) == 1 && isfinite(test_joules))
+            joules += test_joules;
+    }
+    fprintf(f, ",\n    \"all_epochs\": {\"epochs\": %d", log->nepochs);
+    json_number_field(f, "joules", joules, 0);
+    json_number_field(f, "training_joules", train_joules, 0);
+    json_number_field(f, "training_seconds", seconds, 0);
+    fputc('}', f);
+}
+
+static void write_energy(FILE *f, const report_input *in, const sensor *s, int n)
+{
+    energy_run *er = in->er;
     long images = 0;
-    for (int e = 0; e < nepochs; e++)
-        images += epochs[e].samples;
+    for (int i = 0; i < in->log->nepochs; i++)
+        images += in->train->n;
     energy_figures run;
     energy_run_total(er, images, &run);
     fputs(",\n  \"energy\": {\"source\": ", f);
@@ -64,9 +138,11 @@ static void write_energy(FILE *f, energy_run *er, const sensor *s, int n,
     json_number_field(f, "carbon_g_per_kwh", er->carbon_g_per_kwh, 0);
     json_number_field(f, "sampler_hz", energy_meter_rate(er->meter), 0);
     json_number_field(f, "sampler_cpu_share", energy_meter_sampler_share(er->meter), 0);
-    fputs(",\n    \"run\": {", f);
+    fputs(",\n    \"this_process\": {", f);
     write_figures(f, &run);
-    fputs("},\n    \"sensors\": [", f);
+    fputc('}', f);
+    write_log_totals(f, in->log);
+    fputs(",\n    \"sensors\": [", f);
     for (int i = 0; i < n; i++) {
         fprintf(f, "%s\n      {\"name\": ", i ? "," : "");
         json_string(f, s[i].name);
@@ -85,76 +161,112 @@ static void write_energy(FILE *f, energy_run *er, const sensor *s, int n,
     fputs("\n    ]}", f);
 }
 
-int report_write(const char *path, const job_config *cfg, const dataset *train,
-                 const dataset *test, int grain, int workers, const epoch_result *epochs,
-                 int nepochs, int first_epoch, const rt_stats *st, energy_run *er,
-                 const epoch_energy *energies, char *err, size_t errlen)
+static void write_runtime(FILE *f, const rt_stats *st)
 {
-    sensor sensors[SENSOR_MAX];
-    int nsensors = er ? energy_meter_sensors(er->meter, sensors, SENSOR_MAX) : 0;
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
-        return -1;
-    }
-    fputs("{\n  \"job\": ", f);
-    json_string(f, cfg->path);
-    fprintf(f, ",\n  \"config\": {\"epochs\": %d, \"batch\": %d, \"seed\": %llu",
-            cfg->epochs, cfg->batch, cfg->seed);
-    json_number_field(f, "lr", cfg->lr, 0);
-    json_number_field(f, "momentum", cfg->momentum, 0);
-    json_number_field(f, "weight_decay", cfg->weight_decay, 0);
-    fprintf(f, ", \"workers\": %d, \"grain\": %d, \"layers\": [", workers, grain);
-    for (int l = 0; l < cfg->nlayers; l++) {
-        fprintf(f, "%s", l ? ", " : "");
-        json_string(f, layer_name(cfg->layers[l].type));
-    }
-    fprintf(f, "]},\n  \"data\": {\"train_samples\": %ld, \"test_samples\": %ld, \"height\": %d, "
-               "\"width\": %d, \"channels\": %d, \"classes\": %d},\n",
-            train->n, test ? test->n : 0L, train->h, train->w, train->c, train->classes);
-    fprintf(f, "  \"machine\": {\"cpus\": %ld, \"kernel_path\": \"%s\", \"timer\": \"%s\"},\n",
-            sysconf(_SC_NPROCESSORS_ONLN), ops_isa_name(ops_isa_active()), clock_source());
-    fputs("  \"epochs\": [", f);
-    for (int e = 0; e < nepochs; e++) {
-        const epoch_result *r = &epochs[e];
-        fprintf(f, "%s\n    {\"epoch\": %d", e ? "," : "", first_epoch + e);
-        json_number_field(f, "train_loss", r->train_loss, 0);
-        json_number_field(f, "train_acc", r->train_acc, 0);
-        json_number_field(f, "test_loss", r->test_loss, 0);
-        json_number_field(f, "test_acc", r->test_acc, 0);
-        json_number_field(f, "seconds", r->seconds, 0);
-        json_number_field(f, "images_per_s", r->images_per_s, 0);
-        json_number_field(f, "task_share", r->task_share, 0);
-        if (energies)
-            write_epoch_energy(f, &energies[e], sensors, nsensors, st);
-        fputc('}', f);
-    }
-    fprintf(f, "\n  ],\n  \"runtime_last_epoch\": {\"tasks\": %llu, \"steals\": %llu, "
-               "\"parks\": %llu",
+    fprintf(f, ",\n  \"runtime_last_epoch\": {\"tasks\": %llu, \"steals\": %llu, \"parks\": %llu",
             (unsigned long long)st->tasks, (unsigned long long)st->steals,
             (unsigned long long)st->parks);
     json_number_field(f, "task_share", st->task_share, 0);
+    fprintf(f, ", \"copies_to_devices\": %llu, \"copies_to_host\": %llu",
+            (unsigned long long)st->to_device.count, (unsigned long long)st->to_host.count);
     fputs(", \"kinds\": [", f);
     for (int k = 0; k < st->nkinds; k++) {
         fprintf(f, "%s\n    {\"name\": ", k ? "," : "");
         json_string(f, st->kinds[k].name);
         fprintf(f, ", \"tasks\": %llu", (unsigned long long)st->kinds[k].count);
         json_number_field(f, "busy_s", st->kinds[k].busy_s, 0);
-        fputc('}', f);
+        fputs(", \"where\": {", f);
+        for (int w = 0, first = 1; w < RT_WORKER_KINDS; w++)
+            if (st->kinds[k].count_by[w]) {
+                fprintf(f, "%s\"%s\": %llu", first ? "" : ", ",
+                        rt_worker_kind_name((rt_worker_kind)w),
+                        (unsigned long long)st->kinds[k].count_by[w]);
+                first = 0;
+            }
+        fputs("}}", f);
     }
     fputs("\n  ]}", f);
-    if (er)
-        write_energy(f, er, sensors, nsensors, epochs, nepochs);
-    fputs("\n}\n", f);
-    int bad = ferror(f);
-    if (fflush(f) || fsync(fileno(f)))
-        bad = 1;
-    if (fclose(f) || bad || rename(tmp, path)) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-        unlink(tmp);
+}
+
+static void write_job(FILE *f, const report_input *in)
+{
+    const job_config *cfg = in->cfg;
+    fputs("{\n  \"job\": ", f);
+    json_string(f, cfg->path);
+    fprintf(f, ",\n  \"config\": {\"epochs\": %d, \"batch\": %d, \"seed\": %llu", cfg->epochs,
+            cfg->batch, cfg->seed);
+    json_number_field(f, "lr", cfg->lr, 0);
+    json_number_field(f, "momentum", cfg->momentum, 0);
+    json_number_field(f, "weight_decay", cfg->weight_decay, 0);
+    fprintf(f, ", \"workers\": %d, \"grain\": %d, \"layers\": [", in->workers, in->plan->grain);
+    for (int l = 0; l < cfg->nlayers; l++) {
+        fprintf(f, "%s", l ? ", " : "");
+        json_string(f, layer_name(cfg->layers[l].type));
+    }
+    fprintf(f, "]},\n  \"data\": {\"train_samples\": %ld, \"test_samples\": %ld, \"height\": %d, "
+               "\"width\": %d, \"channels\": %d, \"classes\": %d},\n",
+            in->train->n, in->test ? in->test->n : 0L, in->train->h, in->train->w, in->train->c,
+            in->train->classes);
+    fprintf(f, "  \"machine\": {\"cpus\": %ld, \"kernel_path\": \"%s\", \"timer\": \"%s\"},\n",
+            sysconf(_SC_NPROCESSORS_ONLN), ops_isa_name(ops_isa_active()), clock_source());
+    fputs("  \"execution\": {", f);
+    plan_write_json(in->plan, in->m, f);
+    fputs("},\n  \"run\": {", f);
+    fprintf(f, "\"resumed_after_epoch\": %d, \"interrupted\": ", in->resumed_after);
+    if (in->interrupted)
+        json_string(f, in->interrupted);
+    else
+        fputs("null", f);
+    fputs("},\n", f);
+}
+
+int report_write(const char *path, const report_input *in, char *err, size_t errlen)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) {
+        snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }
-    return 0;
+    write_job(f, in);
+    fputs("  \"epochs\": [", f);
+    for (int e = 0; e < in->log->nepochs; e++)
+        fprintf(f, "%s\n    %s", e ? "," : "", in->log->epochs[e].json);
+    fputs("\n  ]", f);
+    write_runtime(f, in->st);
+    if (in->er) {
+        sensor sensors[SENSOR_MAX];
+        int n = energy_meter_sensors(in->er->meter, sensors, SENSOR_MAX);
+        write_energy(f, in, sensors, n);
+    }
+    fputs("\n}\n", f);
+    int rc = -1;
+    if (fclose(f))
+        snprintf(err, errlen, "%s: out of memory", path);
+    else
+        rc = write_file_atomic(path, text, len, err, errlen);
+    free(text);
+    return rc;
+}
+
+int report_write_metrics(const char *path, const run_log *log, char *err, size_t errlen)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    fprintf(f, "%s\n", REPORT_CSV_HEADER);
+    for (int i = 0; i < log->nepochs; i++)
+        fprintf(f, "%s\n", log->epochs[i].csv);
+    int rc = -1;
+    if (fclose(f))
+        snprintf(err, errlen, "%s: out of memory", path);
+    else
+        rc = write_file_atomic(path, text, len, err, errlen);
+    free(text);
+    return rc;
 }

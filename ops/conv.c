@@ -99,64 +99,67 @@ static const float *columns(const conv_geom *g, const float *x)
     return col;
 }
 
-static void forward_im2col(const conv_geom *g, const float *x, const float *wt, const float *bias,
-                    float *y, int n0, int n1, int f0, int f1)
+static int forward_im2col(const conv_geom *g, const float *x, const float *wt, const float *bias,
+                          float *y, int n0, int n1, int f0, int f1)
 {
     int ohw = g->oh * g->ow, ckk = g->c * g->kh * g->kw, nf = f1 - f0;
     for (int n = n0; n < n1; n++) {
         const float *col = columns(g, x + (size_t)n * g->c * g->h * g->w);
         float *yn = y + ((size_t)n * g->f + f0) * ohw;
         if (!col)
-            return;
+            return -1;
         for (int f = 0; f < nf; f++) {   /* start from the bias, GEMM adds W * col */
             float b = bias ? bias[f0 + f] : 0.0f;
             for (int p = 0; p < ohw; p++)
                 yn[(size_t)f * ohw + p] = b;
         }
-        ops_sgemm(0, 0, nf, ohw, ckk, 1.0f, wt + (size_t)f0 * ckk, ckk, col, ohw, 1.0f, yn, ohw);
+        if (ops_sgemm(0, 0, nf, ohw, ckk, 1.0f, wt + (size_t)f0 * ckk, ckk, col, ohw, 1.0f, yn, ohw))
+            return -1;
     }
+    return 0;
 }
 
-static void backward_input_im2col(const conv_geom *g, const float *dy, const float *wt, float *dx,
-                           int n0, int n1)
+static int backward_input_im2col(const conv_geom *g, const float *dy, const float *wt, float *dx,
+                                 int n0, int n1)
 {
     int ohw = g->oh * g->ow, ckk = g->c * g->kh * g->kw, chw = g->c * g->h * g->w;
     for (int n = n0; n < n1; n++) {
         const float *dyn = dy + (size_t)n * g->f * ohw;
         float *dxn = dx + (size_t)n * chw;
         if (is_pointwise(g)) {   /* dx = W^T dy directly */
-            ops_sgemm(1, 0, ckk, ohw, g->f, 1.0f, wt, ckk, dyn, ohw, 0.0f, dxn, ohw);
+            if (ops_sgemm(1, 0, ckk, ohw, g->f, 1.0f, wt, ckk, dyn, ohw, 0.0f, dxn, ohw))
+                return -1;
             continue;
         }
         float *dcol = ops_scratch(SCRATCH_COLUMNS, (size_t)ckk * ohw);
-        if (!dcol)
-            return;
-        ops_sgemm(1, 0, ckk, ohw, g->f, 1.0f, wt, ckk, dyn, ohw, 0.0f, dcol, ohw);
+        if (!dcol || ops_sgemm(1, 0, ckk, ohw, g->f, 1.0f, wt, ckk, dyn, ohw, 0.0f, dcol, ohw))
+            return -1;
         memset(dxn, 0, sizeof(float) * (size_t)chw);
         col2im_add(g, dcol, dxn);
     }
+    return 0;
 }
 
-static void backward_filter_im2col(const conv_geom *g, const float *x, const float *dy, float *dwt,
-                            float *dbias, int n0, int n1, int f0, int f1, int accumulate)
+static int backward_filter_im2col(const conv_geom *g, const float *x, const float *dy, float *dwt,
+                                  float *dbias, int n0, int n1, int f0, int f1, int accumulate)
 {
     int ohw = g->oh * g->ow, ckk = g->c * g->kh * g->kw, nf = f1 - f0;
-    float *dw = dwt + (size_t)f0 * ckk;
     for (int n = n0; n < n1; n++) {
         const float *col = columns(g, x + (size_t)n * g->c * g->h * g->w);
         const float *dyn = dy + ((size_t)n * g->f + f0) * ohw;
-        if (!col)
-            return;
         int add = accumulate || n > n0;
-        ops_sgemm(0, 1, nf, ckk, ohw, 1.0f, dyn, ohw, col, ohw, add ? 1.0f : 0.0f, dw, ckk);
+        if (!col || ops_sgemm(0, 1, nf, ckk, ohw, 1.0f, dyn, ohw, col, ohw, add ? 1.0f : 0.0f,
+                              dwt, ckk))
+            return -1;
         if (dbias)
             for (int f = 0; f < nf; f++) {
                 float s = 0;
                 for (int p = 0; p < ohw; p++)
                     s += dyn[(size_t)f * ohw + p];
-                dbias[f0 + f] = add ? dbias[f0 + f] + s : s;
+                dbias[f] = add ? dbias[f] + s : s;
             }
     }
+    return 0;
 }
 
 /* Direct convolution where im2col + GEMM would be thin: stride 1 and few filters, where the GEMM's
@@ -187,21 +190,17 @@ int conv_uses_direct(const conv_geom *g)
 }
 
 #define DISPATCH(fn, ...)                                                                   \
-    do {                                                                                    \
-        switch (ops_isa_active()) {                                                         \
-        case OPS_ISA_AVX512: conv_direct_##fn##_avx512(__VA_ARGS__); break;                 \
-        case OPS_ISA_AVX2: conv_direct_##fn##_avx2(__VA_ARGS__); break;                     \
-        default: conv_direct_##fn##_portable(__VA_ARGS__); break;                           \
-        }                                                                                   \
-    } while (0)
+    (ops_isa_active() == OPS_ISA_AVX512 ? conv_direct_##fn##_avx512(__VA_ARGS__)            \
+     : ops_isa_active() == OPS_ISA_AVX2 ? conv_direct_##fn##_avx2(__VA_ARGS__)              \
+                                        : conv_direct_##fn##_portable(__VA_ARGS__))
 
-void conv2d_forward(const conv_geom *g, const float *x, const float *wt, const float *bias,
-                    float *y, int n0, int n1, int f0, int f1)
+int conv2d_forward(const conv_geom *g, const float *x, const float *wt, const float *bias,
+                   float *y, int n0, int n1, int f0, int f1)
 {
     if (conv_uses_direct(g))
-        DISPATCH(forward, g, (conv_input){x, NULL, 0}, wt, bias, y, n0, n1, f0, f1, NULL, NULL);
-    else
-        forward_im2col(g, x, wt, bias, y, n0, n1, f0, f1);
+        return DISPATCH(forward, g, (conv_input){x, NULL, 0}, wt, bias, y, n0, n1, f0, f1, NULL,
+                        NULL);
+    return forward_im2col(g, x, wt, bias, y, n0, n1, f0, f1);
 }
 
 /* One sample of bytes as floats, for the im2col path. */
@@ -215,58 +214,55 @@ static const float *bytes_to_floats(const conv_geom *g, const uint8_t *x, float 
     return f;
 }
 
-void conv2d_forward_in(const conv_geom *g, conv_input x, const float *wt, const float *bias,
-                       float *y, int n0, int n1, int f0, int f1)
+int conv2d_forward_in(const conv_geom *g, conv_input x, const float *wt, const float *bias,
+                      float *y, int n0, int n1, int f0, int f1)
 {
-    if (x.f) {
-        conv2d_forward(g, x.f, wt, bias, y, n0, n1, f0, f1);
-    } else if (conv_uses_direct(g)) {
-        DISPATCH(forward, g, x, wt, bias, y, n0, n1, f0, f1, NULL, NULL);
-    } else {
-        size_t out = (size_t)g->f * g->oh * g->ow;
-        for (int n = n0; n < n1; n++) {
-            const float *xf = bytes_to_floats(g, x.b[n], x.scale);
-            if (xf)
-                forward_im2col(g, xf, wt, bias, y + n * out, 0, 1, f0, f1);
-        }
+    if (x.f)
+        return conv2d_forward(g, x.f, wt, bias, y, n0, n1, f0, f1);
+    if (conv_uses_direct(g))
+        return DISPATCH(forward, g, x, wt, bias, y, n0, n1, f0, f1, NULL, NULL);
+    size_t out = (size_t)g->f * g->oh * g->ow;
+    for (int n = n0; n < n1; n++) {
+        const float *xf = bytes_to_floats(g, x.b[n], x.scale);
+        if (!xf || forward_im2col(g, xf, wt, bias, y + n * out, 0, 1, f0, f1))
+            return -1;
     }
+    return 0;
 }
 
-void conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt, float *dx,
-                           int n0, int n1)
+int conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt, float *dx,
+                          int n0, int n1)
 {
     if (conv_uses_direct(g))
-        DISPATCH(backward_input, g, dy, wt, dx, n0, n1);
-    else
-        backward_input_im2col(g, dy, wt, dx, n0, n1);
+        return DISPATCH(backward_input, g, dy, wt, dx, n0, n1);
+    return backward_input_im2col(g, dy, wt, dx, n0, n1);
 }
 
-void conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy, float *dwt,
-                            float *dbias, int n0, int n1, int f0, int f1, int accumulate)
+int conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy, float *dwt,
+                           float *dbias, int n0, int n1, int f0, int f1, int accumulate)
 {
     if (conv_uses_direct(g))
-        DISPATCH(backward_filter, g, (conv_input){x, NULL, 0}, dy, dwt, dbias, n0, n1, f0, f1,
-                 accumulate, NULL, NULL);
-    else
-        backward_filter_im2col(g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate);
+        return DISPATCH(backward_filter, g, (conv_input){x, NULL, 0}, dy, dwt, dbias, n0, n1, f0,
+                        f1, accumulate, NULL, NULL);
+    return backward_filter_im2col(g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate);
 }
 
-void conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float *dy, float *dwt,
-                               float *dbias, int n0, int n1, int f0, int f1, int accumulate)
+int conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float *dy, float *dwt,
+                              float *dbias, int n0, int n1, int f0, int f1, int accumulate)
 {
-    if (x.f) {
-        conv2d_backward_filter(g, x.f, dy, dwt, dbias, n0, n1, f0, f1, accumulate);
-    } else if (conv_uses_direct(g)) {
-        DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate, NULL, NULL);
-    } else {
-        size_t out = (size_t)g->f * g->oh * g->ow;
-        for (int n = n0; n < n1; n++) {   /* in order, as the float function sums them */
-            const float *xf = bytes_to_floats(g, x.b[n], x.scale);
-            if (xf)
-                backward_filter_im2col(g, xf, dy + n * out, dwt, dbias, 0, 1, f0, f1,
-                                       accumulate || n > n0);
-        }
+    if (x.f)
+        return conv2d_backward_filter(g, x.f, dy, dwt, dbias, n0, n1, f0, f1, accumulate);
+    if (conv_uses_direct(g))
+        return DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate, NULL,
+                        NULL);
+    size_t out = (size_t)g->f * g->oh * g->ow;
+    for (int n = n0; n < n1; n++) {   /* in order, as the float function sums them */
+        const float *xf = bytes_to_floats(g, x.b[n], x.scale);
+        if (!xf || backward_filter_im2col(g, xf, dy + n * out, dwt, dbias, 0, 1, f0, f1,
+                                          accumulate || n > n0))
+            return -1;
     }
+    return 0;
 }
 
 int conv_pool_fusable(const conv_geom *g, const pool_geom *p)
@@ -275,15 +271,15 @@ int conv_pool_fusable(const conv_geom *g, const pool_geom *p)
            p->w == g->ow;
 }
 
-void conv2d_forward_maxpool(const conv_geom *g, conv_input x, const float *wt, const float *bias,
-                            const pool_geom *p, float *y, int32_t *argmax, int n0, int n1)
+int conv2d_forward_maxpool(const conv_geom *g, conv_input x, const float *wt, const float *bias,
+                           const pool_geom *p, float *y, int32_t *argmax, int n0, int n1)
 {
-    DISPATCH(forward, g, x, wt, bias, y, n0, n1, 0, g->f, p, argmax);
+    return DISPATCH(forward, g, x, wt, bias, y, n0, n1, 0, g->f, p, argmax);
 }
 
-void conv2d_backward_filter_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
-                                    const float *dy, const int32_t *argmax, float *dwt,
-                                    float *dbias, int n0, int n1, int accumulate)
+int conv2d_backward_filter_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
+                                   const float *dy, const int32_t *argmax, float *dwt,
+                                   float *dbias, int n0, int n1, int accumulate)
 {
-    DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, 0, g->f, accumulate, p, argmax);
+    return DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, 0, g->f, accumulate, p, argmax);
 }

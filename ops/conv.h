@@ -18,15 +18,19 @@ typedef struct conv_geom {
 /* Fills g; returns -1 when the output would be empty or a parameter is out of range. */
 int conv_geom_init(conv_geom *g, int c, int h, int w, int f, int kh, int kw, int stride, int pad);
 
+/* Every function returns 0, or -1 when its scratch memory could not be allocated (nothing is
+ * written then): a caller must not mistake a skipped kernel for a result. */
+
 /* y[n, f0:f1] = W[f0:f1] * x[n] + b[f0:f1]  (x: N*C*H*W, W: F*C*KH*KW, b: F or NULL) */
-void conv2d_forward(const conv_geom *g, const float *x, const float *wt, const float *bias,
+int conv2d_forward(const conv_geom *g, const float *x, const float *wt, const float *bias,
                     float *y, int n0, int n1, int f0, int f1);
 /* dx[n] = conv_transpose(dy[n], W), overwriting dx for samples [n0, n1). */
-void conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt, float *dx,
+int conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt, float *dx,
                            int n0, int n1);
-/* dW[f0:f1] and db[f0:f1] (db may be NULL) get the sum over samples [n0, n1): written when
+/* The filter gradients of filters [f0, f1), summed over samples [n0, n1): dwt holds those
+ * filters only (dwt[(f - f0) * C*KH*KW + ...]), db too (db[f - f0]; may be NULL); written when
  * accumulate is 0, added otherwise. Samples are summed in order, so the result is reproducible. */
-void conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy, float *dwt,
+int conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy, float *dwt,
                             float *dbias, int n0, int n1, int f0, int f1, int accumulate);
 
 /* A convolution's input: floats (f: N*C*H*W), or bytes scaled as they are read (b[n]: sample
@@ -41,9 +45,9 @@ typedef struct conv_input {
  * the data set in place, with a quarter of the memory traffic of floats: the direct path
  * converts while it pads, im2col into a buffer first. The results are the float functions' on
  * (float)b[n][i] * scale, bit for bit. */
-void conv2d_forward_in(const conv_geom *g, conv_input x, const float *wt, const float *bias,
+int conv2d_forward_in(const conv_geom *g, conv_input x, const float *wt, const float *bias,
                        float *y, int n0, int n1, int f0, int f1);
-void conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float *dy, float *dwt,
+int conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float *dy, float *dwt,
                                float *dbias, int n0, int n1, int f0, int f1, int accumulate);
 
 /* Convolution then max-pooling in one pass, for windows that do not overlap (size == stride) on
@@ -52,9 +56,9 @@ void conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float *dy
  * backward takes the pooled gradient and the argmax and gives conv2d_backward_filter's dW and db
  * for maxpool_backward's dx, bit for bit. All filters; the convolution's dx is not computed. */
 int conv_pool_fusable(const conv_geom *g, const pool_geom *p);
-void conv2d_forward_maxpool(const conv_geom *g, conv_input x, const float *wt, const float *bias,
+int conv2d_forward_maxpool(const conv_geom *g, conv_input x, const float *wt, const float *bias,
                             const pool_geom *p, float *y, int32_t *argmax, int n0, int n1);
-void conv2d_backward_filter_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
+int conv2d_backward_filter_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
                                     const float *dy, const int32_t *argmax, float *dwt,
                                     float *dbias, int n0, int n1, int accumulate);
 

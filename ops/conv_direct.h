@@ -1,7 +1,7 @@
 /* Direct convolution for stride 1: vectorised along output pixels, no im2col, no packing.
  * It wins where im2col + GEMM loses, on layers with few filters (DAHL's 4) whose GEMMs are too
  * thin to fill a register tile. One source (conv_direct_impl.h) compiled once per ISA. Same
- * contracts as the conv2d_* functions in conv.h, which choose between the two; with a pool
+ * contracts as the conv2d_* functions in conv.h (return values included), which choose between the two; with a pool
  * (else NULL), forward pools its output and backward-filter takes the pooled gradient, as the
  * fused functions of layers.h do. */
 #ifndef FRUGAL_CONV_DIRECT_H
@@ -13,12 +13,12 @@
 #include <stdint.h>
 
 #define CONV_DIRECT_DECLARE(isa)                                                              \
-    void conv_direct_forward_##isa(const conv_geom *g, conv_input x, const float *wt,          \
+    int conv_direct_forward_##isa(const conv_geom *g, conv_input x, const float *wt,          \
                                    const float *bias, float *y, int n0, int n1, int f0,      \
                                    int f1, const pool_geom *pool, int32_t *argmax);          \
-    void conv_direct_backward_input_##isa(const conv_geom *g, const float *dy,               \
+    int conv_direct_backward_input_##isa(const conv_geom *g, const float *dy,               \
                                           const float *wt, float *dx, int n0, int n1);       \
-    void conv_direct_backward_filter_##isa(const conv_geom *g, conv_input x,                   \
+    int conv_direct_backward_filter_##isa(const conv_geom *g, conv_input x,                   \
                                            const float *dy, float *dwt, float *dbias, int n0, \
                                            int n1, int f0, int f1, int accumulate,            \
                                            const pool_geom *pool, const int32_t *argmax);

@@ -151,7 +151,7 @@ static void pad_sample_rows(conv_input x, const conv_geom *g, int n, int wp, int
              stride, dst);
 }
 
-void NAME(conv_direct_forward, ISA)(const conv_geom *g, conv_input x, const float *wt,
+int NAME(conv_direct_forward, ISA)(const conv_geom *g, conv_input x, const float *wt,
                                     const float *bias, float *y, int n0, int n1, int f0, int f1,
                                     const pool_geom *pool, int32_t *argmax)
 {
@@ -163,7 +163,7 @@ void NAME(conv_direct_forward, ISA)(const conv_geom *g, conv_input x, const floa
     float *out = ops_scratch(SCRATCH_COLUMNS, ostride * FB);
     float *wg = ops_scratch(SCRATCH_PACK_B, wblock * nblocks);
     if (!in || !out || !wg)
-        return;
+        return -1;
     for (int fb = f0; fb < f1; fb += FB) {   /* every filter block's weights, once */
         int nf = f1 - fb < FB ? f1 - fb : FB;
         float *w = wg + (size_t)((fb - f0) / FB) * wblock;
@@ -207,11 +207,12 @@ void NAME(conv_direct_forward, ISA)(const conv_geom *g, conv_input x, const floa
                 }
             }
         }
+    return 0;
 }
 
 /* dx is the valid convolution of dy, padded by the kernel size less one, with the weights flipped
  * and transposed (channels become outputs, filters inputs); then the input padding is cropped. */
-void NAME(conv_direct_backward_input, ISA)(const conv_geom *g, const float *dy, const float *wt,
+int NAME(conv_direct_backward_input, ISA)(const conv_geom *g, const float *dy, const float *wt,
                                            float *dx, int n0, int n1)
 {
     int taps = g->kh * g->kw, py = g->kh - 1, px = g->kw - 1;
@@ -223,7 +224,7 @@ void NAME(conv_direct_backward_input, ISA)(const conv_geom *g, const float *dy, 
     float *out = ops_scratch(SCRATCH_COLUMNS, ostride * FB);
     float *wg = ops_scratch(SCRATCH_PACK_B, (size_t)g->f * taps * FB * ((g->c + FB - 1) / FB));
     if (!in || !out || !wg)
-        return;
+        return -1;
     for (int cb = 0; cb < g->c; cb += FB) {   /* regroup all channel blocks once */
         int nc = g->c - cb < FB ? g->c - cb : FB;
         float *w = wg + (size_t)(cb / FB) * g->f * taps * FB;
@@ -245,6 +246,7 @@ void NAME(conv_direct_backward_input, ISA)(const conv_geom *g, const float *dy, 
                            sizeof(float) * (size_t)g->w);
         }
     }
+    return 0;
 }
 
 /* Rows [oy0, oy0 + nb) of dy for filters [fb, fb + nf), on the input's row stride wp with
@@ -309,7 +311,7 @@ static void dy_band(const conv_geom *g, const float *dy, const pool_geom *pool,
  * row stride as the padded input (zeros in the dropped columns). Input and dy are laid out a
  * band of rows at a time; chunks of q stay in L1 while every (channel, tap) pair passes over
  * them. With a pool, dy is the gradient of the pooled output (see dy_band). */
-void NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_input x, const float *dy,
+int NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_input x, const float *dy,
                                             float *dwt, float *dbias, int n0, int n1, int f0,
                                             int f1, int accumulate, const pool_geom *pool,
                                             const int32_t *argmax)
@@ -324,13 +326,13 @@ void NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_input x, co
     vf *part = (vf *)ops_scratch(SCRATCH_PARTIALS,
                                  (size_t)VL * (pblock + FB) * nblocks);
     if (!in || !dband || !part)
-        return;
+        return -1;
     vf *bsum = part + pblock * nblocks;   /* this sample's bias sums, by lane, FB per block */
     if (!accumulate)
         for (int f = f0; f < f1; f++) {
-            memset(dwt + (size_t)f * g->c * taps, 0, sizeof(float) * (size_t)g->c * taps);
+            memset(dwt + (size_t)(f - f0) * g->c * taps, 0, sizeof(float) * (size_t)g->c * taps);
             if (dbias)
-                dbias[f] = 0;
+                dbias[f - f0] = 0;
         }
     for (int n = n0; n < n1; n++) {   /* samples in order: a fixed summation order */
         /* Vector partial sums per (filter, channel, tap), reduced once per sample. */
@@ -396,7 +398,7 @@ void NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_input x, co
                     float sum = 0;
                     for (int i = 0; i < VL; i++)
                         sum += pb[(size_t)ct * FB + f][i];
-                    dwt[((size_t)(fb + f) * g->c) * taps + ct] += sum;
+                    dwt[((size_t)(fb - f0 + f) * g->c) * taps + ct] += sum;
                 }
         }
         if (dbias)
@@ -404,7 +406,8 @@ void NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_input x, co
                 float s = 0;
                 for (int i = 0; i < VL; i++)
                     s += bsum[(size_t)((f - f0) / FB) * FB + (f - f0) % FB][i];
-                dbias[f] += s;
+                dbias[f - f0] += s;
             }
     }
+    return 0;
 }

@@ -43,8 +43,8 @@ static void axpy(float alpha, const float *x, float *y, int n)
         y[i] += alpha * x[i];
 }
 
-void dense_forward(int in, int out, const float *x, const float *wt, const float *bias, float *y,
-                   int n0, int n1)
+int dense_forward(int in, int out, const float *x, const float *wt, const float *bias, float *y,
+                  int n0, int n1)
 {
     if (n1 - n0 < GEMM_MIN_SAMPLES || out < GEMM_MIN_OUTPUTS) {
         for (int n = n0; n < n1; n++)
@@ -62,17 +62,17 @@ void dense_forward(int in, int out, const float *x, const float *wt, const float
                     yn[o] += dot(xn, wt + (size_t)o * in + i0, len);
             }
         }
-        return;
+        return 0;
     }
     for (int n = n0; n < n1; n++)
         for (int o = 0; o < out; o++)
             y[(size_t)n * out + o] = bias ? bias[o] : 0.0f;
-    ops_sgemm(0, 1, n1 - n0, out, in, 1.0f, x + (size_t)n0 * in, in, wt, in, 1.0f,
-              y + (size_t)n0 * out, out);
+    return ops_sgemm(0, 1, n1 - n0, out, in, 1.0f, x + (size_t)n0 * in, in, wt, in, 1.0f,
+                     y + (size_t)n0 * out, out);
 }
 
-void dense_backward_input(int in, int out, const float *dy, const float *wt, float *dx, int n0,
-                          int n1)
+int dense_backward_input(int in, int out, const float *dy, const float *wt, float *dx, int n0,
+                         int n1)
 {
     if (n1 - n0 < GEMM_MIN_SAMPLES) {
         for (int n = n0; n < n1; n++) {
@@ -82,14 +82,14 @@ void dense_backward_input(int in, int out, const float *dy, const float *wt, flo
             for (int o = 0; o < out; o++)
                 axpy(dy[(size_t)n * out + o], wt + (size_t)o * in, d, in);
         }
-        return;
+        return 0;
     }
-    ops_sgemm(0, 0, n1 - n0, in, out, 1.0f, dy + (size_t)n0 * out, out, wt, in, 0.0f,
-              dx + (size_t)n0 * in, in);
+    return ops_sgemm(0, 0, n1 - n0, in, out, 1.0f, dy + (size_t)n0 * out, out, wt, in, 0.0f,
+                     dx + (size_t)n0 * in, in);
 }
 
-void dense_backward_weights(int in, int out, const float *x, const float *dy, float *dwt,
-                            float *dbias, int n0, int n1, int accumulate)
+int dense_backward_weights(int in, int out, const float *x, const float *dy, float *dwt,
+                           float *dbias, int n0, int n1, int accumulate)
 {
     if (n1 - n0 < GEMM_MIN_SAMPLES) {
         for (int o = 0; o < out; o++) {   /* samples in order: reproducible */
@@ -100,16 +100,17 @@ void dense_backward_weights(int in, int out, const float *x, const float *dy, fl
             for (int n = n0; n < n1; n++)
                 axpy(dy[(size_t)n * out + o], x + (size_t)n * in, row, in);
         }
-    } else {
-        ops_sgemm(1, 0, out, in, n1 - n0, 1.0f, dy + (size_t)n0 * out, out, x + (size_t)n0 * in,
-                  in, accumulate ? 1.0f : 0.0f, dwt, in);
+    } else if (ops_sgemm(1, 0, out, in, n1 - n0, 1.0f, dy + (size_t)n0 * out, out,
+                         x + (size_t)n0 * in, in, accumulate ? 1.0f : 0.0f, dwt, in)) {
+        return -1;
     }
     if (!dbias)
-        return;
+        return 0;
     for (int o = 0; o < out; o++) {
         float s = accumulate ? dbias[o] : 0.0f;
         for (int n = n0; n < n1; n++)   /* in sample order: reproducible */
             s += dy[(size_t)n * out + o];
         dbias[o] = s;
     }
+    return 0;
 }

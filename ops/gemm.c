@@ -104,15 +104,15 @@ static void scale_c(int M, int N, float beta, float *C, int ldc)
     }
 }
 
-void ops_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
-               int lda, const float *B, int ldb, float beta, float *C, int ldc)
+int ops_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
+              int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
     if (M <= 0 || N <= 0)
-        return;
+        return 0;
     if (beta != 1.0f)
         scale_c(M, N, beta, C, ldc);
     if (K <= 0 || alpha == 0.0f)
-        return;
+        return 0;
     const gemm_arch *g = arch_for(ops_isa_active());
     int mr = g->mr, nr = g->nr;
     int nc_max = N < g->nc ? N : g->nc, kc_max = K < g->kc ? K : g->kc;
@@ -120,7 +120,7 @@ void ops_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const
     float *Bp = ops_scratch(SCRATCH_PACK_B, (size_t)kc_max * (size_t)((nc_max + nr - 1) / nr * nr));
     float *Ap = ops_scratch(SCRATCH_PACK_A, (size_t)kc_max * (size_t)((mc_max + mr - 1) / mr * mr));
     if (!Ap || !Bp)
-        return;   /* out of memory: nothing sensible to do in a kernel; callers check sizes */
+        return -1;
     _Alignas(64) float tile[16 * 64];
     for (int jc = 0; jc < N; jc += g->nc) {
         int nc = N - jc < g->nc ? N - jc : g->nc;
@@ -153,4 +153,5 @@ void ops_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const
             }
         }
     }
+    return 0;
 }

@@ -5,7 +5,9 @@
 #ifndef FRUGAL_GEMM_H
 #define FRUGAL_GEMM_H
 
-void ops_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
+/* Returns 0, or -1 (C untouched past the beta scaling) when its packing buffers could not be
+ * allocated. */
+int ops_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                int lda, const float *B, int ldb, float beta, float *C, int ldc);
 
 /* Micro-kernel contract, shared by the per-ISA files: C[mr x nr] += alpha * Ap * Bp, where Ap

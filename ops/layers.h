@@ -23,14 +23,15 @@ void maxpool_row(const pool_geom *g, const float *in, size_t stride, float *y, i
 void maxpool_backward(const pool_geom *g, const float *dy, const int32_t *argmax, float *dx,
                       int n0, int n1);
 
-/* y[n] = W x[n] + b, with W as out x in (PyTorch's Linear layout). */
-void dense_forward(int in, int out, const float *x, const float *wt, const float *bias, float *y,
+/* y[n] = W x[n] + b, with W as out x in (PyTorch's Linear layout). The dense functions return
+ * 0, or -1 when GEMM could not allocate its packing buffers (nothing is written then). */
+int dense_forward(int in, int out, const float *x, const float *wt, const float *bias, float *y,
                    int n0, int n1);
-void dense_backward_input(int in, int out, const float *dy, const float *wt, float *dx, int n0,
+int dense_backward_input(int in, int out, const float *dy, const float *wt, float *dx, int n0,
                           int n1);
 /* dW, db: sum over samples [n0, n1), written (accumulate 0) or added. */
-void dense_backward_weights(int in, int out, const float *x, const float *dy, float *dwt,
-                            float *dbias, int n0, int n1, int accumulate);
+int dense_backward_weights(int in, int out, const float *x, const float *dy, float *dwt,
+                           float *dbias, int n0, int n1, int accumulate);
 
 /* Softmax + cross-entropy over classes, stable (max subtracted). For samples [n0, n1): returns
  * the summed loss, adds correct argmax predictions to *correct (if not NULL), and writes

@@ -34,6 +34,10 @@ static void free_main(void)
 static pthread_once_t exit_hook = PTHREAD_ONCE_INIT;
 static void register_exit_hook(void) { atexit(free_main); }
 
+static size_t limit_bytes;
+
+void ops_scratch_limit(size_t bytes) { __atomic_store_n(&limit_bytes, bytes, __ATOMIC_RELAXED); }
+
 float *ops_scratch(int slot, size_t n)
 {
     pthread_once(&key_once, make_key);
@@ -47,6 +51,9 @@ float *ops_scratch(int slot, size_t n)
         pthread_once(&exit_hook, register_exit_hook);
     }
     if (s->cap[slot] < n) {
+        size_t limit = __atomic_load_n(&limit_bytes, __ATOMIC_RELAXED);
+        if (limit && n * sizeof(float) > limit)
+            return NULL;
         size_t cap = n + n / 2 + 1024;
         float *b = aligned_alloc(64, ((cap * sizeof(float)) + 63) & ~(size_t)63);
         if (!b)

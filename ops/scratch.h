@@ -10,5 +10,8 @@ enum { SCRATCH_PACK_A, SCRATCH_PACK_B, SCRATCH_COLUMNS, SCRATCH_PARTIALS, SCRATC
 /* At least n floats, 64-byte aligned; valid until the same thread asks for the same slot again.
  * NULL only if memory ran out. */
 float *ops_scratch(int slot, size_t n);
+/* Refuse buffers above `bytes` (0: no limit), as if memory ran out: tests make kernels fail
+ * with it. */
+void ops_scratch_limit(size_t bytes);
 
 #endif

@@ -1,4 +1,4 @@
-/* Data handles and dependency inference.
+/* Data handles: the regions they name, and dependency inference.
  *
  * Each handle remembers who produced its current value and who has read it since; a new access
  * depends on exactly the tasks it must follow (RAW, WAR, WAW), and commutative RT_ACCUM updates
@@ -54,24 +54,90 @@ static inline int list_add(task_list *l, task_ref r)
     return 0;
 }
 
-rt_handle *rt_handle_register(rt_runtime *rt, void *ptr, size_t bytes, const char *name)
+static rt_handle *handle_new(rt_runtime *rt, const char *name)
 {
-    (void)rt;
     rt_handle *h = calloc(1, sizeof *h);
-    if (!h)
+    if (!h) {
+        runtime_set_error(rt, "rt_handle_register: out of memory for handle '%s'", name);
         return NULL;
-    h->ptr = ptr;
-    h->bytes = bytes;
+    }
     h->name = name ? name : "handle";
+    h->whole = h;
     list_init(&h->readers);
+    atomic_init(&h->valid, 1u);   /* the host holds the value */
     return h;
 }
 
-void rt_handle_unregister(rt_runtime *rt, rt_handle *h)
+rt_handle *rt_handle_register(rt_runtime *rt, void *ptr, size_t bytes, const char *name)
 {
+    rt_handle *h = handle_new(rt, name);
     if (!h)
-        return;
-    rt_wait_handle(rt, h, RT_RW);
+        return NULL;
+    if (ptr && bytes) {
+        h->reg = (region){(uintptr_t)ptr, 1, bytes, bytes};
+        void *other = region_index_add(&rt->buffers, h->reg.start, region_end(&h->reg), h);
+        if (other) {
+            if (other == (void *)-1)
+                runtime_set_error(rt, "rt_handle_register: out of memory indexing '%s'", h->name);
+            else
+                runtime_set_error(rt, "rt_handle_register: '%s' (%zu bytes at %p) overlaps "
+                                  "'%s' (%zu bytes at %p)", h->name, bytes, ptr,
+                                  ((rt_handle *)other)->name, region_extent(&((rt_handle *)other)->reg),
+                                  (void *)((rt_handle *)other)->reg.start);
+            free(h);
+            return NULL;
+        }
+    }
+    if (coherence_attach(rt, h)) {
+        rt_handle_unregister(rt, h);
+        return NULL;
+    }
+    return h;
+}
+
+rt_handle *rt_handle_part(rt_runtime *rt, rt_handle *whole, size_t offset, size_t rows,
+                          size_t row_bytes, size_t stride, const char *name)
+{
+    size_t span, last;
+    if (rows == 1)
+        stride = row_bytes;
+    if (whole->whole != whole || !rows || !row_bytes || stride < row_bytes ||
+        __builtin_mul_overflow(rows - 1, stride, &last) ||
+        __builtin_add_overflow(last, row_bytes, &span) ||
+        __builtin_add_overflow(span, offset, &span) || span > region_extent(&whole->reg)) {
+        runtime_set_error(rt, "rt_handle_part: '%s' (%zu rows of %zu bytes, %zu apart, from "
+                          "byte %zu) is not a part of '%s' (%zu bytes)", name ? name : "?", rows,
+                          row_bytes, stride, offset, whole->name, region_extent(&whole->reg));
+        return NULL;
+    }
+    region reg = {whole->reg.start + offset, rows, row_bytes, stride};
+    for (int i = 0; i < whole->nparts; i++)
+        if (region_overlap(&reg, &whole->parts[i]->reg)) {
+            runtime_set_error(rt, "rt_handle_part: '%s' overlaps '%s', another part of '%s'",
+                              name ? name : "?", whole->parts[i]->name, whole->name);
+            return NULL;
+        }
+    rt_handle **parts = realloc(whole->parts, sizeof *parts * (size_t)(whole->nparts + 1));
+    rt_handle *h = parts ? handle_new(rt, name) : NULL;
+    if (parts)
+        whole->parts = parts;
+    if (!h)
+        return NULL;
+    rt_wait_handle(rt, whole, RT_RW);   /* what used the whole buffer comes first */
+    h->reg = reg;
+    h->whole = whole;
+    h->offset = offset;
+    atomic_store(&h->valid, atomic_load(&whole->valid));
+    if (coherence_attach(rt, h)) {
+        free(h);
+        return NULL;
+    }
+    whole->parts[whole->nparts++] = h;
+    return h;
+}
+
+static void handle_free(rt_runtime *rt, rt_handle *h)
+{
     list_free(&h->readers);
     if (h->accum) {
         list_free(&h->accum->members);
@@ -79,7 +145,30 @@ void rt_handle_unregister(rt_runtime *rt, rt_handle *h)
         pthread_mutex_destroy(&h->accum->lock);
         free(h->accum);
     }
+    coherence_detach(rt, h);
+    free(h->parts);
     free(h);
+}
+
+void rt_handle_unregister(rt_runtime *rt, rt_handle *h)
+{
+    if (!h)
+        return;
+    while (h->nparts)   /* newest first: removal is then a pop */
+        rt_handle_unregister(rt, h->parts[h->nparts - 1]);
+    rt_wait_handle(rt, h, RT_R);    /* the current value back in host memory */
+    rt_wait_handle(rt, h, RT_RW);
+    if (h->whole != h) {
+        rt_handle *w = h->whole;
+        for (int i = 0; i < w->nparts; i++)
+            if (w->parts[i] == h) {
+                w->parts[i] = w->parts[--w->nparts];
+                break;
+            }
+    } else if (h->reg.rows) {
+        region_index_remove(&rt->buffers, h->reg.start, h);
+    }
+    handle_free(rt, h);
 }
 
 /* The accumulators that produced the value, or NULL. */
@@ -103,14 +192,29 @@ static int wait_list(rt_runtime *rt, const task_list *l)
 
 int rt_wait_handle(rt_runtime *rt, rt_handle *h, rt_mode mode)
 {
-    int rc = wait_ref(rt, h->writer) | wait_list(rt, accumulators(h));
+    int rc = 0;
+    for (int i = 0; i < h->nparts; i++)
+        rc |= rt_wait_handle(rt, h->parts[i], mode);
+    rc |= wait_ref(rt, h->writer) | wait_list(rt, accumulators(h));
     if (mode != RT_R)
         rc |= wait_list(rt, &h->readers);
+    if (rt->nmemories > 1 && !h->nparts && h->reg.rows) {
+        if (!(mode == RT_W) && !host_copy_request(rt, h))
+            rc |= wait_host_copy(rt, h);
+        if (mode != RT_R)   /* the caller is about to change the host copy */
+            atomic_store(&h->valid, 1u);
+    }
     return rc ? -1 : 0;
 }
 
-void *rt_handle_ptr(const rt_handle *h) { return h->ptr; }
-size_t rt_handle_bytes(const rt_handle *h) { return h->bytes; }
+void *rt_handle_acquire(rt_runtime *rt, rt_handle *h, rt_mode mode)
+{
+    return rt_wait_handle(rt, h, mode) ? NULL : rt_handle_ptr(h);
+}
+
+void *rt_handle_ptr(const rt_handle *h) { return (void *)h->reg.start; }
+size_t rt_handle_bytes(const rt_handle *h) { return region_extent(&h->reg); }
+const char *rt_handle_name(const rt_handle *h) { return h->name; }
 
 int task_add_edge(rt_runtime *rt, int worker, rt_task *pred, rt_task *succ)
 {

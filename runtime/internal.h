@@ -5,6 +5,7 @@
 #include "deque.h"
 #include "notifier.h"
 #include "pool.h"
+#include "region.h"
 #include "runtime.h"
 
 #include <pthread.h>
@@ -20,8 +21,14 @@ typedef struct rt_edge {
 } rt_edge;
 #define EDGES_CLOSED ((rt_edge *)1)
 
+/* An access as the task keeps it: the handle's address with the mode in its low bits. */
+typedef uintptr_t packed_access;
+#define ACCESS_MODE_MASK ((uintptr_t)7)
+static inline rt_handle *access_handle(packed_access a) { return (rt_handle *)(a & ~ACCESS_MODE_MASK); }
+static inline rt_mode access_mode(packed_access a) { return (rt_mode)(a & ACCESS_MODE_MASK); }
 
-/* Two cache lines: what scheduling touches (exactly 64 bytes), then the arguments. A task goes
+/* Four cache lines: what scheduling touches (exactly 64 bytes), the arguments, the accesses, and
+ * the state of a task that waits for its data or completes after its body returns. A task goes
  * back to the pool as soon as it completes (or, if kept, once released too); handle histories
  * refer to it through a task_ref, which tells a reused task from the one it referred to. */
 struct rt_task {
@@ -33,14 +40,23 @@ struct rt_task {
     _Atomic int waited;             /* someone sleeps until this task is done */
     int nedges;                     /* owner only: edges from predecessors, own_edge first */
     signed char priority;
-    signed char naccum;             /* RT_ACCUM accesses: their locks are held around the body */
+    signed char naccum;             /* RT_ACCUM accesses: one such task at a time per handle */
     signed char kept;               /* submitted with rt_submit_kept */
-    pthread_mutex_t **locks;        /* points into args, past the arguments, when naccum > 0 */
+    signed char naccess;
+    _Atomic(rt_task *) next;        /* in a worker's inbox */
     /* The first edge into this task lives here rather than in the edge pool: the predecessor's
      * executor must touch this line anyway to decrement npending, so the edge costs no extra
      * cache miss. */
     rt_edge own_edge;
     _Alignas(64) unsigned char args[RT_MAX_ARGS];
+    _Alignas(64) packed_access access[RT_MAX_ACCESS];
+    /* Set by the worker that takes it: where it runs, and what it still waits for (copies of its
+     * data, exclusive use of its accumulated handles) before it can. */
+    _Alignas(64) _Atomic int waiting;
+    int worker;
+    int memory;
+    int holds_accum;                /* it owns its RT_ACCUM handles' exclusion tokens */
+    uint64_t start;                 /* when its body started, for one that completes later */
 };
 _Static_assert(offsetof(struct rt_task, args) == 64, "task header must fit one cache line");
 
@@ -81,13 +97,26 @@ typedef struct task_list {
 } task_list;
 
 /* What only handles updated in RT_ACCUM mode need, allocated on the first such access: the open
- * group of commutative updates that produce the value, what they all depend on, and the lock
- * that lets one of them run at a time. */
+ * group of commutative updates that produce the value, what they all depend on, and the token
+ * that lets one of them run at a time (a task that cannot take it waits in `parked`, and its
+ * worker runs something else). */
 typedef struct accum_group {
     task_list members;
     task_list base;
     pthread_mutex_t lock;
+    int busy;                       /* under lock: a task holds the token */
+    rt_task *parked;                /* under lock: tasks waiting for it, linked through next */
 } accum_group;
+
+/* Per-memory state of a handle, on runtimes with devices (NULL otherwise). Under lock: which
+ * memories are being filled, and the tasks waiting for each. */
+typedef struct coherence {
+    pthread_mutex_t lock;
+    uint32_t fetching;
+    int host_waits;                 /* the owner waits for the host copy (rt_wait_handle) */
+    rt_task *waiters[RT_MAX_MEMORIES];   /* linked through next */
+    void *replica[RT_MAX_MEMORIES]; /* buffers only: the copy in each device memory */
+} coherence;
 
 /* Small, because a program may register one per tile of its data; the history comes first. */
 struct rt_handle {
@@ -96,23 +125,50 @@ struct rt_handle {
     task_ref writer;
     task_list readers;
     accum_group *accum;             /* NULL until the first RT_ACCUM access */
-    void *ptr;
-    size_t bytes;
+    /* The bytes: a region of the buffer `whole` (itself for a registered buffer). */
+    region reg;
+    rt_handle *whole;
+    size_t offset;                  /* of reg.start from whole's first byte */
+    int nparts;                     /* a buffer: parts registered on it */
+    struct rt_handle **parts;       /* a buffer: its parts, for the overlap check */
     const char *name;
+    /* Which memories hold the current value (bit m for memory m); on a device runtime. */
+    _Atomic uint32_t valid;
+    coherence *coh;
 };
 
 typedef struct trace_event {
     uint64_t start, end;
     int kind;
+    int worker;                     /* in the runtime's list of tasks that completed later */
 } trace_event;
+
+/* Foreign threads (device completions) push tasks here; the worker drains it into its deques. */
+typedef struct inbox {
+    _Alignas(64) _Atomic(rt_task *) head;
+} inbox;
+
+/* The workers of one kind: they steal from each other and sleep on one notifier. */
+typedef struct worker_group {
+    rt_worker_kind kind;
+    int first, n;                   /* workers [first, first + n) */
+    notifier idle;
+    sleeper *sleepers;
+    _Atomic unsigned next_target;   /* round robin for tasks handed to the group */
+} worker_group;
 
 typedef struct rt_worker {
     _Alignas(64) rt_runtime *rt;
     int id;
     rt_worker_kind kind;
+    int memory;                     /* 0: host; a device worker's own memory */
+    int device;                     /* index in the config's devices, or -1 */
+    worker_group *group;
+    int slot;                       /* index within the group (its sleeper) */
     pthread_t thread;
     unsigned rng;
     deque queues[RT_PRIO_LEVELS];
+    inbox in;
     /* Tasks completed here (run or skipped): the owner sums these to know what is unfinished,
      * so no counter is shared by all workers. Written by this worker only. */
     _Alignas(64) _Atomic uint64_t completed;
@@ -123,12 +179,23 @@ typedef struct rt_worker {
     size_t nevents, capevents;
 } rt_worker;
 
+/* A memory other than the host's: a device's. */
+typedef struct memory_node {
+    rt_device dev;
+} memory_node;
+
 struct rt_runtime {
     /* Read by every worker on every task, written almost never. */
-    int nworkers;
+    int nworkers;                   /* CPU workers then device workers */
+    int ncpu;
+    int nmemories;                  /* 1: host only, no coherence to keep */
+    unsigned kinds_present;         /* bit per rt_worker_kind */
     int trace;
     rt_worker *workers;
-    sleeper *sleepers;              /* one per worker, for the notifier */
+    worker_group groups[RT_WORKER_KINDS];
+    int ngroups;
+    worker_group *group_of_kind[RT_WORKER_KINDS];
+    memory_node memories[RT_MAX_MEMORIES];
     int64_t window;                 /* unfinished tasks beyond which the owner runs tasks */
     _Atomic int stop;
     _Atomic int failed;
@@ -138,9 +205,20 @@ struct rt_runtime {
     _Alignas(64) uint64_t submitted;
     rt_task *const *waiting_for;    /* the owner's current wait (see wait_until) */
     int waiting_n;
+    rt_handle *waiting_handle;      /* or the host copy of this handle */
+    region_index buffers;           /* registered buffers, for the overlap check */
+    _Alignas(64) _Atomic uint64_t completed_elsewhere;   /* by threads that are not workers */
+    struct {
+        _Atomic uint64_t count, bytes, ticks;
+    } transfers[2];                 /* [0] to the host, [1] to a device */
+    /* Tasks that completed after their body returned (RT_PENDING), counted by whichever thread
+     * completed them, from the start of the body to the completion. */
+    struct { _Atomic uint64_t count, ticks; } late[RT_WORKER_KINDS][RT_MAX_KINDS];
+    pthread_mutex_t trace_lock;
+    trace_event *late_events;
+    size_t nlate, caplate;
     _Alignas(64) pool tasks;
     _Alignas(64) pool edges;
-    notifier idle;
     pthread_mutex_t error_lock;
     char error[512];
 };
@@ -149,15 +227,35 @@ struct rt_runtime {
 int worker_self(const rt_runtime *rt);
 const char *kind_name(int id);
 void task_make_ready(rt_runtime *rt, int worker, rt_task *t);
+void task_hand_to(rt_runtime *rt, int worker, rt_task *t);
 int wait_tasks(rt_runtime *rt, rt_task *const *tasks, int n);
+int wait_host_copy(rt_runtime *rt, rt_handle *h);
+void owner_wake(rt_runtime *rt);
 void runtime_set_error(rt_runtime *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* handle.c */
 int handle_link(rt_runtime *rt, int worker, rt_task *t, const rt_access *a);
 int task_add_edge(rt_runtime *rt, int worker, rt_task *pred, rt_task *succ);
 
+/* exclusion.c: one RT_ACCUM task at a time per handle */
+int accum_acquire(rt_runtime *rt, rt_task *t);      /* 1: holds every token; 0: parked, handed back later */
+void accum_release(rt_runtime *rt, rt_task *t);
+
+/* coherence.c */
+int coherence_attach(rt_runtime *rt, rt_handle *h);
+void coherence_detach(rt_runtime *rt, rt_handle *h);
+/* 1: t's data is in memory m, it may run; 0: copies are under way and t is handed back to its
+ * worker when they complete; -1: failed (error set). */
+int data_prepare(rt_runtime *rt, rt_task *t);
+void data_written(rt_runtime *rt, rt_task *t);   /* after t ran: its writes are in its memory */
+/* Starts bringing h's current value to the host; returns 1 if it is there already. */
+int host_copy_request(rt_runtime *rt, rt_handle *h);
+void host_copy_received(rt_handle *h);      /* the owner saw the copy it asked for arrive */
+void *replica_base(rt_handle *h, int memory);
+
 /* stats.c */
 void trace_record(rt_worker *w, int kind, uint64_t start, uint64_t end);
+void trace_record_late(rt_runtime *rt, int worker, int kind, uint64_t start, uint64_t end);
 
 static inline void bump(_Atomic uint64_t *counter, uint64_t by)
 {

@@ -29,12 +29,13 @@ int pool_init(pool *p, size_t objsize, int nworkers)
     p->objsize = (objsize + 63) & ~(size_t)63;   /* whole cache lines: no false sharing */
     p->full = p->empty = NULL;
     p->chunks = NULL;
-    p->ncaches = nworkers;
-    p->caches = aligned_alloc(64, (size_t)nworkers * sizeof *p->caches);
+    p->ncaches = nworkers + 1;
+    p->caches = aligned_alloc(64, (size_t)p->ncaches * sizeof *p->caches);
     if (!p->caches)
         return -1;
-    memset(p->caches, 0, (size_t)nworkers * sizeof *p->caches);
+    memset(p->caches, 0, (size_t)p->ncaches * sizeof *p->caches);
     pthread_mutex_init(&p->lock, NULL);
+    pthread_mutex_init(&p->shared_lock, NULL);
     return 0;
 }
 
@@ -48,6 +49,7 @@ void pool_destroy(pool *p)
     }
     free(p->caches);
     pthread_mutex_destroy(&p->lock);
+    pthread_mutex_destroy(&p->shared_lock);
 }
 
 /* Depot operations, each under the lock. */
@@ -150,4 +152,11 @@ void pool_free_slow(pool *p, int worker, void *obj)
         }
     }
     c->cur->obj[c->cur->n++] = obj;
+}
+
+void pool_free_shared(pool *p, void *obj)
+{
+    pthread_mutex_lock(&p->shared_lock);
+    pool_free(p, p->ncaches - 1, obj);
+    pthread_mutex_unlock(&p->shared_lock);
 }

@@ -32,12 +32,14 @@ typedef struct pool {
     pthread_mutex_t lock;
     magazine *full, *empty;  /* the depot */
     void *chunks;            /* every malloc'd chunk, freed by pool_destroy */
-    pool_cache *caches;      /* one per worker */
+    pool_cache *caches;      /* one per worker, and a last one for other threads */
     int ncaches;
+    pthread_mutex_t shared_lock;   /* guards the last cache */
 } pool;
 
 enum { POOL_PREFETCH_AHEAD = 4 };
 
+/* nworkers private caches plus one that threads which are not workers share (pool_free_shared). */
 int pool_init(pool *p, size_t objsize, int nworkers);
 void pool_destroy(pool *p);
 void *pool_alloc_slow(pool *p, int worker);
@@ -70,5 +72,8 @@ static inline void pool_free(pool *p, int worker, void *obj)
     else
         pool_free_slow(p, worker, obj);
 }
+
+/* From a thread that is not a worker (a device's completion callback). */
+void pool_free_shared(pool *p, void *obj);
 
 #endif

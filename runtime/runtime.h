@@ -6,7 +6,16 @@
  * ready tasks on work-stealing workers, and times every task.
  *
  * Worker 0 is the calling thread: it runs tasks only while it waits (rt_wait_*), exactly as the
- * master thread of an OpenMP team does. rt_create(n) therefore starts n-1 threads.
+ * master thread of an OpenMP team does. rt_create(n) therefore starts n-1 CPU threads, plus one
+ * thread per device.
+ *
+ * Data. A handle names a region of host memory: a buffer, or a part of one (rt_handle_part).
+ * Devices have memories of their own; the runtime keeps track of which memories hold a valid
+ * copy of each handle, copies data to the memory of the worker that runs a task before it runs
+ * (asynchronously: the worker runs other tasks meanwhile), invalidates the other copies when a
+ * task writes, and brings data back to the host when the host asks for it (rt_wait_handle,
+ * rt_handle_acquire). A task body finds each access's data with rt_ptr (or rt_mem for devices
+ * whose memory is not addressable from the host).
  */
 #ifndef FRUGAL_RUNTIME_H
 #define FRUGAL_RUNTIME_H
@@ -17,9 +26,11 @@
 
 #define RT_MAX_ACCESS 8    /* handles one task may name */
 #define RT_MAX_AFTER 4     /* explicit predecessors one task may name */
-#define RT_MAX_ARGS 64     /* bytes of arguments copied into a task (less 8 per RT_ACCUM) */
+#define RT_MAX_ARGS 64     /* bytes of arguments copied into a task */
 #define RT_PRIO_LEVELS 4   /* 0 = lowest ... 3 = most urgent (critical path) */
 #define RT_MAX_KINDS 128   /* distinct task kinds per process */
+#define RT_MAX_DEVICES 15  /* device workers per runtime; each has a memory of its own */
+#define RT_MAX_MEMORIES (1 + RT_MAX_DEVICES)   /* memory 0 is the host's */
 
 typedef struct rt_runtime rt_runtime;
 typedef struct rt_handle rt_handle;
@@ -32,24 +43,39 @@ typedef enum rt_mode {
     RT_ACCUM = 4,  /* commutative update (e.g. += partial sum): any order, one at a time */
 } rt_mode;
 
-/* Kinds of worker a task may have an implementation for. Only CPU exists today; a device worker
- * (OpenCL) or a remote machine adds an entry here and a field in rt_kind. */
-typedef enum rt_worker_kind { RT_WORKER_CPU = 0, RT_WORKER_KINDS } rt_worker_kind;
+/* Kinds of worker, each with its own implementation of a task kind. */
+typedef enum rt_worker_kind {
+    RT_WORKER_CPU = 0,      /* a thread on a core, in host memory */
+    RT_WORKER_OPENCL,       /* an OpenCL device's command queues (opencl/) */
+    RT_WORKER_PEER,         /* another machine (netio/) */
+    RT_WORKER_EMULATED,     /* a device emulated in host memory: tests of the runtime use it */
+    RT_WORKER_KINDS
+} rt_worker_kind;
+
+const char *rt_worker_kind_name(rt_worker_kind k);
 
 typedef struct rt_ctx {
     rt_runtime *rt;
     int worker;          /* index of the worker running the task */
+    int memory;          /* the memory its data is in: 0 host, 1.. devices */
     rt_task *task;
 } rt_ctx;
 
-/* A task body. Returns 0, or non-zero after rt_fail() to end the run with a message. */
-typedef int (*rt_cpu_fn)(const rt_ctx *ctx, void *args);
+/* A task body returns 0 when done, RT_PENDING when it started work that completes later (the
+ * runtime must then be told with rt_task_complete), or anything else after rt_fail() to end the
+ * run with a message. */
+#define RT_PENDING 1
+typedef int (*rt_body_fn)(const rt_ctx *ctx, void *args);
 
-/* What a task does: a name for traces and statistics, and one implementation per worker kind.
- * Define kinds as static objects; the runtime numbers them on first use. */
+/* What a task does: a name for traces and statistics, and an implementation per worker kind (a
+ * task goes only to workers whose kind has one). Define kinds as static objects; the runtime
+ * numbers them on first use. */
 typedef struct rt_kind {
     const char *name;
-    rt_cpu_fn cpu;
+    union {
+        struct { rt_body_fn cpu, opencl, peer, emulated; };
+        rt_body_fn impl[RT_WORKER_KINDS];
+    };
     int id;              /* set by the runtime; leave 0 */
 } rt_kind;
 
@@ -70,50 +96,124 @@ typedef struct rt_task_desc {
     rt_task *after[RT_MAX_AFTER];
 } rt_task_desc;
 
+/* ---- devices ---- */
+
+typedef struct rt_transfer rt_transfer;
+
+/* One copy between host memory and a device's: rows of row_bytes, stride apart, starting offset
+ * bytes into the host allocation and into the device allocation alike. */
+typedef struct rt_copy {
+    int to_device;           /* 1: host -> device, 0: device -> host */
+    void *device_base;       /* what the memory's alloc returned */
+    void *host_base;         /* the handle's allocation in host memory */
+    size_t offset, rows, row_bytes, stride;
+    rt_transfer *done;       /* hand to rt_transfer_done when the copy is complete */
+} rt_copy;
+
+/* How the runtime uses a device's memory. alloc returns an opaque base (a pointer, a cl_mem),
+ * NULL when the memory is full. copy starts an asynchronous copy and returns 0, or -1 with a
+ * message in err when it cannot start; either way it may complete at once by calling
+ * rt_transfer_done before returning. */
+typedef struct rt_memory_ops {
+    void *(*alloc)(void *device, size_t bytes);
+    void (*free)(void *device, void *base);
+    int (*copy)(void *device, const rt_copy *c, char *err, size_t errlen);
+    int addressable;         /* bases are host pointers: rt_ptr works on this memory */
+} rt_memory_ops;
+
+typedef struct rt_device {
+    rt_worker_kind kind;     /* which implementation of a task kind it runs */
+    const char *name;        /* for errors and statistics */
+    const rt_memory_ops *memory;
+    void *ctx;               /* the driver's, passed to the memory ops */
+} rt_device;
+
 typedef struct rt_config {
-    int workers;             /* total, including the calling thread; 0 = number of CPUs */
+    int workers;             /* CPU workers, including the calling thread; 0 = number of CPUs */
     int trace;               /* keep every task's (worker, kind, start, end) for export */
+    int ndevices;            /* each gets a worker thread and a memory of its own */
+    rt_device devices[RT_MAX_DEVICES];
 } rt_config;
 
 typedef struct rt_kind_stats {
     const char *name;
     uint64_t count;
     double busy_s;
+    uint64_t count_by[RT_WORKER_KINDS];   /* where they ran */
+    double busy_by[RT_WORKER_KINDS];
 } rt_kind_stats;
 
+typedef struct rt_transfer_stats {
+    uint64_t count, bytes;
+    double seconds;          /* summed from start to completion */
+} rt_transfer_stats;
+
 typedef struct rt_stats {
-    int workers;
+    int workers;             /* CPU workers and device workers */
     uint64_t tasks;          /* tasks completed */
     uint64_t steals;         /* tasks taken from another worker's deque */
     uint64_t parks;          /* times a worker went to sleep */
     double wall_s;           /* since rt_create or the last rt_stats_reset */
-    double busy_s;           /* summed over workers: time inside task bodies */
-    double task_share;       /* busy_s / (workers * wall_s) */
+    double busy_s;           /* summed over CPU workers: time inside task bodies */
+    double task_share;       /* busy_s / (CPU workers * wall_s) */
+    rt_transfer_stats to_device, to_host;
     int nkinds;
     rt_kind_stats kinds[RT_MAX_KINDS];
 } rt_stats;
 
 rt_runtime *rt_create(const rt_config *cfg);
 void rt_destroy(rt_runtime *rt);          /* waits for all tasks first */
-int rt_workers(const rt_runtime *rt);
+int rt_workers(const rt_runtime *rt);     /* CPU workers */
+int rt_devices(const rt_runtime *rt);
 
+/* ---- handles ---- */
+
+/* A buffer of host memory, or a token with no data (ptr NULL, bytes 0). Returns NULL with
+ * rt_error() set when it overlaps a registered buffer (two handles over the same bytes would
+ * let tasks race on them) or memory runs out. */
 rt_handle *rt_handle_register(rt_runtime *rt, void *ptr, size_t bytes, const char *name);
-void rt_handle_unregister(rt_runtime *rt, rt_handle *h); /* waits for the tasks touching it */
-void *rt_handle_ptr(const rt_handle *h);
-size_t rt_handle_bytes(const rt_handle *h);
+/* A part of a registered buffer: `rows` runs of `row_bytes` bytes, `stride` bytes apart, from
+ * `offset` (one row for a contiguous part). Parts of one buffer may not overlap; a buffer with
+ * parts is accessed through them, never as a whole. On a device, parts live at the same offsets
+ * in one copy of the whole buffer. NULL with rt_error() set on a bad part. */
+rt_handle *rt_handle_part(rt_runtime *rt, rt_handle *whole, size_t offset, size_t rows,
+                          size_t row_bytes, size_t stride, const char *name);
+/* Waits for the tasks touching it (and a buffer's parts first); the host copy stays. */
+void rt_handle_unregister(rt_runtime *rt, rt_handle *h);
+void *rt_handle_ptr(const rt_handle *h);  /* host address of its first byte */
+size_t rt_handle_bytes(const rt_handle *h);   /* from the first byte to the last, inclusive */
+const char *rt_handle_name(const rt_handle *h);
 
-/* Submit a task. Returns 0, or -1 with rt_error() set for a malformed description. */
+/* ---- tasks ---- */
+
+/* Submit a task. Returns 0, or -1 with rt_error() set for a malformed description or a kind no
+ * worker present can run. */
 int rt_submit(rt_runtime *rt, const rt_task_desc *desc);
 /* Same, and returns a reference usable in desc.after[] or rt_wait_task(); release it after. */
 rt_task *rt_submit_kept(rt_runtime *rt, const rt_task_desc *desc);
 void rt_task_release(rt_runtime *rt, rt_task *t);
 
+/* Inside a body: access i's data in the memory of the worker running it (its first byte). */
+void *rt_ptr(const rt_ctx *ctx, int i);
+/* The same for memories that are not host-addressable: the allocation's base and the byte
+ * offset of access i within it. */
+void *rt_mem(const rt_ctx *ctx, int i, size_t *offset);
+
+/* Tells the runtime that a body which returned RT_PENDING is done (failed: non-zero, with why).
+ * Safe from any thread: an OpenCL event callback, a network thread. */
+void rt_task_complete(rt_runtime *rt, rt_task *t, int failed, const char *why);
+/* For memory drivers: a copy started by rt_memory_ops.copy is complete. Any thread. */
+void rt_transfer_done(rt_transfer *x, int failed, const char *why);
+
 /* Waiting runs tasks on the calling thread. Each returns 0, or -1 if a task failed. */
 int rt_wait_all(rt_runtime *rt);
 int rt_wait_task(rt_runtime *rt, rt_task *t);
-/* RT_R: until the handle's last writers are done (safe to read); RT_W/RT_RW: until every task
- * submitted on it is done (safe to overwrite). */
+/* RT_R: until the handle's last writers are done and its host copy is valid (safe to read);
+ * RT_W/RT_RW: until every task submitted on it is done (safe to overwrite), and then the host
+ * copy is the only valid one (the caller is about to change it). */
 int rt_wait_handle(rt_runtime *rt, rt_handle *h, rt_mode mode);
+/* rt_wait_handle, then the host address to use. */
+void *rt_handle_acquire(rt_runtime *rt, rt_handle *h, rt_mode mode);
 
 /* Inside a task body: record why it fails. Only the first failure is kept. */
 void rt_fail(const rt_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,9 +1,15 @@
 /* Workers, submission, execution and waiting.
  *
- * Each worker owns one deque per priority level (deque.h). A task made ready goes to the deque of
- * the worker that made it ready (its data is likely in that core's cache); idle workers steal
- * batches from random victims, most urgent level first, and sleep (notifier.h) when nothing is
- * left. */
+ * Workers come in groups by kind: the CPU workers (the calling thread first), then a worker per
+ * device. Each worker owns one deque per priority level (deque.h). A task made ready goes to the
+ * deque of the worker that made it ready when that worker's kind can run it (its data is likely
+ * in that core's cache), else to the inbox of a worker of a kind that can; idle workers steal
+ * batches from random victims of their own group, most urgent level first, and sleep
+ * (notifier.h) when nothing is left.
+ *
+ * A body that starts work elsewhere (a device kernel, a message) returns RT_PENDING and the task
+ * completes when rt_task_complete is called, from any thread; its successors then go to inboxes,
+ * since only a worker may push onto its own deques. */
 #include "clock.h"
 #include "internal.h"
 
@@ -42,6 +48,12 @@ const char *kind_name(int id)
     return k && k->name ? k->name : "?";
 }
 
+const char *rt_worker_kind_name(rt_worker_kind k)
+{
+    static const char *const names[RT_WORKER_KINDS] = {"cpu", "opencl", "peer", "emulated"};
+    return (unsigned)k < RT_WORKER_KINDS ? names[k] : "?";
+}
+
 int worker_self(const rt_runtime *rt)
 {
     return tl_runtime == rt ? tl_worker : -1;
@@ -67,8 +79,13 @@ void rt_fail(const rt_ctx *ctx, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    runtime_set_error(ctx->rt, "task '%s' failed on worker %d: %s", ctx->task->kind->name,
-                      ctx->worker, msg);
+    const rt_worker *w = &ctx->rt->workers[ctx->worker];
+    if (w->device >= 0)
+        runtime_set_error(ctx->rt, "task '%s' failed on device %s: %s", ctx->task->kind->name,
+                          ctx->rt->memories[w->memory].dev.name, msg);
+    else
+        runtime_set_error(ctx->rt, "task '%s' failed on worker %d: %s", ctx->task->kind->name,
+                          ctx->worker, msg);
 }
 
 const char *rt_error(const rt_runtime *rt) { return rt->error; }
@@ -81,12 +98,22 @@ void rt_clear_error(rt_runtime *rt)
     atomic_store(&rt->failed, 0);
 }
 
-int rt_workers(const rt_runtime *rt) { return rt->nworkers; }
+int rt_workers(const rt_runtime *rt) { return rt->ncpu; }
+int rt_devices(const rt_runtime *rt) { return rt->nworkers - rt->ncpu; }
+
+/* Frees a task or an edge from whichever thread completes it. */
+static void free_to(pool *p, int worker, void *obj)
+{
+    if (worker >= 0)
+        pool_free(p, worker, obj);
+    else
+        pool_free_shared(p, obj);
+}
 
 static void task_release_on(rt_runtime *rt, int worker, rt_task *t)
 {
     if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1)
-        pool_free(&rt->tasks, worker, t);
+        free_to(&rt->tasks, worker, t);
 }
 
 void rt_task_release(rt_runtime *rt, rt_task *t)
@@ -104,15 +131,86 @@ static void push_or_die(deque *q, rt_task *t)
     }
 }
 
+/* ---- inboxes: tasks handed to a worker by other threads ---- */
+
+void task_hand_to(rt_runtime *rt, int worker, rt_task *t)
+{
+    rt_worker *w = &rt->workers[worker];
+    rt_task *head = atomic_load_explicit(&w->in.head, memory_order_relaxed);
+    do
+        atomic_store_explicit(&t->next, head, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&w->in.head, &head, t, memory_order_release,
+                                                  memory_order_relaxed));
+    notify_worker(&w->group->idle, w->slot);
+}
+
+void owner_wake(rt_runtime *rt)
+{
+    notify_worker(&rt->workers[0].group->idle, 0);
+}
+
+/* The owner of the inbox moves what arrived into its deques. */
+static void drain_inbox(rt_worker *me)
+{
+    if (!atomic_load_explicit(&me->in.head, memory_order_relaxed))
+        return;
+    rt_task *t = atomic_exchange_explicit(&me->in.head, NULL, memory_order_acquire);
+    while (t) {
+        rt_task *next = atomic_load_explicit(&t->next, memory_order_relaxed);
+        push_or_die(&me->queues[t->priority], t);
+        t = next;
+    }
+}
+
+/* ---- placement ---- */
+
+static int can_run(const rt_worker *w, const rt_task *t) { return t->kind->impl[w->kind] != NULL; }
+
+/* A worker of another kind that can run t: the group of `preferred` kind if it can, else the
+ * eligible groups in turn; within a group, its workers in turn (the owner last: it runs tasks
+ * only while it waits). */
+static int choose_worker(rt_runtime *rt, const rt_task *t, rt_worker_kind preferred)
+{
+    worker_group *g = t->kind->impl[preferred] ? rt->group_of_kind[preferred] : NULL;
+    if (!g) {
+        static _Atomic unsigned turn;
+        unsigned start = atomic_fetch_add_explicit(&turn, 1, memory_order_relaxed);
+        for (int i = 0; i < rt->ngroups && !g; i++) {
+            worker_group *c = &rt->groups[(start + (unsigned)i) % (unsigned)rt->ngroups];
+            if (t->kind->impl[c->kind])
+                g = c;
+        }
+    }
+    unsigned k = atomic_fetch_add_explicit(&g->next_target, 1, memory_order_relaxed);
+    if (g->first == 0 && g->n > 1)
+        return 1 + (int)(k % (unsigned)(g->n - 1));
+    return g->first + (int)(k % (unsigned)g->n);
+}
+
 void task_make_ready(rt_runtime *rt, int worker, rt_task *t)
 {
-    push_or_die(&rt->workers[worker].queues[t->priority], t);
-    notify_one(&rt->idle, (unsigned)worker + 1);
+    rt_worker *me = &rt->workers[worker];
+    if (can_run(me, t)) {
+        push_or_die(&me->queues[t->priority], t);
+        notify_one(&me->group->idle, (unsigned)me->slot + 1);
+        return;
+    }
+    task_hand_to(rt, choose_worker(rt, t, me->kind), t);
 }
+
+/* From a thread that is not a worker: the worker that ran the predecessor if it can run t. */
+static void task_make_ready_elsewhere(rt_runtime *rt, int near, rt_task *t)
+{
+    rt_worker *w = &rt->workers[near];
+    task_hand_to(rt, can_run(w, t) ? near : choose_worker(rt, t, w->kind), t);
+}
+
+/* ---- finding work ---- */
 
 /* Steals only from queues holding at least min_steal tasks. */
 static rt_task *find_work(rt_runtime *rt, rt_worker *me, int64_t min_steal)
 {
+    drain_inbox(me);
     for (int p = RT_PRIO_LEVELS - 1; p >= 0; p--) {
         if (deque_size_hint(&me->queues[p]) <= 0)
             continue;
@@ -120,14 +218,14 @@ static rt_task *find_work(rt_runtime *rt, rt_worker *me, int64_t min_steal)
         if (t)
             return t;
     }
-    int n = rt->nworkers;
+    int n = me->group->n;
     if (n == 1)
         return NULL;
     void *batch[DEQUE_MAX_BATCH];
     for (int attempt = 0; attempt < 2 * n; attempt++) {
         me->rng = me->rng * 1664525u + 1013904223u;
         int v = (int)((me->rng >> 8) % (unsigned)(n - 1));
-        rt_worker *victim = &rt->workers[v >= me->id ? v + 1 : v];
+        rt_worker *victim = &rt->workers[me->group->first + (v >= me->slot ? v + 1 : v)];
         for (int p = RT_PRIO_LEVELS - 1; p >= 0; p--) {
             /* A prioritised task waiting behind its owner's current one is worth moving now. */
             if (deque_size_hint(&victim->queues[p]) < (p > 0 ? 1 : min_steal))
@@ -146,69 +244,114 @@ static rt_task *find_work(rt_runtime *rt, rt_worker *me, int64_t min_steal)
 }
 
 /* After sleep_prepare: a full, ordered scan so that a push racing with our sleep is seen. */
-static int work_visible(rt_runtime *rt)
+static int work_visible(rt_runtime *rt, rt_worker *me)
 {
-    for (int w = 0; w < rt->nworkers; w++)
+    if (atomic_load(&me->in.head))
+        return 1;
+    worker_group *g = me->group;
+    for (int w = g->first; w < g->first + g->n; w++)
         for (int p = 0; p < RT_PRIO_LEVELS; p++)
             if (deque_size_ordered(&rt->workers[w].queues[p]) > 0)
                 return 1;
     return 0;
 }
 
-static int lock_order(const void *a, const void *b)
-{
-    const pthread_mutex_t *x = *(pthread_mutex_t *const *)a, *y = *(pthread_mutex_t *const *)b;
-    return (x > y) - (x < y);
-}
+/* ---- completing tasks ---- */
 
-/* Runs t, completes it, and returns one successor it made ready (run next, skipping the deque). */
-static rt_task *run_task(rt_runtime *rt, rt_worker *me, rt_task *t)
+/* Marks t done and makes its successors ready; `worker` is the worker thread doing it, or -1
+ * for another thread. On a worker, returns one ready successor to run next (skipping the
+ * deque). */
+static rt_task *task_finish(rt_runtime *rt, int worker, rt_task *t)
 {
-    if (!atomic_load_explicit(&rt->failed, memory_order_relaxed)) {
-        for (int i = 0; i < t->naccum; i++)
-            pthread_mutex_lock(t->locks[i]);
-        rt_ctx ctx = {rt, me->id, t};
-        uint64_t start = clock_ticks();
-        int rc = t->kind->cpu(&ctx, t->args);
-        uint64_t end = clock_ticks();
-        for (int i = t->naccum - 1; i >= 0; i--)
-            pthread_mutex_unlock(t->locks[i]);
-        stats_record(me, t, start, end);
-        if (rc)
-            runtime_set_error(rt, "task '%s' failed on worker %d (returned %d)", t->kind->name,
-                              me->id, rc);
-    }
-    /* Skipped tasks after a failure still complete, so that every wait returns. Closing the
-     * successor list is what marks the task done. */
+    if (!atomic_load_explicit(&rt->failed, memory_order_relaxed))
+        data_written(rt, t);
+    if (t->holds_accum)
+        accum_release(rt, t);
+    /* Closing the successor list is what marks the task done. */
     rt_task *next = NULL;
     rt_edge *e = atomic_exchange_explicit(&t->successors, EDGES_CLOSED, memory_order_seq_cst);
     while (e) {
         rt_edge *following = e->next;
         rt_task *s = e->succ;
         if (e != &s->own_edge)   /* read before s may run and be freed */
-            pool_free(&rt->edges, me->id, e);
+            free_to(&rt->edges, worker, e);
         if (atomic_fetch_sub_explicit(&s->npending, 1, memory_order_acq_rel) == 1) {
-            if (!next)
+            if (worker < 0)
+                task_make_ready_elsewhere(rt, t->worker, s);
+            else if (!next && can_run(&rt->workers[worker], s))
                 next = s;
-            else if (s->priority > next->priority) {
-                task_make_ready(rt, me->id, next);
+            else if (next && s->priority > next->priority && can_run(&rt->workers[worker], s)) {
+                task_make_ready(rt, worker, next);
                 next = s;
             } else
-                task_make_ready(rt, me->id, s);
+                task_make_ready(rt, worker, s);
         }
         e = following;
     }
     /* Only the owner waits for tasks or for the end of the run. */
     int waited = atomic_load_explicit(&t->waited, memory_order_seq_cst);
     if (t->kept)
-        task_release_on(rt, me->id, t);
+        task_release_on(rt, worker, t);
     else
-        pool_free(&rt->tasks, me->id, t);
-    /* Release suffices: whoever wakes the owner fences first (notifier.c). */
-    atomic_store_explicit(&me->completed, me->completed + 1, memory_order_release);
-    if (waited)
-        notify_worker(&rt->idle, 0);
+        free_to(&rt->tasks, worker, t);
+    if (worker >= 0) {
+        rt_worker *me = &rt->workers[worker];
+        /* Release suffices: whoever wakes the owner fences first (notifier.c). */
+        atomic_store_explicit(&me->completed, me->completed + 1, memory_order_release);
+    } else {
+        atomic_fetch_add_explicit(&rt->completed_elsewhere, 1, memory_order_release);
+    }
+    if (waited || worker < 0)
+        owner_wake(rt);
     return next;
+}
+
+void rt_task_complete(rt_runtime *rt, rt_task *t, int failed, const char *why)
+{
+    uint64_t end = clock_ticks();
+    rt_worker *w = &rt->workers[t->worker];
+    int k = t->kind->id;
+    atomic_fetch_add_explicit(&rt->late[w->kind][k].count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&rt->late[w->kind][k].ticks, end - t->start, memory_order_relaxed);
+    if (rt->trace)
+        trace_record_late(rt, t->worker, k, t->start, end);
+    if (failed) {
+        if (w->device >= 0)
+            runtime_set_error(rt, "task '%s' failed on device %s: %s", t->kind->name,
+                              rt->memories[w->memory].dev.name, why ? why : "?");
+        else
+            runtime_set_error(rt, "task '%s' failed on worker %d: %s", t->kind->name, t->worker,
+                              why ? why : "?");
+    }
+    task_finish(rt, -1, t);   /* as from another thread, even when called from a body */
+}
+
+/* Runs t: its data first (if copies are needed it is handed back when they arrive and NULL is
+ * returned), then its body, then completes it unless the body completes later. Returns one
+ * successor made ready, to run next. */
+static rt_task *run_task(rt_runtime *rt, rt_worker *me, rt_task *t)
+{
+    if (!atomic_load_explicit(&rt->failed, memory_order_relaxed)) {
+        t->worker = me->id;
+        t->memory = me->memory;
+        int ready = rt->nmemories == 1 && !t->naccum ? 1 : data_prepare(rt, t);
+        if (ready == 0)
+            return NULL;
+        if (ready > 0 && !atomic_load_explicit(&rt->failed, memory_order_relaxed)) {
+            rt_ctx ctx = {rt, me->id, me->memory, t};
+            uint64_t start = clock_ticks();
+            t->start = start;   /* before the body: a pending task may complete at once */
+            int rc = t->kind->impl[me->kind](&ctx, t->args);
+            if (rc == RT_PENDING)
+                return NULL;   /* t may already be gone */
+            stats_record(me, t, start, clock_ticks());
+            if (rc)
+                runtime_set_error(rt, "task '%s' failed on worker %d (returned %d)",
+                                  t->kind->name, me->id, rc);
+        }
+    }
+    /* Skipped tasks after a failure still complete, so that every wait returns. */
+    return task_finish(rt, me->id, t);
 }
 
 static void run_chain(rt_runtime *rt, rt_worker *me, rt_task *t)
@@ -251,7 +394,7 @@ static rt_task *find_work_patiently(rt_runtime *rt, rt_worker *me, int (*stop_wh
 /* Submitted minus completed. Exact for the owner, which alone submits. */
 static int64_t unfinished(rt_runtime *rt)
 {
-    uint64_t completed = 0;
+    uint64_t completed = atomic_load(&rt->completed_elsewhere);
     for (int w = 0; w < rt->nworkers; w++)
         completed += atomic_load(&rt->workers[w].completed);
     return (int64_t)(rt->submitted - completed);
@@ -267,69 +410,138 @@ static void *worker_main(void *arg)
         rt_task *t = find_work(rt, me, STEAL_BACKLOG);
         if (!t) {
             /* Out of work: maybe the owner waits for what we just finished. */
-            notify_worker(&rt->idle, 0);
+            owner_wake(rt);
             t = find_work_patiently(rt, me, NULL);
         }
         if (t) {
             run_chain(rt, me, t);
             continue;
         }
-        sleep_prepare(&rt->idle, me->id);
+        sleep_prepare(&me->group->idle, me->slot);
         if (atomic_load(&rt->stop)) {
-            sleep_cancel(&rt->idle, me->id);
+            sleep_cancel(&me->group->idle, me->slot);
             break;
         }
-        if (work_visible(rt)) {
-            sleep_cancel(&rt->idle, me->id);
+        if (work_visible(rt, me)) {
+            sleep_cancel(&me->group->idle, me->slot);
             continue;
         }
         bump(&me->parks, 1);
-        sleep_commit(&rt->idle, me->id);
+        sleep_commit(&me->group->idle, me->slot);
     }
     return NULL;
 }
 
+/* ---- creating and destroying ---- */
+
+static int check_devices(const rt_config *cfg)
+{
+    if (cfg->ndevices < 0 || cfg->ndevices > RT_MAX_DEVICES)
+        return -1;
+    for (int i = 0; i < cfg->ndevices; i++) {
+        const rt_device *d = &cfg->devices[i];
+        if (d->kind == RT_WORKER_CPU || (unsigned)d->kind >= RT_WORKER_KINDS || !d->memory ||
+            !d->memory->alloc || !d->memory->free || !d->memory->copy)
+            return -1;
+    }
+    return 0;
+}
+
+/* Workers in groups by kind: CPU workers first, then each kind's devices. */
+static void make_groups(rt_runtime *rt, const rt_config *cfg)
+{
+    int next = 0;
+    for (int k = 0; k < RT_WORKER_KINDS; k++) {
+        int first = next;
+        for (int i = 0; i < (k == RT_WORKER_CPU ? rt->ncpu : cfg->ndevices); i++) {
+            if (k != RT_WORKER_CPU && (int)cfg->devices[i].kind != k)
+                continue;
+            rt_worker *w = &rt->workers[next];
+            w->rt = rt;
+            w->id = next++;
+            w->kind = (rt_worker_kind)k;
+            w->device = k == RT_WORKER_CPU ? -1 : i;
+            w->memory = k == RT_WORKER_CPU ? 0 : 1 + i;
+            w->slot = w->id - first;
+            w->rng = 0x9e3779b9u * (unsigned)(w->id + 1);
+        }
+        if (next == first)
+            continue;
+        worker_group *g = &rt->groups[rt->ngroups++];
+        g->kind = (rt_worker_kind)k;
+        g->first = first;
+        g->n = next - first;
+        rt->group_of_kind[k] = g;
+        rt->kinds_present |= 1u << k;
+    }
+    for (int i = 0; i < rt->ngroups; i++)
+        for (int w = rt->groups[i].first; w < rt->groups[i].first + rt->groups[i].n; w++)
+            rt->workers[w].group = &rt->groups[i];
+}
+
+static void free_runtime(rt_runtime *rt)
+{
+    for (int i = 0; i < rt->ngroups; i++)
+        free(rt->groups[i].sleepers);
+    free(rt->workers);
+    free(rt);
+}
+
 rt_runtime *rt_create(const rt_config *cfg)
 {
-    int n = cfg && cfg->workers > 0 ? cfg->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1)
-        n = 1;
-    rt_runtime *rt = aligned_alloc(64, sizeof *rt);
+    static const rt_config none;
+    if (!cfg)
+        cfg = &none;
+    if (check_devices(cfg))
+        return NULL;
+    int ncpu = cfg->workers > 0 ? cfg->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu < 1)
+        ncpu = 1;
+    rt_runtime *rt = aligned_alloc(64, (sizeof *rt + 63) & ~(size_t)63);
     if (!rt)
         return NULL;
     memset(rt, 0, sizeof *rt);
-    rt->nworkers = n;
-    rt->window = WINDOW_BASE + WINDOW_PER_WORKER * n;
-    rt->trace = cfg ? cfg->trace : 0;
+    rt->ncpu = ncpu;
+    rt->nworkers = ncpu + cfg->ndevices;
+    rt->nmemories = 1 + cfg->ndevices;
+    for (int i = 0; i < cfg->ndevices; i++)
+        rt->memories[1 + i].dev = cfg->devices[i];
+    rt->window = WINDOW_BASE + WINDOW_PER_WORKER * rt->nworkers;
+    rt->trace = cfg->trace;
     clock_init();
-    rt->workers = aligned_alloc(64, sizeof(rt_worker) * (size_t)n);
-    rt->sleepers = aligned_alloc(64, sizeof(sleeper) * (size_t)n);
-    if (!rt->workers || !rt->sleepers || pool_init(&rt->tasks, sizeof(rt_task), n) ||
-        pool_init(&rt->edges, sizeof(rt_edge), n)) {
-        free(rt->workers);
-        free(rt->sleepers);
+    rt->workers = aligned_alloc(64, sizeof(rt_worker) * (size_t)rt->nworkers);
+    if (!rt->workers) {
         free(rt);
         return NULL;
     }
-    memset(rt->workers, 0, sizeof(rt_worker) * (size_t)n);
-    notifier_init(&rt->idle, rt->sleepers, n);
+    memset(rt->workers, 0, sizeof(rt_worker) * (size_t)rt->nworkers);
+    make_groups(rt, cfg);
+    for (int i = 0; i < rt->ngroups; i++) {
+        worker_group *g = &rt->groups[i];
+        g->sleepers = aligned_alloc(64, sizeof(sleeper) * (size_t)g->n);
+        if (!g->sleepers) {
+            free_runtime(rt);
+            return NULL;
+        }
+        notifier_init(&g->idle, g->sleepers, g->n);
+    }
+    if (pool_init(&rt->tasks, sizeof(rt_task), rt->nworkers) ||
+        pool_init(&rt->edges, sizeof(rt_edge), rt->nworkers)) {
+        free_runtime(rt);
+        return NULL;
+    }
     pthread_mutex_init(&rt->error_lock, NULL);
-    for (int w = 0; w < n; w++) {
-        rt_worker *me = &rt->workers[w];
-        me->rt = rt;
-        me->id = w;
-        me->kind = RT_WORKER_CPU;
-        me->rng = 0x9e3779b9u * (unsigned)(w + 1);
+    pthread_mutex_init(&rt->trace_lock, NULL);
+    for (int w = 0; w < rt->nworkers; w++)
         for (int p = 0; p < RT_PRIO_LEVELS; p++)
-            if (deque_init(&me->queues[p], 256)) {
+            if (deque_init(&rt->workers[w].queues[p], 256)) {
                 fprintf(stderr, "frugal runtime: out of memory creating task queues\n");
                 abort();
             }
-    }
     rt->stats_origin = rt->trace_origin = clock_ticks();
     tl_runtime = rt;
     tl_worker = 0;
-    for (int w = 1; w < n; w++)
+    for (int w = 1; w < rt->nworkers; w++)
         if (pthread_create(&rt->workers[w].thread, NULL, worker_main, &rt->workers[w])) {
             fprintf(stderr, "frugal runtime: cannot start worker thread %d\n", w);
             abort();
@@ -343,7 +555,8 @@ void rt_destroy(rt_runtime *rt)
         return;
     rt_wait_all(rt);
     atomic_store(&rt->stop, 1);
-    notify_all(&rt->idle);
+    for (int i = 0; i < rt->ngroups; i++)
+        notify_all(&rt->groups[i].idle);
     for (int w = 1; w < rt->nworkers; w++)
         pthread_join(rt->workers[w].thread, NULL);
     for (int w = 0; w < rt->nworkers; w++) {
@@ -351,15 +564,18 @@ void rt_destroy(rt_runtime *rt)
             deque_destroy(&rt->workers[w].queues[p]);
         free(rt->workers[w].events);
     }
+    free(rt->late_events);
     pool_destroy(&rt->tasks);
     pool_destroy(&rt->edges);
+    region_index_free(&rt->buffers);
     pthread_mutex_destroy(&rt->error_lock);
-    free(rt->workers);
-    free(rt->sleepers);
+    pthread_mutex_destroy(&rt->trace_lock);
     if (tl_runtime == rt)
         tl_runtime = NULL;
-    free(rt);
+    free_runtime(rt);
 }
+
+/* ---- submitting ---- */
 
 /* The owner stops racing ahead when it has queued far more ready tasks than others can take, or
  * when the window of unfinished tasks is full, and runs tasks itself instead: memory stays
@@ -384,11 +600,25 @@ static void throttle(rt_runtime *rt)
     }
 }
 
+/* Whether some worker present has an implementation of the kind. */
+static int runnable_here(const rt_runtime *rt, const rt_kind *k)
+{
+    for (int i = 0; i < RT_WORKER_KINDS; i++)
+        if (k->impl[i] && (rt->kinds_present & (1u << i)))
+            return 1;
+    return 0;
+}
+
 static int validate(rt_runtime *rt, const rt_task_desc *d)
 {
-    if (!d->kind || !d->kind->cpu) {
-        runtime_set_error(rt, "rt_submit: task kind '%s' has no CPU implementation",
-                          d->kind && d->kind->name ? d->kind->name : "?");
+    if (!d->kind || !runnable_here(rt, d->kind)) {
+        char have[64] = "";
+        for (int i = 0; i < RT_WORKER_KINDS; i++)
+            if (rt->kinds_present & (1u << i))
+                snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s",
+                         have[0] ? ", " : "", rt_worker_kind_name((rt_worker_kind)i));
+        runtime_set_error(rt, "rt_submit: task kind '%s' has no implementation for the workers "
+                          "here (%s)", d->kind && d->kind->name ? d->kind->name : "?", have);
         return -1;
     }
     if ((unsigned)d->naccess > RT_MAX_ACCESS || (unsigned)d->nafter > RT_MAX_AFTER ||
@@ -397,16 +627,19 @@ static int validate(rt_runtime *rt, const rt_task_desc *d)
         runtime_set_error(rt, "rt_submit: malformed description for task '%s'", d->kind->name);
         return -1;
     }
-    size_t naccum = 0;
     for (int i = 0; i < d->naccess; i++) {
         const rt_access *a = &d->access[i];
         /* The handles' histories are likely cold: start fetching them all at once. */
         __builtin_prefetch(a->handle, 1);
-        naccum += a->mode == RT_ACCUM;
         if (!a->handle || (a->mode != RT_R && a->mode != RT_W && a->mode != RT_RW &&
                            a->mode != RT_ACCUM)) {
             runtime_set_error(rt, "rt_submit: task '%s' access %d has no handle or a bad mode",
                               d->kind->name, i);
+            return -1;
+        }
+        if (a->handle->nparts) {
+            runtime_set_error(rt, "rt_submit: task '%s' names '%s', which is split into parts: "
+                              "it must name the parts", d->kind->name, a->handle->name);
             return -1;
         }
         for (int j = 0; j < i; j++)   /* one mode per handle: RT_RW says read and write */
@@ -415,11 +648,6 @@ static int validate(rt_runtime *rt, const rt_task_desc *d)
                                   d->kind->name, a->handle->name);
                 return -1;
             }
-    }
-    if (((d->args_size + 7) & ~(size_t)7) + sizeof(pthread_mutex_t *) * naccum > RT_MAX_ARGS) {
-        runtime_set_error(rt, "rt_submit: task '%s' has too many arguments for its %zu "
-                          "accumulated handles", d->kind->name, naccum);
-        return -1;
     }
     return 0;
 }
@@ -467,7 +695,8 @@ static rt_task *submit(rt_runtime *rt, const rt_task_desc *d, int keep)
     t->priority = (signed char)d->priority;
     t->nedges = 0;
     t->naccum = 0;
-    t->locks = (pthread_mutex_t **)(t->args + ((d->args_size + 7) & ~(size_t)7));
+    t->naccess = (signed char)d->naccess;
+    t->holds_accum = 0;
     if (d->args_size)
         memcpy(t->args, d->args, d->args_size);
     int rc = 0;
@@ -475,14 +704,12 @@ static rt_task *submit(rt_runtime *rt, const rt_task_desc *d, int keep)
         rc = d->after[i] ? task_add_edge(rt, w, d->after[i], t) : 0;
     for (int i = 0; i < d->naccess && !rc; i++) {
         rc = handle_link(rt, w, t, &d->access[i]);
-        if (!rc && d->access[i].mode == RT_ACCUM)
-            t->locks[t->naccum++] = &d->access[i].handle->accum->lock;
+        t->access[i] = (uintptr_t)d->access[i].handle | (uintptr_t)d->access[i].mode;
+        t->naccum += d->access[i].mode == RT_ACCUM;
     }
     if (rc)
         runtime_set_error(rt, "rt_submit: out of memory recording dependencies of task '%s'",
                           d->kind->name);
-    if (t->naccum > 1)   /* a fixed lock order: no deadlock between multi-handle updates */
-        qsort(t->locks, (size_t)t->naccum, sizeof t->locks[0], lock_order);
     rt->submitted++;
     /* Without edges nobody else knows the task: no atomic step needed. */
     int guard = PENDING_GUARD - t->nedges;
@@ -503,9 +730,14 @@ int rt_submit(rt_runtime *rt, const rt_task_desc *d)
     return submit(rt, d, 0) ? 0 : -1;
 }
 
-/* What the owner waits for: every task (waiting_n < 0) or the tasks in waiting_for. */
+/* ---- waiting ---- */
+
+/* What the owner waits for: the host copy of waiting_handle, every task (waiting_n < 0), or the
+ * tasks in waiting_for. */
 static int wait_over(rt_runtime *rt)
 {
+    if (rt->waiting_handle)
+        return (atomic_load(&rt->waiting_handle->valid) & 1u) || atomic_load(&rt->failed);
     if (rt->waiting_n < 0)
         return unfinished(rt) == 0;
     for (int i = 0; i < rt->waiting_n; i++)
@@ -515,7 +747,7 @@ static int wait_over(rt_runtime *rt)
 }
 
 /* The owner runs tasks until its wait is over, sleeping when there is nothing it can run. */
-static int wait_until(rt_runtime *rt, rt_task *const *tasks, int n)
+static int wait_until(rt_runtime *rt, rt_task *const *tasks, int n, rt_handle *h)
 {
     if (worker_self(rt) != 0) {
         runtime_set_error(rt, "rt_wait: called from a thread that does not own the runtime");
@@ -523,6 +755,7 @@ static int wait_until(rt_runtime *rt, rt_task *const *tasks, int n)
     }
     rt->waiting_for = tasks;
     rt->waiting_n = n;
+    rt->waiting_handle = h;
     rt_worker *me = &rt->workers[0];
     while (!wait_over(rt)) {
         rt_task *t = find_work(rt, me, STEAL_BACKLOG);
@@ -532,14 +765,15 @@ static int wait_until(rt_runtime *rt, rt_task *const *tasks, int n)
             run_chain(rt, me, t);
             continue;
         }
-        sleep_prepare(&rt->idle, 0);
-        if (wait_over(rt) || work_visible(rt)) {
-            sleep_cancel(&rt->idle, 0);
+        sleep_prepare(&me->group->idle, 0);
+        if (wait_over(rt) || work_visible(rt, me)) {
+            sleep_cancel(&me->group->idle, 0);
             continue;
         }
         bump(&me->parks, 1);
-        sleep_commit(&rt->idle, 0);
+        sleep_commit(&me->group->idle, 0);
     }
+    rt->waiting_handle = NULL;
     return atomic_load(&rt->failed) ? -1 : 0;
 }
 
@@ -547,12 +781,19 @@ int wait_tasks(rt_runtime *rt, rt_task *const *tasks, int n)
 {
     for (int i = 0; i < n; i++)
         atomic_store_explicit(&tasks[i]->waited, 1, memory_order_seq_cst);
-    return wait_until(rt, tasks, n);
+    return wait_until(rt, tasks, n, NULL);
+}
+
+int wait_host_copy(rt_runtime *rt, rt_handle *h)
+{
+    int rc = wait_until(rt, NULL, 0, h);
+    host_copy_received(h);
+    return rc;
 }
 
 int rt_wait_all(rt_runtime *rt)
 {
-    return wait_until(rt, NULL, -1);
+    return wait_until(rt, NULL, -1, NULL);
 }
 
 int rt_wait_task(rt_runtime *rt, rt_task *t)

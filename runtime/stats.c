@@ -8,17 +8,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void add_event(trace_event **ev, size_t *n, size_t *cap, trace_event e)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 4096;
+        trace_event *grown = realloc(*ev, c * sizeof *grown);
+        if (!grown)
+            return;   /* out of memory: the trace misses events, the run goes on */
+        *ev = grown;
+        *cap = c;
+    }
+    (*ev)[(*n)++] = e;
+}
+
 void trace_record(rt_worker *w, int kind, uint64_t start, uint64_t end)
 {
-    if (w->nevents == w->capevents) {
-        size_t cap = w->capevents ? 2 * w->capevents : 4096;
-        trace_event *ev = realloc(w->events, cap * sizeof *ev);
-        if (!ev)
-            return;   /* out of memory: the trace misses events, the run goes on */
-        w->events = ev;
-        w->capevents = cap;
-    }
-    w->events[w->nevents++] = (trace_event){start, end, kind};
+    add_event(&w->events, &w->nevents, &w->capevents, (trace_event){start, end, kind, w->id});
+}
+
+void trace_record_late(rt_runtime *rt, int worker, int kind, uint64_t start, uint64_t end)
+{
+    pthread_mutex_lock(&rt->trace_lock);
+    add_event(&rt->late_events, &rt->nlate, &rt->caplate, (trace_event){start, end, kind, worker});
+    pthread_mutex_unlock(&rt->trace_lock);
 }
 
 void rt_stats_get(rt_runtime *rt, rt_stats *s)
@@ -26,28 +38,52 @@ void rt_stats_get(rt_runtime *rt, rt_stats *s)
     memset(s, 0, sizeof *s);
     s->workers = rt->nworkers;
     uint64_t busy = 0;
-    uint64_t kcount[RT_MAX_KINDS] = {0}, kticks[RT_MAX_KINDS] = {0};
+    uint64_t kcount[RT_WORKER_KINDS][RT_MAX_KINDS] = {{0}}, kticks[RT_WORKER_KINDS][RT_MAX_KINDS] = {{0}};
     for (int i = 0; i < rt->nworkers; i++) {
         rt_worker *w = &rt->workers[i];
         s->tasks += atomic_load_explicit(&w->tasks, memory_order_relaxed);
         s->steals += atomic_load_explicit(&w->steals, memory_order_relaxed);
         s->parks += atomic_load_explicit(&w->parks, memory_order_relaxed);
-        busy += atomic_load_explicit(&w->busy_ticks, memory_order_relaxed);
+        if (w->kind == RT_WORKER_CPU)
+            busy += atomic_load_explicit(&w->busy_ticks, memory_order_relaxed);
         for (int k = 0; k < RT_MAX_KINDS; k++) {
-            kcount[k] += atomic_load_explicit(&w->per_kind[k].count, memory_order_relaxed);
-            kticks[k] += atomic_load_explicit(&w->per_kind[k].ticks, memory_order_relaxed);
+            kcount[w->kind][k] += atomic_load_explicit(&w->per_kind[k].count, memory_order_relaxed);
+            kticks[w->kind][k] += atomic_load_explicit(&w->per_kind[k].ticks, memory_order_relaxed);
         }
     }
+    for (int wk = 0; wk < RT_WORKER_KINDS; wk++)
+        for (int k = 0; k < RT_MAX_KINDS; k++) {
+            uint64_t c = atomic_load_explicit(&rt->late[wk][k].count, memory_order_relaxed);
+            uint64_t t = atomic_load_explicit(&rt->late[wk][k].ticks, memory_order_relaxed);
+            kcount[wk][k] += c;
+            kticks[wk][k] += t;
+            s->tasks += c;
+            if (wk == RT_WORKER_CPU)
+                busy += t;
+        }
     s->wall_s = clock_ticks_to_s(clock_ticks() - rt->stats_origin);
     s->busy_s = clock_ticks_to_s(busy);
-    s->task_share = s->wall_s > 0 ? s->busy_s / (s->wall_s * rt->nworkers) : 0;
-    for (int k = 0; k < RT_MAX_KINDS; k++)
-        if (kcount[k]) {
-            rt_kind_stats *ks = &s->kinds[s->nkinds++];
-            ks->name = kind_name(k);
-            ks->count = kcount[k];
-            ks->busy_s = clock_ticks_to_s(kticks[k]);
+    s->task_share = s->wall_s > 0 ? s->busy_s / (s->wall_s * rt->ncpu) : 0;
+    for (int k = 0; k < RT_MAX_KINDS; k++) {
+        uint64_t count = 0;
+        for (int wk = 0; wk < RT_WORKER_KINDS; wk++)
+            count += kcount[wk][k];
+        if (!count)
+            continue;
+        rt_kind_stats *ks = &s->kinds[s->nkinds++];
+        ks->name = kind_name(k);
+        for (int wk = 0; wk < RT_WORKER_KINDS; wk++) {
+            ks->count_by[wk] = kcount[wk][k];
+            ks->busy_by[wk] = clock_ticks_to_s(kticks[wk][k]);
+            ks->count += ks->count_by[wk];
+            ks->busy_s += ks->busy_by[wk];
         }
+    }
+    rt_transfer_stats *to[2] = {&s->to_host, &s->to_device};
+    for (int d = 0; d < 2; d++)
+        *to[d] = (rt_transfer_stats){atomic_load(&rt->transfers[d].count),
+                                     atomic_load(&rt->transfers[d].bytes),
+                                     clock_ticks_to_s(atomic_load(&rt->transfers[d].ticks))};
 }
 
 void rt_stats_reset(rt_runtime *rt)
@@ -63,19 +99,54 @@ void rt_stats_reset(rt_runtime *rt)
             atomic_store(&w->per_kind[k].ticks, 0);
         }
     }
+    for (int wk = 0; wk < RT_WORKER_KINDS; wk++)
+        for (int k = 0; k < RT_MAX_KINDS; k++) {
+            atomic_store(&rt->late[wk][k].count, 0);
+            atomic_store(&rt->late[wk][k].ticks, 0);
+        }
+    for (int d = 0; d < 2; d++) {
+        atomic_store(&rt->transfers[d].count, 0);
+        atomic_store(&rt->transfers[d].bytes, 0);
+        atomic_store(&rt->transfers[d].ticks, 0);
+    }
     rt->stats_origin = clock_ticks();
 }
 
 void rt_stats_print(const rt_stats *s, FILE *f)
 {
     fprintf(f, "runtime: %d workers, %llu tasks, %llu steals, %llu parks, %.3f s wall, "
-               "%.1f%% of worker time in task bodies\n",
+               "%.1f%% of CPU worker time in task bodies\n",
             s->workers, (unsigned long long)s->tasks, (unsigned long long)s->steals,
             (unsigned long long)s->parks, s->wall_s, 100.0 * s->task_share);
-    for (int k = 0; k < s->nkinds; k++)
-        fprintf(f, "  %-24s %10llu tasks %10.3f s %9.2f us/task\n", s->kinds[k].name,
-                (unsigned long long)s->kinds[k].count, s->kinds[k].busy_s,
-                1e6 * s->kinds[k].busy_s / (double)s->kinds[k].count);
+    for (int k = 0; k < s->nkinds; k++) {
+        const rt_kind_stats *ks = &s->kinds[k];
+        fprintf(f, "  %-24s %10llu tasks %10.3f s %9.2f us/task", ks->name,
+                (unsigned long long)ks->count, ks->busy_s, 1e6 * ks->busy_s / (double)ks->count);
+        if (ks->count_by[RT_WORKER_CPU] != ks->count)   /* some ran elsewhere: say where */
+            for (int wk = 0; wk < RT_WORKER_KINDS; wk++)
+                if (ks->count_by[wk])
+                    fprintf(f, "  %s %llu (%.2f us)", rt_worker_kind_name((rt_worker_kind)wk),
+                            (unsigned long long)ks->count_by[wk],
+                            1e6 * ks->busy_by[wk] / (double)ks->count_by[wk]);
+        fputc('\n', f);
+    }
+    const rt_transfer_stats *t[2] = {&s->to_device, &s->to_host};
+    for (int d = 0; d < 2; d++)
+        if (t[d]->count)
+            fprintf(f, "  copies %-17s %10llu      %10.3f s %9.1f MB\n",
+                    d == 0 ? "to devices" : "to the host", (unsigned long long)t[d]->count,
+                    t[d]->seconds, 1e-6 * (double)t[d]->bytes);
+}
+
+static void write_events(FILE *f, rt_runtime *rt, const trace_event *ev, size_t n)
+{
+    for (size_t e = 0; e < n; e++) {
+        double ts = 1e6 * clock_ticks_to_s(ev[e].start - rt->trace_origin);
+        double dur = 1e6 * clock_ticks_to_s(ev[e].end - ev[e].start);
+        fputs(",\n{\"ph\":\"X\",\"pid\":0,\"name\":", f);
+        json_string(f, kind_name(ev[e].kind));
+        fprintf(f, ",\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f}", ev[e].worker, ts, dur);
+    }
 }
 
 int rt_trace_write(rt_runtime *rt, const char *path)
@@ -88,22 +159,23 @@ int rt_trace_write(rt_runtime *rt, const char *path)
     if (!f)
         return -1;
     fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", f);
-    int first = 1;
     for (int i = 0; i < rt->nworkers; i++) {
-        fprintf(f, "%s{\"ph\":\"M\",\"pid\":0,\"tid\":%d,\"name\":\"thread_name\","
-                   "\"args\":{\"name\":\"worker %d%s\"}}",
-                first ? "" : ",\n", i, i, i == 0 ? " (main)" : "");
-        first = 0;
         rt_worker *w = &rt->workers[i];
-        for (size_t e = 0; e < w->nevents; e++) {
-            const trace_event *ev = &w->events[e];
-            double ts = 1e6 * clock_ticks_to_s(ev->start - rt->trace_origin);
-            double dur = 1e6 * clock_ticks_to_s(ev->end - ev->start);
-            fputs(",\n{\"ph\":\"X\",\"pid\":0,\"name\":", f);
-            json_string(f, kind_name(ev->kind));
-            fprintf(f, ",\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f}", i, ts, dur);
-        }
+        char name[96];
+        if (w->device >= 0)
+            snprintf(name, sizeof name, "device %s (%s)", rt->memories[w->memory].dev.name,
+                     rt_worker_kind_name(w->kind));
+        else
+            snprintf(name, sizeof name, "worker %d%s", i, i == 0 ? " (main)" : "");
+        fprintf(f, "%s{\"ph\":\"M\",\"pid\":0,\"tid\":%d,\"name\":\"thread_name\",\"args\":"
+                   "{\"name\":", i ? ",\n" : "", i);
+        json_string(f, name);
+        fputs("}}", f);
+        write_events(f, rt, w->events, w->nevents);
     }
+    pthread_mutex_lock(&rt->trace_lock);
+    write_events(f, rt, rt->late_events, rt->nlate);
+    pthread_mutex_unlock(&rt->trace_lock);
     fputs("\n]}\n", f);
     int bad = ferror(f);
     if (fclose(f) || bad)

@@ -109,6 +109,13 @@ int main(int argc, char **argv)
             printf("    (%s)\n", why);
         ok ? passed++ : failed++;
     }
+    if (passed + failed == 0) {   /* a filter that matches nothing must not look like success */
+        fprintf(stderr, "no test matches");
+        for (int i = 1; i < argc; i++)
+            fprintf(stderr, " '%s'", argv[i]);
+        fprintf(stderr, "\n");
+        failed = 1;
+    }
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

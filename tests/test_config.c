@@ -1,5 +1,6 @@
 /* Job files: a good one loads; every class of mistake is an error naming file, line and key. */
 #include "engine/config.h"
+#include "engine/model.h"
 #include "test.h"
 
 #include <stdio.h>
@@ -13,6 +14,14 @@ static const char *DAHL =
     "[relu]\n[maxpool]\nsize = 2\n[flatten]\n[dense]\noutputs = 10\n[softmax_xent]\n"
     "[optimizer]\ntype = sgd\nlr = 0.001\n"
     "[execution]\nworkers = 2\ngrain = auto\n";
+
+/* The shapes of the layers, checked as training checks them (no parameters allocated). */
+static int config_check_shapes(const job_config *cfg, int c, int h, int w, int classes,
+                               char *err, size_t errlen)
+{
+    static model m;
+    return model_build(&m, cfg, c, h, w, classes, 0, err, errlen);
+}
 
 static const char *write_cfg(const char *name, const char *text)
 {

@@ -61,9 +61,11 @@ TEST(ops_conv_matches_pytorch)
         fx_close(what, dw, dw_ref, ATOL, RTOL);
         fx_close(what, db, db_ref, ATOL, RTOL);
         /* per-sample partial sums, reduced in order, as the engine does */
+        long per_filter = (long)g.c * g.kh * g.kw;   /* a filter range's own gradients */
         for (int s = 0; s < n; s++)
             for (int f = 0; f < g.f; f++)
-                conv2d_backward_filter(&g, x, dy, dw, db, s, s + 1, f, f + 1, s > 0);
+                conv2d_backward_filter(&g, x, dy, dw + f * per_filter, db + f, s, s + 1, f, f + 1,
+                                       s > 0);
         snprintf(what, sizeof what, "%s [%s %s] backward filter in pieces", c->name,
                  ops_isa_name(isa), path);
         fx_close(what, dw, dw_ref, ATOL, RTOL);

@@ -1,0 +1,353 @@
+/* A batch as a task graph, and passes over a data set.
+ *
+ * For every chunk of a batch: a load task, a forward task per layer (or per filter group), the
+ * loss, and when training a backward task per layer, read from the end; then per layer with
+ * parameters the partial gradients summed in chunk order and the SGD update. Tasks are chained
+ * by the regions they touch, not by barriers, so a chunk enters layer i+1 as soon as it leaves
+ * layer i, and the next batch (in the other set of buffers) loads while this one finishes. A
+ * batch is submitted layer by layer across its chunks: when the submitting thread stops to run a
+ * task, every chunk already has work. */
+#include "engine/trainer_internal.h"
+
+#include "ops/layers.h"
+#include "runtime/clock.h"
+
+#include <string.h>
+
+/* The backward chain first: a layer's gradient sum and update wait behind the backward tasks
+ * still to come (only the first layer's update is on the way to the next batch). */
+enum { PRIO_TALLY = 0, PRIO_LOAD = 1, PRIO_FORWARD = 2, PRIO_UPDATE = 2, PRIO_BACKWARD = 3 };
+
+typedef struct access_list {
+    rt_access a[RT_MAX_ACCESS];
+    int n;
+} access_list;
+
+static signed char add(access_list *al, rt_handle *h, rt_mode mode)
+{
+    al->a[al->n] = (rt_access){h, mode};
+    return (signed char)al->n++;
+}
+
+/* Every part of chunk k of a buffer (one per filter group of its writer); returns the first. */
+static signed char add_chunk(access_list *al, const chunked *c, int k, rt_mode mode)
+{
+    signed char first = (signed char)al->n;
+    for (int g = 0; g < c->groups; g++)
+        add(al, c->part[k * c->groups + g], mode);
+    return first;
+}
+
+static void submit(trainer *t, rt_kind *kind, const void *args, size_t size, int prio,
+                   const access_list *al)
+{
+    rt_task_desc d = {.kind = kind, .args = args, .args_size = size, .priority = prio,
+                      .naccess = al->n};
+    memcpy(d.access, al->a, sizeof(rt_access) * (size_t)al->n);
+    rt_submit(t->rt, &d);   /* a failure is reported by the next wait */
+}
+
+/* What one batch is: where its samples start, how many, which buffers, which data set. */
+typedef struct batch_ref {
+    int split;
+    long first;
+    int size;
+    batch_set *b;
+} batch_ref;
+
+static int chunk_size(const trainer *t, const batch_ref *r, int k, int *s0);
+
+static layer_task task_for(const trainer *t, int l, int n)
+{
+    layer_task a = {.l = &t->m->layers[l], .n = n, .f1 = 0};
+    memset(&a.at, -1, sizeof a.at);
+    return a;
+}
+
+/* The input of layer l for chunk k: the activation's parts, or the data set's bytes. */
+static void add_input(const trainer *t, const batch_ref *r, layer_task *a, access_list *al,
+                      int l, int k)
+{
+    if (l == 0 && t->plan.bytes_input) {
+        a->bytes_input = 1;
+        a->at.samples = add(al, r->b->samples.part[k], RT_R);
+        add(al, t->data[r->split].pixels, RT_R);   /* what the sample pointers point into */
+        return;
+    }
+    a->at.in = add_chunk(al, &r->b->act[l], k, RT_R);
+}
+
+static void submit_load(trainer *t, const batch_ref *r, int k)
+{
+    const dataset *d = t->data[r->split].d;
+    int s0, n = chunk_size(t, r, k, &s0);
+    load_args a = {r->first + s0, (long)d->c * d->h * d->w, n, r->split == SPLIT_TRAIN,
+                   (signed char)t->plan.bytes_input};
+    access_list al = {.n = 0};
+    add(&al, t->data[r->split].pixels, RT_R);
+    add(&al, t->data[r->split].labels, RT_R);
+    add(&al, a.bytes ? r->b->samples.part[k] : r->b->act[0].part[k], RT_W);
+    add(&al, r->b->labels.part[k], RT_W);
+    if (a.shuffled)
+        add(&al, t->horder, RT_R);
+    submit(t, &load_kind, &a, sizeof a, PRIO_LOAD, &al);
+}
+
+/* Layer l's forward task for chunk k and filter group g (or, fused, the convolution and the
+ * max-pool after it). */
+static void submit_forward(trainer *t, const batch_ref *r, int l, int k, int g, int n)
+{
+    const layer *ly = &t->m->layers[l];
+    int fused = t->plan.fused[l], groups = t->plan.groups[l];
+    layer_task a = task_for(t, l, n);
+    group_units(ly, groups, g, &a.f0, &a.f1);
+    access_list al = {.n = 0};
+    add_input(t, r, &a, &al, l, k);
+    if (fused) {
+        a.at.out = add_chunk(&al, &r->b->act[l + 2], k, RT_W);
+        a.at.aux = add(&al, r->b->aux[l + 1].part[k], RT_W);
+    } else {
+        a.at.out = groups > 1 ? add(&al, r->b->act[l + 1].part[k * groups + g], RT_W)
+                              : add_chunk(&al, &r->b->act[l + 1], k, RT_W);
+        if (ly->cls->aux_bytes)
+            a.at.aux = add(&al, r->b->aux[l].part[k], RT_W);
+    }
+    if (ly->nparams)
+        a.at.params = add(&al, t->hparams[l], RT_R);
+    submit(t, fused ? &conv_maxpool_forward_kind : ly->cls->forward, &a, sizeof a, PRIO_FORWARD,
+           &al);
+}
+
+/* The loss of chunk k, its gradient when training, and the tally of its figures. */
+static void submit_loss(trainer *t, const batch_ref *r, int k)
+{
+    int L = t->m->nlayers - 1, s0, n = chunk_size(t, r, k, &s0);
+    layer_task a = task_for(t, L, n);
+    a.scale = 1.0f / (float)r->size;
+    access_list al = {.n = 0};
+    a.at.in = add_chunk(&al, &r->b->act[L], k, RT_R);
+    a.at.labels = add(&al, r->b->labels.part[k], RT_R);
+    a.at.stats = add(&al, r->b->stats.part[k], RT_W);
+    if (r->split == SPLIT_TRAIN)
+        a.at.dy = add(&al, r->b->grad[L].part[k], RT_W);
+    if (t->predictions)
+        a.at.aux = add(&al, r->b->aux[L].part[k], RT_W);
+    submit(t, t->m->layers[L].cls->forward, &a, sizeof a, PRIO_BACKWARD, &al);
+
+    tally_args ta = {r->first + s0, n, t->predictions != NULL, &t->samples_done};
+    access_list tl = {.n = 0};
+    add(&tl, r->b->stats.part[k], RT_R);
+    add(&tl, t->htotals, RT_RW);
+    if (ta.evaluating) {
+        add(&tl, r->b->aux[L].part[k], RT_R);
+        add(&tl, t->hpredictions, RT_RW);
+    }
+    submit(t, &tally_kind, &ta, sizeof ta, PRIO_TALLY, &tl);
+}
+
+/* Layer l's backward tasks for chunk k: per filter group the parameter gradient (and, with one
+ * group, the input gradient), or a task of its own for the input gradient. Each names exactly
+ * what it reads and writes. */
+static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
+{
+    const layer *ly = &t->m->layers[l];
+    int fused = t->plan.fused[l], groups = t->plan.groups[l];
+    int dx = t->plan.need_dx[l] && !fused, out = fused ? l + 2 : l + 1;
+    for (int g = 0; g < groups; g++) {
+        layer_task a = task_for(t, l, n);
+        group_units(ly, groups, g, &a.f0, &a.f1);
+        access_list al = {.n = 0};
+        a.at.dy = add(&al, r->b->grad[out].part[k], RT_R);
+        if (fused) {
+            a.at.aux = add(&al, r->b->aux[l + 1].part[k], RT_R);
+            add_input(t, r, &a, &al, l, k);
+        } else if (ly->cls->backward_reads & READS_OUTPUT) {
+            a.at.out = add_chunk(&al, &r->b->act[l + 1], k, RT_R);
+        } else if (ly->cls->backward_reads & READS_AUX) {
+            a.at.aux = add(&al, r->b->aux[l].part[k], RT_R);
+        } else {
+            add_input(t, r, &a, &al, l, k);
+        }
+        if (ly->nparams)
+            a.at.part = add(&al, t->hpartial_part[l][k * groups + g], RT_W);
+        if (dx && groups == 1) {
+            a.want_dx = 1;
+            a.at.dx = add(&al, r->b->grad[l].part[k], RT_W);
+            if (ly->nparams)
+                a.at.params = add(&al, t->hparams[l], RT_R);
+        }
+        submit(t, fused ? &conv_maxpool_backward_kind : ly->cls->backward, &a, sizeof a,
+               PRIO_BACKWARD, &al);
+    }
+    if (dx && groups > 1) {
+        layer_task a = task_for(t, l, n);
+        access_list al = {.n = 0};
+        a.at.dy = add(&al, r->b->grad[l + 1].part[k], RT_R);
+        a.at.params = add(&al, t->hparams[l], RT_R);
+        a.at.dx = add(&al, r->b->grad[l].part[k], RT_W);
+        submit(t, &conv_backward_input_kind, &a, sizeof a, PRIO_BACKWARD, &al);
+    }
+}
+
+/* The partial gradients of layer l summed in chunk order (a fixed order: the same weights
+ * whatever the workers), then the update. */
+static void submit_update(trainer *t, int l, int nchunks)
+{
+    const layer *ly = &t->m->layers[l];
+    int groups = t->plan.groups[l];
+    for (int k = 0; k < nchunks; k++) {
+        gradsum_args a = {ly, groups, k == 0};
+        access_list al = {.n = 0};
+        add(&al, t->hgrad[l], k ? RT_RW : RT_W);
+        for (int g = 0; g < groups; g++)
+            add(&al, t->hpartial_part[l][k * groups + g], RT_R);
+        submit(t, &gradsum_kind, &a, sizeof a, PRIO_UPDATE, &al);
+    }
+    const job_config *cfg = t->cfg;
+    sgd_args s = {ly->nparams, cfg->lr, cfg->momentum, cfg->weight_decay};
+    access_list al = {.n = 0};
+    add(&al, t->hparams[l], RT_RW);
+    add(&al, t->hgrad[l], RT_R);
+    add(&al, t->hvelocity[l], RT_RW);
+    submit(t, &sgd_kind, &s, sizeof s, PRIO_UPDATE, &al);
+}
+
+/* Whether layer l has a task of its own in direction `backward` (flatten is a view, the
+ * max-pool of a fused pair runs with its convolution, the loss is submitted apart). */
+static int has_task(const trainer *t, int l, int backward)
+{
+    const layer *ly = &t->m->layers[l];
+    if (l == t->m->nlayers - 1 || (l > 0 && t->plan.fused[l - 1]))
+        return 0;
+    if (!backward)
+        return ly->cls->forward != NULL;
+    return ly->cls->backward && (ly->nparams || t->plan.need_dx[l]);
+}
+
+/* Samples in chunk k of the batch, and where they start. */
+static int chunk_size(const trainer *t, const batch_ref *r, int k, int *s0)
+{
+    int s1;
+    plan_chunk(&t->plan, k, r->size, s0, &s1);
+    return s1 - *s0;
+}
+
+static void submit_batch(trainer *t, const batch_ref *r)
+{
+    const exec_plan *p = &t->plan;
+    int s0, chunks = 0;
+    while (chunks < p->nchunks && chunk_size(t, r, chunks, &s0) > 0)   /* a short batch: fewer */
+        chunks++;
+    for (int k = 0; k < chunks; k++)
+        submit_load(t, r, k);
+    for (int l = 0; l < t->m->nlayers; l++)
+        for (int k = 0; k < chunks && has_task(t, l, 0); k++)
+            for (int g = 0; g < p->groups[l]; g++)
+                submit_forward(t, r, l, k, g, chunk_size(t, r, k, &s0));
+    for (int k = 0; k < chunks; k++)
+        submit_loss(t, r, k);
+    if (r->split != SPLIT_TRAIN)
+        return;
+    for (int l = t->m->nlayers - 1; l >= 0; l--)
+        for (int k = 0; k < chunks && has_task(t, l, 1); k++)
+            submit_backward(t, r, l, k, chunk_size(t, r, k, &s0));
+    for (int l = 0; l < t->m->nlayers; l++)
+        if (t->m->layers[l].nparams)
+            submit_update(t, l, chunks);
+}
+
+/* ---- passes ---- */
+
+static void shuffle(trainer *t, int epoch)
+{
+    long n = t->data[SPLIT_TRAIN].d->n;
+    long *order = rt_handle_acquire(t->rt, t->horder, RT_W);
+    ops_rng r;
+    ops_rng_seed(&r, t->cfg->seed * 1000003ULL + (uint64_t)epoch);
+    for (long i = 0; i < n; i++)
+        order[i] = i;
+    for (long i = n - 1; i > 0; i--) {   /* Fisher-Yates */
+        long j = (long)(((uint64_t)ops_rng_next(&r) << 32 | ops_rng_next(&r)) % (uint64_t)(i + 1));
+        long tmp = order[i];
+        order[i] = order[j];
+        order[j] = tmp;
+    }
+}
+
+/* Batches [first_batch, ...) of the split's data set, until its end or a stop. */
+static int run_pass(trainer *t, int split, long first_batch, pass_result *out, char *err,
+                    size_t errlen)
+{
+    const dataset *d = t->data[split].d;
+    int batch = t->plan.batch;
+    long nbatches = (d->n + batch - 1) / batch;
+    memset(out, 0, sizeof *out);
+    pass_totals *tot = rt_handle_acquire(t->rt, t->htotals, RT_W);
+    memset(tot, 0, sizeof *tot);
+    atomic_store(&t->samples_done, first_batch * batch);
+    double start = clock_now_s();
+    for (long b = first_batch; b < nbatches; b++) {
+        if (t->stop && *t->stop) {
+            out->stopped = 1;
+            break;
+        }
+        long first = b * batch;
+        batch_ref r = {split, first, (int)(d->n - first < batch ? d->n - first : batch),
+                       &t->set[b & 1]};
+        submit_batch(t, &r);
+        out->batches++;
+        if (t->progress)
+            t->progress(t->progress_ctx, atomic_load(&t->samples_done), d->n, clock_now_s() - start);
+    }
+    int rc = rt_wait_all(t->rt);
+    out->seconds = clock_now_s() - start;
+    if (rc || !(tot = rt_handle_acquire(t->rt, t->htotals, RT_R))) {
+        snprintf(err, errlen, "%s", rt_error(t->rt));
+        return -1;
+    }
+    out->loss = tot->loss, out->correct = tot->correct, out->samples = tot->samples;
+    return 0;
+}
+
+int trainer_train(trainer *t, int epoch, long first_batch, pass_result *out, char *err,
+                  size_t errlen)
+{
+    shuffle(t, epoch);
+    return run_pass(t, SPLIT_TRAIN, first_batch, out, err, errlen);
+}
+
+int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_result *out,
+                     char *err, size_t errlen)
+{
+    data_handles keep = t->data[SPLIT_TEST];
+    int own = d && d != keep.d && d != t->data[SPLIT_TRAIN].d;
+    if (d && d == t->data[SPLIT_TRAIN].d)
+        t->data[SPLIT_TEST] = t->data[SPLIT_TRAIN];
+    else if (own && data_register(t, &t->data[SPLIT_TEST], d)) {
+        snprintf(err, errlen, "%s", rt_error(t->rt));
+        t->data[SPLIT_TEST] = keep;
+        return -1;
+    }
+    if (!t->data[SPLIT_TEST].d) {
+        snprintf(err, errlen, "no data to evaluate");
+        return -1;
+    }
+    int rc = 0;
+    if (predictions) {
+        t->hpredictions = rt_handle_register(t->rt, predictions,
+                                             sizeof(int32_t) * (size_t)t->data[SPLIT_TEST].d->n,
+                                             "predictions");
+        rc = t->hpredictions ? 0 : -1;
+        t->predictions = predictions;
+    }
+    rc = rc ? rc : run_pass(t, SPLIT_TEST, 0, out, err, errlen);
+    if (predictions) {
+        rt_handle_unregister(t->rt, t->hpredictions);   /* the predictions back in host memory */
+        t->hpredictions = NULL;
+        t->predictions = NULL;
+    }
+    if (own)
+        data_unregister(t, &t->data[SPLIT_TEST]);
+    t->data[SPLIT_TEST] = keep;
+    return rc;
+}

@@ -1,0 +1,114 @@
+#include "engine/plan.h"
+
+#include "common/json.h"
+#include "ops/cpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int plan_grain(const job_config *cfg, const model *m)
+{
+    if (cfg->grain > 0)
+        return cfg->grain < cfg->batch ? cfg->grain : cfg->batch;
+    /* Enough samples for ~1 MFLOP per task (tens of microseconds, far above the runtime's per-task
+     * cost), and enough that a chunk's compute outweighs writing and summing its partial
+     * gradients, which are memory-bound: ~2000 flops per parameter (measured on DAHL's CNN from
+     * 28x28 to 270x360, where 4 samples per task ran 20-30% slower than 16). At most half a
+     * batch, so that a batch has two chunks to run side by side and the next batch's chunks
+     * overlap its tail. */
+    double per = m->flops_per_sample > 0 ? m->flops_per_sample : 1;
+    double g = 1e6 / per, for_grads = 2000.0 * (double)m->nparams / per;
+    long half = (cfg->batch + 1) / 2;
+    if (for_grads > g)
+        g = for_grads;
+    long grain = g < 1 ? 1 : g > (double)half ? half : (long)g + (g > (double)(long)g);
+    /* A power-of-two number of chunks shares evenly among 2, 4, 8... workers (3 chunks on 2
+     * workers leave one idle a third of the time). */
+    long chunks = 1;
+    while (chunks < (cfg->batch + grain - 1) / grain)
+        chunks *= 2;
+    return (int)((cfg->batch + chunks - 1) / chunks);
+}
+
+/* A first convolution reads the data set's bytes when a chunk's inputs as floats would not stay
+ * in cache between the load and the convolution (beyond ~1 MB): then the bytes cost a quarter
+ * of the traffic. Small inputs are cheaper loaded once as floats and reread hot. */
+static void choose_input(exec_plan *p, const model *m)
+{
+    const char *forced = getenv("FRUGAL_INPUT");   /* floats | bytes */
+    int first_conv = m->nlayers > 0 && m->layers[0].cfg.type == LAYER_CONV;
+    double bytes = (double)p->grain * (double)m->layers[0].in_size * sizeof(float);
+    if (forced && (!strcmp(forced, "bytes") || !strcmp(forced, "floats"))) {
+        p->bytes_input = first_conv && !strcmp(forced, "bytes");
+        snprintf(p->input_why, sizeof p->input_why, "FRUGAL_INPUT=%s", forced);
+    } else {
+        p->bytes_input = first_conv && bytes > 1e6;
+        snprintf(p->input_why, sizeof p->input_why, "auto: a chunk's input is %.2f MB as floats%s",
+                 bytes / 1e6, forced ? " (FRUGAL_INPUT ignored: not floats or bytes)" : "");
+    }
+}
+
+void plan_make(exec_plan *p, const job_config *cfg, const model *m)
+{
+    memset(p, 0, sizeof *p);
+    p->batch = cfg->batch;
+    p->grain = plan_grain(cfg, m);
+    p->nchunks = (p->batch + p->grain - 1) / p->grain;
+    choose_input(p, m);
+    const char *conv = getenv("FRUGAL_CONV"), *isa = getenv("FRUGAL_ISA");
+    snprintf(p->conv_path, sizeof p->conv_path, "%s%s", conv ? "FRUGAL_CONV=" : "auto",
+             conv ? conv : "");
+    snprintf(p->isa_why, sizeof p->isa_why, "%s (best here: %s)%s%s",
+             ops_isa_name(ops_isa_active()), ops_isa_name(ops_isa_supported()),
+             isa ? ", FRUGAL_ISA=" : "", isa ? isa : "");
+    int seen_params = 0;
+    for (int l = 0; l < m->nlayers; l++) {
+        const layer *ly = &m->layers[l];
+        p->need_dx[l] = seen_params;
+        seen_params |= ly->nparams > 0;
+        /* A convolution and the max-pool after it can fuse when nothing needs the convolution's
+         * own output or its input gradient (a first layer): that output is then never stored.
+         * Worth it (auto) when a chunk's output would not stay in cache between the two. */
+        int fusable = ly->cfg.type == LAYER_CONV && l + 1 < m->nlayers &&
+                      ly[1].cfg.type == LAYER_MAXPOOL && !p->need_dx[l] &&
+                      conv_pool_fusable(&ly->conv, &ly[1].pool);
+        p->fused[l] = fusable && (cfg->fuse > 0 ||
+                                  (cfg->fuse == 0 &&
+                                   (double)p->grain * (double)ly->out_size * sizeof(float) > 1e6));
+        p->groups[l] = ly->cfg.type != LAYER_CONV || p->fused[l]
+                           ? 1 : conv_filter_groups(ly, cfg->filter_groups, p->grain);
+    }
+}
+
+void plan_chunk(const exec_plan *p, int k, int size, int *s0, int *s1)
+{
+    *s0 = (int)((long)k * p->batch / p->nchunks);
+    *s1 = (int)((long)(k + 1) * p->batch / p->nchunks);
+    if (*s1 > size)
+        *s1 = size;
+    if (*s0 > *s1)
+        *s0 = *s1;
+}
+
+void plan_write_json(const exec_plan *p, const model *m, FILE *f)
+{
+    fprintf(f, "\"grain\": %d, \"chunks_per_batch\": %d, \"input\": ", p->grain, p->nchunks);
+    json_string(f, p->bytes_input ? "bytes" : "floats");
+    fputs(", \"input_why\": ", f);
+    json_string(f, p->input_why);
+    fputs(", \"convolution\": ", f);
+    json_string(f, p->conv_path);
+    fputs(", \"kernel_path\": ", f);
+    json_string(f, p->isa_why);
+    fputs(", \"layers\": [", f);
+    for (int l = 0; l < m->nlayers; l++) {
+        fprintf(f, "%s{\"type\": ", l ? ", " : "");
+        json_string(f, m->layers[l].cls->name);
+        fprintf(f, ", \"tasks_per_chunk\": %d, \"fused_with_next\": %s", p->groups[l],
+                p->fused[l] ? "true" : "false");
+        if (m->layers[l].cfg.type == LAYER_CONV)
+            fprintf(f, ", \"direct\": %s", conv_uses_direct(&m->layers[l].conv) ? "true" : "false");
+        fputc('}', f);
+    }
+    fputc(']', f);
+}

@@ -1,0 +1,34 @@
+/* How a model is cut into tasks, decided once per run from the model and the job (never from
+ * the number of workers, so results do not depend on the machine): the grain (samples per
+ * task), filter groups per convolution, which convolutions run fused with their max-pool, and
+ * whether a first convolution reads the data set's bytes in place. Each choice says why, and
+ * the environment variables that forced one are named: summary.json records them. */
+#ifndef FRUGAL_PLAN_H
+#define FRUGAL_PLAN_H
+
+#include "engine/config.h"
+#include "engine/model.h"
+
+#include <stdio.h>
+
+typedef struct exec_plan {
+    int batch, grain, nchunks;       /* chunk k of a batch: samples [k*batch/n, (k+1)*batch/n) */
+    int groups[CONFIG_MAX_LAYERS];   /* tasks per chunk of each layer, split by filters */
+    int fused[CONFIG_MAX_LAYERS];    /* conv l and the max-pool l+1 run as one task */
+    int need_dx[CONFIG_MAX_LAYERS];  /* does a layer before l have parameters? */
+    int bytes_input;                 /* a first convolution reads the data set's bytes */
+    char input_why[96];              /* "auto: ..." or "FRUGAL_INPUT=bytes" */
+    char conv_path[64];              /* "auto" or "FRUGAL_CONV=im2col" */
+    char isa_why[64];                /* the kernel path and, if forced, by what */
+} exec_plan;
+
+/* The grain alone (samples per task): the config's, or automatic (see plan.c). */
+int plan_grain(const job_config *cfg, const model *m);
+void plan_make(exec_plan *p, const job_config *cfg, const model *m);
+/* The first and one-past-last sample of chunk k in a batch of `size` (<= the planned batch):
+ * the full batch's chunks, cut at size (a short last batch uses the same parts). */
+void plan_chunk(const exec_plan *p, int k, int size, int *s0, int *s1);
+/* The plan as JSON members (no braces), for summary.json. */
+void plan_write_json(const exec_plan *p, const model *m, FILE *f);
+
+#endif

@@ -1,0 +1,352 @@
+/* frugal train, top to bottom:
+ *
+ *   run_open     the job, the data, the model, the output folder (locked), the checkpoint to
+ *                resume from, the runtime, the trainer, the energy meter
+ *   for each epoch:
+ *     train_epoch the training pass (from where an interrupted epoch stopped), the test pass,
+ *                their energy, the divergence check
+ *     run_save   the checkpoint (with the run's log), then metrics.csv and summary.json from it
+ *   run_close    the last epoch's figures by task kind and sensor, the trace
+ *
+ * The checkpoint is written first and the other files are rewritten from its log, so they are
+ * never ahead of it, whenever the process is killed. */
+#include "engine/run.h"
+
+#include "engine/checkpoint.h"
+#include "engine/config.h"
+#include "engine/dataset.h"
+#include "engine/divergence.h"
+#include "engine/energy_run.h"
+#include "engine/model.h"
+#include "engine/report.h"
+#include "engine/run_folder.h"
+#include "engine/run_log.h"
+#include "engine/trainer.h"
+#include "ops/cpu.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct run {
+    const run_options *o;
+    FILE *out;
+    job_config cfg;
+    dataset train, test;
+    int have_test;
+    model m;
+    int have_model;
+    run_folder folder;
+    char ckpt[700], metrics[700], summary[700];
+    run_log log;
+    int resumed_after;                 /* epochs done when the run started */
+    long resume_batch;                 /* batches of the next epoch done then */
+    rt_runtime *rt;
+    trainer *t;
+    energy_run er;
+    rt_stats st;                       /* the last epoch's */
+    epoch_energy last_energy;
+    int tty;
+    double progress_shown;
+    char interrupted[256];
+    char err[1024];
+} run;
+
+static int fail(run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(run *r, const char *fmt, ...)
+{
+    (void)r;   /* errors go to stderr, whatever the run's output */
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("frugal: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+static void show_progress(void *ctx, long done, long total, double seconds);
+
+/* ---- opening ---- */
+
+static int load_data(run *r)
+{
+    const job_config *cfg = &r->cfg;
+    char *err = r->err;
+    size_t n = sizeof r->err;
+    int rc = cfg->format == DATA_IDX
+                 ? dataset_load_idx(&r->train, cfg->train_images, cfg->train_labels, cfg->limit, err, n)
+                 : dataset_load_cifar10(&r->train, cfg->train_files, cfg->limit, err, n);
+    if (rc || dataset_reshape(&r->train, cfg->resize_h, cfg->resize_w, cfg->channels, err, n))
+        return -1;
+    if (cfg->format == DATA_IDX ? !cfg->test_images[0] : !cfg->test_file[0])
+        return 0;
+    rc = cfg->format == DATA_IDX
+             ? dataset_load_idx(&r->test, cfg->test_images, cfg->test_labels, cfg->test_limit, err, n)
+             : dataset_load_cifar10(&r->test, cfg->test_file, cfg->test_limit, err, n);
+    if (rc || dataset_reshape(&r->test, r->train.h, r->train.w, r->train.c, err, n))
+        return -1;
+    r->have_test = 1;
+    return 0;
+}
+
+/* The trace is written at the end: make sure now that it can be. */
+static int check_trace_path(run *r)
+{
+    const char *path = r->o->trace;
+    FILE *f = path ? fopen(path, "w") : NULL;
+    if (path && !f)
+        return fail(r, "--trace %s: cannot create: %s", path, strerror(errno));
+    if (f)
+        fclose(f);
+    return 0;
+}
+
+/* The checkpoint and log to continue from, checked against the job. */
+static int resume_from_checkpoint(run *r)
+{
+    checkpoint_state st;
+    if (checkpoint_load(&r->m, &st, r->ckpt, r->err, sizeof r->err))
+        return fail(r, "cannot resume: %s", r->err);
+    int rc = run_log_decode(&r->log, st.log, st.log_len, r->err, sizeof r->err);
+    free(st.log);
+    if (rc)
+        return fail(r, "cannot resume: %s: %s", r->ckpt, r->err);
+    if (r->log.nepochs != st.epoch || r->log.partial.batches != st.batch)
+        return fail(r, "cannot resume: %s: its log has %d epochs and %ld batches, its header "
+                    "says %d and %d", r->ckpt, r->log.nepochs, r->log.partial.batches, st.epoch,
+                    st.batch);
+    long batches = (r->train.n + r->cfg.batch - 1) / r->cfg.batch;
+    if (st.epoch > r->cfg.epochs || (st.epoch == r->cfg.epochs && st.batch == 0))
+        return fail(r, "nothing to resume: %s is after epoch %d of %d (raise job.epochs to "
+                    "train more)", r->ckpt, st.epoch, r->cfg.epochs);
+    if (st.batch >= batches)
+        return fail(r, "cannot resume: %s stopped after batch %d of an epoch, the data has %ld "
+                    "batches: not the same data or batch size", r->ckpt, st.batch, batches);
+    r->resumed_after = st.epoch;
+    r->resume_batch = st.batch;
+    fprintf(r->out, "resuming after epoch %d%s from %s\n", st.epoch, st.batch ? " (and part of "
+            "the next)" : "", r->ckpt);
+    return 0;
+}
+
+static int run_open(run *r, const run_options *o)
+{
+    r->o = o;
+    r->out = o->out ? o->out : stdout;
+    r->tty = isatty(fileno(r->out));
+    job_config *cfg = &r->cfg;
+    if (config_load(cfg, o->job, o->overrides, r->err, sizeof r->err) || load_data(r))
+        return fail(r, "%s", r->err);
+    if (check_trace_path(r))
+        return 1;
+    if (model_build(&r->m, cfg, r->train.c, r->train.h, r->train.w, r->train.classes, 1, r->err,
+                    sizeof r->err))
+        return fail(r, "%s", r->err);
+    r->have_model = 1;
+    if (run_folder_open(&r->folder, cfg->output, o->job, r->err, sizeof r->err))
+        return fail(r, "%s", r->err);
+    run_folder_path(&r->folder, "checkpoint.bin", r->ckpt, sizeof r->ckpt);
+    run_folder_path(&r->folder, "metrics.csv", r->metrics, sizeof r->metrics);
+    run_folder_path(&r->folder, "summary.json", r->summary, sizeof r->summary);
+    model_init(&r->m, cfg->seed);
+    if (o->resume && resume_from_checkpoint(r))
+        return 1;
+    if (!o->resume && access(r->ckpt, F_OK) == 0)
+        fprintf(r->out, "starting afresh in %s: its checkpoint, metrics and summary will be "
+                "replaced (--resume continues that run instead)\n", cfg->output);
+    if (report_write_metrics(r->metrics, &r->log, r->err, sizeof r->err))   /* as the checkpoint says */
+        return fail(r, "%s", r->err);
+    r->rt = rt_create(&(rt_config){.workers = cfg->workers, .trace = o->trace != NULL});
+    if (!r->rt)
+        return fail(r, "cannot start the runtime's %d workers", cfg->workers);
+    r->t = trainer_create(cfg, &r->m, r->rt, &r->train, r->have_test ? &r->test : NULL, r->err,
+                          sizeof r->err);
+    if (!r->t)
+        return fail(r, "%s", r->err);
+    trainer_stop_when(r->t, o->stop);
+    trainer_on_progress(r->t, show_progress, r);
+    if (energy_run_begin(&r->er, cfg, r->out, r->err, sizeof r->err))
+        return fail(r, "%s", r->err);
+    fprintf(r->out, "frugal train %s: %ld images %dx%dx%d, %s%ld test images; %d layers; batch %d, "
+            "%d samples per task; %d workers, kernels %s\n", o->job, r->train.n, r->train.h,
+            r->train.w, r->train.c, r->have_test ? "" : "no test set, ", r->test.n, r->m.nlayers,
+            cfg->batch, trainer_plan(r->t)->grain, rt_workers(r->rt),
+            ops_isa_name(ops_isa_active()));
+    return 0;
+}
+
+/* ---- an epoch ---- */
+
+/* A live line on a terminal (at most 4 times a second); nothing when the output is a file. */
+static void show_progress(void *ctx, long done, long total, double seconds)
+{
+    run *r = ctx;
+    if (!r->tty || seconds - r->progress_shown < 0.25 || done <= 0)
+        return;
+    r->progress_shown = seconds;
+    double rate = (double)done / seconds, joules, watts;
+    energy_run_so_far(&r->er, &joules, &watts);
+    fprintf(r->out, "\r  %3.0f%%  %ld/%ld images  %.0f img/s  %.0f W  %.0f J  ETA %.0f s   ",
+            100.0 * (double)done / (double)total, done, total, rate, watts, joules,
+            (double)(total - done) / rate);
+    fflush(r->out);
+}
+
+/* Adds what an interrupted process did of this epoch (its log's partial record) to figures. */
+static void add_partial(const partial_epoch *p, pass_result *pass, energy_figures *f)
+{
+    pass->loss += p->loss, pass->correct += p->correct, pass->samples += p->samples;
+    pass->seconds += p->seconds;
+    f->joules += p->joules;
+    f->seconds += p->seconds;
+    f->joules_per_image = pass->samples ? f->joules / (double)pass->samples : NAN;
+    f->watts = f->seconds > 0 ? f->joules / f->seconds : 0;
+}
+
+/* Returns 0 with the epoch in rec, 1 on an error, or -1 when stopped (the log's partial record
+ * then holds the epoch so far). */
+static int train_epoch(run *r, int e, epoch_record *rec)
+{
+    memset(rec, 0, sizeof *rec);
+    r->progress_shown = 0;
+    energy_run_epoch_begin(&r->er);
+    rt_stats_reset(r->rt);
+    pass_result train, test = {0};
+    long first = e == r->resumed_after + 1 ? r->resume_batch : 0;
+    if (trainer_train(r->t, e, first, &train, r->err, sizeof r->err))
+        return fail(r, "epoch %d: %s", e, r->err);
+    epoch_energy *en = &rec->energy;
+    energy_run_pass_end(&r->er, train.samples, &en->f);
+    rt_stats_get(r->rt, &r->st);
+    partial_epoch *p = &r->log.partial;
+    if (train.stopped) {   /* keep what was done for the checkpoint */
+        *p = (partial_epoch){p->batches + train.batches, p->loss + train.loss,
+                             p->correct + train.correct, p->samples + train.samples,
+                             p->seconds + train.seconds, p->joules + en->f.joules};
+        return -1;
+    }
+    add_partial(p, &train, &en->f);
+    *p = (partial_epoch){0};
+    if (r->have_test && trainer_evaluate(r->t, NULL, NULL, &test, r->err, sizeof r->err))
+        return fail(r, "epoch %d, test pass: %s", e, r->err);
+    energy_run_pass_end(&r->er, test.samples, &en->test);
+    rt_stats_get(r->rt, &r->st);
+    energy_run_split_kinds(&r->er, &r->st, en);
+    *rec = (epoch_record){.epoch = e, .samples = train.samples, .energy = *en,
+                          .estimated = energy_meter_estimated(r->er.meter)};
+    rec->train_loss = train.samples ? train.loss / (double)train.samples : NAN;
+    rec->train_acc = train.samples ? (double)train.correct / (double)train.samples : NAN;
+    rec->test_loss = test.samples ? test.loss / (double)test.samples : NAN;
+    rec->test_acc = test.samples ? (double)test.correct / (double)test.samples : NAN;
+    rec->seconds = train.seconds;
+    rec->images_per_s = (double)train.samples / train.seconds;
+    rec->task_share = r->st.task_share;
+    double first_loss = r->log.nepochs ? strtod(strchr(r->log.epochs[0].csv, ',') + 1, NULL)
+                                       : rec->train_loss;
+    divergence_check(e, first_loss, rec->train_loss, rec->train_acc, r->m.classes,
+                     divergence_chance(r->train.labels, r->train.n, r->train.classes), r->cfg.lr,
+                     rec->warning, sizeof rec->warning);
+    return 0;
+}
+
+static void print_epoch(run *r, const epoch_record *rec)
+{
+    const energy_figures *f = &rec->energy.f;
+    if (r->tty)
+        fprintf(r->out, "\r%*s\r", 96, "");   /* clear the progress line */
+    fprintf(r->out, "epoch %d/%d  loss %.4f  train acc %.2f%%  test acc %.2f%%  %.2f s  %.0f img/s  "
+            "tasks %.0f%% of worker time  %.1f J %s, %.1f W, %.2f mJ/img\n", rec->epoch,
+            r->cfg.epochs, rec->train_loss, 100 * rec->train_acc, 100 * rec->test_acc,
+            rec->seconds, rec->images_per_s, 100 * rec->task_share, f->joules,
+            rec->estimated ? "estimated" : "measured", f->watts, 1e3 * f->joules_per_image);
+    if (rec->warning[0])
+        fprintf(r->out, "%s\n", rec->warning);
+    fflush(r->out);
+}
+
+/* ---- saving ---- */
+
+static int run_save(run *r)
+{
+    checkpoint_state st = {.epoch = r->log.nepochs, .batch = (int)r->log.partial.batches};
+    if (trainer_sync(r->t, r->err, sizeof r->err) ||
+        !(st.log = run_log_encode(&r->log, &st.log_len)))
+        return fail(r, "%s", r->err[0] ? r->err : "out of memory encoding the run's log");
+    int rc = checkpoint_save(&r->m, &st, r->ckpt, r->err, sizeof r->err) ||
+             report_write_metrics(r->metrics, &r->log, r->err, sizeof r->err);
+    free(st.log);
+    report_input in = {&r->cfg, &r->train, r->have_test ? &r->test : NULL, &r->m,
+                       trainer_plan(r->t), rt_workers(r->rt), &r->log, &r->st, &r->er,
+                       r->resumed_after, r->interrupted[0] ? r->interrupted : NULL};
+    if (rc || report_write(r->summary, &in, r->err, sizeof r->err))
+        return fail(r, "%s", r->err);
+    return 0;
+}
+
+static int record_epoch(run *r, const epoch_record *rec)
+{
+    char *csv = report_epoch_csv(rec), *json = report_epoch_json(rec, &r->er, &r->st);
+    int rc = !csv || !json || run_log_add(&r->log, rec->epoch, csv, json);
+    free(csv);
+    free(json);
+    return rc ? fail(r, "out of memory recording epoch %d", rec->epoch) : 0;
+}
+
+/* ---- closing ---- */
+
+static void run_close(run *r, int finished)
+{
+    if (finished) {
+        rt_stats_print(&r->st, r->out);   /* the last epoch's, by task kind */
+        if (r->log.nepochs)
+            energy_run_print(&r->er, &r->last_energy, &r->st, r->train.n, r->out);
+        if (r->o->trace && rt_trace_write(r->rt, r->o->trace))
+            fail(r, "%s: cannot write the trace: %s", r->o->trace, strerror(errno));
+        fprintf(r->out, "metrics: %s, summary: %s, checkpoint: %s\n", r->metrics, r->summary,
+                r->ckpt);
+    }
+    if (r->er.meter)
+        energy_run_end(&r->er);
+    trainer_destroy(r->t);
+    rt_destroy(r->rt);
+    if (r->have_model)
+        model_free(&r->m);
+    dataset_free(&r->train);
+    dataset_free(&r->test);
+    run_log_free(&r->log);
+    run_folder_close(&r->folder);
+}
+
+int run_train(const run_options *o)
+{
+    run *r = calloc(1, sizeof *r);
+    if (!r)
+        return fail(NULL, "out of memory");
+    r->folder.lock_fd = -1;
+    int rc = run_open(r, o);
+    for (int e = r->resumed_after + 1; !rc && e <= r->cfg.epochs; e++) {
+        epoch_record rec;
+        int got = train_epoch(r, e, &rec);
+        if (got > 0) {
+            rc = 1;
+        } else if (got < 0) {   /* stopped: save where it stopped, and say how to go on */
+            long batches = (r->train.n + r->cfg.batch - 1) / r->cfg.batch;
+            snprintf(r->interrupted, sizeof r->interrupted, "stopped by signal %d in epoch %d "
+                     "after batch %ld of %ld", (int)*o->stop, e, r->log.partial.batches, batches);
+            rc = run_save(r) ? 1 : 128 + (int)*o->stop;
+            fprintf(r->out, "%s: checkpoint, metrics and summary saved in %s; continue with: "
+                    "frugal train %s --resume\n", r->interrupted, r->cfg.output, o->job);
+        } else {
+            print_epoch(r, &rec);
+            r->last_energy = rec.energy;
+            rc = record_epoch(r, &rec) || run_save(r);
+        }
+    }
+    run_close(r, rc == 0);
+    free(r);
+    return rc;
+}

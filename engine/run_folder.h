@@ -1,0 +1,22 @@
+/* A run's output folder: created if missing, locked so that a second run on it is refused with a
+ * message naming the first (flock, released when the process ends, however it ends), cleared of
+ * temporary files a killed run left, and written one whole file at a time (temporary file,
+ * fsync, rename). */
+#ifndef FRUGAL_RUN_FOLDER_H
+#define FRUGAL_RUN_FOLDER_H
+
+#include <stddef.h>
+
+typedef struct run_folder {
+    char dir[600];
+    int lock_fd;
+} run_folder;
+
+int run_folder_open(run_folder *f, const char *dir, const char *job, char *err, size_t errlen);
+void run_folder_close(run_folder *f);
+/* dir/name, in buf. */
+const char *run_folder_path(const run_folder *f, const char *name, char *buf, size_t n);
+/* Replaces path with text, atomically. */
+int write_file_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,15 @@
+/* SIGINT, SIGTERM and SIGHUP during training: the first asks the run to stop at the next batch
+ * boundary (it then saves a checkpoint, the metrics and the summary, and exits with 128 + the
+ * signal's number); a second one ends the process at once. */
+#ifndef FRUGAL_SIGNALS_H
+#define FRUGAL_SIGNALS_H
+
+#include <signal.h>
+
+/* 0, or the first signal received. */
+extern volatile sig_atomic_t stop_signal;
+
+void signals_install(void);
+void signals_restore(void);
+
+#endif

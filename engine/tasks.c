@@ -1,0 +1,85 @@
+/* The task bodies that belong to no layer: loading a chunk, tallying its loss, summing partial
+ * gradients in chunk order, and the SGD update. Each finds its data through its accesses, in the
+ * order trainer_internal.h gives for its arguments. */
+#include "engine/trainer_internal.h"
+
+#include <string.h>
+
+static int load(const rt_ctx *ctx, void *p)
+{
+    const load_args *a = p;
+    const uint8_t *pixels = rt_ptr(ctx, 0), *labels = rt_ptr(ctx, 1);
+    void *out = rt_ptr(ctx, 2);
+    uint8_t *chunk_labels = rt_ptr(ctx, 3);
+    const long *order = a->shuffled ? rt_ptr(ctx, 4) : NULL;
+    for (int s = 0; s < a->n; s++) {
+        long idx = order ? order[a->first + s] : a->first + s;
+        const uint8_t *src = pixels + idx * a->per;
+        chunk_labels[s] = labels[idx];
+        if (a->bytes) {   /* the first convolution scales the bytes as it reads them */
+            ((const uint8_t **)out)[s] = src;
+            continue;
+        }
+        float *dst = (float *)out + s * a->per;
+#pragma omp simd
+        for (long i = 0; i < a->per; i++)
+            dst[i] = (float)src[i] * PIXEL_SCALE;
+    }
+    return 0;
+}
+
+static int tally(const rt_ctx *ctx, void *p)
+{
+    const tally_args *a = p;
+    const chunk_stats *c = rt_ptr(ctx, 0);
+    pass_totals *t = rt_ptr(ctx, 1);
+    t->loss += c->loss;
+    t->correct += c->correct;
+    t->samples += c->samples;
+    if (a->evaluating)
+        memcpy((int32_t *)rt_ptr(ctx, 3) + a->first, rt_ptr(ctx, 2), sizeof(int32_t) * (size_t)a->n);
+    atomic_fetch_add_explicit(a->done, a->n, memory_order_relaxed);
+    return 0;
+}
+
+static void copy_or_add(float *dst, const float *src, long n, int copy)
+{
+    if (copy) {
+        memcpy(dst, src, sizeof(float) * (size_t)n);
+        return;
+    }
+#pragma omp simd
+    for (long i = 0; i < n; i++)
+        dst[i] += src[i];
+}
+
+/* Group g's partial gradient holds its units' weights then their biases; the layer's gradient
+ * holds every weight, then every bias. */
+static int gradsum(const rt_ctx *ctx, void *p)
+{
+    const gradsum_args *a = p;
+    const layer *l = a->l;
+    float *grad = rt_ptr(ctx, 0);
+    long units = l->nparams - l->nweights, per = l->nweights / units;
+    for (int g = 0; g < a->groups; g++) {
+        const float *part = rt_ptr(ctx, 1 + g);
+        int u0, u1;
+        group_units(l, a->groups, g, &u0, &u1);
+        copy_or_add(grad + u0 * per, part, (u1 - u0) * per, a->first);
+        copy_or_add(grad + l->nweights + u0, part + (u1 - u0) * per, u1 - u0, a->first);
+    }
+    return 0;
+}
+
+static int sgd(const rt_ctx *ctx, void *p)
+{
+    const sgd_args *a = p;
+    sgd_update(rt_ptr(ctx, 0), rt_ptr(ctx, 1), rt_ptr(ctx, 2), a->lr, a->momentum,
+               a->weight_decay, 0, a->n);
+    return 0;
+}
+
+rt_kind load_kind = {.name = "load", .cpu = load};
+rt_kind tally_kind = {.name = "tally", .cpu = tally};
+rt_kind gradsum_kind = {.name = "gradient_sum", .cpu = gradsum};
+rt_kind sgd_kind = {.name = "sgd", .cpu = sgd};

@@ -1,0 +1,53 @@
+/* Training a model on the runtime: each batch becomes a task graph of per-chunk tasks (a chunk is
+ * a run of samples) for every layer, forward and backward, with no barrier between layers, and
+ * per-chunk partial gradients reduced in a fixed order, so the same seed gives the same weights
+ * whatever the number of workers. Every buffer a task touches is a registered region of its own
+ * (engine/trainer.c), every task body finds its data through its accesses, and the graph of a
+ * batch is built in engine/graph.c. */
+#ifndef FRUGAL_TRAINER_H
+#define FRUGAL_TRAINER_H
+
+#include "engine/config.h"
+#include "engine/dataset.h"
+#include "engine/model.h"
+#include "engine/plan.h"
+#include "runtime/runtime.h"
+
+#include <signal.h>
+
+enum { SPLIT_TRAIN, SPLIT_TEST };
+
+/* What a pass over a data set (or part of one) comes to. */
+typedef struct pass_result {
+    double loss;          /* summed over samples */
+    long correct, samples;
+    long batches;         /* done in this call */
+    double seconds;
+    int stopped;          /* a stop was asked for: the pass ended at a batch boundary */
+} pass_result;
+
+typedef struct trainer trainer;
+
+/* Called on the submitting thread between batches: samples whose loss is computed so far. */
+typedef void (*progress_fn)(void *ctx, long done, long total, double seconds);
+
+trainer *trainer_create(const job_config *cfg, model *m, rt_runtime *rt, const dataset *train,
+                        const dataset *test, char *err, size_t errlen);
+void trainer_destroy(trainer *t);
+const exec_plan *trainer_plan(const trainer *t);
+void trainer_on_progress(trainer *t, progress_fn fn, void *ctx);
+/* Training stops at the next batch boundary once *flag is non-zero (a signal handler sets it). */
+void trainer_stop_when(trainer *t, const volatile sig_atomic_t *flag);
+
+/* The training set in the order shuffled from (seed, epoch), from batch `first_batch` on. The
+ * model is updated; returns 0, or -1 with err set (a task failed, e.g. a loss not finite). */
+int trainer_train(trainer *t, int epoch, long first_batch, pass_result *out, char *err,
+                  size_t errlen);
+/* A forward pass over d (the test set if NULL; images shaped as in training): loss, accuracy
+ * and, if predictions is not NULL, each sample's predicted class (d->n entries). */
+int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_result *out,
+                     char *err, size_t errlen);
+/* The model's parameters back in host memory (before a checkpoint). */
+int trainer_sync(trainer *t, char *err, size_t errlen);
+
+#endif
