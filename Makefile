@@ -1,4 +1,5 @@
-# Built through ./build.sh. VARIANT selects flags: release (static, -O2), asan (ASan+UBSan), tsan.
+# Built through ./build.sh. VARIANT selects flags: release (static, -O2), asan (ASan+UBSan), tsan,
+# fuzz (clang, libFuzzer with ASan+UBSan: ./build.sh fuzz).
 VARIANT ?= release
 BUILD := build/$(VARIANT)
 
@@ -15,6 +16,11 @@ else ifeq ($(VARIANT),asan)
 else ifeq ($(VARIANT),tsan)
   CFLAGS += -O1 -g -fsanitize=thread
   LDFLAGS += -fsanitize=thread
+else ifeq ($(VARIANT),fuzz)
+  CC := clang
+  CFLAGS += -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
+            -fno-sanitize-recover=all -Wno-pass-failed
+  LDFLAGS += -fsanitize=fuzzer,address,undefined
 else
   $(error unknown VARIANT $(VARIANT))
 endif
@@ -25,17 +31,23 @@ SIMD_AVX512 := -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma -mavx2
 LIB_SRC := $(wildcard common/*.c runtime/*.c ops/*.c energy/*.c engine/*.c)
 LIB_SRC := $(filter-out engine/main.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
-TEST_SRC := $(wildcard tests/*.c)
+TEST_SRC := $(wildcard tests/*.c) tests/fuzz/targets.c
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
+FUZZ_TARGETS := job_file idx cifar pnm checkpoint checkpoint_crc run_log
 
 all: $(BUILD)/frugal
-tests: $(BUILD)/frugal_tests
+tests: $(BUILD)/frugal_tests $(BUILD)/frugal   # test_cli.c runs the binary
 
 $(BUILD)/frugal: $(BUILD)/engine/main.o $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/frugal_tests: $(TEST_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# One libFuzzer binary per target (VARIANT=fuzz).
+fuzzers: $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
+$(BUILD)/fuzz_%: tests/fuzz/driver.c $(BUILD)/tests/fuzz/targets.o $(LIB_OBJ)
+	$(CC) $(CFLAGS) -Itests/fuzz -DFUZZ_TARGET=fuzz_$* $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Benchmarks compare against OpenMP, so only they link libgomp.
 $(BUILD)/bench_%: tools/bench_%.c $(LIB_OBJ)
@@ -49,6 +61,8 @@ $(BUILD)/%_avx512.o: %_avx512.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SIMD_AVX512) -MMD -MP -c -o $@ $<
 
+$(BUILD)/tests/%.o: CFLAGS += -Itests
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
@@ -56,5 +70,5 @@ $(BUILD)/%.o: %.c
 clean:
 	rm -rf build frugal
 
-.PHONY: all tests clean
+.PHONY: all tests fuzzers clean
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -6,6 +6,8 @@
 #                         install what is missing, build, train (default: DAHL's CNN on Fashion-MNIST)
 #   ./build.sh test       build and run every test: plain, ASan+UBSan, and TSan for the runtime
 #   ./build.sh bench WHAT run a benchmark: runtime, ops, train (frugal against PyTorch)
+#   ./build.sh fuzz [SECONDS]
+#                         libFuzzer (clang, ASan+UBSan) on every decoder, SECONDS each (30)
 #   ./build.sh fixtures   regenerate tests/fixtures from PyTorch (Debian's python3-torch)
 #   ./build.sh deps       install the Debian packages frugal's tests and quick start use
 #   ./build.sh clean
@@ -15,13 +17,14 @@ cd "$(dirname "$0")"
 JOBS=$(nproc 2>/dev/null || echo 2)
 # Debian packages: compiler and static libraries; PyTorch only for fixtures and benchmarks.
 PACKAGES_BUILD="gcc make libc6-dev zlib1g-dev"
+PACKAGES_FUZZ="clang libclang-rt-14-dev"
 PACKAGES_OPTIONAL="python3-torch dataset-fashion-mnist"
 
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
 
 deps() {
     local missing=()
-    for p in $PACKAGES_BUILD $PACKAGES_OPTIONAL; do have_pkg "$p" || missing+=("$p"); done
+    for p in $PACKAGES_BUILD $PACKAGES_FUZZ $PACKAGES_OPTIONAL; do have_pkg "$p" || missing+=("$p"); done
     [ ${#missing[@]} -eq 0 ] && return 0
     local sudo=""
     if [ "$(id -u)" -ne 0 ]; then
@@ -33,7 +36,7 @@ deps() {
     echo "build.sh: installing ${missing[*]}"
     $sudo apt-get update -qq
     # Required ones must install; optional ones (large, only for reference runs) may fail.
-    for p in $PACKAGES_BUILD; do
+    for p in $PACKAGES_BUILD $PACKAGES_FUZZ; do
         have_pkg "$p" || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$p"
     done
     for p in $PACKAGES_OPTIONAL; do
@@ -73,6 +76,26 @@ run_tests() {
     [ "$total_fail" -eq 0 ]
 }
 
+# Each target for SECONDS, two at a time, from the stored inputs (tests/fuzz/corpus/TARGET, which
+# the ordinary tests replay); what the fuzzer finds new stays in build/fuzz/corpus, a crash is
+# written next to the stored inputs (commit it: it becomes a test) and fails the run.
+fuzz() {
+    local seconds=${1:-30}
+    make -s -j"$JOBS" VARIANT=fuzz fuzzers
+    local targets
+    targets=$(sed -n 's/^FUZZ_TARGETS := //p' Makefile)
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    printf '%s\n' $targets | xargs -P 2 -I{} sh -c '
+        mkdir -p build/fuzz/corpus/{} tests/fuzz/corpus/{}
+        ./build/fuzz/fuzz_{} -max_total_time='"$seconds"' -print_final_stats=1 -rss_limit_mb=4096 \
+            -artifact_prefix=tests/fuzz/corpus/{}/crash- build/fuzz/corpus/{} tests/fuzz/corpus/{} \
+            > build/fuzz/{}.log 2>&1
+        rc=$?
+        runs=$(sed -n "s/^stat::number_of_executed_units: *//p" build/fuzz/{}.log)
+        if [ $rc -eq 0 ]; then echo "fuzz {}: ${runs:-?} executions in '"$seconds"' s, no finding"
+        else echo "fuzz {}: FINDING after ${runs:-?} executions (build/fuzz/{}.log):"; tail -n 30 build/fuzz/{}.log; exit 1; fi'
+}
+
 bench() {
     case "${1:-}" in
     runtime)
@@ -108,10 +131,11 @@ train)
     ./frugal train "$job" "$@"
     ;;
 bench) shift; deps; bench "$@" ;;
+fuzz) shift; deps; fuzz "$@" ;;
 fixtures) deps; /usr/bin/python3 tools/gen_fixtures.py ;;
 clean) make -s clean ;;
 *)
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

@@ -204,10 +204,20 @@ static int read_layers(reader *r, const header *h, job_config *cfg, layer_record
     memset(cfg, 0, sizeof *cfg);
     snprintf(cfg->path, sizeof cfg->path, "%s", r->name);
     cfg->nlayers = (int)h->nlayers;
-    for (int i = 0; i < cfg->nlayers; i++)
+    uint64_t values = 0;   /* the parameters and velocities the records claim */
+    for (int i = 0; i < cfg->nlayers; i++) {
         if (take(r, &rec[i], sizeof rec[i], "the layer records") ||
             check_record(r, i, &rec[i], &cfg->layers[i]))
             return -1;
+        if (rec[i].nparams > (uint64_t)LAYER_MAX_VALUES)
+            return bad(r, "layer %d claims %llu parameters", i + 1,
+                       (unsigned long long)rec[i].nparams);
+        values += 2 * rec[i].nparams;
+    }
+    /* before anything is allocated for them */
+    if (values > r->left / sizeof(float))
+        return bad(r, "truncated: its layers claim %llu parameters, %zu bytes are left",
+                   (unsigned long long)(values / 2), r->left);
     return 0;
 }
 
@@ -223,10 +233,9 @@ static int finite_all(const uint8_t *p, size_t n)
     return 1;
 }
 
-/* Checks and copies every layer's parameters and velocity; m is changed only if all are good. */
-static int read_params(reader *r, model *m, const layer_record *rec)
+/* The stored records against the model's layers: the same types, settings and sizes. */
+static int same_layers(reader *r, const model *m, const layer_record *rec)
 {
-    const uint8_t *start = r->p;
     for (int l = 0; l < m->nlayers; l++) {
         layer_record want = record_of(&m->layers[l]);
         if (memcmp(&rec[l], &want, sizeof want))
@@ -234,6 +243,15 @@ static int read_params(reader *r, model *m, const layer_record *rec)
                        "with %ld in the job", l + 1, layer_name((layer_type)rec[l].type),
                        (unsigned long long)rec[l].nparams, m->layers[l].cls->name,
                        m->layers[l].nparams);
+    }
+    return 0;
+}
+
+/* Checks and copies every layer's parameters and velocity; m is changed only if all are good. */
+static int read_params(reader *r, model *m)
+{
+    const uint8_t *start = r->p;
+    for (int l = 0; l < m->nlayers; l++) {
         size_t bytes = 2 * sizeof(float) * (size_t)m->layers[l].nparams;
         if (bytes > r->left)
             return bad(r, "truncated in the parameters of layer %d", l + 1);
@@ -303,15 +321,15 @@ int checkpoint_decode(const uint8_t *buf, size_t len, const char *name, model *m
     layer_record rec[CONFIG_MAX_LAYERS];
     if (read_layers(&r, &h, &cfg, rec))
         return -1;
-    if (build) {
-        char why[512];
-        if (model_build(m, &cfg, (int)h.c, (int)h.h, (int)h.w, (int)h.classes, 1, why,
-                        sizeof why))
-            return bad(&r, "describes a model frugal cannot build: %s", why);
-    } else if ((int)h.nlayers != m->nlayers) {
+    char why[512];
+    if (build && model_build(m, &cfg, (int)h.c, (int)h.h, (int)h.w, (int)h.classes, 0, why,
+                             sizeof why))
+        return bad(&r, "describes a model frugal cannot build: %s", why);
+    if (!build && (int)h.nlayers != m->nlayers)
         return bad(&r, "has %u layers, the job %d", h.nlayers, m->nlayers);
-    }
-    if (read_params(&r, m, rec) || read_log(&r, st)) {
+    if (same_layers(&r, m, rec) || (build && model_alloc(m, r.err, r.errlen)))
+        return -1;   /* nothing allocated from a record that does not match its shape */
+    if (read_params(&r, m) || read_log(&r, st)) {
         free(st->log);
         st->log = NULL;
         if (build)

@@ -287,7 +287,7 @@ static int run_pass(trainer *t, int split, long first_batch, pass_result *out, c
     atomic_store(&t->samples_done, first_batch * batch);
     double start = clock_now_s();
     for (long b = first_batch; b < nbatches; b++) {
-        if (t->stop && *t->stop) {
+        if (t->stop && atomic_load_explicit(t->stop, memory_order_relaxed)) {
             out->stopped = 1;
             break;
         }

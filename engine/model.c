@@ -77,12 +77,18 @@ int model_build(model *m, const job_config *cfg, int c, int h, int w, int classe
         c = l->out_c, h = l->out_h, w = l->out_w, flat = l->flat;
         m->nparams += l->nparams;
         m->flops_per_sample += l->flops;
-        if (alloc && alloc_params(l))
-            return fail(m, err, errlen, "out of memory for the %ld parameters of layer %d",
-                        l->nparams, i + 1);
     }
     if (m->layers[m->nlayers - 1].cfg.type != LAYER_SOFTMAX_XENT)
         return fail(m, err, errlen, "%s: the last layer must be [softmax_xent]", cfg->path);
+    return alloc ? model_alloc(m, err, errlen) : 0;
+}
+
+int model_alloc(model *m, char *err, size_t errlen)
+{
+    for (int i = 0; i < m->nlayers; i++)
+        if (alloc_params(&m->layers[i]))
+            return fail(m, err, errlen, "out of memory for the %ld parameters of layer %d",
+                        m->layers[i].nparams, i + 1);
     return 0;
 }
 

@@ -25,6 +25,8 @@ typedef struct model {
  * With alloc 0 only the shapes are checked. Returns 0, or -1 with err set (m is then empty). */
 int model_build(model *m, const job_config *cfg, int c, int h, int w, int classes, int alloc,
                 char *err, size_t errlen);
+/* The parameters of a model built with alloc 0. Returns 0, or -1 with err set (m is then empty). */
+int model_alloc(model *m, char *err, size_t errlen);
 /* PyTorch's default initialisation from the seed: the same seed, the same weights. */
 void model_init(model *m, uint64_t seed);
 void model_free(model *m);

@@ -25,6 +25,7 @@
 #include "ops/cpu.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -336,8 +337,8 @@ int run_train(const run_options *o)
         } else if (got < 0) {   /* stopped: save where it stopped, and say how to go on */
             long batches = (r->train.n + r->cfg.batch - 1) / r->cfg.batch;
             snprintf(r->interrupted, sizeof r->interrupted, "stopped by signal %d in epoch %d "
-                     "after batch %ld of %ld", (int)*o->stop, e, r->log.partial.batches, batches);
-            rc = run_save(r) ? 1 : 128 + (int)*o->stop;
+                     "after batch %ld of %ld", atomic_load(o->stop), e, r->log.partial.batches, batches);
+            rc = run_save(r) ? 1 : 128 + atomic_load(o->stop);
             fprintf(r->out, "%s: checkpoint, metrics and summary saved in %s; continue with: "
                     "frugal train %s --resume\n", r->interrupted, r->cfg.output, o->job);
         } else {

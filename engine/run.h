@@ -3,7 +3,6 @@
 #ifndef FRUGAL_RUN_H
 #define FRUGAL_RUN_H
 
-#include <signal.h>
 #include <stdio.h>
 
 typedef struct run_options {
@@ -12,7 +11,7 @@ typedef struct run_options {
     const char *trace;                 /* a Chrome trace of the run's tasks, or NULL */
     int resume;                        /* continue from the output folder's checkpoint */
     FILE *out;                         /* progress and results; errors go to stderr */
-    const volatile sig_atomic_t *stop; /* non-zero (a signal's number): stop at a batch boundary */
+    const _Atomic int *stop; /* non-zero (a signal's number): stop at a batch boundary */
 } run_options;
 
 /* 0 when the run finished, 1 on an error (named on stderr), 128 + *stop when it stopped early

@@ -1,9 +1,10 @@
 #include "engine/signals.h"
 
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
-volatile sig_atomic_t stop_signal;
+_Atomic int stop_signal;
 
 static const int handled[] = {SIGINT, SIGTERM, SIGHUP};
 static struct sigaction previous[3];
@@ -16,11 +17,11 @@ static void say(const char *s)
 
 static void on_signal(int sig)
 {
-    if (stop_signal) {
+    if (atomic_load_explicit(&stop_signal, memory_order_relaxed)) {
         say("\nfrugal: second signal: stopping now, without saving\n");
         _exit(128 + sig);
     }
-    stop_signal = sig;
+    atomic_store_explicit(&stop_signal, sig, memory_order_relaxed);
     say("\nfrugal: stopping at the next batch boundary to save a checkpoint "
         "(signal again to stop at once)\n");
 }
@@ -31,7 +32,7 @@ void signals_install(void)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
-    stop_signal = 0;
+    atomic_store(&stop_signal, 0);
     for (int i = 0; i < 3; i++)
         sigaction(handled[i], &sa, &previous[i]);
 }

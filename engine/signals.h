@@ -6,8 +6,9 @@
 
 #include <signal.h>
 
-/* 0, or the first signal received. */
-extern volatile sig_atomic_t stop_signal;
+/* 0, or the first signal received. A lock-free atomic: safe to set in a handler, whichever
+ * thread the signal lands on, and to read from any other. */
+extern _Atomic int stop_signal;
 
 void signals_install(void);
 void signals_restore(void);

@@ -24,7 +24,7 @@ void trainer_on_progress(trainer *t, progress_fn fn, void *ctx)
     t->progress_ctx = ctx;
 }
 
-void trainer_stop_when(trainer *t, const volatile sig_atomic_t *flag) { t->stop = flag; }
+void trainer_stop_when(trainer *t, const _Atomic int *flag) { t->stop = flag; }
 
 /* ---- buffers cut into parts ---- */
 

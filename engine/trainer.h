@@ -37,7 +37,7 @@ void trainer_destroy(trainer *t);
 const exec_plan *trainer_plan(const trainer *t);
 void trainer_on_progress(trainer *t, progress_fn fn, void *ctx);
 /* Training stops at the next batch boundary once *flag is non-zero (a signal handler sets it). */
-void trainer_stop_when(trainer *t, const volatile sig_atomic_t *flag);
+void trainer_stop_when(trainer *t, const _Atomic int *flag);
 
 /* The training set in the order shuffled from (seed, epoch), from batch `first_batch` on. The
  * model is updated; returns 0, or -1 with err set (a task failed, e.g. a loss not finite). */

@@ -62,7 +62,7 @@ struct trainer {
     _Atomic long samples_done;             /* loss computed, this pass */
     progress_fn progress;
     void *progress_ctx;
-    const volatile sig_atomic_t *stop;
+    const _Atomic int *stop;
 };
 
 /* A data set's pixels and labels as handles (trainer.c). */

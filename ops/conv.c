@@ -5,17 +5,30 @@
 #include "ops/gemm.h"
 #include "ops/scratch.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* a * b * c, unless it overflows or exceeds INT_MAX. */
+static int product_fits(long a, long b, long c)
+{
+    long ab, abc;
+    return !__builtin_mul_overflow(a, b, &ab) && !__builtin_mul_overflow(ab, c, &abc) &&
+           abc <= INT_MAX;
+}
 
 int conv_geom_init(conv_geom *g, int c, int h, int w, int f, int kh, int kw, int stride, int pad)
 {
     if (c < 1 || h < 1 || w < 1 || f < 1 || kh < 1 || kw < 1 || stride < 1 || pad < 0)
         return -1;
-    int oh = (h + 2 * pad - kh) / stride + 1, ow = (w + 2 * pad - kw) / stride + 1;
-    if (h + 2 * pad < kh || w + 2 * pad < kw || oh < 1 || ow < 1)
+    long hp = (long)h + 2L * pad, wp = (long)w + 2L * pad;   /* no int overflow on any input */
+    if (hp < kh || wp < kw)
         return -1;
-    *g = (conv_geom){c, h, w, f, kh, kw, stride, pad, oh, ow};
+    long oh = (hp - kh) / stride + 1, ow = (wp - kw) / stride + 1;
+    /* The kernels index a sample's planes, and a filter's weights, with int. */
+    if (!product_fits(c, hp, wp) || !product_fits(f, oh, ow) || !product_fits(c, kh, kw))
+        return -1;
+    *g = (conv_geom){c, h, w, f, kh, kw, stride, pad, (int)oh, (int)ow};
     return 0;
 }
 

@@ -124,3 +124,32 @@ TEST(config_override_errors)
     CHECK(config_load(&cfg, "/nonexistent/job.cfg", NULL, err, sizeof err) == -1);
     CHECK(strstr(err, "/nonexistent/job.cfg: cannot open") != NULL);
 }
+
+/* '#' and ';' start a comment only at a line's start or after white space, so paths keep them;
+ * a quoted value is taken as it is. A folder or a binary file is not a job file. */
+TEST(config_comments_quotes_and_what_is_not_a_job_file)
+{
+    job_config cfg;
+    char err[512];
+    char text[2048];
+    const char *at = strstr(DAHL, "train_images = a.gz");   /* a path with '#' instead */
+    snprintf(text, sizeof text, "%.*strain_images = a#b.gz%s", (int)(at - DAHL), DAHL,
+             at + strlen("train_images = a.gz"));
+    const char *path = write_cfg("hash.cfg", text);
+    CHECKF(config_load(&cfg, path, NULL, err, sizeof err) == 0, "%s", err);
+    CHECKF(!strcmp(cfg.train_images, "a#b.gz"), "'%s'", cfg.train_images);
+    CHECK(cfg.batch == 32);   /* "batch = 32   ; comment" still loses its comment */
+    const char *quoted = write_cfg("quoted.cfg",
+        "[job]\noutput = \"runs/with ; and # inside\"   # a comment after the quotes\n"
+        "[data]\ntrain_images = x\ntrain_labels = y\n[dense]\noutputs = 10\n[softmax_xent]\n");
+    CHECKF(config_load(&cfg, quoted, NULL, err, sizeof err) == 0, "%s", err);
+    CHECKF(!strcmp(cfg.output, "runs/with ; and # inside"), "'%s'", cfg.output);
+    const char *unclosed = write_cfg("unclosed.cfg", "[job]\noutput = \"runs/a\n");
+    CHECK(config_load(&cfg, unclosed, NULL, err, sizeof err) == -1);
+    CHECKF(strstr(err, "unclosed.cfg:2") && strstr(err, "'\"'"), "%s", err);
+    CHECK(config_load(&cfg, test_tmpdir(), NULL, err, sizeof err) == -1);
+    CHECKF(strstr(err, test_tmpdir()) && strstr(err, "is a directory, not a job file"), "%s", err);
+    CHECK(config_parse(&cfg, "binary.cfg", "[job]\nepochs = 1\0\1\2\n", 20, NULL, err,
+                       sizeof err) == -1);
+    CHECKF(strstr(err, "binary.cfg:2") && strstr(err, "not a text file"), "%s", err);
+}

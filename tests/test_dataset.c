@@ -3,6 +3,7 @@
 #include "test.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -221,4 +222,73 @@ TEST(dataset_pnm_ascii_and_16_bit)
     fclose(f);
     CHECK(dataset_load_pnm(&d, paths, 1, 1, 2, 4, 10, err, sizeof err) == -1);
     CHECKF(strstr(err, "sample 4 of 8 is missing"), "%s", err);
+}
+
+/* What a user might hand frugal by mistake, or an attacker on purpose: each refused with the
+ * file's name and the reason. */
+TEST(dataset_bad_files_are_named_and_explained)
+{
+    char *img = tmp("img"), *lbl = tmp("lbl"), err[512];
+    dataset d;
+    uint8_t px[N * H * W] = {0};
+    write_idx(img, 3, (uint32_t[]){0, H, W}, px, 0, 1, 0, 0x08);   /* no images */
+    CHECK(dataset_load_idx(&d, img, NULL, 0, err, sizeof err) == -1);
+    CHECKF(strstr(err, img) && strstr(err, "has no images"), "%s", err);
+
+    CHECK(dataset_load_idx(&d, test_tmpdir(), NULL, 0, err, sizeof err) == -1);   /* a folder */
+    CHECKF(strstr(err, test_tmpdir()) && strstr(err, "is a directory"), "%s", err);
+    CHECK(dataset_load_cifar10(&d, test_tmpdir(), 0, err, sizeof err) == -1);
+    CHECKF(strstr(err, "is a directory, not a CIFAR-10 batch"), "%s", err);
+
+    /* a gzip file whose checksum is wrong: zlib says so, not "truncated" */
+    make_set(img, lbl, 1, 0);
+    FILE *f = fopen(img, "r+b");
+    fseek(f, -8, SEEK_END);   /* the gzip trailer: CRC32 then size */
+    int c = fgetc(f);
+    fseek(f, -8, SEEK_END);
+    fputc(c ^ 0xff, f);
+    fclose(f);
+    CHECK(dataset_load_idx(&d, img, lbl, 0, err, sizeof err) == -1);
+    CHECKF(strstr(err, img) && strstr(err, "corrupt gzip data"), "%s", err);
+    f = fopen(img, "wb");   /* a gzip header and then garbage */
+    fwrite("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03garbage-not-deflate", 1, 29, f);
+    fclose(f);
+    CHECK(dataset_load_idx(&d, img, lbl, 0, err, sizeof err) == -1);
+    CHECKF(strstr(err, "corrupt gzip data"), "%s", err);
+}
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A 3 KB file whose header claims 2^24 images of 28x28 (13 GB) is refused as truncated after
+ * reading what it holds, raw or gzip, without allocating what it claims. */
+TEST(dataset_header_claims_are_checked_against_the_file)
+{
+    char *img = tmp("img"), err[512];
+    uint8_t px[3000] = {1};
+    for (int gz = 0; gz < 2; gz++) {
+        write_idx(img, 3, (uint32_t[]){1u << 24, 28, 28}, px, sizeof px, gz, 0, 0x08);
+        pid_t pid = fork();
+        if (pid == 0) {   /* measured in a fresh process: its peak memory is this load's */
+            dataset d;
+            int rc = dataset_load_idx(&d, img, NULL, 0, err, sizeof err);
+            struct rusage ru;
+            getrusage(RUSAGE_SELF, &ru);
+            int ok = rc == -1 && strstr(err, "truncated") && ru.ru_maxrss < 200 * 1024;
+            if (!ok)
+                fprintf(stderr, "    gzip %d: rc %d, peak %ld KB, '%s'\n", gz, rc, ru.ru_maxrss, err);
+            _exit(ok ? 0 : 1);
+        }
+        int status;
+        waitpid(pid, &status, 0);
+        CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "gzip %d", gz);
+    }
+    /* and resizing what cannot fit is refused up front with the figures */
+    dataset d = {.n = 1000, .c = 1, .h = 28, .w = 28, .classes = 10};
+    d.pixels = calloc(1000, 28 * 28);
+    d.labels = calloc(1000, 1);
+    CHECK(dataset_reshape(&d, 16384, 16384, 3, err, sizeof err) == -1);
+    CHECKF(strstr(err, "resizing 1000 images to 16384x16384x3 needs 805.31 GB"), "%s", err);
+    dataset_free(&d);
 }

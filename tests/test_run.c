@@ -53,7 +53,7 @@ static int count_lines(const char *text)
 }
 
 static int train_job(const char *job, const char *const *sets, int resume,
-                     const volatile sig_atomic_t *stop)
+                     const _Atomic int *stop)
 {
     FILE *out = fopen("/dev/null", "w");
     run_options o = {.job = job, .overrides = sets, .resume = resume, .out = out, .stop = stop};
@@ -105,7 +105,7 @@ TEST(run_writes_every_epoch_and_no_temporary_files)
 
 /* A stop between batches (what a first SIGINT asks for) saves a checkpoint at a batch boundary;
  * resuming gives the weights of an uninterrupted run, and the run folder covers every epoch. */
-static volatile sig_atomic_t stop_flag;
+static _Atomic int stop_flag;
 
 static void *stop_after(void *us)
 {

@@ -1,0 +1,177 @@
+#include "targets.h"
+
+#include "engine/checkpoint.h"
+#include "engine/config.h"
+#include "engine/dataset.h"
+#include "engine/run_log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <zlib.h>
+
+const fuzz_target fuzz_targets[] = {
+    {"job_file", fuzz_job_file, "job files (config_parse)"},
+    {"idx", fuzz_idx, "IDX images and labels, raw and gzip"},
+    {"cifar", fuzz_cifar, "CIFAR-10 batches"},
+    {"pnm", fuzz_pnm, "PGM and PPM images"},
+    {"checkpoint", fuzz_checkpoint, "checkpoints as they come"},
+    {"checkpoint_crc", fuzz_checkpoint_crc, "checkpoints with their CRC repaired"},
+    {"run_log", fuzz_run_log, "the run log inside a checkpoint"},
+};
+const int fuzz_ntargets = sizeof fuzz_targets / sizeof fuzz_targets[0];
+
+/* The input as a file, for decoders that read files: a memfd named by its /proc path. */
+typedef struct memfile { int fd; char path[64]; } memfile;
+
+static int memfile_open(memfile *m, const uint8_t *data, size_t size)
+{
+    m->fd = memfd_create("fuzz", MFD_CLOEXEC);
+    if (m->fd < 0)
+        return -1;
+    for (size_t done = 0; done < size;) {
+        ssize_t w = write(m->fd, data + done, size - done);
+        if (w <= 0) {
+            close(m->fd);
+            return -1;
+        }
+        done += (size_t)w;
+    }
+    snprintf(m->path, sizeof m->path, "/proc/self/fd/%d", m->fd);
+    return 0;
+}
+
+static void memfile_close(memfile *m) { close(m->fd); }
+
+int fuzz_job_file(const uint8_t *data, size_t size)
+{
+    static job_config cfg;
+    char err[1024];
+    static const char *const sets[] = {"layer1.filters=3", "execution.grain=auto", NULL};
+    config_parse(&cfg, "fuzz.cfg", (const char *)data, size, size & 1 ? sets : NULL, err, sizeof err);
+    return 0;
+}
+
+int fuzz_idx(const uint8_t *data, size_t size)
+{
+    if (size < 2)
+        return 0;
+    /* first byte: gzip or raw, images or labels-and-images; the rest is the file */
+    int gz = data[0] & 1, labelled = data[0] & 2;
+    data++, size--;
+    uint8_t *packed = NULL;
+    uLongf plen = compressBound(size) + 32;
+    if (gz) {   /* a real gzip stream of the input, then bit flips from the fuzzer reach zlib */
+        packed = malloc(plen);
+        gzFile g = NULL;
+        memfile tmp;
+        if (!packed || memfile_open(&tmp, NULL, 0)) {
+            free(packed);
+            return 0;
+        }
+        g = gzdopen(dup(tmp.fd), "wb");
+        gzwrite(g, data, (unsigned)size);
+        gzclose(g);
+        plen = (uLongf)lseek(tmp.fd, 0, SEEK_END);
+        lseek(tmp.fd, 0, SEEK_SET);
+        if (read(tmp.fd, packed, plen) != (ssize_t)plen)
+            plen = 0;
+        memfile_close(&tmp);
+        data = packed, size = plen;
+    }
+    memfile img, lbl;
+    if (memfile_open(&img, data, size) == 0) {
+        static const uint8_t labels[] = {0, 0, 8, 1, 0, 0, 0, 3, 1, 2, 3};
+        int have_lbl = labelled && memfile_open(&lbl, labels, sizeof labels) == 0;
+        dataset d;
+        char err[1024];
+        if (dataset_load_idx(&d, img.path, have_lbl ? lbl.path : NULL, size & 4 ? 2 : 0, err,
+                             sizeof err) == 0)
+            dataset_free(&d);
+        if (have_lbl)
+            memfile_close(&lbl);
+        memfile_close(&img);
+    }
+    free(packed);
+    return 0;
+}
+
+int fuzz_cifar(const uint8_t *data, size_t size)
+{
+    memfile f;
+    if (memfile_open(&f, data, size))
+        return 0;
+    dataset d;
+    char err[1024];
+    if (dataset_load_cifar10(&d, f.path, size & 1 ? 3 : 0, err, sizeof err) == 0 &&
+        dataset_reshape(&d, 7, 5, 3, err, sizeof err) == 0)
+        dataset_free(&d);
+    else
+        dataset_free(&d);
+    memfile_close(&f);
+    return 0;
+}
+
+int fuzz_pnm(const uint8_t *data, size_t size)
+{
+    memfile f;
+    if (memfile_open(&f, data, size))
+        return 0;
+    const char *paths[] = {f.path};
+    dataset d;
+    char err[1024];
+    if (dataset_load_pnm(&d, paths, 1, size & 1 ? 3 : 1, 6, 4, 10, err, sizeof err) == 0)
+        dataset_free(&d);
+    memfile_close(&f);
+    return 0;
+}
+
+static void decode_checkpoint(const uint8_t *data, size_t size)
+{
+    model m;
+    checkpoint_state st;
+    char err[1024];
+    if (checkpoint_decode(data, size, "fuzz.bin", &m, 1, &st, err, sizeof err) == 0) {
+        run_log log;
+        if (run_log_decode(&log, st.log, st.log_len, err, sizeof err) == 0)
+            run_log_free(&log);
+        free(st.log);
+        model_free(&m);
+    }
+}
+
+int fuzz_checkpoint(const uint8_t *data, size_t size)
+{
+    decode_checkpoint(data, size);
+    return 0;
+}
+
+int fuzz_checkpoint_crc(const uint8_t *data, size_t size)
+{
+    if (size < 8)
+        return 0;
+    uint8_t *copy = malloc(size);
+    if (!copy)
+        return 0;
+    memcpy(copy, data, size);
+    uLong crc = crc32(crc32(0, NULL, 0), copy, (uInt)(size - 4));
+    uint32_t c32 = (uint32_t)crc;
+    memcpy(copy + size - 4, &c32, 4);
+    decode_checkpoint(copy, size);
+    free(copy);
+    return 0;
+}
+
+int fuzz_run_log(const uint8_t *data, size_t size)
+{
+    run_log log;
+    char err[1024];
+    if (run_log_decode(&log, (const char *)data, size, err, sizeof err) == 0) {
+        size_t len;
+        free(run_log_encode(&log, &len));
+        run_log_free(&log);
+    }
+    return 0;
+}
