@@ -1,15 +1,19 @@
-# Built through ./build.sh. VARIANT selects flags: release (static, -O2), asan (ASan+UBSan), tsan,
-# fuzz (clang, libFuzzer with ASan+UBSan: ./build.sh fuzz).
+# Built through ./build.sh. VARIANT selects flags: release (-O2), asan (ASan+UBSan), tsan, fuzz
+# (clang, libFuzzer with ASan+UBSan: ./build.sh fuzz).
+#
+# The release binary links everything statically but glibc: CLBlast (C++, with libstdc++),
+# zlib. OpenCL is loaded at run time (opencl/loader.c), so the binary needs no OpenCL to run, and
+# glibc stays dynamic because a static glibc cannot reliably dlopen an ICD such as PoCL.
 VARIANT ?= release
 BUILD := build/$(VARIANT)
 
 CC ?= gcc
 # Baseline x86-64 only: SIMD code lives in *_avx2.c / *_avx512.c files chosen at run time.
-CFLAGS := -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread -I. -fno-strict-aliasing -fopenmp-simd -ffp-contract=fast
-LDLIBS := -lz -lm
+CFLAGS := -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread -I. -I$(BUILD)/gen -fno-strict-aliasing -fopenmp-simd -ffp-contract=fast
+LDLIBS := -Wl,-Bstatic -lclblast -lstdc++ -lz -Wl,-Bdynamic -ldl -lm
 ifeq ($(VARIANT),release)
   CFLAGS += -O2 -g
-  LDFLAGS += -static
+  LDFLAGS += -static-libgcc
 else ifeq ($(VARIANT),asan)
   CFLAGS += -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
   LDFLAGS += -fsanitize=address,undefined
@@ -28,7 +32,7 @@ endif
 SIMD_AVX2 := -mavx2 -mfma
 SIMD_AVX512 := -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma -mavx2
 
-LIB_SRC := $(wildcard common/*.c runtime/*.c ops/*.c energy/*.c engine/*.c)
+LIB_SRC := $(wildcard common/*.c runtime/*.c ops/*.c energy/*.c opencl/*.c engine/*.c)
 LIB_SRC := $(filter-out engine/main.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/*.c) tests/fuzz/targets.c
@@ -62,6 +66,13 @@ $(BUILD)/%_avx512.o: %_avx512.c
 	$(CC) $(CFLAGS) $(SIMD_AVX512) -MMD -MP -c -o $@ $<
 
 $(BUILD)/tests/%.o: CFLAGS += -Itests
+
+# The OpenCL kernels' source as a C string (opencl/device.c builds it on each device).
+$(BUILD)/gen/opencl/kernels_cl.h: opencl/kernels.cl
+	@mkdir -p $(dir $@)
+	{ echo 'static const char frugal_kernels_cl[] ='; \
+	  sed 's/\\/\\\\/g; s/"/\\"/g; s/^/    "/; s/$$/\\n"/' $<; echo ';'; } > $@
+$(BUILD)/opencl/device.o: $(BUILD)/gen/opencl/kernels_cl.h
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

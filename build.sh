@@ -16,7 +16,9 @@ cd "$(dirname "$0")"
 
 JOBS=$(nproc 2>/dev/null || echo 2)
 # Debian packages: compiler and static libraries; PyTorch only for fixtures and benchmarks.
-PACKAGES_BUILD="gcc make libc6-dev zlib1g-dev"
+# Building needs OpenCL's headers and CLBlast's static library; the binary does not need OpenCL
+# to run (it loads it at run time). PoCL is the OpenCL device the tests run on.
+PACKAGES_BUILD="gcc make libc6-dev zlib1g-dev opencl-c-headers ocl-icd-opencl-dev libclblast-dev pocl-opencl-icd"
 PACKAGES_FUZZ="clang libclang-rt-14-dev"
 PACKAGES_OPTIONAL="python3-torch dataset-fashion-mnist"
 

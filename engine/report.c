@@ -103,16 +103,13 @@ char *report_epoch_json(const epoch_record *r, energy_run *er, const rt_stats *s
 /* The energy of every epoch in the log (the training and test passes), across resumes. */
 static void write_log_totals(FILE *f, const run_log *log)
 {
-    double joules = 0, train_joules = 0, seconds = 0, test_joules;
+    double joules = 0, train_joules = 0, seconds = 0;
     for (int i = 0; i < log->nepochs; i++) {
-        double s, j;
-        const char *c = log->epochs[i].csv;
-        /* columns 6 (seconds), 9 (energy_j) and 16 (test_energy_j) */
-        if (sscanf(c, "%*d,%*f,%*f,%*f,%*f,%lf,%*f,%*f,%lf", &s, &j) == 2)
-            seconds += s, train_joules += j, joules += j;
-        const char *last = strrchr(c, ',');
-        if (last && sscanf(last + 1, "%lf", &test_joules) == 1 && isfinite(test_joules))
-            joules += test_joules;
+        epoch_figures e = run_log_figures(&log->epochs[i]);
+        if (isfinite(e.seconds) && isfinite(e.train_joules))
+            seconds += e.seconds, train_joules += e.train_joules, joules += e.train_joules;
+        if (isfinite(e.test_joules))
+            joules += e.test_joules;
     }
     fprintf(f, ",\n    \"all_epochs\": {\"epochs\": %d", log->nepochs);
     json_number_field(f, "joules", joules, 0);
@@ -220,15 +217,27 @@ static void write_job(FILE *f, const report_input *in)
     fputs("},\n", f);
 }
 
-int report_write(const char *path, const report_input *in, char *err, size_t errlen)
+/* Writes what fill writes into path, atomically. */
+static int write_text(const char *path, void (*fill)(FILE *, const void *), const void *arg,
+                      char *err, size_t errlen)
 {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    if (!f) {
+    int rc = -1;
+    if (f)
+        fill(f, arg);
+    if (!f || fclose(f))
         snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
+    else
+        rc = write_file_atomic(path, text, len, err, errlen);
+    free(text);
+    return rc;
+}
+
+static void fill_summary(FILE *f, const void *arg)
+{
+    const report_input *in = arg;
     write_job(f, in);
     fputs("  \"epochs\": [", f);
     for (int e = 0; e < in->log->nepochs; e++)
@@ -241,32 +250,22 @@ int report_write(const char *path, const report_input *in, char *err, size_t err
         write_energy(f, in, sensors, n);
     }
     fputs("\n}\n", f);
-    int rc = -1;
-    if (fclose(f))
-        snprintf(err, errlen, "%s: out of memory", path);
-    else
-        rc = write_file_atomic(path, text, len, err, errlen);
-    free(text);
-    return rc;
+}
+
+static void fill_metrics(FILE *f, const void *arg)
+{
+    const run_log *log = arg;
+    fprintf(f, "%s\n", REPORT_CSV_HEADER);
+    for (int i = 0; i < log->nepochs; i++)
+        fprintf(f, "%s\n", log->epochs[i].csv);
+}
+
+int report_write(const char *path, const report_input *in, char *err, size_t errlen)
+{
+    return write_text(path, fill_summary, in, err, errlen);
 }
 
 int report_write_metrics(const char *path, const run_log *log, char *err, size_t errlen)
 {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    fprintf(f, "%s\n", REPORT_CSV_HEADER);
-    for (int i = 0; i < log->nepochs; i++)
-        fprintf(f, "%s\n", log->epochs[i].csv);
-    int rc = -1;
-    if (fclose(f))
-        snprintf(err, errlen, "%s: out of memory", path);
-    else
-        rc = write_file_atomic(path, text, len, err, errlen);
-    free(text);
-    return rc;
+    return write_text(path, fill_metrics, log, err, errlen);
 }

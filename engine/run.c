@@ -246,8 +246,9 @@ static int train_epoch(run *r, int e, epoch_record *rec)
     rec->seconds = train.seconds;
     rec->images_per_s = (double)train.samples / train.seconds;
     rec->task_share = r->st.task_share;
-    double first_loss = r->log.nepochs ? strtod(strchr(r->log.epochs[0].csv, ',') + 1, NULL)
-                                       : rec->train_loss;
+    double first_loss = r->log.nepochs ? run_log_figures(&r->log.epochs[0]).train_loss : NAN;
+    if (!isfinite(first_loss))
+        first_loss = rec->train_loss;
     divergence_check(e, first_loss, rec->train_loss, rec->train_acc, r->m.classes,
                      divergence_chance(r->train.labels, r->train.n, r->train.classes), r->cfg.lr,
                      rec->warning, sizeof rec->warning);

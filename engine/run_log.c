@@ -116,3 +116,15 @@ void run_log_free(run_log *l)
     free(l->epochs);
     memset(l, 0, sizeof *l);
 }
+
+epoch_figures run_log_figures(const run_epoch *e)
+{
+    epoch_figures f = {NAN, NAN, NAN, NAN};
+    /* columns 2 (train_loss), 6 (seconds), 9 (energy_j) and the last (test_energy_j) */
+    sscanf(e->csv, "%*d,%lf,%*f,%*f,%*f,%lf,%*f,%*f,%lf", &f.train_loss, &f.seconds,
+           &f.train_joules);
+    const char *last = strrchr(e->csv, ',');
+    if (last)
+        sscanf(last + 1, "%lf", &f.test_joules);
+    return f;
+}

@@ -35,5 +35,10 @@ char *run_log_encode(const run_log *l, size_t *len);
 /* From text; err names what is wrong. An empty text is an empty log. */
 int run_log_decode(run_log *l, const char *text, size_t len, char *err, size_t errlen);
 void run_log_free(run_log *l);
+/* The figures a metrics row holds that the run reuses (NaN where the row lacks them). */
+typedef struct epoch_figures {
+    double train_loss, seconds, train_joules, test_joules;
+} epoch_figures;
+epoch_figures run_log_figures(const run_epoch *e);
 
 #endif

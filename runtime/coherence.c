@@ -208,6 +208,7 @@ static wait_list copy_arrived(rt_handle *h, int to, int failed, int *owner_waits
 void rt_transfer_done(rt_transfer *x, int failed, const char *why)
 {
     rt_runtime *rt = x->rt;
+    atomic_fetch_add(&rt->completing, 1);   /* rt_destroy waits for this thread to leave */
     rt_handle *h = x->h;
     int to = x->to, dir = to != 0, dev = to ? to : x->from;
     atomic_fetch_add(&rt->transfers[dir].count, 1);
@@ -235,6 +236,7 @@ void rt_transfer_done(rt_transfer *x, int failed, const char *why)
     release_waiters(rt, &done);
     if (owner_waits)
         owner_wake(rt);
+    atomic_fetch_sub(&rt->completing, 1);
 }
 
 int data_prepare(rt_runtime *rt, rt_task *t)

@@ -208,6 +208,9 @@ struct rt_runtime {
     rt_handle *waiting_handle;      /* or the host copy of this handle */
     region_index buffers;           /* registered buffers, for the overlap check */
     _Alignas(64) _Atomic uint64_t completed_elsewhere;   /* by threads that are not workers */
+    /* Threads inside rt_task_complete or rt_transfer_done: they may touch the runtime after
+     * publishing what they completed, so rt_destroy waits for them to leave. */
+    _Atomic int completing;
     struct {
         _Atomic uint64_t count, bytes, ticks;
     } transfers[2];                 /* [0] to the host, [1] to a device */

@@ -198,6 +198,8 @@ void *rt_ptr(const rt_ctx *ctx, int i);
 /* The same for memories that are not host-addressable: the allocation's base and the byte
  * offset of access i within it. */
 void *rt_mem(const rt_ctx *ctx, int i, size_t *offset);
+/* Inside a body on a device worker: the ctx its rt_device was registered with (NULL on a CPU). */
+void *rt_device_ctx(const rt_ctx *ctx);
 
 /* Tells the runtime that a body which returned RT_PENDING is done (failed: non-zero, with why).
  * Safe from any thread: an OpenCL event callback, a network thread. */

@@ -99,6 +99,12 @@ void rt_clear_error(rt_runtime *rt)
 }
 
 int rt_workers(const rt_runtime *rt) { return rt->ncpu; }
+
+void *rt_device_ctx(const rt_ctx *ctx)
+{
+    const rt_worker *w = &ctx->rt->workers[ctx->worker];
+    return w->device >= 0 ? ctx->rt->memories[w->memory].dev.ctx : NULL;
+}
 int rt_devices(const rt_runtime *rt) { return rt->nworkers - rt->ncpu; }
 
 /* Frees a task or an edge from whichever thread completes it. */
@@ -146,7 +152,7 @@ void task_hand_to(rt_runtime *rt, int worker, rt_task *t)
 
 void owner_wake(rt_runtime *rt)
 {
-    notify_worker(&rt->workers[0].group->idle, 0);
+    notify_worker(&rt->groups[0].idle, 0);   /* the CPU group comes first; the owner is its 0 */
 }
 
 /* The owner of the inbox moves what arrived into its deques. */
@@ -164,7 +170,10 @@ static void drain_inbox(rt_worker *me)
 
 /* ---- placement ---- */
 
-static int can_run(const rt_worker *w, const rt_task *t) { return t->kind->impl[w->kind] != NULL; }
+static inline int can_run(const rt_worker *w, const rt_task *t)
+{
+    return t->kind->impl[w->kind] != NULL;
+}
 
 /* A worker of another kind that can run t: the group of `preferred` kind if it can, else the
  * eligible groups in turn; within a group, its workers in turn (the owner last: it runs tasks
@@ -190,7 +199,7 @@ static int choose_worker(rt_runtime *rt, const rt_task *t, rt_worker_kind prefer
 void task_make_ready(rt_runtime *rt, int worker, rt_task *t)
 {
     rt_worker *me = &rt->workers[worker];
-    if (can_run(me, t)) {
+    if (rt->ngroups == 1 || can_run(me, t)) {
         push_or_die(&me->queues[t->priority], t);
         notify_one(&me->group->idle, (unsigned)me->slot + 1);
         return;
@@ -258,29 +267,35 @@ static int work_visible(rt_runtime *rt, rt_worker *me)
 
 /* ---- completing tasks ---- */
 
-/* Marks t done and makes its successors ready; `worker` is the worker thread doing it, or -1
- * for another thread. On a worker, returns one ready successor to run next (skipping the
- * deque). */
-static rt_task *task_finish(rt_runtime *rt, int worker, rt_task *t)
+/* Settles t's effects (its writes become the valid copies, its exclusion tokens go back), then
+ * closes its successor list, which is what marks it done; returns the list. */
+static inline rt_edge *close_successors(rt_runtime *rt, rt_task *t)
 {
-    if (!atomic_load_explicit(&rt->failed, memory_order_relaxed))
+    if (rt->nmemories > 1 && !atomic_load_explicit(&rt->failed, memory_order_relaxed))
         data_written(rt, t);
     if (t->holds_accum)
         accum_release(rt, t);
-    /* Closing the successor list is what marks the task done. */
+    return atomic_exchange_explicit(&t->successors, EDGES_CLOSED, memory_order_seq_cst);
+}
+
+/* On worker `worker`: makes t's successors ready and returns one it can run next (skipping
+ * the deque). */
+static inline rt_task *finish_here(rt_runtime *rt, int worker, rt_task *t)
+{
+    rt_worker *me = &rt->workers[worker];
+    int one_kind = rt->ngroups == 1;   /* then every task submitted runs anywhere */
     rt_task *next = NULL;
-    rt_edge *e = atomic_exchange_explicit(&t->successors, EDGES_CLOSED, memory_order_seq_cst);
-    while (e) {
+    for (rt_edge *e = close_successors(rt, t); e;) {
         rt_edge *following = e->next;
         rt_task *s = e->succ;
         if (e != &s->own_edge)   /* read before s may run and be freed */
-            free_to(&rt->edges, worker, e);
+            pool_free(&rt->edges, worker, e);
         if (atomic_fetch_sub_explicit(&s->npending, 1, memory_order_acq_rel) == 1) {
-            if (worker < 0)
-                task_make_ready_elsewhere(rt, t->worker, s);
-            else if (!next && can_run(&rt->workers[worker], s))
+            if (!one_kind && !can_run(me, s))
+                task_make_ready(rt, worker, s);   /* to a worker that can */
+            else if (!next)
                 next = s;
-            else if (next && s->priority > next->priority && can_run(&rt->workers[worker], s)) {
+            else if (s->priority > next->priority) {
                 task_make_ready(rt, worker, next);
                 next = s;
             } else
@@ -293,21 +308,38 @@ static rt_task *task_finish(rt_runtime *rt, int worker, rt_task *t)
     if (t->kept)
         task_release_on(rt, worker, t);
     else
-        free_to(&rt->tasks, worker, t);
-    if (worker >= 0) {
-        rt_worker *me = &rt->workers[worker];
-        /* Release suffices: whoever wakes the owner fences first (notifier.c). */
-        atomic_store_explicit(&me->completed, me->completed + 1, memory_order_release);
-    } else {
-        atomic_fetch_add_explicit(&rt->completed_elsewhere, 1, memory_order_release);
-    }
-    if (waited || worker < 0)
+        pool_free(&rt->tasks, worker, t);
+    /* Release suffices: whoever wakes the owner fences first (notifier.c). */
+    atomic_store_explicit(&me->completed, me->completed + 1, memory_order_release);
+    if (waited)
         owner_wake(rt);
     return next;
 }
 
+/* On a thread that is not a worker (or a body completing its own task): successors go to the
+ * inboxes of workers that can run them, preferably the one that ran t. */
+static void finish_elsewhere(rt_runtime *rt, rt_task *t)
+{
+    for (rt_edge *e = close_successors(rt, t); e;) {
+        rt_edge *following = e->next;
+        rt_task *s = e->succ;
+        if (e != &s->own_edge)
+            pool_free_shared(&rt->edges, e);
+        if (atomic_fetch_sub_explicit(&s->npending, 1, memory_order_acq_rel) == 1)
+            task_make_ready_elsewhere(rt, t->worker, s);
+        e = following;
+    }
+    if (t->kept)
+        task_release_on(rt, -1, t);
+    else
+        pool_free_shared(&rt->tasks, t);
+    atomic_fetch_add_explicit(&rt->completed_elsewhere, 1, memory_order_release);
+    owner_wake(rt);
+}
+
 void rt_task_complete(rt_runtime *rt, rt_task *t, int failed, const char *why)
 {
+    atomic_fetch_add(&rt->completing, 1);   /* before anything is published */
     uint64_t end = clock_ticks();
     rt_worker *w = &rt->workers[t->worker];
     int k = t->kind->id;
@@ -323,7 +355,8 @@ void rt_task_complete(rt_runtime *rt, rt_task *t, int failed, const char *why)
             runtime_set_error(rt, "task '%s' failed on worker %d: %s", t->kind->name, t->worker,
                               why ? why : "?");
     }
-    task_finish(rt, -1, t);   /* as from another thread, even when called from a body */
+    finish_elsewhere(rt, t);
+    atomic_fetch_sub(&rt->completing, 1);   /* the last touch of rt */
 }
 
 /* Runs t: its data first (if copies are needed it is handed back when they arrive and NULL is
@@ -336,8 +369,8 @@ static rt_task *run_task(rt_runtime *rt, rt_worker *me, rt_task *t)
         t->memory = me->memory;
         int ready = rt->nmemories == 1 && !t->naccum ? 1 : data_prepare(rt, t);
         if (ready == 0)
-            return NULL;
-        if (ready > 0 && !atomic_load_explicit(&rt->failed, memory_order_relaxed)) {
+            return NULL;   /* handed back when its data is in place */
+        if (ready > 0) {
             rt_ctx ctx = {rt, me->id, me->memory, t};
             uint64_t start = clock_ticks();
             t->start = start;   /* before the body: a pending task may complete at once */
@@ -351,7 +384,7 @@ static rt_task *run_task(rt_runtime *rt, rt_worker *me, rt_task *t)
         }
     }
     /* Skipped tasks after a failure still complete, so that every wait returns. */
-    return task_finish(rt, me->id, t);
+    return finish_here(rt, me->id, t);
 }
 
 static void run_chain(rt_runtime *rt, rt_worker *me, rt_task *t)
@@ -554,6 +587,8 @@ void rt_destroy(rt_runtime *rt)
     if (!rt)
         return;
     rt_wait_all(rt);
+    while (atomic_load(&rt->completing))   /* a device thread finishing its last completion */
+        sched_yield();
     atomic_store(&rt->stop, 1);
     for (int i = 0; i < rt->ngroups; i++)
         notify_all(&rt->groups[i].idle);

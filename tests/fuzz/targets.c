@@ -171,6 +171,8 @@ int fuzz_run_log(const uint8_t *data, size_t size)
     if (run_log_decode(&log, (const char *)data, size, err, sizeof err) == 0) {
         size_t len;
         free(run_log_encode(&log, &len));
+        for (int i = 0; i < log.nepochs; i++)   /* what a resumed run reads of each row */
+            run_log_figures(&log.epochs[i]);
         run_log_free(&log);
     }
     return 0;

@@ -1,0 +1,220 @@
+#include "opencl/kernels.h"
+
+#include <clblast_c.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A kernel argument, its value held here. */
+typedef struct karg {
+    size_t size;
+    union { cl_mem m; cl_ulong u; cl_long l; cl_int i; cl_float f; } v;
+} karg;
+
+#define I(x) ((karg){sizeof(cl_int), {.i = (cl_int)(x)}})
+#define L(x) ((karg){sizeof(cl_long), {.l = (cl_long)(x)}})
+#define F(x) ((karg){sizeof(cl_float), {.f = (cl_float)(x)}})
+/* a buffer: its cl_mem, then its offset in elements of `elem` bytes */
+#define B(b, elem) ((karg){sizeof(cl_mem), {.m = (b).mem}}), \
+                   ((karg){sizeof(cl_ulong), {.u = (cl_ulong)((b).offset / (elem))}})
+#define RUN(l, name, global, ...)                                                             \
+    run((l), (name), (global), (const karg[]){__VA_ARGS__},                                    \
+        sizeof((const karg[]){__VA_ARGS__}) / sizeof(karg))
+
+/* The device's kernel of that name, created on first use (under the device's kernels_lock). */
+static cl_kernel kernel_named(ocl_device *d, const char *name, cl_int *rc)
+{
+    for (int i = 0; i < d->nkernels; i++)
+        if (!strcmp(d->kernels[i].name, name))
+            return d->kernels[i].k;
+    cl_kernel k = clCreateKernel(d->program, name, rc);
+    if (*rc == CL_SUCCESS && d->nkernels < (int)(sizeof d->kernels / sizeof d->kernels[0]))
+        d->kernels[d->nkernels++] = (struct ocl_kernel){name, k};
+    return k;
+}
+
+/* Takes e as the launch's last event, releasing the one before. */
+static void last_is(ocl_launch *l, cl_event e)
+{
+    if (l->done)
+        clReleaseEvent(l->done);
+    l->done = e;
+}
+
+static int run(ocl_launch *l, const char *name, size_t global, const karg *args, int n)
+{
+    ocl_device *d = l->d;
+    if (!global)
+        return 0;
+    cl_int rc = CL_SUCCESS;
+    cl_event e = NULL;
+    pthread_mutex_lock(&d->kernels_lock);
+    cl_kernel k = kernel_named(d, name, &rc);
+    for (int i = 0; i < n && rc == CL_SUCCESS; i++)
+        rc = clSetKernelArg(k, (cl_uint)i, args[i].size, &args[i].v);
+    if (rc == CL_SUCCESS)
+        rc = clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &global, NULL, 0, NULL, &e);
+    pthread_mutex_unlock(&d->kernels_lock);
+    char what[96];
+    snprintf(what, sizeof what, "running kernel %s", name);
+    if (ocl_enqueued(d, rc, what, l->err, l->errlen))
+        return -1;
+    last_is(l, e);
+    return 0;
+}
+
+/* Row-major C = alpha op(A) op(B) + beta C: CLBlast where it passed its self-check here. */
+static int gemm(ocl_launch *l, int ta, int tb, int M, int N, int K, float alpha, ocl_buf A,
+                int lda, ocl_buf Bm, int ldb, float beta, ocl_buf C, int ldc)
+{
+    ocl_device *d = l->d;
+    if (!d->clblast)
+        return RUN(l, "gemm_rowmajor", (size_t)M * N, I(ta), I(tb), I(M), I(N), I(K), F(alpha),
+                   B(A, 4), I(lda), B(Bm, 4), I(ldb), F(beta), B(C, 4), I(ldc));
+    cl_event e = NULL;
+    CLBlastStatusCode s = CLBlastSgemm(
+        CLBlastLayoutRowMajor, ta ? CLBlastTransposeYes : CLBlastTransposeNo,
+        tb ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t)M, (size_t)N, (size_t)K, alpha,
+        A.mem, A.offset / 4, (size_t)lda, Bm.mem, Bm.offset / 4, (size_t)ldb, beta, C.mem,
+        C.offset / 4, (size_t)ldc, &d->queue, &e);
+    if (ocl_enqueued(d, s == CLBlastSuccess ? CL_SUCCESS : (cl_int)s, "CLBlast SGEMM", l->err,
+                     l->errlen))
+        return -1;
+    last_is(l, e);
+    return 0;
+}
+
+int oclk_load(ocl_launch *l, ocl_buf pixels, ocl_buf labels_in, ocl_buf order, long first,
+              long per, int n, float scale, ocl_buf out, ocl_buf labels)
+{
+    ocl_buf ord = order.mem ? order : pixels;   /* a placeholder argument when not shuffled */
+    return RUN(l, "load_chunk", (size_t)n * (size_t)per, B(pixels, 1), B(labels_in, 1),
+               B(ord, order.mem ? 8 : 1), I(order.mem != NULL), L(first), L(per), F(scale),
+               B(out, 4), B(labels, 1));
+}
+
+#define GEOM(g) I((g)->c), I((g)->h), I((g)->w), I((g)->f), I((g)->kh), I((g)->kw), \
+                I((g)->stride), I((g)->pad), I((g)->oh), I((g)->ow)
+
+int oclk_conv_forward(ocl_launch *l, const conv_geom *g, ocl_buf x, ocl_buf params, ocl_buf y,
+                      int n, int f0, int f1)
+{
+    return RUN(l, "conv_forward", (size_t)n * (size_t)(f1 - f0) * g->oh * g->ow, B(x, 4),
+               B(params, 4), B(y, 4), GEOM(g), I(f0), I(f1 - f0));
+}
+
+int oclk_conv_backward_input(ocl_launch *l, const conv_geom *g, ocl_buf dy, ocl_buf params,
+                             ocl_buf dx, int n)
+{
+    return RUN(l, "conv_backward_input", (size_t)n * g->c * g->h * g->w, B(dy, 4), B(params, 4),
+               B(dx, 4), GEOM(g));
+}
+
+int oclk_conv_backward_filter(ocl_launch *l, const conv_geom *g, ocl_buf x, ocl_buf dy,
+                              ocl_buf part, int n, int f0, int f1)
+{
+    size_t nf = (size_t)(f1 - f0);
+    return RUN(l, "conv_backward_filter", nf * g->c * g->kh * g->kw + nf, B(x, 4), B(dy, 4),
+               B(part, 4), I(n), GEOM(g), I(f0), I(nf));
+}
+
+#define POOL(g) I((g)->c), I((g)->h), I((g)->w), I((g)->size), I((g)->stride), I((g)->oh), \
+                I((g)->ow)
+
+int oclk_maxpool_forward(ocl_launch *l, const pool_geom *g, ocl_buf x, ocl_buf y,
+                         ocl_buf argmax, int n)
+{
+    return RUN(l, "maxpool_forward", (size_t)n * g->c * g->oh * g->ow, B(x, 4), B(y, 4),
+               B(argmax, 4), POOL(g));
+}
+
+int oclk_maxpool_backward(ocl_launch *l, const pool_geom *g, ocl_buf dy, ocl_buf argmax,
+                          ocl_buf dx, int n)
+{
+    return RUN(l, "maxpool_backward", (size_t)n * g->c * g->h * g->w, B(dy, 4), B(argmax, 4),
+               B(dx, 4), POOL(g));
+}
+
+int oclk_relu_forward(ocl_launch *l, ocl_buf x, ocl_buf y, long count)
+{
+    return RUN(l, "relu_forward", (size_t)count, B(x, 4), B(y, 4));
+}
+
+int oclk_relu_backward(ocl_launch *l, ocl_buf y, ocl_buf dy, ocl_buf dx, long count)
+{
+    return RUN(l, "relu_backward", (size_t)count, B(y, 4), B(dy, 4), B(dx, 4));
+}
+
+static ocl_buf at(ocl_buf b, size_t floats) { return (ocl_buf){b.mem, b.offset + 4 * floats}; }
+
+int oclk_dense_forward(ocl_launch *l, int in, int out, ocl_buf x, ocl_buf params, ocl_buf y,
+                       int n)
+{
+    ocl_buf bias = at(params, (size_t)in * out);
+    return RUN(l, "fill_bias", (size_t)n * out, B(bias, 4), B(y, 4), I(out)) ||
+           gemm(l, 0, 1, n, out, in, 1.0f, x, in, params, in, 1.0f, y, out);
+}
+
+int oclk_dense_backward(ocl_launch *l, int in, int out, ocl_buf x, ocl_buf dy, ocl_buf params,
+                        ocl_buf part, ocl_buf dx, int n)
+{
+    ocl_buf db = at(part, (size_t)in * out);
+    return gemm(l, 1, 0, out, in, n, 1.0f, dy, out, x, in, 0.0f, part, in) ||
+           RUN(l, "column_sum", (size_t)out, B(dy, 4), B(db, 4), I(n), I(out)) ||
+           (dx.mem && gemm(l, 0, 0, n, in, out, 1.0f, dy, out, params, in, 0.0f, dx, in));
+}
+
+/* The device's scratch buffer, at least `bytes`. */
+static cl_mem scratch(ocl_launch *l, size_t bytes)
+{
+    ocl_device *d = l->d;
+    pthread_mutex_lock(&d->kernels_lock);
+    if (d->scratch_bytes < bytes) {
+        if (d->scratch)
+            clReleaseMemObject(d->scratch);
+        cl_int rc;
+        d->scratch = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &rc);
+        d->scratch_bytes = rc == CL_SUCCESS ? bytes : 0;
+        if (ocl_check(d, rc, "allocating scratch memory", l->err, l->errlen))
+            d->scratch = NULL;
+    }
+    cl_mem m = d->scratch;
+    pthread_mutex_unlock(&d->kernels_lock);
+    return m;
+}
+
+int oclk_softmax_xent(ocl_launch *l, int classes, ocl_buf z, ocl_buf labels, float scale,
+                      ocl_buf dz, ocl_buf pred, ocl_buf stats, int n)
+{
+    /* the losses, then the correct flags, per sample, in the device's scratch buffer */
+    cl_mem s = scratch(l, 8 * (size_t)n);
+    if (!s)
+        return -1;
+    karg per_sample = {sizeof(cl_mem), {.m = s}};
+    ocl_buf none = z;   /* a placeholder for absent outputs */
+    return RUN(l, "softmax_xent", (size_t)n, B(z, 4), B(labels, 1), I(classes), F(scale),
+               B(dz.mem ? dz : none, 4), I(dz.mem != NULL), B(pred.mem ? pred : none, 4),
+               I(pred.mem != NULL), per_sample) ||
+           RUN(l, "chunk_stats", 1, per_sample, I(n), B(stats, 4));
+}
+
+int oclk_copy_or_add(ocl_launch *l, ocl_buf dst, ocl_buf src, long count, int copy)
+{
+    return RUN(l, "copy_or_add", (size_t)count, B(dst, 4), B(src, 4), I(copy));
+}
+
+int oclk_sgd(ocl_launch *l, ocl_buf w, ocl_buf g, ocl_buf v, long count, float lr,
+             float momentum, float weight_decay)
+{
+    return RUN(l, "sgd_update", (size_t)count, B(w, 4), B(g, 4), B(v, 4), F(lr), F(momentum),
+               F(weight_decay));
+}
+
+int oclk_on_done(ocl_launch *l, void (CL_CALLBACK *fn)(cl_event, cl_int, void *), void *arg)
+{
+    if (ocl_check(l->d, clSetEventCallback(l->done, CL_COMPLETE, fn, arg), "a task's callback",
+                  l->err, l->errlen))
+        return -1;
+    l->done = NULL;   /* the callback releases it */
+    clFlush(l->d->queue);
+    return 0;
+}

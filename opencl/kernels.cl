@@ -1,0 +1,288 @@
+/* frugal's OpenCL kernels (OpenCL C 1.2, float32, NCHW): the device versions of the CPU kernels
+ * in ops/, one work-item per output value unless said. Every buffer comes with an offset in
+ * elements: a handle's part sits at an offset in its buffer's device copy. Reductions run in a
+ * fixed order (samples, then rows, then columns), so a device gives the same result every run;
+ * it differs from the CPU's within float rounding. */
+
+#ifdef HAVE_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#define G __global
+
+/* ---- loading a chunk ---- */
+
+/* out[s][k] = pixels[idx(s)][k] * scale, idx(s) = order[first + s] (shuffled) or first + s;
+ * labels too. Global size: n * per. */
+__kernel void load_chunk(G const uchar *pixels, ulong po, G const uchar *labels_in, ulong lio,
+                         G const long *order, ulong oo, int shuffled, long first, long per,
+                         float scale, G float *out, ulong outo, G uchar *labels, ulong lo)
+{
+    size_t i = get_global_id(0);
+    long s = (long)(i / (size_t)per), k = (long)(i % (size_t)per);
+    long idx = shuffled ? order[oo + first + s] : first + s;
+    out[outo + i] = (float)pixels[po + idx * per + k] * scale;
+    if (k == 0)
+        labels[lo + s] = labels_in[lio + idx];
+}
+
+/* ---- convolution ---- */
+
+/* y[n][f0 + j] for j < nf, with bias (after the F*C*KH*KW weights). Global: n * nf * OH * OW. */
+__kernel void conv_forward(G const float *x, ulong xo, G const float *w, ulong wo, G float *y,
+                           ulong yo, int C, int H, int W, int F, int KH, int KW, int stride,
+                           int pad, int OH, int OW, int f0, int nf)
+{
+    size_t i = get_global_id(0);
+    int ox = (int)(i % OW), oy = (int)(i / OW % OH), f = f0 + (int)(i / ((size_t)OW * OH) % nf);
+    int n = (int)(i / ((size_t)OW * OH * nf));
+    float acc = w[wo + (size_t)F * C * KH * KW + f];
+    for (int c = 0; c < C; c++)
+        for (int ky = 0; ky < KH; ky++) {
+            int iy = oy * stride - pad + ky;
+            if (iy < 0 || iy >= H)
+                continue;
+            for (int kx = 0; kx < KW; kx++) {
+                int ix = ox * stride - pad + kx;
+                if (ix >= 0 && ix < W)
+                    acc += x[xo + (((size_t)n * C + c) * H + iy) * W + ix] *
+                           w[wo + (((size_t)f * C + c) * KH + ky) * KW + kx];
+            }
+        }
+    y[yo + (((size_t)n * F + f) * OH + oy) * OW + ox] = acc;
+}
+
+/* dx[n][c][iy][ix] = sum over f, ky, kx of dy * w, where the tap lands. Global: n * C * H * W. */
+__kernel void conv_backward_input(G const float *dy, ulong dyo, G const float *w, ulong wo,
+                                  G float *dx, ulong dxo, int C, int H, int W, int F, int KH,
+                                  int KW, int stride, int pad, int OH, int OW)
+{
+    size_t i = get_global_id(0);
+    int ix = (int)(i % W), iy = (int)(i / W % H), c = (int)(i / ((size_t)W * H) % C);
+    int n = (int)(i / ((size_t)W * H * C));
+    float acc = 0;
+    for (int f = 0; f < F; f++)
+        for (int ky = 0; ky < KH; ky++) {
+            int ty = iy + pad - ky;
+            if (ty < 0 || ty % stride || ty / stride >= OH)
+                continue;
+            for (int kx = 0; kx < KW; kx++) {
+                int tx = ix + pad - kx;
+                if (tx < 0 || tx % stride || tx / stride >= OW)
+                    continue;
+                acc += dy[dyo + (((size_t)n * F + f) * OH + ty / stride) * OW + tx / stride] *
+                       w[wo + (((size_t)f * C + c) * KH + ky) * KW + kx];
+            }
+        }
+    dx[dxo + i] = acc;
+}
+
+/* The gradients of filters [f0, f0 + nf) summed over samples [0, n): their weights then their
+ * biases, as one filter group's partial gradient. Global: nf * C * KH * KW + nf. */
+__kernel void conv_backward_filter(G const float *x, ulong xo, G const float *dy, ulong dyo,
+                                   G float *dw, ulong dwo, int n, int C, int H, int W, int F,
+                                   int KH, int KW, int stride, int pad, int OH, int OW, int f0,
+                                   int nf)
+{
+    size_t i = get_global_id(0), ckk = (size_t)C * KH * KW;
+    float acc = 0;
+    if (i < (size_t)nf * ckk) {
+        int f = f0 + (int)(i / ckk), c = (int)(i / ((size_t)KH * KW) % C);
+        int ky = (int)(i / KW % KH), kx = (int)(i % KW);
+        for (int s = 0; s < n; s++)
+            for (int oy = 0; oy < OH; oy++) {
+                int iy = oy * stride - pad + ky;
+                if (iy < 0 || iy >= H)
+                    continue;
+                for (int ox = 0; ox < OW; ox++) {
+                    int ix = ox * stride - pad + kx;
+                    if (ix >= 0 && ix < W)
+                        acc += dy[dyo + (((size_t)s * F + f) * OH + oy) * OW + ox] *
+                               x[xo + (((size_t)s * C + c) * H + iy) * W + ix];
+                }
+            }
+    } else {
+        int f = f0 + (int)(i - (size_t)nf * ckk);
+        for (int s = 0; s < n; s++)
+            for (size_t p = 0; p < (size_t)OH * OW; p++)
+                acc += dy[dyo + ((size_t)s * F + f) * OH * OW + p];
+    }
+    dw[dwo + i] = acc;
+}
+
+/* ---- pooling and ReLU ---- */
+
+/* The window's maximum (the first one wins, as on the CPU) and where it was in the sample.
+ * Global: n * C * OH * OW. */
+__kernel void maxpool_forward(G const float *x, ulong xo, G float *y, ulong yo, G int *argmax,
+                              ulong ao, int C, int H, int W, int size, int stride, int OH, int OW)
+{
+    size_t i = get_global_id(0);
+    int ox = (int)(i % OW), oy = (int)(i / OW % OH), c = (int)(i / ((size_t)OW * OH) % C);
+    size_t n = i / ((size_t)OW * OH * C);
+    int best = c * H * W + oy * stride * W + ox * stride;
+    G const float *xs = x + xo + n * C * H * W;
+    for (int ky = 0; ky < size; ky++)
+        for (int kx = 0; kx < size; kx++) {
+            int at = c * H * W + (oy * stride + ky) * W + ox * stride + kx;
+            if (xs[at] > xs[best])
+                best = at;
+        }
+    y[yo + i] = xs[best];
+    argmax[ao + i] = best;
+}
+
+/* dx gets each window's gradient where its maximum was; an input in several windows sums
+ * them. Global: n * C * H * W. */
+__kernel void maxpool_backward(G const float *dy, ulong dyo, G const int *argmax, ulong ao,
+                               G float *dx, ulong dxo, int C, int H, int W, int size, int stride,
+                               int OH, int OW)
+{
+    size_t i = get_global_id(0);
+    int ix = (int)(i % W), iy = (int)(i / W % H), c = (int)(i / ((size_t)W * H) % C);
+    size_t n = i / ((size_t)W * H * C);
+    int self = c * H * W + iy * W + ix;
+    float acc = 0;
+    int oy0 = iy >= size ? (iy - size) / stride + 1 : 0, ox0 = ix >= size ? (ix - size) / stride + 1 : 0;
+    for (int oy = oy0; oy <= iy / stride && oy < OH; oy++)
+        for (int ox = ox0; ox <= ix / stride && ox < OW; ox++) {
+            size_t o = ((n * C + c) * OH + oy) * OW + ox;
+            if (argmax[ao + o] == self)
+                acc += dy[dyo + o];
+        }
+    dx[dxo + i] = acc;
+}
+
+__kernel void relu_forward(G const float *x, ulong xo, G float *y, ulong yo)
+{
+    size_t i = get_global_id(0);
+    float v = x[xo + i];
+    y[yo + i] = v < 0.0f ? 0.0f : v;   /* NaN passes, as on the CPU */
+}
+
+__kernel void relu_backward(G const float *y, ulong yo, G const float *dy, ulong dyo, G float *dx,
+                            ulong dxo)
+{
+    size_t i = get_global_id(0);
+    dx[dxo + i] = y[yo + i] > 0.0f ? dy[dyo + i] : 0.0f;
+}
+
+/* ---- dense layers (with a GEMM: CLBlast, or gemm_rowmajor where CLBlast is not usable) ---- */
+
+/* y[s][o] = b[o]: the start GEMM adds W x to. Global: n * out. */
+__kernel void fill_bias(G const float *b, ulong bo, G float *y, ulong yo, int out)
+{
+    size_t i = get_global_id(0);
+    y[yo + i] = b[bo + i % out];
+}
+
+/* db[o] = sum over samples of dy[s][o]. Global: out. */
+__kernel void column_sum(G const float *dy, ulong dyo, G float *db, ulong dbo, int n, int out)
+{
+    size_t o = get_global_id(0);
+    float acc = 0;
+    for (int s = 0; s < n; s++)
+        acc += dy[dyo + (size_t)s * out + o];
+    db[dbo + o] = acc;
+}
+
+/* C = alpha op(A) op(B) + beta C, row-major (M x N), op = transpose when t* is set. A plain
+ * fallback for devices where CLBlast's self-check failed. Global: M * N. */
+__kernel void gemm_rowmajor(int ta, int tb, int M, int N, int K, float alpha, G const float *A,
+                            ulong ao, int lda, G const float *B, ulong bo, int ldb, float beta,
+                            G float *C, ulong co, int ldc)
+{
+    size_t i = get_global_id(0);
+    int m = (int)(i / N), n = (int)(i % N);
+    float acc = 0;
+    for (int k = 0; k < K; k++)
+        acc += A[ao + (ta ? (size_t)k * lda + m : (size_t)m * lda + k)] *
+               B[bo + (tb ? (size_t)n * ldb + k : (size_t)k * ldb + n)];
+    size_t c = co + (size_t)m * ldc + n;
+    C[c] = alpha * acc + (beta == 0.0f ? 0.0f : beta * C[c]);
+}
+
+/* ---- the loss ---- */
+
+/* Per sample: the loss and whether the argmax is the label (into scratch: n losses, then n
+ * flags), the gradient of the mean loss with respect to the logits (if want_dz), and the
+ * predicted class (if want_pred). Global: n. */
+__kernel void softmax_xent(G const float *z, ulong zo, G const uchar *labels, ulong lo,
+                           int classes, float scale, G float *dz, ulong dzo, int want_dz,
+                           G int *pred, ulong predo, int want_pred, G float *scratch)
+{
+    size_t s = get_global_id(0), n = get_global_size(0);
+    G float *loss = scratch;
+    G int *correct = (G int *)(scratch + n);
+    G const float *zs = z + zo + s * classes;
+    int label = labels[lo + s], arg = 0;
+    for (int k = 1; k < classes; k++)
+        if (zs[k] > zs[arg])
+            arg = k;
+    float zmax = zs[arg], sum = 0;
+    for (int k = 0; k < classes; k++)
+        sum += exp(zs[k] - zmax);
+    float log_sum = log(sum);
+    loss[s] = label < classes ? log_sum - (zs[label] - zmax) : NAN;
+    correct[s] = arg == label;
+    if (want_dz)
+        for (int k = 0; k < classes; k++)
+            dz[dzo + s * classes + k] = (exp(zs[k] - zmax - log_sum) - (k == label)) * scale;
+    if (want_pred)
+        pred[predo + s] = arg;
+}
+
+#ifndef HAVE_FP64
+/* A double from a float, as bits, for devices without fp64 (normal numbers, zero, inf, NaN). */
+static void store_double(G uint *out, float v)
+{
+    uint f = as_uint(v), sign = f >> 31, e = (f >> 23) & 255, m = f & 0x7fffff;
+    uint exp = e == 0 ? 0 : e == 255 ? 2047 : e - 127 + 1023;
+    if (e == 0)
+        m = 0;   /* a denormal becomes zero */
+    out[1] = sign << 31 | exp << 20 | m >> 3;
+    out[0] = (m & 7) << 29;
+}
+#endif
+
+/* The chunk's figures in sample order, as a chunk_stats (double loss; int correct, samples),
+ * stats in uints. One work-item. */
+__kernel void chunk_stats(G const float *scratch, int n, G uint *stats, ulong so)
+{
+    G const float *loss = scratch;
+    G const int *correct = (G const int *)(scratch + n);
+    int right = 0;
+#ifdef HAVE_FP64
+    double sum = 0;
+    for (int s = 0; s < n; s++)
+        sum += loss[s], right += correct[s];
+    *(G double *)(stats + so) = sum;
+#else
+    float sum = 0;
+    for (int s = 0; s < n; s++)
+        sum += loss[s], right += correct[s];
+    store_double(stats + so, sum);
+#endif
+    stats[so + 2] = (uint)right;
+    stats[so + 3] = (uint)n;
+}
+
+/* ---- the update ---- */
+
+/* dst = src (copy) or dst += src. Global: count. */
+__kernel void copy_or_add(G float *dst, ulong dsto, G const float *src, ulong srco, int copy)
+{
+    size_t i = get_global_id(0);
+    dst[dsto + i] = copy ? src[srco + i] : dst[dsto + i] + src[srco + i];
+}
+
+/* PyTorch's SGD: g += wd * w; v = momentum * v + g; w -= lr * v. Global: count. */
+__kernel void sgd_update(G float *w, ulong wo, G const float *g, ulong go, G float *v, ulong vo,
+                         float lr, float momentum, float wd)
+{
+    size_t i = get_global_id(0);
+    float d = g[go + i] + wd * w[wo + i];
+    float vi = momentum * v[vo + i] + d;
+    v[vo + i] = vi;
+    w[wo + i] -= lr * vi;
+}
