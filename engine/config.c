@@ -45,6 +45,9 @@ static const key_spec execution_keys[] = {
     {"grain", V_GRAIN, JOB(grain), 1, 1 << 20},
     {"filter_groups", V_GRAIN, JOB(filter_groups), 1, 4},
     {"fuse", V_FUSE, JOB(fuse), 0, 0},
+    {"devices", V_DEVICES, JOB(devices), 0, 0},
+    {"device", V_TEXT, JOB(device_filter), 0, 0},
+    {"deterministic", V_ONOFF, JOB(deterministic), 0, 0},
     {NULL, 0, 0, 0, 0}};
 static const key_spec energy_keys[] = {
     {"rate_hz", V_FLOAT, JOB(energy_rate_hz), 1, 1000},
@@ -194,6 +197,27 @@ static int set_value(parser *p, const char *section, const key_spec *k, void *ba
     case V_OPTIMIZER:
         if (strcmp(value, "sgd"))
             return fail(p, "[%s] type = '%s': only sgd is supported", section, value);
+        return 0;
+    case V_DEVICES: {
+        static const char *const names[] = {"auto", "cpu", "opencl", "cpu+opencl"};
+        for (int i = 0; i < 4; i++)
+            if (!strcmp(value, names[i])) {
+                *(int *)field = i;
+                return 0;
+            }
+        return fail(p, "[%s] %s = '%s': expected auto, cpu, opencl or cpu+opencl", section,
+                    k->name, value);
+    }
+    case V_TEXT:
+        if (strlen(value) >= sizeof p->cfg->device_filter)
+            return fail(p, "[%s] %s: at most %zu characters", section, k->name,
+                        sizeof p->cfg->device_filter - 1);
+        snprintf(field, sizeof p->cfg->device_filter, "%s", value);
+        return 0;
+    case V_ONOFF:
+        if (strcmp(value, "on") && strcmp(value, "off"))
+            return fail(p, "[%s] %s = '%s': expected on or off", section, k->name, value);
+        *(int *)field = !strcmp(value, "on");
         return 0;
     }
     return fail(p, "internal: unknown value kind");

@@ -9,7 +9,10 @@
  *   [optimizer]  type (sgd), lr, momentum, weight_decay
  *   [execution]  workers, grain (auto | N samples per task),
  *                filter_groups (auto | N convolution tasks per chunk, split by filters),
- *                fuse (auto | on | off: a convolution and the max-pool after it as one task)
+ *                fuse (auto | on | off: a convolution and the max-pool after it as one task),
+ *                devices (auto | cpu | opencl | cpu+opencl), device (which OpenCL devices: their
+ *                indexes in `frugal info`, comma-separated, or a part of their name),
+ *                deterministic (on | off: the same placement, and so the same weights, every run)
  *   [energy]     rate_hz, carbon_g_per_kwh, baseline_seconds, baseline_watts,
  *                model_idle_watts, model_core_watts
  *
@@ -40,6 +43,10 @@ typedef struct layer_config {
 
 typedef enum data_format { DATA_IDX, DATA_CIFAR10 } data_format;
 
+/* Where tasks may run: auto is the CPU and every OpenCL GPU or accelerator (an OpenCL CPU device
+ * such as PoCL shares the cores frugal already uses: name it to use it). */
+typedef enum devices_choice { DEVICES_AUTO, DEVICES_CPU, DEVICES_OPENCL, DEVICES_CPU_OPENCL } devices_choice;
+
 typedef struct job_config {
     char path[CONFIG_PATH];
     /* [job] */
@@ -64,6 +71,9 @@ typedef struct job_config {
     int grain;                     /* 0: auto; else samples per task */
     int filter_groups;             /* 0: auto; else tasks per chunk for each convolution */
     int fuse;                      /* 0: auto, 1: on where possible, -1: off */
+    int devices;                   /* DEVICES_AUTO, ... */
+    char device_filter[128];       /* "" (all), "0,2", or a part of a name */
+    int deterministic;
     /* [energy] */
     float energy_rate_hz;          /* sampler rate */
     float carbon_g_per_kwh;
@@ -74,7 +84,8 @@ typedef struct job_config {
 
 /* How a key's value is read. */
 typedef enum value_kind {
-    V_INT, V_LONG, V_U64, V_FLOAT, V_PATH, V_FORMAT, V_HXW, V_GRAIN, V_OPTIMIZER, V_FUSE
+    V_INT, V_LONG, V_U64, V_FLOAT, V_PATH, V_FORMAT, V_HXW, V_GRAIN, V_OPTIMIZER, V_FUSE,
+    V_DEVICES, V_TEXT, V_ONOFF
 } value_kind;
 
 /* A key of a section: its field (an offset into job_config, or into layer_config for layer

@@ -38,11 +38,26 @@ static signed char add_chunk(access_list *al, const chunked *c, int k, rt_mode m
     return first;
 }
 
+/* Where a task may run. With devices = opencl, on a device when it has a device implementation;
+ * deterministic, by chunk (even chunks on the CPU, odd ones on the devices; the updates on the
+ * CPU), so the same kernel computes the same thing every run; else anywhere, the runtime
+ * placing it by expected finish time. chunk: -1 for a batch's update tasks. */
+static unsigned placement(const trainer *t, const rt_kind *kind, int chunk)
+{
+    const exec_plan *p = &t->plan;
+    int on_device = kind->opencl != NULL;
+    if (p->pinned)
+        return on_device ? RT_ON(RT_WORKER_OPENCL) : RT_ON(RT_WORKER_CPU);
+    if (p->deterministic)
+        return on_device && chunk >= 0 && chunk % 2 ? RT_ON(RT_WORKER_OPENCL) : RT_ON(RT_WORKER_CPU);
+    return 0;
+}
+
 static void submit(trainer *t, rt_kind *kind, const void *args, size_t size, int prio,
-                   const access_list *al)
+                   const access_list *al, int chunk)
 {
     rt_task_desc d = {.kind = kind, .args = args, .args_size = size, .priority = prio,
-                      .naccess = al->n};
+                      .naccess = al->n, .kinds = placement(t, kind, chunk)};
     memcpy(d.access, al->a, sizeof(rt_access) * (size_t)al->n);
     rt_submit(t->rt, &d);   /* a failure is reported by the next wait */
 }
@@ -90,7 +105,7 @@ static void submit_load(trainer *t, const batch_ref *r, int k)
     add(&al, r->b->labels.part[k], RT_W);
     if (a.shuffled)
         add(&al, t->horder, RT_R);
-    submit(t, &load_kind, &a, sizeof a, PRIO_LOAD, &al);
+    submit(t, &load_kind, &a, sizeof a, PRIO_LOAD, &al, k);
 }
 
 /* Layer l's forward task for chunk k and filter group g (or, fused, the convolution and the
@@ -115,7 +130,7 @@ static void submit_forward(trainer *t, const batch_ref *r, int l, int k, int g, 
     if (ly->nparams)
         a.at.params = add(&al, t->hparams[l], RT_R);
     submit(t, fused ? &conv_maxpool_forward_kind : ly->cls->forward, &a, sizeof a, PRIO_FORWARD,
-           &al);
+           &al, k);
 }
 
 /* The loss of chunk k, its gradient when training, and the tally of its figures. */
@@ -132,7 +147,7 @@ static void submit_loss(trainer *t, const batch_ref *r, int k)
         a.at.dy = add(&al, r->b->grad[L].part[k], RT_W);
     if (t->predictions)
         a.at.aux = add(&al, r->b->aux[L].part[k], RT_W);
-    submit(t, t->m->layers[L].cls->forward, &a, sizeof a, PRIO_BACKWARD, &al);
+    submit(t, t->m->layers[L].cls->forward, &a, sizeof a, PRIO_BACKWARD, &al, k);
 
     tally_args ta = {r->first + s0, n, t->predictions != NULL, &t->samples_done};
     access_list tl = {.n = 0};
@@ -142,7 +157,7 @@ static void submit_loss(trainer *t, const batch_ref *r, int k)
         add(&tl, r->b->aux[L].part[k], RT_R);
         add(&tl, t->hpredictions, RT_RW);
     }
-    submit(t, &tally_kind, &ta, sizeof ta, PRIO_TALLY, &tl);
+    submit(t, &tally_kind, &ta, sizeof ta, PRIO_TALLY, &tl, -1);
 }
 
 /* Layer l's backward tasks for chunk k: per filter group the parameter gradient (and, with one
@@ -177,7 +192,7 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
                 a.at.params = add(&al, t->hparams[l], RT_R);
         }
         submit(t, fused ? &conv_maxpool_backward_kind : ly->cls->backward, &a, sizeof a,
-               PRIO_BACKWARD, &al);
+               PRIO_BACKWARD, &al, k);
     }
     if (dx && groups > 1) {
         layer_task a = task_for(t, l, n);
@@ -185,7 +200,7 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
         a.at.dy = add(&al, r->b->grad[l + 1].part[k], RT_R);
         a.at.params = add(&al, t->hparams[l], RT_R);
         a.at.dx = add(&al, r->b->grad[l].part[k], RT_W);
-        submit(t, &conv_backward_input_kind, &a, sizeof a, PRIO_BACKWARD, &al);
+        submit(t, &conv_backward_input_kind, &a, sizeof a, PRIO_BACKWARD, &al, k);
     }
 }
 
@@ -201,7 +216,7 @@ static void submit_update(trainer *t, int l, int nchunks)
         add(&al, t->hgrad[l], k ? RT_RW : RT_W);
         for (int g = 0; g < groups; g++)
             add(&al, t->hpartial_part[l][k * groups + g], RT_R);
-        submit(t, &gradsum_kind, &a, sizeof a, PRIO_UPDATE, &al);
+        submit(t, &gradsum_kind, &a, sizeof a, PRIO_UPDATE, &al, -1);
     }
     const job_config *cfg = t->cfg;
     sgd_args s = {ly->nparams, cfg->lr, cfg->momentum, cfg->weight_decay};
@@ -209,7 +224,7 @@ static void submit_update(trainer *t, int l, int nchunks)
     add(&al, t->hparams[l], RT_RW);
     add(&al, t->hgrad[l], RT_R);
     add(&al, t->hvelocity[l], RT_RW);
-    submit(t, &sgd_kind, &s, sizeof s, PRIO_UPDATE, &al);
+    submit(t, &sgd_kind, &s, sizeof s, PRIO_UPDATE, &al, -1);
 }
 
 /* Whether layer l has a task of its own in direction `backward` (flatten is a view, the

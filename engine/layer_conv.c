@@ -3,6 +3,8 @@
  * with it (the trainer decides: engine/plan.c). */
 #include "engine/layer.h"
 
+#include "engine/device_task.h"
+
 #include <stdio.h>
 
 #define LAYER(f) offsetof(layer_config, f)
@@ -140,9 +142,53 @@ static int fused_backward(const rt_ctx *ctx, void *p)
                                         rt_ptr(ctx, a->at.aux), dw, dw + l->nweights, 0, a->n, 0));
 }
 
-static rt_kind forward_kind = {.name = "conv_forward", .cpu = forward};
-static rt_kind backward_kind = {.name = "conv_backward", .cpu = backward};
-rt_kind conv_backward_input_kind = {.name = "conv_backward_input", .cpu = backward_input};
+/* ---- on an OpenCL device: the same work, the same accesses ---- */
+
+static int forward_cl(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    const layer *l = a->l;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    size_t plane = sizeof(float) * (size_t)l->conv.oh * (size_t)l->conv.ow;
+    int rc = oclk_conv_forward(&dt.l, &l->conv, device_buf(ctx, a->at.in, 0),
+                               device_buf(ctx, a->at.params, 0),
+                               device_buf(ctx, a->at.out, (size_t)a->f0 * plane), a->n, a->f0, a->f1);
+    return device_task_finish(&dt, ctx, rc);
+}
+
+static int backward_cl(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    const layer *l = a->l;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    ocl_buf dy = device_buf(ctx, a->at.dy, 0);
+    int rc = oclk_conv_backward_filter(&dt.l, &l->conv, device_buf(ctx, a->at.in, 0), dy,
+                                       device_buf(ctx, a->at.part, 0), a->n, a->f0, a->f1) ||
+             (a->want_dx && oclk_conv_backward_input(&dt.l, &l->conv, dy,
+                                                     device_buf(ctx, a->at.params, 0),
+                                                     device_buf(ctx, a->at.dx, 0), a->n));
+    return device_task_finish(&dt, ctx, rc);
+}
+
+static int backward_input_cl(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    int rc = oclk_conv_backward_input(&dt.l, &a->l->conv, device_buf(ctx, a->at.dy, 0),
+                                      device_buf(ctx, a->at.params, 0),
+                                      device_buf(ctx, a->at.dx, 0), a->n);
+    return device_task_finish(&dt, ctx, rc);
+}
+
+/* The first layer's input as bytes and the fused max-pool run on the CPU only: the plan turns
+ * both off when devices are in use (engine/plan.c). */
+static rt_kind forward_kind = {.name = "conv_forward", .cpu = forward, .opencl = forward_cl};
+static rt_kind backward_kind = {.name = "conv_backward", .cpu = backward, .opencl = backward_cl};
+rt_kind conv_backward_input_kind = {.name = "conv_backward_input", .cpu = backward_input,
+                                    .opencl = backward_input_cl};
 rt_kind conv_maxpool_forward_kind = {.name = "conv_maxpool_forward", .cpu = fused_forward};
 rt_kind conv_maxpool_backward_kind = {.name = "conv_maxpool_backward", .cpu = fused_backward};
 

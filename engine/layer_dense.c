@@ -1,6 +1,8 @@
 /* [dense]: y = W x + b on a vector (after flatten), W as outputs x inputs (PyTorch's Linear). */
 #include "engine/layer.h"
 
+#include "engine/device_task.h"
+
 #include <stdio.h>
 
 #define LAYER(f) offsetof(layer_config, f)
@@ -60,8 +62,33 @@ static int backward(const rt_ctx *ctx, void *p)
     return layer_kernel_status(ctx, rc);
 }
 
-static rt_kind forward_kind = {.name = "dense_forward", .cpu = forward};
-static rt_kind backward_kind = {.name = "dense_backward", .cpu = backward};
+static int forward_cl(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    int rc = oclk_dense_forward(&dt.l, a->l->in_c, a->l->out_c, device_buf(ctx, a->at.in, 0),
+                                device_buf(ctx, a->at.params, 0), device_buf(ctx, a->at.out, 0),
+                                a->n);
+    return device_task_finish(&dt, ctx, rc);
+}
+
+static int backward_cl(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    ocl_buf none = {NULL, 0};
+    int rc = oclk_dense_backward(&dt.l, a->l->in_c, a->l->out_c, device_buf(ctx, a->at.in, 0),
+                                 device_buf(ctx, a->at.dy, 0),
+                                 a->want_dx ? device_buf(ctx, a->at.params, 0) : none,
+                                 device_buf(ctx, a->at.part, 0),
+                                 a->want_dx ? device_buf(ctx, a->at.dx, 0) : none, a->n);
+    return device_task_finish(&dt, ctx, rc);
+}
+
+static rt_kind forward_kind = {.name = "dense_forward", .cpu = forward, .opencl = forward_cl};
+static rt_kind backward_kind = {.name = "dense_backward", .cpu = backward, .opencl = backward_cl};
 
 const layer_class layer_dense = {
     .name = "dense", .type = LAYER_DENSE, .keys = keys, .defaults = defaults,

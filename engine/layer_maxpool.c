@@ -2,6 +2,8 @@
  * keeps each output's winning input (argmax) for backward. */
 #include "engine/layer.h"
 
+#include "engine/device_task.h"
+
 #include <stdio.h>
 
 #define LAYER(f) offsetof(layer_config, f)
@@ -55,8 +57,30 @@ static int backward(const rt_ctx *ctx, void *p)
     return 0;
 }
 
-static rt_kind forward_kind = {.name = "maxpool_forward", .cpu = forward};
-static rt_kind backward_kind = {.name = "maxpool_backward", .cpu = backward};
+static int forward_cl(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    int rc = oclk_maxpool_forward(&dt.l, &a->l->pool, device_buf(ctx, a->at.in, 0),
+                                  device_buf(ctx, a->at.out, 0), device_buf(ctx, a->at.aux, 0), a->n);
+    return device_task_finish(&dt, ctx, rc);
+}
+
+static int backward_cl(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    int rc = oclk_maxpool_backward(&dt.l, &a->l->pool, device_buf(ctx, a->at.dy, 0),
+                                   device_buf(ctx, a->at.aux, 0), device_buf(ctx, a->at.dx, 0),
+                                   a->n);
+    return device_task_finish(&dt, ctx, rc);
+}
+
+static rt_kind forward_kind = {.name = "maxpool_forward", .cpu = forward, .opencl = forward_cl};
+static rt_kind backward_kind = {.name = "maxpool_backward", .cpu = backward,
+                                .opencl = backward_cl};
 
 const layer_class layer_maxpool = {
     .name = "maxpool", .type = LAYER_MAXPOOL, .keys = keys, .defaults = defaults,

@@ -2,6 +2,8 @@
  * a max-pool runs after it instead (engine/model.c): the two commute exactly. */
 #include "engine/layer.h"
 
+#include "engine/device_task.h"
+
 static const key_spec keys[] = {{NULL, 0, 0, 0, 0}};
 
 static void defaults(layer_config *lc) { (void)lc; }
@@ -30,8 +32,28 @@ static int backward(const rt_ctx *ctx, void *p)
     return 0;
 }
 
-static rt_kind forward_kind = {.name = "relu_forward", .cpu = forward};
-static rt_kind backward_kind = {.name = "relu_backward", .cpu = backward};
+static int forward_cl(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    int rc = oclk_relu_forward(&dt.l, device_buf(ctx, a->at.in, 0), device_buf(ctx, a->at.out, 0),
+                               a->n * a->l->in_size);
+    return device_task_finish(&dt, ctx, rc);
+}
+
+static int backward_cl(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    int rc = oclk_relu_backward(&dt.l, device_buf(ctx, a->at.out, 0), device_buf(ctx, a->at.dy, 0),
+                                device_buf(ctx, a->at.dx, 0), a->n * a->l->in_size);
+    return device_task_finish(&dt, ctx, rc);
+}
+
+static rt_kind forward_kind = {.name = "relu_forward", .cpu = forward, .opencl = forward_cl};
+static rt_kind backward_kind = {.name = "relu_backward", .cpu = backward, .opencl = backward_cl};
 
 const layer_class layer_relu = {
     .name = "relu", .type = LAYER_RELU, .keys = keys, .defaults = defaults, .complete = complete,

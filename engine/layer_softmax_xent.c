@@ -5,6 +5,8 @@
  * diverged. */
 #include "engine/layer.h"
 
+#include "engine/device_task.h"
+
 #include <math.h>
 #include <stdio.h>
 
@@ -59,7 +61,22 @@ static int loss(const rt_ctx *ctx, void *p)
     return 0;
 }
 
-static rt_kind loss_kind = {.name = "softmax_xent", .cpu = loss};
+/* On a device a loss that is not finite is found by the tally on the host. */
+static int loss_cl(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    ocl_buf none = {NULL, 0};
+    int rc = oclk_softmax_xent(&dt.l, a->l->in_c, device_buf(ctx, a->at.in, 0),
+                               device_buf(ctx, a->at.labels, 0), a->scale,
+                               a->at.dy >= 0 ? device_buf(ctx, a->at.dy, 0) : none,
+                               a->at.aux >= 0 ? device_buf(ctx, a->at.aux, 0) : none,
+                               device_buf(ctx, a->at.stats, 0), a->n);
+    return device_task_finish(&dt, ctx, rc);
+}
+
+static rt_kind loss_kind = {.name = "softmax_xent", .cpu = loss, .opencl = loss_cl};
 
 const layer_class layer_softmax_xent = {
     .name = "softmax_xent", .type = LAYER_SOFTMAX_XENT, .keys = keys, .defaults = defaults,

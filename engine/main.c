@@ -20,10 +20,12 @@ static int usage(FILE *f)
 {
     fprintf(f, "usage: frugal COMMAND [ARGS]\n\n"
                "commands:\n"
-               "  train JOB.cfg [--set section.key=value]... [--workers N] [--trace FILE] [--resume]\n"
+               "  train JOB.cfg [--set section.key=value]... [--workers N] [--devices D] [--trace FILE]\n"
+               "            [--resume]\n"
                "            train the model the job file describes; a checkpoint is written\n"
                "            atomically after every epoch (and on SIGINT, SIGTERM or SIGHUP, at\n"
-               "            the next batch), --resume continues from it\n"
+               "            the next batch), --resume continues from it; D: auto, cpu, opencl or\n"
+               "            cpu+opencl\n"
                "  eval CHECKPOINT IMAGES.idx LABELS.idx | CHECKPOINT CIFAR_BATCH[,BATCH...]\n"
                "            accuracy and confusion matrix of a trained model\n"
                "  predict CHECKPOINT IMAGES.idx | CHECKPOINT IMAGE.pgm|.ppm...\n"
@@ -65,6 +67,10 @@ static int cmd_train(int argc, char **argv)
             sets[nsets++] = argv[++i];
         } else if (!strcmp(argv[i], "--workers") && has_value) {
             if (asprintf(&owned[nowned], "execution.workers=%s", argv[++i]) < 0)
+                goto out;
+            sets[nsets++] = owned[nowned++];
+        } else if (!strcmp(argv[i], "--devices") && has_value) {
+            if (asprintf(&owned[nowned], "execution.devices=%s", argv[++i]) < 0)
                 goto out;
             sets[nsets++] = owned[nowned++];
         } else if (!strcmp(argv[i], "--trace") && has_value) {

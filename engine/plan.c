@@ -35,6 +35,11 @@ int plan_grain(const job_config *cfg, const model *m)
  * of the traffic. Small inputs are cheaper loaded once as floats and reread hot. */
 static void choose_input(exec_plan *p, const model *m)
 {
+    if (p->devices) {
+        snprintf(p->input_why, sizeof p->input_why, "floats: devices in use (bytes are read on "
+                 "the CPU only)");
+        return;
+    }
     const char *forced = getenv("FRUGAL_INPUT");   /* floats | bytes */
     int first_conv = m->nlayers > 0 && m->layers[0].cfg.type == LAYER_CONV;
     double bytes = (double)p->grain * (double)m->layers[0].in_size * sizeof(float);
@@ -48,9 +53,12 @@ static void choose_input(exec_plan *p, const model *m)
     }
 }
 
-void plan_make(exec_plan *p, const job_config *cfg, const model *m)
+void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
 {
     memset(p, 0, sizeof *p);
+    p->devices = devices;
+    p->deterministic = cfg->deterministic && devices;
+    p->pinned = cfg->devices == DEVICES_OPENCL && devices;
     p->batch = cfg->batch;
     p->grain = plan_grain(cfg, m);
     p->nchunks = (p->batch + p->grain - 1) / p->grain;
@@ -72,7 +80,7 @@ void plan_make(exec_plan *p, const job_config *cfg, const model *m)
         int fusable = ly->cfg.type == LAYER_CONV && l + 1 < m->nlayers &&
                       ly[1].cfg.type == LAYER_MAXPOOL && !p->need_dx[l] &&
                       conv_pool_fusable(&ly->conv, &ly[1].pool);
-        p->fused[l] = fusable && (cfg->fuse > 0 ||
+        p->fused[l] = fusable && !devices && (cfg->fuse > 0 ||
                                   (cfg->fuse == 0 &&
                                    (double)p->grain * (double)ly->out_size * sizeof(float) > 1e6));
         p->groups[l] = ly->cfg.type != LAYER_CONV || p->fused[l]
@@ -100,6 +108,10 @@ void plan_write_json(const exec_plan *p, const model *m, FILE *f)
     json_string(f, p->conv_path);
     fputs(", \"kernel_path\": ", f);
     json_string(f, p->isa_why);
+    fprintf(f, ", \"device_workers\": %d, \"placement\": \"%s\"", p->devices,
+            p->pinned ? "pinned: device kinds on the devices"
+            : p->deterministic ? "deterministic: by kind and chunk"
+            : p->devices ? "by expected finish time" : "cpu");
     fputs(", \"layers\": [", f);
     for (int l = 0; l < m->nlayers; l++) {
         fprintf(f, "%s{\"type\": ", l ? ", " : "");

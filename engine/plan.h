@@ -20,11 +20,15 @@ typedef struct exec_plan {
     char input_why[96];              /* "auto: ..." or "FRUGAL_INPUT=bytes" */
     char conv_path[64];              /* "auto" or "FRUGAL_CONV=im2col" */
     char isa_why[64];                /* the kernel path and, if forced, by what */
+    int devices;                     /* device workers: the first layer's bytes and fusion are
+                                      * CPU-only, so they are off then */
+    int deterministic;               /* tasks pinned per kind and chunk (see graph.c) */
+    int pinned;                      /* devices = opencl: tasks a device can run run there */
 } exec_plan;
 
 /* The grain alone (samples per task): the config's, or automatic (see plan.c). */
 int plan_grain(const job_config *cfg, const model *m);
-void plan_make(exec_plan *p, const job_config *cfg, const model *m);
+void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices);
 /* The first and one-past-last sample of chunk k in a batch of `size` (<= the planned batch):
  * the full batch's chunks, cut at size (a short last batch uses the same parts). */
 void plan_chunk(const exec_plan *p, int k, int size, int *s0, int *s1);

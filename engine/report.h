@@ -7,6 +7,7 @@
 
 #include "engine/config.h"
 #include "engine/dataset.h"
+#include "engine/devices.h"
 #include "engine/energy_run.h"
 #include "engine/model.h"
 #include "engine/plan.h"
@@ -44,6 +45,7 @@ typedef struct report_input {
     energy_run *er;                  /* this process's meter; NULL: no energy section */
     int resumed_after;               /* epoch the run resumed from (0: a fresh run) */
     const char *interrupted;         /* NULL, or where and why the run stopped early */
+    const run_devices *devices;      /* NULL: not looked for */
 } report_input;
 
 /* Rewrites path atomically. */

@@ -15,6 +15,7 @@
 #include "engine/checkpoint.h"
 #include "engine/config.h"
 #include "engine/dataset.h"
+#include "engine/devices.h"
 #include "engine/divergence.h"
 #include "engine/energy_run.h"
 #include "engine/model.h"
@@ -45,6 +46,7 @@ typedef struct run {
     run_log log;
     int resumed_after;                 /* epochs done when the run started */
     long resume_batch;                 /* batches of the next epoch done then */
+    run_devices devices;
     rt_runtime *rt;
     trainer *t;
     energy_run er;
@@ -161,7 +163,10 @@ static int run_open(run *r, const run_options *o)
                 "replaced (--resume continues that run instead)\n", cfg->output);
     if (report_write_metrics(r->metrics, &r->log, r->err, sizeof r->err))   /* as the checkpoint says */
         return fail(r, "%s", r->err);
-    r->rt = rt_create(&(rt_config){.workers = cfg->workers, .trace = o->trace != NULL});
+    rt_config rc = {.workers = cfg->workers, .trace = o->trace != NULL};
+    if (devices_open(&r->devices, cfg, &rc, r->out, r->err, sizeof r->err))
+        return fail(r, "%s", r->err);
+    r->rt = rt_create(&rc);
     if (!r->rt)
         return fail(r, "cannot start the runtime's %d workers", cfg->workers);
     r->t = trainer_create(cfg, &r->m, r->rt, &r->train, r->have_test ? &r->test : NULL, r->err,
@@ -173,9 +178,10 @@ static int run_open(run *r, const run_options *o)
     if (energy_run_begin(&r->er, cfg, r->out, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     fprintf(r->out, "frugal train %s: %ld images %dx%dx%d, %s%ld test images; %d layers; batch %d, "
-            "%d samples per task; %d workers, kernels %s\n", o->job, r->train.n, r->train.h,
+            "%d samples per task; %d workers%s%s, kernels %s\n", o->job, r->train.n, r->train.h,
             r->train.w, r->train.c, r->have_test ? "" : "no test set, ", r->test.n, r->m.nlayers,
             cfg->batch, trainer_plan(r->t)->grain, rt_workers(r->rt),
+            rt_devices(r->rt) ? " + OpenCL " : "", rt_devices(r->rt) ? r->devices.used[0]->name : "",
             ops_isa_name(ops_isa_active()));
     return 0;
 }
@@ -283,7 +289,7 @@ static int run_save(run *r)
     free(st.log);
     report_input in = {&r->cfg, &r->train, r->have_test ? &r->test : NULL, &r->m,
                        trainer_plan(r->t), rt_workers(r->rt), &r->log, &r->st, &r->er,
-                       r->resumed_after, r->interrupted[0] ? r->interrupted : NULL};
+                       r->resumed_after, r->interrupted[0] ? r->interrupted : NULL, &r->devices};
     if (rc || report_write(r->summary, &in, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     return 0;
@@ -315,6 +321,7 @@ static void run_close(run *r, int finished)
         energy_run_end(&r->er);
     trainer_destroy(r->t);
     rt_destroy(r->rt);
+    devices_close(&r->devices);
     if (r->have_model)
         model_free(&r->m);
     dataset_free(&r->train);

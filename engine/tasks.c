@@ -3,6 +3,9 @@
  * order trainer_internal.h gives for its arguments. */
 #include "engine/trainer_internal.h"
 
+#include "engine/device_task.h"
+
+#include <math.h>
 #include <string.h>
 
 static int load(const rt_ctx *ctx, void *p)
@@ -33,6 +36,10 @@ static int tally(const rt_ctx *ctx, void *p)
     const tally_args *a = p;
     const chunk_stats *c = rt_ptr(ctx, 0);
     pass_totals *t = rt_ptr(ctx, 1);
+    if (!isfinite(c->loss)) {   /* a device's loss task does not check */
+        rt_fail(ctx, "the loss is %g: training diverged (try a smaller optimizer.lr)", c->loss);
+        return -1;
+    }
     t->loss += c->loss;
     t->correct += c->correct;
     t->samples += c->samples;
@@ -79,7 +86,54 @@ static int sgd(const rt_ctx *ctx, void *p)
     return 0;
 }
 
-rt_kind load_kind = {.name = "load", .cpu = load};
+/* ---- on an OpenCL device ---- */
+
+static int load_cl(const rt_ctx *ctx, void *p)
+{
+    const load_args *a = p;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    ocl_buf none = {NULL, 0};
+    int rc = oclk_load(&dt.l, device_buf(ctx, 0, 0), device_buf(ctx, 1, 0),
+                       a->shuffled ? device_buf(ctx, 4, 0) : none, a->first, a->per, a->n,
+                       PIXEL_SCALE, device_buf(ctx, 2, 0), device_buf(ctx, 3, 0));
+    return device_task_finish(&dt, ctx, rc);
+}
+
+static int gradsum_cl(const rt_ctx *ctx, void *p)
+{
+    const gradsum_args *a = p;
+    const layer *l = a->l;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    ocl_buf grad = device_buf(ctx, 0, 0);
+    long units = l->nparams - l->nweights, per = l->nweights / units;
+    int rc = 0;
+    for (int g = 0; g < a->groups && !rc; g++) {
+        int u0, u1;
+        group_units(l, a->groups, g, &u0, &u1);
+        ocl_buf part = device_buf(ctx, 1 + g, 0);
+        ocl_buf w = {grad.mem, grad.offset + sizeof(float) * (size_t)(u0 * per)};
+        ocl_buf b = {grad.mem, grad.offset + sizeof(float) * (size_t)(l->nweights + u0)};
+        ocl_buf part_b = {part.mem, part.offset + sizeof(float) * (size_t)((u1 - u0) * per)};
+        rc = oclk_copy_or_add(&dt.l, w, part, (u1 - u0) * per, a->first) ||
+             oclk_copy_or_add(&dt.l, b, part_b, u1 - u0, a->first);
+    }
+    return device_task_finish(&dt, ctx, rc);
+}
+
+static int sgd_cl(const rt_ctx *ctx, void *p)
+{
+    const sgd_args *a = p;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    int rc = oclk_sgd(&dt.l, device_buf(ctx, 0, 0), device_buf(ctx, 1, 0), device_buf(ctx, 2, 0),
+                      a->n, a->lr, a->momentum, a->weight_decay);
+    return device_task_finish(&dt, ctx, rc);
+}
+
+/* A chunk's figures are added up on the host, in chunk order. */
+rt_kind load_kind = {.name = "load", .cpu = load, .opencl = load_cl};
 rt_kind tally_kind = {.name = "tally", .cpu = tally};
-rt_kind gradsum_kind = {.name = "gradient_sum", .cpu = gradsum};
-rt_kind sgd_kind = {.name = "sgd", .cpu = sgd};
+rt_kind gradsum_kind = {.name = "gradient_sum", .cpu = gradsum, .opencl = gradsum_cl};
+rt_kind sgd_kind = {.name = "sgd", .cpu = sgd, .opencl = sgd_cl};

@@ -237,7 +237,7 @@ trainer *trainer_create(const job_config *cfg, model *m, rt_runtime *rt, const d
         return NULL;
     }
     t->cfg = cfg, t->m = m, t->rt = rt;
-    plan_make(&t->plan, cfg, m);
+    plan_make(&t->plan, cfg, m, rt_devices(rt));
     if (create_state(t, train, test, err, errlen)) {
         trainer_destroy(t);
         return NULL;

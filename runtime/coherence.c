@@ -211,9 +211,12 @@ void rt_transfer_done(rt_transfer *x, int failed, const char *why)
     atomic_fetch_add(&rt->completing, 1);   /* rt_destroy waits for this thread to leave */
     rt_handle *h = x->h;
     int to = x->to, dir = to != 0, dev = to ? to : x->from;
+    uint64_t bytes = (uint64_t)h->reg.rows * h->reg.row_bytes, ticks = clock_ticks() - x->start;
     atomic_fetch_add(&rt->transfers[dir].count, 1);
-    atomic_fetch_add(&rt->transfers[dir].bytes, (uint64_t)h->reg.rows * h->reg.row_bytes);
-    atomic_fetch_add(&rt->transfers[dir].ticks, clock_ticks() - x->start);
+    atomic_fetch_add(&rt->transfers[dir].bytes, bytes);
+    atomic_fetch_add(&rt->transfers[dir].ticks, ticks);
+    if (!failed)
+        placement_copy_measured(rt, to, (double)bytes, clock_ticks_to_s(ticks));
     free(x);
     if (failed)
         runtime_set_error(rt, "copying '%s' %s device %s failed: %s", h->name,

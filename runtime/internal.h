@@ -43,7 +43,7 @@ struct rt_task {
     signed char naccum;             /* RT_ACCUM accesses: one such task at a time per handle */
     signed char kept;               /* submitted with rt_submit_kept */
     signed char naccess;
-    _Atomic(rt_task *) next;        /* in a worker's inbox */
+    unsigned char eligible;         /* worker kinds that may run it: a bit per rt_worker_kind */
     /* The first edge into this task lives here rather than in the edge pool: the predecessor's
      * executor must touch this line anyway to decrement npending, so the edge costs no extra
      * cache miss. */
@@ -53,6 +53,7 @@ struct rt_task {
     /* Set by the worker that takes it: where it runs, and what it still waits for (copies of its
      * data, exclusive use of its accumulated handles) before it can. */
     _Alignas(64) _Atomic int waiting;
+    _Atomic(rt_task *) next;        /* in a worker's inbox, or waiting for an exclusion token */
     int worker;
     int memory;
     int holds_accum;                /* it owns its RT_ACCUM handles' exclusion tokens */
@@ -179,6 +180,8 @@ typedef struct rt_worker {
     size_t nevents, capevents;
 } rt_worker;
 
+typedef struct placement placement;   /* placement.c */
+
 /* A memory other than the host's: a device's. */
 typedef struct memory_node {
     rt_device dev;
@@ -207,6 +210,7 @@ struct rt_runtime {
     int waiting_n;
     rt_handle *waiting_handle;      /* or the host copy of this handle */
     region_index buffers;           /* registered buffers, for the overlap check */
+    placement *placement;           /* with several groups: where tasks several may run go */
     _Alignas(64) _Atomic uint64_t completed_elsewhere;   /* by threads that are not workers */
     /* Threads inside rt_task_complete or rt_transfer_done: they may touch the runtime after
      * publishing what they completed, so rt_destroy waits for them to leave. */
@@ -255,6 +259,13 @@ void data_written(rt_runtime *rt, rt_task *t);   /* after t ran: its writes are 
 int host_copy_request(rt_runtime *rt, rt_handle *h);
 void host_copy_received(rt_handle *h);      /* the owner saw the copy it asked for arrive */
 void *replica_base(rt_handle *h, int memory);
+
+/* placement.c (only with more than one group of workers) */
+int placement_create(rt_runtime *rt);
+void placement_destroy(rt_runtime *rt);
+worker_group *placement_choose(rt_runtime *rt, rt_task *t);
+void placement_learn(rt_runtime *rt, const rt_task *t, rt_worker_kind where, double seconds);
+void placement_copy_measured(rt_runtime *rt, int memory, double bytes, double seconds);
 
 /* stats.c */
 void trace_record(rt_worker *w, int kind, uint64_t start, uint64_t end);

@@ -94,7 +94,11 @@ typedef struct rt_task_desc {
     rt_access access[RT_MAX_ACCESS];   /* each handle at most once */
     int nafter;              /* explicit edges, for orderings no handle expresses */
     rt_task *after[RT_MAX_AFTER];
+    unsigned kinds;          /* 0: any worker kind with an implementation; else only these
+                              * (RT_ON(RT_WORKER_OPENCL) | ...) */
 } rt_task_desc;
+
+#define RT_ON(kind) (1u << (kind))
 
 /* ---- devices ---- */
 
@@ -221,6 +225,11 @@ void *rt_handle_acquire(rt_runtime *rt, rt_handle *h, rt_mode mode);
 void rt_fail(const rt_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *rt_error(const rt_runtime *rt);  /* "" when there is none */
 void rt_clear_error(rt_runtime *rt);
+
+/* The time models placement learned (a text line per task kind, worker kind and size), to keep
+ * them between runs; load returns how many lines it took. No-ops without devices. */
+int rt_placement_save(rt_runtime *rt, FILE *f);
+int rt_placement_load(rt_runtime *rt, FILE *f);
 
 void rt_stats_get(rt_runtime *rt, rt_stats *out);
 void rt_stats_reset(rt_runtime *rt);

@@ -172,46 +172,50 @@ static void drain_inbox(rt_worker *me)
 
 static inline int can_run(const rt_worker *w, const rt_task *t)
 {
-    return t->kind->impl[w->kind] != NULL;
+    return (t->eligible >> w->kind) & 1;
 }
 
-/* A worker of another kind that can run t: the group of `preferred` kind if it can, else the
- * eligible groups in turn; within a group, its workers in turn (the owner last: it runs tasks
- * only while it waits). */
-static int choose_worker(rt_runtime *rt, const rt_task *t, rt_worker_kind preferred)
+/* A worker of group g, in turn (the owner last: it runs tasks only while it waits). */
+static int worker_in(worker_group *g)
 {
-    worker_group *g = t->kind->impl[preferred] ? rt->group_of_kind[preferred] : NULL;
-    if (!g) {
-        static _Atomic unsigned turn;
-        unsigned start = atomic_fetch_add_explicit(&turn, 1, memory_order_relaxed);
-        for (int i = 0; i < rt->ngroups && !g; i++) {
-            worker_group *c = &rt->groups[(start + (unsigned)i) % (unsigned)rt->ngroups];
-            if (t->kind->impl[c->kind])
-                g = c;
-        }
-    }
     unsigned k = atomic_fetch_add_explicit(&g->next_target, 1, memory_order_relaxed);
     if (g->first == 0 && g->n > 1)
         return 1 + (int)(k % (unsigned)(g->n - 1));
     return g->first + (int)(k % (unsigned)g->n);
 }
 
+/* The group that should run t, seen from worker `from`: placement's choice when several groups
+ * may, else from's own group if it may, else the first group that may. */
+static worker_group *group_for(rt_runtime *rt, const rt_worker *from, rt_task *t)
+{
+    if (rt->placement && (t->eligible & (t->eligible - 1)))
+        return placement_choose(rt, t);
+    if (can_run(from, t))
+        return from->group;
+    for (int i = 0; i < rt->ngroups; i++)
+        if ((t->eligible >> rt->groups[i].kind) & 1)
+            return &rt->groups[i];
+    return from->group;   /* not reached: submission checked that some group may */
+}
+
 void task_make_ready(rt_runtime *rt, int worker, rt_task *t)
 {
     rt_worker *me = &rt->workers[worker];
-    if (rt->ngroups == 1 || can_run(me, t)) {
+    worker_group *g = rt->ngroups == 1 ? me->group : group_for(rt, me, t);
+    if (g == me->group) {
         push_or_die(&me->queues[t->priority], t);
         notify_one(&me->group->idle, (unsigned)me->slot + 1);
         return;
     }
-    task_hand_to(rt, choose_worker(rt, t, me->kind), t);
+    task_hand_to(rt, worker_in(g), t);
 }
 
-/* From a thread that is not a worker: the worker that ran the predecessor if it can run t. */
+/* From a thread that is not a worker: the worker that ran the predecessor, if t goes to its
+ * group. */
 static void task_make_ready_elsewhere(rt_runtime *rt, int near, rt_task *t)
 {
-    rt_worker *w = &rt->workers[near];
-    task_hand_to(rt, can_run(w, t) ? near : choose_worker(rt, t, w->kind), t);
+    worker_group *g = group_for(rt, &rt->workers[near], t);
+    task_hand_to(rt, g == rt->workers[near].group ? near : worker_in(g), t);
 }
 
 /* ---- finding work ---- */
@@ -290,9 +294,10 @@ static inline rt_task *finish_here(rt_runtime *rt, int worker, rt_task *t)
         rt_task *s = e->succ;
         if (e != &s->own_edge)   /* read before s may run and be freed */
             pool_free(&rt->edges, worker, e);
+        worker_group *g;
         if (atomic_fetch_sub_explicit(&s->npending, 1, memory_order_acq_rel) == 1) {
-            if (!one_kind && !can_run(me, s))
-                task_make_ready(rt, worker, s);   /* to a worker that can */
+            if (!one_kind && (g = group_for(rt, me, s)) != me->group)
+                task_hand_to(rt, worker_in(g), s);
             else if (!next)
                 next = s;
             else if (s->priority > next->priority) {
@@ -345,6 +350,8 @@ void rt_task_complete(rt_runtime *rt, rt_task *t, int failed, const char *why)
     int k = t->kind->id;
     atomic_fetch_add_explicit(&rt->late[w->kind][k].count, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&rt->late[w->kind][k].ticks, end - t->start, memory_order_relaxed);
+    if (rt->placement && !failed)
+        placement_learn(rt, t, w->kind, clock_ticks_to_s(end - t->start));
     if (rt->trace)
         trace_record_late(rt, t->worker, k, t->start, end);
     if (failed) {
@@ -377,7 +384,10 @@ static rt_task *run_task(rt_runtime *rt, rt_worker *me, rt_task *t)
             int rc = t->kind->impl[me->kind](&ctx, t->args);
             if (rc == RT_PENDING)
                 return NULL;   /* t may already be gone */
-            stats_record(me, t, start, clock_ticks());
+            uint64_t end = clock_ticks();
+            stats_record(me, t, start, end);
+            if (rt->placement)
+                placement_learn(rt, t, me->kind, clock_ticks_to_s(end - start));
             if (rc)
                 runtime_set_error(rt, "task '%s' failed on worker %d (returned %d)",
                                   t->kind->name, me->id, rc);
@@ -565,6 +575,10 @@ rt_runtime *rt_create(const rt_config *cfg)
     }
     pthread_mutex_init(&rt->error_lock, NULL);
     pthread_mutex_init(&rt->trace_lock, NULL);
+    if (placement_create(rt)) {
+        free_runtime(rt);
+        return NULL;
+    }
     for (int w = 0; w < rt->nworkers; w++)
         for (int p = 0; p < RT_PRIO_LEVELS; p++)
             if (deque_init(&rt->workers[w].queues[p], 256)) {
@@ -600,6 +614,7 @@ void rt_destroy(rt_runtime *rt)
         free(rt->workers[w].events);
     }
     free(rt->late_events);
+    placement_destroy(rt);
     pool_destroy(&rt->tasks);
     pool_destroy(&rt->edges);
     region_index_free(&rt->buffers);
@@ -635,25 +650,27 @@ static void throttle(rt_runtime *rt)
     }
 }
 
-/* Whether some worker present has an implementation of the kind. */
-static int runnable_here(const rt_runtime *rt, const rt_kind *k)
+/* The worker kinds present that have an implementation of the task and may run it. */
+static unsigned eligible_kinds(const rt_runtime *rt, const rt_task_desc *d)
 {
+    unsigned mask = 0;
     for (int i = 0; i < RT_WORKER_KINDS; i++)
-        if (k->impl[i] && (rt->kinds_present & (1u << i)))
-            return 1;
-    return 0;
+        if (d->kind->impl[i])
+            mask |= 1u << i;
+    return mask & rt->kinds_present & (d->kinds ? d->kinds : ~0u);
 }
 
 static int validate(rt_runtime *rt, const rt_task_desc *d)
 {
-    if (!d->kind || !runnable_here(rt, d->kind)) {
+    if (!d->kind || !eligible_kinds(rt, d)) {
         char have[64] = "";
         for (int i = 0; i < RT_WORKER_KINDS; i++)
             if (rt->kinds_present & (1u << i))
                 snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s",
                          have[0] ? ", " : "", rt_worker_kind_name((rt_worker_kind)i));
         runtime_set_error(rt, "rt_submit: task kind '%s' has no implementation for the workers "
-                          "here (%s)", d->kind && d->kind->name ? d->kind->name : "?", have);
+                          "here (%s)%s", d->kind && d->kind->name ? d->kind->name : "?", have,
+                          d->kind && d->kinds ? " that it may run on" : "");
         return -1;
     }
     if ((unsigned)d->naccess > RT_MAX_ACCESS || (unsigned)d->nafter > RT_MAX_AFTER ||
@@ -731,6 +748,7 @@ static rt_task *submit(rt_runtime *rt, const rt_task_desc *d, int keep)
     t->nedges = 0;
     t->naccum = 0;
     t->naccess = (signed char)d->naccess;
+    t->eligible = (unsigned char)eligible_kinds(rt, d);
     t->holds_accum = 0;
     if (d->args_size)
         memcpy(t->args, d->args, d->args_size);

@@ -259,7 +259,7 @@ TEST(train_summary_json_is_complete_and_valid)
     model m;
     CHECK(model_build(&m, &cfg, 1, 10, 10, 10, 0, err, sizeof err) == 0);
     exec_plan plan;
-    plan_make(&plan, &cfg, &m);
+    plan_make(&plan, &cfg, &m, 0);
     epoch_record e[2] = {{.epoch = 4, .train_loss = 1.5, .train_acc = 0.5, .test_loss = NAN,
                           .test_acc = NAN, .seconds = 2, .images_per_s = 150, .task_share = 0.9},
                          {.epoch = 5, .train_loss = 0.5, .train_acc = 0.8, .test_loss = NAN,
@@ -272,7 +272,7 @@ TEST(train_summary_json_is_complete_and_valid)
         CHECK(run_log_add(&log, e[i].epoch, csv, json) == 0);
         free(csv), free(json);
     }
-    report_input in = {&cfg, &d, NULL, &m, &plan, 2, &log, &st, NULL, 3, NULL};
+    report_input in = {&cfg, &d, NULL, &m, &plan, 2, &log, &st, NULL, 3, NULL, NULL};
     snprintf(path, sizeof path, "%s/summary.json", test_tmpdir());
     CHECKF(report_write(path, &in, err, sizeof err) == 0, "%s", err);
     char *text = slurp(path, NULL);
@@ -337,12 +337,12 @@ TEST(train_summary_reports_energy_by_device_and_task_kind)
     model m;
     CHECK(model_build(&m, &cfg, 1, 10, 10, 10, 0, err, sizeof err) == 0);
     exec_plan plan;
-    plan_make(&plan, &cfg, &m);
+    plan_make(&plan, &cfg, &m, 0);
     run_log log = {0};
     char *csv = report_epoch_csv(&e), *json = report_epoch_json(&e, &er, &st);
     CHECK(run_log_add(&log, 1, csv, json) == 0);
     free(csv), free(json);
-    report_input in = {&cfg, &d, NULL, &m, &plan, 2, &log, &st, &er, 0, NULL};
+    report_input in = {&cfg, &d, NULL, &m, &plan, 2, &log, &st, &er, 0, NULL, NULL};
     snprintf(path, sizeof path, "%s/summary.json", test_tmpdir());
     CHECKF(report_write(path, &in, err, sizeof err) == 0, "%s", err);
     energy_run_end(&er);
