@@ -35,8 +35,9 @@ typedef struct coherence_full {
     uint32_t relay;                 /* memories to fill from the host once it has the value */
 } coherence_full;
 
-static coherence_full *full(rt_handle *h) { return (coherence_full *)h->coh; }
+static coherence_full *full(rt_handle *h) { return h->info ? (coherence_full *)h->info->coh : NULL; }
 
+/* A handle with data on a runtime with devices (its info is made first). */
 int coherence_attach(rt_runtime *rt, rt_handle *h)
 {
     if (rt->nmemories == 1 || !h->reg.rows)
@@ -47,13 +48,13 @@ int coherence_attach(rt_runtime *rt, rt_handle *h)
         return -1;
     }
     pthread_mutex_init(&c->c.lock, NULL);
-    h->coh = &c->c;
+    h->info->coh = &c->c;
     return 0;
 }
 
 void coherence_detach(rt_runtime *rt, rt_handle *h)
 {
-    coherence_full *c = full(h);
+    coherence_full *c = full(h);   /* NULL without info or coherence */
     if (!c)
         return;
     for (int m = 1; m < rt->nmemories; m++) {
@@ -64,28 +65,29 @@ void coherence_detach(rt_runtime *rt, rt_handle *h)
     free(c->waiting[0].items);
     pthread_mutex_destroy(&c->c.lock);
     free(c);
-    h->coh = NULL;
+    h->info->coh = NULL;
 }
 
 void *replica_base(rt_handle *h, int memory)
 {
     rt_handle *w = h->whole;
-    return memory == 0 ? (void *)w->reg.start : w->coh->replica[memory];
+    return memory == 0 ? (void *)w->reg.start : w->info->coh->replica[memory];
 }
 
 /* The whole buffer's copy in device memory m, allocated on first use. */
 static int ensure_replica(rt_runtime *rt, rt_handle *h, int m)
 {
     rt_handle *w = h->whole;
-    if (m == 0 || w->coh->replica[m])
+    coherence *c = w->info->coh;
+    if (m == 0 || c->replica[m])
         return 0;
-    pthread_mutex_lock(&w->coh->lock);
-    if (!w->coh->replica[m]) {
+    pthread_mutex_lock(&c->lock);
+    if (!c->replica[m]) {
         const rt_device *d = &rt->memories[m].dev;
-        w->coh->replica[m] = d->memory->alloc(d->ctx, region_extent(&w->reg));
+        c->replica[m] = d->memory->alloc(d->ctx, region_extent(&w->reg));
     }
-    void *got = w->coh->replica[m];
-    pthread_mutex_unlock(&w->coh->lock);
+    void *got = c->replica[m];
+    pthread_mutex_unlock(&c->lock);
     if (got)
         return 0;
     runtime_set_error(rt, "device %s: out of memory for '%s' (%zu bytes)",
@@ -108,7 +110,7 @@ static void start_copy(rt_runtime *rt, rt_handle *h, int from, int to)
         }
         const rt_device *d = &rt->memories[dev].dev;
         rt_copy c = {.to_device = to != 0, .device_base = replica_base(h, dev),
-                     .host_base = replica_base(h, 0), .offset = h->offset, .rows = h->reg.rows,
+                     .host_base = replica_base(h, 0), .offset = handle_offset(h), .rows = h->reg.rows,
                      .row_bytes = h->reg.row_bytes, .stride = h->reg.stride, .done = x};
         if (d->memory->copy(d->ctx, &c, err, sizeof err) == 0)
             return;
@@ -138,12 +140,12 @@ static int plan_copy(coherence_full *c, uint32_t valid, int m, int *from, int *t
 }
 
 /* t waits until h is valid in memory m; a copy starts unless one is on its way. Returns 1 if t
- * now waits (its `waiting` count was raised), 0 if h is already there. */
+ * now waits (its pending count was raised), 0 if h is already there. */
 static int request_copy(rt_runtime *rt, rt_handle *h, int m, rt_task *t)
 {
     coherence_full *c = full(h);
     pthread_mutex_lock(&c->c.lock);
-    uint32_t valid = atomic_load(&h->valid);
+    uint32_t valid = atomic_load(&h->info->valid);
     if (valid & (1u << m)) {
         pthread_mutex_unlock(&c->c.lock);
         return 0;
@@ -161,7 +163,7 @@ static int request_copy(rt_runtime *rt, rt_handle *h, int m, rt_task *t)
             l->items = items, l->cap = cap;
         }
         l->items[l->n++] = t;
-        atomic_fetch_add(&t->waiting, 1);
+        atomic_fetch_add(&t->npending, 1);
     } else {
         c->c.host_waits++;
     }
@@ -181,7 +183,7 @@ static int request_copy(rt_runtime *rt, rt_handle *h, int m, rt_task *t)
 static void release_waiters(rt_runtime *rt, wait_list *done)
 {
     for (int i = 0; i < done->n; i++)
-        if (atomic_fetch_sub(&done->items[i]->waiting, 1) == 1)
+        if (atomic_fetch_sub(&done->items[i]->npending, 1) == 1)
             task_hand_to(rt, done->items[i]->worker, done->items[i]);
     free(done->items);
 }
@@ -193,7 +195,7 @@ static wait_list copy_arrived(rt_handle *h, int to, int failed, int *owner_waits
     coherence_full *c = full(h);
     pthread_mutex_lock(&c->c.lock);
     if (!failed)
-        atomic_fetch_or(&h->valid, 1u << to);
+        atomic_fetch_or(&h->info->valid, 1u << to);
     c->c.fetching &= ~(1u << to);
     wait_list done = c->waiting[to];
     c->waiting[to] = (wait_list){0};
@@ -248,29 +250,31 @@ int data_prepare(rt_runtime *rt, rt_task *t)
         return 0;
     if (rt->nmemories == 1)
         return 1;
-    atomic_store(&t->waiting, 1);   /* a guard while the copies are requested */
+    int memory = rt->workers[t->worker].memory;
+    atomic_store(&t->npending, 1);   /* a guard while the copies are requested */
     for (int i = 0; i < t->naccess; i++) {
         rt_handle *h = access_handle(t->access[i]);
         if (!h->reg.rows)
             continue;
-        if (ensure_replica(rt, h, t->memory)) {
-            atomic_store(&t->waiting, 0);
+        if (ensure_replica(rt, h, memory)) {
+            atomic_store(&t->npending, 0);
             return -1;
         }
         if (access_mode(t->access[i]) != RT_W)
-            request_copy(rt, h, t->memory, t);
+            request_copy(rt, h, memory, t);
     }
-    return atomic_fetch_sub(&t->waiting, 1) == 1;
+    return atomic_fetch_sub(&t->npending, 1) == 1;
 }
 
 void data_written(rt_runtime *rt, rt_task *t)
 {
     if (rt->nmemories == 1)
         return;
+    int memory = rt->workers[t->worker].memory;
     for (int i = 0; i < t->naccess; i++) {
         rt_handle *h = access_handle(t->access[i]);
         if (h->reg.rows && access_mode(t->access[i]) != RT_R)
-            atomic_store(&h->valid, 1u << t->memory);
+            atomic_store(&h->info->valid, 1u << memory);
     }
 }
 
@@ -282,9 +286,10 @@ int host_copy_request(rt_runtime *rt, rt_handle *h)
 /* After host_copy_request returned 0 and the owner saw the copy arrive. */
 void host_copy_received(rt_handle *h)
 {
-    pthread_mutex_lock(&h->coh->lock);
-    h->coh->host_waits--;
-    pthread_mutex_unlock(&h->coh->lock);
+    coherence *c = h->info->coh;
+    pthread_mutex_lock(&c->lock);
+    c->host_waits--;
+    pthread_mutex_unlock(&c->lock);
 }
 
 void *rt_ptr(const rt_ctx *ctx, int i)
@@ -292,12 +297,12 @@ void *rt_ptr(const rt_ctx *ctx, int i)
     rt_handle *h = access_handle(ctx->task->access[i]);
     if (ctx->memory == 0)
         return (void *)h->reg.start;
-    return (char *)replica_base(h, ctx->memory) + h->offset;
+    return (char *)replica_base(h, ctx->memory) + handle_offset(h);
 }
 
 void *rt_mem(const rt_ctx *ctx, int i, size_t *offset)
 {
     rt_handle *h = access_handle(ctx->task->access[i]);
-    *offset = h->offset;
+    *offset = handle_offset(h);
     return replica_base(h, ctx->memory);
 }

@@ -33,7 +33,7 @@ static void give_back(rt_runtime *rt, accum_group *g)
     g->busy = 0;
     rt_task *first = g->parked;
     if (first)
-        g->parked = atomic_load_explicit(&first->next, memory_order_relaxed);
+        g->parked = atomic_load_explicit(&first->ready.next, memory_order_relaxed);
     pthread_mutex_unlock(&g->lock);
     if (first)
         task_hand_to(rt, first->worker, first);
@@ -52,10 +52,10 @@ int accum_acquire(rt_runtime *rt, rt_task *t)
             continue;
         }
         /* Park on this one; the tokens taken so far go back first, under no other lock. */
-        atomic_store_explicit(&t->next, NULL, memory_order_relaxed);
+        atomic_store_explicit(&t->ready.next, NULL, memory_order_relaxed);
         rt_task **tail = &g->parked;
         while (*tail)
-            tail = (rt_task **)&(*tail)->next;
+            tail = (rt_task **)&(*tail)->ready.next;
         *tail = t;
         pthread_mutex_unlock(&g->lock);
         for (int j = 0; j < i; j++)

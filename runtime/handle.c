@@ -56,16 +56,33 @@ static inline int list_add(task_list *l, task_ref r)
 
 static rt_handle *handle_new(rt_runtime *rt, const char *name)
 {
-    rt_handle *h = calloc(1, sizeof *h);
+    if (worker_self(rt) != 0) {
+        runtime_set_error(rt, "handle '%s' registered from a thread that does not own the runtime",
+                          name ? name : "?");
+        return NULL;
+    }
+    /* From a pool: cache-line aligned (the history that linking reads is exactly the first
+     * line), and handles registered together lie together, whatever malloc's heap looks like. */
+    rt_handle *h = pool_alloc(&rt->handles, 0);
     if (!h) {
         runtime_set_error(rt, "rt_handle_register: out of memory for handle '%s'", name);
         return NULL;
     }
+    memset(h, 0, sizeof *h);
     h->name = name ? name : "handle";
     h->whole = h;
     list_init(&h->readers);
-    atomic_init(&h->valid, 1u);   /* the host holds the value */
     return h;
+}
+
+/* h's info, made on first need. */
+static handle_info *info_of(rt_runtime *rt, rt_handle *h)
+{
+    if (!h->info && (h->info = calloc(1, sizeof *h->info)))
+        atomic_init(&h->info->valid, 1u);   /* the host holds the value */
+    if (!h->info)
+        runtime_set_error(rt, "out of memory registering '%s'", h->name);
+    return h->info;
 }
 
 rt_handle *rt_handle_register(rt_runtime *rt, void *ptr, size_t bytes, const char *name)
@@ -74,7 +91,7 @@ rt_handle *rt_handle_register(rt_runtime *rt, void *ptr, size_t bytes, const cha
     if (!h)
         return NULL;
     if (ptr && bytes) {
-        h->reg = (region){(uintptr_t)ptr, 1, bytes, bytes};
+        h->reg = (region){(uintptr_t)ptr, bytes, bytes, 1};
         void *other = region_index_add(&rt->buffers, h->reg.start, region_end(&h->reg), h);
         if (other) {
             if (other == (void *)-1)
@@ -84,11 +101,11 @@ rt_handle *rt_handle_register(rt_runtime *rt, void *ptr, size_t bytes, const cha
                                   "'%s' (%zu bytes at %p)", h->name, bytes, ptr,
                                   ((rt_handle *)other)->name, region_extent(&((rt_handle *)other)->reg),
                                   (void *)((rt_handle *)other)->reg.start);
-            free(h);
+            pool_free(&rt->handles, 0, h);
             return NULL;
         }
     }
-    if (coherence_attach(rt, h)) {
+    if ((rt->nmemories > 1 && h->reg.rows && !info_of(rt, h)) || coherence_attach(rt, h)) {
         rt_handle_unregister(rt, h);
         return NULL;
     }
@@ -101,7 +118,7 @@ rt_handle *rt_handle_part(rt_runtime *rt, rt_handle *whole, size_t offset, size_
     size_t span, last;
     if (rows == 1)
         stride = row_bytes;
-    if (whole->whole != whole || !rows || !row_bytes || stride < row_bytes ||
+    if (whole->whole != whole || !rows || rows > UINT32_MAX || !row_bytes || stride < row_bytes ||
         __builtin_mul_overflow(rows - 1, stride, &last) ||
         __builtin_add_overflow(last, row_bytes, &span) ||
         __builtin_add_overflow(span, offset, &span) || span > region_extent(&whole->reg)) {
@@ -110,29 +127,39 @@ rt_handle *rt_handle_part(rt_runtime *rt, rt_handle *whole, size_t offset, size_
                           row_bytes, stride, offset, whole->name, region_extent(&whole->reg));
         return NULL;
     }
-    region reg = {whole->reg.start + offset, rows, row_bytes, stride};
-    for (int i = 0; i < whole->nparts; i++)
-        if (region_overlap(&reg, &whole->parts[i]->reg)) {
+    region reg = {whole->reg.start + offset, row_bytes, stride, (uint32_t)rows};
+    handle_info *wi = info_of(rt, whole);
+    if (!wi)
+        return NULL;
+    for (int i = 0; i < wi->nparts; i++)
+        if (region_overlap(&reg, &wi->parts[i]->reg)) {
             runtime_set_error(rt, "rt_handle_part: '%s' overlaps '%s', another part of '%s'",
-                              name ? name : "?", whole->parts[i]->name, whole->name);
+                              name ? name : "?", wi->parts[i]->name, whole->name);
             return NULL;
         }
-    rt_handle **parts = realloc(whole->parts, sizeof *parts * (size_t)(whole->nparts + 1));
+    rt_handle **parts = realloc(wi->parts, sizeof *parts * (size_t)(wi->nparts + 1));
     rt_handle *h = parts ? handle_new(rt, name) : NULL;
     if (parts)
-        whole->parts = parts;
+        wi->parts = parts;
     if (!h)
         return NULL;
     rt_wait_handle(rt, whole, RT_RW);   /* what used the whole buffer comes first */
     h->reg = reg;
     h->whole = whole;
-    h->offset = offset;
-    atomic_store(&h->valid, atomic_load(&whole->valid));
+    if (rt->nmemories > 1) {
+        if (!info_of(rt, h)) {
+            pool_free(&rt->handles, 0, h);
+            return NULL;
+        }
+        atomic_store(&h->info->valid, atomic_load(&wi->valid));
+    }
     if (coherence_attach(rt, h)) {
-        free(h);
+        free(h->info);
+        pool_free(&rt->handles, 0, h);
         return NULL;
     }
-    whole->parts[whole->nparts++] = h;
+    wi->parts[wi->nparts++] = h;
+    whole->writer = (task_ref){HAS_PARTS, 0};
     return h;
 }
 
@@ -146,25 +173,29 @@ static void handle_free(rt_runtime *rt, rt_handle *h)
         free(h->accum);
     }
     coherence_detach(rt, h);
-    free(h->parts);
-    free(h);
+    if (h->info)
+        free(h->info->parts);
+    free(h->info);
+    pool_free(&rt->handles, 0, h);
 }
 
 void rt_handle_unregister(rt_runtime *rt, rt_handle *h)
 {
     if (!h)
         return;
-    while (h->nparts)   /* newest first: removal is then a pop */
-        rt_handle_unregister(rt, h->parts[h->nparts - 1]);
+    while (handle_nparts(h))   /* newest first: removal is then a pop */
+        rt_handle_unregister(rt, h->info->parts[h->info->nparts - 1]);
     rt_wait_handle(rt, h, RT_R);    /* the current value back in host memory */
     rt_wait_handle(rt, h, RT_RW);
     if (h->whole != h) {
-        rt_handle *w = h->whole;
-        for (int i = 0; i < w->nparts; i++)
-            if (w->parts[i] == h) {
-                w->parts[i] = w->parts[--w->nparts];
+        handle_info *wi = h->whole->info;
+        for (int i = 0; i < wi->nparts; i++)
+            if (wi->parts[i] == h) {
+                wi->parts[i] = wi->parts[--wi->nparts];
                 break;
             }
+        if (!wi->nparts)
+            h->whole->writer = (task_ref){0};   /* usable as a whole again */
     } else if (h->reg.rows) {
         region_index_remove(&rt->buffers, h->reg.start, h);
     }
@@ -193,16 +224,16 @@ static int wait_list(rt_runtime *rt, const task_list *l)
 int rt_wait_handle(rt_runtime *rt, rt_handle *h, rt_mode mode)
 {
     int rc = 0;
-    for (int i = 0; i < h->nparts; i++)
-        rc |= rt_wait_handle(rt, h->parts[i], mode);
+    for (int i = 0; i < handle_nparts(h); i++)
+        rc |= rt_wait_handle(rt, h->info->parts[i], mode);
     rc |= wait_ref(rt, h->writer) | wait_list(rt, accumulators(h));
     if (mode != RT_R)
         rc |= wait_list(rt, &h->readers);
-    if (rt->nmemories > 1 && !h->nparts && h->reg.rows) {
+    if (rt->nmemories > 1 && !handle_nparts(h) && h->reg.rows) {
         if (!(mode == RT_W) && !host_copy_request(rt, h))
             rc |= wait_host_copy(rt, h);
         if (mode != RT_R)   /* the caller is about to change the host copy */
-            atomic_store(&h->valid, 1u);
+            atomic_store(&h->info->valid, 1u);
     }
     return rc ? -1 : 0;
 }

@@ -27,14 +27,17 @@ typedef uintptr_t packed_access;
 static inline rt_handle *access_handle(packed_access a) { return (rt_handle *)(a & ~ACCESS_MODE_MASK); }
 static inline rt_mode access_mode(packed_access a) { return (rt_mode)(a & ACCESS_MODE_MASK); }
 
-/* Four cache lines: what scheduling touches (exactly 64 bytes), the arguments, the accesses, and
- * the state of a task that waits for its data or completes after its body returns. A task goes
- * back to the pool as soon as it completes (or, if kept, once released too); handle histories
- * refer to it through a task_ref, which tells a reused task from the one it referred to. */
+/* Three cache lines: what scheduling touches (exactly 64 bytes), the arguments, the accesses. A
+ * task goes back to the pool as soon as it completes (or, if kept, once released too); handle
+ * histories refer to it through a task_ref, which tells a reused task from the one it referred
+ * to. Once a task is ready, its predecessors are done with its pending count and its first edge:
+ * the pending count then counts the copies of its data it waits for (coherence.c), and the
+ * edge's room holds its place in an inbox and when its body started. */
 struct rt_task {
     const rt_kind *kind;
     _Atomic(rt_edge *) successors;
-    _Atomic int npending;           /* unfinished predecessors, + PENDING_GUARD while linking */
+    _Atomic int npending;           /* unfinished predecessors, + PENDING_GUARD while linking;
+                                     * once ready: copies still to arrive */
     _Atomic int refs;               /* execution + the caller's, counted only when kept */
     uint32_t gen;                   /* owner only: bumped each time the pool hands it out */
     _Atomic int waited;             /* someone sleeps until this task is done */
@@ -44,21 +47,22 @@ struct rt_task {
     signed char kept;               /* submitted with rt_submit_kept */
     signed char naccess;
     unsigned char eligible;         /* worker kinds that may run it: a bit per rt_worker_kind */
-    /* The first edge into this task lives here rather than in the edge pool: the predecessor's
-     * executor must touch this line anyway to decrement npending, so the edge costs no extra
-     * cache miss. */
-    rt_edge own_edge;
+    unsigned char holds_accum;      /* it owns its RT_ACCUM handles' exclusion tokens */
+    uint16_t worker;                /* who took it */
+    union {
+        /* The first edge into this task lives here rather than in the edge pool: the
+         * predecessor's executor must touch this line anyway to decrement npending, so the edge
+         * costs no extra cache miss. It reads the edge before that decrement. */
+        rt_edge own_edge;
+        struct {
+            _Atomic(rt_task *) next;   /* in a worker's inbox, or waiting for a token */
+            uint64_t start;            /* when its body started, for one completing later */
+        } ready;
+    };
     _Alignas(64) unsigned char args[RT_MAX_ARGS];
     _Alignas(64) packed_access access[RT_MAX_ACCESS];
-    /* Set by the worker that takes it: where it runs, and what it still waits for (copies of its
-     * data, exclusive use of its accumulated handles) before it can. */
-    _Alignas(64) _Atomic int waiting;
-    _Atomic(rt_task *) next;        /* in a worker's inbox, or waiting for an exclusion token */
-    int worker;
-    int memory;
-    int holds_accum;                /* it owns its RT_ACCUM handles' exclusion tokens */
-    uint64_t start;                 /* when its body started, for one that completes later */
 };
+_Static_assert(sizeof(struct rt_task) == 192, "a task is three cache lines");
 _Static_assert(offsetof(struct rt_task, args) == 64, "task header must fit one cache line");
 
 /* While a task is being linked its pending count is this much too high, so that predecessors
@@ -84,10 +88,14 @@ typedef struct task_ref {
 
 static inline task_ref ref_to(rt_task *t) { return (task_ref){t, t->gen}; }
 
+/* The writer of a buffer that has parts: it is used through them, never as a whole. Kept where
+ * linking a task looks anyway, so checking costs nothing. */
+#define HAS_PARTS ((rt_task *)2)
+
 /* The referred task may still be running or waiting: it is neither reused nor done. */
 static inline int ref_unfinished(task_ref r)
 {
-    return r.task && r.task->gen == r.gen && !task_done(r.task);
+    return r.task && r.task != HAS_PARTS && r.task->gen == r.gen && !task_done(r.task);
 }
 
 /* A list of task references held by a handle (readers, accumulators). */
@@ -119,7 +127,17 @@ typedef struct coherence {
     void *replica[RT_MAX_MEMORIES]; /* buffers only: the copy in each device memory */
 } coherence;
 
-/* Small, because a program may register one per tile of its data; the history comes first. */
+/* What only some handles need: a buffer's parts, and on a runtime with devices which memories
+ * hold the current value (bit m for memory m) and the copies under way. */
+typedef struct handle_info {
+    struct rt_handle **parts;
+    int nparts;
+    _Atomic uint32_t valid;
+    coherence *coh;
+} handle_info;
+
+/* Two cache lines (handles are allocated aligned), because a program may register one per tile
+ * of its data: the history, which is all that linking and waiting read, then the rest. */
 struct rt_handle {
     /* Touched only by the submitting thread. The handle's current value is produced by `writer`,
      * or by the members of `accum`; `readers` have read it since. */
@@ -129,14 +147,15 @@ struct rt_handle {
     /* The bytes: a region of the buffer `whole` (itself for a registered buffer). */
     region reg;
     rt_handle *whole;
-    size_t offset;                  /* of reg.start from whole's first byte */
-    int nparts;                     /* a buffer: parts registered on it */
-    struct rt_handle **parts;       /* a buffer: its parts, for the overlap check */
     const char *name;
-    /* Which memories hold the current value (bit m for memory m); on a device runtime. */
-    _Atomic uint32_t valid;
-    coherence *coh;
+    handle_info *info;              /* NULL until needed */
 };
+_Static_assert(offsetof(struct rt_handle, accum) == 64, "the history must fill one cache line");
+_Static_assert(sizeof(struct rt_handle) == 128, "a handle is two cache lines");
+
+static inline int handle_nparts(const rt_handle *h) { return h->info ? h->info->nparts : 0; }
+/* Where its bytes start in its buffer (in every memory alike). */
+static inline size_t handle_offset(const rt_handle *h) { return h->reg.start - h->whole->reg.start; }
 
 typedef struct trace_event {
     uint64_t start, end;
@@ -226,6 +245,7 @@ struct rt_runtime {
     size_t nlate, caplate;
     _Alignas(64) pool tasks;
     _Alignas(64) pool edges;
+    _Alignas(64) pool handles;      /* the owner's only: handles are registered by it */
     pthread_mutex_t error_lock;
     char error[512];
 };

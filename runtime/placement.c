@@ -90,7 +90,7 @@ static double copy_seconds(const rt_runtime *rt, const rt_task *t, int m)
     double bytes = 0;
     for (int i = 0; i < t->naccess; i++) {
         rt_handle *h = access_handle(t->access[i]);
-        if (access_mode(t->access[i]) != RT_W && !(atomic_load(&h->valid) & (1u << m)))
+        if (access_mode(t->access[i]) != RT_W && h->info && !(atomic_load(&h->info->valid) & (1u << m)))
             bytes += (double)region_extent(&h->reg);
     }
     return bytes / rt->placement->bandwidth[m];

@@ -1,15 +1,22 @@
 #include "pool.h"
 
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* At the start of each slab (see carve). */
+struct slab_header {
+    struct slab_header *next;
+    size_t bytes;
+};
+typedef struct slab_header slab_header;
 
-/* Every allocation of the pool (chunks of objects, magazines) is linked here for pool_destroy. */
+/* Every magazine is linked here for pool_destroy. */
 static void *remember(pool *p, void *block)
 {
     if (block) {
-        *(void **)block = p->chunks;
-        p->chunks = block;
+        *(void **)block = p->magazines;
+        p->magazines = block;
     }
     return block;
 }
@@ -28,7 +35,10 @@ int pool_init(pool *p, size_t objsize, int nworkers)
 {
     p->objsize = (objsize + 63) & ~(size_t)63;   /* whole cache lines: no false sharing */
     p->full = p->empty = NULL;
-    p->chunks = NULL;
+    p->magazines = NULL;
+    p->slabs = NULL;
+    p->slab = NULL;
+    p->slab_left = 0;
     p->ncaches = nworkers + 1;
     p->caches = aligned_alloc(64, (size_t)p->ncaches * sizeof *p->caches);
     if (!p->caches)
@@ -41,11 +51,15 @@ int pool_init(pool *p, size_t objsize, int nworkers)
 
 void pool_destroy(pool *p)
 {
-    void *c = p->chunks;
+    void *c = p->magazines;
     while (c) {
         void *next = *(void **)c;
         free(c);
         c = next;
+    }
+    for (slab_header *s = p->slabs, *next; s; s = next) {
+        next = s->next;
+        munmap(s, s->bytes);
     }
     free(p->caches);
     pthread_mutex_destroy(&p->lock);
@@ -75,7 +89,34 @@ static magazine *get_empty(pool *p)
     return m;
 }
 
-/* A full magazine from the depot, else an empty one filled from a fresh chunk. */
+/* Objects come from large slabs mapped straight from the kernel, which hands them back zeroed,
+ * and are carved a magazine at a time. (Small aligned mallocs grow costly once the heap holds
+ * many freed blocks; big ones make malloc consolidate its free lists first.) */
+enum { SLAB_BYTES = 256 << 10 };
+
+
+static int carve(pool *p, magazine *m)
+{
+    if (p->slab_left < MAGAZINE) {
+        size_t n = SLAB_BYTES / p->objsize < MAGAZINE ? MAGAZINE : SLAB_BYTES / p->objsize;
+        size_t bytes = 64 + n * p->objsize;
+        slab_header *s = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (s == MAP_FAILED)
+            return -1;
+        *s = (slab_header){p->slabs, bytes};
+        p->slabs = s;
+        p->slab = (char *)s + 64;
+        p->slab_left = n;
+    }
+    for (int i = 0; i < MAGAZINE; i++)   /* handed out from the top: in address order */
+        m->obj[i] = p->slab + (size_t)(MAGAZINE - 1 - i) * p->objsize;
+    p->slab += MAGAZINE * p->objsize;
+    p->slab_left -= MAGAZINE;
+    m->n = MAGAZINE;
+    return 0;
+}
+
+/* A full magazine from the depot, else an empty one filled from the slab. */
 static magazine *get_full(pool *p)
 {
     pthread_mutex_lock(&p->lock);
@@ -90,16 +131,12 @@ static magazine *get_full(pool *p)
     if (!m)
         return NULL;
     pthread_mutex_lock(&p->lock);
-    char *chunk = remember(p, aligned_alloc(64, 64 + MAGAZINE * p->objsize));
+    int rc = carve(p, m);
     pthread_mutex_unlock(&p->lock);
-    if (!chunk) {
+    if (rc) {
         put(p, &p->empty, m);
         return NULL;
     }
-    memset(chunk + 64, 0, MAGAZINE * p->objsize);
-    for (int i = 0; i < MAGAZINE; i++)
-        m->obj[i] = chunk + 64 + (size_t)i * p->objsize;
-    m->n = MAGAZINE;
     return m;
 }
 

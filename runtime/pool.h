@@ -1,4 +1,4 @@
-/* Fixed-size object pool with per-worker caches, for tasks and dependency edges.
+/* Fixed-size object pool with per-worker caches, for tasks, dependency edges and handles.
  *
  * Objects are allocated on one thread (the submitter) and freed on another (whoever ran the
  * task), so each worker keeps private magazines (arrays of MAGAZINE free objects) and trades full
@@ -31,7 +31,10 @@ typedef struct pool {
     size_t objsize;
     pthread_mutex_t lock;
     magazine *full, *empty;  /* the depot */
-    void *chunks;            /* every malloc'd chunk, freed by pool_destroy */
+    void *magazines;         /* every magazine malloc'd, freed by pool_destroy */
+    struct slab_header *slabs;   /* the objects' memory, mapped, unmapped by pool_destroy */
+    char *slab;              /* zeroed objects not yet in any magazine */
+    size_t slab_left;        /* how many */
     pool_cache *caches;      /* one per worker, and a last one for other threads */
     int ncaches;
     pthread_mutex_t shared_lock;   /* guards the last cache */

@@ -14,13 +14,14 @@
 
 typedef struct region {
     uintptr_t start;
-    size_t rows, row_bytes, stride;   /* stride >= row_bytes when rows > 1 */
+    size_t row_bytes, stride;   /* stride >= row_bytes when rows > 1 */
+    uint32_t rows;
 } region;
 
 /* One past the last byte. */
 static inline uintptr_t region_end(const region *r)
 {
-    return r->rows ? r->start + (r->rows - 1) * r->stride + r->row_bytes : r->start;
+    return r->rows ? r->start + (size_t)(r->rows - 1) * r->stride + r->row_bytes : r->start;
 }
 
 static inline size_t region_extent(const region *r) { return region_end(r) - r->start; }

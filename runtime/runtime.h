@@ -172,7 +172,9 @@ int rt_devices(const rt_runtime *rt);
 
 /* ---- handles ---- */
 
-/* A buffer of host memory, or a token with no data (ptr NULL, bytes 0). Returns NULL with
+/* Handles are registered and unregistered by the thread that created the runtime.
+ *
+ * A buffer of host memory, or a token with no data (ptr NULL, bytes 0). Returns NULL with
  * rt_error() set when it overlaps a registered buffer (two handles over the same bytes would
  * let tasks race on them) or memory runs out. */
 rt_handle *rt_handle_register(rt_runtime *rt, void *ptr, size_t bytes, const char *name);

@@ -41,6 +41,7 @@ static _Thread_local rt_runtime *tl_runtime;
 static _Thread_local int tl_worker;
 static _Atomic int next_kind_id = 1;
 static const rt_kind *_Atomic kinds_by_id[RT_MAX_KINDS];
+static _Atomic unsigned char impl_mask[RT_MAX_KINDS];   /* worker kinds with an implementation */
 
 const char *kind_name(int id)
 {
@@ -144,7 +145,7 @@ void task_hand_to(rt_runtime *rt, int worker, rt_task *t)
     rt_worker *w = &rt->workers[worker];
     rt_task *head = atomic_load_explicit(&w->in.head, memory_order_relaxed);
     do
-        atomic_store_explicit(&t->next, head, memory_order_relaxed);
+        atomic_store_explicit(&t->ready.next, head, memory_order_relaxed);
     while (!atomic_compare_exchange_weak_explicit(&w->in.head, &head, t, memory_order_release,
                                                   memory_order_relaxed));
     notify_worker(&w->group->idle, w->slot);
@@ -162,7 +163,7 @@ static void drain_inbox(rt_worker *me)
         return;
     rt_task *t = atomic_exchange_explicit(&me->in.head, NULL, memory_order_acquire);
     while (t) {
-        rt_task *next = atomic_load_explicit(&t->next, memory_order_relaxed);
+        rt_task *next = atomic_load_explicit(&t->ready.next, memory_order_relaxed);
         push_or_die(&me->queues[t->priority], t);
         t = next;
     }
@@ -349,11 +350,11 @@ void rt_task_complete(rt_runtime *rt, rt_task *t, int failed, const char *why)
     rt_worker *w = &rt->workers[t->worker];
     int k = t->kind->id;
     atomic_fetch_add_explicit(&rt->late[w->kind][k].count, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&rt->late[w->kind][k].ticks, end - t->start, memory_order_relaxed);
+    atomic_fetch_add_explicit(&rt->late[w->kind][k].ticks, end - t->ready.start, memory_order_relaxed);
     if (rt->placement && !failed)
-        placement_learn(rt, t, w->kind, clock_ticks_to_s(end - t->start));
+        placement_learn(rt, t, w->kind, clock_ticks_to_s(end - t->ready.start));
     if (rt->trace)
-        trace_record_late(rt, t->worker, k, t->start, end);
+        trace_record_late(rt, t->worker, k, t->ready.start, end);
     if (failed) {
         if (w->device >= 0)
             runtime_set_error(rt, "task '%s' failed on device %s: %s", t->kind->name,
@@ -372,25 +373,24 @@ void rt_task_complete(rt_runtime *rt, rt_task *t, int failed, const char *why)
 static rt_task *run_task(rt_runtime *rt, rt_worker *me, rt_task *t)
 {
     if (!atomic_load_explicit(&rt->failed, memory_order_relaxed)) {
-        t->worker = me->id;
-        t->memory = me->memory;
+        t->worker = (uint16_t)me->id;
         int ready = rt->nmemories == 1 && !t->naccum ? 1 : data_prepare(rt, t);
         if (ready == 0)
             return NULL;   /* handed back when its data is in place */
         if (ready > 0) {
             rt_ctx ctx = {rt, me->id, me->memory, t};
             uint64_t start = clock_ticks();
-            t->start = start;   /* before the body: a pending task may complete at once */
+            t->ready.start = start;   /* before the body: a pending task may complete at once */
             int rc = t->kind->impl[me->kind](&ctx, t->args);
-            if (rc == RT_PENDING)
+            if (__builtin_expect(rc == RT_PENDING, 0))
                 return NULL;   /* t may already be gone */
             uint64_t end = clock_ticks();
             stats_record(me, t, start, end);
-            if (rt->placement)
-                placement_learn(rt, t, me->kind, clock_ticks_to_s(end - start));
-            if (rc)
+            if (__builtin_expect(rc != 0, 0))
                 runtime_set_error(rt, "task '%s' failed on worker %d (returned %d)",
                                   t->kind->name, me->id, rc);
+            else if (rt->placement)
+                placement_learn(rt, t, me->kind, clock_ticks_to_s(end - start));
         }
     }
     /* Skipped tasks after a failure still complete, so that every wait returns. */
@@ -540,6 +540,8 @@ rt_runtime *rt_create(const rt_config *cfg)
     int ncpu = cfg->workers > 0 ? cfg->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu < 1)
         ncpu = 1;
+    if (ncpu + cfg->ndevices > 65535)   /* a task keeps its worker's index in 16 bits */
+        return NULL;
     rt_runtime *rt = aligned_alloc(64, (sizeof *rt + 63) & ~(size_t)63);
     if (!rt)
         return NULL;
@@ -569,7 +571,8 @@ rt_runtime *rt_create(const rt_config *cfg)
         notifier_init(&g->idle, g->sleepers, g->n);
     }
     if (pool_init(&rt->tasks, sizeof(rt_task), rt->nworkers) ||
-        pool_init(&rt->edges, sizeof(rt_edge), rt->nworkers)) {
+        pool_init(&rt->edges, sizeof(rt_edge), rt->nworkers) ||
+        pool_init(&rt->handles, sizeof(rt_handle), rt->nworkers)) {
         free_runtime(rt);
         return NULL;
     }
@@ -617,6 +620,7 @@ void rt_destroy(rt_runtime *rt)
     placement_destroy(rt);
     pool_destroy(&rt->tasks);
     pool_destroy(&rt->edges);
+    pool_destroy(&rt->handles);
     region_index_free(&rt->buffers);
     pthread_mutex_destroy(&rt->error_lock);
     pthread_mutex_destroy(&rt->trace_lock);
@@ -650,19 +654,17 @@ static void throttle(rt_runtime *rt)
     }
 }
 
-/* The worker kinds present that have an implementation of the task and may run it. */
-static unsigned eligible_kinds(const rt_runtime *rt, const rt_task_desc *d)
+/* The worker kinds present that have an implementation of the task (its kind's id given) and
+ * may run it. */
+static unsigned eligible_kinds(const rt_runtime *rt, const rt_task_desc *d, int id)
 {
-    unsigned mask = 0;
-    for (int i = 0; i < RT_WORKER_KINDS; i++)
-        if (d->kind->impl[i])
-            mask |= 1u << i;
-    return mask & rt->kinds_present & (d->kinds ? d->kinds : ~0u);
+    return atomic_load_explicit(&impl_mask[id], memory_order_relaxed) & rt->kinds_present &
+           (d->kinds ? d->kinds : ~0u);
 }
 
-static int validate(rt_runtime *rt, const rt_task_desc *d)
+static int validate(rt_runtime *rt, const rt_task_desc *d, int id)
 {
-    if (!d->kind || !eligible_kinds(rt, d)) {
+    if (!d->kind || !eligible_kinds(rt, d, id)) {
         char have[64] = "";
         for (int i = 0; i < RT_WORKER_KINDS; i++)
             if (rt->kinds_present & (1u << i))
@@ -689,11 +691,6 @@ static int validate(rt_runtime *rt, const rt_task_desc *d)
                               d->kind->name, i);
             return -1;
         }
-        if (a->handle->nparts) {
-            runtime_set_error(rt, "rt_submit: task '%s' names '%s', which is split into parts: "
-                              "it must name the parts", d->kind->name, a->handle->name);
-            return -1;
-        }
         for (int j = 0; j < i; j++)   /* one mode per handle: RT_RW says read and write */
             if (d->access[j].handle == a->handle) {
                 runtime_set_error(rt, "rt_submit: task '%s' names handle '%s' twice",
@@ -701,6 +698,19 @@ static int validate(rt_runtime *rt, const rt_task_desc *d)
                 return -1;
             }
     }
+    return 0;
+}
+
+/* Checked once the task is filled in, so that the prefetches above have had time to arrive: the
+ * histories' lines, which linking reads anyway. */
+static int names_split_handle(rt_runtime *rt, const rt_task_desc *d)
+{
+    for (int i = 0; i < d->naccess; i++)
+        if (d->access[i].handle->writer.task == HAS_PARTS) {
+            runtime_set_error(rt, "rt_submit: task '%s' names '%s', which is split into parts: "
+                              "it must name the parts", d->kind->name, d->access[i].handle->name);
+            return 1;
+        }
     return 0;
 }
 
@@ -716,6 +726,10 @@ static int kind_id(rt_runtime *rt, const rt_kind *k)
         return -1;
     }
     int expected = 0;
+    unsigned mask = 0;
+    for (int i = 0; i < RT_WORKER_KINDS; i++)
+        mask |= k->impl[i] ? 1u << i : 0;
+    atomic_store(&impl_mask[fresh], (unsigned char)mask);
     atomic_store(&kinds_by_id[fresh], k);
     if (__atomic_compare_exchange_n(&kind->id, &expected, fresh, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE))
@@ -730,7 +744,8 @@ static rt_task *submit(rt_runtime *rt, const rt_task_desc *d, int keep)
         runtime_set_error(rt, "rt_submit: called from a thread that does not own the runtime");
         return NULL;
     }
-    if (validate(rt, d) || kind_id(rt, d->kind) < 0)
+    int id = d->kind ? kind_id(rt, d->kind) : 0;
+    if (id < 0 || validate(rt, d, id))
         return NULL;
     rt_task *t = pool_alloc(&rt->tasks, w);
     if (!t) {
@@ -748,10 +763,14 @@ static rt_task *submit(rt_runtime *rt, const rt_task_desc *d, int keep)
     t->nedges = 0;
     t->naccum = 0;
     t->naccess = (signed char)d->naccess;
-    t->eligible = (unsigned char)eligible_kinds(rt, d);
+    t->eligible = (unsigned char)eligible_kinds(rt, d, id);
     t->holds_accum = 0;
     if (d->args_size)
         memcpy(t->args, d->args, d->args_size);
+    if (names_split_handle(rt, d)) {
+        pool_free(&rt->tasks, w, t);
+        return NULL;
+    }
     int rc = 0;
     for (int i = 0; i < d->nafter && !rc; i++)
         rc = d->after[i] ? task_add_edge(rt, w, d->after[i], t) : 0;
@@ -790,7 +809,7 @@ int rt_submit(rt_runtime *rt, const rt_task_desc *d)
 static int wait_over(rt_runtime *rt)
 {
     if (rt->waiting_handle)
-        return (atomic_load(&rt->waiting_handle->valid) & 1u) || atomic_load(&rt->failed);
+        return (atomic_load(&rt->waiting_handle->info->valid) & 1u) || atomic_load(&rt->failed);
     if (rt->waiting_n < 0)
         return unfinished(rt) == 0;
     for (int i = 0; i < rt->waiting_n; i++)

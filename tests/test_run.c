@@ -174,14 +174,33 @@ TEST(run_signals_save_then_a_second_one_exits_at_once)
     CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM, "status %d", status);
     CHECK(access(run_file("checkpoint.bin"), F_OK) == 0);
     CHECK(train_job(job, NO_BASELINE, 1, NULL) == 0);
+#ifdef __SANITIZE_THREAD__
+    /* TSan defers signals to its own safe points and leaves them blocked after a nested one
+     * (google/sanitizers#1855): the second signal never arrives. */
+    return;
+#endif
+    /* The second signal from outside, once the first has been seen: sanitizers deliver a
+     * signal a process sends itself late, and merge two pending ones. */
+    int ready[2];
+    CHECK(pipe(ready) == 0);
     pid = fork();
     if (pid == 0) {
         signals_install();
-        kill(getpid(), SIGINT);
-        kill(getpid(), SIGINT);   /* the second one does not wait */
+        CHECK(write(ready[1], "i", 1) == 1);
+        for (int i = 0; i < 10000 && !atomic_load(&stop_signal); i++)
+            usleep(1000);
+        CHECK(write(ready[1], "s", 1) == 1);
+        for (int i = 0; i < 10000; i++)
+            usleep(1000);
         _exit(0);
     }
+    char c;
+    CHECK(read(ready[0], &c, 1) == 1 && c == 'i');
+    kill(pid, SIGINT);
+    CHECK(read(ready[0], &c, 1) == 1 && c == 's');
+    kill(pid, SIGINT);   /* the second one does not wait */
     waitpid(pid, &status, 0);
+    close(ready[0]), close(ready[1]);
     CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT, "status %d", status);
 }
 
