@@ -3,8 +3,11 @@
 #include "common/json.h"
 #include "opencl/memory.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Whether device d passes the job's filter: its index in a comma-separated list, or a part of
  * its name. Empty: every device. */
@@ -82,12 +85,58 @@ int devices_open(run_devices *rd, const job_config *job, rt_config *cfg, FILE *l
         ocl_describe(d, what, sizeof what);
         fprintf(log, "OpenCL: compiling OpenCL kernels for %s ...\n", what);
         fflush(log);
-        if (ocl_open(d, err, errlen))
-            return -1;
+        if (ocl_open(d, err, errlen)) {
+            ocl_close(d);
+            if (explicit || job->device_filter[0])
+                return -1;
+            /* found by auto or cpu+opencl: the run goes on without it, and says so */
+            snprintf(rd->note + strlen(rd->note), sizeof rd->note - strlen(rd->note),
+                     "%s%.300s; not used", rd->note[0] ? "; " : "", err);
+            fprintf(log, "OpenCL: %s; not used\n", err);
+            rd->used[i--] = rd->used[--rd->n];
+            continue;
+        }
         fprintf(log, "OpenCL: %s ready; CLBlast: %s\n", d->name, d->clblast_why);
         cfg->devices[cfg->ndevices++] = (rt_device){RT_WORKER_OPENCL, d->name, &ocl_memory_ops, d};
     }
+    if (!rd->n)
+        fprintf(log, "OpenCL: no device opened; training on the CPU\n");
     rd->pinned = explicit;
+    return 0;
+}
+
+static const char *type_name(cl_device_type t)
+{
+    return t & CL_DEVICE_TYPE_GPU ? "GPU" : t & CL_DEVICE_TYPE_CPU ? "CPU"
+         : t & CL_DEVICE_TYPE_ACCELERATOR ? "accelerator" : "other";
+}
+
+int devices_print_info(FILE *out)
+{
+    run_devices rd = {0};
+    if (!ocl_discover(&rd.found)) {
+        fprintf(out, "OpenCL: none: %s\n", rd.found.why);
+        return 0;
+    }
+    ensure_path(&rd);
+    fprintf(out, "OpenCL: %d device%s (opening each to check CLBlast; the first run compiles "
+            "kernels)\n", rd.found.n, rd.found.n == 1 ? "" : "s");
+    for (int i = 0; i < rd.found.n; i++) {
+        ocl_device *d = &rd.found.dev[i];
+        fprintf(out, "  [%d] %s\n      platform %s, vendor %s, %s, %u compute units, %.2f GB "
+                "(largest buffer %.2f GB), %s%s\n", d->index, d->name, d->platform_name, d->vendor,
+                type_name(d->type), d->compute_units, (double)d->global_mem / 1e9,
+                (double)d->max_alloc / 1e9, d->version, d->fp64 ? ", fp64" : "");
+        fflush(out);
+        char err[600];
+        if (ocl_open(d, err, sizeof err))
+            fprintf(out, "      cannot be used: %s\n", err);
+        else
+            fprintf(out, "      CLBlast: %s\n", d->clblast_why);
+        ocl_close(d);
+    }
+    if (rd.note[0])
+        fprintf(out, "  (%s)\n", rd.note);
     return 0;
 }
 
@@ -96,6 +145,93 @@ void devices_close(run_devices *rd)
     for (int i = 0; i < rd->n; i++)
         ocl_close(rd->used[i]);
     rd->n = 0;
+}
+
+/* mkdir -p, for the cache folder. */
+static int make_folders(char *path)
+{
+    for (char *p = path + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            int bad = mkdir(path, 0755) && errno != EEXIST;
+            *p = '/';
+            if (bad)
+                return -1;
+        }
+    return mkdir(path, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+/* The folder and file name: host and devices, anything but [A-Za-z0-9.-] made '_'. */
+static int models_path(run_devices *rd, char *dir, size_t n)
+{
+    const char *env = getenv("FRUGAL_PERFMODEL_DIR"), *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    if (env && *env)
+        snprintf(dir, n, "%s", env);
+    else if (xdg && *xdg)
+        snprintf(dir, n, "%s/frugal/perfmodel", xdg);
+    else if (home && *home)
+        snprintf(dir, n, "%s/.cache/frugal/perfmodel", home);
+    else
+        return -1;
+    char name[256];
+    if (gethostname(name, sizeof name))
+        snprintf(name, sizeof name, "host");
+    name[sizeof name - 1] = 0;
+    for (int i = 0; i < rd->n; i++)
+        snprintf(name + strlen(name), sizeof name - strlen(name), "+%s", rd->used[i]->name);
+    for (char *c = name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '.' || *c == '-' || *c == '+'))
+            *c = '_';
+    snprintf(rd->models, sizeof rd->models, "%.300s/%.200s.txt", dir, name);
+    return 0;
+}
+
+void devices_models_load(run_devices *rd, rt_runtime *rt, int deterministic, FILE *log)
+{
+    char dir[300];
+    rd->models[0] = 0;
+    if (!rd->n)
+        return;
+    if (models_path(rd, dir, sizeof dir)) {
+        snprintf(rd->models_note, sizeof rd->models_note, "not kept: no HOME, XDG_CACHE_HOME or "
+                 "FRUGAL_PERFMODEL_DIR");
+    } else if (make_folders(dir)) {
+        snprintf(rd->models_note, sizeof rd->models_note, "not kept: cannot create %s: %s", dir,
+                 strerror(errno));
+        rd->models[0] = 0;
+    } else if (deterministic) {
+        snprintf(rd->models_note, sizeof rd->models_note, "not read (deterministic = on)");
+    } else {
+        FILE *f = fopen(rd->models, "r");
+        int lines = f ? rt_placement_load(rt, f) : 0;
+        if (f)
+            snprintf(rd->models_note, sizeof rd->models_note, "loaded %d model%s from %s", lines,
+                     lines == 1 ? "" : "s", rd->models);
+        else
+            snprintf(rd->models_note, sizeof rd->models_note, "none yet: calibrating, then "
+                     "saving to %s", rd->models);
+        if (f)
+            fclose(f);
+    }
+    fprintf(log, "placement models: %s\n", rd->models_note);
+}
+
+void devices_models_save(run_devices *rd, rt_runtime *rt, FILE *log)
+{
+    if (!rd->models[0])
+        return;
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", rd->models, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    int bad = !f || rt_placement_save(rt, f);
+    if (f && fclose(f))
+        bad = 1;
+    if (bad || rename(tmp, rd->models)) {
+        fprintf(log, "placement models: cannot write %s: %s\n", rd->models, strerror(errno));
+        unlink(tmp);
+    }
 }
 
 void devices_write_json(const run_devices *rd, FILE *f)
@@ -120,4 +256,8 @@ void devices_write_json(const run_devices *rd, FILE *f)
     }
     fputs("], \"devices_note\": ", f);
     json_string(f, rd->note);
+    fputs(", \"placement_models\": ", f);
+    json_string(f, rd->models[0] ? rd->models : "");
+    fputs(", \"placement_models_note\": ", f);
+    json_string(f, rd->models_note);
 }

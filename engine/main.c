@@ -2,6 +2,7 @@
 #include "energy/model.h"
 #include "engine/checkpoint.h"
 #include "engine/dataset.h"
+#include "engine/devices.h"
 #include "engine/energy_cmd.h"
 #include "engine/run.h"
 #include "engine/signals.h"
@@ -30,7 +31,7 @@ static int usage(FILE *f)
                "            accuracy and confusion matrix of a trained model\n"
                "  predict CHECKPOINT IMAGES.idx | CHECKPOINT IMAGE.pgm|.ppm...\n"
                "            the class of each image\n"
-               "  info      this machine: CPUs, timer, kernel path, measured peak\n"
+               "  info      this machine: CPUs, timer, kernel path, measured peak, OpenCL devices\n"
                "  energy [--seconds N] [--rate HZ]\n"
                "            every energy sensor found (readable or not, and why), where the\n"
                "            figures come from, and N seconds of live power\n"
@@ -46,7 +47,8 @@ static int cmd_info(void)
     printf("kernel path: %s (best this CPU supports: %s)\n", ops_isa_name(isa),
            ops_isa_name(ops_isa_supported()));
     printf("measured FMA peak, one core: %.1f GFLOP/s\n", ops_peak_gflops(isa, 0.2));
-    return 0;
+    fflush(stdout);
+    return devices_print_info(stdout);
 }
 
 /* frugal train: arguments into run options, signals caught while it runs. */

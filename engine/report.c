@@ -158,9 +158,9 @@ static void write_energy(FILE *f, const report_input *in, const sensor *s, int n
     fputs("\n    ]}", f);
 }
 
-static void write_runtime(FILE *f, const rt_stats *st)
+static void write_runtime(FILE *f, const char *key, const rt_stats *st)
 {
-    fprintf(f, ",\n  \"runtime_last_epoch\": {\"tasks\": %llu, \"steals\": %llu, \"parks\": %llu",
+    fprintf(f, ",\n  \"%s\": {\"tasks\": %llu, \"steals\": %llu, \"parks\": %llu", key,
             (unsigned long long)st->tasks, (unsigned long long)st->steals,
             (unsigned long long)st->parks);
     json_number_field(f, "task_share", st->task_share, 0);
@@ -247,7 +247,8 @@ static void fill_summary(FILE *f, const void *arg)
     for (int e = 0; e < in->log->nepochs; e++)
         fprintf(f, "%s\n    %s", e ? "," : "", in->log->epochs[e].json);
     fputs("\n  ]", f);
-    write_runtime(f, in->st);
+    write_runtime(f, "runtime_last_epoch", in->st);
+    write_runtime(f, "runtime_this_process", in->total);
     if (in->er) {
         sensor sensors[SENSOR_MAX];
         int n = energy_meter_sensors(in->er->meter, sensors, SENSOR_MAX);

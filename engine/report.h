@@ -42,6 +42,7 @@ typedef struct report_input {
     int workers;
     const run_log *log;              /* every epoch so far, across resumes */
     const rt_stats *st;              /* the last epoch's */
+    const rt_stats *total;           /* every epoch this process ran */
     energy_run *er;                  /* this process's meter; NULL: no energy section */
     int resumed_after;               /* epoch the run resumed from (0: a fresh run) */
     const char *interrupted;         /* NULL, or where and why the run stopped early */

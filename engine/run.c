@@ -51,6 +51,7 @@ typedef struct run {
     trainer *t;
     energy_run er;
     rt_stats st;                       /* the last epoch's */
+    rt_stats total;                    /* every epoch this process ran */
     epoch_energy last_energy;
     int tty;
     double progress_shown;
@@ -169,6 +170,7 @@ static int run_open(run *r, const run_options *o)
     r->rt = rt_create(&rc);
     if (!r->rt)
         return fail(r, "cannot start the runtime's %d workers", cfg->workers);
+    devices_models_load(&r->devices, r->rt, cfg->deterministic, r->out);
     r->t = trainer_create(cfg, &r->m, r->rt, &r->train, r->have_test ? &r->test : NULL, r->err,
                           sizeof r->err);
     if (!r->t)
@@ -242,6 +244,7 @@ static int train_epoch(run *r, int e, epoch_record *rec)
         return fail(r, "epoch %d, test pass: %s", e, r->err);
     energy_run_pass_end(&r->er, test.samples, &en->test);
     rt_stats_get(r->rt, &r->st);
+    rt_stats_add(&r->total, &r->st);
     energy_run_split_kinds(&r->er, &r->st, en);
     *rec = (epoch_record){.epoch = e, .samples = train.samples, .energy = *en,
                           .estimated = energy_meter_estimated(r->er.meter)};
@@ -288,8 +291,8 @@ static int run_save(run *r)
              report_write_metrics(r->metrics, &r->log, r->err, sizeof r->err);
     free(st.log);
     report_input in = {&r->cfg, &r->train, r->have_test ? &r->test : NULL, &r->m,
-                       trainer_plan(r->t), rt_workers(r->rt), &r->log, &r->st, &r->er,
-                       r->resumed_after, r->interrupted[0] ? r->interrupted : NULL, &r->devices};
+                       trainer_plan(r->t), rt_workers(r->rt), &r->log, &r->st, &r->total,
+                       &r->er, r->resumed_after, r->interrupted[0] ? r->interrupted : NULL, &r->devices};
     if (rc || report_write(r->summary, &in, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     return 0;
@@ -309,7 +312,9 @@ static int record_epoch(run *r, const epoch_record *rec)
 static void run_close(run *r, int finished)
 {
     if (finished) {
-        rt_stats_print(&r->st, r->out);   /* the last epoch's, by task kind */
+        fprintf(r->out, "tasks of the %s, by kind and where they ran:\n",
+                r->resumed_after ? "epochs since the resume" : "whole run");
+        rt_stats_print(&r->total, r->out);
         if (r->log.nepochs)
             energy_run_print(&r->er, &r->last_energy, &r->st, r->train.n, r->out);
         if (r->o->trace && rt_trace_write(r->rt, r->o->trace))
@@ -320,6 +325,8 @@ static void run_close(run *r, int finished)
     if (r->er.meter)
         energy_run_end(&r->er);
     trainer_destroy(r->t);
+    if (r->rt)
+        devices_models_save(&r->devices, r->rt, r->out);
     rt_destroy(r->rt);
     devices_close(&r->devices);
     if (r->have_model)

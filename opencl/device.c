@@ -79,19 +79,19 @@ int ocl_check(ocl_device *d, cl_int rc, const char *what, char *err, size_t errl
 {
     if (rc == CL_SUCCESS)
         return 0;
-    snprintf(err, errlen, "OpenCL device %s: %s: %s", d->name, what, ocl_error_name(rc));
+    snprintf(err, errlen, "OpenCL device %s: %s: %s%s", d->name, what, ocl_error_name(rc),
+             rc == CL_OUT_OF_RESOURCES && atomic_load(&d->injected)
+                 ? " (injected by FRUGAL_OPENCL_FAIL_AFTER)" : "");
     return -1;
 }
 
-int ocl_enqueued(ocl_device *d, cl_int rc, const char *what, char *err, size_t errlen)
+cl_int ocl_injected_failure(ocl_device *d)
 {
     long n = atomic_fetch_add(&d->enqueues, 1) + 1;
-    if (rc == CL_SUCCESS && d->fail_after > 0 && n > d->fail_after) {
-        snprintf(err, errlen, "OpenCL device %s: %s: %s (injected by FRUGAL_OPENCL_FAIL_AFTER)",
-                 d->name, what, ocl_error_name(CL_OUT_OF_RESOURCES));
-        return -1;
-    }
-    return ocl_check(d, rc, what, err, errlen);
+    if (d->fail_after <= 0 || n <= d->fail_after)
+        return CL_SUCCESS;
+    atomic_store(&d->injected, 1);
+    return CL_OUT_OF_RESOURCES;
 }
 
 /* frugal's kernels, built for the device; the build log on failure. */
@@ -161,6 +161,7 @@ int ocl_open(ocl_device *d, char *err, size_t errlen)
     const char *inject = getenv("FRUGAL_OPENCL_FAIL_AFTER");
     d->fail_after = inject ? atol(inject) : 0;
     atomic_store(&d->enqueues, 0);
+    atomic_store(&d->injected, 0);
     pthread_mutex_init(&d->kernels_lock, NULL);
     d->ctx = clCreateContext(NULL, 1, &d->id, NULL, NULL, &rc);
     if (ocl_check(d, rc, "creating a context", err, errlen))

@@ -37,6 +37,7 @@ typedef struct ocl_device {
     char clblast_why[160];           /* or why not */
     _Atomic long enqueues;           /* for the failure injection below */
     long fail_after;                 /* FRUGAL_OPENCL_FAIL_AFTER: an injected error (tests) */
+    _Atomic int injected;            /* it fired: errors say so */
 } ocl_device;
 
 typedef struct ocl_list {
@@ -56,8 +57,9 @@ void ocl_describe(const ocl_device *d, char *out, size_t n);
 
 /* Checks an OpenCL call made for device d: 0, or -1 with err naming the device and the error. */
 int ocl_check(ocl_device *d, cl_int rc, const char *what, char *err, size_t errlen);
-/* The same for an enqueue, which are counted: FRUGAL_OPENCL_FAIL_AFTER=N fails the one after the
- * Nth on purpose (tests: a device that fails mid-run). */
-int ocl_enqueued(ocl_device *d, cl_int rc, const char *what, char *err, size_t errlen);
+/* Called before each enqueue, which are counted: CL_SUCCESS to go ahead. FRUGAL_OPENCL_FAIL_AFTER=N
+ * makes every one after the Nth fail on purpose with CL_OUT_OF_RESOURCES (tests: a device that
+ * fails mid-run); the caller then enqueues nothing, as when a real enqueue fails. */
+cl_int ocl_injected_failure(ocl_device *d);
 
 #endif

@@ -51,12 +51,12 @@ static int run(ocl_launch *l, const char *name, size_t global, const karg *args,
     cl_kernel k = kernel_named(d, name, &rc);
     for (int i = 0; i < n && rc == CL_SUCCESS; i++)
         rc = clSetKernelArg(k, (cl_uint)i, args[i].size, &args[i].v);
-    if (rc == CL_SUCCESS)
+    if (rc == CL_SUCCESS && (rc = ocl_injected_failure(d)) == CL_SUCCESS)
         rc = clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &global, NULL, 0, NULL, &e);
     pthread_mutex_unlock(&d->kernels_lock);
     char what[96];
     snprintf(what, sizeof what, "running kernel %s", name);
-    if (ocl_enqueued(d, rc, what, l->err, l->errlen))
+    if (ocl_check(d, rc, what, l->err, l->errlen))
         return -1;
     last_is(l, e);
     return 0;
@@ -71,13 +71,15 @@ static int gemm(ocl_launch *l, int ta, int tb, int M, int N, int K, float alpha,
         return RUN(l, "gemm_rowmajor", (size_t)M * N, I(ta), I(tb), I(M), I(N), I(K), F(alpha),
                    B(A, 4), I(lda), B(Bm, 4), I(ldb), F(beta), B(C, 4), I(ldc));
     cl_event e = NULL;
-    CLBlastStatusCode s = CLBlastSgemm(
-        CLBlastLayoutRowMajor, ta ? CLBlastTransposeYes : CLBlastTransposeNo,
-        tb ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t)M, (size_t)N, (size_t)K, alpha,
-        A.mem, A.offset / 4, (size_t)lda, Bm.mem, Bm.offset / 4, (size_t)ldb, beta, C.mem,
-        C.offset / 4, (size_t)ldc, &d->queue, &e);
-    if (ocl_enqueued(d, s == CLBlastSuccess ? CL_SUCCESS : (cl_int)s, "CLBlast SGEMM", l->err,
-                     l->errlen))
+    CLBlastStatusCode s = (CLBlastStatusCode)ocl_injected_failure(d);
+    if (s == CLBlastSuccess)
+        s = CLBlastSgemm(CLBlastLayoutRowMajor, ta ? CLBlastTransposeYes : CLBlastTransposeNo,
+                         tb ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t)M, (size_t)N,
+                         (size_t)K, alpha, A.mem, A.offset / 4, (size_t)lda, Bm.mem,
+                         Bm.offset / 4, (size_t)ldb, beta, C.mem, C.offset / 4, (size_t)ldc,
+                         &d->queue, &e);
+    if (ocl_check(d, s == CLBlastSuccess ? CL_SUCCESS : (cl_int)s, "CLBlast SGEMM", l->err,
+                  l->errlen))
         return -1;
     last_is(l, e);
     return 0;

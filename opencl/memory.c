@@ -30,8 +30,10 @@ static int ocl_copy(void *device, const rt_copy *c, char *err, size_t errlen)
     ocl_device *d = device;
     cl_mem m = c->device_base;
     cl_event e = NULL;
-    cl_int rc;
-    if (c->rows == 1) {
+    cl_int rc = ocl_injected_failure(d);
+    if (rc != CL_SUCCESS) {
+        /* nothing enqueued */
+    } else if (c->rows == 1) {
         void *host = (char *)c->host_base + c->offset;
         rc = c->to_device
                  ? clEnqueueWriteBuffer(d->copies, m, CL_FALSE, c->offset, c->row_bytes, host, 0, NULL, &e)
@@ -45,12 +47,13 @@ static int ocl_copy(void *device, const rt_copy *c, char *err, size_t errlen)
                  : clEnqueueReadBufferRect(d->copies, m, CL_FALSE, origin, origin, region, c->stride,
                                            0, c->stride, 0, c->host_base, 0, NULL, &e);
     }
-    if (ocl_enqueued(d, rc, c->to_device ? "copying to the device" : "copying to the host", err,
-                     errlen) ||
-        ocl_check(d, clSetEventCallback(e, CL_COMPLETE, copy_done, c->done), "a copy's callback",
+    if (ocl_check(d, rc, c->to_device ? "copying to the device" : "copying to the host", err,
+                  errlen))
+        return -1;
+    if (ocl_check(d, clSetEventCallback(e, CL_COMPLETE, copy_done, c->done), "a copy's callback",
                   err, errlen)) {
-        if (e)
-            clReleaseEvent(e);
+        clWaitForEvents(1, &e);   /* enqueued all the same: it must not land after the failure */
+        clReleaseEvent(e);
         return -1;
     }
     clFlush(d->copies);

@@ -219,6 +219,9 @@ void rt_transfer_done(rt_transfer *x, int failed, const char *why)
     atomic_fetch_add(&rt->transfers[dir].ticks, ticks);
     if (!failed)
         placement_copy_measured(rt, to, (double)bytes, clock_ticks_to_s(ticks));
+    if (rt->trace)
+        trace_record_late(rt, trace_copy_track(rt, dev, dir), dir ? TRACE_COPY_IN : TRACE_COPY_OUT,
+                          x->start, x->start + ticks);
     free(x);
     if (failed)
         runtime_set_error(rt, "copying '%s' %s device %s failed: %s", h->name,

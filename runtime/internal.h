@@ -290,6 +290,12 @@ void placement_copy_measured(rt_runtime *rt, int memory, double bytes, double se
 /* stats.c */
 void trace_record(rt_worker *w, int kind, uint64_t start, uint64_t end);
 void trace_record_late(rt_runtime *rt, int worker, int kind, uint64_t start, uint64_t end);
+/* Copies get trace tracks of their own, two per device memory after the workers' tracks. */
+enum { TRACE_COPY_IN = -1, TRACE_COPY_OUT = -2 };
+static inline int trace_copy_track(const rt_runtime *rt, int memory, int to_device)
+{
+    return rt->nworkers + 2 * (memory - 1) + !to_device;
+}
 
 static inline void bump(_Atomic uint64_t *counter, uint64_t by)
 {

@@ -235,6 +235,7 @@ int rt_placement_load(rt_runtime *rt, FILE *f);
 
 void rt_stats_get(rt_runtime *rt, rt_stats *out);
 void rt_stats_reset(rt_runtime *rt);
+void rt_stats_add(rt_stats *sum, const rt_stats *s);   /* e.g. epochs into a whole run */
 void rt_stats_print(const rt_stats *s, FILE *f);
 /* Chrome trace JSON (chrome://tracing, Perfetto). Needs cfg.trace. Returns 0 or -1 (errno). */
 int rt_trace_write(rt_runtime *rt, const char *path);

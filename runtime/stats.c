@@ -112,6 +112,36 @@ void rt_stats_reset(rt_runtime *rt)
     rt->stats_origin = clock_ticks();
 }
 
+static void add_transfers(rt_transfer_stats *sum, const rt_transfer_stats *t)
+{
+    sum->count += t->count, sum->bytes += t->bytes, sum->seconds += t->seconds;
+}
+
+void rt_stats_add(rt_stats *sum, const rt_stats *s)
+{
+    double wall = sum->wall_s + s->wall_s;   /* the CPU workers are the same: weigh by wall */
+    sum->task_share = wall > 0 ? (sum->task_share * sum->wall_s + s->task_share * s->wall_s) / wall : 0;
+    sum->workers = s->workers;
+    sum->tasks += s->tasks, sum->steals += s->steals, sum->parks += s->parks;
+    sum->wall_s = wall, sum->busy_s += s->busy_s;
+    add_transfers(&sum->to_device, &s->to_device);
+    add_transfers(&sum->to_host, &s->to_host);
+    for (int k = 0; k < s->nkinds; k++) {
+        int i = 0;
+        while (i < sum->nkinds && strcmp(sum->kinds[i].name, s->kinds[k].name))
+            i++;
+        if (i == RT_MAX_KINDS)
+            continue;
+        if (i == sum->nkinds)
+            sum->kinds[sum->nkinds++] = (rt_kind_stats){.name = s->kinds[k].name};
+        rt_kind_stats *a = &sum->kinds[i];
+        const rt_kind_stats *b = &s->kinds[k];
+        a->count += b->count, a->busy_s += b->busy_s;
+        for (int w = 0; w < RT_WORKER_KINDS; w++)
+            a->count_by[w] += b->count_by[w], a->busy_by[w] += b->busy_by[w];
+    }
+}
+
 void rt_stats_print(const rt_stats *s, FILE *f)
 {
     fprintf(f, "runtime: %d workers, %llu tasks, %llu steals, %llu parks, %.3f s wall, "
@@ -144,7 +174,8 @@ static void write_events(FILE *f, rt_runtime *rt, const trace_event *ev, size_t 
         double ts = 1e6 * clock_ticks_to_s(ev[e].start - rt->trace_origin);
         double dur = 1e6 * clock_ticks_to_s(ev[e].end - ev[e].start);
         fputs(",\n{\"ph\":\"X\",\"pid\":0,\"name\":", f);
-        json_string(f, kind_name(ev[e].kind));
+        json_string(f, ev[e].kind == TRACE_COPY_IN ? "copy to device"
+                       : ev[e].kind == TRACE_COPY_OUT ? "copy to host" : kind_name(ev[e].kind));
         fprintf(f, ",\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f}", ev[e].worker, ts, dur);
     }
 }
@@ -173,6 +204,16 @@ int rt_trace_write(rt_runtime *rt, const char *path)
         fputs("}}", f);
         write_events(f, rt, w->events, w->nevents);
     }
+    for (int m = 1; m < rt->nmemories; m++)
+        for (int dir = 1; dir >= 0; dir--) {
+            char name[96];
+            snprintf(name, sizeof name, "copies %s device %s", dir ? "to" : "from",
+                     rt->memories[m].dev.name);
+            fprintf(f, ",\n{\"ph\":\"M\",\"pid\":0,\"tid\":%d,\"name\":\"thread_name\","
+                       "\"args\":{\"name\":", trace_copy_track(rt, m, dir));
+            json_string(f, name);
+            fputs("}}", f);
+        }
     pthread_mutex_lock(&rt->trace_lock);
     write_events(f, rt, rt->late_events, rt->nlate);
     pthread_mutex_unlock(&rt->trace_lock);

@@ -1,6 +1,7 @@
 /* The frugal command as a user meets it: every mistake gets a message naming the file or the
  * argument, and nothing crashes. Runs build/VARIANT/frugal (make tests builds it too). */
 #include "engine/run_folder.h"
+#include "frugal_cli.h"
 #include "synthetic.h"
 #include "test.h"
 
@@ -11,43 +12,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-/* Runs frugal with the arguments (NULL-ended), as `uid` if not -1; its output (stdout and
- * stderr) in out. Returns the exit status, or -1 if it did not exit normally. */
-static int frugal_as(uid_t uid, char *out, size_t n, const char *const *args)
-{
-    const char *variant = getenv("FRUGAL_TEST_VARIANT");
-    char bin[256];
-    snprintf(bin, sizeof bin, "build/%s/frugal", variant ? variant : "release");
-    int fd[2];
-    if (pipe(fd))
-        return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fd[1], 1);
-        dup2(fd[1], 2);
-        close(fd[0]);
-        if (uid != (uid_t)-1 && (setgid(65534) || setuid(uid)))
-            _exit(125);
-        char *argv[64] = {bin};
-        for (int i = 0; args[i] && i < 62; i++)
-            argv[i + 1] = (char *)args[i];
-        execv(bin, argv);
-        fprintf(stderr, "cannot run %s: %s\n", bin, strerror(errno));
-        _exit(126);
-    }
-    close(fd[1]);
-    size_t got = 0;
-    for (ssize_t r; (r = read(fd[0], out + got, n - 1 - got)) > 0 && got < n - 1;)
-        got += (size_t)r;
-    out[got] = 0;
-    close(fd[0]);
-    int status;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-#define FRUGAL(out, ...) frugal_as((uid_t)-1, out, sizeof out, (const char *const[]){__VA_ARGS__, NULL})
 
 static char out[16384];
 
@@ -72,7 +36,7 @@ TEST(cli_arguments_missing_or_repeated)
     }
     args[n] = NULL;
     char *many = malloc(1 << 16);
-    CHECK(frugal_as((uid_t)-1, many, 1 << 16, (const char *const *)args) == 0);
+    CHECK(frugal_run(&(frugal_call){(uid_t)-1, NULL, 0}, many, 1 << 16, (const char *const *)args) == 0);
     CHECKF(strstr(many, "epoch 3/3"), "%s", many);
     free(many);
 }
@@ -124,6 +88,16 @@ TEST(cli_output_folder_not_writable)
         chmod(ro, 0555);
     char set[700];
     snprintf(set, sizeof set, "job.output=%s/sub", ro);
-    int rc = frugal_as(uid, out, sizeof out, (const char *const[]){"train", job, "--set", set, NULL});
+    int rc = frugal_run(&(frugal_call){uid, NULL, 0}, out, sizeof out,
+                        (const char *const[]){"train", job, "--set", set, NULL});
     CHECKF(rc == 1 && strstr(out, ro) && strstr(out, "Permission denied"), "rc %d: %s", rc, out);
+}
+
+/* The CPU path needs nothing from the environment: no PATH, HOME or library path. */
+TEST(cli_trains_in_an_empty_environment)
+{
+    const char *const args[] = {"train", make_job(""), "--set", "job.epochs=1", "--set",
+                                "energy.baseline_seconds=0", NULL};
+    CHECKF(frugal_run(&(frugal_call){(uid_t)-1, NULL, 1}, out, sizeof out, args) == 0, "%s", out);
+    CHECKF(strstr(out, "epoch 1/1"), "%s", out);
 }

@@ -1,0 +1,231 @@
+/* Training on OpenCL devices, through the frugal binary, on whatever OpenCL this machine has
+ * (PoCL in CI): a step on the device matches the CPU step, cpu+opencl runs tasks on both and
+ * keeps results equal to a serial run, deterministic mode repeats itself, DAHL's CNN learns as
+ * on the CPU, and a missing loader, a missing driver or a device failing mid-run each give a
+ * clear message and never a hang. */
+#include "engine/checkpoint.h"
+#include "frugal_cli.h"
+#include "synthetic.h"
+#include "test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+enum { MAX_PARAMS = 4096 };
+static char out[1 << 16];
+
+typedef struct weights { float v[MAX_PARAMS]; long n; } weights;
+
+/* frugal train JOB --devices DEVICES --set job.output=DIR/NAME [--set SET...], with the
+ * placement models kept in the test's folder (a fresh start: every device gets calibrated). */
+static int train(const char *job, const char *devices, const char *name, const char *const *env,
+                 const char *set1, const char *set2)
+{
+    static char output[700], models[700];
+    snprintf(output, sizeof output, "job.output=%s/%s", test_tmpdir(), name);
+    snprintf(models, sizeof models, "FRUGAL_PERFMODEL_DIR=%s/models-%s", test_tmpdir(), name);
+    const char *envs[8] = {models};
+    for (int i = 0; env && env[i] && i < 6; i++)
+        envs[i + 1] = env[i];
+    const char *args[16] = {"train", job, "--devices", devices, "--set", output, "--set",
+                            "energy.baseline_seconds=0"};
+    int n = 8;
+    const char *sets[] = {set1, set2};
+    for (int i = 0; i < 2 && sets[i]; i++) {
+        args[n++] = "--set";
+        args[n++] = sets[i];
+    }
+    return frugal_run(&(frugal_call){(uid_t)-1, envs, 0}, out, sizeof out, args);
+}
+
+static void load_weights(const char *name, weights *w)
+{
+    char path[700], err[512];
+    snprintf(path, sizeof path, "%s/%s/checkpoint.bin", test_tmpdir(), name);
+    model m;
+    checkpoint_state st = {0};
+    w->n = 0;
+    CHECKF(checkpoint_open_model(&m, &st, path, err, sizeof err) == 0, "%s", err);
+    for (int l = 0; l < m.nlayers; l++)
+        for (long i = 0; i < m.layers[l].nparams && w->n < MAX_PARAMS; i++)
+            w->v[w->n++] = m.layers[l].params[i];
+    free(st.log);
+    model_free(&m);
+}
+
+/* Every parameter within atol + rtol * |reference|; says which one is worst. */
+static void check_same_weights(const char *a, const char *b, double atol, double rtol)
+{
+    static weights wa, wb;
+    load_weights(a, &wa);
+    load_weights(b, &wb);
+    CHECK(wa.n == wb.n && wa.n > 0);
+    long worst = 0;
+    double excess = -1;
+    for (long i = 0; i < wa.n && i < wb.n; i++) {
+        double e = fabs((double)wa.v[i] - wb.v[i]) - (atol + rtol * fabs((double)wb.v[i]));
+        if (e > excess)
+            excess = e, worst = i;
+    }
+    CHECKF(excess <= 0, "%s vs %s: parameter %ld is %.9g against %.9g", a, b, worst,
+           (double)wa.v[worst], (double)wb.v[worst]);
+}
+
+/* The device's name, from the "OpenCL: NAME ready" line. */
+static int device_name(char *name, size_t n)
+{
+    const char *p = strstr(out, "OpenCL: "), *ready = p ? strstr(p, " ready;") : NULL;
+    for (; p && ready && strstr(p + 1, "OpenCL: ") && strstr(p + 1, "OpenCL: ") < ready;)
+        p = strstr(p + 1, "OpenCL: ");
+    if (!p || !ready)
+        return -1;
+    snprintf(name, n, "%.*s", (int)(ready - p - 8), p + 8);
+    return 0;
+}
+
+TEST(opencl_train_one_step_matches_the_cpu)
+{
+    const char *job = make_job("");
+    const char *one_step = "data.limit=20";   /* one batch of 20: a single SGD step */
+    CHECKF(train(job, "cpu", "cpu", NULL, one_step, "job.epochs=1") == 0, "%s", out);
+    CHECKF(train(job, "opencl", "opencl", NULL, one_step, "job.epochs=1") == 0, "%s", out);
+    CHECKF(strstr(out, "ready; CLBlast: SGEMM self-check passed"), "%s", out);
+    check_same_weights("opencl", "cpu", 1e-6, 1e-5);
+    /* three epochs of 15 steps each: still close */
+    CHECKF(train(job, "cpu", "cpu3", NULL, NULL, NULL) == 0, "%s", out);
+    CHECKF(train(job, "opencl", "opencl3", NULL, NULL, NULL) == 0, "%s", out);
+    check_same_weights("opencl3", "cpu3", 1e-4, 1e-3);
+}
+
+TEST(opencl_train_cpu_plus_opencl_uses_both_and_matches_a_serial_run)
+{
+    const char *job = make_job("");
+    CHECKF(train(job, "cpu", "serial", NULL, "execution.workers=1", NULL) == 0, "%s", out);
+    CHECKF(train(job, "cpu+opencl", "mixed", NULL, NULL, NULL) == 0, "%s", out);
+    /* calibration sends the first tasks of each kind to the device: the report shows both */
+    const char *line = strstr(out, "  conv_forward ");
+    CHECKF(line && strstr(line, " cpu ") && strstr(line, " opencl "), "%s", out);
+    CHECKF(strstr(out, "placement models: none yet"), "%s", out);
+    check_same_weights("mixed", "serial", 1e-4, 1e-3);
+}
+
+TEST(opencl_train_deterministic_gives_the_same_weights_twice)
+{
+    const char *job = make_job("");
+    for (int run = 0; run < 2; run++) {
+        CHECKF(train(job, "cpu+opencl", run ? "det2" : "det1", NULL, "execution.deterministic=on",
+                     NULL) == 0, "%s", out);
+        const char *line = strstr(out, "  conv_forward ");
+        CHECKF(line && strstr(line, " cpu ") && strstr(line, " opencl "), "%s", out);
+    }
+    check_same_weights("det1", "det2", 0, 0);
+}
+
+/* DAHL's CNN on the real Fashion-MNIST (Debian's dataset-fashion-mnist, a build.sh dependency):
+ * the first 2048 images, 3 epochs; the device's test accuracy within 1 point of the CPU's. */
+static double final_test_acc(const char *name)
+{
+    char path[700], line[512], last[512] = "";
+    snprintf(path, sizeof path, "%s/%s/metrics.csv", test_tmpdir(), name);
+    FILE *f = fopen(path, "r");
+    CHECKF(f != NULL, "%s", path);
+    while (f && fgets(line, sizeof line, f))
+        snprintf(last, sizeof last, "%s", line);
+    if (f)
+        fclose(f);
+    double loss, acc, tloss, tacc;
+    int epoch;
+    CHECKF(sscanf(last, "%d,%lf,%lf,%lf,%lf", &epoch, &loss, &acc, &tloss, &tacc) == 5 && epoch == 3,
+           "%s: %s", path, last);
+    return tacc;
+}
+
+TEST(opencl_train_dahl_cnn_within_a_point_of_the_cpu)
+{
+    const char *job = "examples/dahl-fashion-mnist.cfg";
+    CHECKF(train(job, "cpu", "dahl-cpu", NULL, "data.limit=2048", "job.epochs=3") == 0, "%s", out);
+    CHECKF(train(job, "opencl", "dahl-opencl", NULL, "data.limit=2048", "job.epochs=3") == 0, "%s",
+           out);
+    double cpu = final_test_acc("dahl-cpu"), dev = final_test_acc("dahl-opencl");
+    CHECKF(fabs(cpu - dev) <= 0.01, "test accuracy %.4f on OpenCL, %.4f on the CPU", dev, cpu);
+    CHECK(cpu > 0.15);   /* it learned something: 10 classes give 0.10 by chance */
+}
+
+TEST(opencl_train_without_a_loader_or_a_driver_runs_on_the_cpu)
+{
+    const char *job = make_job("");
+    char empty[700];
+    snprintf(empty, sizeof empty, "%s/vendors", test_tmpdir());
+    mkdir(empty, 0755);
+    char vendors[800];
+    snprintf(vendors, sizeof vendors, "OCL_ICD_VENDORS=%s", empty);
+    const char *no_loader[] = {"FRUGAL_OPENCL_LOADER=/nonexistent/libOpenCL.so.1", NULL};
+    const char *no_driver[] = {vendors, NULL};
+    CHECKF(train(job, "cpu+opencl", "a", no_loader, "job.epochs=1", NULL) == 0, "%s", out);
+    CHECKF(strstr(out, "no OpenCL loader: /nonexistent/libOpenCL.so.1") &&
+           strstr(out, "training on the CPU") && strstr(out, "epoch 1/1"), "%s", out);
+    CHECKF(train(job, "cpu+opencl", "b", no_driver, "job.epochs=1", NULL) == 0, "%s", out);
+    CHECKF(strstr(out, "no OpenCL platform") && strstr(out, empty) &&
+           strstr(out, "training on the CPU") && strstr(out, "epoch 1/1"), "%s", out);
+    /* asked for OpenCL only: an error, not a silent CPU run */
+    CHECKF(train(job, "opencl", "c", no_loader, "job.epochs=1", NULL) == 1, "%s", out);
+    CHECKF(strstr(out, "devices = opencl, but no OpenCL loader") && !strstr(out, "epoch 1"), "%s",
+           out);
+    CHECK(FRUGAL(out, "info") == 0);
+    const char *info_env[] = {"FRUGAL_OPENCL_LOADER=/nonexistent/libOpenCL.so.1", NULL};
+    CHECK(frugal_run(&(frugal_call){(uid_t)-1, info_env, 0}, out, sizeof out,
+                     (const char *const[]){"info", NULL}) == 0);
+    CHECKF(strstr(out, "OpenCL: none: no OpenCL loader: /nonexistent/libOpenCL.so.1"), "%s", out);
+}
+
+TEST(opencl_train_info_lists_the_devices)
+{
+    CHECK(FRUGAL(out, "info") == 0);
+    CHECKF(strstr(out, "[0] ") && strstr(out, "compute units") && strstr(out, "OpenCL ") &&
+           strstr(out, "CLBlast: SGEMM self-check passed"), "%s", out);
+}
+
+/* A device that fails mid-run: the run stops with the device and the OpenCL error named, keeps
+ * its last checkpoint, and does not hang (frugal_run kills a run after 300 s). */
+TEST(opencl_train_device_failing_mid_run_stops_with_its_name)
+{
+    const char *job = make_job("");
+    /* cpu+opencl sends the device only its calibration tasks: make it fail among those */
+    const char *modes[] = {"opencl", "cpu+opencl"};
+    const char *fail[][2] = {{"FRUGAL_OPENCL_FAIL_AFTER=200", NULL},
+                             {"FRUGAL_OPENCL_FAIL_AFTER=20", NULL}};
+    for (int i = 0; i < 2; i++) {
+        int rc = train(job, modes[i], modes[i], fail[i], NULL, NULL);
+        char name[200] = "";
+        CHECKF(device_name(name, sizeof name) == 0, "%s", out);
+        char want[300];
+        snprintf(want, sizeof want, "OpenCL device %s: ", name);
+        CHECKF(rc == 1 && strstr(out, want) && strstr(out, "CL_OUT_OF_RESOURCES"), "%s: rc %d: %s",
+               modes[i], rc, out);
+    }
+}
+
+/* The same binary in an empty environment (no PATH, no HOME, no library path): it finds the
+ * ICD loader itself, and PoCL, which needs a linker on PATH, still compiles. */
+TEST(opencl_train_in_an_empty_environment)
+{
+    const char *job = make_job("");
+    char output[700];
+    snprintf(output, sizeof output, "job.output=%s/env", test_tmpdir());
+    const char *const args[] = {"train", job, "--devices", "cpu+opencl", "--set", output, "--set",
+                                "job.epochs=1", "--set", "energy.baseline_seconds=0", NULL};
+    CHECKF(frugal_run(&(frugal_call){(uid_t)-1, NULL, 1}, out, sizeof out, args) == 0, "%s", out);
+    CHECKF(strstr(out, "ready; CLBlast") && strstr(out, "epoch 1/1"), "%s", out);
+    CHECKF(strstr(out, "placement models: not kept"), "%s", out);
+    char path[700], summary[1 << 14] = "";
+    snprintf(path, sizeof path, "%s/env/summary.json", test_tmpdir());
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    if (f) {
+        summary[fread(summary, 1, sizeof summary - 1, f)] = 0;
+        fclose(f);
+    }
+    CHECKF(strstr(summary, "PATH was empty"), "%s", summary);
+}
