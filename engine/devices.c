@@ -97,7 +97,9 @@ int devices_open(run_devices *rd, const job_config *job, rt_config *cfg, FILE *l
             continue;
         }
         fprintf(log, "OpenCL: %s ready; CLBlast: %s\n", d->name, d->clblast_why);
-        cfg->devices[cfg->ndevices++] = (rt_device){RT_WORKER_OPENCL, d->name, &ocl_memory_ops, d};
+        int host_cores = (d->type & CL_DEVICE_TYPE_CPU) ? (int)d->compute_units : 0;
+        cfg->devices[cfg->ndevices++] =
+            (rt_device){RT_WORKER_OPENCL, d->name, &ocl_memory_ops, d, host_cores};
     }
     if (!rd->n)
         fprintf(log, "OpenCL: no device opened; training on the CPU\n");

@@ -105,7 +105,7 @@ static void submit_load(trainer *t, const batch_ref *r, int k)
     add(&al, r->b->labels.part[k], RT_W);
     if (a.shuffled)
         add(&al, t->horder, RT_R);
-    submit(t, &load_kind, &a, sizeof a, PRIO_LOAD, &al, k);
+    submit(t, a.bytes ? &load_pointers_kind : &load_kind, &a, sizeof a, PRIO_LOAD, &al, k);
 }
 
 /* Layer l's forward task for chunk k and filter group g (or, fused, the convolution and the

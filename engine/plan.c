@@ -35,8 +35,8 @@ int plan_grain(const job_config *cfg, const model *m)
  * of the traffic. Small inputs are cheaper loaded once as floats and reread hot. */
 static void choose_input(exec_plan *p, const model *m)
 {
-    if (p->devices) {
-        snprintf(p->input_why, sizeof p->input_why, "floats: devices in use (bytes are read on "
+    if (p->pinned) {
+        snprintf(p->input_why, sizeof p->input_why, "floats: devices = opencl (bytes are read on "
                  "the CPU only)");
         return;
     }
@@ -80,7 +80,7 @@ void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
         int fusable = ly->cfg.type == LAYER_CONV && l + 1 < m->nlayers &&
                       ly[1].cfg.type == LAYER_MAXPOOL && !p->need_dx[l] &&
                       conv_pool_fusable(&ly->conv, &ly[1].pool);
-        p->fused[l] = fusable && !devices && (cfg->fuse > 0 ||
+        p->fused[l] = fusable && !p->pinned && (cfg->fuse > 0 ||
                                   (cfg->fuse == 0 &&
                                    (double)p->grain * (double)ly->out_size * sizeof(float) > 1e6));
         p->groups[l] = ly->cfg.type != LAYER_CONV || p->fused[l]

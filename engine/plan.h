@@ -20,10 +20,11 @@ typedef struct exec_plan {
     char input_why[96];              /* "auto: ..." or "FRUGAL_INPUT=bytes" */
     char conv_path[64];              /* "auto" or "FRUGAL_CONV=im2col" */
     char isa_why[64];                /* the kernel path and, if forced, by what */
-    int devices;                     /* device workers: the first layer's bytes and fusion are
-                                      * CPU-only, so they are off then */
+    int devices;                     /* device workers */
     int deterministic;               /* tasks pinned per kind and chunk (see graph.c) */
-    int pinned;                      /* devices = opencl: tasks a device can run run there */
+    int pinned;                      /* devices = opencl: tasks a device can run run there, and
+                                      * the CPU-only variants (the first layer reading bytes,
+                                      * fused convolution and pooling) are off */
 } exec_plan;
 
 /* The grain alone (samples per task): the config's, or automatic (see plan.c). */

@@ -134,6 +134,8 @@ static int sgd_cl(const rt_ctx *ctx, void *p)
 
 /* A chunk's figures are added up on the host, in chunk order. */
 rt_kind load_kind = {.name = "load", .cpu = load, .opencl = load_cl};
+/* The same task when the first layer reads the bytes: it writes host pointers, so CPU only. */
+rt_kind load_pointers_kind = {.name = "load_pointers", .cpu = load};
 rt_kind tally_kind = {.name = "tally", .cpu = tally};
 rt_kind gradsum_kind = {.name = "gradient_sum", .cpu = gradsum, .opencl = gradsum_cl};
 rt_kind sgd_kind = {.name = "sgd", .cpu = sgd, .opencl = sgd_cl};

@@ -105,6 +105,6 @@ typedef struct sgd_args {
     float lr, momentum, weight_decay;
 } sgd_args;
 
-extern rt_kind load_kind, tally_kind, gradsum_kind, sgd_kind;
+extern rt_kind load_kind, load_pointers_kind, tally_kind, gradsum_kind, sgd_kind;
 
 #endif

@@ -15,10 +15,13 @@
 #include <string.h>
 
 enum { PLACEMENT_CALIBRATION = 3, SIZE_BUCKETS = 48, LOADED_MAX = 4096 };
+enum { FIRST_PROBE = 32, LAST_PROBE = 1 << 16, PROBE_RANGE = 8 };
 
 typedef struct perf_model {
     double mean_s;
     uint32_t count;
+    uint32_t passed_over;   /* tasks placed elsewhere since this group last ran one */
+    uint32_t probe_after;   /* then one goes here anyway, to re-measure (doubling each time) */
 } perf_model;
 
 typedef struct loaded_line {   /* from a saved file, matched to kinds by name on first use */
@@ -84,16 +87,37 @@ static perf_model *models_of(placement *p, int k)
     return &p->model[k][0][0];
 }
 
-/* Seconds to copy what t reads and memory m lacks. */
+/* Seconds to copy what t reads and memory m lacks, and, for a device memory, to bring what t
+ * writes back to the host: the CPU workers run most tasks, so its outputs are likely read
+ * there next (where a chain of tasks stays on the device this overestimates, and the device is
+ * then chosen only for kernels fast enough to pay for it). */
 static double copy_seconds(const rt_runtime *rt, const rt_task *t, int m)
 {
     double bytes = 0;
     for (int i = 0; i < t->naccess; i++) {
         rt_handle *h = access_handle(t->access[i]);
-        if (access_mode(t->access[i]) != RT_W && h->info && !(atomic_load(&h->info->valid) & (1u << m)))
+        int mode = access_mode(t->access[i]);
+        if (!h->info)
+            continue;
+        if (mode != RT_W && !(atomic_load(&h->info->valid) & (1u << m)))
+            bytes += (double)region_extent(&h->reg);
+        if (m != 0 && mode != RT_R)
             bytes += (double)region_extent(&h->reg);
     }
     return bytes / rt->placement->bandwidth[m];
+}
+
+/* A device computing on the host's cores waits for them like the CPU workers do (above), and
+ * takes its time from them: so it is chosen only where it finishes the work sooner than they
+ * would, not whenever their queue is long. */
+static void charge_shared_cores(rt_runtime *rt, const worker_group *g, double seconds, double now)
+{
+    int cores = rt->memories[rt->workers[g->first].memory].dev.host_cores;
+    if (g->kind == RT_WORKER_CPU || cores <= 0 || rt->ncpu <= 0)
+        return;
+    double share = (double)(cores < rt->ncpu ? cores : rt->ncpu) / rt->ncpu;
+    placement *p = rt->placement;
+    p->busy_until[RT_WORKER_CPU] = fmax(now, p->busy_until[RT_WORKER_CPU]) + seconds * share;
 }
 
 worker_group *placement_choose(rt_runtime *rt, rt_task *t)
@@ -102,7 +126,7 @@ worker_group *placement_choose(rt_runtime *rt, rt_task *t)
     int k = t->kind->id, bucket = size_bucket(t);
     double now = clock_ticks_to_s(clock_ticks());
     worker_group *best = NULL, *least_known = NULL;
-    double best_end = INFINITY;
+    double best_end = INFINITY, cost[RT_WORKER_KINDS];
     uint32_t fewest = UINT32_MAX;
     pthread_mutex_lock(&p->lock);
     perf_model *models = models_of(p, k);
@@ -115,13 +139,35 @@ worker_group *placement_choose(rt_runtime *rt, rt_task *t)
             fewest = m->count, least_known = g;
         int memory = rt->workers[g->first].memory;
         double start = fmax(now, p->busy_until[g->kind]);
-        double end = start + copy_seconds(rt, t, memory) + m->mean_s;
+        if (rt->memories[memory].dev.host_cores > 0)   /* its cores are the CPU workers' */
+            start = fmax(start, p->busy_until[RT_WORKER_CPU]);
+        cost[i] = copy_seconds(rt, t, memory) + m->mean_s;
+        double end = start + cost[i];
         if (end < best_end)
             best_end = end, best = g;
     }
     worker_group *g = fewest < PLACEMENT_CALIBRATION ? least_known : best;
+    /* A model is only as good as its samples: one taken while the cores were busy elsewhere
+     * would keep its group idle for good. A group passed over gets a probe now and then (after
+     * 32 tasks, then 64, ...: a bounded, shrinking share), unless it looks so slow that no
+     * disturbed sample explains it (a probe there would stall the tasks that wait for it). */
+    for (int i = 0; i < rt->ngroups; i++) {
+        worker_group *o = &rt->groups[i];
+        if (o == g || !((t->eligible >> o->kind) & 1) || cost[i] > PROBE_RANGE * cost[g - rt->groups])
+            continue;
+        perf_model *om = &models[o->kind * SIZE_BUCKETS + bucket];
+        if (!om->probe_after)
+            om->probe_after = FIRST_PROBE;
+        if (++om->passed_over >= om->probe_after) {
+            om->probe_after = om->probe_after < LAST_PROBE ? 2 * om->probe_after : LAST_PROBE;
+            g = o;
+            break;
+        }
+    }
     perf_model *m = &models[g->kind * SIZE_BUCKETS + bucket];
+    m->passed_over = 0;
     p->busy_until[g->kind] = fmax(now, p->busy_until[g->kind]) + m->mean_s / g->n;
+    charge_shared_cores(rt, g, m->mean_s, now);
     pthread_mutex_unlock(&p->lock);
     return g;
 }
@@ -132,9 +178,15 @@ void placement_learn(rt_runtime *rt, const rt_task *t, rt_worker_kind where, dou
     int k = t->kind->id, bucket = size_bucket(t);
     pthread_mutex_lock(&p->lock);
     perf_model *m = &models_of(p, k)[where * SIZE_BUCKETS + bucket];
-    /* a running mean for the first samples, then an average that follows drift */
+    /* Quick down, slow up: a task is slowed by what else runs on its cores (never sped up),
+     * so a fast sample is believed at once (half way) and a slow one averaged in, as drift. */
     uint32_t weight = m->count < 16 ? m->count : 16;
-    m->mean_s = (m->mean_s * weight + seconds) / (weight + 1);
+    if (!m->count)
+        m->mean_s = seconds;
+    else if (seconds < m->mean_s)
+        m->mean_s = 0.5 * (m->mean_s + seconds);
+    else
+        m->mean_s = (m->mean_s * weight + seconds) / (weight + 1);
     m->count++;
     pthread_mutex_unlock(&p->lock);
 }

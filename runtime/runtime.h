@@ -130,6 +130,8 @@ typedef struct rt_device {
     const char *name;        /* for errors and statistics */
     const rt_memory_ops *memory;
     void *ctx;               /* the driver's, passed to the memory ops */
+    int host_cores;          /* > 0: it computes on that many of the host's own cores (an
+                              * OpenCL CPU device), so its work is not extra capacity */
 } rt_device;
 
 typedef struct rt_config {
