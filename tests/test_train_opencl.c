@@ -208,15 +208,18 @@ TEST(opencl_train_device_failing_mid_run_stops_with_its_name)
 }
 
 /* The same binary in an empty environment (no PATH, no HOME, no library path): it finds the
- * ICD loader itself, and PoCL, which needs a linker on PATH, still compiles. */
+ * ICD loader itself, and PoCL, which needs a linker on PATH, still compiles (its kernel cache
+ * is an empty folder, so it really compiles). */
 TEST(opencl_train_in_an_empty_environment)
 {
     const char *job = make_job("");
-    char output[700];
+    char output[700], cache[700];
     snprintf(output, sizeof output, "job.output=%s/env", test_tmpdir());
+    snprintf(cache, sizeof cache, "POCL_CACHE_DIR=%s/pocl-cache", test_tmpdir());
     const char *const args[] = {"train", job, "--devices", "cpu+opencl", "--set", output, "--set",
                                 "job.epochs=1", "--set", "energy.baseline_seconds=0", NULL};
-    CHECKF(frugal_run(&(frugal_call){(uid_t)-1, NULL, 1}, out, sizeof out, args) == 0, "%s", out);
+    const char *const env[] = {cache, NULL};
+    CHECKF(frugal_run(&(frugal_call){(uid_t)-1, env, 1}, out, sizeof out, args) == 0, "%s", out);
     CHECKF(strstr(out, "ready; CLBlast") && strstr(out, "epoch 1/1"), "%s", out);
     CHECKF(strstr(out, "placement models: not kept"), "%s", out);
     char path[700], summary[1 << 14] = "";
