@@ -2,7 +2,7 @@
 # (clang, libFuzzer with ASan+UBSan: ./build.sh fuzz).
 #
 # The release binary links everything statically but glibc: CLBlast (C++, with libstdc++),
-# zlib. OpenCL is loaded at run time (opencl/loader.c), so the binary needs no OpenCL to run, and
+# zlib, libsodium. OpenCL is loaded at run time (opencl/loader.c), so the binary needs no OpenCL to run, and
 # glibc stays dynamic because a static glibc cannot reliably dlopen an ICD such as PoCL.
 VARIANT ?= release
 BUILD := build/$(VARIANT)
@@ -10,7 +10,7 @@ BUILD := build/$(VARIANT)
 CC ?= gcc
 # Baseline x86-64 only: SIMD code lives in *_avx2.c / *_avx512.c files chosen at run time.
 CFLAGS := -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread -I. -I$(BUILD)/gen -fno-strict-aliasing -fopenmp-simd -ffp-contract=fast
-LDLIBS := -Wl,-Bstatic -lclblast -lstdc++ -lz -Wl,-Bdynamic -ldl -lm
+LDLIBS := -Wl,-Bstatic -lclblast -lstdc++ -lz -lsodium -Wl,-Bdynamic -ldl -lm
 ifeq ($(VARIANT),release)
   CFLAGS += -O2 -g
   LDFLAGS += -static-libgcc
@@ -32,7 +32,7 @@ endif
 SIMD_AVX2 := -mavx2 -mfma
 SIMD_AVX512 := -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma -mavx2
 
-LIB_SRC := $(wildcard common/*.c runtime/*.c ops/*.c energy/*.c opencl/*.c engine/*.c)
+LIB_SRC := $(wildcard common/*.c runtime/*.c ops/*.c energy/*.c opencl/*.c netio/*.c engine/*.c)
 LIB_SRC := $(filter-out engine/main.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/*.c) tests/fuzz/targets.c

@@ -19,7 +19,7 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 # Building needs OpenCL's headers and CLBlast's static library; the binary does not need OpenCL
 # to run (it loads it at run time). PoCL is the OpenCL device the tests run on; Fashion-MNIST
 # is the data set of the quick start and of a test.
-PACKAGES_BUILD="gcc make libc6-dev zlib1g-dev opencl-c-headers ocl-icd-opencl-dev libclblast-dev pocl-opencl-icd dataset-fashion-mnist"
+PACKAGES_BUILD="gcc make libc6-dev zlib1g-dev libsodium-dev opencl-c-headers ocl-icd-opencl-dev libclblast-dev pocl-opencl-icd dataset-fashion-mnist"
 PACKAGES_FUZZ="clang libclang-rt-14-dev"
 PACKAGES_OPTIONAL="python3-torch"
 

@@ -9,6 +9,7 @@
  * task, every chunk already has work. */
 #include "engine/trainer_internal.h"
 
+#include "engine/remote.h"
 #include "ops/layers.h"
 #include "runtime/clock.h"
 
@@ -247,25 +248,80 @@ static int chunk_size(const trainer *t, const batch_ref *r, int k, int *s0)
     return s1 - *s0;
 }
 
-static void submit_batch(trainer *t, const batch_ref *r)
+/* Chunks [k0, k1) of a batch computed here: load, forward, loss and, training, backward. */
+static void submit_chunks(trainer *t, const batch_ref *r, int k0, int k1)
+{
+    const exec_plan *p = &t->plan;
+    int s0;
+    for (int k = k0; k < k1; k++)
+        submit_load(t, r, k);
+    for (int l = 0; l < t->m->nlayers; l++)
+        for (int k = k0; k < k1 && has_task(t, l, 0); k++)
+            for (int g = 0; g < p->groups[l]; g++)
+                submit_forward(t, r, l, k, g, chunk_size(t, r, k, &s0));
+    for (int k = k0; k < k1; k++)
+        submit_loss(t, r, k);
+    if (r->split != SPLIT_TRAIN)
+        return;
+    for (int l = t->m->nlayers - 1; l >= 0; l--)
+        for (int k = k0; k < k1 && has_task(t, l, 1); k++)
+            submit_backward(t, r, l, k, chunk_size(t, r, k, &s0));
+}
+
+/* Chunks [k0, k1) of a training batch computed elsewhere (remote.h): the parameters packed,
+ * then per chunk a task per layer with parameters and one for the loss figures, and the tally. */
+static void submit_remote(trainer *t, const batch_ref *r, int epoch, long b, int k0, int k1)
+{
+    int s0;
+    for (int l = 0, first = 1; l < t->m->nlayers; l++) {
+        if (!t->m->layers[l].nparams)
+            continue;
+        pack_args a = {t->pack_offset[l], t->m->layers[l].nparams};
+        access_list al = {.n = 0};
+        add(&al, t->hparams[l], RT_R);
+        add(&al, t->hpack, first ? RT_W : RT_RW);
+        submit(t, &pack_kind, &a, sizeof a, PRIO_UPDATE, &al, -1);
+        first = 0;
+    }
+    for (int k = k0; k < k1; k++) {
+        remote_args a = {t->seq, epoch, k, r->size, -1, 1, b};
+        access_list al = {.n = 0};
+        add(&al, r->b->stats.part[k], RT_W);
+        add(&al, t->hpack, RT_R);
+        submit(t, &remote_stats_kind, &a, sizeof a, PRIO_BACKWARD, &al, -1);
+        for (int l = 0; l < t->m->nlayers; l++) {
+            if (!t->m->layers[l].nparams)
+                continue;
+            al.n = 0;
+            a.layer = l;
+            for (int g = 0; g < t->plan.groups[l]; g++)
+                add(&al, t->hpartial_part[l][k * t->plan.groups[l] + g], RT_W);
+            a.params_at = add(&al, t->hpack, RT_R);
+            submit(t, &remote_grad_kind, &a, sizeof a, PRIO_BACKWARD, &al, -1);
+        }
+        int n = chunk_size(t, r, k, &s0);
+        tally_args ta = {r->first + s0, n, 0, &t->samples_done};
+        access_list tl = {.n = 0};
+        add(&tl, r->b->stats.part[k], RT_R);
+        add(&tl, t->htotals, RT_RW);
+        submit(t, &tally_kind, &ta, sizeof ta, PRIO_TALLY, &tl, -1);
+    }
+}
+
+static void submit_batch(trainer *t, const batch_ref *r, int epoch, long b)
 {
     const exec_plan *p = &t->plan;
     int s0, chunks = 0;
     while (chunks < p->nchunks && chunk_size(t, r, chunks, &s0) > 0)   /* a short batch: fewer */
         chunks++;
-    for (int k = 0; k < chunks; k++)
-        submit_load(t, r, k);
-    for (int l = 0; l < t->m->nlayers; l++)
-        for (int k = 0; k < chunks && has_task(t, l, 0); k++)
-            for (int g = 0; g < p->groups[l]; g++)
-                submit_forward(t, r, l, k, g, chunk_size(t, r, k, &s0));
-    for (int k = 0; k < chunks; k++)
-        submit_loss(t, r, k);
+    int elsewhere = r->split == SPLIT_TRAIN && t->remote.chunks
+                        ? t->remote.chunks(t->remote.ctx, chunks) : 0;
+    submit_chunks(t, r, 0, chunks - elsewhere);
     if (r->split != SPLIT_TRAIN)
         return;
-    for (int l = t->m->nlayers - 1; l >= 0; l--)
-        for (int k = 0; k < chunks && has_task(t, l, 1); k++)
-            submit_backward(t, r, l, k, chunk_size(t, r, k, &s0));
+    if (elsewhere)
+        submit_remote(t, r, epoch, b, chunks - elsewhere, chunks);
+    t->seq++;
     for (int l = 0; l < t->m->nlayers; l++)
         if (t->m->layers[l].nparams)
             submit_update(t, l, chunks);
@@ -290,8 +346,8 @@ static void shuffle(trainer *t, int epoch)
 }
 
 /* Batches [first_batch, ...) of the split's data set, until its end or a stop. */
-static int run_pass(trainer *t, int split, long first_batch, pass_result *out, char *err,
-                    size_t errlen)
+static int run_pass(trainer *t, int split, int epoch, long first_batch, pass_result *out,
+                    char *err, size_t errlen)
 {
     const dataset *d = t->data[split].d;
     int batch = t->plan.batch;
@@ -309,7 +365,7 @@ static int run_pass(trainer *t, int split, long first_batch, pass_result *out, c
         long first = b * batch;
         batch_ref r = {split, first, (int)(d->n - first < batch ? d->n - first : batch),
                        &t->set[b & 1]};
-        submit_batch(t, &r);
+        submit_batch(t, &r, epoch, b);
         out->batches++;
         if (t->progress)
             t->progress(t->progress_ctx, atomic_load(&t->samples_done), d->n, clock_now_s() - start);
@@ -328,7 +384,7 @@ int trainer_train(trainer *t, int epoch, long first_batch, pass_result *out, cha
                   size_t errlen)
 {
     shuffle(t, epoch);
-    return run_pass(t, SPLIT_TRAIN, first_batch, out, err, errlen);
+    return run_pass(t, SPLIT_TRAIN, epoch, first_batch, out, err, errlen);
 }
 
 int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_result *out,
@@ -355,7 +411,7 @@ int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_re
         rc = t->hpredictions ? 0 : -1;
         t->predictions = predictions;
     }
-    rc = rc ? rc : run_pass(t, SPLIT_TEST, 0, out, err, errlen);
+    rc = rc ? rc : run_pass(t, SPLIT_TEST, 0, 0, out, err, errlen);
     if (predictions) {
         rt_handle_unregister(t->rt, t->hpredictions);   /* the predictions back in host memory */
         t->hpredictions = NULL;
@@ -365,4 +421,30 @@ int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_re
         data_unregister(t, &t->data[SPLIT_TEST]);
     t->data[SPLIT_TEST] = keep;
     return rc;
+}
+
+/* ---- a node of a cluster: chunks of batches the coordinator sends ---- */
+
+int trainer_node_chunk(trainer *t, int epoch, long batch, int chunk, int size, char *err,
+                       size_t errlen)
+{
+    const dataset *d = t->data[SPLIT_TRAIN].d;
+    long first = batch * t->plan.batch;
+    if (chunk < 0 || chunk >= t->plan.nchunks || size < 1 || size > t->plan.batch || first < 0 ||
+        first + size > d->n || epoch < 1 || (first + size < d->n && size != t->plan.batch)) {
+        snprintf(err, errlen, "no chunk %d of batch %ld (%d samples) in a data set of %ld", chunk,
+                 batch, size, d->n);
+        return -1;
+    }
+    if (epoch != t->node_epoch) {   /* the epoch's order, once (nothing reads it now) */
+        if (rt_wait_all(t->rt)) {
+            snprintf(err, errlen, "%s", rt_error(t->rt));
+            return -1;
+        }
+        shuffle(t, epoch);
+        t->node_epoch = epoch;
+    }
+    batch_ref r = {SPLIT_TRAIN, first, size, &t->set[0]};
+    submit_chunks(t, &r, chunk, chunk + 1);
+    return 0;
 }

@@ -4,11 +4,13 @@
 #include "engine/dataset.h"
 #include "engine/devices.h"
 #include "engine/energy_cmd.h"
+#include "engine/node.h"
 #include "engine/run.h"
 #include "engine/signals.h"
 #include "engine/trainer.h"
 #include "ops/cpu.h"
 #include "ops/peak.h"
+#include "netio/key.h"
 #include "runtime/clock.h"
 #include "runtime/runtime.h"
 
@@ -27,6 +29,13 @@ static int usage(FILE *f)
                "            atomically after every epoch (and on SIGINT, SIGTERM or SIGHUP, at\n"
                "            the next batch), --resume continues from it; D: auto, cpu, opencl or\n"
                "            cpu+opencl\n"
+               "            --listen ADDR:PORT --key KEYFILE [--timeout S] [--wait-for N]: other\n"
+               "            machines may join (at any time; N of them waited for, up to 60 s) and\n"
+               "            compute part of every batch (same weights as on one machine)\n"
+               "  join HOST:PORT --key KEYFILE [--workers N] [--timeout S]\n"
+               "            compute chunks for the coordinator at HOST:PORT until it ends training\n"
+               "  keygen KEYFILE\n"
+               "            a new key for a cluster: copy it to every machine (mode 600)\n"
                "  eval CHECKPOINT IMAGES.idx LABELS.idx | CHECKPOINT CIFAR_BATCH[,BATCH...]\n"
                "            accuracy and confusion matrix of a trained model\n"
                "  predict CHECKPOINT IMAGES.idx | CHECKPOINT IMAGE.pgm|.ppm...\n"
@@ -49,6 +58,71 @@ static int cmd_info(void)
     printf("measured FMA peak, one core: %.1f GFLOP/s\n", ops_peak_gflops(isa, 0.2));
     fflush(stdout);
     return devices_print_info(stdout);
+}
+
+static int parse_seconds(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (*end || !(v >= 0.1 && v <= 3600)) {
+        fprintf(stderr, "frugal: --timeout %s: seconds from 0.1 to 3600\n", s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int cmd_keygen(int argc, char **argv)
+{
+    char err[600];
+    if (argc != 3) {
+        fprintf(stderr, "usage: frugal keygen KEYFILE\n");
+        return 2;
+    }
+    if (netio_key_generate(argv[2], err, sizeof err)) {
+        fprintf(stderr, "frugal keygen: %s\n", err);
+        return 1;
+    }
+    printf("key written to %s: copy it to every machine of the cluster (keep it mode 600)\n",
+           argv[2]);
+    return 0;
+}
+
+static int cmd_join(int argc, char **argv)
+{
+    node_options o = {.workers = (int)sysconf(_SC_NPROCESSORS_ONLN), .timeout_s = 10, .out = stdout};
+    for (int i = 2; i < argc; i++) {
+        int has_value = i + 1 < argc;
+        if (!strcmp(argv[i], "--key") && has_value) {
+            o.key_path = argv[++i];
+        } else if (!strcmp(argv[i], "--workers") && has_value) {
+            char *end;
+            long w = strtol(argv[++i], &end, 10);
+            if (*end || w < 1 || w > 4096) {
+                fprintf(stderr, "frugal join: --workers %s: a number from 1 to 4096\n", argv[i]);
+                return 2;
+            }
+            o.workers = (int)w;
+        } else if (!strcmp(argv[i], "--timeout") && has_value) {
+            if (parse_seconds(argv[++i], &o.timeout_s))
+                return 2;
+        } else if (argv[i][0] != '-' && !o.coordinator) {
+            o.coordinator = argv[i];
+        } else {
+            fprintf(stderr, "frugal join: unexpected argument '%s'\n", argv[i]);
+            return usage(stderr);
+        }
+    }
+    if (!o.coordinator || !o.key_path) {
+        fprintf(stderr, "usage: frugal join HOST:PORT --key KEYFILE [--workers N] [--timeout S]\n");
+        return 2;
+    }
+    if (o.workers < 1)
+        o.workers = 1;
+    signals_install();
+    int rc = node_run(&o);
+    signals_restore();
+    return rc;
 }
 
 /* frugal train: arguments into run options, signals caught while it runs. */
@@ -77,6 +151,15 @@ static int cmd_train(int argc, char **argv)
             sets[nsets++] = owned[nowned++];
         } else if (!strcmp(argv[i], "--trace") && has_value) {
             o.trace = argv[++i];
+        } else if (!strcmp(argv[i], "--listen") && has_value) {
+            o.listen = argv[++i];
+        } else if (!strcmp(argv[i], "--key") && has_value) {
+            o.key = argv[++i];
+        } else if (!strcmp(argv[i], "--timeout") && has_value) {
+            if (parse_seconds(argv[++i], &o.timeout_s))
+                goto out;
+        } else if (!strcmp(argv[i], "--wait-for") && has_value) {
+            o.wait_for = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--resume")) {
             o.resume = 1;
         } else if (!strcmp(argv[i], "--help")) {
@@ -224,6 +307,10 @@ int main(int argc, char **argv)
         return cmd_energy(argc, argv);
     if (!strcmp(argv[1], "train"))
         return cmd_train(argc, argv);
+    if (!strcmp(argv[1], "join"))
+        return cmd_join(argc, argv);
+    if (!strcmp(argv[1], "keygen"))
+        return cmd_keygen(argc, argv);
     if (!strcmp(argv[1], "eval"))
         return cmd_classify(argc, argv, 1);
     if (!strcmp(argv[1], "predict"))

@@ -212,7 +212,13 @@ static void write_job(FILE *f, const report_input *in)
         fputs(", ", f);
         devices_write_json(in->devices, f);
     }
-    fputs("},\n  \"run\": {", f);
+    fputs("},\n", f);
+    if (in->cluster) {
+        fputs("  \"cluster\": {", f);
+        coordinator_write_json(in->cluster, f);
+        fputs("},\n", f);
+    }
+    fputs("  \"run\": {", f);
     fprintf(f, "\"resumed_after_epoch\": %d, \"interrupted\": ", in->resumed_after);
     if (in->interrupted)
         json_string(f, in->interrupted);

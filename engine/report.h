@@ -7,6 +7,7 @@
 
 #include "engine/config.h"
 #include "engine/dataset.h"
+#include "engine/coordinator.h"
 #include "engine/devices.h"
 #include "engine/energy_run.h"
 #include "engine/model.h"
@@ -47,6 +48,7 @@ typedef struct report_input {
     int resumed_after;               /* epoch the run resumed from (0: a fresh run) */
     const char *interrupted;         /* NULL, or where and why the run stopped early */
     const run_devices *devices;      /* NULL: not looked for */
+    coordinator *cluster;            /* NULL: one machine */
 } report_input;
 
 /* Rewrites path atomically. */

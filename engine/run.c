@@ -14,10 +14,12 @@
 
 #include "engine/checkpoint.h"
 #include "engine/config.h"
+#include "engine/coordinator.h"
 #include "engine/dataset.h"
 #include "engine/devices.h"
 #include "engine/divergence.h"
 #include "engine/energy_run.h"
+#include "engine/job_data.h"
 #include "engine/model.h"
 #include "engine/report.h"
 #include "engine/run_folder.h"
@@ -47,6 +49,7 @@ typedef struct run {
     int resumed_after;                 /* epochs done when the run started */
     long resume_batch;                 /* batches of the next epoch done then */
     run_devices devices;
+    coordinator *cluster;              /* when coordinating other machines */
     rt_runtime *rt;
     trainer *t;
     energy_run er;
@@ -78,23 +81,8 @@ static void show_progress(void *ctx, long done, long total, double seconds);
 
 static int load_data(run *r)
 {
-    const job_config *cfg = &r->cfg;
-    char *err = r->err;
-    size_t n = sizeof r->err;
-    int rc = cfg->format == DATA_IDX
-                 ? dataset_load_idx(&r->train, cfg->train_images, cfg->train_labels, cfg->limit, err, n)
-                 : dataset_load_cifar10(&r->train, cfg->train_files, cfg->limit, err, n);
-    if (rc || dataset_reshape(&r->train, cfg->resize_h, cfg->resize_w, cfg->channels, err, n))
-        return -1;
-    if (cfg->format == DATA_IDX ? !cfg->test_images[0] : !cfg->test_file[0])
-        return 0;
-    rc = cfg->format == DATA_IDX
-             ? dataset_load_idx(&r->test, cfg->test_images, cfg->test_labels, cfg->test_limit, err, n)
-             : dataset_load_cifar10(&r->test, cfg->test_file, cfg->test_limit, err, n);
-    if (rc || dataset_reshape(&r->test, r->train.h, r->train.w, r->train.c, err, n))
-        return -1;
-    r->have_test = 1;
-    return 0;
+    return job_load_train(&r->cfg, &r->train, r->err, sizeof r->err) ||
+           job_load_test(&r->cfg, &r->train, &r->test, &r->have_test, r->err, sizeof r->err) ? -1 : 0;
 }
 
 /* The trace is written at the end: make sure now that it can be. */
@@ -167,6 +155,14 @@ static int run_open(run *r, const run_options *o)
     rt_config rc = {.workers = cfg->workers, .trace = o->trace != NULL};
     if (devices_open(&r->devices, cfg, &rc, r->out, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
+    if (o->listen || o->key) {
+        if (!o->listen || !o->key)
+            return fail(r, "a cluster needs both --listen ADDR:PORT and --key KEYFILE");
+        coordinator_options co = {o->listen, o->key, o->timeout_s > 0 ? o->timeout_s : 10, o->job,
+                                  o->overrides};
+        if (!(r->cluster = coordinator_start(&co, cfg, &r->train, &rc, r->out, r->err, sizeof r->err)))
+            return fail(r, "%s", r->err);
+    }
     r->rt = rt_create(&rc);
     if (!r->rt)
         return fail(r, "cannot start the runtime's %d workers", cfg->workers);
@@ -175,6 +171,14 @@ static int run_open(run *r, const run_options *o)
                           sizeof r->err);
     if (!r->t)
         return fail(r, "%s", r->err);
+    if (r->cluster && coordinator_attach(r->cluster, r->t, r->rt, r->err, sizeof r->err))
+        return fail(r, "%s", r->err);
+    if (r->cluster && o->wait_for > 0) {
+        int got = coordinator_wait_for(r->cluster, o->wait_for, 60);
+        if (got < o->wait_for)
+            fprintf(r->out, "cluster: %d of the %d nodes waited for joined within 60 s; training "
+                    "with them\n", got, o->wait_for);
+    }
     trainer_stop_when(r->t, o->stop);
     trainer_on_progress(r->t, show_progress, r);
     if (energy_run_begin(&r->er, cfg, r->out, r->err, sizeof r->err))
@@ -276,6 +280,8 @@ static void print_epoch(run *r, const epoch_record *rec)
             rec->estimated ? "estimated" : "measured", f->watts, 1e3 * f->joules_per_image);
     if (rec->warning[0])
         fprintf(r->out, "%s\n", rec->warning);
+    if (r->cluster)
+        coordinator_print_nodes(r->cluster, r->out);
     fflush(r->out);
 }
 
@@ -292,7 +298,8 @@ static int run_save(run *r)
     free(st.log);
     report_input in = {&r->cfg, &r->train, r->have_test ? &r->test : NULL, &r->m,
                        trainer_plan(r->t), rt_workers(r->rt), &r->log, &r->st, &r->total,
-                       &r->er, r->resumed_after, r->interrupted[0] ? r->interrupted : NULL, &r->devices};
+                       &r->er, r->resumed_after, r->interrupted[0] ? r->interrupted : NULL, &r->devices,
+                       r->cluster};
     if (rc || report_write(r->summary, &in, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     return 0;
@@ -324,6 +331,9 @@ static void run_close(run *r, int finished)
     }
     if (r->er.meter)
         energy_run_end(&r->er);
+    if (r->t)
+        rt_wait_all(r->rt);   /* no chunk still out on a node */
+    coordinator_stop(r->cluster, finished ? "training finished" : "the coordinator stopped");
     trainer_destroy(r->t);
     if (r->rt)
         devices_models_save(&r->devices, r->rt, r->out);

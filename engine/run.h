@@ -12,6 +12,10 @@ typedef struct run_options {
     int resume;                        /* continue from the output folder's checkpoint */
     FILE *out;                         /* progress and results; errors go to stderr */
     const _Atomic int *stop; /* non-zero (a signal's number): stop at a batch boundary */
+    const char *listen;                /* ADDR:PORT: coordinate a cluster (engine/coordinator.h) */
+    const char *key;                   /* its key file */
+    double timeout_s;                  /* a silent node is lost after this long (0: 10 s) */
+    int wait_for;                      /* nodes to wait for before training (up to 60 s) */
 } run_options;
 
 /* 0 when the run finished, 1 on an error (named on stderr), 128 + *stop when it stopped early

@@ -4,6 +4,7 @@
 #include "engine/trainer_internal.h"
 
 #include "engine/device_task.h"
+#include "engine/remote.h"
 
 #include <math.h>
 #include <string.h>
@@ -139,3 +140,25 @@ rt_kind load_pointers_kind = {.name = "load_pointers", .cpu = load};
 rt_kind tally_kind = {.name = "tally", .cpu = tally};
 rt_kind gradsum_kind = {.name = "gradient_sum", .cpu = gradsum, .opencl = gradsum_cl};
 rt_kind sgd_kind = {.name = "sgd", .cpu = sgd, .opencl = sgd_cl};
+
+/* ---- chunks computed elsewhere (remote.h) ---- */
+
+static int pack(const rt_ctx *ctx, void *p)
+{
+    const pack_args *a = p;
+    memcpy((float *)rt_ptr(ctx, 1) + a->offset, rt_ptr(ctx, 0), sizeof(float) * (size_t)a->n);
+    return 0;
+}
+
+/* The destination's first part is access 0, the packed parameters access params_at. */
+static int remote_started(const rt_ctx *ctx, void *p)
+{
+    const remote_args *a = p;
+    remote_sink *s = rt_device_ctx(ctx);
+    s->started(s, a, rt_ptr(ctx, 0), rt_ptr(ctx, a->params_at), ctx->rt, ctx->task);
+    return RT_PENDING;
+}
+
+rt_kind pack_kind = {.name = "pack parameters", .cpu = pack};
+rt_kind remote_grad_kind = {.name = "remote chunk: gradient", .peer = remote_started};
+rt_kind remote_stats_kind = {.name = "remote chunk: loss", .peer = remote_started};

@@ -6,6 +6,7 @@
 
 #include "engine/memory.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,6 +215,12 @@ static int create_state(trainer *t, const dataset *train, const dataset *test, c
     ok = ok && (t->horder = rt_handle_register(t->rt, t->order, sizeof(long) * (size_t)train->n,
                                                "order")) != NULL;
     ok = ok && (t->htotals = rt_handle_register(t->rt, &t->totals, sizeof t->totals, "totals"));
+    long packed = 0;
+    for (int l = 0; l < t->m->nlayers; l++)
+        t->pack_offset[l] = packed, packed += t->m->layers[l].nparams;
+    ok = ok && (t->pack = malloc(sizeof(float) * (size_t)(packed ? packed : 1))) &&
+         (t->hpack = rt_handle_register(t->rt, t->pack, sizeof(float) * (size_t)(packed ? packed : 1),
+                                        "packed parameters"));
     for (int l = 0; l < t->m->nlayers && ok; l++)
         ok = !t->m->layers[l].nparams || alloc_layer_state(t, l) == 0;
     for (int s = 0; s < 2 && ok; s++)
@@ -265,6 +272,8 @@ void trainer_destroy(trainer *t)
     data_unregister(t, &t->data[SPLIT_TRAIN]);
     rt_handle_unregister(t->rt, t->horder);
     rt_handle_unregister(t->rt, t->htotals);
+    rt_handle_unregister(t->rt, t->hpack);
+    free(t->pack);
     free(t->order);
     free(t);
 }
@@ -279,4 +288,45 @@ int trainer_sync(trainer *t, char *err, size_t errlen)
     if (rc)
         snprintf(err, errlen, "%s", rt_error(t->rt));
     return rc ? -1 : 0;
+}
+
+/* ---- a cluster ---- */
+
+void trainer_share_work(trainer *t, const trainer_remote *r) { t->remote = *r; }
+
+long trainer_nparams(const trainer *t) { return t->m->nparams; }
+
+int trainer_layer_params(const trainer *t, long *per_layer)
+{
+    for (int l = 0; l < t->m->nlayers; l++)
+        per_layer[l] = t->m->layers[l].nparams;
+    return t->m->nlayers;
+}
+
+int trainer_set_params(trainer *t, const float *packed, char *err, size_t errlen)
+{
+    if (rt_wait_all(t->rt)) {
+        snprintf(err, errlen, "%s", rt_error(t->rt));
+        return -1;
+    }
+    for (int l = 0; l < t->m->nlayers; l++) {
+        const layer *ly = &t->m->layers[l];
+        float *params = ly->nparams ? rt_handle_acquire(t->rt, t->hparams[l], RT_W) : NULL;
+        if (params)
+            memcpy(params, packed + t->pack_offset[l], sizeof(float) * (size_t)ly->nparams);
+    }
+    return 0;
+}
+
+void trainer_node_result(trainer *t, int chunk, double *loss, int *correct, int *samples,
+                         float *grads)
+{
+    const chunk_stats *c = (const chunk_stats *)t->set[0].stats.data + chunk;
+    *loss = c->loss, *correct = c->correct, *samples = c->samples;
+    for (int l = 0; l < t->m->nlayers; l++) {
+        long n = t->m->layers[l].nparams;
+        if (n)
+            memcpy(grads + t->pack_offset[l], t->partial[l] + (size_t)chunk * (size_t)n,
+                   sizeof(float) * (size_t)n);
+    }
 }

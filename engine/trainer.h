@@ -47,6 +47,29 @@ int trainer_train(trainer *t, int epoch, long first_batch, pass_result *out, cha
  * and, if predictions is not NULL, each sample's predicted class (d->n entries). */
 int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_result *out,
                      char *err, size_t errlen);
+/* ---- a cluster (engine/coordinator.c, engine/node.c) ---- */
+
+/* On the coordinator: asked for every training batch how many of its last chunks other machines
+ * compute (remote.h); the runtime must have a peer worker whose device ctx is a remote_sink. */
+typedef struct trainer_remote {
+    void *ctx;
+    int (*chunks)(void *ctx, int nchunks);
+} trainer_remote;
+void trainer_share_work(trainer *t, const trainer_remote *r);
+/* The parameter count of the model; its layers' counts (the packed order: layers in order). */
+long trainer_nparams(const trainer *t);
+int trainer_layer_params(const trainer *t, long *per_layer);
+/* On a node: every layer's parameters from a packed copy (waits for the tasks in flight). */
+int trainer_set_params(trainer *t, const float *packed, char *err, size_t errlen);
+/* On a node: submits chunk `chunk` of training batch `batch` of `epoch` (size samples), forward
+ * and backward; after rt_wait_all its figures and partial gradient are read with
+ * trainer_node_result. 0, or -1 with err for a chunk that does not exist. */
+int trainer_node_chunk(trainer *t, int epoch, long batch, int chunk, int size, char *err,
+                       size_t errlen);
+/* The chunk's loss figures, and its partial gradient packed in layer order into grads. */
+void trainer_node_result(trainer *t, int chunk, double *loss, int *correct, int *samples,
+                         float *grads);
+
 /* The model's parameters back in host memory (before a checkpoint). */
 int trainer_sync(trainer *t, char *err, size_t errlen);
 

@@ -55,6 +55,12 @@ struct trainer {
     float *partial[CONFIG_MAX_LAYERS];     /* per chunk and group: its share of the gradient */
     rt_handle *hpartial[CONFIG_MAX_LAYERS];
     rt_handle **hpartial_part[CONFIG_MAX_LAYERS];   /* [chunk * groups + g] */
+    float *pack;                           /* every layer's parameters, for other machines */
+    long pack_offset[CONFIG_MAX_LAYERS];   /* where layer l's start in it (floats) */
+    rt_handle *hpack;
+    uint64_t seq;                          /* training batches submitted */
+    trainer_remote remote;                 /* who computes chunks elsewhere, if anyone */
+    int node_epoch;                        /* a node: the epoch whose order is shuffled */
     pass_totals totals;
     rt_handle *htotals;
     int32_t *predictions;                  /* evaluation: argmax per sample, or NULL */

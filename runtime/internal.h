@@ -181,7 +181,8 @@ typedef struct rt_worker {
     _Alignas(64) rt_runtime *rt;
     int id;
     rt_worker_kind kind;
-    int memory;                     /* 0: host; a device worker's own memory */
+    int memory;                     /* 0: host (CPU workers, devices working in host memory);
+                                     * else a device worker's own memory */
     int device;                     /* index in the config's devices, or -1 */
     worker_group *group;
     int slot;                       /* index within the group (its sleeper) */
@@ -198,6 +199,9 @@ typedef struct rt_worker {
     trace_event *events;
     size_t nevents, capevents;
 } rt_worker;
+
+/* The device a device worker drives (w->device >= 0). */
+#define WORKER_DEVICE(rt, w) (&(rt)->memories[1 + (w)->device].dev)
 
 typedef struct placement placement;   /* placement.c */
 

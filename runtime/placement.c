@@ -42,7 +42,8 @@ struct placement {
 
 int placement_create(rt_runtime *rt)
 {
-    if (rt->ngroups < 2)
+    /* only kinds that compute here compete for tasks (a peer worker runs its own kinds only) */
+    if (rt->ngroups - (rt->group_of_kind[RT_WORKER_PEER] != NULL) < 2)
         return 0;
     placement *p = calloc(1, sizeof *p);
     if (!p)
@@ -112,7 +113,7 @@ static double copy_seconds(const rt_runtime *rt, const rt_task *t, int m)
  * would, not whenever their queue is long. */
 static void charge_shared_cores(rt_runtime *rt, const worker_group *g, double seconds, double now)
 {
-    int cores = rt->memories[rt->workers[g->first].memory].dev.host_cores;
+    int cores = g->kind == RT_WORKER_CPU ? 0 : WORKER_DEVICE(rt, &rt->workers[g->first])->host_cores;
     if (g->kind == RT_WORKER_CPU || cores <= 0 || rt->ncpu <= 0)
         return;
     double share = (double)(cores < rt->ncpu ? cores : rt->ncpu) / rt->ncpu;
@@ -139,7 +140,7 @@ worker_group *placement_choose(rt_runtime *rt, rt_task *t)
             fewest = m->count, least_known = g;
         int memory = rt->workers[g->first].memory;
         double start = fmax(now, p->busy_until[g->kind]);
-        if (rt->memories[memory].dev.host_cores > 0)   /* its cores are the CPU workers' */
+        if (g->kind != RT_WORKER_CPU && WORKER_DEVICE(rt, &rt->workers[g->first])->host_cores > 0)
             start = fmax(start, p->busy_until[RT_WORKER_CPU]);
         cost[i] = copy_seconds(rt, t, memory) + m->mean_s;
         double end = start + cost[i];

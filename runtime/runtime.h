@@ -128,8 +128,9 @@ typedef struct rt_memory_ops {
 typedef struct rt_device {
     rt_worker_kind kind;     /* which implementation of a task kind it runs */
     const char *name;        /* for errors and statistics */
-    const rt_memory_ops *memory;
-    void *ctx;               /* the driver's, passed to the memory ops */
+    const rt_memory_ops *memory;   /* NULL: it works in host memory (another machine's worker
+                              * reads and writes host buffers through the network thread) */
+    void *ctx;               /* the driver's, passed to the memory ops and rt_device_ctx */
     int host_cores;          /* > 0: it computes on that many of the host's own cores (an
                               * OpenCL CPU device), so its work is not extra capacity */
 } rt_device;
@@ -170,7 +171,7 @@ typedef struct rt_stats {
 rt_runtime *rt_create(const rt_config *cfg);
 void rt_destroy(rt_runtime *rt);          /* waits for all tasks first */
 int rt_workers(const rt_runtime *rt);     /* CPU workers */
-int rt_devices(const rt_runtime *rt);
+int rt_devices(const rt_runtime *rt);      /* device workers that compute here (not peers) */
 
 /* ---- handles ---- */
 

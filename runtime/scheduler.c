@@ -83,7 +83,7 @@ void rt_fail(const rt_ctx *ctx, const char *fmt, ...)
     const rt_worker *w = &ctx->rt->workers[ctx->worker];
     if (w->device >= 0)
         runtime_set_error(ctx->rt, "task '%s' failed on device %s: %s", ctx->task->kind->name,
-                          ctx->rt->memories[w->memory].dev.name, msg);
+                          WORKER_DEVICE(ctx->rt, w)->name, msg);
     else
         runtime_set_error(ctx->rt, "task '%s' failed on worker %d: %s", ctx->task->kind->name,
                           ctx->worker, msg);
@@ -104,9 +104,13 @@ int rt_workers(const rt_runtime *rt) { return rt->ncpu; }
 void *rt_device_ctx(const rt_ctx *ctx)
 {
     const rt_worker *w = &ctx->rt->workers[ctx->worker];
-    return w->device >= 0 ? ctx->rt->memories[w->memory].dev.ctx : NULL;
+    return w->device >= 0 ? WORKER_DEVICE(ctx->rt, w)->ctx : NULL;
 }
-int rt_devices(const rt_runtime *rt) { return rt->nworkers - rt->ncpu; }
+int rt_devices(const rt_runtime *rt)
+{
+    const worker_group *peers = rt->group_of_kind[RT_WORKER_PEER];
+    return rt->nworkers - rt->ncpu - (peers ? peers->n : 0);
+}
 
 /* Frees a task or an edge from whichever thread completes it. */
 static void free_to(pool *p, int worker, void *obj)
@@ -358,7 +362,7 @@ void rt_task_complete(rt_runtime *rt, rt_task *t, int failed, const char *why)
     if (failed) {
         if (w->device >= 0)
             runtime_set_error(rt, "task '%s' failed on device %s: %s", t->kind->name,
-                              rt->memories[w->memory].dev.name, why ? why : "?");
+                              WORKER_DEVICE(rt, w)->name, why ? why : "?");
         else
             runtime_set_error(rt, "task '%s' failed on worker %d: %s", t->kind->name, t->worker,
                               why ? why : "?");
@@ -483,8 +487,8 @@ static int check_devices(const rt_config *cfg)
         return -1;
     for (int i = 0; i < cfg->ndevices; i++) {
         const rt_device *d = &cfg->devices[i];
-        if (d->kind == RT_WORKER_CPU || (unsigned)d->kind >= RT_WORKER_KINDS || !d->memory ||
-            !d->memory->alloc || !d->memory->free || !d->memory->copy)
+        if (d->kind == RT_WORKER_CPU || (unsigned)d->kind >= RT_WORKER_KINDS ||
+            (d->memory && (!d->memory->alloc || !d->memory->free || !d->memory->copy)))
             return -1;
     }
     return 0;
@@ -504,7 +508,7 @@ static void make_groups(rt_runtime *rt, const rt_config *cfg)
             w->id = next++;
             w->kind = (rt_worker_kind)k;
             w->device = k == RT_WORKER_CPU ? -1 : i;
-            w->memory = k == RT_WORKER_CPU ? 0 : 1 + i;
+            w->memory = k == RT_WORKER_CPU || !cfg->devices[i].memory ? 0 : 1 + i;
             w->slot = w->id - first;
             w->rng = 0x9e3779b9u * (unsigned)(w->id + 1);
         }
@@ -548,9 +552,14 @@ rt_runtime *rt_create(const rt_config *cfg)
     memset(rt, 0, sizeof *rt);
     rt->ncpu = ncpu;
     rt->nworkers = ncpu + cfg->ndevices;
-    rt->nmemories = 1 + cfg->ndevices;
-    for (int i = 0; i < cfg->ndevices; i++)
+    /* Memories up to the last device with one of its own (one working in host memory adds
+     * none: without such devices the runtime skips coherence altogether). */
+    rt->nmemories = 1;
+    for (int i = 0; i < cfg->ndevices; i++) {
         rt->memories[1 + i].dev = cfg->devices[i];
+        if (cfg->devices[i].memory)
+            rt->nmemories = 2 + i;
+    }
     rt->window = WINDOW_BASE + WINDOW_PER_WORKER * rt->nworkers;
     rt->trace = cfg->trace;
     clock_init();

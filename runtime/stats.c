@@ -194,7 +194,7 @@ int rt_trace_write(rt_runtime *rt, const char *path)
         rt_worker *w = &rt->workers[i];
         char name[96];
         if (w->device >= 0)
-            snprintf(name, sizeof name, "device %s (%s)", rt->memories[w->memory].dev.name,
+            snprintf(name, sizeof name, "device %s (%s)", WORKER_DEVICE(rt, w)->name,
                      rt_worker_kind_name(w->kind));
         else
             snprintf(name, sizeof name, "worker %d%s", i, i == 0 ? " (main)" : "");
@@ -205,7 +205,7 @@ int rt_trace_write(rt_runtime *rt, const char *path)
         write_events(f, rt, w->events, w->nevents);
     }
     for (int m = 1; m < rt->nmemories; m++)
-        for (int dir = 1; dir >= 0; dir--) {
+        for (int dir = 1; dir >= 0 && rt->memories[m].dev.memory; dir--) {
             char name[96];
             snprintf(name, sizeof name, "copies %s device %s", dir ? "to" : "from",
                      rt->memories[m].dev.name);

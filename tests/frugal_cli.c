@@ -1,6 +1,7 @@
 #include "frugal_cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,11 +27,31 @@ static void child(const frugal_call *c, const char *bin, int fd, const char *con
     _exit(126);
 }
 
-int frugal_run(const frugal_call *c, char *out, size_t n, const char *const *args)
+static void binary(char *bin, size_t n)
 {
     const char *variant = getenv("FRUGAL_TEST_VARIANT");
+    snprintf(bin, n, "build/%s/frugal", variant ? variant : "release");
+}
+
+pid_t frugal_spawn(const frugal_call *c, const char *log, const char *const *args)
+{
     char bin[256];
-    snprintf(bin, sizeof bin, "build/%s/frugal", variant ? variant : "release");
+    binary(bin, sizeof bin);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0)
+            _exit(127);
+        child(c, bin, fd, args);
+    }
+    return pid;
+}
+
+int frugal_run(const frugal_call *c, char *out, size_t n, const char *const *args)
+{
+    char bin[256];
+    binary(bin, sizeof bin);
     int fd[2];
     if (pipe(fd))
         return -1;

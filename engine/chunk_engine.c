@@ -1,0 +1,85 @@
+#include "engine/chunk_engine.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int chunk_engine_open(chunk_engine *e, const job_config *cfg, const dataset *train,
+                      char *err, size_t errlen)
+{
+    memset(e, 0, sizeof *e);
+    e->cfg = cfg;
+    e->seq = UINT64_MAX;
+    if (model_build(&e->m, cfg, train->c, train->h, train->w, train->classes, 1, err, errlen))
+        return -1;
+    e->have_model = 1;
+    model_init(&e->m, cfg->seed);
+    if (!(e->rt = rt_create(&(rt_config){.workers = cfg->workers}))) {
+        snprintf(err, errlen, "cannot start the runtime's %d workers", cfg->workers);
+        return -1;
+    }
+    if (!(e->t = trainer_create(cfg, &e->m, e->rt, train, NULL, err, errlen)))
+        return -1;
+    if (!(e->grads = malloc(sizeof(float) * (size_t)e->m.nparams))) {
+        snprintf(err, errlen, "out of memory for a gradient of %ld parameters", e->m.nparams);
+        return -1;
+    }
+    return 0;
+}
+
+void chunk_engine_close(chunk_engine *e)
+{
+    trainer_destroy(e->t);
+    rt_destroy(e->rt);
+    if (e->have_model)
+        model_free(&e->m);
+    free(e->grads);
+    memset(e, 0, sizeof *e);
+}
+
+long chunk_engine_nparams(const chunk_engine *e) { return e->m.nparams; }
+
+int chunk_engine_params(chunk_engine *e, uint64_t seq, const void *packed, char *err,
+                        size_t errlen)
+{
+    float *aligned = malloc(sizeof(float) * (size_t)e->m.nparams);
+    if (!aligned) {
+        snprintf(err, errlen, "out of memory for %ld parameters", e->m.nparams);
+        return -1;
+    }
+    memcpy(aligned, packed, sizeof(float) * (size_t)e->m.nparams);
+    int rc = trainer_set_params(e->t, aligned, err, errlen);
+    free(aligned);
+    if (!rc)
+        e->seq = seq;
+    return rc;
+}
+
+int chunk_engine_run(chunk_engine *e, const msg_work *w, int n, char *err, size_t errlen)
+{
+    rt_stats st;
+    rt_stats_reset(e->rt);
+    for (int i = 0; i < n; i++)
+        if (trainer_node_chunk(e->t, (int)w[i].epoch, w[i].batch, (int)w[i].chunk, (int)w[i].size,
+                               err, errlen))
+            return -1;
+    if (rt_wait_all(e->rt)) {
+        snprintf(err, errlen, "%s", rt_error(e->rt));
+        return -1;
+    }
+    rt_stats_get(e->rt, &st);
+    e->busy_per_chunk = n ? st.busy_s / n : 0;
+    return 0;
+}
+
+void chunk_engine_result(chunk_engine *e, const msg_work *w, msg_result *r)
+{
+    double loss;
+    int correct, samples;
+    trainer_node_result(e->t, (int)w->chunk, &loss, &correct, &samples, e->grads);
+    *r = (msg_result){.seq = w->seq, .chunk = w->chunk, .correct = (uint32_t)correct,
+                      .samples = (uint32_t)samples, .loss = loss,
+                      .compute_s = e->busy_per_chunk, .grads = e->grads,
+                      .nparams = (size_t)e->m.nparams};
+}

@@ -1,0 +1,37 @@
+/* Computing chunks of training batches for a coordinator: a model, a runtime and a trainer
+ * that run only the chunks they are given, with the parameters they are given, and hand back
+ * each chunk's loss figures and partial gradient. A node (`frugal join`) runs one; so does a
+ * coordinator when every node is gone with chunks unfinished. */
+#ifndef FRUGAL_CHUNK_ENGINE_H
+#define FRUGAL_CHUNK_ENGINE_H
+
+#include "engine/cluster_proto.h"
+#include "engine/config.h"
+#include "engine/dataset.h"
+#include "engine/model.h"
+#include "engine/trainer.h"
+
+typedef struct chunk_engine {
+    const job_config *cfg;
+    model m;
+    int have_model;
+    rt_runtime *rt;
+    trainer *t;
+    uint64_t seq;                /* the batch whose parameters are loaded; UINT64_MAX: none */
+    float *grads;                /* one chunk's partial gradient, packed */
+    double busy_per_chunk;       /* CPU seconds per chunk, the last group's */
+} chunk_engine;
+
+int chunk_engine_open(chunk_engine *e, const job_config *cfg, const dataset *train,
+                      char *err, size_t errlen);
+void chunk_engine_close(chunk_engine *e);
+long chunk_engine_nparams(const chunk_engine *e);
+/* The parameters of batch seq (packed, possibly unaligned). */
+int chunk_engine_params(chunk_engine *e, uint64_t seq, const void *packed, char *err,
+                        size_t errlen);
+/* Computes chunks (of the loaded batch) on every worker. 0, or -1 with err. */
+int chunk_engine_run(chunk_engine *e, const msg_work *w, int n, char *err, size_t errlen);
+/* Chunk w's result after chunk_engine_run; r->grads points into the engine until the next call. */
+void chunk_engine_result(chunk_engine *e, const msg_work *w, msg_result *r);
+
+#endif

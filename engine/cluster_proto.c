@@ -1,0 +1,299 @@
+#include "engine/cluster_proto.h"
+
+#include "engine/config.h"
+#include "netio/wire.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RESULT_HEAD (8 + 4 * 4 + 3 * 8)
+
+void proto_limits(frame_limits *l, int coordinator, long nparams)
+{
+    memset(l, 0, sizeof *l);
+    l->ntypes = MSG_TYPES;
+    uint32_t floats = nparams > 0 ? (uint32_t)(4 * nparams) : 0;
+    if (coordinator) {
+        l->max_payload[MSG_JOIN] = 12 + 64 + PROTO_TEXT;
+        l->max_payload[MSG_FETCH] = 40;
+        l->max_payload[MSG_READY] = 8;
+        l->max_payload[MSG_RESULT] = floats ? RESULT_HEAD + floats : 0;
+    } else {
+        l->max_payload[MSG_JOB] = 12 + CONFIG_MAX_BYTES + PROTO_MAX_FILES * (512 + 8 + 32 + 4);
+        l->max_payload[MSG_FILE] = 48 + PROTO_FILE_PIECE;
+        l->max_payload[MSG_PARAMS] = floats ? PROTO_PARAMS_HEAD + floats : 0;
+        l->max_payload[MSG_WORK] = 24;
+        l->max_payload[MSG_DONE] = PROTO_TEXT;
+    }
+}
+
+/* ---- encoders ---- */
+
+static void put_text(wire_writer *w, const char *s, size_t n)
+{
+    wire_u32(w, (uint32_t)n);
+    wire_put(w, s, n);
+}
+
+size_t proto_join_encode(const msg_join *m, uint8_t *out, size_t cap)
+{
+    wire_writer w = {out, 0, cap};
+    wire_u32(&w, m->version);
+    wire_u32(&w, m->workers);
+    wire_u32(&w, m->isa);
+    wire_put(&w, m->host, sizeof m->host);
+    wire_put(&w, m->energy, sizeof m->energy);
+    return w.len;
+}
+
+size_t proto_job_encode(const msg_job *m, uint8_t *out, size_t cap)
+{
+    wire_writer w = {out, 0, cap};
+    wire_u32(&w, m->isa);
+    wire_u32(&w, m->nfiles);
+    for (uint32_t i = 0; i < m->nfiles; i++) {
+        put_text(&w, m->files[i].name, strlen(m->files[i].name));
+        wire_u64(&w, m->files[i].size);
+        wire_put(&w, m->files[i].hash, 32);
+    }
+    put_text(&w, m->text, m->text_len);
+    return w.len;
+}
+
+size_t proto_fetch_encode(const msg_fetch *m, uint8_t *out, size_t cap)
+{
+    wire_writer w = {out, 0, cap};
+    wire_put(&w, m->hash, 32);
+    wire_u64(&w, m->offset);
+    return w.len;
+}
+
+size_t proto_file_head(const msg_file *m, uint8_t *out, size_t cap)
+{
+    wire_writer w = {out, 0, cap};
+    wire_put(&w, m->hash, 32);
+    wire_u64(&w, m->offset);
+    wire_u64(&w, m->total);
+    return w.len;
+}
+
+size_t proto_work_encode(const msg_work *m, uint8_t *out, size_t cap)
+{
+    wire_writer w = {out, 0, cap};
+    wire_u64(&w, m->seq);
+    wire_u32(&w, m->epoch);
+    wire_u32(&w, m->batch);
+    wire_u32(&w, m->chunk);
+    wire_u32(&w, m->size);
+    return w.len;
+}
+
+size_t proto_result_head(const msg_result *m, uint8_t *out, size_t cap)
+{
+    wire_writer w = {out, 0, cap};
+    wire_u64(&w, m->seq);
+    wire_u32(&w, m->chunk);
+    wire_u32(&w, m->correct);
+    wire_u32(&w, m->samples);
+    wire_u32(&w, m->estimated);
+    wire_f64(&w, m->loss);
+    wire_f64(&w, m->compute_s);
+    wire_f64(&w, m->joules);
+    return w.len;
+}
+
+/* ---- decoders ---- */
+
+static int bad(char *why, size_t whylen, const char *what)
+{
+    snprintf(why, whylen, "%s", what);
+    return -1;
+}
+
+static int done(const wire_reader *r, char *why, size_t whylen, const char *msg)
+{
+    if (r->bad)
+        return snprintf(why, whylen, "a %s message cut short", msg), -1;
+    if (r->at != r->len)
+        return snprintf(why, whylen, "a %s message with %zu bytes too many", msg, r->len - r->at), -1;
+    return 0;
+}
+
+/* Printable text (tabs and newlines allowed when multiline), no NUL. */
+static int printable(const uint8_t *s, size_t n, int multiline)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < 0x20 ? !(multiline && (s[i] == '\n' || s[i] == '\t' || s[i] == '\r'))
+                        : s[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
+/* A fixed field of n bytes holding a NUL-terminated printable string. */
+static int fixed_text(wire_reader *r, char *out, size_t n)
+{
+    const uint8_t *b = wire_take(r, n);
+    if (!b)
+        return 0;
+    size_t len = strnlen((const char *)b, n);
+    if (len == n || !printable(b, len, 0))
+        return -1;
+    memcpy(out, b, len + 1);
+    return 0;
+}
+
+int proto_join_decode(msg_join *m, const uint8_t *p, size_t len, char *why, size_t whylen)
+{
+    wire_reader r = {p, len, 0, 0};
+    memset(m, 0, sizeof *m);
+    m->version = wire_get_u32(&r);
+    m->workers = wire_get_u32(&r);
+    m->isa = wire_get_u32(&r);
+    if (fixed_text(&r, m->host, sizeof m->host) || fixed_text(&r, m->energy, sizeof m->energy))
+        return bad(why, whylen, "a JOIN message with a malformed name");
+    if (done(&r, why, whylen, "JOIN"))
+        return -1;
+    if (m->version != PROTO_VERSION)
+        return snprintf(why, whylen, "a node speaking version %u (this frugal speaks %d)",
+                        m->version, PROTO_VERSION), -1;
+    if (m->workers < 1 || m->workers > 4096 || m->isa > 16)
+        return bad(why, whylen, "a JOIN message with impossible workers or kernel path");
+    return 0;
+}
+
+int proto_job_decode(msg_job *m, const uint8_t *p, size_t len, char *why, size_t whylen)
+{
+    wire_reader r = {p, len, 0, 0};
+    memset(m, 0, sizeof *m);
+    m->isa = wire_get_u32(&r);
+    m->nfiles = wire_get_u32(&r);
+    if (m->nfiles > PROTO_MAX_FILES)
+        return snprintf(why, whylen, "a JOB message naming %u files", m->nfiles), -1;
+    for (uint32_t i = 0; i < m->nfiles && !r.bad; i++) {
+        proto_file *f = &m->files[i];
+        uint32_t n = wire_get_u32(&r);
+        const uint8_t *name = n < sizeof f->name ? wire_take(&r, n) : NULL;
+        if (!name || !n || !printable(name, n, 0))
+            return bad(why, whylen, "a JOB message with a malformed file name");
+        memcpy(f->name, name, n);
+        f->size = wire_get_u64(&r);
+        const uint8_t *h = wire_take(&r, 32);
+        if (h)
+            memcpy(f->hash, h, 32);
+    }
+    uint32_t n = wire_get_u32(&r);
+    const uint8_t *text = n <= CONFIG_MAX_BYTES ? wire_take(&r, n) : NULL;
+    if (!text || !printable(text, n, 1))
+        return bad(why, whylen, "a JOB message whose job text is malformed");
+    if (done(&r, why, whylen, "JOB"))
+        return -1;
+    if (m->isa != PROTO_ANY_ISA && m->isa > 16)
+        return bad(why, whylen, "a JOB message with an impossible kernel path");
+    if (!(m->text = malloc((size_t)n + 1)))
+        return bad(why, whylen, "out of memory for the job");
+    memcpy(m->text, text, n);
+    m->text[n] = 0;
+    m->text_len = n;
+    return 0;
+}
+
+void proto_job_free(msg_job *m)
+{
+    free(m->text);
+    m->text = NULL;
+}
+
+int proto_fetch_decode(msg_fetch *m, const uint8_t *p, size_t len, char *why, size_t whylen)
+{
+    wire_reader r = {p, len, 0, 0};
+    const uint8_t *h = wire_take(&r, 32);
+    if (h)
+        memcpy(m->hash, h, 32);
+    m->offset = wire_get_u64(&r);
+    return done(&r, why, whylen, "FETCH");
+}
+
+int proto_file_decode(msg_file *m, const uint8_t *p, size_t len, char *why, size_t whylen)
+{
+    wire_reader r = {p, len, 0, 0};
+    const uint8_t *h = wire_take(&r, 32);
+    if (h)
+        memcpy(m->hash, h, 32);
+    m->offset = wire_get_u64(&r);
+    m->total = wire_get_u64(&r);
+    if (r.bad)
+        return bad(why, whylen, "a FILE message cut short");
+    m->bytes = p + r.at;
+    m->len = len - r.at;
+    if (m->offset > m->total || m->len > m->total - m->offset || m->len > PROTO_FILE_PIECE)
+        return bad(why, whylen, "a FILE message whose part lies outside its file");
+    return 0;
+}
+
+int proto_work_decode(msg_work *m, const uint8_t *p, size_t len, char *why, size_t whylen)
+{
+    wire_reader r = {p, len, 0, 0};
+    m->seq = wire_get_u64(&r);
+    m->epoch = wire_get_u32(&r);
+    m->batch = wire_get_u32(&r);
+    m->chunk = wire_get_u32(&r);
+    m->size = wire_get_u32(&r);
+    return done(&r, why, whylen, "WORK");
+}
+
+int proto_params_decode(uint64_t *seq, const float **values, const uint8_t *p, size_t len,
+                        long nparams, char *why, size_t whylen)
+{
+    if (len != PROTO_PARAMS_HEAD + 4 * (size_t)nparams)
+        return snprintf(why, whylen, "a PARAMS message of %zu bytes for %ld parameters", len,
+                        nparams), -1;
+    wire_reader r = {p, len, 0, 0};
+    *seq = wire_get_u64(&r);
+    *values = (const float *)(p + PROTO_PARAMS_HEAD);
+    return 0;
+}
+
+int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, long nparams, char *why,
+                        size_t whylen)
+{
+    if (len != RESULT_HEAD + 4 * (size_t)nparams)
+        return snprintf(why, whylen, "a RESULT message of %zu bytes for %ld parameters", len,
+                        nparams), -1;
+    wire_reader r = {p, len, 0, 0};
+    m->seq = wire_get_u64(&r);
+    m->chunk = wire_get_u32(&r);
+    m->correct = wire_get_u32(&r);
+    m->samples = wire_get_u32(&r);
+    m->estimated = wire_get_u32(&r);
+    m->loss = wire_get_f64(&r);
+    m->compute_s = wire_get_f64(&r);
+    m->joules = wire_get_f64(&r);
+    m->grads = (const float *)(p + RESULT_HEAD);
+    m->nparams = (size_t)nparams;
+    if (m->correct > m->samples || m->estimated > 1 || !(m->compute_s >= 0) || !(m->joules >= 0))
+        return bad(why, whylen, "a RESULT message with impossible figures");
+    return 0;
+}
+
+int proto_ready_decode(long *nparams, const uint8_t *p, size_t len, char *why, size_t whylen)
+{
+    wire_reader r = {p, len, 0, 0};
+    uint64_t n = wire_get_u64(&r);
+    if (done(&r, why, whylen, "READY"))
+        return -1;
+    if (n == 0 || n > (uint64_t)PROTO_MAX_PARAMS)
+        return bad(why, whylen, "a READY message with an impossible parameter count");
+    *nparams = (long)n;
+    return 0;
+}
+
+int proto_text_decode(char *out, size_t outlen, const uint8_t *p, size_t len, char *why,
+                      size_t whylen)
+{
+    if (len >= outlen || !printable(p, len, 0))
+        return bad(why, whylen, "a malformed text message");
+    memcpy(out, p, len);
+    out[len] = 0;
+    return 0;
+}

@@ -1,0 +1,109 @@
+/* The messages of a training cluster (carried by netio/ hubs), and their decoders. Every
+ * decoder checks every field against what the receiver can accept and names what is wrong; the
+ * fuzz target `cluster_proto` feeds them arbitrary bytes.
+ *
+ *   node -> coordinator  JOIN     its workers, kernel path, energy source, host name
+ *   coordinator -> node  JOB      the job file and --set overrides, the training files (name,
+ *                                 size, BLAKE2b hash), the kernel path every node must use (or
+ *                                 any)
+ *   node -> coordinator  FETCH    a part of a file it lacks (by hash, from an offset)
+ *   coordinator -> node  FILE     that part
+ *   node -> coordinator  READY    the parameter count of the model it built
+ *   coordinator -> node  PARAMS   the parameters of batch `seq` (every layer, in order)
+ *   coordinator -> node  WORK     chunk k of batch `seq` (epoch, batch in the epoch, its size)
+ *   node -> coordinator  RESULT   that chunk's loss, correct answers and partial gradients, the
+ *                                 node's compute time and energy so far
+ *   coordinator -> node  DONE     training is over (why) */
+#ifndef FRUGAL_CLUSTER_PROTO_H
+#define FRUGAL_CLUSTER_PROTO_H
+
+#include "netio/frame.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    MSG_JOIN = 1, MSG_JOB, MSG_FETCH, MSG_FILE, MSG_READY, MSG_PARAMS, MSG_WORK, MSG_RESULT,
+    MSG_DONE, MSG_TYPES
+};
+
+#define PROTO_VERSION 1
+#define PROTO_MAX_FILES 8
+#define PROTO_FILE_PIECE (1u << 20)     /* bytes of a file per FILE message */
+#define PROTO_MAX_PARAMS (64L << 20)    /* floats a model may have to train on a cluster */
+#define PROTO_TEXT 160
+
+typedef struct msg_join {
+    uint32_t version, workers, isa;
+    char host[64], energy[PROTO_TEXT];
+} msg_join;
+
+typedef struct proto_file {
+    char name[512];                     /* the path in the job file */
+    uint64_t size;
+    uint8_t hash[32];
+} proto_file;
+
+typedef struct msg_job {
+    uint32_t isa;                       /* the kernel path to use, or PROTO_ANY_ISA */
+    char *text;                         /* the job file, then "\n#--set " lines (owned) */
+    size_t text_len;
+    uint32_t nfiles;
+    proto_file files[PROTO_MAX_FILES];
+} msg_job;
+#define PROTO_ANY_ISA 0xffffffffu
+
+typedef struct msg_fetch {
+    uint8_t hash[32];
+    uint64_t offset;
+} msg_fetch;
+
+typedef struct msg_file {
+    uint8_t hash[32];
+    uint64_t offset, total;
+    const uint8_t *bytes;               /* into the payload */
+    size_t len;
+} msg_file;
+
+typedef struct msg_work {
+    uint64_t seq;
+    uint32_t epoch, batch, chunk, size;
+} msg_work;
+
+typedef struct msg_result {
+    uint64_t seq;
+    uint32_t chunk, correct, samples, estimated;
+    double loss, compute_s, joules;
+    const float *grads;                 /* into the payload (nparams floats), maybe unaligned */
+    size_t nparams;
+} msg_result;
+
+/* What a receiver accepts, per message type (nparams: the model's, 0 before it is known). */
+void proto_limits(frame_limits *l, int coordinator, long nparams);
+
+/* Encoders write into a buffer of cap bytes and return the length (> cap: too small). */
+size_t proto_join_encode(const msg_join *m, uint8_t *out, size_t cap);
+size_t proto_job_encode(const msg_job *m, uint8_t *out, size_t cap);
+size_t proto_fetch_encode(const msg_fetch *m, uint8_t *out, size_t cap);
+size_t proto_file_head(const msg_file *m, uint8_t *out, size_t cap);       /* bytes follow */
+size_t proto_work_encode(const msg_work *m, uint8_t *out, size_t cap);
+size_t proto_result_head(const msg_result *m, uint8_t *out, size_t cap);   /* grads follow */
+#define PROTO_PARAMS_HEAD 8                                                /* seq, then floats */
+
+/* Decoders: 0, or -1 with why. */
+int proto_join_decode(msg_join *m, const uint8_t *p, size_t len, char *why, size_t whylen);
+int proto_job_decode(msg_job *m, const uint8_t *p, size_t len, char *why, size_t whylen);
+void proto_job_free(msg_job *m);
+int proto_fetch_decode(msg_fetch *m, const uint8_t *p, size_t len, char *why, size_t whylen);
+int proto_file_decode(msg_file *m, const uint8_t *p, size_t len, char *why, size_t whylen);
+int proto_work_decode(msg_work *m, const uint8_t *p, size_t len, char *why, size_t whylen);
+int proto_params_decode(uint64_t *seq, const float **values, const uint8_t *p, size_t len,
+                        long nparams, char *why, size_t whylen);
+int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, long nparams, char *why,
+                        size_t whylen);
+int proto_ready_decode(long *nparams, const uint8_t *p, size_t len, char *why, size_t whylen);
+/* A printable message (DONE), at most PROTO_TEXT bytes. */
+int proto_text_decode(char *out, size_t outlen, const uint8_t *p, size_t len, char *why,
+                      size_t whylen);
+
+#endif

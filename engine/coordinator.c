@@ -1,0 +1,688 @@
+#include "engine/coordinator.h"
+
+#include "engine/chunk_engine.h"
+#include "engine/cluster_proto.h"
+#include "engine/layer.h"
+#include "engine/remote.h"
+#include "common/json.h"
+#include "netio/hub.h"
+#include "ops/cpu.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_NODES 64
+#define COST_WEIGHT 0.3          /* of a new measurement in a running cost */
+
+typedef struct node {
+    int peer, ready, gone;
+    char addr[64], host[64], energy[PROTO_TEXT], left_why[200];
+    int workers;
+    uint32_t isa;
+    uint64_t params_seq;         /* whose parameters it holds; UINT64_MAX: none */
+    int inflight;
+    double cost;                 /* its CPU seconds per chunk, 0 until measured */
+    long chunks, samples;
+    double compute_s, wait_s, joules, joined_at, active_s;
+    int estimated;
+    netio_peer_stats net;
+} node;
+
+enum { SLOT_FREE, SLOT_STARTING, SLOT_QUEUED, SLOT_SENT };
+
+/* A remote chunk: its tasks as they start, then where it was sent. */
+typedef struct slot {
+    int state;
+    remote_args a;
+    int started, expected;
+    chunk_stats *stats_dst;
+    float *grad_dst[CONFIG_MAX_LAYERS];
+    rt_task *tasks[CONFIG_MAX_LAYERS + 1];
+    const float *params;
+    int node;                    /* SLOT_SENT: index in nodes; -1: the local fallback */
+    double sent_at;
+} slot;
+
+struct coordinator {
+    remote_sink sink;            /* first: the peer worker's device ctx */
+    pthread_mutex_t lock;
+    pthread_cond_t fallback_wake, joined;
+    netio_hub *hub;
+    const job_config *cfg;
+    const dataset *train;
+    FILE *log;
+    netio_config net;            /* the key, limits and callback of the hub */
+    char listen_at[256], listen[80];
+    double timeout_s, start;
+    msg_job job;
+    char *paths[PROTO_MAX_FILES];
+    node nodes[MAX_NODES];
+    int nnodes;
+    slot *slots;
+    int nslots;
+    rt_runtime *rt;
+    long nparams, layer_params[CONFIG_MAX_LAYERS], layer_offset[CONFIG_MAX_LAYERS];
+    int nlayers, param_layers;
+    double local_cost, last_busy;
+    long local_chunks, last_local;
+    long lost_nodes, resent_chunks, fallback_chunks;
+    pthread_t fallback;
+    int fallback_started, stopping;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int ready_nodes(const coordinator *c)
+{
+    int n = 0;
+    for (int i = 0; i < c->nnodes; i++)
+        n += c->nodes[i].ready && !c->nodes[i].gone;
+    return n;
+}
+
+/* ---- sending chunks: as nodes have room, queued chunks in order ---- */
+
+static slot *first_queued(coordinator *c)
+{
+    slot *best = NULL;
+    for (int i = 0; i < c->nslots; i++) {
+        slot *s = &c->slots[i];
+        if (s->state == SLOT_QUEUED &&
+            (!best || s->a.seq < best->a.seq || (s->a.seq == best->a.seq && s->a.chunk < best->a.chunk)))
+            best = s;
+    }
+    return best;
+}
+
+static int send_chunk(coordinator *c, node *n, slot *s)
+{
+    uint8_t head[PROTO_PARAMS_HEAD], work[32];
+    if (n->params_seq != s->a.seq) {
+        for (int i = 0; i < 8; i++)
+            head[i] = (uint8_t)(s->a.seq >> (8 * i));
+        if (netio_hub_send(c->hub, n->peer, MSG_PARAMS, head, sizeof head, s->params,
+                           sizeof(float) * (size_t)c->nparams))
+            return -1;
+        n->params_seq = s->a.seq;
+    }
+    msg_work w = {s->a.seq, (uint32_t)s->a.epoch, (uint32_t)s->a.batch, (uint32_t)s->a.chunk,
+                  (uint32_t)s->a.size};
+    size_t len = proto_work_encode(&w, work, sizeof work);
+    if (netio_hub_send(c->hub, n->peer, MSG_WORK, work, len, NULL, 0))
+        return -1;
+    s->state = SLOT_SENT;
+    s->node = (int)(n - c->nodes);
+    s->sent_at = now_s();
+    if (!n->inflight++)
+        n->active_s -= s->sent_at;   /* active while it has work: closed when it has none */
+    return 0;
+}
+
+/* Locked. Nodes with room take queued chunks, most idle first; with no node, the fallback. */
+static void pump(coordinator *c)
+{
+    for (slot *s; (s = first_queued(c));) {
+        node *best = NULL;
+        for (int i = 0; i < c->nnodes; i++) {
+            node *n = &c->nodes[i];
+            if (n->ready && !n->gone && n->inflight < n->workers &&
+                (!best || n->inflight * best->workers < best->inflight * n->workers))
+                best = n;
+        }
+        if (!best) {
+            if (!ready_nodes(c))
+                pthread_cond_signal(&c->fallback_wake);
+            return;
+        }
+        if (send_chunk(c, best, s))
+            return;   /* the hub closes that node: its chunks come back then */
+    }
+}
+
+/* The peer worker started a remote task (remote.h). */
+static void task_started(remote_sink *sink, const remote_args *a, void *dst, const float *params,
+                         rt_runtime *rt, rt_task *task)
+{
+    (void)rt;
+    coordinator *c = (coordinator *)sink;
+    pthread_mutex_lock(&c->lock);
+    slot *s = NULL, *free_slot = NULL;
+    for (int i = 0; i < c->nslots && !s; i++) {
+        slot *x = &c->slots[i];
+        if (x->state == SLOT_STARTING && x->a.seq == a->seq && x->a.chunk == a->chunk)
+            s = x;
+        else if (x->state == SLOT_FREE && !free_slot)
+            free_slot = x;
+    }
+    if (!s) {   /* slots outnumber the chunks of two batches: one is free */
+        s = free_slot;
+        memset(s, 0, sizeof *s);
+        s->state = SLOT_STARTING;
+        s->a = *a;
+        s->expected = 1 + c->param_layers;
+        s->params = params;
+    }
+    if (a->layer < 0)
+        s->stats_dst = dst;
+    else
+        s->grad_dst[a->layer] = dst;
+    s->tasks[s->started++] = task;
+    if (s->started == s->expected) {
+        s->state = SLOT_QUEUED;
+        pump(c);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* A chunk's result into the trainer's buffers; its tasks are completed by the caller, unlocked. */
+static int fill_slot(coordinator *c, slot *s, const msg_result *r, rt_task **done)
+{
+    *s->stats_dst = (chunk_stats){r->loss, (int)r->correct, (int)r->samples};
+    for (int l = 0; l < c->nlayers; l++)
+        if (c->layer_params[l])
+            memcpy(s->grad_dst[l], r->grads + c->layer_offset[l],
+                   sizeof(float) * (size_t)c->layer_params[l]);
+    int n = s->started;
+    memcpy(done, s->tasks, sizeof(rt_task *) * (size_t)n);
+    s->state = SLOT_FREE;
+    return n;
+}
+
+static void complete(coordinator *c, rt_task **done, int n)
+{
+    for (int i = 0; i < n; i++)
+        rt_task_complete(c->rt, done[i], 0, NULL);
+}
+
+/* ---- the local fallback: chunks no node is left to compute ---- */
+
+static void *fallback_main(void *arg)
+{
+    coordinator *c = arg;
+    job_config cfg = *c->cfg;
+    cfg.workers = 1;
+    chunk_engine e;
+    char err[512] = "";
+    int open = chunk_engine_open(&e, &cfg, c->train, err, sizeof err) == 0;
+    rt_task *done[CONFIG_MAX_LAYERS + 1];
+    pthread_mutex_lock(&c->lock);
+    while (!c->stopping) {
+        slot *s = ready_nodes(c) ? NULL : first_queued(c);
+        if (!s) {
+            pthread_cond_wait(&c->fallback_wake, &c->lock);
+            continue;
+        }
+        s->state = SLOT_SENT, s->node = -1;
+        msg_work w = {s->a.seq, (uint32_t)s->a.epoch, (uint32_t)s->a.batch, (uint32_t)s->a.chunk,
+                      (uint32_t)s->a.size};
+        pthread_mutex_unlock(&c->lock);
+        msg_result r;
+        int ok = open && (e.seq == w.seq || !chunk_engine_params(&e, w.seq, s->params, err, sizeof err)) &&
+                 !chunk_engine_run(&e, &w, 1, err, sizeof err);
+        if (ok)
+            chunk_engine_result(&e, &w, &r);
+        pthread_mutex_lock(&c->lock);
+        int n = ok ? fill_slot(c, s, &r, done) : s->started;
+        if (!ok)
+            memcpy(done, s->tasks, sizeof(rt_task *) * (size_t)n), s->state = SLOT_FREE;
+        c->fallback_chunks++;
+        pthread_mutex_unlock(&c->lock);
+        for (int i = 0; i < n; i++)
+            rt_task_complete(c->rt, done[i], !ok, ok ? NULL : err);
+        pthread_mutex_lock(&c->lock);
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (open || e.rt)
+        chunk_engine_close(&e);
+    return NULL;
+}
+
+/* ---- messages from nodes (on the hub's thread) ---- */
+
+static node *node_of(coordinator *c, int peer)
+{
+    for (int i = 0; i < c->nnodes; i++)
+        if (c->nodes[i].peer == peer && !c->nodes[i].gone)
+            return &c->nodes[i];
+    return NULL;
+}
+
+static void refuse(coordinator *c, node *n, const char *why)
+{
+    fprintf(c->log, "cluster: node %s refused: %s\n", n->addr, why);
+    netio_hub_close(c->hub, n->peer, why);
+}
+
+static void on_join(coordinator *c, node *n, const uint8_t *p, size_t len)
+{
+    msg_join j;
+    char why[200];
+    if (n->workers || proto_join_decode(&j, p, len, why, sizeof why))
+        return refuse(c, n, n->workers ? "a second JOIN" : why);
+    if (c->cfg->deterministic && j.isa < (uint32_t)ops_isa_active())
+        return refuse(c, n, "it cannot run this run's kernel path (deterministic = on)");
+    n->workers = (int)j.workers, n->isa = j.isa;
+    snprintf(n->host, sizeof n->host, "%s", j.host);
+    snprintf(n->energy, sizeof n->energy, "%s", j.energy);
+    if (!c->cfg->deterministic && j.isa != (uint32_t)ops_isa_active())
+        fprintf(c->log, "cluster: node %s (%s) computes with %s kernels, this machine with %s: "
+                "they round differently, so the weights will not be bit-identical to a run on "
+                "one machine ([execution] deterministic = on makes every node use %s)\n",
+                n->addr, n->host, ops_isa_name((ops_isa)j.isa), ops_isa_name(ops_isa_active()),
+                ops_isa_name(ops_isa_active()));
+    size_t cap = 64 + c->job.text_len + PROTO_MAX_FILES * 600;
+    uint8_t *buf = malloc(cap);
+    msg_job job = c->job;
+    job.isa = c->cfg->deterministic ? (uint32_t)ops_isa_active() : PROTO_ANY_ISA;
+    if (!buf || netio_hub_send(c->hub, n->peer, MSG_JOB, buf, proto_job_encode(&job, buf, cap), NULL, 0))
+        refuse(c, n, "cannot send it the job");
+    free(buf);
+}
+
+static void on_fetch(coordinator *c, node *n, const uint8_t *p, size_t len)
+{
+    msg_fetch f;
+    char why[200];
+    if (proto_fetch_decode(&f, p, len, why, sizeof why))
+        return refuse(c, n, why);
+    for (uint32_t i = 0; i < c->job.nfiles; i++) {
+        const proto_file *pf = &c->job.files[i];
+        if (memcmp(pf->hash, f.hash, 32) || f.offset >= pf->size)
+            continue;
+        size_t want = pf->size - f.offset < PROTO_FILE_PIECE ? (size_t)(pf->size - f.offset)
+                                                             : PROTO_FILE_PIECE;
+        uint8_t *bytes = malloc(want), head[48];
+        int fd = open(c->paths[i], O_RDONLY);
+        int ok = bytes && fd >= 0 && pread(fd, bytes, want, (off_t)f.offset) == (ssize_t)want;
+        if (fd >= 0)
+            close(fd);
+        msg_file m = {.offset = f.offset, .total = pf->size};
+        memcpy(m.hash, pf->hash, 32);
+        if (!ok || netio_hub_send(c->hub, n->peer, MSG_FILE, head, proto_file_head(&m, head, sizeof head),
+                                  bytes, want))
+            refuse(c, n, "cannot send it a training file");
+        free(bytes);
+        return;
+    }
+    refuse(c, n, "it asked for a file this run does not share");
+}
+
+static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
+{
+    msg_result r;
+    char why[200];
+    if (proto_result_decode(&r, p, len, c->nparams, why, sizeof why))
+        return refuse(c, n, why);
+    slot *s = NULL;
+    for (int i = 0; i < c->nslots && !s; i++)
+        if (c->slots[i].state == SLOT_SENT && c->slots[i].node == (int)(n - c->nodes) &&
+            c->slots[i].a.seq == r.seq && c->slots[i].a.chunk == (int)r.chunk)
+            s = &c->slots[i];
+    if (!s)
+        return refuse(c, n, "a result for a chunk it was not sent");
+    double rtt = now_s() - s->sent_at;
+    rt_task *done[CONFIG_MAX_LAYERS + 1];
+    n->chunks++, n->samples += r.samples, n->compute_s += r.compute_s;
+    n->wait_s += rtt > r.compute_s ? rtt - r.compute_s : 0;
+    n->joules = r.joules, n->estimated = (int)r.estimated;
+    n->cost = n->cost > 0 ? (1 - COST_WEIGHT) * n->cost + COST_WEIGHT * r.compute_s : r.compute_s;
+    if (!--n->inflight)
+        n->active_s += now_s();
+    int ndone = fill_slot(c, s, &r, done);
+    pump(c);
+    pthread_mutex_unlock(&c->lock);
+    complete(c, done, ndone);
+    pthread_mutex_lock(&c->lock);
+}
+
+/* A node is gone: what it was computing goes to the others (or the fallback). */
+static void node_lost(coordinator *c, node *n, const char *why)
+{
+    int back = 0;
+    for (int i = 0; i < c->nslots; i++)
+        if (c->slots[i].state == SLOT_SENT && c->slots[i].node == (int)(n - c->nodes))
+            c->slots[i].state = SLOT_QUEUED, back++;
+    if (n->inflight)
+        n->active_s += now_s();
+    n->gone = 1, n->inflight = 0;
+    netio_hub_peer_stats(c->hub, n->peer, &n->net);
+    snprintf(n->left_why, sizeof n->left_why, "%s", why);
+    c->lost_nodes += n->ready;
+    c->resent_chunks += back;
+    fprintf(c->log, "cluster: node %s (%s) lost: %s%s\n", n->addr, n->host[0] ? n->host : "?",
+            why, back ? "; its unfinished chunks are computed elsewhere" : "");
+    pump(c);
+}
+
+static void on_event(void *ctx, const netio_event *e)
+{
+    coordinator *c = ctx;
+    pthread_mutex_lock(&c->lock);
+    node *n = node_of(c, e->peer);
+    switch (e->kind) {
+    case NETIO_REFUSED:
+        fprintf(c->log, "cluster: connection from %s refused: %s\n", e->addr, e->why);
+        break;
+    case NETIO_UP:
+        if (c->nnodes == MAX_NODES || c->stopping) {
+            netio_hub_close(c->hub, e->peer, c->stopping ? "training is over" : "too many nodes");
+            break;
+        }
+        n = &c->nodes[c->nnodes++];
+        memset(n, 0, sizeof *n);
+        n->peer = e->peer, n->params_seq = UINT64_MAX, n->joined_at = now_s() - c->start;
+        snprintf(n->addr, sizeof n->addr, "%s", e->addr);
+        break;
+    case NETIO_DOWN:
+        if (n)
+            node_lost(c, n, e->why);
+        break;
+    case NETIO_MESSAGE:
+        if (!n)
+            break;
+        if (e->type == MSG_JOIN)
+            on_join(c, n, e->payload, e->len);
+        else if (e->type == MSG_FETCH)
+            on_fetch(c, n, e->payload, e->len);
+        else if (e->type == MSG_READY) {
+            long np;
+            char why[200];
+            if (proto_ready_decode(&np, e->payload, e->len, why, sizeof why) || np != c->nparams)
+                refuse(c, n, np != c->nparams ? "its model has other parameters" : why);
+            else if (!n->ready) {
+                n->ready = 1;
+                fprintf(c->log, "cluster: node %s (%s, %d workers, %s) joined\n", n->addr,
+                        n->host, n->workers, n->energy);
+                pthread_cond_broadcast(&c->joined);
+                pump(c);
+            }
+        } else if (e->type == MSG_RESULT && n->ready)
+            on_result(c, n, e->payload, e->len);
+        else
+            refuse(c, n, "a message out of turn");
+        break;
+    }
+    fflush(c->log);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* ---- how many chunks go to nodes ---- */
+
+/* Chunks in proportion to speed: workers over CPU seconds per chunk, measured here (from the
+ * runtime's busy time) and on each node; a node not yet measured counts as fast as a worker
+ * here. At least one chunk stays here, so that its speed stays measured. */
+static int remote_chunks(void *ctx, int nchunks)
+{
+    coordinator *c = ctx;
+    pthread_mutex_lock(&c->lock);
+    int nodes = ready_nodes(c), remote = 0;
+    if (nodes && nchunks > 1) {
+        rt_stats st;
+        rt_stats_get(c->rt, &st);
+        if (c->last_local > 0 && st.busy_s > c->last_busy) {
+            double cost = (st.busy_s - c->last_busy) / (double)c->last_local;
+            c->local_cost = c->local_cost > 0 ? (1 - COST_WEIGHT) * c->local_cost + COST_WEIGHT * cost
+                                              : cost;
+        }
+        c->last_busy = st.busy_s;
+        double unit = c->local_cost > 0 ? c->local_cost : 1;
+        double here = rt_workers(c->rt) / unit, there = 0;
+        for (int i = 0; i < c->nnodes; i++)
+            if (c->nodes[i].ready && !c->nodes[i].gone)
+                there += c->nodes[i].workers / (c->nodes[i].cost > 0 ? c->nodes[i].cost : unit);
+        remote = (int)(nchunks * there / (here + there) + 0.5);
+        remote = remote < 1 ? 1 : remote > nchunks - 1 ? nchunks - 1 : remote;
+    }
+    c->last_local = nchunks - remote;
+    c->local_chunks += nchunks - remote;
+    pthread_mutex_unlock(&c->lock);
+    return remote;
+}
+
+/* ---- starting and stopping ---- */
+
+static int hash_file(const char *path, proto_file *f, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, NULL, 0, 32);
+    uint8_t buf[1 << 16];
+    ssize_t r;
+    f->size = 0;
+    while ((r = read(fd, buf, sizeof buf)) > 0) {
+        crypto_generichash_update(&st, buf, (size_t)r);
+        f->size += (uint64_t)r;
+    }
+    close(fd);
+    crypto_generichash_final(&st, f->hash, 32);
+    snprintf(f->name, sizeof f->name, "%s", path);
+    if (r < 0)
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    return r < 0 ? -1 : 0;
+}
+
+/* The job text as nodes get it: the file, then the --set overrides as comment lines. */
+static int job_text(coordinator *c, const coordinator_options *o, char *err, size_t errlen)
+{
+    FILE *f = fopen(o->job_path, "r");
+    char *text = malloc(CONFIG_MAX_BYTES + 1);
+    size_t len = f && text ? fread(text, 1, CONFIG_MAX_BYTES, f) : 0;
+    if (f)
+        fclose(f);
+    for (int i = 0; text && o->overrides && o->overrides[i]; i++) {
+        int n = snprintf(text + len, CONFIG_MAX_BYTES + 1 - len, "\n#--set %s", o->overrides[i]);
+        len += n > 0 ? (size_t)n : 0;
+        if (len > CONFIG_MAX_BYTES)
+            len = CONFIG_MAX_BYTES + 1;
+    }
+    if (!text || len > CONFIG_MAX_BYTES) {
+        snprintf(err, errlen, "%s: cannot read it for the nodes", o->job_path);
+        free(text);
+        return -1;
+    }
+    c->job.text = text, c->job.text_len = len;
+    return 0;
+}
+
+/* The training files: IDX images and labels, or the CIFAR-10 batches. */
+static int share_files(coordinator *c, char *err, size_t errlen)
+{
+    const job_config *cfg = c->cfg;
+    char list[CONFIG_PATH * 3];
+    if (cfg->format == DATA_IDX)
+        snprintf(list, sizeof list, "%s,%s", cfg->train_images, cfg->train_labels);
+    else
+        snprintf(list, sizeof list, "%s", cfg->train_files);
+    char *save = NULL;
+    for (char *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        if (c->job.nfiles == PROTO_MAX_FILES) {
+            snprintf(err, errlen, "more than %d training files to share", PROTO_MAX_FILES);
+            return -1;
+        }
+        proto_file *f = &c->job.files[c->job.nfiles];
+        if (hash_file(p, f, err, errlen) || !(c->paths[c->job.nfiles++] = strdup(p)))
+            return -1;
+    }
+    return 0;
+}
+
+coordinator *coordinator_start(const coordinator_options *o, const job_config *cfg,
+                               const dataset *train, rt_config *rc, FILE *log, char *err,
+                               size_t errlen)
+{
+    coordinator *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->sink.started = task_started;
+    c->cfg = cfg, c->train = train, c->log = log, c->timeout_s = o->timeout_s, c->start = now_s();
+    snprintf(c->listen_at, sizeof c->listen_at, "%s", o->listen);
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->fallback_wake, NULL);
+    if (netio_key_load(o->key_path, c->net.key, err, errlen) || job_text(c, o, err, errlen) ||
+        share_files(c, err, errlen))
+        goto fail;
+    if (rc->ndevices == RT_MAX_DEVICES) {
+        snprintf(err, errlen, "no room for the cluster's worker beside %d devices", rc->ndevices);
+        goto fail;
+    }
+    rc->devices[rc->ndevices++] = (rt_device){.kind = RT_WORKER_PEER, .name = "cluster",
+                                              .ctx = &c->sink};
+    return c;
+fail:
+    coordinator_stop(c, NULL);
+    return NULL;
+}
+
+int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, size_t errlen)
+{
+    c->rt = rt;
+    c->nparams = trainer_nparams(t);
+    c->nslots = 2 * trainer_plan(t)->nchunks;
+    if (!(c->slots = calloc((size_t)c->nslots, sizeof *c->slots))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    c->nlayers = trainer_layer_params(t, c->layer_params);   /* the packed order of trainer.c */
+    for (int l = 0, at = 0; l < c->nlayers; l++) {
+        c->layer_offset[l] = at, at += (int)c->layer_params[l];
+        c->param_layers += c->layer_params[l] > 0;
+    }
+    c->net.ctx = c;
+    c->net.on_event = on_event;
+    c->net.timeout_s = c->timeout_s;
+    proto_limits(&c->net.limits, 1, c->nparams);
+    c->hub = netio_hub_start(&c->net, err, errlen);
+    if (!c->hub || netio_hub_listen(c->hub, c->listen_at, c->listen, sizeof c->listen, err, errlen))
+        return -1;
+    if (pthread_create(&c->fallback, NULL, fallback_main, c)) {
+        snprintf(err, errlen, "cannot start a thread: %s", strerror(errno));
+        return -1;
+    }
+    c->fallback_started = 1;
+    trainer_share_work(t, &(trainer_remote){c, remote_chunks});
+    fprintf(c->log, "cluster: listening on %s (nodes join with: frugal join %s --key KEYFILE); a "
+            "node silent for %.0f s is lost\n", c->listen, c->listen, c->timeout_s);
+    fflush(c->log);
+    return 0;
+}
+
+int coordinator_wait_for(coordinator *c, int nodes, double seconds)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)seconds;
+    pthread_mutex_lock(&c->lock);
+    int rc = 0;
+    while (ready_nodes(c) < nodes && rc == 0)
+        rc = pthread_cond_timedwait(&c->joined, &c->lock, &until);
+    int got = ready_nodes(c);
+    pthread_mutex_unlock(&c->lock);
+    return got;
+}
+
+void coordinator_print_nodes(coordinator *c, FILE *f)
+{
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < c->nnodes; i++) {
+        node *n = &c->nodes[i];
+        if (!n->ready)
+            continue;
+        if (!n->gone)
+            netio_hub_peer_stats(c->hub, n->peer, &n->net);
+        fprintf(f, "  node %s (%s): %ld chunks, %.0f img/s, %.1f MB sent, %.1f MB received, "
+                "%.2f s waiting on the network, %.1f J %s%s%s\n", n->addr, n->host, n->chunks,
+                n->active_s > 0 ? (double)n->samples / n->active_s : 0, n->net.received / 1e6,
+                n->net.sent / 1e6, n->wait_s, n->joules, n->estimated ? "estimated" : "measured",
+                n->gone ? "; lost: " : "", n->gone ? n->left_why : "");
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+void coordinator_write_json(coordinator *c, FILE *f)
+{
+    pthread_mutex_lock(&c->lock);
+    long remote = 0;
+    for (int i = 0; i < c->nnodes; i++)
+        remote += c->nodes[i].chunks;
+    long all = remote + c->local_chunks + c->fallback_chunks;
+    fputs("\"listen\": ", f);
+    json_string(f, c->listen);
+    fprintf(f, ", \"timeout_s\": %g, \"coordinator_chunks\": %ld, \"coordinator_share\": %.4f, "
+            "\"nodes_lost\": %ld, \"chunks_resent\": %ld, \"chunks_computed_by_the_fallback\": %ld, "
+            "\"nodes\": [", c->timeout_s, c->local_chunks + c->fallback_chunks,
+            all ? (double)(c->local_chunks + c->fallback_chunks) / (double)all : 1.0, c->lost_nodes,
+            c->resent_chunks, c->fallback_chunks);
+    for (int i = 0, first = 1; i < c->nnodes; i++) {
+        node *n = &c->nodes[i];
+        if (!n->ready)
+            continue;
+        if (!n->gone)
+            netio_hub_peer_stats(c->hub, n->peer, &n->net);
+        fprintf(f, "%s{\"address\": ", first ? "" : ", ");
+        json_string(f, n->addr);
+        fputs(", \"host\": ", f);
+        json_string(f, n->host);
+        fprintf(f, ", \"workers\": %d, \"kernel_path\": \"%s\", \"joined_after_s\": %.2f, "
+                "\"chunks\": %ld, \"share\": %.4f, \"img_per_s\": %.1f, \"bytes_sent\": %llu, "
+                "\"bytes_received\": %llu, \"network_wait_s\": %.3f, \"compute_s\": %.3f, "
+                "\"joules\": %.3f, \"energy\": ", n->workers, ops_isa_name((ops_isa)n->isa),
+                n->joined_at, n->chunks, all ? (double)n->chunks / (double)all : 0,
+                n->active_s > 0 ? (double)n->samples / n->active_s : 0,
+                (unsigned long long)n->net.received, (unsigned long long)n->net.sent, n->wait_s,
+                n->compute_s, n->joules);
+        json_string(f, n->energy);
+        fprintf(f, ", \"estimated\": %s, \"lost\": ", n->estimated ? "true" : "false");
+        if (n->gone)
+            json_string(f, n->left_why);
+        else
+            fputs("null", f);
+        fputc('}', f);
+        first = 0;
+    }
+    fputc(']', f);
+    pthread_mutex_unlock(&c->lock);
+}
+
+void coordinator_stop(coordinator *c, const char *why)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->lock);
+    c->stopping = 1;
+    for (int i = 0; why && c->hub && i < c->nnodes; i++)
+        if (!c->nodes[i].gone)
+            netio_hub_send(c->hub, c->nodes[i].peer, MSG_DONE, why, strlen(why), NULL, 0);
+    pthread_cond_broadcast(&c->fallback_wake);
+    pthread_mutex_unlock(&c->lock);
+    if (c->fallback_started)
+        pthread_join(c->fallback, NULL);
+    if (c->hub && why)
+        usleep(100 * 1000);   /* DONE on its way before the connections close */
+    netio_hub_stop(c->hub);
+    sodium_memzero(c->net.key, sizeof c->net.key);
+    proto_job_free(&c->job);
+    for (int i = 0; i < PROTO_MAX_FILES; i++)
+        free(c->paths[i]);
+    free(c->slots);
+    pthread_cond_destroy(&c->fallback_wake);
+    pthread_cond_destroy(&c->joined);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}

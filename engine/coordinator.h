@@ -1,0 +1,49 @@
+/* The coordinator of a training cluster: `frugal train JOB --listen ADDR:PORT --key KEY`.
+ *
+ * It trains as on one machine, and nodes (`frugal join`) compute some chunks of each batch:
+ * as many as their measured speed is worth against the coordinator's (CPU seconds per chunk,
+ * measured on each side, and workers), handed out as nodes ask for them, so a faster node takes
+ * more. A node gets the job, the training files it lacks (by hash), the batch's parameters, and
+ * chunk numbers; it returns each chunk's partial gradient, which goes into the same place a
+ * local chunk's would, so the gradients are summed in the same fixed order and the weights are
+ * the same as on one machine. Nodes may join at any time (they start with the next chunk they
+ * are sent, with the current parameters) and leave at any time: the chunks a lost node had are
+ * sent to another, or computed here when none is left. */
+#ifndef FRUGAL_COORDINATOR_H
+#define FRUGAL_COORDINATOR_H
+
+#include "engine/config.h"
+#include "engine/dataset.h"
+#include "engine/trainer.h"
+#include "runtime/runtime.h"
+
+#include <stdio.h>
+
+typedef struct coordinator coordinator;
+
+typedef struct coordinator_options {
+    const char *listen;          /* ADDR:PORT */
+    const char *key_path;
+    double timeout_s;            /* a silent node is lost after this long */
+    const char *job_path;
+    const char *const *overrides;
+} coordinator_options;
+
+/* Loads the key, hashes the training files, listens, and adds the peer worker to rc (before
+ * rt_create). Says on log where it listens. NULL with err. */
+coordinator *coordinator_start(const coordinator_options *o, const job_config *cfg,
+                               const dataset *train, rt_config *rc, FILE *log, char *err,
+                               size_t errlen);
+/* After trainer_create: starts listening, and the trainer asks it how many chunks of each batch
+ * go to nodes. 0, or -1 with err (e.g. the address is taken). */
+int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, size_t errlen);
+/* Waits until `nodes` nodes are ready or `seconds` pass; returns how many are. */
+int coordinator_wait_for(coordinator *c, int nodes, double seconds);
+/* One line per node for the progress display (nothing when there are none). */
+void coordinator_print_nodes(coordinator *c, FILE *f);
+/* The cluster as JSON members (no braces) for summary.json: every node that took part. */
+void coordinator_write_json(coordinator *c, FILE *f);
+/* Tells the nodes training is over, closes every connection. */
+void coordinator_stop(coordinator *c, const char *why);
+
+#endif

@@ -1,0 +1,441 @@
+/* frugal join: a node of a training cluster, top to bottom:
+ *
+ *   connect      the key, the hub, the handshake, JOIN (workers, kernel path, energy source)
+ *   take_job     the job (parsed like a job file), each training file found by hash (in the
+ *                cache, at the job's path, or fetched from the coordinator), the data, a chunk
+ *                engine; READY
+ *   serve        PARAMS load the batch's parameters; WORK chunks are computed together and each
+ *                RESULT sent back; DONE ends it; losing the coordinator ends it with its name
+ *
+ * Messages arrive on the hub's thread and wait in a queue for this one, so keepalives flow while
+ * chunks are computed. */
+#include "engine/node.h"
+
+#include "energy/meter.h"
+#include "engine/chunk_engine.h"
+#include "engine/cluster_proto.h"
+#include "engine/job_data.h"
+#include "netio/hub.h"
+#include "ops/cpu.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_BATCH_WORK 256
+
+typedef struct queued {
+    struct queued *next;
+    netio_event e;
+    char why[200];
+    uint8_t payload[];
+} queued;
+
+typedef struct node {
+    const node_options *o;
+    netio_hub *hub;
+    int peer;
+    pthread_mutex_t lock;
+    pthread_cond_t arrived;
+    queued *head, *tail;
+    job_config cfg;
+    dataset train;
+    chunk_engine e;
+    int have_engine;
+    energy_meter *meter;
+    char err[1024];
+} node;
+
+static void on_event(void *ctx, const netio_event *e)
+{
+    node *n = ctx;
+    queued *q = malloc(sizeof *q + e->len);
+    if (!q)
+        return;
+    q->next = NULL;
+    q->e = *e;
+    snprintf(q->why, sizeof q->why, "%s", e->why ? e->why : "");
+    if (e->len)
+        memcpy(q->payload, e->payload, e->len);
+    q->e.payload = q->payload, q->e.why = q->why, q->e.addr = NULL;
+    pthread_mutex_lock(&n->lock);
+    if (n->tail)
+        n->tail->next = q;
+    else
+        n->head = q;
+    n->tail = q;
+    pthread_cond_signal(&n->arrived);
+    pthread_mutex_unlock(&n->lock);
+}
+
+/* The next event; with wait 0, NULL when none is queued. The caller frees it. */
+static queued *next_event(node *n, int wait)
+{
+    pthread_mutex_lock(&n->lock);
+    while (wait && !n->head)
+        pthread_cond_wait(&n->arrived, &n->lock);
+    queued *q = n->head;
+    if (q && !(n->head = q->next))
+        n->tail = NULL;
+    pthread_mutex_unlock(&n->lock);
+    return q;
+}
+
+static int fail(node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(node *n, const char *fmt, ...)
+{
+    (void)n;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("frugal join: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+/* An event that is not the message wanted ends the node: the coordinator lost or refusing. */
+static int unexpected(node *n, const queued *q, const char *waiting_for)
+{
+    if (q->e.kind == NETIO_DOWN || q->e.kind == NETIO_REFUSED)
+        return fail(n, "coordinator %s lost while %s: %s", n->o->coordinator, waiting_for, q->why);
+    if (q->e.type == MSG_DONE) {
+        char text[PROTO_TEXT + 1] = "";
+        proto_text_decode(text, sizeof text, q->e.payload, q->e.len, n->err, sizeof n->err);
+        fprintf(n->o->out, "coordinator %s: %s\n", n->o->coordinator, text);
+        return -1;   /* a clean end */
+    }
+    return fail(n, "coordinator %s sent a message of type %u while %s", n->o->coordinator,
+                q->e.type, waiting_for);
+}
+
+/* Waits for a message of `type`: 0 with it in *out, 1 on an error, -1 for DONE. */
+static int expect(node *n, uint16_t type, const char *waiting_for, queued **out)
+{
+    queued *q = next_event(n, 1);
+    if (q->e.kind == NETIO_MESSAGE && q->e.type == type) {
+        *out = q;
+        return 0;
+    }
+    int rc = unexpected(n, q, waiting_for);
+    free(q);
+    return rc;
+}
+
+static int connect_and_join(node *n)
+{
+    netio_config nc = {.timeout_s = n->o->timeout_s, .on_event = on_event, .ctx = n};
+    proto_limits(&nc.limits, 0, 0);
+    if (netio_key_load(n->o->key_path, nc.key, n->err, sizeof n->err) ||
+        !(n->hub = netio_hub_start(&nc, n->err, sizeof n->err)) ||
+        (n->peer = netio_hub_connect(n->hub, n->o->coordinator, n->err, sizeof n->err)) < 0) {
+        sodium_memzero(nc.key, sizeof nc.key);
+        return fail(n, "%s", n->err);
+    }
+    sodium_memzero(nc.key, sizeof nc.key);
+    /* a coordinator still starting refuses connections: try again until the timeout */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        queued *q = next_event(n, 1);
+        int up = q->e.kind == NETIO_UP;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double waited = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        int retry = !up && strstr(q->why, "refused") && waited < n->o->timeout_s;
+        if (!up && !retry)
+            fail(n, "cannot join %s: %s", n->o->coordinator, q->why);
+        free(q);
+        if (up)
+            break;
+        if (!retry)
+            return 1;
+        usleep(200 * 1000);
+        if ((n->peer = netio_hub_connect(n->hub, n->o->coordinator, n->err, sizeof n->err)) < 0)
+            return fail(n, "%s", n->err);
+    }
+    msg_join j = {PROTO_VERSION, (uint32_t)n->o->workers, (uint32_t)ops_isa_supported(), "", ""};
+    gethostname(j.host, sizeof j.host - 1);
+    n->meter = energy_meter_open(&(energy_options){0});
+    if (n->meter && energy_meter_start(n->meter, n->err, sizeof n->err) == 0)
+        snprintf(j.energy, sizeof j.energy, "%s", energy_meter_source(n->meter));
+    uint8_t buf[512];
+    size_t len = proto_join_encode(&j, buf, sizeof buf);
+    if (netio_hub_send(n->hub, n->peer, MSG_JOIN, buf, len, NULL, 0))
+        return fail(n, "coordinator %s: cannot send JOIN", n->o->coordinator);
+    fprintf(n->o->out, "joined %s with %d workers (kernels %s, energy: %s)\n", n->o->coordinator,
+            n->o->workers, ops_isa_name(ops_isa_supported()), j.energy[0] ? j.energy : "none");
+    return 0;
+}
+
+/* ---- the training files, by hash ---- */
+
+static void cache_dir(char *out, size_t n)
+{
+    const char *dir = getenv("FRUGAL_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    if (dir && dir[0])
+        snprintf(out, n, "%s", dir);
+    else if (xdg && xdg[0])
+        snprintf(out, n, "%s/frugal/data", xdg);
+    else
+        snprintf(out, n, "%s/.cache/frugal/data", home && home[0] ? home : "/tmp");
+}
+
+static int mkdirs(const char *path)
+{
+    char tmp[700];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            mkdir(tmp, 0700);
+            *p = '/';
+        }
+    return mkdir(tmp, 0700) && errno != EEXIST ? -1 : 0;
+}
+
+static int file_matches(const char *path, const proto_file *f)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return 0;
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, NULL, 0, 32);
+    uint8_t buf[1 << 16], hash[32];
+    uint64_t size = 0;
+    ssize_t r;
+    while ((r = read(fd, buf, sizeof buf)) > 0) {
+        crypto_generichash_update(&st, buf, (size_t)r);
+        size += (uint64_t)r;
+    }
+    close(fd);
+    crypto_generichash_final(&st, hash, 32);
+    return r == 0 && size == f->size && !memcmp(hash, f->hash, 32);
+}
+
+/* Fetches f from the coordinator into path (through path.tmp, checked, then renamed). */
+static int fetch(node *n, const proto_file *f, const char *path)
+{
+    char tmp[760];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *out = fopen(tmp, "wb");
+    if (!out)
+        return fail(n, "%s: %s", tmp, strerror(errno));
+    fprintf(n->o->out, "fetching %s (%.1f MB) from the coordinator\n", f->name, f->size / 1e6);
+    int rc = 0;
+    for (uint64_t at = 0; at < f->size && !rc;) {
+        msg_fetch m = {.offset = at};
+        memcpy(m.hash, f->hash, 32);
+        uint8_t buf[64];
+        queued *q = NULL;
+        rc = netio_hub_send(n->hub, n->peer, MSG_FETCH, buf, proto_fetch_encode(&m, buf, sizeof buf),
+                            NULL, 0) ? fail(n, "coordinator lost while fetching %s", f->name)
+                                     : expect(n, MSG_FILE, "fetching a file", &q);
+        msg_file part;
+        if (!rc && (proto_file_decode(&part, q->e.payload, q->e.len, n->err, sizeof n->err) ||
+                    part.offset != at || part.total != f->size || memcmp(part.hash, f->hash, 32) ||
+                    !part.len))
+            rc = fail(n, "coordinator %s sent a wrong part of %s", n->o->coordinator, f->name);
+        if (!rc && fwrite(part.bytes, 1, part.len, out) != part.len)
+            rc = fail(n, "%s: %s", tmp, strerror(errno));
+        if (!rc)
+            at += part.len;
+        free(q);
+    }
+    if (fclose(out) && !rc)
+        rc = fail(n, "%s: %s", tmp, strerror(errno));
+    if (!rc && !file_matches(tmp, f))
+        rc = fail(n, "%s: what the coordinator sent does not match its hash", f->name);
+    if (!rc && rename(tmp, path))
+        rc = fail(n, "%s: %s", path, strerror(errno));
+    if (rc)
+        unlink(tmp);
+    return rc;
+}
+
+/* Where file f is here: the cache (by hash), the job's own path if it holds the same bytes, or
+ * fetched into the cache. */
+static int find_file(node *n, const proto_file *f, char *path, size_t pathlen)
+{
+    char dir[400], hex[65];
+    cache_dir(dir, sizeof dir);
+    sodium_bin2hex(hex, sizeof hex, f->hash, 32);
+    snprintf(path, pathlen, "%s/%s", dir, hex);
+    if (file_matches(path, f))
+        return 0;
+    if (file_matches(f->name, f)) {
+        snprintf(path, pathlen, "%s", f->name);
+        return 0;
+    }
+    if (mkdirs(dir))
+        return fail(n, "cache %s: %s", dir, strerror(errno));
+    return fetch(n, f, path);
+}
+
+/* The job as the coordinator runs it, with this node's workers and the files found here. */
+static int parse_job(node *n, const msg_job *job)
+{
+    const char *overrides[64];
+    char *text = job->text, *workers = NULL;
+    int no = 0;
+    for (char *line = strstr(text, "\n#--set "); line && no < 60; line = strstr(line + 1, "\n#--set "))
+        overrides[no++] = line + 8;
+    for (int i = 0; i < no; i++)   /* cut each at its end of line */
+        *strchrnul(overrides[i], '\n') = 0;
+    if (asprintf(&workers, "execution.workers=%d", n->o->workers) < 0)
+        return fail(n, "out of memory");
+    overrides[no++] = workers;
+    overrides[no++] = "execution.devices=cpu";
+    overrides[no] = NULL;
+    int rc = config_parse(&n->cfg, "the coordinator's job", text, strlen(text), overrides, n->err,
+                          sizeof n->err);
+    free(workers);
+    if (rc)
+        return fail(n, "%s", n->err);
+    char paths[PROTO_MAX_FILES][CONFIG_PATH], list[sizeof n->cfg.train_files] = "";
+    for (uint32_t i = 0; i < job->nfiles; i++)
+        if (find_file(n, &job->files[i], paths[i], sizeof paths[i]))
+            return 1;
+    if (n->cfg.format == DATA_IDX && job->nfiles == 2) {
+        snprintf(n->cfg.train_images, sizeof n->cfg.train_images, "%s", paths[0]);
+        snprintf(n->cfg.train_labels, sizeof n->cfg.train_labels, "%s", paths[1]);
+    } else if (n->cfg.format == DATA_CIFAR10) {
+        for (uint32_t i = 0; i < job->nfiles; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? "," : "", paths[i]);
+        snprintf(n->cfg.train_files, sizeof n->cfg.train_files, "%s", list);
+    } else {
+        return fail(n, "coordinator %s sent %u files for an IDX job", n->o->coordinator, job->nfiles);
+    }
+    return 0;
+}
+
+static int take_job(node *n)
+{
+    queued *q = NULL;
+    int rc = expect(n, MSG_JOB, "waiting for the job", &q);
+    if (rc)
+        return rc;
+    msg_job job;
+    rc = proto_job_decode(&job, q->e.payload, q->e.len, n->err, sizeof n->err)
+             ? fail(n, "coordinator %s: %s", n->o->coordinator, n->err) : 0;
+    free(q);
+    if (!rc && job.isa != PROTO_ANY_ISA && ops_isa_set((ops_isa)job.isa))
+        rc = fail(n, "this CPU cannot run the %s kernels the run uses", ops_isa_name((ops_isa)job.isa));
+    rc = rc ? rc : parse_job(n, &job);
+    proto_job_free(&job);
+    if (rc)
+        return rc;
+    if (job_load_train(&n->cfg, &n->train, n->err, sizeof n->err) ||
+        chunk_engine_open(&n->e, &n->cfg, &n->train, n->err, sizeof n->err))
+        return fail(n, "%s", n->err);
+    n->have_engine = 1;
+    frame_limits l;
+    proto_limits(&l, 0, chunk_engine_nparams(&n->e));
+    netio_hub_set_limits(n->hub, &l);
+    uint8_t ready[8];
+    uint64_t np = (uint64_t)chunk_engine_nparams(&n->e);
+    for (int i = 0; i < 8; i++)
+        ready[i] = (uint8_t)(np >> (8 * i));
+    if (netio_hub_send(n->hub, n->peer, MSG_READY, ready, sizeof ready, NULL, 0))
+        return fail(n, "coordinator %s lost", n->o->coordinator);
+    fprintf(n->o->out, "ready: %ld images %dx%dx%d, %ld parameters\n", n->train.n, n->train.h,
+            n->train.w, n->train.c, np);
+    fflush(n->o->out);
+    return 0;
+}
+
+/* ---- serving chunks ---- */
+
+static int send_results(node *n, const msg_work *w, int count)
+{
+    energy_reading er = {0};
+    if (n->meter)
+        energy_meter_read(n->meter, &er);
+    for (int i = 0; i < count; i++) {
+        msg_result r;
+        uint8_t head[64];
+        chunk_engine_result(&n->e, &w[i], &r);
+        r.joules = er.total_j;
+        r.estimated = n->meter ? (uint32_t)energy_meter_estimated(n->meter) : 1;
+        if (netio_hub_send(n->hub, n->peer, MSG_RESULT, head, proto_result_head(&r, head, sizeof head),
+                           r.grads, sizeof(float) * r.nparams))
+            return fail(n, "coordinator %s lost while sending results", n->o->coordinator);
+    }
+    return 0;
+}
+
+static int serve(node *n)
+{
+    msg_work work[MAX_BATCH_WORK];
+    long served = 0;
+    for (;;) {
+        int count = 0, rc = 0;
+        /* what is queued: parameters first apply, then WORK of that batch gathers */
+        for (queued *q = next_event(n, 1); q; q = count < MAX_BATCH_WORK ? next_event(n, 0) : NULL) {
+            if (q->e.kind == NETIO_MESSAGE && q->e.type == MSG_WORK) {
+                if (proto_work_decode(&work[count], q->e.payload, q->e.len, n->err, sizeof n->err) ||
+                    work[count].seq != n->e.seq)
+                    rc = fail(n, "coordinator %s: %s", n->o->coordinator,
+                              n->err[0] ? n->err : "WORK for parameters it did not send");
+                count++;
+            } else if (q->e.kind == NETIO_MESSAGE && q->e.type == MSG_PARAMS) {
+                uint64_t seq;
+                const float *values;
+                if (count && !rc)   /* the chunks of the batch before go first */
+                    rc = chunk_engine_run(&n->e, work, count, n->err, sizeof n->err) ||
+                         send_results(n, work, count);
+                served += count, count = 0;
+                if (!rc && (proto_params_decode(&seq, &values, q->e.payload, q->e.len,
+                                                chunk_engine_nparams(&n->e), n->err, sizeof n->err) ||
+                            chunk_engine_params(&n->e, seq, values, n->err, sizeof n->err)))
+                    rc = fail(n, "%s", n->err);
+            } else {
+                rc = unexpected(n, q, "training");
+            }
+            free(q);
+            if (rc)
+                break;
+        }
+        if (!rc && count && chunk_engine_run(&n->e, work, count, n->err, sizeof n->err))
+            rc = fail(n, "%s", n->err);
+        if (!rc && count)
+            rc = send_results(n, work, count);
+        served += count;
+        if (rc) {
+            fprintf(n->o->out, "%ld chunks computed\n", served);
+            return rc < 0 ? 0 : rc;
+        }
+    }
+}
+
+int node_run(const node_options *o)
+{
+    node *n = calloc(1, sizeof *n);
+    if (!n)
+        return fail(NULL, "out of memory");
+    n->o = o;
+    pthread_mutex_init(&n->lock, NULL);
+    pthread_cond_init(&n->arrived, NULL);
+    int rc = connect_and_join(n);
+    rc = rc ? rc : take_job(n);
+    rc = rc < 0 ? 0 : rc ? rc : serve(n);
+    netio_hub_stop(n->hub);
+    for (queued *q; (q = next_event(n, 0));)
+        free(q);
+    if (n->have_engine)
+        chunk_engine_close(&n->e);
+    energy_meter_close(n->meter);
+    dataset_free(&n->train);
+    pthread_cond_destroy(&n->arrived);
+    pthread_mutex_destroy(&n->lock);
+    free(n);
+    return rc;
+}

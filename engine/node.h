@@ -1,0 +1,22 @@
+/* frugal join HOST:PORT --key KEYFILE [--workers N]: a machine that computes chunks of a
+ * coordinator's batches (engine/coordinator.h) until the coordinator says training is over or
+ * is lost. It needs only the binary and the key: the job and the training files come from the
+ * coordinator (files cached by content hash in $FRUGAL_CACHE_DIR, else
+ * $XDG_CACHE_HOME/frugal/data, else ~/.cache/frugal/data). */
+#ifndef FRUGAL_NODE_H
+#define FRUGAL_NODE_H
+
+#include <stdio.h>
+
+typedef struct node_options {
+    const char *coordinator;     /* HOST:PORT */
+    const char *key_path;
+    int workers;
+    double timeout_s;
+    FILE *out;
+} node_options;
+
+/* 0 when the coordinator ended training, 1 on an error (named on stderr). */
+int node_run(const node_options *o);
+
+#endif

@@ -1,0 +1,37 @@
+/* Chunks of a batch computed on other machines, as the runtime sees them: tasks that run on
+ * the peer worker (a device in host memory, engine/coordinator.c) and complete when the chunk's
+ * result arrives over the network. Per remote chunk, one task per layer with parameters writes
+ * that layer's partial gradient, and one writes the chunk's loss figures; they all read the
+ * batch's parameters packed into one message, so none starts before the last update. */
+#ifndef FRUGAL_REMOTE_H
+#define FRUGAL_REMOTE_H
+
+#include "runtime/runtime.h"
+
+#include <stdint.h>
+
+typedef struct remote_args {
+    uint64_t seq;                /* the batch, counted over the run */
+    int epoch, chunk, size;      /* size: samples in the batch */
+    int layer;                   /* whose partial gradient; -1: the chunk's loss figures */
+    int params_at;               /* the access of the packed parameters (after the parts) */
+    long batch;                  /* in the epoch */
+} remote_args;
+
+/* What the peer worker's device ctx is. started() is called on the peer worker when a remote
+ * task starts: dst is where its result goes, params the packed parameters of its batch; the
+ * sink completes the task (rt_task_complete) when the result is in dst. */
+typedef struct remote_sink {
+    void (*started)(struct remote_sink *s, const remote_args *a, void *dst, const float *params,
+                    rt_runtime *rt, rt_task *task);
+} remote_sink;
+
+/* Accesses: the destination parts (W), then the packed parameters (R). */
+extern rt_kind remote_grad_kind, remote_stats_kind;
+/* Accesses: a layer's parameters (R), the packed parameters (RW); args: pack_args. */
+typedef struct pack_args {
+    long offset, n;              /* floats */
+} pack_args;
+extern rt_kind pack_kind;
+
+#endif

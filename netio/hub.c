@@ -1,0 +1,739 @@
+#include "netio/hub.h"
+
+#include "netio/secure.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_LISTEN 4
+#define READ_BUDGET (8u << 20)   /* bytes read from one peer per turn: fairness among peers */
+
+/* Where a connection is in its life. */
+typedef enum phase {
+    CONNECTING,      /* ours, connect() in progress */
+    AWAIT_HELLO,     /* theirs: waiting for the client's hello; ours: for the server's and header */
+    AWAIT_HEADER,    /* theirs: waiting for the client's stream header */
+    AWAIT_PROOF,     /* theirs: waiting for a first sealed frame (a hello can be replayed) */
+    OPEN,
+} phase;
+
+typedef struct out_buf {
+    struct out_buf *next;
+    size_t len, off;
+    uint8_t data[];
+} out_buf;
+
+typedef struct peer {
+    int id, fd, ours;
+    phase ph;
+    char addr[64];
+    secure sec;
+    double deadline;             /* of the handshake step in progress */
+    double last_rx, last_tx;
+    uint8_t small[SECURE_HELLO_BYTES + SECURE_HEADER_BYTES];   /* handshake bytes, frame length */
+    size_t have, need;           /* bytes in small or frame, and how many are wanted */
+    uint8_t *frame;              /* a sealed frame being received (need bytes) */
+    out_buf *head, *tail;
+    size_t queued;
+    char closing[160];           /* set: close at the next turn, with this reason */
+    netio_peer_stats st;
+} peer;
+
+struct netio_hub {
+    netio_config cfg;
+    size_t max_sealed;
+    pthread_mutex_t lock;
+    pthread_t thread;
+    int running, stop;
+    int wake[2];
+    int listen_fd[MAX_LISTEN], nlisten;
+    peer **peers;                /* max_peers slots */
+    int next_id;
+    uint8_t *opened;             /* one opened frame at a time (the hub thread's) */
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void wake(netio_hub *h)
+{
+    char c = 1;
+    ssize_t rc = write(h->wake[1], &c, 1);   /* a full pipe already wakes the thread */
+    (void)rc;
+}
+
+int netio_split_address(const char *addr, char *host, size_t hostlen, char *port,
+                        size_t portlen, char *err, size_t errlen)
+{
+    const char *colon = strrchr(addr, ':');
+    char *end;
+    long p = colon ? strtol(colon + 1, &end, 10) : -1;
+    size_t hl = colon ? (size_t)(colon - addr) : 0;
+    if (!colon || !colon[1] || *end || p < 0 || p > 65535 || hl == 0 || hl >= hostlen) {
+        snprintf(err, errlen, "'%s': not an address (HOST:PORT, e.g. 127.0.0.1:7070)", addr);
+        return -1;
+    }
+    if (addr[0] == '[' && hl >= 2 && addr[hl - 1] == ']')   /* [v6]:port */
+        addr++, hl -= 2;
+    memcpy(host, addr, hl);
+    host[hl] = 0;
+    snprintf(port, portlen, "%ld", p);
+    return 0;
+}
+
+static void describe(const struct sockaddr *sa, char *out, size_t n)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const void *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+        port = ntohs(in->sin_port);
+        snprintf(out, n, "%s:%d", host, port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in = (const void *)sa;
+        inet_ntop(AF_INET6, &in->sin6_addr, host, sizeof host);
+        snprintf(out, n, "[%s]:%d", host, ntohs(in->sin6_port));
+    } else {
+        snprintf(out, n, "?");
+    }
+}
+
+/* Non-blocking, no Nagle, and the kernel gives up on unacknowledged data after the timeout. */
+static void tune_socket(netio_hub *h, int fd)
+{
+    int one = 1;
+    unsigned ms = (unsigned)(h->cfg.timeout_s * 1000);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms);
+}
+
+/* ---- peers ---- */
+
+static peer *find(netio_hub *h, int id)
+{
+    for (int i = 0; i < h->cfg.max_peers; i++)
+        if (h->peers[i] && h->peers[i]->id == id)
+            return h->peers[i];
+    return NULL;
+}
+
+static peer *add_peer(netio_hub *h, int fd, int ours, const char *addr)
+{
+    for (int i = 0; i < h->cfg.max_peers; i++) {
+        if (h->peers[i])
+            continue;
+        peer *p = calloc(1, sizeof *p);
+        if (!p || secure_init(&p->sec, h->cfg.key, !ours)) {
+            free(p);
+            return NULL;
+        }
+        double now = now_s();
+        p->id = h->next_id++, p->fd = fd, p->ours = ours;
+        p->ph = ours ? CONNECTING : AWAIT_HELLO;
+        p->need = ours ? SECURE_HELLO_BYTES + SECURE_HEADER_BYTES : SECURE_HELLO_BYTES;
+        p->deadline = now + h->cfg.timeout_s;
+        p->last_rx = p->last_tx = now;
+        snprintf(p->addr, sizeof p->addr, "%s", addr);
+        tune_socket(h, fd);
+        h->peers[i] = p;
+        return p;
+    }
+    return NULL;
+}
+
+static void free_peer(netio_hub *h, peer *p)
+{
+    for (int i = 0; i < h->cfg.max_peers; i++)
+        if (h->peers[i] == p)
+            h->peers[i] = NULL;
+    close(p->fd);
+    for (out_buf *b = p->head, *n; b; b = n) {
+        n = b->next;
+        free(b);
+    }
+    free(p->frame);
+    secure_wipe(&p->sec);
+    free(p);
+}
+
+/* Raw bytes (handshake) or a sealed frame (after it) at the end of p's queue. Locked. */
+static int enqueue(netio_hub *h, peer *p, const void *bytes, size_t len, out_buf *sealed)
+{
+    out_buf *b = sealed ? sealed : malloc(sizeof *b + len);
+    if (!b)
+        return -1;
+    if (!sealed) {
+        memcpy(b->data, bytes, len);
+        b->len = len;
+    }
+    b->off = 0, b->next = NULL;
+    if (p->queued + b->len > h->cfg.max_queued) {
+        free(b);
+        snprintf(p->closing, sizeof p->closing, "more than %zu bytes waiting to be sent to it "
+                 "(it does not keep up)", h->cfg.max_queued);
+        return -1;
+    }
+    p->queued += b->len;
+    if (p->tail)
+        p->tail->next = b;
+    else
+        p->head = b;
+    p->tail = b;
+    return 0;
+}
+
+/* Seals a message and queues it. Locked. */
+static int send_frame(netio_hub *h, peer *p, uint16_t type, const void *head, size_t headlen,
+                      const void *body, size_t bodylen)
+{
+    size_t plain = FRAME_HEADER + headlen + bodylen;
+    if (plain > UINT32_MAX - SECURE_OVERHEAD)
+        return -1;
+    uint8_t *tmp = malloc(plain);
+    out_buf *b = malloc(sizeof *b + 4 + plain + SECURE_OVERHEAD);
+    if (!tmp || !b) {
+        free(tmp);
+        free(b);
+        return -1;
+    }
+    frame_header(tmp, type, (uint32_t)(headlen + bodylen));
+    if (headlen)
+        memcpy(tmp + FRAME_HEADER, head, headlen);
+    if (bodylen)
+        memcpy(tmp + FRAME_HEADER + headlen, body, bodylen);
+    uint32_t sealed = (uint32_t)(plain + SECURE_OVERHEAD);
+    b->data[0] = (uint8_t)(sealed >> 24), b->data[1] = (uint8_t)(sealed >> 16);
+    b->data[2] = (uint8_t)(sealed >> 8), b->data[3] = (uint8_t)sealed;
+    secure_seal(&p->sec, tmp, plain, b->data + 4);
+    free(tmp);
+    b->len = 4 + (size_t)sealed;
+    p->last_tx = now_s();
+    return enqueue(h, p, NULL, 0, b);
+}
+
+int netio_hub_send(netio_hub *h, int id, uint16_t type, const void *head, size_t headlen,
+                   const void *body, size_t bodylen)
+{
+    pthread_mutex_lock(&h->lock);
+    peer *p = find(h, id);
+    int rc = !p || p->ph != OPEN || p->closing[0] ? -1
+             : send_frame(h, p, type, head, headlen, body, bodylen);
+    pthread_mutex_unlock(&h->lock);
+    wake(h);
+    return rc;
+}
+
+void netio_hub_close(netio_hub *h, int id, const char *why)
+{
+    pthread_mutex_lock(&h->lock);
+    peer *p = find(h, id);
+    if (p && !p->closing[0])
+        snprintf(p->closing, sizeof p->closing, "%s", why);
+    pthread_mutex_unlock(&h->lock);
+    wake(h);
+}
+
+int netio_hub_peer_stats(netio_hub *h, int id, netio_peer_stats *out)
+{
+    pthread_mutex_lock(&h->lock);
+    peer *p = find(h, id);
+    if (p)
+        *out = p->st;
+    pthread_mutex_unlock(&h->lock);
+    return p ? 0 : -1;
+}
+
+void netio_hub_set_limits(netio_hub *h, const frame_limits *l)
+{
+    size_t most = frame_max_sealed(l);
+    uint8_t *opened = malloc(most);
+    pthread_mutex_lock(&h->lock);
+    if (opened) {
+        free(h->opened);
+        h->opened = opened;
+        h->cfg.limits = *l;
+        h->max_sealed = most;
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* ---- the thread: events are collected under the lock and delivered without it ---- */
+
+typedef struct pending_event {
+    netio_event e;
+    char addr[64], why[200];
+    uint8_t *payload;            /* owned */
+} pending_event;
+
+typedef struct event_list {
+    pending_event *ev;
+    int n, cap;
+} event_list;
+
+static void post(event_list *l, netio_event_kind kind, const peer *p, const char *addr,
+                 const char *why, uint16_t type, const uint8_t *payload, size_t len)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 16;
+        pending_event *ev = realloc(l->ev, sizeof *ev * (size_t)cap);
+        if (!ev)
+            return;   /* out of memory: the event is lost, the connection still closes */
+        l->ev = ev, l->cap = cap;
+    }
+    pending_event *pe = &l->ev[l->n];
+    memset(pe, 0, sizeof *pe);
+    uint8_t *copy = len ? malloc(len) : NULL;
+    if (len && !copy)
+        return;
+    if (len)
+        memcpy(copy, payload, len);
+    snprintf(pe->addr, sizeof pe->addr, "%s", p ? p->addr : addr);
+    snprintf(pe->why, sizeof pe->why, "%s", why ? why : "");
+    pe->payload = copy;
+    pe->e = (netio_event){kind, p ? p->id : -1, pe->addr, type, copy, len, pe->why};
+    l->n++;
+}
+
+static void deliver(netio_hub *h, event_list *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        l->ev[i].e.addr = l->ev[i].addr;
+        l->ev[i].e.why = l->ev[i].why;
+        h->cfg.on_event(h->cfg.ctx, &l->ev[i].e);
+        free(l->ev[i].payload);
+    }
+    l->n = 0;
+}
+
+/* Ends a connection: DOWN for a peer that was up, REFUSED for one still in its handshake. */
+static void drop(netio_hub *h, peer *p, const char *why, event_list *ev)
+{
+    int was_up = p->ph == OPEN;
+    post(ev, was_up ? NETIO_DOWN : NETIO_REFUSED, p, NULL, why, 0, NULL, 0);
+    free_peer(h, p);
+}
+
+static void became_open(netio_hub *h, peer *p, event_list *ev)
+{
+    p->ph = OPEN;
+    post(ev, NETIO_UP, p, NULL, NULL, 0, NULL, 0);
+    (void)h;
+}
+
+/* A whole handshake step arrived in p->small. 0, or -1 with why. */
+static int handshake_step(netio_hub *h, peer *p, event_list *ev, const char **why)
+{
+    uint8_t out[SECURE_HELLO_BYTES + SECURE_HEADER_BYTES];
+    p->have = 0;
+    p->deadline = now_s() + h->cfg.timeout_s;
+    if (p->ph == AWAIT_HELLO && !p->ours) {   /* theirs: the client's hello */
+        if (secure_check_hello(&p->sec, p->small, why))
+            return -1;
+        secure_hello(&p->sec, out);
+        secure_push_header(&p->sec, out + SECURE_HELLO_BYTES);
+        p->ph = AWAIT_HEADER, p->need = SECURE_HEADER_BYTES;
+        return enqueue(h, p, out, sizeof out, NULL);
+    }
+    if (p->ph == AWAIT_HELLO) {               /* ours: the server's hello and header */
+        if (secure_check_hello(&p->sec, p->small, why) ||
+            secure_pull_header(&p->sec, p->small + SECURE_HELLO_BYTES)) {
+            if (!**why)
+                *why = "bad stream header";
+            return -1;
+        }
+        secure_push_header(&p->sec, out);
+        if (enqueue(h, p, out, SECURE_HEADER_BYTES, NULL))
+            return -1;
+        p->need = 4;
+        became_open(h, p, ev);
+        return send_frame(h, p, FRAME_PING, NULL, 0, NULL, 0);   /* proof that we are live */
+    }
+    if (secure_pull_header(&p->sec, p->small)) {   /* theirs: the client's stream header */
+        *why = "bad stream header";
+        return -1;
+    }
+    p->ph = AWAIT_PROOF, p->need = 4;
+    return 0;
+}
+
+/* A whole sealed frame arrived: open, check, deliver. 0, or -1 with why. */
+static int frame_arrived(netio_hub *h, peer *p, event_list *ev, char *why, size_t whylen)
+{
+    size_t len = p->need - SECURE_OVERHEAD;
+    uint16_t type;
+    if (p->need > h->max_sealed) {   /* the limits shrank while it arrived */
+        snprintf(why, whylen, "a frame of %zu bytes (at most %zu)", p->need, h->max_sealed);
+        return -1;
+    }
+    const uint8_t *payload;
+    size_t plen;
+    int rc = secure_open(&p->sec, p->frame, p->need, h->opened);
+    free(p->frame);
+    p->frame = NULL;
+    p->have = 0, p->need = 4;
+    if (rc) {
+        snprintf(why, whylen, "a message that fails authentication (corrupted, forged or replayed)");
+        return -1;
+    }
+    if (frame_check(h->opened, len, &h->cfg.limits, &type, &payload, &plen, why, whylen))
+        return -1;
+    if (p->ph == AWAIT_PROOF)
+        became_open(h, p, ev);
+    if (type != FRAME_PING)
+        post(ev, NETIO_MESSAGE, p, NULL, NULL, type, payload, plen);
+    return 0;
+}
+
+/* Reads what p has sent, step by step. 0, or -1 with why (then p is to be dropped). */
+static int read_peer(netio_hub *h, peer *p, event_list *ev, char *why, size_t whylen)
+{
+    size_t budget = READ_BUDGET;
+    while (budget > 0) {
+        int in_frame = p->frame != NULL;
+        uint8_t *dst = in_frame ? p->frame : p->small;
+        ssize_t r = recv(p->fd, dst + p->have, p->need - p->have, 0);
+        if (r == 0) {
+            snprintf(why, whylen, "connection closed by the peer");
+            return -1;
+        }
+        if (r < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+                return 0;
+            snprintf(why, whylen, "%s", strerror(errno));
+            return -1;
+        }
+        p->have += (size_t)r, p->st.received += (uint64_t)r, budget -= (size_t)r < budget ? (size_t)r : budget;
+        p->last_rx = now_s();
+        if (p->have < p->need)
+            continue;
+        const char *hw = "";
+        if (p->ph == AWAIT_HELLO || p->ph == AWAIT_HEADER) {
+            if (handshake_step(h, p, ev, &hw)) {
+                snprintf(why, whylen, "handshake: %s", hw[0] ? hw : "out of memory");
+                return -1;
+            }
+        } else if (in_frame) {
+            if (frame_arrived(h, p, ev, why, whylen))
+                return -1;
+        } else {   /* a frame's length */
+            size_t n = (size_t)p->small[0] << 24 | (size_t)p->small[1] << 16 |
+                       (size_t)p->small[2] << 8 | p->small[3];
+            if (n < FRAME_HEADER + SECURE_OVERHEAD || n > h->max_sealed) {
+                snprintf(why, whylen, "a frame of %zu bytes (at most %zu)", n, h->max_sealed);
+                return -1;
+            }
+            if (!(p->frame = malloc(n))) {
+                snprintf(why, whylen, "out of memory for a frame of %zu bytes", n);
+                return -1;
+            }
+            p->have = 0, p->need = n;
+        }
+    }
+    return 0;
+}
+
+static int write_peer(netio_hub *h, peer *p, char *why, size_t whylen)
+{
+    (void)h;
+    while (p->head) {
+        out_buf *b = p->head;
+        ssize_t w = send(p->fd, b->data + b->off, b->len - b->off, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+                return 0;
+            snprintf(why, whylen, "%s", strerror(errno));
+            return -1;
+        }
+        b->off += (size_t)w, p->st.sent += (uint64_t)w;
+        if (b->off < b->len)
+            continue;
+        p->queued -= b->len;
+        p->head = b->next;
+        if (!p->head)
+            p->tail = NULL;
+        free(b);
+    }
+    return 0;
+}
+
+/* A connection we started became writable: connected, or failed. */
+static int connected(netio_hub *h, peer *p, char *why, size_t whylen)
+{
+    int e = 0;
+    socklen_t len = sizeof e;
+    if (getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &e, &len) || e) {
+        snprintf(why, whylen, "cannot connect: %s", strerror(e ? e : errno));
+        return -1;
+    }
+    uint8_t hello[SECURE_HELLO_BYTES];
+    secure_hello(&p->sec, hello);
+    p->ph = AWAIT_HELLO;
+    p->deadline = now_s() + h->cfg.timeout_s;
+    return enqueue(h, p, hello, sizeof hello, NULL);
+}
+
+static void accept_all(netio_hub *h, int lfd, event_list *ev)
+{
+    for (;;) {
+        struct sockaddr_storage sa;
+        socklen_t len = sizeof sa;
+        int fd = accept(lfd, (struct sockaddr *)&sa, &len);
+        if (fd < 0)
+            return;
+        char addr[64];
+        describe((struct sockaddr *)&sa, addr, sizeof addr);
+        if (!add_peer(h, fd, 0, addr)) {
+            close(fd);
+            post(ev, NETIO_REFUSED, NULL, addr, "too many connections", 0, NULL, 0);
+        }
+    }
+}
+
+/* Deadlines and keepalives; returns how long poll may sleep (ms). */
+static int check_times(netio_hub *h, event_list *ev)
+{
+    double now = now_s(), t = h->cfg.timeout_s, next = now + t / 4;
+    char why[160];
+    for (int i = 0; i < h->cfg.max_peers; i++) {
+        peer *p = h->peers[i];
+        if (!p)
+            continue;
+        if (p->closing[0]) {
+            drop(h, p, p->closing, ev);
+            continue;
+        }
+        if (p->ph != OPEN && now > p->deadline) {
+            snprintf(why, sizeof why, "%s not done within %.1f s",
+                     p->ph == CONNECTING ? "connecting" : "handshake", t);
+            drop(h, p, why, ev);
+            continue;
+        }
+        if (p->ph == OPEN && now - p->last_rx > t) {
+            snprintf(why, sizeof why, "nothing received for %.1f s (timeout)", now - p->last_rx);
+            drop(h, p, why, ev);
+            continue;
+        }
+        if (p->ph == OPEN && now - p->last_tx > t / 4)
+            send_frame(h, p, FRAME_PING, NULL, 0, NULL, 0);
+        double due = p->ph == OPEN ? p->last_rx + t : p->deadline;
+        if (p->ph == OPEN && p->last_tx + t / 4 < due)
+            due = p->last_tx + t / 4;
+        if (due < next)
+            next = due;
+    }
+    double ms = (next - now) * 1000 + 1;
+    return ms < 1 ? 1 : ms > 1000 ? 1000 : (int)ms;
+}
+
+static void *hub_main(void *arg)
+{
+    netio_hub *h = arg;
+    int cap = 1 + MAX_LISTEN + h->cfg.max_peers;
+    struct pollfd *fds = calloc((size_t)cap, sizeof *fds);
+    peer **who = calloc((size_t)cap, sizeof *who);
+    event_list ev = {0};
+    char why[200];
+    pthread_mutex_lock(&h->lock);
+    while (!h->stop && fds && who) {
+        int timeout = check_times(h, &ev), n = 0;
+        fds[n++] = (struct pollfd){h->wake[0], POLLIN, 0};
+        for (int i = 0; i < h->nlisten; i++)
+            who[n] = NULL, fds[n++] = (struct pollfd){h->listen_fd[i], POLLIN, 0};
+        for (int i = 0; i < h->cfg.max_peers; i++) {
+            peer *p = h->peers[i];
+            if (!p)
+                continue;
+            short want = p->ph == CONNECTING ? POLLOUT : (short)(POLLIN | (p->head ? POLLOUT : 0));
+            who[n] = p, fds[n++] = (struct pollfd){p->fd, want, 0};
+        }
+        pthread_mutex_unlock(&h->lock);
+        deliver(h, &ev);
+        poll(fds, (nfds_t)n, ev.n ? 0 : timeout);
+        pthread_mutex_lock(&h->lock);
+        if (fds[0].revents) {
+            char drain[64];
+            while (read(h->wake[0], drain, sizeof drain) > 0) {
+            }
+        }
+        for (int i = 1; i < n; i++) {
+            if (!fds[i].revents)
+                continue;
+            peer *p = who[i];
+            if (!p) {
+                accept_all(h, fds[i].fd, &ev);
+                continue;
+            }
+            why[0] = 0;
+            int bad = 0;
+            if (p->ph == CONNECTING)
+                bad = connected(h, p, why, sizeof why);
+            else if (fds[i].revents & (POLLIN | POLLHUP | POLLERR))
+                bad = read_peer(h, p, &ev, why, sizeof why);
+            if (!bad && p->head)
+                bad = write_peer(h, p, why, sizeof why);
+            if (bad)
+                drop(h, p, why[0] ? why : p->closing[0] ? p->closing : "out of memory", &ev);
+        }
+    }
+    for (int i = 0; i < h->cfg.max_peers; i++)
+        if (h->peers[i])
+            free_peer(h, h->peers[i]);
+    pthread_mutex_unlock(&h->lock);
+    for (int i = 0; i < ev.n; i++)
+        free(ev.ev[i].payload);
+    free(ev.ev);
+    free(fds);
+    free(who);
+    return NULL;
+}
+
+/* ---- starting, listening, connecting ---- */
+
+netio_hub *netio_hub_start(const netio_config *cfg, char *err, size_t errlen)
+{
+    netio_hub *h = calloc(1, sizeof *h);
+    if (!h || sodium_init() < 0) {
+        snprintf(err, errlen, h ? "libsodium cannot start" : "out of memory");
+        free(h);
+        return NULL;
+    }
+    h->cfg = *cfg;
+    if (h->cfg.timeout_s <= 0)
+        h->cfg.timeout_s = 10;
+    if (!h->cfg.max_queued)
+        h->cfg.max_queued = 64u << 20;
+    if (h->cfg.max_peers <= 0)
+        h->cfg.max_peers = 64;
+    h->max_sealed = frame_max_sealed(&h->cfg.limits);
+    h->wake[0] = h->wake[1] = -1;
+    pthread_mutex_init(&h->lock, NULL);
+    h->peers = calloc((size_t)h->cfg.max_peers, sizeof *h->peers);
+    h->opened = malloc(h->max_sealed);
+    if (!h->peers || !h->opened || pipe2(h->wake, O_NONBLOCK | O_CLOEXEC) ||
+        pthread_create(&h->thread, NULL, hub_main, h)) {
+        snprintf(err, errlen, "cannot start the network thread: %s", strerror(errno));
+        h->running = 0;
+        netio_hub_stop(h);
+        return NULL;
+    }
+    h->running = 1;
+    return h;
+}
+
+void netio_hub_stop(netio_hub *h)
+{
+    if (!h)
+        return;
+    if (h->running) {
+        pthread_mutex_lock(&h->lock);
+        h->stop = 1;
+        pthread_mutex_unlock(&h->lock);
+        wake(h);
+        pthread_join(h->thread, NULL);
+    }
+    for (int i = 0; i < h->nlisten; i++)
+        close(h->listen_fd[i]);
+    if (h->wake[0] >= 0)
+        close(h->wake[0]), close(h->wake[1]);
+    pthread_mutex_destroy(&h->lock);
+    sodium_memzero(h->cfg.key, sizeof h->cfg.key);
+    free(h->peers);
+    free(h->opened);
+    free(h);
+}
+
+static struct addrinfo *resolve(const char *addr, int passive, char *err, size_t errlen)
+{
+    char host[256], port[8];
+    if (netio_split_address(addr, host, sizeof host, port, sizeof port, err, errlen))
+        return NULL;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = passive ? AI_PASSIVE : 0}, *res = NULL;
+    int rc = getaddrinfo(host, port, &hints, &res);
+    if (rc) {
+        snprintf(err, errlen, "%s: %s", addr, gai_strerror(rc));
+        return NULL;
+    }
+    return res;
+}
+
+int netio_hub_listen(netio_hub *h, const char *addr, char *bound, size_t boundlen, char *err,
+                     size_t errlen)
+{
+    struct addrinfo *res = resolve(addr, 1, err, errlen);
+    if (!res)
+        return -1;
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) || listen(fd, 16)) {
+        snprintf(err, errlen, "cannot listen on %s: %s", addr, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(res);
+        return -1;
+    }
+    freeaddrinfo(res);
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    getsockname(fd, (struct sockaddr *)&sa, &len);
+    describe((struct sockaddr *)&sa, bound, boundlen);
+    pthread_mutex_lock(&h->lock);
+    int ok = h->nlisten < MAX_LISTEN;
+    if (ok)
+        h->listen_fd[h->nlisten++] = fd;
+    pthread_mutex_unlock(&h->lock);
+    if (!ok) {
+        close(fd);
+        snprintf(err, errlen, "cannot listen on %s: at most %d addresses", addr, MAX_LISTEN);
+        return -1;
+    }
+    wake(h);
+    return 0;
+}
+
+int netio_hub_connect(netio_hub *h, const char *addr, char *err, size_t errlen)
+{
+    struct addrinfo *res = resolve(addr, 0, err, errlen);
+    if (!res)
+        return -1;
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || (connect(fd, res->ai_addr, res->ai_addrlen) && errno != EINPROGRESS)) {
+        snprintf(err, errlen, "cannot connect to %s: %s", addr, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(res);
+        return -1;
+    }
+    freeaddrinfo(res);
+    pthread_mutex_lock(&h->lock);
+    peer *p = add_peer(h, fd, 1, addr);
+    int id = p ? p->id : -1;
+    pthread_mutex_unlock(&h->lock);
+    if (!p) {
+        close(fd);
+        snprintf(err, errlen, "cannot connect to %s: too many connections", addr);
+        return -1;
+    }
+    wake(h);
+    return id;
+}

@@ -1,0 +1,77 @@
+/* A hub: one thread that owns every connection of a process (listening, connecting, the
+ * handshake, sealed frames, keepalives, deadlines) and hands complete, checked messages to a
+ * callback. Any two processes holding the key can talk: a coordinator and its nodes today,
+ * nodes among themselves later.
+ *
+ * Every step has a deadline: connecting and the handshake (timeout_s each), and an open
+ * connection on which nothing arrives for timeout_s is closed (each end sends a keepalive after
+ * a quarter of that in silence), so a dead or stalled peer is noticed even when TCP still holds
+ * its connection. Sockets are non-blocking, so a slow or silent peer never blocks another; what
+ * waits to be sent to a peer is bounded (max_queued), and so is what it may send (frame_limits).
+ * Callbacks run on the hub's thread without its lock held: they may call netio_hub_send. */
+#ifndef FRUGAL_NETIO_HUB_H
+#define FRUGAL_NETIO_HUB_H
+
+#include "netio/frame.h"
+#include "netio/key.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct netio_hub netio_hub;
+
+typedef enum netio_event_kind {
+    NETIO_UP,        /* a peer passed the handshake (and, connecting to us, sent a live frame) */
+    NETIO_MESSAGE,   /* a checked message from it */
+    NETIO_DOWN,      /* it is gone (why); its id is not used again */
+    NETIO_REFUSED,   /* a connection refused before it became a peer (why) */
+} netio_event_kind;
+
+typedef struct netio_event {
+    netio_event_kind kind;
+    int peer;
+    const char *addr;                 /* "127.0.0.1:4321" */
+    uint16_t type;
+    const uint8_t *payload;           /* valid during the callback */
+    size_t len;
+    const char *why;
+} netio_event;
+
+typedef struct netio_config {
+    uint8_t key[NETIO_KEY_BYTES];
+    double timeout_s;                 /* 0: 10 s */
+    size_t max_queued;                /* bytes waiting for one peer; 0: 64 MiB */
+    int max_peers;                    /* 0: 64 */
+    frame_limits limits;              /* what peers may send */
+    void (*on_event)(void *ctx, const netio_event *e);
+    void *ctx;
+} netio_config;
+
+typedef struct netio_peer_stats {
+    uint64_t sent, received;          /* bytes on the wire, both ways */
+} netio_peer_stats;
+
+netio_hub *netio_hub_start(const netio_config *cfg, char *err, size_t errlen);
+/* Stops the thread and closes every connection (no more callbacks after it returns). */
+void netio_hub_stop(netio_hub *h);
+/* Listens on "ADDR:PORT" (port 0: any); the address bound, with its port, goes to bound.
+ * 0, or -1 with err. */
+int netio_hub_listen(netio_hub *h, const char *addr, char *bound, size_t boundlen, char *err,
+                     size_t errlen);
+/* Connects to "HOST:PORT": the peer's id (NETIO_UP or NETIO_DOWN follows), or -1 with err. */
+int netio_hub_connect(netio_hub *h, const char *addr, char *err, size_t errlen);
+/* Queues a message (head then body, either may be empty) for a peer. 0, or -1 when the peer
+ * is gone or its queue is full (it is then closed: a peer that cannot keep up is dead). */
+int netio_hub_send(netio_hub *h, int peer, uint16_t type, const void *head, size_t headlen,
+                   const void *body, size_t bodylen);
+/* Closes a peer (NETIO_DOWN follows with why). */
+void netio_hub_close(netio_hub *h, int peer, const char *why);
+int netio_hub_peer_stats(netio_hub *h, int peer, netio_peer_stats *out);
+/* What peers may send from now on (e.g. once the size of a model is known). */
+void netio_hub_set_limits(netio_hub *h, const frame_limits *l);
+
+/* "HOST:PORT" split and checked (the port 0-65535). 0, or -1 with err. */
+int netio_split_address(const char *addr, char *host, size_t hostlen, char *port,
+                        size_t portlen, char *err, size_t errlen);
+
+#endif
