@@ -37,10 +37,14 @@ LIB_SRC := $(filter-out engine/main.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/*.c) tests/fuzz/targets.c
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
-FUZZ_TARGETS := job_file idx cifar pnm checkpoint checkpoint_crc run_log
+FUZZ_TARGETS := job_file idx cifar pnm checkpoint checkpoint_crc run_log cluster_message
 
 all: $(BUILD)/frugal
-tests: $(BUILD)/frugal_tests $(BUILD)/frugal   # test_cli.c runs the binary
+tests: $(BUILD)/frugal_tests $(BUILD)/frugal $(BUILD)/netproxy   # tests run the binaries
+
+# The fault-injecting proxy the cluster's tests and benchmark put between machines.
+$(BUILD)/netproxy: tools/netproxy.c
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 $(BUILD)/frugal: $(BUILD)/engine/main.o $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)

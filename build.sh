@@ -5,7 +5,8 @@
 #   ./build.sh train [JOB.cfg] [frugal train options]
 #                         install what is missing, build, train (default: DAHL's CNN on Fashion-MNIST)
 #   ./build.sh test       build and run every test: plain, ASan+UBSan, and TSan for the runtime
-#   ./build.sh bench WHAT run a benchmark: runtime, ops, train (frugal against PyTorch), opencl
+#   ./build.sh bench WHAT run a benchmark: runtime, ops, train (frugal against PyTorch), opencl,
+#                         cluster (a coordinator and a node through tools/netproxy)
 #   ./build.sh fuzz [SECONDS]
 #                         libFuzzer (clang, ASan+UBSan) on every decoder, SECONDS each (30)
 #   ./build.sh fixtures   regenerate tests/fixtures from PyTorch (Debian's python3-torch)
@@ -56,7 +57,7 @@ build() {
 run_tests() {
     local total_pass=0 total_fail=0 line
     # variant | make flags | test filter | FRUGAL_TEST_SCALE (sanitizers run fewer seeds)
-    local runs=("release||1" "asan||4" "tsan|runtime run_ train energy opencl_train|4")
+    local runs=("release||1" "asan||4" "tsan|runtime run_ train energy opencl_train cluster|4")
     for run in "${runs[@]}"; do
         IFS='|' read -r variant filter scale <<<"$run"
         echo "== tests [$variant]"
@@ -119,8 +120,13 @@ bench() {
         make -s -j"$JOBS" VARIANT=release build/release/bench_opencl
         tools/bench_opencl.sh "${2:-0.3}"
         ;;
+    cluster)
+        build
+        make -s -j"$JOBS" VARIANT=release build/release/netproxy
+        tools/bench_cluster.sh
+        ;;
     *)
-        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train | opencl" >&2
+        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train | opencl | cluster" >&2
         return 2
         ;;
     esac

@@ -15,7 +15,7 @@ int chunk_engine_open(chunk_engine *e, const job_config *cfg, const dataset *tra
         return -1;
     e->have_model = 1;
     model_init(&e->m, cfg->seed);
-    if (!(e->rt = rt_create(&(rt_config){.workers = cfg->workers}))) {
+    if (!(e->rt = rt_create(&(rt_config){.workers = cfg->workers, .slowdown = cfg->slowdown}))) {
         snprintf(err, errlen, "cannot start the runtime's %d workers", cfg->workers);
         return -1;
     }

@@ -48,6 +48,7 @@ static const key_spec execution_keys[] = {
     {"devices", V_DEVICES, JOB(devices), 0, 0},
     {"device", V_TEXT, JOB(device_filter), 0, 0},
     {"deterministic", V_ONOFF, JOB(deterministic), 0, 0},
+    {"slowdown", V_FLOAT, JOB(slowdown), 1, 100},
     {NULL, 0, 0, 0, 0}};
 static const key_spec energy_keys[] = {
     {"rate_hz", V_FLOAT, JOB(energy_rate_hz), 1, 1000},
@@ -278,6 +279,7 @@ static void set_defaults(job_config *cfg, const char *path)
     cfg->batch = 32;
     cfg->seed = 1;
     cfg->lr = 0.01f;
+    cfg->slowdown = 1;
     cfg->energy_rate_hz = 20;
     cfg->carbon_g_per_kwh = (float)CARBON_G_PER_KWH;
     cfg->baseline_seconds = 1;

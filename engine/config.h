@@ -12,7 +12,9 @@
  *                fuse (auto | on | off: a convolution and the max-pool after it as one task),
  *                devices (auto | cpu | opencl | cpu+opencl), device (which OpenCL devices: their
  *                indexes in `frugal info`, comma-separated, or a part of their name),
- *                deterministic (on | off: the same placement, and so the same weights, every run)
+ *                deterministic (on | off: the same placement, and so the same weights, every run),
+ *                slowdown (1 to 100: every CPU task takes this many times as long, to emulate
+ *                slower hardware in tests and benchmarks)
  *   [energy]     rate_hz, carbon_g_per_kwh, baseline_seconds, baseline_watts,
  *                model_idle_watts, model_core_watts
  *
@@ -74,6 +76,7 @@ typedef struct job_config {
     int devices;                   /* DEVICES_AUTO, ... */
     char device_filter[128];       /* "" (all), "0,2", or a part of a name */
     int deterministic;
+    float slowdown;                /* 1; > 1 emulates slower hardware (runtime.h) */
     /* [energy] */
     float energy_rate_hz;          /* sampler rate */
     float carbon_g_per_kwh;

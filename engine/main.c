@@ -32,7 +32,7 @@ static int usage(FILE *f)
                "            --listen ADDR:PORT --key KEYFILE [--timeout S] [--wait-for N]: other\n"
                "            machines may join (at any time; N of them waited for, up to 60 s) and\n"
                "            compute part of every batch (same weights as on one machine)\n"
-               "  join HOST:PORT --key KEYFILE [--workers N] [--timeout S]\n"
+               "  join HOST:PORT --key KEYFILE [--workers N] [--timeout S] [--slowdown F]\n"
                "            compute chunks for the coordinator at HOST:PORT until it ends training\n"
                "  keygen KEYFILE\n"
                "            a new key for a cluster: copy it to every machine (mode 600)\n"
@@ -90,7 +90,8 @@ static int cmd_keygen(int argc, char **argv)
 
 static int cmd_join(int argc, char **argv)
 {
-    node_options o = {.workers = (int)sysconf(_SC_NPROCESSORS_ONLN), .timeout_s = 10, .out = stdout};
+    node_options o = {.workers = (int)sysconf(_SC_NPROCESSORS_ONLN), .timeout_s = 10, .slowdown = 1,
+                      .out = stdout};
     for (int i = 2; i < argc; i++) {
         int has_value = i + 1 < argc;
         if (!strcmp(argv[i], "--key") && has_value) {
@@ -106,6 +107,13 @@ static int cmd_join(int argc, char **argv)
         } else if (!strcmp(argv[i], "--timeout") && has_value) {
             if (parse_seconds(argv[++i], &o.timeout_s))
                 return 2;
+        } else if (!strcmp(argv[i], "--slowdown") && has_value) {
+            char *end;
+            o.slowdown = strtod(argv[++i], &end);
+            if (*end || !(o.slowdown >= 1 && o.slowdown <= 100)) {
+                fprintf(stderr, "frugal join: --slowdown %s: a factor from 1 to 100\n", argv[i]);
+                return 2;
+            }
         } else if (argv[i][0] != '-' && !o.coordinator) {
             o.coordinator = argv[i];
         } else {
@@ -114,7 +122,8 @@ static int cmd_join(int argc, char **argv)
         }
     }
     if (!o.coordinator || !o.key_path) {
-        fprintf(stderr, "usage: frugal join HOST:PORT --key KEYFILE [--workers N] [--timeout S]\n");
+        fprintf(stderr, "usage: frugal join HOST:PORT --key KEYFILE [--workers N] [--timeout S] "
+                        "[--slowdown F]\n");
         return 2;
     }
     if (o.workers < 1)

@@ -5,13 +5,17 @@
  *                cache, at the job's path, or fetched from the coordinator), the data, a chunk
  *                engine; READY
  *   serve        PARAMS load the batch's parameters; WORK chunks are computed together and each
- *                RESULT sent back; DONE ends it; losing the coordinator ends it with its name
+ *                RESULT sent back; DONE ends it
+ *
+ * Losing the coordinator (killed, restarted with --resume, or a link that stalled) starts over
+ * from connect, trying for --timeout seconds; after that the node stops with its name.
  *
  * Messages arrive on the hub's thread and wait in a queue for this one, so keepalives flow while
  * chunks are computed. */
 #include "engine/node.h"
 
 #include "energy/meter.h"
+#include "energy/model.h"
 #include "engine/chunk_engine.h"
 #include "engine/cluster_proto.h"
 #include "engine/job_data.h"
@@ -50,6 +54,8 @@ typedef struct node {
     dataset train;
     chunk_engine e;
     int have_engine;
+    int lost;                    /* the session ended with the coordinator lost */
+    int rejoining;               /* any failure to connect is retried, not only a refusal */
     energy_meter *meter;
     char err[1024];
 } node;
@@ -105,8 +111,10 @@ static int fail(node *n, const char *fmt, ...)
 /* An event that is not the message wanted ends the node: the coordinator lost or refusing. */
 static int unexpected(node *n, const queued *q, const char *waiting_for)
 {
-    if (q->e.kind == NETIO_DOWN || q->e.kind == NETIO_REFUSED)
+    if (q->e.kind == NETIO_DOWN || q->e.kind == NETIO_REFUSED) {
+        n->lost = 1;
         return fail(n, "coordinator %s lost while %s: %s", n->o->coordinator, waiting_for, q->why);
+    }
     if (q->e.type == MSG_DONE) {
         char text[PROTO_TEXT + 1] = "";
         proto_text_decode(text, sizeof text, q->e.payload, q->e.len, n->err, sizeof n->err);
@@ -141,7 +149,8 @@ static int connect_and_join(node *n)
         return fail(n, "%s", n->err);
     }
     sodium_memzero(nc.key, sizeof nc.key);
-    /* a coordinator still starting refuses connections: try again until the timeout */
+    /* a coordinator still starting refuses (or resets) connections: try again until the
+     * timeout; after a loss, whatever the failure (a stalled link may close instead) */
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
@@ -149,7 +158,8 @@ static int connect_and_join(node *n)
         int up = q->e.kind == NETIO_UP;
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double waited = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-        int retry = !up && strstr(q->why, "refused") && waited < n->o->timeout_s;
+        int retry = !up && waited < n->o->timeout_s &&
+                    (n->rejoining || strstr(q->why, "refused") || strstr(q->why, "reset"));
         if (!up && !retry)
             fail(n, "cannot join %s: %s", n->o->coordinator, q->why);
         free(q);
@@ -163,15 +173,18 @@ static int connect_and_join(node *n)
     }
     msg_join j = {PROTO_VERSION, (uint32_t)n->o->workers, (uint32_t)ops_isa_supported(), "", ""};
     gethostname(j.host, sizeof j.host - 1);
-    n->meter = energy_meter_open(&(energy_options){0});
+    n->meter = energy_meter_open(&(energy_options){0, MODEL_IDLE_W, MODEL_CORE_W});
     if (n->meter && energy_meter_start(n->meter, n->err, sizeof n->err) == 0)
         snprintf(j.energy, sizeof j.energy, "%s", energy_meter_source(n->meter));
     uint8_t buf[512];
     size_t len = proto_join_encode(&j, buf, sizeof buf);
     if (netio_hub_send(n->hub, n->peer, MSG_JOIN, buf, len, NULL, 0))
         return fail(n, "coordinator %s: cannot send JOIN", n->o->coordinator);
-    fprintf(n->o->out, "joined %s with %d workers (kernels %s, energy: %s)\n", n->o->coordinator,
+    fprintf(n->o->out, "joined %s with %d workers (kernels %s, energy: %s)", n->o->coordinator,
             n->o->workers, ops_isa_name(ops_isa_supported()), j.energy[0] ? j.energy : "none");
+    if (n->o->slowdown > 1)
+        fprintf(n->o->out, ", emulating hardware %gx slower (--slowdown)", n->o->slowdown);
+    fputc('\n', n->o->out);
     return 0;
 }
 
@@ -237,7 +250,7 @@ static int fetch(node *n, const proto_file *f, const char *path)
         uint8_t buf[64];
         queued *q = NULL;
         rc = netio_hub_send(n->hub, n->peer, MSG_FETCH, buf, proto_fetch_encode(&m, buf, sizeof buf),
-                            NULL, 0) ? fail(n, "coordinator lost while fetching %s", f->name)
+                            NULL, 0) ? (n->lost = 1, fail(n, "coordinator lost while fetching %s", f->name))
                                      : expect(n, MSG_FILE, "fetching a file", &q);
         msg_file part;
         if (!rc && (proto_file_decode(&part, q->e.payload, q->e.len, n->err, sizeof n->err) ||
@@ -280,19 +293,22 @@ static int find_file(node *n, const proto_file *f, char *path, size_t pathlen)
     return fetch(n, f, path);
 }
 
-/* The job as the coordinator runs it, with this node's workers and the files found here. */
+/* The job as the coordinator runs it, with this node's workers and slowdown and the files
+ * found here. */
 static int parse_job(node *n, const msg_job *job)
 {
     const char *overrides[64];
-    char *text = job->text, *workers = NULL;
+    char *text = job->text, *workers = NULL, slowdown[64];
     int no = 0;
-    for (char *line = strstr(text, "\n#--set "); line && no < 60; line = strstr(line + 1, "\n#--set "))
+    for (char *line = strstr(text, "\n#--set "); line && no < 59; line = strstr(line + 1, "\n#--set "))
         overrides[no++] = line + 8;
     for (int i = 0; i < no; i++)   /* cut each at its end of line */
         *strchrnul(overrides[i], '\n') = 0;
     if (asprintf(&workers, "execution.workers=%d", n->o->workers) < 0)
         return fail(n, "out of memory");
     overrides[no++] = workers;
+    snprintf(slowdown, sizeof slowdown, "execution.slowdown=%g", n->o->slowdown);
+    overrides[no++] = slowdown;
     overrides[no++] = "execution.devices=cpu";
     overrides[no] = NULL;
     int rc = config_parse(&n->cfg, "the coordinator's job", text, strlen(text), overrides, n->err,
@@ -345,7 +361,7 @@ static int take_job(node *n)
     for (int i = 0; i < 8; i++)
         ready[i] = (uint8_t)(np >> (8 * i));
     if (netio_hub_send(n->hub, n->peer, MSG_READY, ready, sizeof ready, NULL, 0))
-        return fail(n, "coordinator %s lost", n->o->coordinator);
+        return n->lost = 1, fail(n, "coordinator %s lost", n->o->coordinator);
     fprintf(n->o->out, "ready: %ld images %dx%dx%d, %ld parameters\n", n->train.n, n->train.h,
             n->train.w, n->train.c, np);
     fflush(n->o->out);
@@ -367,7 +383,7 @@ static int send_results(node *n, const msg_work *w, int count)
         r.estimated = n->meter ? (uint32_t)energy_meter_estimated(n->meter) : 1;
         if (netio_hub_send(n->hub, n->peer, MSG_RESULT, head, proto_result_head(&r, head, sizeof head),
                            r.grads, sizeof(float) * r.nparams))
-            return fail(n, "coordinator %s lost while sending results", n->o->coordinator);
+            return n->lost = 1, fail(n, "coordinator %s lost while sending results", n->o->coordinator);
     }
     return 0;
 }
@@ -416,6 +432,27 @@ static int serve(node *n)
     }
 }
 
+/* One connection's life: 0 when the coordinator ended training, 1 otherwise (n->lost says
+ * whether the coordinator was lost). Everything it set up is released. */
+static int session(node *n)
+{
+    n->lost = 0;
+    int rc = connect_and_join(n);
+    rc = rc ? rc : take_job(n);
+    rc = rc < 0 ? 0 : rc ? rc : serve(n);
+    netio_hub_stop(n->hub);
+    n->hub = NULL;
+    for (queued *q; (q = next_event(n, 0));)
+        free(q);
+    if (n->have_engine)
+        chunk_engine_close(&n->e);
+    n->have_engine = 0;
+    energy_meter_close(n->meter);
+    n->meter = NULL;
+    dataset_free(&n->train);
+    return rc;
+}
+
 int node_run(const node_options *o)
 {
     node *n = calloc(1, sizeof *n);
@@ -424,16 +461,13 @@ int node_run(const node_options *o)
     n->o = o;
     pthread_mutex_init(&n->lock, NULL);
     pthread_cond_init(&n->arrived, NULL);
-    int rc = connect_and_join(n);
-    rc = rc ? rc : take_job(n);
-    rc = rc < 0 ? 0 : rc ? rc : serve(n);
-    netio_hub_stop(n->hub);
-    for (queued *q; (q = next_event(n, 0));)
-        free(q);
-    if (n->have_engine)
-        chunk_engine_close(&n->e);
-    energy_meter_close(n->meter);
-    dataset_free(&n->train);
+    int rc;
+    while ((rc = session(n)) && n->lost) {
+        fprintf(o->out, "coordinator %s lost: trying to rejoin for %g s\n", o->coordinator,
+                o->timeout_s);
+        fflush(o->out);
+        n->rejoining = 1;
+    }
     pthread_cond_destroy(&n->arrived);
     pthread_mutex_destroy(&n->lock);
     free(n);

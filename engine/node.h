@@ -1,4 +1,4 @@
-/* frugal join HOST:PORT --key KEYFILE [--workers N]: a machine that computes chunks of a
+/* frugal join HOST:PORT --key KEYFILE [--workers N] [--slowdown F]: a machine that computes chunks of a
  * coordinator's batches (engine/coordinator.h) until the coordinator says training is over or
  * is lost. It needs only the binary and the key: the job and the training files come from the
  * coordinator (files cached by content hash in $FRUGAL_CACHE_DIR, else
@@ -13,6 +13,7 @@ typedef struct node_options {
     const char *key_path;
     int workers;
     double timeout_s;
+    double slowdown;             /* 1, or > 1 to emulate slower hardware (runtime.h) */
     FILE *out;
 } node_options;
 

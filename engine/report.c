@@ -208,6 +208,8 @@ static void write_job(FILE *f, const report_input *in)
             sysconf(_SC_NPROCESSORS_ONLN), ops_isa_name(ops_isa_active()), clock_source());
     fputs("  \"execution\": {", f);
     plan_write_json(in->plan, in->m, f);
+    if (in->cfg->slowdown > 1)
+        fprintf(f, ", \"emulated_slowdown\": %g", in->cfg->slowdown);
     if (in->devices) {
         fputs(", ", f);
         devices_write_json(in->devices, f);

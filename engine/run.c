@@ -44,7 +44,7 @@ typedef struct run {
     model m;
     int have_model;
     run_folder folder;
-    char ckpt[700], metrics[700], summary[700];
+    char ckpt[700], weights[700], metrics[700], summary[700];
     run_log log;
     int resumed_after;                 /* epochs done when the run started */
     long resume_batch;                 /* batches of the next epoch done then */
@@ -142,6 +142,7 @@ static int run_open(run *r, const run_options *o)
     if (run_folder_open(&r->folder, cfg->output, o->job, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     run_folder_path(&r->folder, "checkpoint.bin", r->ckpt, sizeof r->ckpt);
+    run_folder_path(&r->folder, "model.bin", r->weights, sizeof r->weights);
     run_folder_path(&r->folder, "metrics.csv", r->metrics, sizeof r->metrics);
     run_folder_path(&r->folder, "summary.json", r->summary, sizeof r->summary);
     model_init(&r->m, cfg->seed);
@@ -152,7 +153,7 @@ static int run_open(run *r, const run_options *o)
                 "replaced (--resume continues that run instead)\n", cfg->output);
     if (report_write_metrics(r->metrics, &r->log, r->err, sizeof r->err))   /* as the checkpoint says */
         return fail(r, "%s", r->err);
-    rt_config rc = {.workers = cfg->workers, .trace = o->trace != NULL};
+    rt_config rc = {.workers = cfg->workers, .trace = o->trace != NULL, .slowdown = cfg->slowdown};
     if (devices_open(&r->devices, cfg, &rc, r->out, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     if (o->listen || o->key) {
@@ -293,7 +294,11 @@ static int run_save(run *r)
     if (trainer_sync(r->t, r->err, sizeof r->err) ||
         !(st.log = run_log_encode(&r->log, &st.log_len)))
         return fail(r, "%s", r->err[0] ? r->err : "out of memory encoding the run's log");
+    /* model.bin: the same without the log (and its timings), so the same weights give the same
+     * bytes however they were computed (one machine or several). */
+    checkpoint_state weights_only = {.epoch = st.epoch, .batch = st.batch};
     int rc = checkpoint_save(&r->m, &st, r->ckpt, r->err, sizeof r->err) ||
+             checkpoint_save(&r->m, &weights_only, r->weights, r->err, sizeof r->err) ||
              report_write_metrics(r->metrics, &r->log, r->err, sizeof r->err);
     free(st.log);
     report_input in = {&r->cfg, &r->train, r->have_test ? &r->test : NULL, &r->m,
@@ -326,8 +331,8 @@ static void run_close(run *r, int finished)
             energy_run_print(&r->er, &r->last_energy, &r->st, r->train.n, r->out);
         if (r->o->trace && rt_trace_write(r->rt, r->o->trace))
             fail(r, "%s: cannot write the trace: %s", r->o->trace, strerror(errno));
-        fprintf(r->out, "metrics: %s, summary: %s, checkpoint: %s\n", r->metrics, r->summary,
-                r->ckpt);
+        fprintf(r->out, "metrics: %s, summary: %s, checkpoint: %s, weights: %s\n", r->metrics,
+                r->summary, r->ckpt, r->weights);
     }
     if (r->er.meter)
         energy_run_end(&r->er);

@@ -508,10 +508,12 @@ static void accept_all(netio_hub *h, int lfd, event_list *ev)
     }
 }
 
-/* Deadlines and keepalives; returns how long poll may sleep (ms). */
+/* Deadlines and keepalives; returns how long poll may sleep (ms). A keepalive goes out after a
+ * quarter of the timeout in silence, and at least every second, so that a peer configured with
+ * a shorter timeout than ours (down to about 1.5 s) still hears from us. */
 static int check_times(netio_hub *h, event_list *ev)
 {
-    double now = now_s(), t = h->cfg.timeout_s, next = now + t / 4;
+    double now = now_s(), t = h->cfg.timeout_s, ka = t / 4 < 1 ? t / 4 : 1, next = now + ka;
     char why[160];
     for (int i = 0; i < h->cfg.max_peers; i++) {
         peer *p = h->peers[i];
@@ -532,11 +534,11 @@ static int check_times(netio_hub *h, event_list *ev)
             drop(h, p, why, ev);
             continue;
         }
-        if (p->ph == OPEN && now - p->last_tx > t / 4)
+        if (p->ph == OPEN && now - p->last_tx > ka)
             send_frame(h, p, FRAME_PING, NULL, 0, NULL, 0);
         double due = p->ph == OPEN ? p->last_rx + t : p->deadline;
-        if (p->ph == OPEN && p->last_tx + t / 4 < due)
-            due = p->last_tx + t / 4;
+        if (p->ph == OPEN && p->last_tx + ka < due)
+            due = p->last_tx + ka;
         if (due < next)
             next = due;
     }

@@ -5,7 +5,7 @@
  *
  * Every step has a deadline: connecting and the handshake (timeout_s each), and an open
  * connection on which nothing arrives for timeout_s is closed (each end sends a keepalive after
- * a quarter of that in silence), so a dead or stalled peer is noticed even when TCP still holds
+ * a quarter of that in silence, and at least every second), so a dead or stalled peer is noticed even when TCP still holds
  * its connection. Sockets are non-blocking, so a slow or silent peer never blocks another; what
  * waits to be sent to a peer is bounded (max_queued), and so is what it may send (frame_limits).
  * Callbacks run on the hub's thread without its lock held: they may call netio_hub_send. */

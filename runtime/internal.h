@@ -217,6 +217,7 @@ struct rt_runtime {
     int nmemories;                  /* 1: host only, no coherence to keep */
     unsigned kinds_present;         /* bit per rt_worker_kind */
     int trace;
+    double slowdown;                /* rt_config's, 1 when none */
     rt_worker *workers;
     worker_group groups[RT_WORKER_KINDS];
     int ngroups;

@@ -138,6 +138,8 @@ typedef struct rt_device {
 typedef struct rt_config {
     int workers;             /* CPU workers, including the calling thread; 0 = number of CPUs */
     int trace;               /* keep every task's (worker, kind, start, end) for export */
+    double slowdown;         /* > 1: emulate slower hardware, each CPU task body taking this
+                              * many times as long (spinning after it); 0 or 1: none */
     int ndevices;            /* each gets a worker thread and a memory of its own */
     rt_device devices[RT_MAX_DEVICES];
 } rt_config;

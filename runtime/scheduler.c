@@ -371,6 +371,17 @@ void rt_task_complete(rt_runtime *rt, rt_task *t, int failed, const char *why)
     atomic_fetch_sub(&rt->completing, 1);   /* the last touch of rt */
 }
 
+/* Stretches a task body that ran from start to end to slowdown times its length, busy as a
+ * slower core would be; the new end. */
+static uint64_t emulate_slower(const rt_runtime *rt, uint64_t start, uint64_t end)
+{
+    uint64_t until = end + (uint64_t)((double)(end - start) * (rt->slowdown - 1));
+    uint64_t now = end;
+    while (now < until)
+        now = clock_ticks();
+    return now;
+}
+
 /* Runs t: its data first (if copies are needed it is handed back when they arrive and NULL is
  * returned), then its body, then completes it unless the body completes later. Returns one
  * successor made ready, to run next. */
@@ -389,6 +400,8 @@ static rt_task *run_task(rt_runtime *rt, rt_worker *me, rt_task *t)
             if (__builtin_expect(rc == RT_PENDING, 0))
                 return NULL;   /* t may already be gone */
             uint64_t end = clock_ticks();
+            if (__builtin_expect(rt->slowdown > 1, 0) && me->kind == RT_WORKER_CPU)
+                end = emulate_slower(rt, start, end);
             stats_record(me, t, start, end);
             if (__builtin_expect(rc != 0, 0))
                 runtime_set_error(rt, "task '%s' failed on worker %d (returned %d)",
@@ -562,6 +575,7 @@ rt_runtime *rt_create(const rt_config *cfg)
     }
     rt->window = WINDOW_BASE + WINDOW_PER_WORKER * rt->nworkers;
     rt->trace = cfg->trace;
+    rt->slowdown = cfg->slowdown > 1 ? cfg->slowdown : 1;
     clock_init();
     rt->workers = aligned_alloc(64, sizeof(rt_worker) * (size_t)rt->nworkers);
     if (!rt->workers) {

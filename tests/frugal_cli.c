@@ -27,16 +27,21 @@ static void child(const frugal_call *c, const char *bin, int fd, const char *con
     _exit(126);
 }
 
-static void binary(char *bin, size_t n)
+static void binary(char *bin, size_t n, const char *name)
 {
     const char *variant = getenv("FRUGAL_TEST_VARIANT");
-    snprintf(bin, n, "build/%s/frugal", variant ? variant : "release");
+    snprintf(bin, n, "build/%s/%s", variant ? variant : "release", name);
 }
 
 pid_t frugal_spawn(const frugal_call *c, const char *log, const char *const *args)
 {
+    return tool_spawn("frugal", c, log, args);
+}
+
+pid_t tool_spawn(const char *name, const frugal_call *c, const char *log, const char *const *args)
+{
     char bin[256];
-    binary(bin, sizeof bin);
+    binary(bin, sizeof bin, name);
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
@@ -51,7 +56,7 @@ pid_t frugal_spawn(const frugal_call *c, const char *log, const char *const *arg
 int frugal_run(const frugal_call *c, char *out, size_t n, const char *const *args)
 {
     char bin[256];
-    binary(bin, sizeof bin);
+    binary(bin, sizeof bin, "frugal");
     int fd[2];
     if (pipe(fd))
         return -1;

@@ -20,6 +20,8 @@ int frugal_run(const frugal_call *c, char *out, size_t n, const char *const *arg
 /* Starts frugal in the background with its stdout and stderr going to the file log; the pid,
  * or -1. It dies with SIGALRM after 300 s, as frugal_run's do. */
 pid_t frugal_spawn(const frugal_call *c, const char *log, const char *const *args);
+/* The same for another binary built beside it (build/VARIANT/name: netproxy). */
+pid_t tool_spawn(const char *name, const frugal_call *c, const char *log, const char *const *args);
 
 #define FRUGAL(out, ...) \
     frugal_run(&(frugal_call){(uid_t)-1, NULL, 0}, out, sizeof out, (const char *const[]){__VA_ARGS__, NULL})

@@ -89,7 +89,9 @@ int main(int argc, char **argv)
         if (pid == 0) {
             alarm(TEST_TIMEOUT_S);   /* a hang becomes a failure, not a stuck CI */
             tests[i].fn();
-            if (tmpdir[0]) {
+            if (tmpdir[0] && getenv("FRUGAL_TEST_KEEP"))   /* for a look at what a test left */
+                fprintf(stderr, "    kept %s\n", tmpdir);
+            else if (tmpdir[0]) {
                 char cmd[300];
                 snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
                 if (system(cmd)) {

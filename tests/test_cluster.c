@@ -1,10 +1,13 @@
 /* Training across machines, as separate processes on loopback (127.0.0.1 only): 1, 2 and 3
- * nodes give the same parameters and optimizer state, bit for bit, as one machine; a node
- * killed mid-run changes nothing; connections without the key, with garbage, with an oversized
- * frame or sending nothing are refused and logged with their address while training goes on;
- * the coordinator's loss ends a node with a message naming it. Every process dies after 300 s
- * at most (frugal_cli), and the tests stop by themselves. */
-#include "engine/checkpoint.h"
+ * nodes give a model file byte-identical to one machine's; so do nodes killed, joining, and
+ * reconnecting mid-run, links broken by tools/netproxy (a flipped bit, a replayed frame, an
+ * oversized length, a stall) and a coordinator killed and resumed. Connections without the key,
+ * with garbage or sending nothing are refused and logged with their address while training goes
+ * on; a node whose coordinator is gone stops naming it. Every process dies after 300 s at most
+ * (frugal_cli), and the tests stop by themselves.
+ *
+ * The runs that must last long enough for faults to land mid-run use execution.slowdown (and
+ * join --slowdown), which stretches every task without changing a result. */
 #include "frugal_cli.h"
 #include "test.h"
 
@@ -26,124 +29,201 @@ static int port(int which)
 {
     static int base;
     if (!base)
-        base = 20000 + (int)(getpid() % 10000) * 4;
+        base = 20000 + (int)(getpid() % 2500) * 16;
     return base + which;
 }
 
-static const char *job(void)
+static const char *addr_of(int which)
 {
-    static char path[700];
-    snprintf(path, sizeof path, "%s/cluster.cfg", test_tmpdir());
+    static char buf[4][64];
+    static int next;
+    char *p = buf[next++ % 4];
+    snprintf(p, 64, "127.0.0.1:%d", port(which));
+    return p;
+}
+
+static const char *tmp(const char *name)
+{
+    static char buf[8][700];
+    static int next;
+    char *p = buf[next++ % 8];
+    snprintf(p, 700, "%s/%s", test_tmpdir(), name);
+    return p;
+}
+
+static const char *dir(const char *name)
+{
+    return tmp(name);
+}
+
+static char *slurp(const char *path, char *buf, size_t n)
+{
+    buf[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        buf[fread(buf, 1, n - 1, f)] = 0;
+        fclose(f);
+    }
+    return buf;
+}
+
+static const char *job_file(const char *name, int limit, int filters, int epochs)
+{
+    const char *path = tmp(name);
     FILE *f = fopen(path, "w");
     if (f) {
-        fputs("[job]\nepochs = 2\nbatch = 32\nseed = 7\n"
-              "[data]\nformat = idx\n"
-              "train_images = /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz\n"
-              "train_labels = /usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz\n"
-              "limit = 1536\n"
-              "[conv]\nfilters = 4\nsize = 3\n[relu]\n[maxpool]\nsize = 2\n[flatten]\n"
-              "[dense]\noutputs = 10\n[softmax_xent]\n"
-              "[optimizer]\ntype = sgd\nlr = 0.01\nmomentum = 0.9\n"
-              "[execution]\nworkers = 1\ngrain = 4\n[energy]\nbaseline_seconds = 0\n", f);
+        fprintf(f, "[job]\nepochs = %d\nbatch = 32\nseed = 7\n"
+                   "[data]\nformat = idx\n"
+                   "train_images = /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz\n"
+                   "train_labels = /usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz\n"
+                   "limit = %d\n"
+                   "[conv]\nfilters = %d\nsize = 3\n[relu]\n[maxpool]\nsize = 2\n[flatten]\n"
+                   "[dense]\noutputs = 10\n[softmax_xent]\n"
+                   "[optimizer]\ntype = sgd\nlr = 0.01\nmomentum = 0.9\n"
+                   "[execution]\nworkers = 1\ngrain = 4\n[energy]\nbaseline_seconds = 0\n",
+                epochs, limit, filters);
         fclose(f);
     }
     return path;
 }
 
+/* A job that takes a tenth of a second, and one that takes seconds at the slowdown below. */
+static const char *job(void)
+{
+    return job_file("cluster.cfg", 1536, 4, 2);
+}
+
+static const char *slow_job(void)
+{
+    return job_file("slow.cfg", 3072, 8, 3);
+}
+
+/* Long enough for faults to land mid-run: sanitizers slow tasks down already. */
+static const char *slowdown(void)
+{
+    const char *variant = getenv("FRUGAL_TEST_VARIANT");
+    return !variant || !strcmp(variant, "release") ? "50" : !strcmp(variant, "tsan") ? "3" : "6";
+}
+
 static const char *key(void)
 {
-    static char path[700];
-    snprintf(path, sizeof path, "%s/cluster.key", test_tmpdir());
+    const char *path = tmp("cluster.key");
     if (access(path, F_OK))
         CHECKF(FRUGAL(out, "keygen", path) == 0, "%s", out);
     return path;
 }
 
-static const char *dir(const char *name)
+/* A node joining the address `to` (a port index), logging to NAME.log; slowdown may be NULL. */
+static pid_t start_node(int to, const char *name, const char *keyfile, const char *timeout,
+                        const char *slowdown)
 {
-    static char buf[4][700];
-    static int next;
-    char *p = buf[next++ % 4];
-    snprintf(p, 700, "%s/%s", test_tmpdir(), name);
-    return p;
-}
-
-static pid_t start_node(int which, const char *name, const char *keyfile)
-{
-    char addr[64], log[700], cache[760];
+    char log[760], cache[760];
     static char env_cache[800];
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", port(which));
     snprintf(log, sizeof log, "%s/%s.log", test_tmpdir(), name);
     snprintf(cache, sizeof cache, "%s/cache-%s", test_tmpdir(), name);
     snprintf(env_cache, sizeof env_cache, "FRUGAL_CACHE_DIR=%s", cache);
     const char *env[] = {env_cache, NULL};
-    return frugal_spawn(&(frugal_call){(uid_t)-1, env, 0}, log,
-                        (const char *const[]){"join", addr, "--key", keyfile, "--workers", "1",
-                                              "--timeout", "20", NULL});
+    const char *args[12] = {"join", addr_of(to), "--key", keyfile, "--workers", "1",
+                            "--timeout", timeout};
+    if (slowdown)
+        args[8] = "--slowdown", args[9] = slowdown;
+    return frugal_spawn(&(frugal_call){(uid_t)-1, env, 0}, log, args);
 }
 
-/* The coordinator, in the foreground, waiting for `nodes` nodes. */
+static pid_t start_slow_node(int to, const char *name, const char *timeout)
+{
+    return start_node(to, name, key(), timeout, slowdown());
+}
+
+/* A coordinator's arguments: the job, its output folder NAME, listening on port `which`,
+ * waiting for `nodes`; slow: at the slowdown; resume: --resume. */
+typedef struct coordinator_run {
+    const char *job, *name;
+    int which, nodes;
+    const char *timeout;
+    int slow, resume;
+} coordinator_run;
+
+static void coordinator_args(const coordinator_run *c, const char **args, char (*bufs)[760])
+{
+    snprintf(bufs[0], 760, "job.output=%s", dir(c->name));
+    snprintf(bufs[1], 760, "%d", c->nodes);
+    int n = 0;
+    const char *fixed[] = {"train", c->job, "--set", bufs[0], "--listen", addr_of(c->which),
+                           "--key", key(), "--wait-for", bufs[1], "--timeout", c->timeout};
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+        args[n++] = fixed[i];
+    snprintf(bufs[2], 760, "execution.slowdown=%s", slowdown());
+    if (c->slow)
+        args[n++] = "--set", args[n++] = bufs[2];
+    if (c->resume)
+        args[n++] = "--resume";
+    args[n] = NULL;
+}
+
+/* In the foreground: its exit status, its output in out. */
+static int coordinate_run(const coordinator_run *c)
+{
+    const char *args[20];
+    char bufs[3][760];
+    coordinator_args(c, args, bufs);
+    return frugal_run(&(frugal_call){(uid_t)-1, NULL, 0}, out, sizeof out, args);
+}
+
 static int coordinate(int which, const char *name, int nodes, const char *timeout)
 {
-    char addr[64], output[760], wait[16];
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", port(which));
-    snprintf(output, sizeof output, "job.output=%s", dir(name));
-    snprintf(wait, sizeof wait, "%d", nodes);
-    return FRUGAL(out, "train", job(), "--set", output, "--listen", addr, "--key", key(),
-                  "--wait-for", wait, "--timeout", timeout);
+    return coordinate_run(&(coordinator_run){job(), name, which, nodes, timeout, 0, 0});
 }
 
-static void single(void)
+/* The single-machine run of a job, once per test binary. */
+static void single(const char *name, const char *jobpath)
 {
-    static int done;
     char output[760];
-    snprintf(output, sizeof output, "job.output=%s", dir("single"));
-    if (!done++)
-        CHECKF(FRUGAL(out, "train", job(), "--set", output) == 0, "%s", out);
+    snprintf(output, sizeof output, "job.output=%s", dir(name));
+    if (access(tmp(name), F_OK))
+        CHECKF(FRUGAL(out, "train", jobpath, "--set", output) == 0, "%s", out);
 }
 
-/* Parameters and velocities of two runs' checkpoints, compared bit for bit. */
+/* Two runs' model files (weights and optimizer state, no timings), compared byte for byte. */
 static void check_identical(const char *a, const char *b)
 {
-    char pa[760], pb[760], err[512];
-    snprintf(pa, sizeof pa, "%s/checkpoint.bin", dir(a));
-    snprintf(pb, sizeof pb, "%s/checkpoint.bin", dir(b));
-    model ma, mb;
-    checkpoint_state sa = {0}, sb = {0};
-    int ok = checkpoint_open_model(&ma, &sa, pa, err, sizeof err) == 0;
-    CHECKF(ok, "%s", err);
-    if (!ok)
-        return;
-    ok = checkpoint_open_model(&mb, &sb, pb, err, sizeof err) == 0;
-    CHECKF(ok, "%s", err);
-    if (ok) {
-        CHECK(ma.nlayers == mb.nlayers && sa.epoch == sb.epoch);
-        for (int l = 0; l < ma.nlayers && l < mb.nlayers; l++) {
-            size_t bytes = sizeof(float) * (size_t)ma.layers[l].nparams;
-            CHECKF(!bytes || (!memcmp(ma.layers[l].params, mb.layers[l].params, bytes) &&
-                              !memcmp(ma.layers[l].velocity, mb.layers[l].velocity, bytes)),
-                   "%s vs %s: layer %d differs", a, b, l);
-        }
-        free(sb.log);
-        model_free(&mb);
-    }
-    free(sa.log);
-    model_free(&ma);
+    char pa[760], pb[760];
+    snprintf(pa, sizeof pa, "%s/model.bin", dir(a));
+    snprintf(pb, sizeof pb, "%s/model.bin", dir(b));
+    static char da[1 << 20], db[1 << 20];
+    FILE *fa = fopen(pa, "rb"), *fb = fopen(pb, "rb");
+    size_t na = fa ? fread(da, 1, sizeof da, fa) : 0, nb = fb ? fread(db, 1, sizeof db, fb) : 0;
+    CHECKF(fa && fb, "%s or %s is missing", pa, pb);
+    CHECKF(na > 0 && na < sizeof da && na == nb && !memcmp(da, db, na),
+           "%s and %s differ (%zu and %zu bytes)", pa, pb, na, nb);
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
 }
 
+/* Waits for a node; its exit status, its log appended to out. */
 static int wait_node(pid_t pid, const char *name)
 {
     int status = 0;
     waitpid(pid, &status, 0);
-    char path[760], log[4096] = "";
+    char path[760], log[4096];
     snprintf(path, sizeof path, "%s/%s.log", test_tmpdir(), name);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        log[fread(log, 1, sizeof log - 1, f)] = 0;
-        fclose(f);
-    }
-    snprintf(out + strlen(out), sizeof out - strlen(out), "\n--- %s ---\n%s", name, log);
+    snprintf(out + strlen(out), sizeof out - strlen(out), "\n--- %s ---\n%s", name,
+             slurp(path, log, sizeof log));
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Waits (up to 60 s) until the file holds text. */
+static int wait_for_text(const char *path, const char *text)
+{
+    char buf[1 << 14];
+    for (int i = 0; i < 6000; i++) {
+        if (strstr(slurp(path, buf, sizeof buf), text))
+            return 1;
+        usleep(10 * 1000);
+    }
+    return 0;
 }
 
 static void run_with_nodes(int which, int nodes, const char *name)
@@ -152,7 +232,7 @@ static void run_with_nodes(int which, int nodes, const char *name)
     char names[3][32];
     for (int i = 0; i < nodes; i++) {
         snprintf(names[i], sizeof names[i], "%s-node%d", name, i);
-        pid[i] = start_node(which, names[i], key());
+        pid[i] = start_node(which, names[i], key(), "20", NULL);
     }
     int rc = coordinate(which, name, nodes, "20");
     int nodes_ok = 1;
@@ -165,17 +245,12 @@ static void run_with_nodes(int which, int nodes, const char *name)
 
 TEST(cluster_one_two_three_nodes_give_the_same_weights)
 {
-    single();
+    single("single", job());
     run_with_nodes(0, 1, "one");
     run_with_nodes(1, 2, "two");
     run_with_nodes(2, 3, "three");
-    char path[760], summary[1 << 14] = "";
-    snprintf(path, sizeof path, "%s/summary.json", dir("three"));
-    FILE *f = fopen(path, "r");
-    if (f) {
-        summary[fread(summary, 1, sizeof summary - 1, f)] = 0;
-        fclose(f);
-    }
+    char summary[1 << 14];
+    slurp(tmp("three/summary.json"), summary, sizeof summary);
     CHECKF(strstr(summary, "\"cluster\"") && strstr(summary, "\"bytes_received\"") &&
            strstr(summary, "\"energy\": \"estimated"), "%s", summary);
 }
@@ -213,12 +288,12 @@ static void hostile_connections(int which)
 
 TEST(cluster_refuses_strangers_and_goes_on)
 {
-    single();
+    single("single", job());
     char other[760];
     snprintf(other, sizeof other, "%s/other.key", test_tmpdir());
     unlink(other);
     CHECKF(FRUGAL(out, "keygen", other) == 0, "%s", out);
-    pid_t stranger = start_node(3, "stranger", other);   /* fixes the ports before the fork */
+    pid_t stranger = start_node(3, "stranger", other, "20", NULL);   /* fixes the ports before the fork */
     pid_t coordinator = fork();
     if (coordinator == 0) {
         int rc = coordinate(3, "hostile", 1, "2");
@@ -233,7 +308,7 @@ TEST(cluster_refuses_strangers_and_goes_on)
     }
     hostile_connections(3);
     int stranger_rc = wait_node(stranger, "stranger");
-    pid_t node = start_node(3, "friend", key());
+    pid_t node = start_node(3, "friend", key(), "20", NULL);
     int status = 0;
     waitpid(coordinator, &status, 0);
     int node_rc = wait_node(node, "friend");
@@ -251,37 +326,100 @@ TEST(cluster_refuses_strangers_and_goes_on)
     check_identical("single", "hostile");
 }
 
-/* Weak: this small job often ends before the kill lands, so the node may be lost after its last
- * chunk; the weights must match either way. */
-TEST(cluster_node_killed_mid_run_changes_nothing)
+/* Through tools/netproxy, the node's first four connections are broken in four ways; each time
+ * the coordinator drops the node with the reason, the node reconnects, and the run ends with
+ * the single machine's weights. */
+TEST(cluster_broken_links_are_dropped_and_the_node_rejoins)
 {
-    single();
-    pid_t doomed = start_node(0, "doomed", key());
-    pid_t steady = start_node(0, "steady", key());
-    pid_t killer = fork();
-    if (killer == 0) {   /* kill -9 the first node soon after both are ready: mid-run */
-        char path[760], log[4096];
-        snprintf(path, sizeof path, "%s/steady.log", test_tmpdir());
-        for (int i = 0; i < 3000; i++) {
-            FILE *f = fopen(path, "r");
-            size_t n = f ? fread(log, 1, sizeof log - 1, f) : 0;
-            if (f)
-                fclose(f);
-            log[n] = 0;
-            if (strstr(log, "ready:"))
-                break;
-            usleep(10 * 1000);
-        }
-        usleep(150 * 1000);
+    single("single-slow", slow_job());
+    const char *const proxy_args[] = {addr_of(5), addr_of(4), "--flip", "1:5000", "--replay", "2:5",
+                                      "--oversize", "3:4", "--stall", "4:3000:2.5",
+                                      "--duration", "200", NULL};
+    pid_t proxy = tool_spawn("netproxy", &(frugal_call){(uid_t)-1, NULL, 0}, tmp("proxy.log"),
+                             proxy_args);
+    pid_t node = start_slow_node(5, "through-proxy", "20");
+    int rc = coordinate_run(&(coordinator_run){slow_job(), "faults", 4, 1, "1.5", 1, 0});
+    int node_rc = wait_node(node, "through-proxy");
+    kill(proxy, SIGKILL);
+    waitpid(proxy, NULL, 0);
+    char log[4096];
+    slurp(tmp("proxy.log"), log, sizeof log);
+    CHECKF(rc == 0 && node_rc == 0, "%s\n%s", out, log);
+    CHECKF(strstr(log, "flipped") && strstr(log, "replayed") && strstr(log, "oversized") &&
+           strstr(log, "stalled"), "the faults did not all land:\n%s\n%s", log, out);
+    const char *said[] = {"fails authentication (corrupted, forged or replayed)",
+                          "a frame of 2147483647 bytes", "nothing received for",
+                          "trying to rejoin"};
+    for (int i = 0; i < 4; i++)
+        CHECKF(strstr(out, said[i]), "no \"%s\" in:\n%s", said[i], out);
+    check_identical("single-slow", "faults");
+}
+
+/* One node killed with kill -9 and another joining, both while training runs (the lost line
+ * and the late node's chunks show it): the weights do not change. */
+TEST(cluster_nodes_leave_and_join_mid_run)
+{
+    single("single-slow", slow_job());
+    pid_t doomed = start_slow_node(6, "doomed", "20");
+    pid_t steady = start_slow_node(6, "steady", "20");
+    pid_t helper = fork();
+    if (helper == 0) {   /* soon after both are ready: kill -9 one, then a new one joins */
+        int ok = wait_for_text(tmp("steady.log"), "ready:") &&
+                 wait_for_text(tmp("doomed.log"), "ready:");
+        usleep(1000 * 1000);
         kill(doomed, SIGKILL);
-        _exit(0);
+        usleep(300 * 1000);
+        pid_t late = start_slow_node(6, "late", "20");
+        int status = 0;
+        waitpid(late, &status, 0);
+        _exit(ok && WIFEXITED(status) ? WEXITSTATUS(status) : 99);
     }
-    int rc = coordinate(0, "killed", 2, "20");
-    waitpid(killer, NULL, 0);
+    int rc = coordinate_run(&(coordinator_run){slow_job(), "churn", 6, 2, "20", 1, 0});
+    int status = 0;
+    waitpid(helper, &status, 0);
     wait_node(doomed, "doomed");
     int steady_rc = wait_node(steady, "steady");
-    CHECKF(rc == 0 && steady_rc == 0, "%s", out);
-    check_identical("single", "killed");
+    char late[4096];
+    slurp(tmp("late.log"), late, sizeof late);
+    CHECKF(rc == 0 && steady_rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s\n%s",
+           out, late);
+    const char *lost = strstr(out, ") lost: "), *end = strstr(out, "tasks of the whole run");
+    CHECKF(lost && end && lost < end, "the node was not lost mid-run:\n%s", out);
+    long chunks = 0;
+    const char *computed = strstr(late, " chunks computed");
+    while (computed && computed > late && computed[-1] >= '0' && computed[-1] <= '9')
+        computed--;
+    CHECKF(computed && sscanf(computed, "%ld", &chunks) == 1 && chunks > 0,
+           "the late node computed nothing:\n%s", late);
+    check_identical("single-slow", "churn");
+}
+
+/* The coordinator killed with kill -9 after its first checkpoint: a node with a short timeout
+ * stops naming it; one with a long timeout rejoins the coordinator run again with --resume, and
+ * the weights are the uninterrupted run's. */
+TEST(cluster_coordinator_killed_and_resumed)
+{
+    single("single-slow", slow_job());
+    pid_t patient = start_slow_node(7, "patient", "60");
+    pid_t hasty = start_slow_node(7, "hasty", "3");
+    const char *args[20];
+    char bufs[3][760];
+    coordinator_run c = {slow_job(), "resumed", 7, 2, "20", 1, 0};
+    coordinator_args(&c, args, bufs);
+    pid_t first = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, tmp("first.log"), args);
+    int saved = wait_for_text(tmp("first.log"), "epoch 1/3") &&
+                wait_for_text(tmp("resumed/metrics.csv"), "\n1,");
+    kill(first, SIGKILL);
+    waitpid(first, NULL, 0);
+    int hasty_rc = wait_node(hasty, "hasty");
+    CHECKF(saved && hasty_rc == 1 && strstr(out, addr_of(7)), "%s", out);
+    c.resume = 1;
+    c.nodes = 1;
+    int rc = coordinate_run(&c);
+    int patient_rc = wait_node(patient, "patient");
+    CHECKF(rc == 0 && patient_rc == 0 && strstr(out, "resuming after epoch 1") &&
+           strstr(out, "trying to rejoin"), "%s", out);
+    check_identical("single-slow", "resumed");
 }
 
 TEST(cluster_node_stops_when_the_coordinator_is_gone)

@@ -1,6 +1,7 @@
 #include "targets.h"
 
 #include "engine/checkpoint.h"
+#include "engine/cluster_proto.h"
 #include "engine/config.h"
 #include "engine/dataset.h"
 #include "engine/run_log.h"
@@ -20,6 +21,7 @@ const fuzz_target fuzz_targets[] = {
     {"checkpoint", fuzz_checkpoint, "checkpoints as they come"},
     {"checkpoint_crc", fuzz_checkpoint_crc, "checkpoints with their CRC repaired"},
     {"run_log", fuzz_run_log, "the run log inside a checkpoint"},
+    {"cluster_message", fuzz_cluster_message, "a cluster peer's opened frame and its message"},
 };
 const int fuzz_ntargets = sizeof fuzz_targets / sizeof fuzz_targets[0];
 
@@ -174,6 +176,52 @@ int fuzz_run_log(const uint8_t *data, size_t size)
         for (int i = 0; i < log.nepochs; i++)   /* what a resumed run reads of each row */
             run_log_figures(&log.epochs[i]);
         run_log_free(&log);
+    }
+    return 0;
+}
+
+/* What a peer's frame holds once its encryption is opened: the frame check, then the message's
+ * decoder, as a coordinator (first byte odd) or a node receives them. */
+int fuzz_cluster_message(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    enum { NPARAMS = 16 };
+    int coordinator = data[0] & 1;
+    frame_limits l;
+    proto_limits(&l, coordinator, NPARAMS);
+    uint16_t type;
+    const uint8_t *p;
+    size_t n;
+    char why[256];
+    if (frame_check(data + 1, size - 1, &l, &type, &p, &n, why, sizeof why))
+        return 0;
+    union {
+        msg_join join;
+        msg_job job;
+        msg_fetch fetch;
+        msg_file file;
+        msg_work work;
+        msg_result result;
+        char text[PROTO_TEXT + 1];
+    } m;
+    uint64_t seq;
+    const float *values;
+    long nparams;
+    switch (type) {
+    case MSG_JOIN: proto_join_decode(&m.join, p, n, why, sizeof why); break;
+    case MSG_JOB:
+        if (proto_job_decode(&m.job, p, n, why, sizeof why) == 0)
+            proto_job_free(&m.job);
+        break;
+    case MSG_FETCH: proto_fetch_decode(&m.fetch, p, n, why, sizeof why); break;
+    case MSG_FILE: proto_file_decode(&m.file, p, n, why, sizeof why); break;
+    case MSG_READY: proto_ready_decode(&nparams, p, n, why, sizeof why); break;
+    case MSG_PARAMS: proto_params_decode(&seq, &values, p, n, NPARAMS, why, sizeof why); break;
+    case MSG_WORK: proto_work_decode(&m.work, p, n, why, sizeof why); break;
+    case MSG_RESULT: proto_result_decode(&m.result, p, n, NPARAMS, why, sizeof why); break;
+    case MSG_DONE: proto_text_decode(m.text, sizeof m.text, p, n, why, sizeof why); break;
+    default: break;
     }
     return 0;
 }

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Training across machines on this one (./build.sh bench cluster): DAHL's CNN at 116x158x3 and
+# 270x360x3, 2048 images. The reference is one process with 2 workers; the cluster is a
+# coordinator with 1 worker and a node with 1 worker (`frugal join`), their link emulated by
+# tools/netproxy at 10 Gb/s with 0.1 ms and at 1 Gb/s with 0.5 ms one way. Then the node made 2x
+# slower (join --slowdown 2), against the sum of the two machines' solo speeds (each alone with
+# 1 worker, the slow one at --slowdown 2): what an even split would waste shows there.
+# img/s is the fastest epoch's (metrics.csv); bytes per image counts both directions.
+# Prints: bench cluster WORKLOAD LINK MODE img_per_s=N single_img_per_s=N efficiency=X bytes_per_image=N
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=$(mktemp -d)
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$out"' EXIT
+epochs=3
+base=$((30000 + $$ % 1000 * 8))
+./frugal keygen "$out/key" > /dev/null
+
+# The fastest epoch's img/s of a finished run's metrics.csv.
+fastest() { tail -n +2 "$1/metrics.csv" | sort -t, -k7 -g | tail -n 1 | cut -d, -f7; }
+
+# frugal train with the workload's settings; extra arguments follow.
+train() {
+    local name=$1; shift
+    ./frugal train "examples/$job" --set job.epochs=$epochs --set "job.output=$out/$name" \
+        --set data.test_limit=1 --set energy.baseline_seconds=0 "$@" > "$out/$name.log" 2>&1 ||
+        { cat "$out/$name.log" >&2; exit 1; }
+}
+
+# A coordinator (1 worker) and a node (1 worker, join options in $3) through the proxy.
+cluster() {
+    local name=$1 rate=$2 delay=$3 node_opts=$4 port=$((base + runs * 2))
+    runs=$((runs + 1))
+    ./build/release/netproxy "127.0.0.1:$((port + 1))" "127.0.0.1:$port" --rate "$rate" \
+        --delay "$delay" --duration 3000 2> "$out/$name.proxy" &
+    pids+=($!)
+    # shellcheck disable=SC2086
+    ./frugal join "127.0.0.1:$((port + 1))" --key "$out/key" --workers 1 $node_opts \
+        > "$out/$name.node" 2>&1 &
+    pids+=($!)
+    train "$name" --set execution.workers=1 --listen "127.0.0.1:$port" --key "$out/key" --wait-for 1
+    wait "${pids[-1]}" || { cat "$out/$name.node" >&2; exit 1; }
+    kill "${pids[-2]}" 2>/dev/null || true
+}
+
+# Bytes both ways over the images of the run.
+bytes_per_image() {
+    /usr/bin/python3 - "$out/$1/summary.json" "$2" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+nodes = s["cluster"]["nodes"]
+total = sum(n["bytes_sent"] + n["bytes_received"] for n in nodes)
+print(round(total / float(sys.argv[2])))
+EOF
+}
+
+line() {   # workload link mode img/s reference name
+    local eff
+    eff=$(awk -v a="$4" -v b="$5" 'BEGIN { printf "%.2f", a / b }')
+    printf 'bench cluster %s %s %s img_per_s=%.0f single_img_per_s=%.0f efficiency=%s bytes_per_image=%s\n' \
+        "$1" "$2" "$3" "$4" "$5" "$eff" "$(bytes_per_image "$6" $((2048 * epochs)))"
+}
+
+runs=0
+while read -r shape job; do
+    train single --set execution.workers=2
+    single=$(fastest "$out/single")
+    cluster 10g 10000 0.1 ""
+    line "$shape" 10Gb/s sync "$(fastest "$out/10g")" "$single" 10g
+    cluster 1g 1000 0.5 ""
+    line "$shape" 1Gb/s sync "$(fastest "$out/1g")" "$single" 1g
+    # heterogeneous: the node 2x slower, against the two machines' solo speeds added
+    train solo-fast --set execution.workers=1
+    train solo-slow --set execution.workers=1 --set execution.slowdown=2
+    solos=$(awk -v a="$(fastest "$out/solo-fast")" -v b="$(fastest "$out/solo-slow")" 'BEGIN { print a + b }')
+    cluster slow-node 10000 0.1 "--slowdown 2"
+    line "$shape" 10Gb/s sync-node-2x-slower "$(fastest "$out/slow-node")" "$solos" slow-node
+done <<'EOF_WORKLOADS'
+116x158x3 dahl-fashion-mnist-116x158x3.cfg
+270x360x3 dahl-fashion-mnist-270x360x3.cfg
+EOF_WORKLOADS
