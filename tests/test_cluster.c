@@ -51,11 +51,6 @@ static const char *tmp(const char *name)
     return p;
 }
 
-static const char *dir(const char *name)
-{
-    return tmp(name);
-}
-
 static char *slurp(const char *path, char *buf, size_t n)
 {
     buf[0] = 0;
@@ -146,7 +141,7 @@ typedef struct coordinator_run {
 
 static void coordinator_args(const coordinator_run *c, const char **args, char (*bufs)[760])
 {
-    snprintf(bufs[0], 760, "job.output=%s", dir(c->name));
+    snprintf(bufs[0], 760, "job.output=%s", tmp(c->name));
     snprintf(bufs[1], 760, "%d", c->nodes);
     int n = 0;
     const char *fixed[] = {"train", c->job, "--set", bufs[0], "--listen", addr_of(c->which),
@@ -179,7 +174,7 @@ static int coordinate(int which, const char *name, int nodes, const char *timeou
 static void single(const char *name, const char *jobpath)
 {
     char output[760];
-    snprintf(output, sizeof output, "job.output=%s", dir(name));
+    snprintf(output, sizeof output, "job.output=%s", tmp(name));
     if (access(tmp(name), F_OK))
         CHECKF(FRUGAL(out, "train", jobpath, "--set", output) == 0, "%s", out);
 }
@@ -188,8 +183,8 @@ static void single(const char *name, const char *jobpath)
 static void check_identical(const char *a, const char *b)
 {
     char pa[760], pb[760];
-    snprintf(pa, sizeof pa, "%s/model.bin", dir(a));
-    snprintf(pb, sizeof pb, "%s/model.bin", dir(b));
+    snprintf(pa, sizeof pa, "%s/model.bin", tmp(a));
+    snprintf(pb, sizeof pb, "%s/model.bin", tmp(b));
     static char da[1 << 20], db[1 << 20];
     FILE *fa = fopen(pa, "rb"), *fb = fopen(pb, "rb");
     size_t na = fa ? fread(da, 1, sizeof da, fa) : 0, nb = fb ? fread(db, 1, sizeof db, fb) : 0;

@@ -190,11 +190,14 @@ static int byte_faults(conn *c, uint8_t *p, size_t n, uint64_t base)
     return 0;
 }
 
-static void queue(direction *d, const uint8_t *p, size_t n)
+/* 0, or -1 when out of memory (the connection is then closed, never silently shortened). */
+static int queue(direction *d, const uint8_t *p, size_t n)
 {
     chunk *k = malloc(sizeof *k + n);
-    if (!k)
-        return;   /* out of memory: the bytes are lost, as on a broken link */
+    if (!k) {
+        fprintf(stderr, "netproxy: out of memory for %zu bytes: closing the connection\n", n);
+        return -1;
+    }
     double t = now_s() + delay_s;
     if (rate_bps > 0) {
         double start = d->link_free_at > t ? d->link_free_at : t;
@@ -208,6 +211,7 @@ static void queue(direction *d, const uint8_t *p, size_t n)
     else
         d->head = k;
     d->tail = k;
+    return 0;
 }
 
 static void close_conn(conn *c)
@@ -246,11 +250,8 @@ static int read_side(conn *c, direction *d)
     if (d == &c->up)
         rc = byte_faults(c, buf, (size_t)r, base) ||
              follow_frames(c, d, buf, (size_t)r, base, &extra, &extra_len, &extra_cap);
-    if (!rc) {
-        queue(d, buf, (size_t)r);
-        if (extra_len)
-            queue(d, extra, extra_len);
-    }
+    if (!rc)
+        rc = queue(d, buf, (size_t)r) || (extra_len && queue(d, extra, extra_len));
     free(extra);
     return rc ? -1 : 0;
 }
