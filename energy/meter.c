@@ -108,7 +108,11 @@ static void choose_total(energy_meter *m)
         add_model(m);
     }
     m->source[0] = 0;
-    if (m->estimated)
+    if (m->estimated && m->opts.profile_w[2] > 0)
+        append(m->source, sizeof m->source, "estimated: model (power profile %g W idle, %g W "
+               "one core busy, %g W all busy; /proc/stat utilisation)", m->opts.profile_w[0],
+               m->opts.profile_w[1], m->opts.profile_w[2]);
+    else if (m->estimated)
         append(m->source, sizeof m->source, "estimated: model (%g W idle + %g W per busy core, "
                "/proc/stat utilisation)", m->opts.model_idle_w, m->opts.model_core_w);
     int measured = 0;
@@ -126,7 +130,7 @@ energy_meter *energy_meter_open(const energy_options *opts)
     energy_meter *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
-    m->opts = opts ? *opts : (energy_options){0, MODEL_IDLE_W, MODEL_CORE_W};
+    m->opts = opts ? *opts : (energy_options){0, MODEL_IDLE_W, MODEL_CORE_W, {0}};
     if (m->opts.rate_hz <= 0)
         m->opts.rate_hz = 20;
     pthread_mutex_init(&m->lock, NULL);
@@ -166,7 +170,9 @@ static void sample_sensor(energy_meter *m, sensor *s, double t)
             cores = cpu_busy_cores(&m->model_prev, &now);
             m->model_prev = now;
         }
-        value = model_watts(m->opts.model_idle_w, m->opts.model_core_w, cores);
+        value = m->opts.profile_w[2] > 0
+                    ? model_profile_watts(m->opts.profile_w, m->model_prev.ncpu, cores)
+                    : model_watts(m->opts.model_idle_w, m->opts.model_core_w, cores);
         joules = s->have_prev ? value * dt : 0;
         s->watts = value;
     } else {

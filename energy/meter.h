@@ -20,6 +20,7 @@
 typedef struct energy_options {
     double rate_hz;                  /* samples per second; 0: 20 */
     double model_idle_w, model_core_w;   /* the fallback model (model.h) */
+    double profile_w[3];             /* or a power profile (idle, one core, all cores); 0: none */
 } energy_options;
 
 typedef struct energy_reading {

@@ -50,3 +50,11 @@ double model_watts(double idle_w, double core_w, double busy_cores)
 {
     return idle_w + core_w * busy_cores;
 }
+
+double model_profile_watts(const double profile[3], int ncpu, double busy_cores)
+{
+    if (busy_cores <= 1 || ncpu <= 1)
+        return profile[0] + (profile[1] - profile[0]) * (busy_cores < 1 ? busy_cores : 1);
+    double beyond = (busy_cores - 1) / (ncpu - 1);
+    return profile[1] + (profile[2] - profile[1]) * (beyond < 1 ? beyond : 1);
+}

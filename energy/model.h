@@ -22,5 +22,8 @@ int cpu_times_read(cpu_times *out);
 double cpu_busy_cores(const cpu_times *before, const cpu_times *after);
 
 double model_watts(double idle_w, double core_w, double busy_cores);
+/* A three-point power profile (SimGrid's format: watts idle, with one core busy, with all ncpu
+ * busy), linear between the points. */
+double model_profile_watts(const double profile[3], int ncpu, double busy_cores);
 
 #endif

@@ -4,6 +4,7 @@
 #include "energy/model.h"
 #include "engine/layer.h"
 #include "engine/input_file.h"
+#include "engine/policy.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -57,7 +58,16 @@ static const key_spec energy_keys[] = {
     {"baseline_watts", V_FLOAT, JOB(baseline_watts), 0, 1e6},
     {"model_idle_watts", V_FLOAT, JOB(model_idle_watts), 0, 1e5},
     {"model_core_watts", V_FLOAT, JOB(model_core_watts), 0, 1e4},
+    {"power_profile", V_PROFILE, JOB(power_profile), 0, 1e5},
     {NULL, 0, 0, 0, 0}};
+
+static const key_spec placement_keys[] = {
+    {"policy", V_POLICY, JOB(policy), 0, 0},
+    {"power_budget_watts", V_FLOAT, JOB(power_budget_watts), 0, 1e6},
+    {"max_slowdown", V_FLOAT, JOB(max_slowdown), 0, 100},
+    {"window_seconds", V_FLOAT, JOB(window_seconds), 0.05, 600},
+    {0},
+};
 
 /* The sections that are not layers; a layer section's keys come from its layer type. */
 typedef struct section_spec {
@@ -67,7 +77,7 @@ typedef struct section_spec {
 
 static const section_spec sections[] = {
     {"job", job_keys}, {"data", data_keys}, {"optimizer", optimizer_keys},
-    {"execution", execution_keys}, {"energy", energy_keys},
+    {"execution", execution_keys}, {"energy", energy_keys}, {"placement", placement_keys},
 };
 enum { NSECTIONS = sizeof sections / sizeof sections[0] };
 
@@ -215,6 +225,23 @@ static int set_value(parser *p, const char *section, const key_spec *k, void *ba
                         sizeof p->cfg->device_filter - 1);
         snprintf(field, sizeof p->cfg->device_filter, "%s", value);
         return 0;
+    case V_POLICY: {
+        placement_policy pp;
+        if (policy_parse(value, &pp))
+            return fail(p, "[%s] %s = '%s': expected time, energy, edp or carbon", section,
+                        k->name, value);
+        *(int *)field = (int)pp;
+        return 0;
+    }
+    case V_PROFILE: {
+        float *w = field;
+        int used = 0;
+        if (sscanf(value, "%f , %f , %f%n", &w[0], &w[1], &w[2], &used) != 3 || value[used] ||
+            !(w[0] >= 0 && w[0] <= w[1] && w[1] <= w[2] && w[2] <= k->hi))
+            return fail(p, "[%s] %s = '%s': expected IDLE, ONE, ALL in watts (idle, one core "
+                        "busy, all cores busy), rising, e.g. 10, 25, 65", section, k->name, value);
+        return 0;
+    }
     case V_ONOFF:
         if (strcmp(value, "on") && strcmp(value, "off"))
             return fail(p, "[%s] %s = '%s': expected on or off", section, k->name, value);
@@ -286,6 +313,9 @@ static void set_defaults(job_config *cfg, const char *path)
     cfg->baseline_watts = -1;
     cfg->model_idle_watts = (float)MODEL_IDLE_W;
     cfg->model_core_watts = (float)MODEL_CORE_W;
+    cfg->policy = -1;
+    cfg->max_slowdown = -1;
+    cfg->window_seconds = 0.5f;
     /* output: runs/<file name without .cfg> */
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     int len = (int)strcspn(base, ".");

@@ -16,7 +16,12 @@
  *                slowdown (1 to 100: every CPU task takes this many times as long, to emulate
  *                slower hardware in tests and benchmarks)
  *   [energy]     rate_hz, carbon_g_per_kwh, baseline_seconds, baseline_watts,
- *                model_idle_watts, model_core_watts
+ *                model_idle_watts, model_core_watts, power_profile (IDLE, ONE, ALL: watts idle,
+ *                with one core busy and with all busy; the fallback model and the prior)
+ *   [placement]  policy (time | energy | edp | carbon: the worker count is then learned while
+ *                training), power_budget_watts, max_slowdown (energy policies: at most this
+ *                much slower than the fastest count measured, 0.1 = 10%), window_seconds (how
+ *                long each measurement lasts)
  *
  * A value runs to the end of its line; '#' or ';' starts a comment at the start of a line or
  * after white space (so "a#b.gz" is a path), and a value in double quotes is taken as it is. */
@@ -83,12 +88,18 @@ typedef struct job_config {
     float baseline_seconds;        /* idle power measured this long before training; 0: none */
     float baseline_watts;          /* configured idle power instead; < 0: measure */
     float model_idle_watts, model_core_watts;   /* the fallback model (energy/model.h) */
+    float power_profile[3];        /* idle, one core busy, all busy (W); all 0: none */
+    /* [placement] */
+    int policy;                    /* -1: none (all workers), else a placement_policy */
+    float power_budget_watts;      /* 0: none */
+    float max_slowdown;            /* < 0: none */
+    float window_seconds;
 } job_config;
 
 /* How a key's value is read. */
 typedef enum value_kind {
     V_INT, V_LONG, V_U64, V_FLOAT, V_PATH, V_FORMAT, V_HXW, V_GRAIN, V_OPTIMIZER, V_FUSE,
-    V_DEVICES, V_TEXT, V_ONOFF
+    V_DEVICES, V_TEXT, V_ONOFF, V_POLICY, V_PROFILE
 } value_kind;
 
 /* A key of a section: its field (an offset into job_config, or into layer_config for layer

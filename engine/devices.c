@@ -1,6 +1,7 @@
 #include "engine/devices.h"
 
 #include "common/json.h"
+#include "engine/cache_dir.h"
 #include "opencl/memory.h"
 
 #include <errno.h>
@@ -149,59 +150,28 @@ void devices_close(run_devices *rd)
     rd->n = 0;
 }
 
-/* mkdir -p, for the cache folder. */
-static int make_folders(char *path)
+/* The file: the cache folder, then the host and the devices. */
+static int models_path(run_devices *rd, char *why, size_t whylen)
 {
-    for (char *p = path + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            int bad = mkdir(path, 0755) && errno != EEXIST;
-            *p = '/';
-            if (bad)
-                return -1;
-        }
-    return mkdir(path, 0755) && errno != EEXIST ? -1 : 0;
-}
-
-/* The folder and file name: host and devices, anything but [A-Za-z0-9.-] made '_'. */
-static int models_path(run_devices *rd, char *dir, size_t n)
-{
-    const char *env = getenv("FRUGAL_PERFMODEL_DIR"), *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
-    if (env && *env)
-        snprintf(dir, n, "%s", env);
-    else if (xdg && *xdg)
-        snprintf(dir, n, "%s/frugal/perfmodel", xdg);
-    else if (home && *home)
-        snprintf(dir, n, "%s/.cache/frugal/perfmodel", home);
-    else
+    char dir[300], name[256];
+    if (cache_dir(dir, sizeof dir, why, whylen))
         return -1;
-    char name[256];
-    if (gethostname(name, sizeof name))
-        snprintf(name, sizeof name, "host");
-    name[sizeof name - 1] = 0;
+    cache_host_name(name, sizeof name);
     for (int i = 0; i < rd->n; i++)
         snprintf(name + strlen(name), sizeof name - strlen(name), "+%s", rd->used[i]->name);
-    for (char *c = name; *c; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-              *c == '.' || *c == '-' || *c == '+'))
-            *c = '_';
+    cache_sanitize(name);
     snprintf(rd->models, sizeof rd->models, "%.300s/%.200s.txt", dir, name);
     return 0;
 }
 
 void devices_models_load(run_devices *rd, rt_runtime *rt, int deterministic, FILE *log)
 {
-    char dir[300];
+    char why[400];
     rd->models[0] = 0;
     if (!rd->n)
         return;
-    if (models_path(rd, dir, sizeof dir)) {
-        snprintf(rd->models_note, sizeof rd->models_note, "not kept: no HOME, XDG_CACHE_HOME or "
-                 "FRUGAL_PERFMODEL_DIR");
-    } else if (make_folders(dir)) {
-        snprintf(rd->models_note, sizeof rd->models_note, "not kept: cannot create %s: %s", dir,
-                 strerror(errno));
+    if (models_path(rd, why, sizeof why)) {
+        snprintf(rd->models_note, sizeof rd->models_note, "not kept: %s", why);
         rd->models[0] = 0;
     } else if (deterministic) {
         snprintf(rd->models_note, sizeof rd->models_note, "not read (deterministic = on)");

@@ -35,7 +35,7 @@ int cmd_energy(int argc, char **argv)
             return 2;
         }
     }
-    energy_meter *m = energy_meter_open(&(energy_options){rate, MODEL_IDLE_W, MODEL_CORE_W});
+    energy_meter *m = energy_meter_open(&(energy_options){rate, MODEL_IDLE_W, MODEL_CORE_W, {0}});
     if (!m)
         return 1;
     sensor s[SENSOR_MAX];

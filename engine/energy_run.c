@@ -8,8 +8,9 @@ int energy_run_begin(energy_run *er, const job_config *cfg, FILE *log, char *err
 {
     memset(er, 0, sizeof *er);
     er->carbon_g_per_kwh = cfg->carbon_g_per_kwh;
-    er->meter = energy_meter_open(&(energy_options){cfg->energy_rate_hz, cfg->model_idle_watts,
-                                                    cfg->model_core_watts});
+    er->meter = energy_meter_open(&(energy_options){
+        cfg->energy_rate_hz, cfg->model_idle_watts, cfg->model_core_watts,
+        {cfg->power_profile[0], cfg->power_profile[1], cfg->power_profile[2]}});
     if (!er->meter) {
         snprintf(err, errlen, "out of memory opening the energy meter");
         return -1;

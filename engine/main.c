@@ -24,11 +24,12 @@ static int usage(FILE *f)
     fprintf(f, "usage: frugal COMMAND [ARGS]\n\n"
                "commands:\n"
                "  train JOB.cfg [--set section.key=value]... [--workers N] [--devices D] [--trace FILE]\n"
-               "            [--resume]\n"
+               "            [--policy P] [--resume]\n"
                "            train the model the job file describes; a checkpoint is written\n"
                "            atomically after every epoch (and on SIGINT, SIGTERM or SIGHUP, at\n"
                "            the next batch), --resume continues from it; D: auto, cpu, opencl or\n"
-               "            cpu+opencl\n"
+               "            cpu+opencl; P (time, energy, edp or carbon) decides how many workers\n"
+               "            to keep from what it measures\n"
                "            --listen ADDR:PORT --key KEYFILE [--timeout S] [--wait-for N]: other\n"
                "            machines may join (at any time; N of them waited for, up to 60 s) and\n"
                "            compute part of every batch (same weights as on one machine)\n"
@@ -156,6 +157,10 @@ static int cmd_train(int argc, char **argv)
             sets[nsets++] = owned[nowned++];
         } else if (!strcmp(argv[i], "--devices") && has_value) {
             if (asprintf(&owned[nowned], "execution.devices=%s", argv[++i]) < 0)
+                goto out;
+            sets[nsets++] = owned[nowned++];
+        } else if (!strcmp(argv[i], "--policy") && has_value) {
+            if (asprintf(&owned[nowned], "placement.policy=%s", argv[++i]) < 0)
                 goto out;
             sets[nsets++] = owned[nowned++];
         } else if (!strcmp(argv[i], "--trace") && has_value) {

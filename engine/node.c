@@ -173,7 +173,7 @@ static int connect_and_join(node *n)
     }
     msg_join j = {PROTO_VERSION, (uint32_t)n->o->workers, (uint32_t)ops_isa_supported(), "", ""};
     gethostname(j.host, sizeof j.host - 1);
-    n->meter = energy_meter_open(&(energy_options){0, MODEL_IDLE_W, MODEL_CORE_W});
+    n->meter = energy_meter_open(&(energy_options){0, MODEL_IDLE_W, MODEL_CORE_W, {0}});
     if (n->meter && energy_meter_start(n->meter, n->err, sizeof n->err) == 0)
         snprintf(j.energy, sizeof j.energy, "%s", energy_meter_source(n->meter));
     uint8_t buf[512];

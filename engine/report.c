@@ -214,6 +214,10 @@ static void write_job(FILE *f, const report_input *in)
         fputs(", ", f);
         devices_write_json(in->devices, f);
     }
+    if (in->placement) {
+        fputs(", ", f);
+        worker_control_json(in->placement, f);
+    }
     fputs("},\n", f);
     if (in->cluster) {
         fputs("  \"cluster\": {", f);

@@ -13,6 +13,7 @@
 #include "engine/model.h"
 #include "engine/plan.h"
 #include "engine/run_log.h"
+#include "engine/worker_control.h"
 #include "runtime/runtime.h"
 
 extern const char REPORT_CSV_HEADER[];
@@ -49,6 +50,7 @@ typedef struct report_input {
     const char *interrupted;         /* NULL, or where and why the run stopped early */
     const run_devices *devices;      /* NULL: not looked for */
     coordinator *cluster;            /* NULL: one machine */
+    worker_control *placement;       /* NULL: not run */
 } report_input;
 
 /* Rewrites path atomically. */

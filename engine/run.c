@@ -25,6 +25,7 @@
 #include "engine/run_folder.h"
 #include "engine/run_log.h"
 #include "engine/trainer.h"
+#include "engine/worker_control.h"
 #include "ops/cpu.h"
 
 #include <errno.h>
@@ -53,6 +54,7 @@ typedef struct run {
     rt_runtime *rt;
     trainer *t;
     energy_run er;
+    worker_control placement;          /* the policy's choice of active workers */
     rt_stats st;                       /* the last epoch's */
     rt_stats total;                    /* every epoch this process ran */
     epoch_energy last_energy;
@@ -184,6 +186,10 @@ static int run_open(run *r, const run_options *o)
     trainer_on_progress(r->t, show_progress, r);
     if (energy_run_begin(&r->er, cfg, r->out, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
+    char key[128];
+    worker_control_key(key, sizeof key, cfg, r->train.c, r->train.h, r->train.w,
+                       ops_isa_name(ops_isa_active()));
+    worker_control_begin(&r->placement, cfg, r->rt, r->t, r->er.meter, key, r->out);
     fprintf(r->out, "frugal train %s: %ld images %dx%dx%d, %s%ld test images; %d layers; batch %d, "
             "%d samples per task; %d workers%s%s, kernels %s\n", o->job, r->train.n, r->train.h,
             r->train.w, r->train.c, r->have_test ? "" : "no test set, ", r->test.n, r->m.nlayers,
@@ -231,6 +237,7 @@ static int train_epoch(run *r, int e, epoch_record *rec)
     rt_stats_reset(r->rt);
     pass_result train, test = {0};
     long first = e == r->resumed_after + 1 ? r->resume_batch : 0;
+    worker_control_pass(&r->placement, 1);
     if (trainer_train(r->t, e, first, &train, r->err, sizeof r->err))
         return fail(r, "epoch %d: %s", e, r->err);
     epoch_energy *en = &rec->energy;
@@ -245,6 +252,7 @@ static int train_epoch(run *r, int e, epoch_record *rec)
     }
     add_partial(p, &train, &en->f);
     *p = (partial_epoch){0};
+    worker_control_pass(&r->placement, 0);
     if (r->have_test && trainer_evaluate(r->t, NULL, NULL, &test, r->err, sizeof r->err))
         return fail(r, "epoch %d, test pass: %s", e, r->err);
     energy_run_pass_end(&r->er, test.samples, &en->test);
@@ -304,7 +312,7 @@ static int run_save(run *r)
     report_input in = {&r->cfg, &r->train, r->have_test ? &r->test : NULL, &r->m,
                        trainer_plan(r->t), rt_workers(r->rt), &r->log, &r->st, &r->total,
                        &r->er, r->resumed_after, r->interrupted[0] ? r->interrupted : NULL, &r->devices,
-                       r->cluster};
+                       r->cluster, &r->placement};
     if (rc || report_write(r->summary, &in, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     return 0;
@@ -334,6 +342,7 @@ static void run_close(run *r, int finished)
         fprintf(r->out, "metrics: %s, summary: %s, checkpoint: %s, weights: %s\n", r->metrics,
                 r->summary, r->ckpt, r->weights);
     }
+    worker_control_end(&r->placement);
     if (r->er.meter)
         energy_run_end(&r->er);
     if (r->t)

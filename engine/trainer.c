@@ -27,6 +27,8 @@ void trainer_on_progress(trainer *t, progress_fn fn, void *ctx)
 
 void trainer_stop_when(trainer *t, const _Atomic int *flag) { t->stop = flag; }
 
+long trainer_samples_done(const trainer *t) { return atomic_load(&((trainer *)t)->samples_done); }
+
 /* ---- buffers cut into parts ---- */
 
 /* A buffer of nchunks pieces for the batch in flight, and its whole handle. */

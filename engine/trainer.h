@@ -36,6 +36,8 @@ trainer *trainer_create(const job_config *cfg, model *m, rt_runtime *rt, const d
 void trainer_destroy(trainer *t);
 const exec_plan *trainer_plan(const trainer *t);
 void trainer_on_progress(trainer *t, progress_fn fn, void *ctx);
+/* Samples whose loss is computed so far in the current pass; from any thread. */
+long trainer_samples_done(const trainer *t);
 /* Training stops at the next batch boundary once *flag is non-zero (a signal handler sets it). */
 void trainer_stop_when(trainer *t, const _Atomic int *flag);
 

@@ -195,6 +195,7 @@ typedef struct rt_worker {
     _Alignas(64) _Atomic uint64_t completed;
     /* Statistics, written by this worker only, read racily by rt_stats_get. */
     _Atomic uint64_t tasks, steals, parks, busy_ticks;
+    _Atomic uint64_t late_wakeups;  /* woken by the sleep limit with a task handed to it */
     struct { _Atomic uint64_t count, ticks; } per_kind[RT_MAX_KINDS];
     trace_event *events;
     size_t nevents, capevents;
@@ -227,6 +228,9 @@ struct rt_runtime {
     _Atomic int stop;
     _Atomic int failed;
     uint64_t stats_origin;          /* clock ticks at create or reset */
+    pthread_mutex_t active_lock;    /* the active worker count may change from any thread */
+    uint64_t active_since;          /* when the active CPU worker count last changed */
+    double active_ticks;            /* CPU worker-ticks active from stats_origin to active_since */
     uint64_t trace_origin;
     /* The owner's, on a line of its own: it writes `submitted` on every task. */
     _Alignas(64) uint64_t submitted;

@@ -1,5 +1,6 @@
 #include "notifier.h"
 
+#include <errno.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <stdlib.h>
@@ -7,10 +8,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static void futex_wait(_Atomic uint32_t *addr, uint32_t expected)
+/* Returns at once if *addr != expected; spurious returns are fine, the caller loops. 1 when the
+ * time ran out. */
+static int futex_wait(_Atomic uint32_t *addr, uint32_t expected, const struct timespec *limit)
 {
-    /* Returns at once if *addr != expected; spurious returns are fine, the caller loops. */
-    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+    return syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, expected, limit, NULL, 0) &&
+           errno == ETIMEDOUT;
 }
 
 static void futex_wake(_Atomic uint32_t *addr)
@@ -33,6 +36,7 @@ void notifier_init(notifier *nt, sleeper *sleepers, int n)
                     barrier_everywhere(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0);
     nt->sleepers = sleepers;
     nt->n = n;
+    atomic_init(&nt->active, n);
     for (int i = 0; i < n; i++)
         atomic_init(&sleepers[i].state, SLEEP_AWAKE);
 }
@@ -56,12 +60,20 @@ void sleep_cancel(notifier *nt, int who)
         atomic_store_explicit(&nt->sleepers[who].state, SLEEP_AWAKE, memory_order_relaxed);
 }
 
-void sleep_commit(notifier *nt, int who)
+int sleep_commit(notifier *nt, int who)
 {
+    static const struct timespec limit = {0, SLEEP_LIMIT_MS * 1000000L};
     _Atomic uint32_t *state = &nt->sleepers[who].state;
     while (atomic_load_explicit(state, memory_order_acquire) == SLEEP_SLEEPING)
-        futex_wait(state, SLEEP_SLEEPING);
+        if (futex_wait(state, SLEEP_SLEEPING, &limit)) {
+            uint32_t expected = SLEEP_SLEEPING;   /* nobody claimed us: withdraw */
+            if (atomic_compare_exchange_strong(state, &expected, SLEEP_AWAKE)) {
+                atomic_fetch_sub_explicit(&nt->nsleeping, 1, memory_order_relaxed);
+                return 1;
+            }
+        }
     atomic_store_explicit(state, SLEEP_AWAKE, memory_order_relaxed);
+    return 0;
 }
 
 static int claim(notifier *nt, int who)
@@ -86,9 +98,15 @@ void notify_one_slow(notifier *nt, unsigned hint)
 {
     if (!atomic_load_explicit(&nt->sleeper_fences, memory_order_relaxed) && !anyone_sleeping(nt))
         return;
-    for (int i = 0; i < nt->n; i++)
-        if (claim(nt, (int)((hint + (unsigned)i) % (unsigned)nt->n)))
+    unsigned active = (unsigned)atomic_load_explicit(&nt->active, memory_order_relaxed);
+    for (unsigned i = 0; i < active; i++)
+        if (claim(nt, (int)((hint + i) % active)))
             return;
+}
+
+void notifier_set_active(notifier *nt, int active)
+{
+    atomic_store(&nt->active, active < 1 ? 1 : active > nt->n ? nt->n : active);
 }
 
 void notify_worker(notifier *nt, int who)

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 enum { SLEEP_AWAKE = 0, SLEEP_SLEEPING = 1, SLEEP_NOTIFIED = 2 };
+#define SLEEP_LIMIT_MS 100
 
 typedef struct sleeper {
     _Alignas(64) _Atomic uint32_t state;
@@ -28,16 +29,22 @@ typedef struct notifier {
     _Alignas(64) _Atomic int nsleeping;
     sleeper *sleepers;
     int n;
+    _Atomic int active;           /* notify_one wakes only sleepers [0, active): the rest park */
     _Atomic int sleeper_fences;   /* membarrier works: sleepers fence for notify_one */
 } notifier;
 
 void notifier_init(notifier *nt, sleeper *sleepers, int n);
 void sleep_prepare(notifier *nt, int who);
 void sleep_cancel(notifier *nt, int who);
-void sleep_commit(notifier *nt, int who);
+/* Sleeps until claimed, or SLEEP_LIMIT_MS at most: then returns 1. A sleeper that wakes by the
+ * limit and finds what it should have been woken for (a task handed to it, the end of the
+ * owner's wait) shows a lost wake-up, which the runtime counts (rt_stats.late_wakeups): the
+ * limit turns such a bug, were there one, into a delay instead of a hang. */
+int sleep_commit(notifier *nt, int who);
 void notify_one_slow(notifier *nt, unsigned hint);
+void notifier_set_active(notifier *nt, int active);
 
-/* After a push. hint spreads wake-ups over sleepers. */
+/* After a push. hint spreads wake-ups over the active sleepers. */
 static inline void notify_one(notifier *nt, unsigned hint)
 {
     if (atomic_load_explicit(&nt->sleeper_fences, memory_order_relaxed)) {

@@ -162,9 +162,10 @@ typedef struct rt_stats {
     uint64_t tasks;          /* tasks completed */
     uint64_t steals;         /* tasks taken from another worker's deque */
     uint64_t parks;          /* times a worker went to sleep */
+    uint64_t late_wakeups;   /* sleeps ended by the time limit with work waiting: lost wake-ups */
     double wall_s;           /* since rt_create or the last rt_stats_reset */
     double busy_s;           /* summed over CPU workers: time inside task bodies */
-    double task_share;       /* busy_s / (CPU workers * wall_s) */
+    double task_share;       /* busy_s / (active CPU workers x wall_s): parked time excluded */
     rt_transfer_stats to_device, to_host;
     int nkinds;
     rt_kind_stats kinds[RT_MAX_KINDS];
@@ -173,6 +174,12 @@ typedef struct rt_stats {
 rt_runtime *rt_create(const rt_config *cfg);
 void rt_destroy(rt_runtime *rt);          /* waits for all tasks first */
 int rt_workers(const rt_runtime *rt);     /* CPU workers */
+/* CPU workers allowed to run tasks (the owner always is); the others are parked: they hand
+ * their queued tasks to active ones and sleep, using no CPU. Takes effect as each parked worker
+ * finishes the task it runs. Clamped to 1 .. rt_workers(); returns the count set. From any
+ * thread. */
+int rt_set_active_workers(rt_runtime *rt, int n);
+int rt_active_workers(const rt_runtime *rt);
 int rt_devices(const rt_runtime *rt);      /* device workers that compute here (not peers) */
 
 /* ---- handles ---- */

@@ -101,6 +101,27 @@ void rt_clear_error(rt_runtime *rt)
 
 int rt_workers(const rt_runtime *rt) { return rt->ncpu; }
 
+int rt_active_workers(const rt_runtime *rt)
+{
+    return atomic_load(&((rt_runtime *)rt)->groups[0].idle.active);
+}
+
+int rt_set_active_workers(rt_runtime *rt, int n)
+{
+    worker_group *cpu = &rt->groups[0];   /* the CPU group comes first */
+    pthread_mutex_lock(&rt->active_lock);
+    int was = atomic_load(&cpu->idle.active);
+    uint64_t now_ticks = clock_ticks();
+    rt->active_ticks += (double)(now_ticks - rt->active_since) * was;
+    rt->active_since = now_ticks;
+    notifier_set_active(&cpu->idle, n);
+    int now = atomic_load(&cpu->idle.active);
+    pthread_mutex_unlock(&rt->active_lock);
+    for (int slot = was; slot < now; slot++)   /* back to work */
+        notify_worker(&cpu->idle, slot);
+    return now;
+}
+
 void *rt_device_ctx(const rt_ctx *ctx)
 {
     const rt_worker *w = &ctx->rt->workers[ctx->worker];
@@ -180,13 +201,21 @@ static inline int can_run(const rt_worker *w, const rt_task *t)
     return (t->eligible >> w->kind) & 1;
 }
 
-/* A worker of group g, in turn (the owner last: it runs tasks only while it waits). */
+/* A worker of group g that is not parked, in turn (the owner last: it runs tasks only while it
+ * waits). */
 static int worker_in(worker_group *g)
 {
     unsigned k = atomic_fetch_add_explicit(&g->next_target, 1, memory_order_relaxed);
-    if (g->first == 0 && g->n > 1)
-        return 1 + (int)(k % (unsigned)(g->n - 1));
-    return g->first + (int)(k % (unsigned)g->n);
+    int active = atomic_load_explicit(&g->idle.active, memory_order_relaxed);
+    if (g->first == 0 && active > 1)
+        return 1 + (int)(k % (unsigned)(active - 1));
+    return g->first + (int)(k % (unsigned)active);
+}
+
+/* A worker beyond its group's active count runs nothing and sleeps (rt_set_active_workers). */
+static inline int parked(const rt_worker *me)
+{
+    return me->slot >= atomic_load_explicit(&me->group->idle.active, memory_order_relaxed);
 }
 
 /* The group that should run t, seen from worker `from`: placement's choice when several groups
@@ -416,8 +445,27 @@ static rt_task *run_task(rt_runtime *rt, rt_worker *me, rt_task *t)
 
 static void run_chain(rt_runtime *rt, rt_worker *me, rt_task *t)
 {
-    while (t)
+    while (t && !parked(me))
         t = run_task(rt, me, t);
+    if (t)
+        task_hand_to(rt, worker_in(me->group), t);
+}
+
+/* A parked worker gives what it holds to the active ones, then sleeps until it is active again,
+ * the runtime stops or a task is handed to it (which it passes on). */
+static void park(rt_runtime *rt, rt_worker *me)
+{
+    drain_inbox(me);
+    for (int p = 0; p < RT_PRIO_LEVELS; p++)
+        for (rt_task *t; (t = deque_take(&me->queues[p]));)
+            task_hand_to(rt, worker_in(me->group), t);
+    sleep_prepare(&me->group->idle, me->slot);
+    if (atomic_load(&rt->stop) || !parked(me) || atomic_load(&me->in.head)) {
+        sleep_cancel(&me->group->idle, me->slot);
+        return;
+    }
+    bump(&me->parks, 1);
+    sleep_commit(&me->group->idle, me->slot);
 }
 
 /* Look for work a little longer before sleeping: waking a sleeping core costs tens of
@@ -467,6 +515,12 @@ static void *worker_main(void *arg)
     tl_runtime = rt;
     tl_worker = me->id;
     for (;;) {
+        if (parked(me)) {
+            if (atomic_load(&rt->stop))
+                break;
+            park(rt, me);
+            continue;
+        }
         rt_task *t = find_work(rt, me, STEAL_BACKLOG);
         if (!t) {
             /* Out of work: maybe the owner waits for what we just finished. */
@@ -487,7 +541,8 @@ static void *worker_main(void *arg)
             continue;
         }
         bump(&me->parks, 1);
-        sleep_commit(&me->group->idle, me->slot);
+        if (sleep_commit(&me->group->idle, me->slot) && atomic_load(&me->in.head))
+            bump(&me->late_wakeups, 1);
     }
     return NULL;
 }
@@ -601,6 +656,7 @@ rt_runtime *rt_create(const rt_config *cfg)
     }
     pthread_mutex_init(&rt->error_lock, NULL);
     pthread_mutex_init(&rt->trace_lock, NULL);
+    pthread_mutex_init(&rt->active_lock, NULL);
     if (placement_create(rt)) {
         free_runtime(rt);
         return NULL;
@@ -611,7 +667,7 @@ rt_runtime *rt_create(const rt_config *cfg)
                 fprintf(stderr, "frugal runtime: out of memory creating task queues\n");
                 abort();
             }
-    rt->stats_origin = rt->trace_origin = clock_ticks();
+    rt->stats_origin = rt->trace_origin = rt->active_since = clock_ticks();
     tl_runtime = rt;
     tl_worker = 0;
     for (int w = 1; w < rt->nworkers; w++)
@@ -647,6 +703,7 @@ void rt_destroy(rt_runtime *rt)
     region_index_free(&rt->buffers);
     pthread_mutex_destroy(&rt->error_lock);
     pthread_mutex_destroy(&rt->trace_lock);
+    pthread_mutex_destroy(&rt->active_lock);
     if (tl_runtime == rt)
         tl_runtime = NULL;
     free_runtime(rt);
@@ -866,7 +923,8 @@ static int wait_until(rt_runtime *rt, rt_task *const *tasks, int n, rt_handle *h
             continue;
         }
         bump(&me->parks, 1);
-        sleep_commit(&me->group->idle, 0);
+        if (sleep_commit(&me->group->idle, 0) && (wait_over(rt) || atomic_load(&me->in.head)))
+            bump(&me->late_wakeups, 1);
     }
     rt->waiting_handle = NULL;
     return atomic_load(&rt->failed) ? -1 : 0;

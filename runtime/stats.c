@@ -44,6 +44,7 @@ void rt_stats_get(rt_runtime *rt, rt_stats *s)
         s->tasks += atomic_load_explicit(&w->tasks, memory_order_relaxed);
         s->steals += atomic_load_explicit(&w->steals, memory_order_relaxed);
         s->parks += atomic_load_explicit(&w->parks, memory_order_relaxed);
+        s->late_wakeups += atomic_load_explicit(&w->late_wakeups, memory_order_relaxed);
         if (w->kind == RT_WORKER_CPU)
             busy += atomic_load_explicit(&w->busy_ticks, memory_order_relaxed);
         for (int k = 0; k < RT_MAX_KINDS; k++) {
@@ -63,7 +64,10 @@ void rt_stats_get(rt_runtime *rt, rt_stats *s)
         }
     s->wall_s = clock_ticks_to_s(clock_ticks() - rt->stats_origin);
     s->busy_s = clock_ticks_to_s(busy);
-    s->task_share = s->wall_s > 0 ? s->busy_s / (s->wall_s * rt->ncpu) : 0;
+    pthread_mutex_lock(&rt->active_lock);
+    double active = rt->active_ticks + (double)(clock_ticks() - rt->active_since) * rt_active_workers(rt);
+    pthread_mutex_unlock(&rt->active_lock);
+    s->task_share = active > 0 ? (double)busy / active : 0;   /* of the time workers were not parked */
     for (int k = 0; k < RT_MAX_KINDS; k++) {
         uint64_t count = 0;
         for (int wk = 0; wk < RT_WORKER_KINDS; wk++)
@@ -93,6 +97,7 @@ void rt_stats_reset(rt_runtime *rt)
         atomic_store(&w->tasks, 0);
         atomic_store(&w->steals, 0);
         atomic_store(&w->parks, 0);
+        atomic_store(&w->late_wakeups, 0);
         atomic_store(&w->busy_ticks, 0);
         for (int k = 0; k < RT_MAX_KINDS; k++) {
             atomic_store(&w->per_kind[k].count, 0);
@@ -109,7 +114,10 @@ void rt_stats_reset(rt_runtime *rt)
         atomic_store(&rt->transfers[d].bytes, 0);
         atomic_store(&rt->transfers[d].ticks, 0);
     }
-    rt->stats_origin = clock_ticks();
+    pthread_mutex_lock(&rt->active_lock);
+    rt->stats_origin = rt->active_since = clock_ticks();
+    rt->active_ticks = 0;
+    pthread_mutex_unlock(&rt->active_lock);
 }
 
 static void add_transfers(rt_transfer_stats *sum, const rt_transfer_stats *t)
@@ -123,6 +131,7 @@ void rt_stats_add(rt_stats *sum, const rt_stats *s)
     sum->task_share = wall > 0 ? (sum->task_share * sum->wall_s + s->task_share * s->wall_s) / wall : 0;
     sum->workers = s->workers;
     sum->tasks += s->tasks, sum->steals += s->steals, sum->parks += s->parks;
+    sum->late_wakeups += s->late_wakeups;
     sum->wall_s = wall, sum->busy_s += s->busy_s;
     add_transfers(&sum->to_device, &s->to_device);
     add_transfers(&sum->to_host, &s->to_host);
@@ -148,6 +157,9 @@ void rt_stats_print(const rt_stats *s, FILE *f)
                "%.1f%% of CPU worker time in task bodies\n",
             s->workers, (unsigned long long)s->tasks, (unsigned long long)s->steals,
             (unsigned long long)s->parks, s->wall_s, 100.0 * s->task_share);
+    if (s->late_wakeups)
+        fprintf(f, "runtime: %llu lost wake-ups, each caught by the %d ms sleep limit (a runtime "
+                "bug: please report it)\n", (unsigned long long)s->late_wakeups, SLEEP_LIMIT_MS);
     for (int k = 0; k < s->nkinds; k++) {
         const rt_kind_stats *ks = &s->kinds[k];
         fprintf(f, "  %-24s %10llu tasks %10.3f s %9.2f us/task", ks->name,

@@ -1,8 +1,10 @@
 /* Job files: a good one loads; every class of mistake is an error naming file, line and key. */
 #include "engine/config.h"
+#include "engine/policy.h"
 #include "engine/model.h"
 #include "test.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -52,6 +54,14 @@ TEST(config_loads_dahl_cnn)
     CHECKF(config_load(&cfg, path, set, err, sizeof err) == 0, "%s", err);
     CHECK(cfg.lr > 0.0499f && cfg.workers == 1 && cfg.layers[0].filters == 8);
     CHECK(cfg.resize_h == 62 && cfg.resize_w == 84);
+    CHECK(cfg.policy == -1 && cfg.max_slowdown < 0 && cfg.power_profile[2] == 0);
+    const char *placement[] = {"placement.policy=edp", "placement.max_slowdown=0.1",
+                               "placement.power_budget_watts=45", "energy.power_profile=8,20.5,70",
+                               NULL};
+    CHECKF(config_load(&cfg, path, placement, err, sizeof err) == 0, "%s", err);
+    CHECK(cfg.policy == POLICY_EDP && fabsf(cfg.max_slowdown - 0.1f) < 1e-6f &&
+          cfg.power_budget_watts == 45 && cfg.power_profile[0] == 8 &&
+          cfg.power_profile[1] == 20.5f && cfg.power_profile[2] == 70);
 }
 
 /* Replaces the first occurrence of `from` in DAHL with `to`; the load must fail with all of the
@@ -90,6 +100,12 @@ TEST(config_errors_name_file_line_and_key)
     expect_error("[execution]", "[energy]\nwatts = 3\n[execution]", "[energy] has no key 'watts'",
                  "carbon_g_per_kwh");
     expect_error("format = idx", "format = png", "expected idx or cifar10", NULL);
+    expect_error("[execution]", "[placement]\npolicy = green\n[execution]",
+                 "[placement] policy = 'green'", "expected time, energy, edp or carbon");
+    expect_error("[execution]", "[energy]\npower_profile = 10, 65\n[execution]",
+                 "[energy] power_profile = '10, 65'", "IDLE, ONE, ALL");
+    expect_error("[execution]", "[energy]\npower_profile = 30, 20, 65\n[execution]",
+                 "power_profile = '30, 20, 65'", "rising");
     expect_error("seed = 7", "seed = 7\nseed = 8", "[job] seed is set twice", NULL);
     expect_error("[optimizer]", "[job]\n[optimizer]", "section [job] appears twice", NULL);
     expect_error("# DAHL's CNN\n", "epochs = 1\n", ":1: 'epochs' comes before any [section]", NULL);

@@ -285,3 +285,53 @@ TEST(runtime_recycled_task_is_not_a_dependency)
     rt_handle_unregister(rt, other);
     rt_destroy(rt);
 }
+
+/* Records which worker ran it; with `meet` set, waits (up to 10 s) until two tasks run at once. */
+typedef struct where_args { _Atomic int *ran_on; _Atomic int *meet; } where_args;
+static int record_worker(const rt_ctx *ctx, void *args)
+{
+    where_args *a = args;
+    atomic_fetch_or(a->ran_on, 1 << ctx->worker);
+    if (a->meet) {
+        atomic_fetch_add(a->meet, 1);
+        for (int i = 0; i < 10000 && atomic_load(a->meet) < 2; i++)
+            usleep(1000);
+    }
+    return 0;
+}
+static rt_kind where_kind = {.name = "where", .cpu = record_worker};
+
+static int ran_on_workers(rt_runtime *rt, int n, _Atomic int *meet)
+{
+    _Atomic int ran_on = 0;
+    where_args a = {&ran_on, meet};
+    for (int i = 0; i < n; i++)
+        rt_submit(rt, &(rt_task_desc){.kind = &where_kind, .args = &a, .args_size = sizeof a});
+    CHECK(rt_wait_all(rt) == 0);
+    return atomic_load(&ran_on);
+}
+
+TEST(runtime_parked_workers_run_nothing_and_come_back)
+{
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 4});
+    CHECK(rt_active_workers(rt) == 4);
+    CHECK(rt_set_active_workers(rt, 2) == 2);
+    /* Parking takes effect as each worker ends its task: after one wait, none of 2 and 3 runs. */
+    ran_on_workers(rt, 1000, NULL);
+    for (int round = 0; round < 5; round++) {
+        int ran = ran_on_workers(rt, test_scale(20000), NULL);
+        CHECKF(!(ran & ~3), "tasks ran on workers 0x%x with workers 2 and 3 parked", ran);
+    }
+    CHECK(rt_set_active_workers(rt, 0) == 1 && rt_active_workers(rt) == 1);
+    ran_on_workers(rt, 1000, NULL);
+    CHECKF(ran_on_workers(rt, 5000, NULL) == 1, "only the owner may run tasks");
+    /* Back to four: two tasks that wait for each other finish only if a second worker runs. */
+    CHECK(rt_set_active_workers(rt, 99) == 4);
+    _Atomic int meet = 0;
+    int ran = ran_on_workers(rt, 2, &meet);
+    CHECKF(__builtin_popcount((unsigned)ran) == 2, "no worker came back (ran on 0x%x)", ran);
+    rt_stats s;
+    rt_stats_get(rt, &s);
+    CHECKF(s.task_share >= 0 && s.task_share <= 1.0001, "task share %.3f", s.task_share);
+    rt_destroy(rt);
+}

@@ -1,0 +1,260 @@
+/* Energy-aware placement of CPU workers: the policies' choice against a brute-force search over
+ * declared costs, the online tuner against simulated machines (including a drift), what it
+ * learned kept between runs, and end to end through frugal with a declared power profile. */
+#include "engine/policy.h"
+#include "engine/worker_tuner.h"
+#include "frugal_cli.h"
+#include "ops/layers.h"
+#include "test.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static double uniform(ops_rng *r, double lo, double hi)
+{
+    return lo + (hi - lo) * (ops_rng_next(r) / 4294967296.0);
+}
+
+/* Every option, every rule spelled out: within the budget (or the least power when nothing is),
+ * then for the energy policies within the slowdown cap of the fastest of those, then the least
+ * cost, the lowest index on a tie. */
+static int brute_force(const policy_limits *l, const option_figures *o, int n)
+{
+    int within[64];
+    double least_w = INFINITY;
+    for (int i = 0; i < n; i++)
+        least_w = fmin(least_w, o[i].watts);
+    for (int i = 0; i < n; i++)
+        within[i] = l->budget_w <= 0 || o[i].watts <= l->budget_w ||
+                    (least_w > l->budget_w && o[i].watts == least_w);
+    double fastest = INFINITY;
+    for (int i = 0; i < n; i++)
+        if (within[i])
+            fastest = fmin(fastest, o[i].s_per_sample);
+    int best = -1;
+    double best_cost = INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (!within[i])
+            continue;
+        if (l->policy != POLICY_TIME && l->max_slowdown >= 0 &&
+            o[i].s_per_sample > fastest * (1 + l->max_slowdown))
+            continue;
+        double j = o[i].watts * o[i].s_per_sample;
+        double cost = l->policy == POLICY_TIME     ? o[i].s_per_sample
+                      : l->policy == POLICY_ENERGY ? j
+                      : l->policy == POLICY_EDP    ? j * o[i].s_per_sample
+                                                   : j * l->carbon_g_per_kwh / 3.6e6;
+        if (cost < best_cost)
+            best = i, best_cost = cost;
+    }
+    return best;
+}
+
+TEST(placement_policies_pick_what_a_brute_force_search_picks)
+{
+    ops_rng r;
+    ops_rng_seed(&r, 7);
+    const double budgets[] = {0, 30, 60, 1e9}, caps[] = {-1, 0, 0.1, 0.5};
+    int cases = 0, budget_bound = 0, cap_bound = 0;
+    for (int trial = 0; trial < 400; trial++) {
+        int n = 1 + (int)(ops_rng_next(&r) % 16);
+        option_figures o[16];
+        for (int i = 0; i < n; i++)
+            o[i] = (option_figures){uniform(&r, 1e-4, 1e-2), uniform(&r, 5, 120), 1000};
+        for (int p = POLICY_TIME; p <= POLICY_CARBON; p++)
+            for (int b = 0; b < 4; b++)
+                for (int c = 0; c < 4; c++) {
+                    policy_limits l = {(placement_policy)p, budgets[b], caps[c], 300};
+                    int want = brute_force(&l, o, n), got = policy_choose(&l, o, n);
+                    CHECKF(got == want, "trial %d, policy %s, budget %g W, cap %g: chose %d, "
+                           "brute force %d", trial, policy_name(l.policy), l.budget_w,
+                           l.max_slowdown, got, want);
+                    policy_limits free = {(placement_policy)p, 0, -1, 300};
+                    int unbound = brute_force(&free, o, n);
+                    budget_bound += b && want != unbound && caps[c] < 0;
+                    cap_bound += !b && c && want != unbound;
+                    cases++;
+                }
+    }
+    /* the limits really decided something in some cases */
+    CHECKF(budget_bound > 50 && cap_bound > 50, "%d cases: budget changed %d, cap changed %d",
+           cases, budget_bound, cap_bound);
+    option_figures none[3] = {{0}};
+    CHECK(policy_choose(&(policy_limits){POLICY_ENERGY, 0, -1, 0}, none, 3) == -1);
+}
+
+/* A machine whose k workers take a/k + b seconds per sample at idle + c*k watts (the costs of
+ * every policy are then unimodal in k), measured with a little noise. */
+typedef struct machine { double a, b, idle, c; } machine;
+
+static void measure(const machine *m, int k, ops_rng *r, double *s, double *j, long *samples)
+{
+    double sps = (m->a / k + m->b) * uniform(r, 0.99, 1.01);
+    *samples = 1000;
+    *s = sps * (double)*samples;
+    *j = (m->idle + m->c * k) * uniform(r, 0.99, 1.01) * *s;
+}
+
+static int best_count(const machine *m, const policy_limits *l, int n)
+{
+    option_figures o[TUNER_MAX_WORKERS];
+    for (int k = 1; k <= n; k++)
+        o[k - 1] = (option_figures){m->a / k + m->b, m->idle + m->c * k, 1};
+    return brute_force(l, o, n) + 1;
+}
+
+/* Feeds windows until the tuner has stopped exploring; returns how many it took. */
+static int run_tuner(worker_tuner *t, const machine *m, ops_rng *r, int max_windows)
+{
+    char why[200];
+    for (int w = 0; w < max_windows; w++) {
+        double s, j;
+        long samples;
+        measure(m, t->current, r, &s, &j, &samples);
+        tuner_observe(t, s, j, samples, why, sizeof why);
+        if (!t->exploring)
+            return w + 1;
+    }
+    return -1;
+}
+
+TEST(placement_tuner_finds_the_best_worker_count_and_follows_a_drift)
+{
+    ops_rng r;
+    ops_rng_seed(&r, 11);
+    for (int trial = 0; trial < 200; trial++) {
+        int n = 1 + (int)(ops_rng_next(&r) % 24);
+        machine m = {uniform(&r, 1e-4, 1e-2), uniform(&r, 0, 2e-3), uniform(&r, 2, 40),
+                     uniform(&r, 1, 30)};
+        policy_limits l = {(placement_policy)(trial % 4), trial % 3 ? 0 : uniform(&r, 10, 200),
+                           trial % 5 ? -1 : 0.2, 400};
+        worker_tuner t;
+        tuner_init(&t, &l, n);
+        int windows = run_tuner(&t, &m, &r, 64);
+        CHECKF(windows > 0 && windows <= 2 * 5 + 2 * n, "trial %d: %d windows to explore %d counts",
+               trial, windows, n);
+        int want = best_count(&m, &l, n);
+        /* within the noise: the cost of the count chosen is within 3% of the best one's */
+        option_figures chosen = {m.a / t.current + m.b, m.idle + m.c * t.current, 1};
+        option_figures best = {m.a / want + m.b, m.idle + m.c * want, 1};
+        CHECKF(t.current == tuner_best(&t) &&
+               policy_cost(&l, &chosen) <= 1.03 * policy_cost(&l, &best),
+               "trial %d (%s, %d workers at most): chose %d, brute force %d", trial,
+               policy_name(l.policy), n, t.current, want);
+    }
+    /* A machine that gets another load: the count in use slows down by half; exploring starts
+     * again and ends with what the new machine prefers. */
+    machine m = {8e-3, 0, 10, 5};
+    policy_limits l = {POLICY_TIME, 0, -1, 0};
+    worker_tuner t;
+    tuner_init(&t, &l, 8);
+    CHECK(run_tuner(&t, &m, &r, 64) > 0 && t.current == 8);
+    machine loaded = {8e-3, 4e-3, 10, 5};   /* a fixed cost per sample: fewer workers lose less */
+    int explorations = t.explorations;
+    char why[200];
+    for (int w = 0; w < TUNER_DRIFT_WINDOWS && t.explorations == explorations; w++) {
+        double s, j;
+        long samples;
+        measure(&loaded, t.current, &r, &s, &j, &samples);
+        tuner_observe(&t, s, j, samples, why, sizeof why);
+    }
+    CHECKF(t.explorations == explorations + 1 && strstr(why, "exploring again"), "%s", why);
+    CHECK(run_tuner(&t, &loaded, &r, 64) > 0 && t.current == best_count(&loaded, &l, 8));
+}
+
+TEST(placement_tuner_starts_from_what_it_saved)
+{
+    ops_rng r;
+    ops_rng_seed(&r, 3);
+    machine m = {4e-3, 1e-4, 20, 15};
+    policy_limits l = {POLICY_ENERGY, 0, -1, 0};
+    worker_tuner t;
+    tuner_init(&t, &l, 6);
+    CHECK(run_tuner(&t, &m, &r, 64) > 0);
+    char path[600];
+    snprintf(path, sizeof path, "%s/workers.txt", test_tmpdir());
+    FILE *old = fopen(path, "w");
+    fputs("other-workload 3 0.001 50 1000\n", old);   /* kept as it is */
+    fclose(old);
+    old = fopen(path, "r");
+    char tmp[620];
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    FILE *out = fopen(tmp, "w");
+    CHECK(tuner_save(&t, "this-workload", old, out) == 0);
+    fclose(old);
+    fclose(out);
+    CHECK(rename(tmp, path) == 0);
+    worker_tuner again;
+    tuner_init(&again, &l, 6);
+    FILE *in = fopen(path, "r");
+    int used = tuner_load(&again, "this-workload", in);
+    fclose(in);
+    int measured = 0;
+    for (int k = 0; k < 6; k++)
+        measured += t.opt[k].samples > 0;
+    CHECKF(used == measured && !again.exploring && again.current == t.current,
+           "loaded %d of %d, exploring %d, %d workers against %d", used, measured,
+           again.exploring, again.current, t.current);
+    in = fopen(path, "r");
+    char line[256];
+    int others = 0;
+    while (fgets(line, sizeof line, in))
+        others += !strncmp(line, "other-workload 3 ", 17);
+    fclose(in);
+    CHECK(others == 1);
+}
+
+/* frugal train on DAHL's CNN (part of Fashion-MNIST, each task slowed down 20 times so that the
+ * measurements are long enough) with a declared power profile in which each core beyond the
+ * first adds 80 W (so the second costs more than it saves); returns the active workers that
+ * summary.json reports at the end, or -1. */
+static int workers_chosen(const char *name, const char *set1, const char *set2)
+{
+    static char out[1 << 16];
+    char output[700], models[700], profile[96], path[760];
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    snprintf(output, sizeof output, "job.output=%s/%s", test_tmpdir(), name);
+    snprintf(models, sizeof models, "FRUGAL_PERFMODEL_DIR=%s/models-%s", test_tmpdir(), name);
+    snprintf(profile, sizeof profile, "energy.power_profile=10, 20, %ld", 20 + 80 * (ncpu - 1));
+    /* sanitizers slow the tasks down already */
+    char slowdown[64];
+    snprintf(slowdown, sizeof slowdown, "execution.slowdown=%d", test_scale(20));
+    const char *env[] = {models, NULL};
+    const char *args[32] = {"train", "examples/dahl-fashion-mnist.cfg", "--set", output, "--set",
+                            "energy.baseline_seconds=0", "--set", profile, "--set",
+                            "placement.window_seconds=0.1", "--set", slowdown,
+                            "--set", "execution.workers=0", "--set", "data.limit=2048", "--set",
+                            "data.test_limit=256", "--set", "job.epochs=4", "--set", set1};
+    int n = 22;
+    if (set2)
+        args[n++] = "--set", args[n++] = set2;
+    int rc = frugal_run(&(frugal_call){(uid_t)-1, env, 0}, out, sizeof out, args);
+    CHECKF(rc == 0 && strstr(out, "placement: policy"), "%s", out);
+    snprintf(path, sizeof path, "%s/%s/summary.json", test_tmpdir(), name);
+    FILE *f = fopen(path, "r");
+    static char json[1 << 16];
+    size_t len = f ? fread(json, 1, sizeof json - 1, f) : 0;
+    if (f)
+        fclose(f);
+    json[len] = 0;
+    const char *at = strstr(json, "\"active_workers\": ");
+    int workers = -1;
+    CHECKF(at && sscanf(at, "\"active_workers\": %d", &workers) == 1 &&
+           strstr(json, "\"exploring\": false"), "%s\n%s", out, json);
+    return workers;
+}
+
+TEST(placement_energy_keeps_one_worker_where_the_second_core_costs_more)
+{
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+        return;   /* one core: nothing to decide */
+    CHECK(workers_chosen("energy", "placement.policy=energy", NULL) == 1);
+    CHECK(workers_chosen("time", "placement.policy=time", NULL) >= 2);
+    /* two cores draw 100 W: a 60 W budget keeps one, whatever the policy */
+    CHECK(workers_chosen("budget", "placement.policy=time", "placement.power_budget_watts=60") == 1);
+    /* one worker is about twice as slow: a 10% cap on the slowdown keeps more */
+    CHECK(workers_chosen("capped", "placement.policy=energy", "placement.max_slowdown=0.1") >= 2);
+}
