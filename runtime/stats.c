@@ -158,8 +158,9 @@ void rt_stats_print(const rt_stats *s, FILE *f)
             s->workers, (unsigned long long)s->tasks, (unsigned long long)s->steals,
             (unsigned long long)s->parks, s->wall_s, 100.0 * s->task_share);
     if (s->late_wakeups)
-        fprintf(f, "runtime: %llu lost wake-ups, each caught by the %d ms sleep limit (a runtime "
-                "bug: please report it)\n", (unsigned long long)s->late_wakeups, SLEEP_LIMIT_MS);
+        fprintf(f, "runtime: %llu sleeps ended by the %d ms limit with work waiting (lost "
+                "wake-ups, or a wake-up racing the limit)\n", (unsigned long long)s->late_wakeups,
+                SLEEP_LIMIT_MS);
     for (int k = 0; k < s->nkinds; k++) {
         const rt_kind_stats *ks = &s->kinds[k];
         fprintf(f, "  %-24s %10llu tasks %10.3f s %9.2f us/task", ks->name,
