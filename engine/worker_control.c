@@ -99,22 +99,28 @@ void worker_control_begin(worker_control *c, const job_config *cfg, rt_runtime *
 void worker_control_key(char *out, size_t n, const job_config *cfg, int c, int h, int w,
                         const char *isa)
 {
-    uint64_t hash = 1469598103934665603ULL;   /* FNV-1a over the layers' records */
-    const unsigned char *p = (const unsigned char *)cfg->layers;
-    for (size_t i = 0; i < sizeof(layer_config) * (size_t)cfg->nlayers; i++)
-        hash = (hash ^ p[i]) * 1099511628211ULL;
+    uint64_t hash = 1469598103934665603ULL;   /* FNV-1a over the layers' shapes (not their lines) */
+    for (int l = 0; l < cfg->nlayers; l++) {
+        const layer_config *lc = &cfg->layers[l];
+        int shape[] = {lc->type, lc->filters, lc->size, lc->stride, lc->padding, lc->outputs};
+        for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++)
+            hash = (hash ^ (uint32_t)shape[i]) * 1099511628211ULL;
+    }
     snprintf(out, n, "%dx%dx%d-%016llx-b%d-%s-s%g", h, w, c, (unsigned long long)hash,
              cfg->batch, isa, (double)cfg->slowdown);
 }
 
-/* Under the lock. */
-static void window_start(worker_control *c, long samples)
+/* Under the lock: a window from reading r on (NULL: the meter now). */
+static void window_start(worker_control *c, const energy_reading *r, long samples)
 {
-    energy_reading r;
-    energy_meter_read(c->meter, &r);
-    c->win_t = r.t, c->win_j = r.total_j, c->win_samples = samples;
+    energy_reading now;
+    if (!r) {
+        energy_meter_read(c->meter, &now);
+        r = &now;
+    }
+    c->win_t = r->t, c->win_j = r->total_j, c->win_samples = samples;
     if (c->start_t < 0)
-        c->start_t = r.t;
+        c->start_t = r->t;
 }
 
 void worker_control_pass(worker_control *c, int training)
@@ -124,7 +130,7 @@ void worker_control_pass(worker_control *c, int training)
     pthread_mutex_lock(&c->lock);
     c->training = training;
     if (training)
-        window_start(c, 0);
+        window_start(c, NULL, 0);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -133,7 +139,7 @@ static void measure(worker_control *c)
 {
     long done = trainer_samples_done(c->trainer);
     if (done < c->win_samples) {   /* a new pass began */
-        window_start(c, done);
+        window_start(c, NULL, done);
         return;
     }
     energy_reading r;
@@ -151,7 +157,7 @@ static void measure(worker_control *c)
                               : tuner_observe(&c->tuner, seconds, joules, samples, why, sizeof why);
     if (workers != before || why[0])
         decide(c, workers, why);
-    window_start(c, done);
+    window_start(c, &r, done);
 }
 
 static void *control_thread(void *arg)
