@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RESULT_HEAD (8 + 4 * 4 + 3 * 8)
+#define RESULT_HEAD (8 + 4 * 4 + 5 * 8)
 
 void proto_limits(frame_limits *l, int coordinator, long nparams)
 {
@@ -100,6 +100,8 @@ size_t proto_result_head(const msg_result *m, uint8_t *out, size_t cap)
     wire_f64(&w, m->loss);
     wire_f64(&w, m->compute_s);
     wire_f64(&w, m->joules);
+    wire_f64(&w, m->watts);
+    wire_f64(&w, m->carbon_g_per_kwh);
     return w.len;
 }
 
@@ -269,9 +271,12 @@ int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, long nparam
     m->loss = wire_get_f64(&r);
     m->compute_s = wire_get_f64(&r);
     m->joules = wire_get_f64(&r);
+    m->watts = wire_get_f64(&r);
+    m->carbon_g_per_kwh = wire_get_f64(&r);
     m->grads = (const float *)(p + RESULT_HEAD);
     m->nparams = (size_t)nparams;
-    if (m->correct > m->samples || m->estimated > 1 || !(m->compute_s >= 0) || !(m->joules >= 0))
+    if (m->correct > m->samples || m->estimated > 1 || !(m->compute_s >= 0) || !(m->joules >= 0) ||
+        !(m->watts >= 0 && m->watts < 1e7) || !(m->carbon_g_per_kwh >= 0 && m->carbon_g_per_kwh <= 5000))
         return bad(why, whylen, "a RESULT message with impossible figures");
     return 0;
 }

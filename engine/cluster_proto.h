@@ -12,7 +12,8 @@
  *   coordinator -> node  PARAMS   the parameters of batch `seq` (every layer, in order)
  *   coordinator -> node  WORK     chunk k of batch `seq` (epoch, batch in the epoch, its size)
  *   node -> coordinator  RESULT   that chunk's loss, correct answers and partial gradients, the
- *                                 node's compute time and energy so far
+ *                                 node's compute time, energy so far, power while computing and
+ *                                 grid carbon intensity (the placement policy weighs them)
  *   coordinator -> node  DONE     training is over (why) */
 #ifndef FRUGAL_CLUSTER_PROTO_H
 #define FRUGAL_CLUSTER_PROTO_H
@@ -27,7 +28,7 @@ enum {
     MSG_DONE, MSG_TYPES
 };
 
-#define PROTO_VERSION 1
+#define PROTO_VERSION 2
 #define PROTO_MAX_FILES 8
 #define PROTO_FILE_PIECE (1u << 20)     /* bytes of a file per FILE message */
 #define PROTO_MAX_PARAMS (64L << 20)    /* floats a model may have to train on a cluster */
@@ -73,7 +74,9 @@ typedef struct msg_work {
 typedef struct msg_result {
     uint64_t seq;
     uint32_t chunk, correct, samples, estimated;
-    double loss, compute_s, joules;
+    double loss, compute_s, joules;     /* joules: the node's total so far */
+    double watts;                       /* the node's power while computing this batch's chunks */
+    double carbon_g_per_kwh;            /* its grid's intensity now */
     const float *grads;                 /* into the payload (nparams floats), maybe unaligned */
     size_t nparams;
 } msg_result;

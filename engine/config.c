@@ -54,6 +54,7 @@ static const key_spec execution_keys[] = {
 static const key_spec energy_keys[] = {
     {"rate_hz", V_FLOAT, JOB(energy_rate_hz), 1, 1000},
     {"carbon_g_per_kwh", V_FLOAT, JOB(carbon_g_per_kwh), 0, 5000},
+    {"carbon_file", V_PATH, JOB(carbon_file), 0, 0},
     {"baseline_seconds", V_FLOAT, JOB(baseline_seconds), 0, 3600},
     {"baseline_watts", V_FLOAT, JOB(baseline_watts), 0, 1e6},
     {"model_idle_watts", V_FLOAT, JOB(model_idle_watts), 0, 1e5},

@@ -15,7 +15,8 @@
  *                deterministic (on | off: the same placement, and so the same weights, every run),
  *                slowdown (1 to 100: every CPU task takes this many times as long, to emulate
  *                slower hardware in tests and benchmarks)
- *   [energy]     rate_hz, carbon_g_per_kwh, baseline_seconds, baseline_watts,
+ *   [energy]     rate_hz, carbon_g_per_kwh, carbon_file (a file holding the figure, re-read
+ *                while training), baseline_seconds, baseline_watts,
  *                model_idle_watts, model_core_watts, power_profile (IDLE, ONE, ALL: watts idle,
  *                with one core busy and with all busy; the fallback model and the prior)
  *   [placement]  policy (time | energy | edp | carbon: the worker count is then learned while
@@ -85,6 +86,7 @@ typedef struct job_config {
     /* [energy] */
     float energy_rate_hz;          /* sampler rate */
     float carbon_g_per_kwh;
+    char carbon_file[CONFIG_PATH]; /* "" or a file re-read for the current figure (energy/carbon.h) */
     float baseline_seconds;        /* idle power measured this long before training; 0: none */
     float baseline_watts;          /* configured idle power instead; < 0: measure */
     float model_idle_watts, model_core_watts;   /* the fallback model (energy/model.h) */

@@ -1,7 +1,10 @@
 #include "engine/coordinator.h"
 
+#include "energy/carbon.h"
+#include "energy/meter.h"
 #include "engine/chunk_engine.h"
 #include "engine/cluster_proto.h"
+#include "engine/cluster_share.h"
 #include "engine/layer.h"
 #include "engine/remote.h"
 #include "common/json.h"
@@ -19,6 +22,9 @@
 
 #define MAX_NODES 64
 #define COST_WEIGHT 0.3          /* of a new measurement in a running cost */
+#define PROBE_EVERY 16           /* batches between the chunks a parked node gets to stay measured */
+#define POWER_WINDOW_S 0.25      /* the shortest interval this machine's power is measured over */
+#define MAX_SHARE_DECISIONS 16
 
 typedef struct node {
     int peer, ready, gone;
@@ -30,9 +36,18 @@ typedef struct node {
     double cost;                 /* its CPU seconds per chunk, 0 until measured */
     long chunks, samples;
     double compute_s, wait_s, joules, joined_at, active_s;
+    double watts, carbon;        /* while computing (running average), its grid's intensity */
     int estimated;
+    int parked, probe;           /* the policy leaves it out; it may take one chunk to be measured */
+    long probed_at;              /* the batch of its last probe */
     netio_peer_stats net;
 } node;
+
+typedef struct share_decision {
+    double t;
+    int taking;
+    char why[400];
+} share_decision;
 
 enum { SLOT_FREE, SLOT_STARTING, SLOT_QUEUED, SLOT_SENT };
 
@@ -72,6 +87,15 @@ struct coordinator {
     double local_cost, last_busy;
     long local_chunks, last_local;
     long lost_nodes, resent_chunks, fallback_chunks;
+    /* the placement policy over machines (cluster_share.h) */
+    policy_limits limits;
+    carbon_source carbon;
+    energy_meter *meter;
+    energy_reading last_power;
+    double local_w, local_img_s;
+    long batches;
+    share_decision decisions[MAX_SHARE_DECISIONS];
+    int ndecisions, decisions_total;
     pthread_t fallback;
     int fallback_started, stopping;
 };
@@ -81,6 +105,12 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A running average of positive figures (0: none yet). */
+static double running(double avg, double x)
+{
+    return avg > 0 ? (1 - COST_WEIGHT) * avg + COST_WEIGHT * x : x;
 }
 
 static int ready_nodes(const coordinator *c)
@@ -129,6 +159,20 @@ static int send_chunk(coordinator *c, node *n, slot *s)
     return 0;
 }
 
+/* A node may take chunks unless the policy parked it; a parked one takes a probe chunk, or any
+ * when every ready node is parked (chunks queued before it was parked still need a home). */
+static int may_take(const coordinator *c, const node *n)
+{
+    if (!n->ready || n->gone || n->inflight >= n->workers)
+        return 0;
+    if (!n->parked || n->probe)
+        return 1;
+    for (int i = 0; i < c->nnodes; i++)
+        if (c->nodes[i].ready && !c->nodes[i].gone && !c->nodes[i].parked)
+            return 0;
+    return 1;
+}
+
 /* Locked. Nodes with room take queued chunks, most idle first; with no node, the fallback. */
 static void pump(coordinator *c)
 {
@@ -136,8 +180,7 @@ static void pump(coordinator *c)
         node *best = NULL;
         for (int i = 0; i < c->nnodes; i++) {
             node *n = &c->nodes[i];
-            if (n->ready && !n->gone && n->inflight < n->workers &&
-                (!best || n->inflight * best->workers < best->inflight * n->workers))
+            if (may_take(c, n) && (!best || n->inflight * best->workers < best->inflight * n->workers))
                 best = n;
         }
         if (!best) {
@@ -147,6 +190,7 @@ static void pump(coordinator *c)
         }
         if (send_chunk(c, best, s))
             return;   /* the hub closes that node: its chunks come back then */
+        best->probe = 0;
     }
 }
 
@@ -335,8 +379,10 @@ static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
     rt_task *done[CONFIG_MAX_LAYERS + 1];
     n->chunks++, n->samples += r.samples, n->compute_s += r.compute_s;
     n->wait_s += rtt > r.compute_s ? rtt - r.compute_s : 0;
-    n->joules = r.joules, n->estimated = (int)r.estimated;
-    n->cost = n->cost > 0 ? (1 - COST_WEIGHT) * n->cost + COST_WEIGHT * r.compute_s : r.compute_s;
+    n->joules = r.joules, n->estimated = (int)r.estimated, n->carbon = r.carbon_g_per_kwh;
+    n->cost = running(n->cost, r.compute_s);
+    if (r.watts > 0)
+        n->watts = running(n->watts, r.watts);
     if (!--n->inflight)
         n->active_s += now_s();
     int ndone = fill_slot(c, s, &r, done);
@@ -417,32 +463,100 @@ static void on_event(void *ctx, const netio_event *e)
     pthread_mutex_unlock(&c->lock);
 }
 
-/* ---- how many chunks go to nodes ---- */
+/* ---- which nodes take work, and how many chunks go to them ---- */
 
-/* Chunks in proportion to speed: workers over CPU seconds per chunk, measured here (from the
- * runtime's busy time) and on each node; a node not yet measured counts as fast as a worker
- * here. At least one chunk stays here, so that its speed stays measured. */
+/* This machine's CPU seconds per chunk (from the runtime's busy time) and its power (from its
+ * meter, over at least POWER_WINDOW_S). */
+static void measure_here(coordinator *c)
+{
+    rt_stats st;
+    rt_stats_get(c->rt, &st);
+    if (c->last_local > 0 && st.busy_s > c->last_busy)
+        c->local_cost = running(c->local_cost, (st.busy_s - c->last_busy) / (double)c->last_local);
+    c->last_busy = st.busy_s;
+    if (!c->meter)
+        return;
+    energy_reading r;
+    energy_meter_read(c->meter, &r);
+    if (c->last_power.t > 0 && r.t - c->last_power.t < POWER_WINDOW_S)
+        return;
+    if (c->last_power.t > 0)
+        c->local_w = running(c->local_w, (r.total_j - c->last_power.total_j) / (r.t - c->last_power.t));
+    c->last_power = r;
+    char why[600];   /* a failing file is said by the run's energy report (energy_run.c) */
+    carbon_update(&c->carbon, r.t, why, sizeof why);
+    c->limits.carbon_g_per_kwh = c->carbon.value;
+}
+
+static double img_per_s(double workers, double cost, double per_chunk)
+{
+    return cost > 0 ? workers / cost * per_chunk : 0;
+}
+
+/* Locked. The policy's choice of nodes (cluster_share.h), said when it changes. */
+static void choose_nodes(coordinator *c, double per_chunk)
+{
+    member_figures m[MAX_NODES + 1];
+    int index[MAX_NODES + 1], in[MAX_NODES + 1], n = 1;
+    c->local_img_s = img_per_s(rt_active_workers(c->rt), c->local_cost, per_chunk);
+    m[0] = (member_figures){c->local_img_s, c->local_w, c->carbon.value};
+    for (int i = 0; i < c->nnodes; i++) {
+        node *x = &c->nodes[i];
+        if (x->ready && !x->gone)
+            index[n] = i, m[n++] = (member_figures){img_per_s(x->workers, x->cost, per_chunk),
+                                                    x->watts, x->carbon};
+    }
+    cluster_choose(&c->limits, m, n, in);
+    char taking[160] = "", parked[160] = "";
+    int changed = 0, ntaking = 0;
+    for (int k = 1; k < n; k++) {
+        node *x = &c->nodes[index[k]];
+        changed |= x->parked != !in[k];
+        x->parked = !in[k];
+        ntaking += in[k];
+        char *list = in[k] ? taking : parked;
+        size_t len = strlen(list);
+        snprintf(list + len, 160 - len, "%s%s %.3g J/img", len ? ", " : "", x->addr,
+                 m[k].img_per_s > 0 ? m[k].watts / m[k].img_per_s : 0);
+        if (x->parked && c->batches - x->probed_at >= PROBE_EVERY)
+            x->probe = 1, x->probed_at = c->batches;
+    }
+    if (!changed)
+        return;
+    share_decision *d = &c->decisions[c->ndecisions < MAX_SHARE_DECISIONS ? c->ndecisions++
+                                                                           : MAX_SHARE_DECISIONS - 1];
+    d->t = now_s() - c->start, d->taking = ntaking;
+    snprintf(d->why, sizeof d->why, "%s policy: here %.3g J/img; nodes taking work: %s; parked: %s",
+             policy_name(c->limits.policy), m[0].img_per_s > 0 ? m[0].watts / m[0].img_per_s : 0,
+             taking[0] ? taking : "none", parked[0] ? parked : "none");
+    c->decisions_total++;
+    fprintf(c->log, "placement: %s\n", d->why);
+}
+
+/* Chunks in proportion to speed: workers over CPU seconds per chunk, measured here and on each
+ * node the policy keeps; a node not yet measured counts as fast as a worker here; a parked node
+ * due for a probe gets one chunk. At least one chunk stays here, so that its speed stays
+ * measured. */
 static int remote_chunks(void *ctx, int nchunks)
 {
     coordinator *c = ctx;
     pthread_mutex_lock(&c->lock);
-    int nodes = ready_nodes(c), remote = 0;
-    if (nodes && nchunks > 1) {
-        rt_stats st;
-        rt_stats_get(c->rt, &st);
-        if (c->last_local > 0 && st.busy_s > c->last_busy) {
-            double cost = (st.busy_s - c->last_busy) / (double)c->last_local;
-            c->local_cost = c->local_cost > 0 ? (1 - COST_WEIGHT) * c->local_cost + COST_WEIGHT * cost
-                                              : cost;
-        }
-        c->last_busy = st.busy_s;
+    int remote = 0;
+    c->batches++;
+    if (ready_nodes(c) && nchunks > 1) {
+        measure_here(c);
+        choose_nodes(c, (double)c->cfg->batch / nchunks);
         double unit = c->local_cost > 0 ? c->local_cost : 1;
-        double here = rt_workers(c->rt) / unit, there = 0;
-        for (int i = 0; i < c->nnodes; i++)
-            if (c->nodes[i].ready && !c->nodes[i].gone)
-                there += c->nodes[i].workers / (c->nodes[i].cost > 0 ? c->nodes[i].cost : unit);
-        remote = (int)(nchunks * there / (here + there) + 0.5);
-        remote = remote < 1 ? 1 : remote > nchunks - 1 ? nchunks - 1 : remote;
+        double here = rt_active_workers(c->rt) / unit, there = 0;
+        int probes = 0;
+        for (int i = 0; i < c->nnodes; i++) {
+            node *n = &c->nodes[i];
+            if (n->ready && !n->gone && !n->parked)
+                there += n->workers / (n->cost > 0 ? n->cost : unit);
+            probes += n->ready && !n->gone && n->parked && n->probe;
+        }
+        remote = (int)(nchunks * there / (here + there) + 0.5) + probes;
+        remote = there > 0 && remote < 1 ? 1 : remote > nchunks - 1 ? nchunks - 1 : remote;
     }
     c->last_local = nchunks - remote;
     c->local_chunks += nchunks - remote;
@@ -532,6 +646,9 @@ coordinator *coordinator_start(const coordinator_options *o, const job_config *c
     }
     c->sink.started = task_started;
     c->cfg = cfg, c->train = train, c->log = log, c->timeout_s = o->timeout_s, c->start = now_s();
+    c->limits = (policy_limits){cfg->policy < 0 ? POLICY_TIME : (placement_policy)cfg->policy,
+                                cfg->power_budget_watts, cfg->max_slowdown, cfg->carbon_g_per_kwh};
+    carbon_init(&c->carbon, cfg->carbon_g_per_kwh, cfg->carbon_file);
     snprintf(c->listen_at, sizeof c->listen_at, "%s", o->listen);
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->fallback_wake, NULL);
@@ -583,6 +700,13 @@ int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, si
     return 0;
 }
 
+void coordinator_use_meter(coordinator *c, energy_meter *meter)
+{
+    pthread_mutex_lock(&c->lock);
+    c->meter = meter;
+    pthread_mutex_unlock(&c->lock);
+}
+
 int coordinator_wait_for(coordinator *c, int nodes, double seconds)
 {
     struct timespec until;
@@ -607,9 +731,10 @@ void coordinator_print_nodes(coordinator *c, FILE *f)
         if (!n->gone)
             netio_hub_peer_stats(c->hub, n->peer, &n->net);
         fprintf(f, "  node %s (%s): %ld chunks, %.0f img/s, %.1f MB sent, %.1f MB received, "
-                "%.2f s waiting on the network, %.1f J %s%s%s\n", n->addr, n->host, n->chunks,
+                "%.2f s waiting on the network, %.1f J %s%s%s%s\n", n->addr, n->host, n->chunks,
                 n->active_s > 0 ? (double)n->samples / n->active_s : 0, n->net.received / 1e6,
                 n->net.sent / 1e6, n->wait_s, n->joules, n->estimated ? "estimated" : "measured",
+                n->parked && !n->gone ? "; parked by the placement policy" : "",
                 n->gone ? "; lost: " : "", n->gone ? n->left_why : "");
     }
     pthread_mutex_unlock(&c->lock);
@@ -642,11 +767,12 @@ void coordinator_write_json(coordinator *c, FILE *f)
         fprintf(f, ", \"workers\": %d, \"kernel_path\": \"%s\", \"joined_after_s\": %.2f, "
                 "\"chunks\": %ld, \"share\": %.4f, \"img_per_s\": %.1f, \"bytes_sent\": %llu, "
                 "\"bytes_received\": %llu, \"network_wait_s\": %.3f, \"compute_s\": %.3f, "
-                "\"joules\": %.3f, \"energy\": ", n->workers, ops_isa_name((ops_isa)n->isa),
+                "\"joules\": %.3f, \"watts_computing\": %.3f, \"carbon_g_per_kwh\": %g, "
+                "\"parked\": %s, \"energy\": ", n->workers, ops_isa_name((ops_isa)n->isa),
                 n->joined_at, n->chunks, all ? (double)n->chunks / (double)all : 0,
                 n->active_s > 0 ? (double)n->samples / n->active_s : 0,
                 (unsigned long long)n->net.received, (unsigned long long)n->net.sent, n->wait_s,
-                n->compute_s, n->joules);
+                n->compute_s, n->joules, n->watts, n->carbon, n->parked ? "true" : "false");
         json_string(f, n->energy);
         fprintf(f, ", \"estimated\": %s, \"lost\": ", n->estimated ? "true" : "false");
         if (n->gone)
@@ -656,7 +782,19 @@ void coordinator_write_json(coordinator *c, FILE *f)
         fputc('}', f);
         first = 0;
     }
-    fputc(']', f);
+    fprintf(f, "], \"placement\": {\"policy\": \"%s\", \"power_budget_watts\": %g, "
+            "\"max_slowdown\": %g, \"coordinator_img_per_s\": %.1f, \"coordinator_watts\": %.3f, "
+            "\"coordinator_carbon_g_per_kwh\": %g, \"probe_every_batches\": %d, "
+            "\"decisions_total\": %d, \"decisions\": [", policy_name(c->limits.policy),
+            c->limits.budget_w, c->limits.max_slowdown, c->local_img_s, c->local_w,
+            c->carbon.value, PROBE_EVERY, c->decisions_total);
+    for (int i = 0; i < c->ndecisions; i++) {
+        fprintf(f, "%s{\"t\": %.3f, \"nodes_taking_work\": %d, \"why\": ", i ? ", " : "",
+                c->decisions[i].t, c->decisions[i].taking);
+        json_string(f, c->decisions[i].why);
+        fputc('}', f);
+    }
+    fputs("]}", f);
     pthread_mutex_unlock(&c->lock);
 }
 

@@ -6,12 +6,15 @@
  * more. A node gets the job, the training files it lacks (by hash), the batch's parameters, and
  * chunk numbers; it returns each chunk's partial gradient, which goes into the same place a
  * local chunk's would, so the gradients are summed in the same fixed order and the weights are
- * the same as on one machine. Nodes may join at any time (they start with the next chunk they
+ * the same as on one machine. Under a placement policy other than plain time, or a power budget,
+ * only the machines worth their joules take work: the others are parked (they stay connected
+ * and get a chunk now and then to stay measured). Nodes may join at any time (they start with the next chunk they
  * are sent, with the current parameters) and leave at any time: the chunks a lost node had are
  * sent to another, or computed here when none is left. */
 #ifndef FRUGAL_COORDINATOR_H
 #define FRUGAL_COORDINATOR_H
 
+#include "energy/meter.h"
 #include "engine/config.h"
 #include "engine/dataset.h"
 #include "engine/trainer.h"
@@ -37,6 +40,9 @@ coordinator *coordinator_start(const coordinator_options *o, const job_config *c
 /* After trainer_create: starts listening, and the trainer asks it how many chunks of each batch
  * go to nodes. 0, or -1 with err (e.g. the address is taken). */
 int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, size_t errlen);
+/* This machine's energy meter: with it, the placement policy ([placement] policy, budget,
+ * slowdown) decides which nodes take work (cluster_share.h); without, every node does. */
+void coordinator_use_meter(coordinator *c, energy_meter *meter);
 /* Waits until `nodes` nodes are ready or `seconds` pass; returns how many are. */
 int coordinator_wait_for(coordinator *c, int nodes, double seconds);
 /* One line per node for the progress display (nothing when there are none). */

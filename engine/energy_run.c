@@ -7,7 +7,13 @@
 int energy_run_begin(energy_run *er, const job_config *cfg, FILE *log, char *err, size_t errlen)
 {
     memset(er, 0, sizeof *er);
-    er->carbon_g_per_kwh = cfg->carbon_g_per_kwh;
+    er->log = log;
+    carbon_init(&er->carbon, cfg->carbon_g_per_kwh, cfg->carbon_file);
+    char why[600];
+    if (carbon_update(&er->carbon, 0, why, sizeof why)) {
+        snprintf(err, errlen, "[energy] carbon_file: %s", why);
+        return -1;
+    }
     er->meter = energy_meter_open(&(energy_options){
         cfg->energy_rate_hz, cfg->model_idle_watts, cfg->model_core_watts,
         {cfg->power_profile[0], cfg->power_profile[1], cfg->power_profile[2]}});
@@ -59,8 +65,10 @@ void energy_run_pass_end(energy_run *er, long images, energy_figures *out)
 {
     energy_reading now;
     energy_meter_read(er->meter, &now);
-    energy_figures_between(&er->pass_start, &now, images, er->baseline_w, er->carbon_g_per_kwh,
-                           out);
+    char why[600];
+    if (carbon_update(&er->carbon, now.t, why, sizeof why))
+        fprintf(er->log, "energy: %s; keeping %g g CO2e/kWh\n", why, er->carbon.value);
+    energy_figures_between(&er->pass_start, &now, images, er->baseline_w, er->carbon.value, out);
     er->pass_start = now;
 }
 
@@ -101,7 +109,7 @@ void energy_run_total(energy_run *er, long images, energy_figures *out)
 {
     energy_reading now;
     energy_meter_read(er->meter, &now);
-    energy_figures_between(&er->run_start, &now, images, er->baseline_w, er->carbon_g_per_kwh, out);
+    energy_figures_between(&er->run_start, &now, images, er->baseline_w, er->carbon.value, out);
 }
 
 void energy_run_print(energy_run *er, const epoch_energy *last, const rt_stats *st, long images,
@@ -113,7 +121,7 @@ void energy_run_print(energy_run *er, const epoch_energy *last, const rt_stats *
     fprintf(f, "  run: %.1f J in %.1f s, %.1f W, %.3f mJ/image, %.1f J above the %.1f W idle "
                "baseline, EDP %.3g J*s, %.3f gCO2e at %g g/kWh\n",
             run.joules, run.seconds, run.watts, 1e3 * run.joules_per_image, run.app_joules,
-            er->baseline_w, run.edp, run.gco2e, er->carbon_g_per_kwh);
+            er->baseline_w, run.edp, run.gco2e, er->carbon.value);
     sensor s[SENSOR_MAX];
     int n = energy_meter_sensors(er->meter, s, SENSOR_MAX);
     for (int i = 0; i < n && i < run.ndevices; i++)

@@ -5,6 +5,7 @@
 #define FRUGAL_ENERGY_RUN_H
 
 #include "energy/account.h"
+#include "energy/carbon.h"
 #include "energy/meter.h"
 #include "engine/config.h"
 #include "runtime/runtime.h"
@@ -25,7 +26,8 @@ typedef struct energy_run {
     energy_meter *meter;
     double baseline_w;
     char baseline_how[96];           /* "measured idle over 1.0 s", "configured", "none" */
-    double carbon_g_per_kwh;
+    carbon_source carbon;            /* the grid's intensity, re-read from [energy] carbon_file */
+    FILE *log;
     energy_reading run_start, epoch_start, pass_start;
 } energy_run;
 

@@ -345,6 +345,18 @@ static void shuffle(trainer *t, int epoch)
     }
 }
 
+/* With a cluster, each batch's share of the chunks is decided from fresh measurements: a batch
+ * is submitted once the one before has updated the parameters (its chunks could not start
+ * earlier anyway), not a window of tasks ahead. */
+static void wait_for_parameters(trainer *t)
+{
+    for (int l = 0; l < t->m->nlayers; l++)
+        if (t->m->layers[l].nparams) {
+            rt_wait_handle(t->rt, t->hparams[l], RT_R);
+            return;
+        }
+}
+
 /* Batches [first_batch, ...) of the split's data set, until its end or a stop. */
 static int run_pass(trainer *t, int split, int epoch, long first_batch, pass_result *out,
                     char *err, size_t errlen)
@@ -365,6 +377,8 @@ static int run_pass(trainer *t, int split, int epoch, long first_batch, pass_res
         long first = b * batch;
         batch_ref r = {split, first, (int)(d->n - first < batch ? d->n - first : batch),
                        &t->set[b & 1]};
+        if (split == SPLIT_TRAIN && t->remote.chunks)
+            wait_for_parameters(t);
         submit_batch(t, &r, epoch, b);
         out->batches++;
         if (t->progress)

@@ -1,4 +1,6 @@
 /* frugal: the command-line entry point. */
+#include "energy/account.h"
+#include "energy/carbon.h"
 #include "energy/model.h"
 #include "engine/checkpoint.h"
 #include "engine/dataset.h"
@@ -34,7 +36,10 @@ static int usage(FILE *f)
                "            machines may join (at any time; N of them waited for, up to 60 s) and\n"
                "            compute part of every batch (same weights as on one machine)\n"
                "  join HOST:PORT --key KEYFILE [--workers N] [--timeout S] [--slowdown F]\n"
-               "            compute chunks for the coordinator at HOST:PORT until it ends training\n"
+               "            [--power-profile IDLE,ONE,ALL] [--carbon G | --carbon-file FILE]\n"
+               "            compute chunks for the coordinator at HOST:PORT until it ends training;\n"
+               "            this machine's power profile (watts) and grid carbon (g CO2e/kWh, or a\n"
+               "            file re-read for it) feed the coordinator's placement policy\n"
                "  keygen KEYFILE\n"
                "            a new key for a cluster: copy it to every machine (mode 600)\n"
                "  eval CHECKPOINT IMAGES.idx LABELS.idx | CHECKPOINT CIFAR_BATCH[,BATCH...]\n"
@@ -92,7 +97,7 @@ static int cmd_keygen(int argc, char **argv)
 static int cmd_join(int argc, char **argv)
 {
     node_options o = {.workers = (int)sysconf(_SC_NPROCESSORS_ONLN), .timeout_s = 10, .slowdown = 1,
-                      .out = stdout};
+                      .carbon_g_per_kwh = CARBON_G_PER_KWH, .out = stdout};
     for (int i = 2; i < argc; i++) {
         int has_value = i + 1 < argc;
         if (!strcmp(argv[i], "--key") && has_value) {
@@ -115,6 +120,26 @@ static int cmd_join(int argc, char **argv)
                 fprintf(stderr, "frugal join: --slowdown %s: a factor from 1 to 100\n", argv[i]);
                 return 2;
             }
+        } else if (!strcmp(argv[i], "--power-profile") && has_value) {
+            double *w = o.profile_w;
+            int used = 0;
+            const char *v = argv[++i];
+            if (sscanf(v, "%lf , %lf , %lf%n", &w[0], &w[1], &w[2], &used) != 3 || v[used] ||
+                !(w[0] >= 0 && w[0] <= w[1] && w[1] <= w[2] && w[2] <= 1e5)) {
+                fprintf(stderr, "frugal join: --power-profile %s: expected IDLE,ONE,ALL in watts "
+                        "(idle, one core busy, all busy), each at least the one before\n", v);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--carbon") && has_value) {
+            char *end;
+            o.carbon_g_per_kwh = strtod(argv[++i], &end);
+            if (*end || !(o.carbon_g_per_kwh >= 0 && o.carbon_g_per_kwh <= CARBON_MAX)) {
+                fprintf(stderr, "frugal join: --carbon %s: grams of CO2e per kWh, 0 to %g\n",
+                        argv[i], CARBON_MAX);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--carbon-file") && has_value) {
+            o.carbon_file = argv[++i];
         } else if (argv[i][0] != '-' && !o.coordinator) {
             o.coordinator = argv[i];
         } else {
@@ -124,7 +149,8 @@ static int cmd_join(int argc, char **argv)
     }
     if (!o.coordinator || !o.key_path) {
         fprintf(stderr, "usage: frugal join HOST:PORT --key KEYFILE [--workers N] [--timeout S] "
-                        "[--slowdown F]\n");
+                        "[--slowdown F] [--power-profile IDLE,ONE,ALL] [--carbon G | "
+                        "--carbon-file FILE]\n");
         return 2;
     }
     if (o.workers < 1)

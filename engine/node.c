@@ -14,6 +14,7 @@
  * chunks are computed. */
 #include "engine/node.h"
 
+#include "energy/carbon.h"
 #include "energy/meter.h"
 #include "energy/model.h"
 #include "engine/chunk_engine.h"
@@ -57,6 +58,7 @@ typedef struct node {
     int lost;                    /* the session ended with the coordinator lost */
     int rejoining;               /* any failure to connect is retried, not only a refusal */
     energy_meter *meter;
+    carbon_source carbon;
     char err[1024];
 } node;
 
@@ -173,7 +175,8 @@ static int connect_and_join(node *n)
     }
     msg_join j = {PROTO_VERSION, (uint32_t)n->o->workers, (uint32_t)ops_isa_supported(), "", ""};
     gethostname(j.host, sizeof j.host - 1);
-    n->meter = energy_meter_open(&(energy_options){0, MODEL_IDLE_W, MODEL_CORE_W, {0}});
+    const double *pw = n->o->profile_w;
+    n->meter = energy_meter_open(&(energy_options){0, MODEL_IDLE_W, MODEL_CORE_W, {pw[0], pw[1], pw[2]}});
     if (n->meter && energy_meter_start(n->meter, n->err, sizeof n->err) == 0)
         snprintf(j.energy, sizeof j.energy, "%s", energy_meter_source(n->meter));
     uint8_t buf[512];
@@ -370,16 +373,27 @@ static int take_job(node *n)
 
 /* ---- serving chunks ---- */
 
-static int send_results(node *n, const msg_work *w, int count)
+/* Runs a batch's chunks and sends their results with the power drawn while computing them
+ * (the meter's total from before to after) and the grid's carbon intensity now. */
+static int compute(node *n, const msg_work *w, int count)
 {
-    energy_reading er = {0};
+    energy_reading before = {0}, after = {0};
     if (n->meter)
-        energy_meter_read(n->meter, &er);
+        energy_meter_read(n->meter, &before);
+    if (chunk_engine_run(&n->e, w, count, n->err, sizeof n->err))
+        return fail(n, "%s", n->err);
+    if (n->meter)
+        energy_meter_read(n->meter, &after);
+    char why[600];
+    if (carbon_update(&n->carbon, after.t, why, sizeof why))
+        fprintf(n->o->out, "energy: %s; keeping %g g CO2e/kWh\n", why, n->carbon.value);
     for (int i = 0; i < count; i++) {
         msg_result r;
-        uint8_t head[64];
+        uint8_t head[96];
         chunk_engine_result(&n->e, &w[i], &r);
-        r.joules = er.total_j;
+        r.joules = after.total_j;
+        r.watts = after.t > before.t ? (after.total_j - before.total_j) / (after.t - before.t) : 0;
+        r.carbon_g_per_kwh = n->carbon.value;
         r.estimated = n->meter ? (uint32_t)energy_meter_estimated(n->meter) : 1;
         if (netio_hub_send(n->hub, n->peer, MSG_RESULT, head, proto_result_head(&r, head, sizeof head),
                            r.grads, sizeof(float) * r.nparams))
@@ -406,8 +420,7 @@ static int serve(node *n)
                 uint64_t seq;
                 const float *values;
                 if (count && !rc)   /* the chunks of the batch before go first */
-                    rc = chunk_engine_run(&n->e, work, count, n->err, sizeof n->err) ||
-                         send_results(n, work, count);
+                    rc = compute(n, work, count);
                 served += count, count = 0;
                 if (!rc && (proto_params_decode(&seq, &values, q->e.payload, q->e.len,
                                                 chunk_engine_nparams(&n->e), n->err, sizeof n->err) ||
@@ -420,10 +433,8 @@ static int serve(node *n)
             if (rc)
                 break;
         }
-        if (!rc && count && chunk_engine_run(&n->e, work, count, n->err, sizeof n->err))
-            rc = fail(n, "%s", n->err);
         if (!rc && count)
-            rc = send_results(n, work, count);
+            rc = compute(n, work, count);
         served += count;
         if (rc) {
             fprintf(n->o->out, "%ld chunks computed\n", served);
@@ -459,6 +470,12 @@ int node_run(const node_options *o)
     if (!n)
         return fail(NULL, "out of memory");
     n->o = o;
+    carbon_init(&n->carbon, o->carbon_g_per_kwh, o->carbon_file);
+    if (carbon_update(&n->carbon, 0, n->err, sizeof n->err)) {
+        fail(NULL, "--carbon-file: %s", n->err);
+        free(n);
+        return 1;
+    }
     pthread_mutex_init(&n->lock, NULL);
     pthread_cond_init(&n->arrived, NULL);
     int rc;

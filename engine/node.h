@@ -1,4 +1,5 @@
-/* frugal join HOST:PORT --key KEYFILE [--workers N] [--slowdown F]: a machine that computes chunks of a
+/* frugal join HOST:PORT --key KEYFILE [--workers N] [--slowdown F] [--power-profile I,O,A]
+ * [--carbon G | --carbon-file F]: a machine that computes chunks of a
  * coordinator's batches (engine/coordinator.h) until the coordinator says training is over or
  * is lost. It needs only the binary and the key: the job and the training files come from the
  * coordinator (files cached by content hash in $FRUGAL_CACHE_DIR, else
@@ -14,6 +15,9 @@ typedef struct node_options {
     int workers;
     double timeout_s;
     double slowdown;             /* 1, or > 1 to emulate slower hardware (runtime.h) */
+    double profile_w[3];         /* this machine's power profile (energy/model.h); 0: none */
+    double carbon_g_per_kwh;     /* its grid's intensity, or a file re-read for it: */
+    const char *carbon_file;     /*   NULL: none */
     FILE *out;
 } node_options;
 

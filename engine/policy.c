@@ -26,7 +26,8 @@ double policy_cost(const policy_limits *l, const option_figures *o)
     case POLICY_TIME: return o->s_per_sample;
     case POLICY_ENERGY: return joules;
     case POLICY_EDP: return joules * o->s_per_sample;
-    case POLICY_CARBON: return joules / 3.6e6 * l->carbon_g_per_kwh;
+    case POLICY_CARBON:
+        return joules / 3.6e6 * (o->carbon_g_per_kwh > 0 ? o->carbon_g_per_kwh : l->carbon_g_per_kwh);
     }
     return o->s_per_sample;
 }

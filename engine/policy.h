@@ -25,6 +25,7 @@ typedef struct policy_limits {
 typedef struct option_figures {
     double s_per_sample, watts;
     long samples;
+    double carbon_g_per_kwh;         /* 0: the limits' (a mix of machines has its own) */
 } option_figures;
 
 const char *policy_name(placement_policy p);

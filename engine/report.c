@@ -132,7 +132,11 @@ static void write_energy(FILE *f, const report_input *in, const sensor *s, int n
     json_number_field(f, "idle_baseline_watts", er->baseline_w, 0);
     fputs(", \"idle_baseline\": ", f);
     json_string(f, er->baseline_how);
-    json_number_field(f, "carbon_g_per_kwh", er->carbon_g_per_kwh, 0);
+    json_number_field(f, "carbon_g_per_kwh", er->carbon.value, 0);
+    if (er->carbon.path[0]) {
+        fputs(", \"carbon_file\": ", f);
+        json_string(f, er->carbon.path);
+    }
     json_number_field(f, "sampler_hz", energy_meter_rate(er->meter), 0);
     json_number_field(f, "sampler_cpu_share", energy_meter_sampler_share(er->meter), 0);
     fputs(",\n    \"this_process\": {", f);

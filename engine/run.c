@@ -190,6 +190,8 @@ static int run_open(run *r, const run_options *o)
     worker_control_key(key, sizeof key, cfg, r->train.c, r->train.h, r->train.w,
                        ops_isa_name(ops_isa_active()));
     worker_control_begin(&r->placement, cfg, r->rt, r->t, r->er.meter, key, r->out);
+    if (r->cluster)
+        coordinator_use_meter(r->cluster, r->er.meter);
     fprintf(r->out, "frugal train %s: %ld images %dx%dx%d, %s%ld test images; %d layers; batch %d, "
             "%d samples per task; %d workers%s%s, kernels %s\n", o->job, r->train.n, r->train.h,
             r->train.w, r->train.c, r->have_test ? "" : "no test set, ", r->test.n, r->m.nlayers,
@@ -343,6 +345,8 @@ static void run_close(run *r, int finished)
                 r->summary, r->ckpt, r->weights);
     }
     worker_control_end(&r->placement);
+    if (r->cluster)
+        coordinator_use_meter(r->cluster, NULL);
     if (r->er.meter)
         energy_run_end(&r->er);
     if (r->t)

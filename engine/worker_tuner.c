@@ -45,7 +45,7 @@ static int next_to_explore(const worker_tuner *t)
 static void record(option_figures *o, double s_per_sample, double watts, long samples, double weight)
 {
     if (!o->samples) {
-        *o = (option_figures){s_per_sample, watts, samples};
+        *o = (option_figures){s_per_sample, watts, samples, 0};
         return;
     }
     o->s_per_sample += weight * (s_per_sample - o->s_per_sample);
@@ -126,7 +126,7 @@ int tuner_load(worker_tuner *t, const char *key, FILE *in)
         if (sscanf(line, "%255s %d %lf %lf %ld", k, &workers, &sps, &watts, &samples) == 5 &&
             !strcmp(k, key) && workers >= 1 && workers <= t->max_workers && isfinite(sps) &&
             sps > 0 && isfinite(watts) && watts >= 0 && samples > 0) {
-            t->opt[workers - 1] = (option_figures){sps, watts, samples};
+            t->opt[workers - 1] = (option_figures){sps, watts, samples, 0};
             used++;
         }
     if (used && !next_to_explore(t)) {

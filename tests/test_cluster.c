@@ -62,7 +62,9 @@ static char *slurp(const char *path, char *buf, size_t n)
     return buf;
 }
 
-static const char *job_file(const char *name, int limit, int filters, int epochs)
+/* extra: more lines of the last section, [energy]. */
+static const char *job_file_with(const char *name, int limit, int filters, int epochs,
+                                 const char *extra)
 {
     const char *path = tmp(name);
     FILE *f = fopen(path, "w");
@@ -75,11 +77,16 @@ static const char *job_file(const char *name, int limit, int filters, int epochs
                    "[conv]\nfilters = %d\nsize = 3\n[relu]\n[maxpool]\nsize = 2\n[flatten]\n"
                    "[dense]\noutputs = 10\n[softmax_xent]\n"
                    "[optimizer]\ntype = sgd\nlr = 0.01\nmomentum = 0.9\n"
-                   "[execution]\nworkers = 1\ngrain = 4\n[energy]\nbaseline_seconds = 0\n",
-                epochs, limit, filters);
+                   "[execution]\nworkers = 1\ngrain = 4\n[energy]\nbaseline_seconds = 0\n%s",
+                epochs, limit, filters, extra);
         fclose(f);
     }
     return path;
+}
+
+static const char *job_file(const char *name, int limit, int filters, int epochs)
+{
+    return job_file_with(name, limit, filters, epochs, "");
 }
 
 /* A job that takes a tenth of a second, and one that takes seconds at the slowdown below. */
@@ -108,9 +115,10 @@ static const char *key(void)
     return path;
 }
 
-/* A node joining the address `to` (a port index), logging to NAME.log; slowdown may be NULL. */
-static pid_t start_node(int to, const char *name, const char *keyfile, const char *timeout,
-                        const char *slowdown)
+/* A node joining the address `to` (a port index), logging to NAME.log; slowdown may be NULL,
+ * and so may extra (more arguments, NULL-ended). */
+static pid_t start_node_with(int to, const char *name, const char *keyfile, const char *timeout,
+                             const char *slowdown, const char *const *extra)
 {
     char log[760], cache[760];
     static char env_cache[800];
@@ -118,11 +126,20 @@ static pid_t start_node(int to, const char *name, const char *keyfile, const cha
     snprintf(cache, sizeof cache, "%s/cache-%s", test_tmpdir(), name);
     snprintf(env_cache, sizeof env_cache, "FRUGAL_CACHE_DIR=%s", cache);
     const char *env[] = {env_cache, NULL};
-    const char *args[12] = {"join", addr_of(to), "--key", keyfile, "--workers", "1",
+    const char *args[16] = {"join", addr_of(to), "--key", keyfile, "--workers", "1",
                             "--timeout", timeout};
+    int n = 8;
     if (slowdown)
-        args[8] = "--slowdown", args[9] = slowdown;
+        args[n++] = "--slowdown", args[n++] = slowdown;
+    for (int i = 0; extra && extra[i] && n < 15; i++)
+        args[n++] = extra[i];
     return frugal_spawn(&(frugal_call){(uid_t)-1, env, 0}, log, args);
+}
+
+static pid_t start_node(int to, const char *name, const char *keyfile, const char *timeout,
+                        const char *slowdown)
+{
+    return start_node_with(to, name, keyfile, timeout, slowdown, NULL);
 }
 
 static pid_t start_slow_node(int to, const char *name, const char *timeout)
@@ -131,12 +148,13 @@ static pid_t start_slow_node(int to, const char *name, const char *timeout)
 }
 
 /* A coordinator's arguments: the job, its output folder NAME, listening on port `which`,
- * waiting for `nodes`; slow: at the slowdown; resume: --resume. */
+ * waiting for `nodes`; slow: at the slowdown; resume: --resume; policy: --policy, or NULL. */
 typedef struct coordinator_run {
     const char *job, *name;
     int which, nodes;
     const char *timeout;
     int slow, resume;
+    const char *policy;
 } coordinator_run;
 
 static void coordinator_args(const coordinator_run *c, const char **args, char (*bufs)[760])
@@ -153,6 +171,8 @@ static void coordinator_args(const coordinator_run *c, const char **args, char (
         args[n++] = "--set", args[n++] = bufs[2];
     if (c->resume)
         args[n++] = "--resume";
+    if (c->policy)
+        args[n++] = "--policy", args[n++] = c->policy;
     args[n] = NULL;
 }
 
@@ -167,7 +187,7 @@ static int coordinate_run(const coordinator_run *c)
 
 static int coordinate(int which, const char *name, int nodes, const char *timeout)
 {
-    return coordinate_run(&(coordinator_run){job(), name, which, nodes, timeout, 0, 0});
+    return coordinate_run(&(coordinator_run){job(), name, which, nodes, timeout, 0, 0, NULL});
 }
 
 /* The single-machine run of a job, once per test binary. */
@@ -333,7 +353,7 @@ TEST(cluster_broken_links_are_dropped_and_the_node_rejoins)
     pid_t proxy = tool_spawn("netproxy", &(frugal_call){(uid_t)-1, NULL, 0}, tmp("proxy.log"),
                              proxy_args);
     pid_t node = start_slow_node(5, "through-proxy", "20");
-    int rc = coordinate_run(&(coordinator_run){slow_job(), "faults", 4, 1, "1.5", 1, 0});
+    int rc = coordinate_run(&(coordinator_run){slow_job(), "faults", 4, 1, "1.5", 1, 0, NULL});
     int node_rc = wait_node(node, "through-proxy");
     kill(proxy, SIGKILL);
     waitpid(proxy, NULL, 0);
@@ -369,7 +389,7 @@ TEST(cluster_nodes_leave_and_join_mid_run)
         waitpid(late, &status, 0);
         _exit(ok && WIFEXITED(status) ? WEXITSTATUS(status) : 99);
     }
-    int rc = coordinate_run(&(coordinator_run){slow_job(), "churn", 6, 2, "20", 1, 0});
+    int rc = coordinate_run(&(coordinator_run){slow_job(), "churn", 6, 2, "20", 1, 0, NULL});
     int status = 0;
     waitpid(helper, &status, 0);
     wait_node(doomed, "doomed");
@@ -399,7 +419,7 @@ TEST(cluster_coordinator_killed_and_resumed)
     pid_t hasty = start_slow_node(7, "hasty", "3");
     const char *args[20];
     char bufs[3][760];
-    coordinator_run c = {slow_job(), "resumed", 7, 2, "20", 1, 0};
+    coordinator_run c = {slow_job(), "resumed", 7, 2, "20", 1, 0, NULL};
     coordinator_args(&c, args, bufs);
     pid_t first = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, tmp("first.log"), args);
     int saved = wait_for_text(tmp("first.log"), "epoch 1/3") &&
@@ -424,4 +444,45 @@ TEST(cluster_node_stops_when_the_coordinator_is_gone)
     /* nothing listens there: the node tries for its timeout, then says whom it could not reach */
     int rc = FRUGAL(out, "join", addr, "--key", key(), "--timeout", "1");
     CHECKF(rc == 1 && strstr(out, addr) && strstr(out, "refused"), "%s", out);
+}
+
+/* A node's share of the work in NAME/summary.json (-1 when it is not there). */
+static double node_share(const char *name)
+{
+    char path[760], summary[1 << 15];
+    snprintf(path, sizeof path, "%s/summary.json", tmp(name));
+    const char *at = strstr(slurp(path, summary, sizeof summary), "\"nodes\": [{");
+    at = at ? strstr(at, "\"share\": ") : NULL;
+    double share = -1;
+    if (!at || sscanf(at, "\"share\": %lf", &share) != 1)
+        return -1;
+    return share;
+}
+
+/* Decision 3 of the placement policy: a node whose power profile is three times this machine's
+ * (the same speed, so three times the joules per image) gets a smaller share under `energy`
+ * than under `time`, and the weights stay those of one machine. */
+TEST(cluster_energy_policy_gives_less_to_a_node_three_times_less_efficient)
+{
+    char j[700];   /* tmp()'s buffers are reused */
+    snprintf(j, sizeof j, "%s", job_file_with("efficiency.cfg", 4000, 8, 1,
+                                              "power_profile = 10, 20, 30\n"));
+    single("single-efficiency", j);
+    const char *profile[] = {"--power-profile", "30,60,90", NULL};
+    double share[2];
+    const char *policies[2] = {"time", "energy"}, *names[2] = {"eff-time", "eff-energy"};
+    for (int i = 0; i < 2; i++) {
+        char node_name[40];
+        snprintf(node_name, sizeof node_name, "%s-node", names[i]);
+        pid_t node = start_node_with(8, node_name, key(), "20", slowdown(), profile);
+        int rc = coordinate_run(&(coordinator_run){j, names[i], 8, 1, "20", 1, 0, policies[i]});
+        int node_rc = wait_node(node, node_name);
+        CHECKF(rc == 0 && node_rc == 0, "%s", out);
+        share[i] = node_share(names[i]);
+        check_identical("single-efficiency", names[i]);
+    }
+    CHECKF(share[0] > 0 && share[1] >= 0 && share[1] < share[0],
+           "the node's share: %.3f under time, %.3f under energy\n%s", share[0], share[1], out);
+    CHECKF(strstr(out, "placement: energy policy: ") && strstr(out, "parked: 127.0.0.1:"),
+           "no node parked under energy:\n%s", out);
 }

@@ -1,6 +1,9 @@
 /* Energy-aware placement of CPU workers: the policies' choice against a brute-force search over
  * declared costs, the online tuner against simulated machines (including a drift), what it
- * learned kept between runs, and end to end through frugal with a declared power profile. */
+ * learned kept between runs, and end to end through frugal with a declared power profile. Also
+ * the choice of machines in a cluster against every subset of them, and the carbon file. */
+#include "energy/carbon.h"
+#include "engine/cluster_share.h"
 #include "engine/policy.h"
 #include "engine/worker_tuner.h"
 #include "frugal_cli.h"
@@ -63,7 +66,7 @@ TEST(placement_policies_pick_what_a_brute_force_search_picks)
         int n = 1 + (int)(ops_rng_next(&r) % 16);
         option_figures o[16];
         for (int i = 0; i < n; i++)
-            o[i] = (option_figures){uniform(&r, 1e-4, 1e-2), uniform(&r, 5, 120), 1000};
+            o[i] = (option_figures){uniform(&r, 1e-4, 1e-2), uniform(&r, 5, 120), 1000, 0};
         for (int p = POLICY_TIME; p <= POLICY_CARBON; p++)
             for (int b = 0; b < 4; b++)
                 for (int c = 0; c < 4; c++) {
@@ -102,7 +105,7 @@ static int best_count(const machine *m, const policy_limits *l, int n)
 {
     option_figures o[TUNER_MAX_WORKERS];
     for (int k = 1; k <= n; k++)
-        o[k - 1] = (option_figures){m->a / k + m->b, m->idle + m->c * k, 1};
+        o[k - 1] = (option_figures){m->a / k + m->b, m->idle + m->c * k, 1, 0};
     return brute_force(l, o, n) + 1;
 }
 
@@ -138,8 +141,8 @@ TEST(placement_tuner_finds_the_best_worker_count_and_follows_a_drift)
                trial, windows, n);
         int want = best_count(&m, &l, n);
         /* within the noise: the cost of the count chosen is within 3% of the best one's */
-        option_figures chosen = {m.a / t.current + m.b, m.idle + m.c * t.current, 1};
-        option_figures best = {m.a / want + m.b, m.idle + m.c * want, 1};
+        option_figures chosen = {m.a / t.current + m.b, m.idle + m.c * t.current, 1, 0};
+        option_figures best = {m.a / want + m.b, m.idle + m.c * want, 1, 0};
         CHECKF(t.current == tuner_best(&t) &&
                policy_cost(&l, &chosen) <= 1.03 * policy_cost(&l, &best),
                "trial %d (%s, %d workers at most): chose %d, brute force %d", trial,
@@ -257,4 +260,116 @@ TEST(placement_energy_keeps_one_worker_where_the_second_core_costs_more)
     CHECK(workers_chosen("budget", "placement.policy=time", "placement.power_budget_watts=60") == 1);
     /* one worker is about twice as slow: a 10% cap on the slowdown keeps more */
     CHECK(workers_chosen("capped", "placement.policy=energy", "placement.max_slowdown=0.1") >= 2);
+}
+
+/* A subset of members (bit i: member i takes work; member 0 always does) as one option. */
+static option_figures subset_figures(const policy_limits *l, const member_figures *m, int n,
+                                     unsigned set)
+{
+    double speed = 0, watts = 0, carbon_w = 0;
+    for (int i = 0; i < n; i++)
+        if (set >> i & 1) {
+            double c = m[i].carbon_g_per_kwh > 0 ? m[i].carbon_g_per_kwh : l->carbon_g_per_kwh;
+            speed += m[i].img_per_s, watts += m[i].watts, carbon_w += c * m[i].watts;
+        }
+    option_figures o = {1 / speed, watts, 1, carbon_w / watts};
+    return o;
+}
+
+static double subset_cost(const policy_limits *l, const member_figures *m, int n, unsigned set)
+{
+    option_figures o = subset_figures(l, m, n, set);
+    return policy_cost(l, &o);
+}
+
+static double member_j(const member_figures *m)
+{
+    return m->watts / m->img_per_s;
+}
+
+/* Without limits, energy and carbon keep the cheapest subset of all 2^(n-1) and time keeps every
+ * member; with a budget or a cap, what is kept fits (when the coordinator alone does) and every
+ * parked member spends more per image than every member kept. */
+TEST(placement_cluster_keeps_the_machines_a_search_over_every_subset_keeps)
+{
+    ops_rng r;
+    ops_rng_seed(&r, 11);
+    int checked = 0, parked_any = 0;
+    for (int round = 0; round < 300 * test_scale(1); round++) {
+        int n = 2 + (int)(ops_rng_next(&r) % 7), in[8];
+        member_figures m[8];
+        for (int i = 0; i < n; i++)
+            m[i] = (member_figures){uniform(&r, 100, 5000), uniform(&r, 10, 200),
+                                    round % 2 ? uniform(&r, 20, 900) : 0};
+        for (int p = 0; p < 4; p++) {
+            policy_limits l = {(placement_policy)p, 0, -1, 400};
+            int taking = cluster_choose(&l, m, n, in);
+            CHECKF(in[0] == 1 && taking >= 1, "the coordinator was parked (round %d)", round);
+            unsigned chosen = 0;
+            for (int i = 0; i < n; i++)
+                chosen |= (unsigned)in[i] << i;
+            parked_any |= chosen != (1u << n) - 1;
+            double got = subset_cost(&l, m, n, chosen);
+            double best = INFINITY;
+            for (unsigned set = 1; set < 1u << n; set += 2)
+                best = fmin(best, subset_cost(&l, m, n, set));
+            if (p == POLICY_TIME)
+                CHECKF(chosen == (1u << n) - 1, "time parked a machine (round %d)", round);
+            else if (p != POLICY_EDP)
+                CHECKF(got <= best * (1 + 1e-12), "%s: cost %g, the best subset's %g (round %d)",
+                       policy_name(l.policy), got, best, round);
+            checked++;
+            /* limits: a budget between the coordinator's power and everyone's, a cap */
+            l.budget_w = uniform(&r, m[0].watts, m[0].watts * n * 2);
+            l.max_slowdown = round % 3 ? -1 : 0.2;
+            cluster_choose(&l, m, n, in);
+            double watts = 0, most_kept = 0, least_parked = INFINITY;
+            for (int i = 0; i < n; i++) {
+                watts += in[i] ? m[i].watts : 0;
+                if (i && in[i])
+                    most_kept = fmax(most_kept, l.policy == POLICY_CARBON ? member_cost(&l, &m[i])
+                                                                          : member_j(&m[i]));
+                if (!in[i])
+                    least_parked = fmin(least_parked, l.policy == POLICY_CARBON
+                                                          ? member_cost(&l, &m[i])
+                                                          : member_j(&m[i]));
+            }
+            CHECKF(watts <= l.budget_w * (1 + 1e-12), "%s: %g W kept against a budget of %g W",
+                   policy_name(l.policy), watts, l.budget_w);
+            CHECKF(most_kept <= least_parked, "%s: parked a member cheaper than one kept",
+                   policy_name(l.policy));
+        }
+    }
+    CHECKF(checked > 1000 && parked_any, "%d checks, parked any: %d", checked, parked_any);
+}
+
+/* The carbon file: read at the start, re-read after CARBON_REREAD_S, a bad figure named with its
+ * line and the last good figure kept, comments skipped. */
+TEST(placement_carbon_file_is_reread_and_a_bad_one_keeps_the_last_figure)
+{
+    char path[700], why[600] = "";
+    snprintf(path, sizeof path, "%s/grid.txt", test_tmpdir());
+    FILE *f = fopen(path, "w");
+    fputs("# g CO2e/kWh, written by the grid's feed\n120\n", f);
+    fclose(f);
+    carbon_source cs;
+    carbon_init(&cs, 475, path);
+    CHECK(carbon_update(&cs, 0, why, sizeof why) == 0 && cs.value == 120);
+    f = fopen(path, "w");
+    fputs("560\n", f);
+    fclose(f);
+    CHECK(carbon_update(&cs, 1, why, sizeof why) == 0 && cs.value == 120);   /* not yet */
+    CHECK(carbon_update(&cs, 1 + CARBON_REREAD_S, why, sizeof why) == 0 && cs.value == 560);
+    f = fopen(path, "w");
+    fputs("\n# the feed broke\nsunny\n", f);
+    fclose(f);
+    CHECK(carbon_update(&cs, 20, why, sizeof why) == 1 && cs.value == 560);
+    CHECKF(strstr(why, "grid.txt:3") && strstr(why, "sunny"), "%s", why);
+    CHECK(carbon_update(&cs, 30, why, sizeof why) == 0 && cs.value == 560);   /* said once */
+    unlink(path);
+    CHECK(carbon_update(&cs, 40, why, sizeof why) == 0 && cs.value == 560);
+    carbon_init(&cs, 300, NULL);
+    CHECK(carbon_update(&cs, 0, why, sizeof why) == 0 && cs.value == 300);
+    carbon_init(&cs, 300, path);
+    CHECKF(carbon_update(&cs, 0, why, sizeof why) == 1 && strstr(why, "No such file"), "%s", why);
 }

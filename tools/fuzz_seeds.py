@@ -23,7 +23,7 @@ resize = 12x14\nchannels = 3\n[conv]\nfilters = 4\nsize = 3\nstride = 1\npadding
 [maxpool]\nsize = 2\nstride = 2\n[flatten]\n[dense]\noutputs = 10\n[softmax_xent]
 [optimizer]\ntype = sgd\nlr = 0.1\nmomentum = 0.9\nweight_decay = 0.0001
 [execution]\nworkers = 2\ngrain = auto\nfilter_groups = 2\nfuse = off
-[energy]\nrate_hz = 10\ncarbon_g_per_kwh = 56\nbaseline_seconds = 0\nbaseline_watts = 12
+[energy]\nrate_hz = 10\ncarbon_g_per_kwh = 56\ncarbon_file = grid.txt\nbaseline_seconds = 0\nbaseline_watts = 12
 model_idle_watts = 9\nmodel_core_watts = 6\n""")
 
 # IDX: the first byte picks gzip-wrapped (1), labelled (2), limited (4); then the file
@@ -69,7 +69,7 @@ u32 = lambda *v: struct.pack("<%dI" % len(v), *v)
 u64 = lambda *v: struct.pack("<%dQ" % len(v), *v)
 text = lambda b: u32(len(b)) + b
 host, energy = b"node-a".ljust(64, b"\0"), b"estimated: model".ljust(160, b"\0")
-put("cluster_message", "join", frame(1, 1, u32(1, 2, 3) + host + energy))
+put("cluster_message", "join", frame(1, 1, u32(2, 2, 3) + host + energy))
 put("cluster_message", "job", frame(0, 2, u32(0xffffffff, 1) + text(b"train.idx") + u64(100) +
                                     bytes(32) + text(b"[job]\nepochs = 1\n#--set job.batch=4\n")))
 put("cluster_message", "fetch", frame(1, 3, bytes(32) + u64(0)))
@@ -78,6 +78,6 @@ put("cluster_message", "ready", frame(1, 5, u64(16)))
 put("cluster_message", "params", frame(0, 6, u64(7) + struct.pack("<16f", *range(16))))
 put("cluster_message", "work", frame(0, 7, u64(7) + u32(1, 2, 3, 4)))
 put("cluster_message", "result", frame(1, 8, u64(7) + u32(3, 2, 4, 1) +
-                                       struct.pack("<3d", 1.5, 0.01, 2.0) + struct.pack("<16f", *range(16))))
+                                       struct.pack("<5d", 1.5, 0.01, 2.0, 30.0, 400.0) + struct.pack("<16f", *range(16))))
 put("cluster_message", "done", frame(0, 9, b"training finished"))
 put("cluster_message", "ping", frame(1, 0, b""))

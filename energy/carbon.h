@@ -1,0 +1,26 @@
+/* The grid's carbon intensity (grams of CO2e per kWh): a fixed figure, or a file that another
+ * program rewrites as the grid changes (a follow-the-sun schedule, a grid operator's feed). The
+ * file holds one number; lines starting with '#' are comments. It is re-read at most every
+ * CARBON_REREAD_S seconds, so a change takes effect within that long. */
+#ifndef FRUGAL_ENERGY_CARBON_H
+#define FRUGAL_ENERGY_CARBON_H
+
+#include <stddef.h>
+
+#define CARBON_REREAD_S 5.0
+#define CARBON_MAX 5000.0
+
+typedef struct carbon_source {
+    double value;                    /* the figure in use */
+    char path[512];                  /* "": fixed */
+    double read_at;                  /* when the file was last read; < 0: never */
+    int failing;                     /* the last read failed (said once until it works again) */
+} carbon_source;
+
+void carbon_init(carbon_source *cs, double fixed_g_per_kwh, const char *path);
+/* The figure at time now (seconds, any clock that only goes forward). When the file cannot be
+ * read or holds no number in 0..CARBON_MAX, the last figure stays and, the first time, why is
+ * set (naming the file and line) and 1 returned; otherwise 0. */
+int carbon_update(carbon_source *cs, double now, char *why, size_t whylen);
+
+#endif
