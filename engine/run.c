@@ -192,6 +192,7 @@ static int run_open(run *r, const run_options *o)
     worker_control_begin(&r->placement, cfg, r->rt, r->t, r->er.meter, key, r->out);
     if (r->cluster)
         coordinator_use_meter(r->cluster, r->er.meter);
+    devices_energy_model(&r->devices, r->rt, cfg, r->er.baseline_w, r->out);
     fprintf(r->out, "frugal train %s: %ld images %dx%dx%d, %s%ld test images; %d layers; batch %d, "
             "%d samples per task; %d workers%s%s, kernels %s\n", o->job, r->train.n, r->train.h,
             r->train.w, r->train.c, r->have_test ? "" : "no test set, ", r->test.n, r->m.nlayers,

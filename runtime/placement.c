@@ -6,6 +6,10 @@
  * Copy times come from each memory's measured bandwidth. Models can be saved and loaded
  * (rt_placement_save/load), so a second run starts from what the first learned.
  *
+ * With an energy model (rt_set_placement_energy), the expected joules decide instead: each
+ * group's expected seconds for the task times its power above idle, plus the idle power of the
+ * machine for as long as the choice delays the finish against the earliest one.
+ *
  * Runtimes with one group of workers never get here. */
 #include "clock.h"
 #include "internal.h"
@@ -38,6 +42,7 @@ struct placement {
     double bandwidth[RT_MAX_MEMORIES];      /* bytes per second to fill each memory */
     loaded_line *loaded;
     int nloaded;
+    rt_energy_model energy;
 };
 
 int placement_create(rt_runtime *rt)
@@ -51,6 +56,7 @@ int placement_create(rt_runtime *rt)
     pthread_mutex_init(&p->lock, NULL);
     for (int m = 0; m < RT_MAX_MEMORIES; m++)
         p->bandwidth[m] = 1e9;   /* a prior until copies are measured */
+    p->energy.max_slowdown = -1;
     rt->placement = p;
     return 0;
 }
@@ -121,18 +127,41 @@ static void charge_shared_cores(rt_runtime *rt, const worker_group *g, double se
     p->busy_until[RT_WORKER_CPU] = fmax(now, p->busy_until[RT_WORKER_CPU]) + seconds * share;
 }
 
+/* Under the lock: the group with the least expected joules (or joules x seconds) among those
+ * within the slowdown cap; end[i] is when group i would finish, cost[i] its seconds. */
+static worker_group *least_energy(rt_runtime *rt, const rt_task *t, const double *end,
+                                  const double *cost, double best_end, double now)
+{
+    const rt_energy_model *e = &rt->placement->energy;
+    worker_group *best = NULL;
+    double best_j = INFINITY;
+    for (int i = 0; i < rt->ngroups; i++) {
+        worker_group *g = &rt->groups[i];
+        if (!((t->eligible >> g->kind) & 1) || !isfinite(end[i]) ||
+            (e->max_slowdown >= 0 && end[i] - now > (best_end - now) * (1 + e->max_slowdown)))
+            continue;
+        double joules = cost[i] * e->active_w[g->kind] + e->idle_w * (end[i] - best_end);
+        if (e->objective == RT_PLACE_EDP)
+            joules *= end[i] - now;
+        if (joules < best_j)
+            best_j = joules, best = g;
+    }
+    return best;
+}
+
 worker_group *placement_choose(rt_runtime *rt, rt_task *t)
 {
     placement *p = rt->placement;
     int k = t->kind->id, bucket = size_bucket(t);
     double now = clock_ticks_to_s(clock_ticks());
     worker_group *best = NULL, *least_known = NULL;
-    double best_end = INFINITY, cost[RT_WORKER_KINDS];
+    double best_end = INFINITY, cost[RT_WORKER_KINDS], end[RT_WORKER_KINDS];
     uint32_t fewest = UINT32_MAX;
     pthread_mutex_lock(&p->lock);
     perf_model *models = models_of(p, k);
     for (int i = 0; i < rt->ngroups; i++) {
         worker_group *g = &rt->groups[i];
+        end[i] = INFINITY;
         if (!((t->eligible >> g->kind) & 1))
             continue;
         perf_model *m = &models[g->kind * SIZE_BUCKETS + bucket];
@@ -143,10 +172,12 @@ worker_group *placement_choose(rt_runtime *rt, rt_task *t)
         if (g->kind != RT_WORKER_CPU && WORKER_DEVICE(rt, &rt->workers[g->first])->host_cores > 0)
             start = fmax(start, p->busy_until[RT_WORKER_CPU]);
         cost[i] = copy_seconds(rt, t, memory) + m->mean_s;
-        double end = start + cost[i];
-        if (end < best_end)
-            best_end = end, best = g;
+        end[i] = start + cost[i];
+        if (end[i] < best_end)
+            best_end = end[i], best = g;
     }
+    if (p->energy.objective != RT_PLACE_TIME && best)
+        best = least_energy(rt, t, end, cost, best_end, now);
     worker_group *g = fewest < PLACEMENT_CALIBRATION ? least_known : best;
     /* A model is only as good as its samples: one taken while the cores were busy elsewhere
      * would keep its group idle for good. A group passed over gets a probe now and then (after
@@ -171,6 +202,16 @@ worker_group *placement_choose(rt_runtime *rt, rt_task *t)
     charge_shared_cores(rt, g, m->mean_s, now);
     pthread_mutex_unlock(&p->lock);
     return g;
+}
+
+void rt_set_placement_energy(rt_runtime *rt, const rt_energy_model *m)
+{
+    placement *p = rt->placement;
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->energy = *m;
+    pthread_mutex_unlock(&p->lock);
 }
 
 void placement_learn(rt_runtime *rt, const rt_task *t, rt_worker_kind where, double seconds)

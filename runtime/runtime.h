@@ -245,6 +245,23 @@ void rt_clear_error(rt_runtime *rt);
 int rt_placement_save(rt_runtime *rt, FILE *f);
 int rt_placement_load(rt_runtime *rt, FILE *f);
 
+/* What placement minimises where several groups of workers may run a task (StarPU dmda's
+ * alpha, beta and gamma terms, with figures the caller calibrates). RT_PLACE_TIME (the default):
+ * the expected finish time. RT_PLACE_ENERGY: the expected joules, the task's seconds on a group
+ * times that group's power above idle, plus the machine's idle power for every second the
+ * choice finishes later than the earliest choice would (idle devices still draw it).
+ * RT_PLACE_EDP: those joules times the seconds until it finishes. max_slowdown (>= 0) rules out
+ * groups finishing more than that fraction later (from now) than the earliest. */
+typedef enum rt_place_objective { RT_PLACE_TIME, RT_PLACE_ENERGY, RT_PLACE_EDP } rt_place_objective;
+typedef struct rt_energy_model {
+    rt_place_objective objective;
+    double active_w[RT_WORKER_KINDS];    /* per task running on a worker of that kind, above idle */
+    double idle_w;
+    double max_slowdown;                 /* < 0: none */
+} rt_energy_model;
+/* From any thread; a no-op without devices. */
+void rt_set_placement_energy(rt_runtime *rt, const rt_energy_model *m);
+
 void rt_stats_get(rt_runtime *rt, rt_stats *out);
 void rt_stats_reset(rt_runtime *rt);
 void rt_stats_add(rt_stats *sum, const rt_stats *s);   /* e.g. epochs into a whole run */

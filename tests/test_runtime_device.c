@@ -397,3 +397,80 @@ TEST(runtime_regions_may_not_overlap)
     rt_handle_unregister(rt, c);
     rt_destroy(rt);
 }
+
+/* ---- placement's energy term ---- */
+
+static int spin_on_cpu(const rt_ctx *ctx, void *p)
+{
+    (void)ctx, (void)p;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 1000000L);
+    return 0;
+}
+
+static int nothing(void *const *v, int n, void *p)
+{
+    (void)v, (void)n, (void)p;
+    return 0;
+}
+
+static int nothing_on_device(const rt_ctx *ctx, void *p) { return emu_launch(ctx, 1, nothing, p, 0); }
+static rt_kind slow_cpu_fast_device = {.name = "slow_cpu_fast_device", .cpu = spin_on_cpu,
+                                       .emulated = nothing_on_device};
+
+/* 120 independent tasks that take 1 ms on a CPU worker and about 0.1 ms on the device, after
+ * 12 one at a time so that both are measured; returns how many of the 120 ran on the device. */
+static uint64_t ran_on_device(const rt_energy_model *m)
+{
+    emu_device *emu = emu_create(100);
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 2, .ndevices = 1,
+                                            .devices = {emu_as_device(emu, "emu")}});
+    if (m)
+        rt_set_placement_energy(rt, m);
+    static uint64_t cells[132][8];
+    rt_handle *h[132];
+    for (int i = 0; i < 132; i++) {
+        h[i] = rt_handle_register(rt, cells[i], sizeof cells[i], "cell");
+        CHECK(rt_submit(rt, &(rt_task_desc){.kind = &slow_cpu_fast_device, .naccess = 1,
+                                            .access = {{h[i], RT_W}}}) == 0);
+        if (i < 12)
+            CHECK(rt_wait_all(rt) == 0);
+        if (i == 11)
+            rt_stats_reset(rt);
+    }
+    CHECK(rt_wait_all(rt) == 0);
+    rt_stats st;
+    rt_stats_get(rt, &st);
+    const rt_kind_stats *k = NULL;
+    for (int i = 0; i < st.nkinds; i++)
+        if (!strcmp(st.kinds[i].name, slow_cpu_fast_device.name))
+            k = &st.kinds[i];
+    uint64_t on_device = k ? k->count_by[RT_WORKER_EMULATED] : 0;
+    CHECK(k && on_device + k->count_by[RT_WORKER_CPU] == 120);
+    for (int i = 0; i < 132; i++)
+        rt_handle_unregister(rt, h[i]);
+    rt_destroy(rt);
+    emu_destroy(emu);
+    return on_device;
+}
+
+/* The device is ten times faster and draws a hundred times the power of a core: by time the
+ * device takes most tasks; by energy the cores do; with a 0% slowdown cap energy may not give
+ * up any time, and chooses as time does. */
+TEST(runtime_device_placement_weighs_joules_when_asked)
+{
+    rt_energy_model m = {RT_PLACE_ENERGY, {0}, 0.1, -1};
+    m.active_w[RT_WORKER_CPU] = 5, m.active_w[RT_WORKER_EMULATED] = 500;
+    uint64_t by_time = ran_on_device(NULL), by_energy = ran_on_device(&m);
+    m.max_slowdown = 0;
+    uint64_t capped = ran_on_device(&m);
+    m.max_slowdown = -1, m.objective = RT_PLACE_EDP;
+    uint64_t by_edp = ran_on_device(&m);
+    CHECKF(by_time > 60 && by_energy < 30 && capped > 60 && by_edp < by_time,
+           "on the device: %llu by time, %llu by energy, %llu with a 0%% cap, %llu by EDP",
+           (unsigned long long)by_time, (unsigned long long)by_energy,
+           (unsigned long long)capped, (unsigned long long)by_edp);
+}

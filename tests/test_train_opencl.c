@@ -111,6 +111,29 @@ TEST(opencl_train_cpu_plus_opencl_uses_both_and_matches_a_serial_run)
     check_same_weights("mixed", "serial", 1e-4, 1e-3);
 }
 
+/* Under the energy policy, where a task runs is weighed in joules: a CPU task one core's watts
+ * above idle, PoCL (on the host's cores) that many cores'; results stay those of a serial run. */
+TEST(opencl_train_energy_policy_weighs_the_device_in_joules)
+{
+    const char *job = make_job("");
+    CHECKF(train(job, "cpu", "serial-e", NULL, "execution.workers=1", NULL) == 0, "%s", out);
+    CHECKF(train(job, "cpu+opencl", "by-energy", NULL, "placement.policy=energy",
+                 "energy.power_profile=10, 17, 24") == 0, "%s", out);
+    int cpu_device = strstr(out, "(its host cores)") != NULL;
+    CHECKF(strstr(out, "placement: tasks placed by expected joules: a CPU task 7 W, on ") &&
+           strstr(out, cpu_device ? " W (its host cores), 10 W idle" : " W (a prior: no GPU") &&
+           strstr(out, "per-core watts from [energy] power_profile"), "%s", out);
+    char path[700], summary[1 << 16] = "";
+    snprintf(path, sizeof path, "%s/by-energy/summary.json", test_tmpdir());
+    FILE *f = fopen(path, "r");
+    if (f) {
+        summary[fread(summary, 1, sizeof summary - 1, f)] = 0;
+        fclose(f);
+    }
+    CHECKF(strstr(summary, "\"placement_energy\": \"tasks placed by expected joules"), "%s", summary);
+    check_same_weights("by-energy", "serial-e", 1e-4, 1e-3);
+}
+
 TEST(opencl_train_deterministic_gives_the_same_weights_twice)
 {
     const char *job = make_job("");
