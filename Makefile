@@ -40,7 +40,13 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 FUZZ_TARGETS := job_file idx cifar pnm checkpoint checkpoint_crc run_log cluster_message
 
 all: $(BUILD)/frugal
-tests: $(BUILD)/frugal_tests $(BUILD)/frugal $(BUILD)/netproxy   # tests run the binaries
+tests: $(BUILD)/frugal_tests $(BUILD)/frugal $(BUILD)/netproxy $(BUILD)/libfake_nvml.so   # tests run the binaries
+
+# NVIDIA's NVML as the energy tests fake it (energy/nvml.c loads it by FRUGAL_NVML_LIBRARY):
+# plain, whatever the variant, as the real one would be.
+$(BUILD)/libfake_nvml.so: tests/fake/fake_nvml.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c17 -Wall -Wextra -Werror -O1 -fPIC -shared -o $@ $<
 
 # The fault-injecting proxy the cluster's tests and benchmark put between machines.
 $(BUILD)/netproxy: tools/netproxy.c

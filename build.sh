@@ -6,7 +6,8 @@
 #                         install what is missing, build, train (default: DAHL's CNN on Fashion-MNIST)
 #   ./build.sh test       build and run every test: plain, ASan+UBSan, and TSan for the runtime
 #   ./build.sh bench WHAT run a benchmark: runtime, ops, train (frugal against PyTorch), opencl,
-#                         cluster (a coordinator and a node through tools/netproxy)
+#                         cluster (a coordinator and a node through tools/netproxy), placement
+#                         (fixed configurations against each policy's choice)
 #   ./build.sh fuzz [SECONDS]
 #                         libFuzzer (clang, ASan+UBSan) on every decoder, SECONDS each (30)
 #   ./build.sh fixtures   regenerate tests/fixtures from PyTorch (Debian's python3-torch)
@@ -125,8 +126,12 @@ bench() {
         make -s -j"$JOBS" VARIANT=release build/release/netproxy
         tools/bench_cluster.sh
         ;;
+    placement)
+        build
+        tools/bench_placement.sh
+        ;;
     *)
-        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train | opencl | cluster" >&2
+        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train | opencl | cluster | placement" >&2
         return 2
         ;;
     esac

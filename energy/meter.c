@@ -1,6 +1,7 @@
 #include "energy/meter.h"
 
 #include "energy/model.h"
+#include "energy/nvml.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -143,6 +144,7 @@ energy_meter *energy_meter_open(const energy_options *opts)
     rapl_probe(m->s, &m->n, SENSOR_MAX);
     hwmon_probe(m->s, &m->n, SENSOR_MAX);
     battery_probe(m->s, &m->n, SENSOR_MAX);
+    nvml_probe(m->s, &m->n, SENSOR_MAX);
     choose_total(m);
     energy_meter_sample_at(m, 0);   /* every counter's starting point */
     return m;

@@ -1,11 +1,15 @@
 #include "energy/sensor.h"
 
+#include "energy/nvml.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 int sensor_read(sensor *s, double *value)
 {
+    if (!strcmp(s->source, "nvml"))
+        return nvml_read(s, value);
     uint64_t v, v2;
     int e = sysfs_read_u64(s->path, &v);
     if (e)

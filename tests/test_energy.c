@@ -473,3 +473,45 @@ TEST(energy_sampler_thread_samples_and_stops)
         CHECKF(share < 0.01, "sampler used %.2f%% of a core", 100 * share);
     CHECKF(wall < 0.4 + 0.2, "close took %.3f s", wall - 0.4);
 }
+
+/* NVIDIA GPUs through NVML (a fake libnvidia-ml.so): one with an energy counter, one with only
+ * a power gauge, one with neither (unreadable, with NVML's reason); both readable ones are in the
+ * total beside the package, and the counter is read in millijoules. */
+TEST(energy_nvml_gpus_by_counter_or_power_gauge)
+{
+    fake_root();
+    rapl_zone("intel-rapl:0", "package-0", 0, INTEL_MAX);
+    char lib[600], dir[600];
+    const char *variant = getenv("FRUGAL_TEST_VARIANT");
+    snprintf(lib, sizeof lib, "build/%s/libfake_nvml.so", variant ? variant : "release");
+    snprintf(dir, sizeof dir, "%s/nvml", root);
+    put("nvml/count", "3\n");
+    put("nvml/energy0", "1000\n");       /* mJ */
+    put("nvml/power1", "40000\n");       /* mW */
+    setenv("FRUGAL_NVML_LIBRARY", lib, 1);
+    setenv("FAKE_NVML_DIR", dir, 1);
+    energy_meter *m = energy_meter_open(NULL);
+    sensor s[SENSOR_MAX];
+    int n = energy_meter_sensors(m, s, SENSOR_MAX);
+    int a = find(s, n, "nvidia0 Fake GPU 0"), b = find(s, n, "nvidia1 Fake GPU 1");
+    int c = find(s, n, "nvidia2 Fake GPU 2");
+    CHECKF(n == 4 && a >= 0 && b >= 0 && c >= 0, "%d sensors", n);
+    if (a < 0 || b < 0 || c < 0) {
+        energy_meter_close(m);
+        return;
+    }
+    CHECK(s[a].kind == SENSOR_COUNTER && s[a].in_total && s[a].scope == SCOPE_GPU);
+    CHECK(s[b].kind == SENSOR_GAUGE && s[b].in_total && !strcmp(s[b].source, "nvml"));
+    CHECKF(s[c].status == SENSOR_UNREADABLE && strstr(s[c].why, "Not Supported"), "%s", s[c].why);
+    put("nvml/energy0", "31000\n");      /* 30 J later */
+    put("nvml/power1", "60000\n");
+    rapl_set("intel-rapl:0", 5000000);
+    energy_meter_sample_at(m, 1.0);
+    energy_meter_sensors(m, s, SENSOR_MAX);
+    CHECK_NEAR(s[a].joules, 30.0, 1e-9, 0);
+    CHECK_NEAR(s[b].joules, 0.5 * (40 + 60) * 1.0, 1e-9, 0);
+    CHECKF(strstr(energy_meter_source(m), "nvml nvidia0") && strstr(energy_meter_source(m), "nvml nvidia1"),
+           "%s", energy_meter_source(m));
+    energy_meter_close(m);
+    unsetenv("FAKE_NVML_DIR");   /* the library stays loaded: from now on it has no GPU */
+}
