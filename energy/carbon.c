@@ -31,9 +31,10 @@ static int read_figure(const char *path, double *out, char *why, size_t whylen)
             continue;
         double v = strtod(p, &end);
         end += strspn(end, " \t\r\n");
+        int shown = (int)strcspn(p, "\r\n");
         if (end == p || *end || !(v >= 0 && v <= CARBON_MAX))
-            snprintf(why, whylen, "%s:%d: '%.40s' is not a figure in 0..%g g CO2e per kWh", path,
-                     lineno, strtok(p, "\r\n") ? p : "", CARBON_MAX);
+            snprintf(why, whylen, "%s:%d: '%.*s' is not a figure in 0..%g g CO2e per kWh", path,
+                     lineno, shown < 40 ? shown : 40, p, CARBON_MAX);
         else
             *out = v, rc = 0;
         break;
