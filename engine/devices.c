@@ -1,9 +1,8 @@
 #include "engine/devices.h"
 
-#include "engine/policy.h"
-
 #include "common/json.h"
 #include "engine/cache_dir.h"
+#include "engine/policy.h"
 #include "opencl/memory.h"
 
 #include <errno.h>

@@ -1,6 +1,7 @@
 #include "engine/plan.h"
 
 #include "common/json.h"
+#include "engine/policy.h"
 #include "ops/cpu.h"
 
 #include <stdlib.h>
@@ -59,6 +60,7 @@ void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
     p->devices = devices;
     p->deterministic = cfg->deterministic && devices;
     p->pinned = cfg->devices == DEVICES_OPENCL && devices;
+    p->by_energy = cfg->policy > POLICY_TIME && devices;
     p->batch = cfg->batch;
     p->grain = plan_grain(cfg, m);
     p->nchunks = (p->batch + p->grain - 1) / p->grain;
@@ -108,9 +110,10 @@ void plan_write_json(const exec_plan *p, const model *m, FILE *f)
     json_string(f, p->conv_path);
     fputs(", \"kernel_path\": ", f);
     json_string(f, p->isa_why);
-    fprintf(f, ", \"device_workers\": %d, \"placement\": \"%s\"", p->devices,
+    fprintf(f, ", \"device_workers\": %d, \"task_placement\": \"%s\"", p->devices,
             p->pinned ? "pinned: device kinds on the devices"
             : p->deterministic ? "deterministic: by kind and chunk"
+            : p->by_energy ? "by expected joules (placement_energy)"
             : p->devices ? "by expected finish time" : "cpu");
     fputs(", \"layers\": [", f);
     for (int l = 0; l < m->nlayers; l++) {

@@ -22,6 +22,7 @@ typedef struct exec_plan {
     char isa_why[64];                /* the kernel path and, if forced, by what */
     int devices;                     /* device workers */
     int deterministic;               /* tasks pinned per kind and chunk (see graph.c) */
+    int by_energy;                   /* an energy policy weighs devices in joules (devices.h) */
     int pinned;                      /* devices = opencl: tasks a device can run run there, and
                                       * the CPU-only variants (the first layer reading bytes,
                                       * fused convolution and pooling) are off */

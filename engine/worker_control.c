@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SKIP_WINDOWS 1   /* the first window of a run: caches and pages still warming up */
+#define SKIP_WINDOWS 1   /* after the start (caches and pages warming up) and after a change */
 
 static void decide(worker_control *c, int workers, const char *why)
 {
@@ -157,6 +157,8 @@ static void measure(worker_control *c)
                               : tuner_observe(&c->tuner, seconds, joules, samples, why, sizeof why);
     if (workers != before || why[0])
         decide(c, workers, why);
+    if (workers != before)
+        c->skip = SKIP_WINDOWS;   /* the next window still has the old count's tasks finishing */
     window_start(c, &r, done);
 }
 
