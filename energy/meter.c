@@ -2,6 +2,7 @@
 
 #include "energy/model.h"
 #include "energy/nvml.h"
+#include "energy/perf_power.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -84,11 +85,14 @@ static void append(char *out, size_t n, const char *fmt, ...)
 static void choose_total(energy_meter *m)
 {
     const char *cpu_source = any(m, SCOPE_CPU, "rapl")    ? "rapl"
+                             : any(m, SCOPE_CPU, "perf")  ? "perf"
                              : any(m, SCOPE_CPU, "hwmon") ? "hwmon"
                                                           : NULL;
-    if (any(m, SCOPE_SYSTEM, "rapl")) {
+    const char *psys = any(m, SCOPE_SYSTEM, "rapl") ? "rapl" : any(m, SCOPE_SYSTEM, "perf") ? "perf"
+                                                                                            : NULL;
+    if (psys) {
         for (int i = 0; i < m->n; i++)
-            m->s[i].in_total = usable(&m->s[i], SCOPE_SYSTEM, "rapl");
+            m->s[i].in_total = usable(&m->s[i], SCOPE_SYSTEM, psys);
     } else if (cpu_source) {
         for (int i = 0; i < m->n; i++) {
             const sensor *s = &m->s[i];
@@ -145,6 +149,8 @@ energy_meter *energy_meter_open(const energy_options *opts)
     hwmon_probe(m->s, &m->n, SENSOR_MAX);
     battery_probe(m->s, &m->n, SENSOR_MAX);
     nvml_probe(m->s, &m->n, SENSOR_MAX);
+    if (!any(m, SCOPE_CPU, "rapl") && !any(m, SCOPE_SYSTEM, "rapl"))
+        perf_power_probe(m->s, &m->n, SENSOR_MAX);
     choose_total(m);
     energy_meter_sample_at(m, 0);   /* every counter's starting point */
     return m;
@@ -297,6 +303,8 @@ void energy_meter_close(energy_meter *m)
         pthread_mutex_unlock(&m->lock);
         pthread_join(m->thread, NULL);
     }
+    for (int i = 0; i < m->n; i++)
+        perf_power_close(&m->s[i]);
     pthread_cond_destroy(&m->wake);
     pthread_mutex_destroy(&m->lock);
     free(m);

@@ -1,6 +1,7 @@
 #include "energy/sensor.h"
 
 #include "energy/nvml.h"
+#include "energy/perf_power.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,6 +11,8 @@ int sensor_read(sensor *s, double *value)
 {
     if (!strcmp(s->source, "nvml"))
         return nvml_read(s, value);
+    if (!strcmp(s->source, "perf"))
+        return perf_power_read(s, value);
     uint64_t v, v2;
     int e = sysfs_read_u64(s->path, &v);
     if (e)

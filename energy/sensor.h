@@ -36,7 +36,7 @@ typedef enum sensor_status {
 
 typedef struct sensor {
     char name[64];           /* "package-0", "dram (package-1)", "amdgpu power1", "BAT0" */
-    const char *source;      /* "rapl", "hwmon", "battery", "model" */
+    const char *source;      /* "rapl", "hwmon", "battery", "nvml", "perf", "model" */
     sensor_kind kind;
     sensor_scope scope;
     char path[SYSFS_PATH];   /* the file sampled; for a battery without power_now: current_now */
@@ -46,6 +46,8 @@ typedef struct sensor {
     int in_total;            /* counted in the machine total (no overlap with another) */
     sensor_status status;
     char why[768];           /* for UNREADABLE, LOST, PAUSED, or a caveat (unknown wrap range) */
+    int fd;                  /* perf: its event's descriptor */
+    double scale;            /* perf: joules per count */
 
     /* Sampling state, owned by the meter. */
     int have_prev;

@@ -515,3 +515,34 @@ TEST(energy_nvml_gpus_by_counter_or_power_gauge)
     energy_meter_close(m);
     unsetenv("FAKE_NVML_DIR");   /* the library stays loaded: from now on it has no GPU */
 }
+
+/* perf's power PMU where no RAPL file is readable. The fake PMU's type is perf's software type
+ * and its energy-pkg event cpu-clock, scaled so that a nanosecond counts as a nanojoule: a
+ * steady 1 W, which exercises the real perf_event_open and read path. Where perf is not allowed
+ * (or this kernel refuses), the sensor is unreadable with the reason, and the model takes over. */
+TEST(energy_perf_power_pmu_when_rapl_is_unreadable)
+{
+    fake_root();
+    put("sys/bus/event_source/devices/power/type", "1\n");   /* PERF_TYPE_SOFTWARE */
+    put("sys/bus/event_source/devices/power/cpumask", "0\n");
+    put("sys/bus/event_source/devices/power/events/energy-pkg", "event=0x00\n");   /* cpu-clock */
+    put("sys/bus/event_source/devices/power/events/energy-pkg.scale", "1e-9\n");
+    proc_stat(0, 0);
+    energy_meter *m = energy_meter_open(NULL);
+    sensor s[SENSOR_MAX];
+    int n = energy_meter_sensors(m, s, SENSOR_MAX), pkg = find(s, n, "package (cpu 0)");
+    CHECKF(pkg >= 0 && !strcmp(s[pkg].source, "perf") && s[pkg].scope == SCOPE_CPU, "%d sensors", n);
+    if (pkg >= 0 && s[pkg].status == SENSOR_OK) {
+        CHECKF(strstr(energy_meter_source(m), "measured: perf package (cpu 0)"), "%s",
+               energy_meter_source(m));
+        energy_reading a, b;
+        energy_meter_read(m, &a);
+        usleep(200 * 1000);
+        energy_meter_read(m, &b);
+        CHECK_NEAR(b.total_j - a.total_j, b.t - a.t, 0.05, 0);   /* 1 W */
+    } else if (pkg >= 0) {
+        CHECKF(strstr(s[pkg].why, "perf_event_open(power/energy-pkg/) on cpu 0: "), "%s", s[pkg].why);
+        CHECKF(strstr(energy_meter_source(m), "estimated: model"), "%s", energy_meter_source(m));
+    }
+    energy_meter_close(m);
+}
