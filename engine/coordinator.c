@@ -92,6 +92,7 @@ struct coordinator {
     carbon_source carbon;
     energy_meter *meter;
     energy_reading last_power;
+    double last_power_at;        /* now_s() of last_power */
     double local_w, local_img_s;
     long batches;
     share_decision decisions[MAX_SHARE_DECISIONS];
@@ -474,12 +475,12 @@ static void measure_here(coordinator *c)
     if (c->last_local > 0 && st.busy_s > c->last_busy)
         c->local_cost = running(c->local_cost, (st.busy_s - c->last_busy) / (double)c->last_local);
     c->last_busy = st.busy_s;
-    if (!c->meter)
+    double now = now_s();   /* the meter reads every sensor: not on every batch */
+    if (!c->meter || now - c->last_power_at < POWER_WINDOW_S)
         return;
+    c->last_power_at = now;
     energy_reading r;
     energy_meter_read(c->meter, &r);
-    if (c->last_power.t > 0 && r.t - c->last_power.t < POWER_WINDOW_S)
-        return;
     if (c->last_power.t > 0)
         c->local_w = running(c->local_w, (r.total_j - c->last_power.total_j) / (r.t - c->last_power.t));
     c->last_power = r;

@@ -51,6 +51,17 @@ const char *test_tmpdir(void)
     return tmpdir;
 }
 
+char *test_read_text(const char *path, char *buf, size_t n)
+{
+    buf[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        buf[fread(buf, 1, n - 1, f)] = 0;
+        fclose(f);
+    }
+    return buf;
+}
+
 int test_scale(int full)
 {
     const char *s = getenv("FRUGAL_TEST_SCALE");

@@ -13,6 +13,8 @@ void test_fail(const char *file, int line, const char *fmt, ...)
 const char *test_tmpdir(void);
 /* Seeds and sizes shrink under sanitizers, which run many times slower. */
 int test_scale(int full);
+/* A text file into buf (at most n - 1 bytes, 0-ended; "" when it cannot be read); returns buf. */
+char *test_read_text(const char *path, char *buf, size_t n);
 
 #define TEST(name)                                                                     \
     static void name(void);                                                            \

@@ -51,17 +51,6 @@ static const char *tmp(const char *name)
     return p;
 }
 
-static char *slurp(const char *path, char *buf, size_t n)
-{
-    buf[0] = 0;
-    FILE *f = fopen(path, "r");
-    if (f) {
-        buf[fread(buf, 1, n - 1, f)] = 0;
-        fclose(f);
-    }
-    return buf;
-}
-
 /* extra: more lines of the last section, [energy]. */
 static const char *job_file_with(const char *name, int limit, int filters, int epochs,
                                  const char *extra)
@@ -225,7 +214,7 @@ static int wait_node(pid_t pid, const char *name)
     char path[760], log[4096];
     snprintf(path, sizeof path, "%s/%s.log", test_tmpdir(), name);
     snprintf(out + strlen(out), sizeof out - strlen(out), "\n--- %s ---\n%s", name,
-             slurp(path, log, sizeof log));
+             test_read_text(path, log, sizeof log));
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -234,7 +223,7 @@ static int wait_for_text(const char *path, const char *text)
 {
     char buf[1 << 14];
     for (int i = 0; i < 6000; i++) {
-        if (strstr(slurp(path, buf, sizeof buf), text))
+        if (strstr(test_read_text(path, buf, sizeof buf), text))
             return 1;
         usleep(10 * 1000);
     }
@@ -265,7 +254,7 @@ TEST(cluster_one_two_three_nodes_give_the_same_weights)
     run_with_nodes(1, 2, "two");
     run_with_nodes(2, 3, "three");
     char summary[1 << 14];
-    slurp(tmp("three/summary.json"), summary, sizeof summary);
+    test_read_text(tmp("three/summary.json"), summary, sizeof summary);
     CHECKF(strstr(summary, "\"cluster\"") && strstr(summary, "\"bytes_received\"") &&
            strstr(summary, "\"energy\": \"estimated"), "%s", summary);
 }
@@ -329,11 +318,7 @@ TEST(cluster_refuses_strangers_and_goes_on)
     int node_rc = wait_node(node, "friend");
     char path[760], log[1 << 14] = "";
     snprintf(path, sizeof path, "%s/hostile.out", test_tmpdir());
-    FILE *f = fopen(path, "r");
-    if (f) {
-        log[fread(log, 1, sizeof log - 1, f)] = 0;
-        fclose(f);
-    }
+    test_read_text(path, log, sizeof log);
     CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0 && node_rc == 0, "%s\n%s", log, out);
     CHECKF(stranger_rc != 0, "%s", out);
     CHECKF(strstr(log, "refused: handshake: wrong key") && strstr(log, "not a frugal peer") &&
@@ -358,7 +343,7 @@ TEST(cluster_broken_links_are_dropped_and_the_node_rejoins)
     kill(proxy, SIGKILL);
     waitpid(proxy, NULL, 0);
     char log[4096];
-    slurp(tmp("proxy.log"), log, sizeof log);
+    test_read_text(tmp("proxy.log"), log, sizeof log);
     CHECKF(rc == 0 && node_rc == 0, "%s\n%s", out, log);
     CHECKF(strstr(log, "flipped") && strstr(log, "replayed") && strstr(log, "oversized") &&
            strstr(log, "stalled"), "the faults did not all land:\n%s\n%s", log, out);
@@ -395,7 +380,7 @@ TEST(cluster_nodes_leave_and_join_mid_run)
     wait_node(doomed, "doomed");
     int steady_rc = wait_node(steady, "steady");
     char late[4096];
-    slurp(tmp("late.log"), late, sizeof late);
+    test_read_text(tmp("late.log"), late, sizeof late);
     CHECKF(rc == 0 && steady_rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s\n%s",
            out, late);
     const char *lost = strstr(out, ") lost: "), *end = strstr(out, "tasks of the whole run");
@@ -451,7 +436,7 @@ static double node_share(const char *name)
 {
     char path[760], summary[1 << 15];
     snprintf(path, sizeof path, "%s/summary.json", tmp(name));
-    const char *at = strstr(slurp(path, summary, sizeof summary), "\"nodes\": [{");
+    const char *at = strstr(test_read_text(path, summary, sizeof summary), "\"nodes\": [{");
     at = at ? strstr(at, "\"share\": ") : NULL;
     double share = -1;
     if (!at || sscanf(at, "\"share\": %lf", &share) != 1)

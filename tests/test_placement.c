@@ -312,17 +312,11 @@ static int workers_chosen(const char *name, const char *set1, const char *set2)
     snprintf(log, sizeof log, "%s/%s.log", test_tmpdir(), name);
     int rc = drive_rapl(root, frugal_spawn(&(frugal_call){(uid_t)-1, env, 0}, log, args));
     static char out[1 << 16], json[1 << 16];
-    FILE *f = fopen(log, "r");
-    out[f ? fread(out, 1, sizeof out - 1, f) : 0] = 0;
-    if (f)
-        fclose(f);
+    test_read_text(log, out, sizeof out);
     CHECKF(rc == 0 && strstr(out, "placement: policy") &&
            strstr(out, "energy: measured: rapl package-0"), "%s", out);
     snprintf(path, sizeof path, "%s/%s/summary.json", test_tmpdir(), name);
-    f = fopen(path, "r");
-    json[f ? fread(json, 1, sizeof json - 1, f) : 0] = 0;
-    if (f)
-        fclose(f);
+    test_read_text(path, json, sizeof json);
     /* the policy's last choice (a drift near the end may have it exploring again) */
     const char *at = NULL;
     for (const char *p = json; (p = strstr(p, "\"why\": \"policy ")); p++)
