@@ -407,7 +407,7 @@ static int spin_on_cpu(const rt_ctx *ctx, void *p)
     clock_gettime(CLOCK_MONOTONIC, &a);
     do
         clock_gettime(CLOCK_MONOTONIC, &b);
-    while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 1000000L);
+    while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 2000000L);
     return 0;
 }
 
@@ -421,7 +421,7 @@ static int nothing_on_device(const rt_ctx *ctx, void *p) { return emu_launch(ctx
 static rt_kind slow_cpu_fast_device = {.name = "slow_cpu_fast_device", .cpu = spin_on_cpu,
                                        .emulated = nothing_on_device};
 
-/* 120 independent tasks that take 1 ms on a CPU worker and about 0.1 ms on the device, after
+/* 120 independent tasks that take 2 ms on a CPU worker and about 0.1 ms on the device, after
  * 12 one at a time so that both are measured; returns how many of the 120 ran on the device. */
 static uint64_t ran_on_device(const rt_energy_model *m)
 {
@@ -457,9 +457,9 @@ static uint64_t ran_on_device(const rt_energy_model *m)
     return on_device;
 }
 
-/* The device is ten times faster and draws a hundred times the power of a core: by time the
- * device takes most tasks; by energy the cores do; with a 0% slowdown cap energy may not give
- * up any time, and chooses as time does. */
+/* The device is about twenty times faster and draws a hundred times the power of a core: by
+ * time the device takes most tasks; by energy the cores do; with a 0% slowdown cap energy may
+ * not give up any time, and chooses as time does. */
 TEST(runtime_device_placement_weighs_joules_when_asked)
 {
     rt_energy_model m = {RT_PLACE_ENERGY, {0}, 0.1, -1};
