@@ -43,8 +43,15 @@ static int read_figure(const char *path, double *out, char *why, size_t whylen)
     return rc;
 }
 
-int carbon_update(carbon_source *cs, double now, char *why, size_t whylen)
+double carbon_grams(const carbon_source *cs, double total_j)
 {
+    return cs->grams + (total_j - cs->mark_j) / 3.6e6 * cs->value;
+}
+
+int carbon_update(carbon_source *cs, double now, double total_j, char *why, size_t whylen)
+{
+    cs->grams = carbon_grams(cs, total_j);   /* the stretch since the last call */
+    cs->mark_j = total_j;
     if (!cs->path[0] || (cs->read_at >= 0 && now - cs->read_at < CARBON_REREAD_S))
         return 0;
     cs->read_at = now;

@@ -15,12 +15,18 @@ typedef struct carbon_source {
     char path[512];                  /* "": fixed */
     double read_at;                  /* when the file was last read; < 0: never */
     int failing;                     /* the last read failed (said once until it works again) */
+    double grams, mark_j;            /* CO2e of the joules up to the meter total mark_j */
 } carbon_source;
 
 void carbon_init(carbon_source *cs, double fixed_g_per_kwh, const char *path);
-/* The figure at time now (seconds, any clock that only goes forward). When the file cannot be
- * read or holds no number in 0..CARBON_MAX, the last figure stays and, the first time, why is
- * set (naming the file and line) and 1 returned; otherwise 0. */
-int carbon_update(carbon_source *cs, double now, char *why, size_t whylen);
+/* The figure at time now (seconds, any clock that only goes forward), with total_j the energy
+ * meter's total then: the joules since the last call are counted at the figure in force until
+ * now, before the file is re-read. When the file cannot be read or holds no number in
+ * 0..CARBON_MAX, the last figure stays and, the first time, why is set (naming the file and
+ * line) and 1 returned; otherwise 0. */
+int carbon_update(carbon_source *cs, double now, double total_j, char *why, size_t whylen);
+/* Grams of CO2e from meter total 0 to total_j, each stretch of joules at the
+ * figure in force when it was spent. */
+double carbon_grams(const carbon_source *cs, double total_j);
 
 #endif

@@ -485,7 +485,7 @@ static void measure_here(coordinator *c)
         c->local_w = running(c->local_w, (r.total_j - c->last_power.total_j) / (r.t - c->last_power.t));
     c->last_power = r;
     char why[600];   /* a failing file is said by the run's energy report (energy_run.c) */
-    carbon_update(&c->carbon, r.t, why, sizeof why);
+    carbon_update(&c->carbon, r.t, r.total_j, why, sizeof why);
     c->limits.carbon_g_per_kwh = c->carbon.value;
 }
 

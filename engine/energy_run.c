@@ -10,7 +10,7 @@ int energy_run_begin(energy_run *er, const job_config *cfg, FILE *log, char *err
     er->log = log;
     carbon_init(&er->carbon, cfg->carbon_g_per_kwh, cfg->carbon_file);
     char why[600];
-    if (carbon_update(&er->carbon, 0, why, sizeof why)) {
+    if (carbon_update(&er->carbon, 0, 0, why, sizeof why)) {
         snprintf(err, errlen, "[energy] carbon_file: %s", why);
         return -1;
     }
@@ -51,7 +51,8 @@ int energy_run_begin(energy_run *er, const job_config *cfg, FILE *log, char *err
     fprintf(log, "energy: idle baseline %.1f W (%s), sampling at %g Hz\n", er->baseline_w,
             er->baseline_how, energy_meter_rate(er->meter));
     energy_meter_read(er->meter, &er->run_start);
-    er->epoch_start = er->run_start;
+    er->epoch_start = er->pass_start = er->run_start;
+    er->run_start_grams = er->pass_start_grams = carbon_grams(&er->carbon, er->run_start.total_j);
     return 0;
 }
 
@@ -59,17 +60,32 @@ void energy_run_epoch_begin(energy_run *er)
 {
     energy_meter_read(er->meter, &er->epoch_start);
     er->pass_start = er->epoch_start;
+    er->pass_start_grams = carbon_grams(&er->carbon, er->epoch_start.total_j);
+}
+
+static void follow_carbon(energy_run *er, const energy_reading *now)
+{
+    char why[600];
+    if (carbon_update(&er->carbon, now->t, now->total_j, why, sizeof why))
+        fprintf(er->log, "energy: %s; keeping %g g CO2e/kWh\n", why, er->carbon.value);
+}
+
+void energy_run_follow_carbon(energy_run *er)
+{
+    energy_reading now;
+    energy_meter_read(er->meter, &now);
+    follow_carbon(er, &now);
 }
 
 void energy_run_pass_end(energy_run *er, long images, energy_figures *out)
 {
     energy_reading now;
     energy_meter_read(er->meter, &now);
-    char why[600];
-    if (carbon_update(&er->carbon, now.t, why, sizeof why))
-        fprintf(er->log, "energy: %s; keeping %g g CO2e/kWh\n", why, er->carbon.value);
+    follow_carbon(er, &now);
     energy_figures_between(&er->pass_start, &now, images, er->baseline_w, er->carbon.value, out);
+    out->gco2e = carbon_grams(&er->carbon, now.total_j) - er->pass_start_grams;
     er->pass_start = now;
+    er->pass_start_grams = carbon_grams(&er->carbon, now.total_j);
 }
 
 /* Tasks run on the CPU today: CPU-side sensors (system, packages, DRAM, board) are split among
@@ -110,6 +126,7 @@ void energy_run_total(energy_run *er, long images, energy_figures *out)
     energy_reading now;
     energy_meter_read(er->meter, &now);
     energy_figures_between(&er->run_start, &now, images, er->baseline_w, er->carbon.value, out);
+    out->gco2e = carbon_grams(&er->carbon, now.total_j) - er->run_start_grams;
 }
 
 void energy_run_print(energy_run *er, const epoch_energy *last, const rt_stats *st, long images,

@@ -29,6 +29,7 @@ typedef struct energy_run {
     carbon_source carbon;            /* the grid's intensity, re-read from [energy] carbon_file */
     FILE *log;
     energy_reading run_start, epoch_start, pass_start;
+    double run_start_grams, pass_start_grams;   /* carbon_grams() then */
 } energy_run;
 
 /* Opens the meter, starts the sampler, measures (or takes) the idle baseline, and says on log
@@ -37,11 +38,14 @@ int energy_run_begin(energy_run *er, const job_config *cfg, FILE *log, char *err
 void energy_run_epoch_begin(energy_run *er);
 /* The pass that just ended (training, then test): its figures for `images` images. */
 void energy_run_pass_end(energy_run *er, long images, energy_figures *out);
+/* Re-reads the carbon file when it is time (at most every CARBON_REREAD_S), so that a long
+ * pass's grams follow the grid's changes; each joule counts at the intensity when it was spent. */
+void energy_run_follow_carbon(energy_run *er);
 /* The epoch's energy split among the task kinds of st (the epoch's runtime statistics). */
 void energy_run_split_kinds(energy_run *er, const rt_stats *st, epoch_energy *e);
 /* Joules since the epoch began and the power over the last sampling interval. */
 void energy_run_so_far(energy_run *er, double *joules, double *watts);
-/* The whole run so far. */
+/* The whole run so far (its grams: each stretch at the intensity then in force). */
 void energy_run_total(energy_run *er, long images, energy_figures *out);
 /* Per sensor and per task kind, after the last epoch. */
 void energy_run_print(energy_run *er, const epoch_energy *last, const rt_stats *st, long images,

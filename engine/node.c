@@ -385,7 +385,7 @@ static int compute(node *n, const msg_work *w, int count)
     if (n->meter)
         energy_meter_read(n->meter, &after);
     char why[600];
-    if (carbon_update(&n->carbon, after.t, why, sizeof why))
+    if (carbon_update(&n->carbon, after.t, after.total_j, why, sizeof why))
         fprintf(n->o->out, "energy: %s; keeping %g g CO2e/kWh\n", why, n->carbon.value);
     for (int i = 0; i < count; i++) {
         msg_result r;
@@ -471,7 +471,7 @@ int node_run(const node_options *o)
         return fail(NULL, "out of memory");
     n->o = o;
     carbon_init(&n->carbon, o->carbon_g_per_kwh, o->carbon_file);
-    if (carbon_update(&n->carbon, 0, n->err, sizeof n->err)) {
+    if (carbon_update(&n->carbon, 0, 0, n->err, sizeof n->err)) {
         fail(NULL, "--carbon-file: %s", n->err);
         free(n);
         return 1;

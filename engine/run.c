@@ -208,6 +208,7 @@ static int run_open(run *r, const run_options *o)
 static void show_progress(void *ctx, long done, long total, double seconds)
 {
     run *r = ctx;
+    energy_run_follow_carbon(&r->er);
     if (!r->tty || seconds - r->progress_shown < 0.25 || done <= 0)
         return;
     r->progress_shown = seconds;

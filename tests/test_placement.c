@@ -425,7 +425,10 @@ TEST(placement_cluster_keeps_the_machines_a_search_over_every_subset_keeps)
 }
 
 /* The carbon file: read at the start, re-read after CARBON_REREAD_S, a bad figure named with its
- * line and the last good figure kept, comments skipped. */
+ * line and the last good figure kept, comments skipped; each kWh counts at the figure in force
+ * when it was spent. */
+#define KWH 3.6e6   /* joules */
+
 TEST(placement_carbon_file_is_reread_and_a_bad_one_keeps_the_last_figure)
 {
     char path[700], why[600] = "";
@@ -435,22 +438,25 @@ TEST(placement_carbon_file_is_reread_and_a_bad_one_keeps_the_last_figure)
     fclose(f);
     carbon_source cs;
     carbon_init(&cs, 475, path);
-    CHECK(carbon_update(&cs, 0, why, sizeof why) == 0 && cs.value == 120);
+    CHECK(carbon_update(&cs, 0, 0, why, sizeof why) == 0 && cs.value == 120);
     f = fopen(path, "w");
     fputs("560\n", f);
     fclose(f);
-    CHECK(carbon_update(&cs, 1, why, sizeof why) == 0 && cs.value == 120);   /* not yet */
-    CHECK(carbon_update(&cs, 1 + CARBON_REREAD_S, why, sizeof why) == 0 && cs.value == 560);
+    CHECK(carbon_update(&cs, 1, 1 * KWH, why, sizeof why) == 0 && cs.value == 120);   /* not yet */
+    CHECK(carbon_update(&cs, 1 + CARBON_REREAD_S, 2 * KWH, why, sizeof why) == 0 && cs.value == 560);
+    CHECKF(fabs(carbon_grams(&cs, 2.5 * KWH) - (2 * 120 + 0.5 * 560)) < 1e-9, "%g g",
+           carbon_grams(&cs, 2.5 * KWH));
     f = fopen(path, "w");
     fputs("\n# the feed broke\nsunny\n", f);
     fclose(f);
-    CHECK(carbon_update(&cs, 20, why, sizeof why) == 1 && cs.value == 560);
+    CHECK(carbon_update(&cs, 20, 3 * KWH, why, sizeof why) == 1 && cs.value == 560);
     CHECKF(strstr(why, "grid.txt:3") && strstr(why, "sunny"), "%s", why);
-    CHECK(carbon_update(&cs, 30, why, sizeof why) == 0 && cs.value == 560);   /* said once */
+    CHECK(carbon_update(&cs, 30, 3 * KWH, why, sizeof why) == 0 && cs.value == 560);   /* said once */
     unlink(path);
-    CHECK(carbon_update(&cs, 40, why, sizeof why) == 0 && cs.value == 560);
+    CHECK(carbon_update(&cs, 40, 4 * KWH, why, sizeof why) == 0 && cs.value == 560);
+    CHECK(fabs(carbon_grams(&cs, 4 * KWH) - (2 * 120 + 2 * 560)) < 1e-9);
     carbon_init(&cs, 300, NULL);
-    CHECK(carbon_update(&cs, 0, why, sizeof why) == 0 && cs.value == 300);
+    CHECK(carbon_update(&cs, 0, 0, why, sizeof why) == 0 && cs.value == 300);
     carbon_init(&cs, 300, path);
-    CHECKF(carbon_update(&cs, 0, why, sizeof why) == 1 && strstr(why, "No such file"), "%s", why);
+    CHECKF(carbon_update(&cs, 0, 0, why, sizeof why) == 1 && strstr(why, "No such file"), "%s", why);
 }
