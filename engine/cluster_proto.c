@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RESULT_HEAD (8 + 4 * 4 + 5 * 8)
+#define RESULT_HEAD (8 + 5 * 4 + 5 * 8)
 
 void proto_limits(frame_limits *l, int coordinator, long nparams)
 {
@@ -97,6 +97,7 @@ size_t proto_result_head(const msg_result *m, uint8_t *out, size_t cap)
     wire_u32(&w, m->correct);
     wire_u32(&w, m->samples);
     wire_u32(&w, m->estimated);
+    wire_u32(&w, m->workers);
     wire_f64(&w, m->loss);
     wire_f64(&w, m->compute_s);
     wire_f64(&w, m->joules);
@@ -268,6 +269,7 @@ int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, long nparam
     m->correct = wire_get_u32(&r);
     m->samples = wire_get_u32(&r);
     m->estimated = wire_get_u32(&r);
+    m->workers = wire_get_u32(&r);
     m->loss = wire_get_f64(&r);
     m->compute_s = wire_get_f64(&r);
     m->joules = wire_get_f64(&r);
@@ -275,7 +277,8 @@ int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, long nparam
     m->carbon_g_per_kwh = wire_get_f64(&r);
     m->grads = (const float *)(p + RESULT_HEAD);
     m->nparams = (size_t)nparams;
-    if (m->correct > m->samples || m->estimated > 1 || !(m->compute_s >= 0) || !(m->joules >= 0) ||
+    if (m->correct > m->samples || m->estimated > 1 || m->workers < 1 || m->workers > 4096 ||
+        !(m->compute_s >= 0) || !(m->joules >= 0) ||
         !(m->watts >= 0 && m->watts < 1e7) || !(m->carbon_g_per_kwh >= 0 && m->carbon_g_per_kwh <= 5000))
         return bad(why, whylen, "a RESULT message with impossible figures");
     return 0;

@@ -28,7 +28,7 @@ enum {
     MSG_DONE, MSG_TYPES
 };
 
-#define PROTO_VERSION 2
+#define PROTO_VERSION 3
 #define PROTO_MAX_FILES 8
 #define PROTO_FILE_PIECE (1u << 20)     /* bytes of a file per FILE message */
 #define PROTO_MAX_PARAMS (64L << 20)    /* floats a model may have to train on a cluster */
@@ -74,6 +74,7 @@ typedef struct msg_work {
 typedef struct msg_result {
     uint64_t seq;
     uint32_t chunk, correct, samples, estimated;
+    uint32_t workers;                   /* the node's active workers (a power budget parks some) */
     double loss, compute_s, joules;     /* joules: the node's total so far */
     double watts;                       /* the node's power while computing this batch's chunks */
     double carbon_g_per_kwh;            /* its grid's intensity now */

@@ -20,7 +20,9 @@
  *                model_idle_watts, model_core_watts, power_profile (IDLE, ONE, ALL: watts idle,
  *                with one core busy and with all busy; the fallback model and the prior)
  *   [placement]  policy (time | energy | edp | carbon: the worker count is then learned while
- *                training), power_budget_watts, max_slowdown (energy policies: at most this
+ *                training), power_budget_watts (the whole job: every machine together),
+ *                node_power_budget_watts (each machine on its own; `frugal join
+ *                --power-budget` sets one node's), max_slowdown (energy policies: at most this
  *                much slower than the fastest count measured, 0.1 = 10%), window_seconds (how
  *                long each measurement lasts)
  *
@@ -94,6 +96,7 @@ typedef struct job_config {
     /* [placement] */
     int policy;                    /* -1: none (all workers), else a placement_policy */
     float power_budget_watts;      /* 0: none */
+    float node_power_budget_watts; /* 0: none */
     float max_slowdown;            /* < 0: none */
     float window_seconds;
 } job_config;

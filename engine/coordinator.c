@@ -29,7 +29,7 @@
 typedef struct node {
     int peer, ready, gone;
     char addr[64], host[64], energy[PROTO_TEXT], left_why[200];
-    int workers;
+    int workers, running;         /* its workers, and those its own power budget leaves running */
     uint32_t isa;
     uint64_t params_seq;         /* whose parameters it holds; UINT64_MAX: none */
     int inflight;
@@ -317,7 +317,7 @@ static void on_join(coordinator *c, node *n, const uint8_t *p, size_t len)
         return refuse(c, n, n->workers ? "a second JOIN" : why);
     if (c->cfg->deterministic && j.isa < (uint32_t)ops_isa_active())
         return refuse(c, n, "it cannot run this run's kernel path (deterministic = on)");
-    n->workers = (int)j.workers, n->isa = j.isa;
+    n->workers = n->running = (int)j.workers, n->isa = j.isa;
     snprintf(n->host, sizeof n->host, "%s", j.host);
     snprintf(n->energy, sizeof n->energy, "%s", j.energy);
     if (!c->cfg->deterministic && j.isa != (uint32_t)ops_isa_active())
@@ -381,6 +381,7 @@ static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
     n->chunks++, n->samples += r.samples, n->compute_s += r.compute_s;
     n->wait_s += rtt > r.compute_s ? rtt - r.compute_s : 0;
     n->joules = r.joules, n->estimated = (int)r.estimated, n->carbon = r.carbon_g_per_kwh;
+    n->running = r.workers < (uint32_t)n->workers ? (int)r.workers : n->workers;
     n->cost = running(n->cost, r.compute_s);
     if (r.watts > 0)
         n->watts = running(n->watts, r.watts);
@@ -504,7 +505,7 @@ static void choose_nodes(coordinator *c, double per_chunk)
     for (int i = 0; i < c->nnodes; i++) {
         node *x = &c->nodes[i];
         if (x->ready && !x->gone)
-            index[n] = i, m[n++] = (member_figures){img_per_s(x->workers, x->cost, per_chunk),
+            index[n] = i, m[n++] = (member_figures){img_per_s(x->running, x->cost, per_chunk),
                                                     x->watts, x->carbon};
     }
     cluster_choose(&c->limits, m, n, in);
@@ -553,7 +554,7 @@ static int remote_chunks(void *ctx, int nchunks)
         for (int i = 0; i < c->nnodes; i++) {
             node *n = &c->nodes[i];
             if (n->ready && !n->gone && !n->parked)
-                there += n->workers / (n->cost > 0 ? n->cost : unit);
+                there += n->running / (n->cost > 0 ? n->cost : unit);
             probes += n->ready && !n->gone && n->parked && n->probe;
         }
         remote = (int)(nchunks * there / (here + there) + 0.5) + probes;
@@ -765,11 +766,12 @@ void coordinator_write_json(coordinator *c, FILE *f)
         json_string(f, n->addr);
         fputs(", \"host\": ", f);
         json_string(f, n->host);
-        fprintf(f, ", \"workers\": %d, \"kernel_path\": \"%s\", \"joined_after_s\": %.2f, "
+        fprintf(f, ", \"workers\": %d, \"active_workers\": %d, \"kernel_path\": \"%s\", "
+                "\"joined_after_s\": %.2f, "
                 "\"chunks\": %ld, \"share\": %.4f, \"img_per_s\": %.1f, \"bytes_sent\": %llu, "
                 "\"bytes_received\": %llu, \"network_wait_s\": %.3f, \"compute_s\": %.3f, "
                 "\"joules\": %.3f, \"watts_computing\": %.3f, \"carbon_g_per_kwh\": %g, "
-                "\"parked\": %s, \"energy\": ", n->workers, ops_isa_name((ops_isa)n->isa),
+                "\"parked\": %s, \"energy\": ", n->workers, n->running, ops_isa_name((ops_isa)n->isa),
                 n->joined_at, n->chunks, all ? (double)n->chunks / (double)all : 0,
                 n->active_s > 0 ? (double)n->samples / n->active_s : 0,
                 (unsigned long long)n->net.received, (unsigned long long)n->net.sent, n->wait_s,

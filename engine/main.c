@@ -37,9 +37,11 @@ static int usage(FILE *f)
                "            compute part of every batch (same weights as on one machine)\n"
                "  join HOST:PORT --key KEYFILE [--workers N] [--timeout S] [--slowdown F]\n"
                "            [--power-profile IDLE,ONE,ALL] [--carbon G | --carbon-file FILE]\n"
+               "            [--power-budget W]\n"
                "            compute chunks for the coordinator at HOST:PORT until it ends training;\n"
                "            this machine's power profile (watts) and grid carbon (g CO2e/kWh, or a\n"
-               "            file re-read for it) feed the coordinator's placement policy\n"
+               "            file re-read for it) feed the coordinator's placement policy; under its\n"
+               "            own power budget it parks workers (unless --workers pins them)\n"
                "  keygen KEYFILE\n"
                "            a new key for a cluster: copy it to every machine (mode 600)\n"
                "  eval CHECKPOINT IMAGES.idx LABELS.idx | CHECKPOINT CIFAR_BATCH[,BATCH...]\n"
@@ -109,7 +111,14 @@ static int cmd_join(int argc, char **argv)
                 fprintf(stderr, "frugal join: --workers %s: a number from 1 to 4096\n", argv[i]);
                 return 2;
             }
-            o.workers = (int)w;
+            o.workers = (int)w, o.workers_pinned = 1;
+        } else if (!strcmp(argv[i], "--power-budget") && has_value) {
+            char *end;
+            o.power_budget_w = strtod(argv[++i], &end);
+            if (*end || !(o.power_budget_w > 0 && o.power_budget_w <= 1e6)) {
+                fprintf(stderr, "frugal join: --power-budget %s: watts, above 0\n", argv[i]);
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--timeout") && has_value) {
             if (parse_seconds(argv[++i], &o.timeout_s))
                 return 2;
@@ -150,7 +159,7 @@ static int cmd_join(int argc, char **argv)
     if (!o.coordinator || !o.key_path) {
         fprintf(stderr, "usage: frugal join HOST:PORT --key KEYFILE [--workers N] [--timeout S] "
                         "[--slowdown F] [--power-profile IDLE,ONE,ALL] [--carbon G | "
-                        "--carbon-file FILE]\n");
+                        "--carbon-file FILE] [--power-budget W]\n");
         return 2;
     }
     if (o.workers < 1)

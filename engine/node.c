@@ -5,7 +5,8 @@
  *                cache, at the job's path, or fetched from the coordinator), the data, a chunk
  *                engine; READY
  *   serve        PARAMS load the batch's parameters; WORK chunks are computed together and each
- *                RESULT sent back; DONE ends it
+ *                RESULT sent back; DONE ends it. Under a power budget, a worker control of its
+ *                own parks workers as it measures
  *
  * Losing the coordinator (killed, restarted with --resume, or a link that stalled) starts over
  * from connect, trying for --timeout seconds; after that the node stops with its name.
@@ -20,6 +21,7 @@
 #include "engine/chunk_engine.h"
 #include "engine/cluster_proto.h"
 #include "engine/job_data.h"
+#include "engine/worker_control.h"
 #include "netio/hub.h"
 #include "ops/cpu.h"
 
@@ -55,6 +57,8 @@ typedef struct node {
     dataset train;
     chunk_engine e;
     int have_engine;
+    job_config control_cfg;      /* what the worker control goes by: this machine's budget */
+    worker_control control;
     int lost;                    /* the session ended with the coordinator lost */
     int rejoining;               /* any failure to connect is retried, not only a refusal */
     energy_meter *meter;
@@ -336,6 +340,25 @@ static int parse_job(node *n, const msg_job *job)
     return 0;
 }
 
+/* Under this machine's power budget (--power-budget, else the job's node budget; never the whole
+ * job's, which the coordinator keeps), the job's policy chooses how many workers run here. */
+static void start_control(node *n)
+{
+    job_config *c = &n->control_cfg;
+    *c = n->cfg;
+    if (n->o->power_budget_w > 0)
+        c->node_power_budget_watts = (float)n->o->power_budget_w;
+    c->power_budget_watts = 0;
+    if (c->node_power_budget_watts <= 0 || !n->meter)
+        return;
+    c->workers = n->o->workers_pinned ? n->o->workers : 0;
+    char key[128] = "node-";   /* its figures include waiting for the coordinator */
+    worker_control_key(key + 5, sizeof key - 5, c, n->train.c, n->train.h, n->train.w,
+                       ops_isa_name(ops_isa_active()));
+    worker_control_begin(&n->control, c, n->e.rt, n->e.t, n->meter, key, n->o->out);
+    worker_control_pass(&n->control, 1);
+}
+
 static int take_job(node *n)
 {
     queued *q = NULL;
@@ -356,6 +379,7 @@ static int take_job(node *n)
         chunk_engine_open(&n->e, &n->cfg, &n->train, n->err, sizeof n->err))
         return fail(n, "%s", n->err);
     n->have_engine = 1;
+    start_control(n);
     frame_limits l;
     proto_limits(&l, 0, chunk_engine_nparams(&n->e));
     netio_hub_set_limits(n->hub, &l);
@@ -395,6 +419,7 @@ static int compute(node *n, const msg_work *w, int count)
         r.watts = after.t > before.t ? (after.total_j - before.total_j) / (after.t - before.t) : 0;
         r.carbon_g_per_kwh = n->carbon.value;
         r.estimated = n->meter ? (uint32_t)energy_meter_estimated(n->meter) : 1;
+        r.workers = (uint32_t)rt_active_workers(n->e.rt);
         if (netio_hub_send(n->hub, n->peer, MSG_RESULT, head, proto_result_head(&r, head, sizeof head),
                            r.grads, sizeof(float) * r.nparams))
             return n->lost = 1, fail(n, "coordinator %s lost while sending results", n->o->coordinator);
@@ -455,6 +480,8 @@ static int session(node *n)
     n->hub = NULL;
     for (queued *q; (q = next_event(n, 0));)
         free(q);
+    worker_control_end(&n->control);
+    memset(&n->control, 0, sizeof n->control);
     if (n->have_engine)
         chunk_engine_close(&n->e);
     n->have_engine = 0;

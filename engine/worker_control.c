@@ -47,14 +47,22 @@ static void load_models(worker_control *c)
 
 static void *control_thread(void *arg);
 
+/* This machine's budget: the whole job's or its own, the lower where both are set. */
+static double machine_budget(const job_config *cfg)
+{
+    double job = cfg->power_budget_watts, own = cfg->node_power_budget_watts;
+    return job > 0 && (own <= 0 || job < own) ? job : own;
+}
+
 void worker_control_begin(worker_control *c, const job_config *cfg, rt_runtime *rt,
                           const trainer *t, energy_meter *meter, const char *key, FILE *log)
 {
     memset(c, 0, sizeof *c);
     c->rt = rt, c->trainer = t, c->meter = meter, c->log = log;
-    if (cfg->policy < 0 && cfg->power_budget_watts <= 0) {
-        snprintf(c->note, sizeof c->note, "off: every worker runs (set [placement] policy or "
-                 "power_budget_watts to have the worker count learned)");
+    double budget_w = machine_budget(cfg);
+    if (cfg->policy < 0 && budget_w <= 0) {
+        snprintf(c->note, sizeof c->note, "off: every worker runs (set [placement] policy or a "
+                 "power budget to have the worker count learned)");
         return;
     }
     if (cfg->workers > 0) {
@@ -64,10 +72,10 @@ void worker_control_begin(worker_control *c, const job_config *cfg, rt_runtime *
         return;
     }
     policy_limits l = {cfg->policy < 0 ? POLICY_TIME : (placement_policy)cfg->policy,
-                       cfg->power_budget_watts, cfg->max_slowdown, cfg->carbon_g_per_kwh};
+                       budget_w, cfg->max_slowdown, cfg->carbon_g_per_kwh};
     tuner_init(&c->tuner, &l, rt_workers(rt));
     c->window_s = cfg->window_seconds;
-    c->budget_w = cfg->power_budget_watts;
+    c->budget_w = budget_w;
     c->skip = SKIP_WINDOWS;
     c->start_t = -1;
     snprintf(c->key, sizeof c->key, "%s", key);

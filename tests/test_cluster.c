@@ -8,6 +8,7 @@
  *
  * The runs that must last long enough for faults to land mid-run use execution.slowdown (and
  * join --slowdown), which stretches every task without changing a result. */
+#include "fake_rapl.h"
 #include "frugal_cli.h"
 #include "test.h"
 
@@ -470,4 +471,54 @@ TEST(cluster_energy_policy_gives_less_to_a_node_three_times_less_efficient)
            "the node's share: %.3f under time, %.3f under energy\n%s", share[0], share[1], out);
     CHECKF(strstr(out, "placement: energy policy: ") && strstr(out, "parked: 127.0.0.1:"),
            "no node parked under energy:\n%s", out);
+}
+
+/* A node's own power budget (join --power-budget): measured by a fake RAPL counter at declared
+ * watts (two busy cores draw 100 W, one 20 W), a 60 W budget has the node park one of its two
+ * workers and tell the coordinator, and the weights stay those of one machine. */
+TEST(cluster_node_keeps_its_own_power_budget)
+{
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+        return;   /* one core: nothing to park */
+    char j[700], root[600], sysfs[700], models[760], log[760], node_log[1 << 14];
+    snprintf(j, sizeof j, "%s", job_file_with("node-budget.cfg", 3072, 8, 3,
+                                              "[placement]\nwindow_seconds = 0.1\n"));
+    single("single-node-budget", j);
+    snprintf(root, sizeof root, "%s", tmp("sys-node-budget"));
+    fake_rapl_tree(root);
+    snprintf(sysfs, sizeof sysfs, "FRUGAL_SYSFS_ROOT=%s", root);
+    snprintf(models, sizeof models, "FRUGAL_PERFMODEL_DIR=%s", tmp("models-node-budget"));
+    snprintf(log, sizeof log, "%s", tmp("node-budget-node.log"));
+    const char *env[] = {sysfs, models, NULL};
+    const char *node_args[] = {"join", addr_of(9), "--key", key(), "--timeout", "20",
+                               "--slowdown", slowdown(), "--power-budget", "60", NULL};
+    pid_t node = frugal_spawn(&(frugal_call){(uid_t)-1, env, 0}, log, node_args);
+    const char *args[20];
+    char bufs[3][760];
+    coordinator_args(&(coordinator_run){j, "node-budget", 9, 1, "20", 1, 0, NULL}, args, bufs);
+    pid_t coordinator = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0},
+                                     tmp("node-budget.log"), args);
+    int node_rc = fake_rapl_drive(root, node), status = 0;
+    waitpid(coordinator, &status, 0);
+    test_read_text(tmp("node-budget.log"), out, sizeof out);
+    test_read_text(log, node_log, sizeof node_log);
+    CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0 && node_rc == 0, "%s\n---\n%s", out,
+           node_log);
+    CHECKF(strstr(node_log, "energy: measured: rapl package-0") &&
+           strstr(node_log, "placement: policy time, power budget 60 W"), "%s", node_log);
+    check_identical("single-node-budget", "node-budget");
+    const char *last = NULL, *last_line = NULL;   /* the node's last choice, its last line */
+    for (const char *p = node_log; (p = strstr(p, "placement: ")); p++)
+        last_line = p, last = strncmp(p, "placement: policy time: ", 24) ? last : p;
+    int workers = -1;
+    if (last)
+        sscanf(last, "placement: policy time: %d workers", &workers);
+    char path[760], summary[1 << 15];
+    snprintf(path, sizeof path, "%s/summary.json", tmp("node-budget"));
+    test_read_text(path, summary, sizeof summary);
+    if (strcmp(slowdown(), "50"))
+        return;   /* sanitizers: timings too uneven to judge the choice */
+    CHECKF(workers == 1, "%s", node_log);
+    if (last == last_line)   /* not exploring again (a drift) since: the coordinator knows */
+        CHECKF(strstr(summary, "\"active_workers\": 1"), "%s", summary);
 }

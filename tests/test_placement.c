@@ -7,6 +7,7 @@
 #include "engine/cluster_share.h"
 #include "engine/policy.h"
 #include "engine/worker_tuner.h"
+#include "fake_rapl.h"
 #include "frugal_cli.h"
 #include "ops/layers.h"
 #include "runtime/clock.h"
@@ -214,55 +215,6 @@ TEST(placement_tuner_starts_from_what_it_saved)
     CHECK(others == 1);
 }
 
-/* The CPU seconds process pid has used (user and system), or -1 once it is gone. */
-static double cpu_seconds(pid_t pid)
-{
-    char path[64], line[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    int ok = f && fgets(line, sizeof line, f);
-    if (f)
-        fclose(f);
-    const char *after = ok ? strrchr(line, ')') : NULL;
-    unsigned long long utime, stime;
-    if (!after || sscanf(after + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-                         &utime, &stime) != 2)
-        return -1;
-    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
-}
-
-/* A fake RAPL package counter (under root, which the run gets as FRUGAL_SYSFS_ROOT), driven
- * while pid runs at the declared profile's watts for the cores pid keeps busy: 10 W idle, 20 W
- * with one core busy, 80 W more for each further core. Only pid's own CPU time counts, so other
- * load on the machine does not move the figures. Returns pid's exit status. */
-static int drive_rapl(const char *root, pid_t pid)
-{
-    char zone[700], counter[760], tmp[780];   /* root is at most 600 bytes */
-    snprintf(zone, sizeof zone, "%s/sys/class/powercap/intel-rapl:0", root);
-    snprintf(counter, sizeof counter, "%s/energy_uj", zone);
-    snprintf(tmp, sizeof tmp, "%s/energy_uj.tmp", zone);
-    double uj = 0, last_cpu = 0, last_t = clock_now_s();
-    for (;;) {
-        int status;
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        usleep(10 * 1000);
-        double t = clock_now_s(), cpu = cpu_seconds(pid);
-        if (cpu < 0)
-            continue;
-        double busy = (cpu - last_cpu) / (t - last_t);
-        double watts = 10 + 10 * fmin(busy, 1) + 80 * fmax(busy - 1, 0);
-        uj += watts * (t - last_t) * 1e6;
-        last_cpu = cpu, last_t = t;
-        FILE *f = fopen(tmp, "w");   /* whole files only: the meter may read at any time */
-        if (f) {
-            fprintf(f, "%.0f\n", uj);
-            fclose(f);
-            rename(tmp, counter);
-        }
-    }
-}
-
 /* TSan slows submitting tasks far more than running them, so one worker (the owner, which
  * submits too) is much slower than half of two, and its timings swing from window to window:
  * there the runs are checked for races and reports, and the choices in the other variants. */
@@ -283,19 +235,7 @@ static int workers_chosen(const char *name, const char *set1, const char *set2)
     snprintf(models, sizeof models, "FRUGAL_PERFMODEL_DIR=%s/models-%s", test_tmpdir(), name);
     snprintf(root, sizeof root, "%s/sys-%s", test_tmpdir(), name);
     snprintf(sysfs, sizeof sysfs, "FRUGAL_SYSFS_ROOT=%s", root);
-    const char *files[][2] = {{"name", "package-0"}, {"energy_uj", "0"},
-                              {"max_energy_range_uj", "262143328850"}};
-    for (int i = 0; i < 3; i++) {
-        snprintf(path, sizeof path, "%s/sys/class/powercap/intel-rapl:0/%s", root, files[i][0]);
-        for (char *p = path + strlen(test_tmpdir()) + 1; *p; p++)
-            if (*p == '/') {
-                *p = 0;
-                mkdir(path, 0755);
-                *p = '/';
-            }
-        FILE *f = fopen(path, "w");
-        CHECKF(f && fprintf(f, "%s\n", files[i][1]) > 0 && fclose(f) == 0, "%s", path);
-    }
+    fake_rapl_tree(root);
     /* sanitizers slow the tasks down already */
     char slowdown[64], limit[64];
     snprintf(slowdown, sizeof slowdown, "execution.slowdown=%d", test_scale(20));
@@ -310,7 +250,7 @@ static int workers_chosen(const char *name, const char *set1, const char *set2)
     if (set2)
         args[n++] = "--set", args[n++] = set2;
     snprintf(log, sizeof log, "%s/%s.log", test_tmpdir(), name);
-    int rc = drive_rapl(root, frugal_spawn(&(frugal_call){(uid_t)-1, env, 0}, log, args));
+    int rc = fake_rapl_drive(root, frugal_spawn(&(frugal_call){(uid_t)-1, env, 0}, log, args));
     static char out[1 << 16], json[1 << 16];
     test_read_text(log, out, sizeof out);
     CHECKF(rc == 0 && strstr(out, "placement: policy") &&

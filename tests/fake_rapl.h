@@ -1,0 +1,16 @@
+/* A fake RAPL package counter for end-to-end tests of the energy policies (not part of frugal):
+ * a sysfs tree that a frugal process reads as FRUGAL_SYSFS_ROOT, and a loop that moves its
+ * counter at declared watts for the cores that process keeps busy. */
+#ifndef FRUGAL_TEST_FAKE_RAPL_H
+#define FRUGAL_TEST_FAKE_RAPL_H
+
+#include <sys/types.h>
+
+/* root/sys/class/powercap/intel-rapl:0 with a counter at 0 (root: at most 600 bytes). */
+void fake_rapl_tree(const char *root);
+/* Moves the counter while pid runs, at 10 W idle, 20 W with one core busy and 80 W more for
+ * each further core, counting only pid's own CPU time (so other load on the machine does not
+ * move the figures). Returns pid's exit status once it has exited. */
+int fake_rapl_drive(const char *root, pid_t pid);
+
+#endif
