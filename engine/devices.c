@@ -2,7 +2,6 @@
 
 #include "common/json.h"
 #include "engine/cache_dir.h"
-#include "engine/policy.h"
 #include "opencl/memory.h"
 
 #include <errno.h>
@@ -107,34 +106,6 @@ int devices_open(run_devices *rd, const job_config *job, rt_config *cfg, FILE *l
         fprintf(log, "OpenCL: no device opened; training on the CPU\n");
     rd->pinned = explicit;
     return 0;
-}
-
-#define GPU_PRIOR_W 100.0   /* a mid-range GPU's power above idle, until a sensor says */
-
-void devices_energy_model(run_devices *rd, rt_runtime *rt, const job_config *cfg, double idle_w,
-                          FILE *log)
-{
-    if (!rd->n || cfg->policy <= POLICY_TIME || cfg->deterministic)
-        return;
-    const float *pw = cfg->power_profile;
-    int profile = pw[2] > 0;
-    double core_w = profile ? pw[1] - pw[0] : cfg->model_core_watts;
-    if (idle_w <= 0)
-        idle_w = profile ? pw[0] : cfg->model_idle_watts;
-    rt_energy_model m = {cfg->policy == POLICY_EDP ? RT_PLACE_EDP : RT_PLACE_ENERGY, {0}, idle_w,
-                         cfg->max_slowdown};
-    m.active_w[RT_WORKER_CPU] = core_w;
-    const ocl_device *d = rd->used[0];
-    int host_cores = (d->type & CL_DEVICE_TYPE_CPU) ? (int)d->compute_units : 0;
-    m.active_w[RT_WORKER_OPENCL] = host_cores ? core_w * host_cores : GPU_PRIOR_W;
-    rt_set_placement_energy(rt, &m);
-    snprintf(rd->energy_note, sizeof rd->energy_note,
-             "tasks placed by expected %s: a CPU task %.3g W, on %.100s %.3g W (%s), %.3g W idle "
-             "per second of delay; per-core watts from %s", cfg->policy == POLICY_EDP ? "joules x "
-             "seconds" : "joules", core_w, d->name, m.active_w[RT_WORKER_OPENCL],
-             host_cores ? "its host cores" : "a prior: no GPU sensor calibrates it yet", idle_w,
-             profile ? "[energy] power_profile" : "[energy] model_core_watts");
-    fprintf(log, "placement: %s\n", rd->energy_note);
 }
 
 static const char *type_name(cl_device_type t)

@@ -19,7 +19,8 @@ typedef struct run_devices {
     char note[600];              /* what was found, used or fallen back to, and why */
     char models[512];            /* the placement models' file, "" when not kept */
     char models_note[640];       /* loaded from it, or why not */
-    char energy_note[400];       /* the figures placement weighs under an energy policy */
+    char energy_note[720];       /* the figures placement weighs under an energy policy
+                                    (engine/device_energy.h) */
 } run_devices;
 
 /* Fills cfg's devices for rt_create. Returns 0, or -1 with err (devices = opencl and none usable,
@@ -33,14 +34,6 @@ void devices_close(run_devices *rd);
  * (placement is fixed then). Problems are said on log; the run goes on without the file. */
 void devices_models_load(run_devices *rd, rt_runtime *rt, int deterministic, FILE *log);
 void devices_models_save(run_devices *rd, rt_runtime *rt, FILE *log);
-/* Under an energy policy (energy, carbon: joules; edp: joules x seconds), where a task runs is
- * decided by its expected joules (rt_set_placement_energy): a CPU task costs one core's watts
- * above idle, an OpenCL device on the host's cores that many cores' watts, a GPU a prior (no GPU
- * sensor calibrates it yet), and a later finish the machine's idle_w per second. The per-core
- * watts come from [energy] power_profile (one core busy minus idle), else model_core_watts.
- * Says what it set on log; nothing without devices or under the time policy. */
-void devices_energy_model(run_devices *rd, rt_runtime *rt, const job_config *cfg, double idle_w,
-                          FILE *log);
 /* frugal info: every platform and device, each opened to run CLBlast's self-check, or why
  * none was found. */
 int devices_print_info(FILE *out);

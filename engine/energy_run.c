@@ -43,6 +43,9 @@ int energy_run_begin(energy_run *er, const job_config *cfg, FILE *log, char *err
         nanosleep(&(struct timespec){(time_t)whole, (long)(frac * 1e9)}, NULL);
         energy_meter_read(er->meter, &b);
         er->baseline_w = b.t > a.t ? (b.total_j - a.total_j) / (b.t - a.t) : 0;
+        for (int i = 0; i < b.n && i < a.n && b.t > a.t; i++)
+            er->sensor_idle_w[i] = (b.joules[i] - a.joules[i]) / (b.t - a.t);
+        er->idle_measured = b.t > a.t;
         snprintf(er->baseline_how, sizeof er->baseline_how, "measured idle over %.1f s",
                  b.t - a.t);
     } else {

@@ -26,6 +26,8 @@ typedef struct energy_run {
     energy_meter *meter;
     double baseline_w;
     char baseline_how[96];           /* "measured idle over 1.0 s", "configured", "none" */
+    int idle_measured;               /* the baseline was measured: then per sensor too */
+    double sensor_idle_w[SENSOR_MAX];
     carbon_source carbon;            /* the grid's intensity, re-read from [energy] carbon_file */
     FILE *log;
     energy_reading run_start, epoch_start, pass_start;

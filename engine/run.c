@@ -15,6 +15,7 @@
 #include "engine/checkpoint.h"
 #include "engine/config.h"
 #include "engine/coordinator.h"
+#include "engine/device_energy.h"
 #include "engine/dataset.h"
 #include "engine/devices.h"
 #include "engine/divergence.h"
@@ -55,6 +56,7 @@ typedef struct run {
     trainer *t;
     energy_run er;
     worker_control placement;          /* the policy's choice of active workers */
+    device_energy device_energy;       /* the policy's figures for placing tasks on devices */
     rt_stats st;                       /* the last epoch's */
     rt_stats total;                    /* every epoch this process ran */
     epoch_energy last_energy;
@@ -192,7 +194,7 @@ static int run_open(run *r, const run_options *o)
     worker_control_begin(&r->placement, cfg, r->rt, r->t, r->er.meter, key, r->out);
     if (r->cluster)
         coordinator_use_meter(r->cluster, r->er.meter);
-    devices_energy_model(&r->devices, r->rt, cfg, r->er.baseline_w, r->out);
+    device_energy_begin(&r->device_energy, &r->devices, r->rt, cfg, &r->er, r->out);
     fprintf(r->out, "frugal train %s: %ld images %dx%dx%d, %s%ld test images; %d layers; batch %d, "
             "%d samples per task; %d workers%s%s, kernels %s\n", o->job, r->train.n, r->train.h,
             r->train.w, r->train.c, r->have_test ? "" : "no test set, ", r->test.n, r->m.nlayers,
@@ -263,6 +265,7 @@ static int train_epoch(run *r, int e, epoch_record *rec)
     rt_stats_get(r->rt, &r->st);
     rt_stats_add(&r->total, &r->st);
     energy_run_split_kinds(&r->er, &r->st, en);
+    device_energy_epoch(&r->device_energy, &r->devices, r->rt, &r->er, &r->st, en, r->out);
     *rec = (epoch_record){.epoch = e, .samples = train.samples, .energy = *en,
                           .estimated = energy_meter_estimated(r->er.meter)};
     rec->train_loss = train.samples ? train.loss / (double)train.samples : NAN;

@@ -2,9 +2,11 @@
  * declared costs, the online tuner against simulated machines (including a drift), what it
  * learned kept between runs, and end to end through frugal measured by a fake RAPL counter that
  * the test moves at declared watts as the work runs. Also
- * the choice of machines in a cluster against every subset of them, and the carbon file. */
+ * the choice of machines in a cluster against every subset of them, the carbon file, and how a
+ * device's power is calibrated (its sensor, the figure). */
 #include "energy/carbon.h"
 #include "engine/cluster_share.h"
+#include "engine/device_energy.h"
 #include "engine/policy.h"
 #include "engine/worker_tuner.h"
 #include "fake_rapl.h"
@@ -399,4 +401,25 @@ TEST(placement_carbon_file_is_reread_and_a_bad_one_keeps_the_last_figure)
     CHECK(carbon_update(&cs, 0, 0, why, sizeof why) == 0 && cs.value == 300);
     carbon_init(&cs, 300, path);
     CHECKF(carbon_update(&cs, 0, 0, why, sizeof why) == 1 && strstr(why, "No such file"), "%s", why);
+}
+
+/* The sensor that calibrates a GPU's power for placement: by the name NVML shares with OpenCL,
+ * else the only sensor of the device's vendor; none when two could be it, or none is readable. */
+TEST(placement_device_sensor_is_found_by_name_or_its_only_vendor_sensor)
+{
+    sensor s[4] = {{.name = "package-0", .source = "rapl", .scope = SCOPE_CPU},
+                   {.name = "NVIDIA A2", .source = "nvml", .scope = SCOPE_GPU},
+                   {.name = "amdgpu power1", .source = "hwmon", .scope = SCOPE_GPU},
+                   {.name = "NVIDIA T4", .source = "nvml", .scope = SCOPE_GPU}};
+    CHECK(device_energy_sensor_for(s, 4, "NVIDIA T4", "NVIDIA Corporation") == 3);
+    CHECK(device_energy_sensor_for(s, 4, "Tesla", "NVIDIA Corporation") == -1);   /* two */
+    CHECK(device_energy_sensor_for(s, 3, "Tesla", "NVIDIA Corporation") == 1);
+    CHECK(device_energy_sensor_for(s, 4, "gfx1030", "Advanced Micro Devices, Inc.") == 2);
+    CHECK(device_energy_sensor_for(s, 4, "Arc A770", "Intel(R) Corporation") == -1);
+    s[2].status = SENSOR_UNREADABLE;
+    CHECK(device_energy_sensor_for(s, 4, "gfx1030", "Advanced Micro Devices, Inc.") == -1);
+    /* 500 J in 10 s over a 20 W idle: 300 J of work in 2 busy seconds */
+    CHECK(fabs(device_energy_calibrate(500, 10, 20, 2) - 150) < 1e-9);
+    CHECK(device_energy_calibrate(500, 10, 20, 0.1) < 0);    /* too little evidence */
+    CHECK(device_energy_calibrate(150, 10, 20, 2) < 0);      /* below idle: a sensor misread */
 }

@@ -4,6 +4,7 @@
  * on the CPU, and a missing loader, a missing driver or a device failing mid-run each give a
  * clear message and never a hang. */
 #include "engine/checkpoint.h"
+#include "fake_rapl.h"
 #include "frugal_cli.h"
 #include "synthetic.h"
 #include "test.h"
@@ -119,16 +120,51 @@ TEST(opencl_train_energy_policy_weighs_the_device_in_joules)
     CHECKF(train(job, "cpu", "serial-e", NULL, "execution.workers=1", NULL) == 0, "%s", out);
     CHECKF(train(job, "cpu+opencl", "by-energy", NULL, "placement.policy=energy",
                  "energy.power_profile=10, 17, 24") == 0, "%s", out);
-    int cpu_device = strstr(out, "(its host cores)") != NULL;
-    CHECKF(strstr(out, "placement: tasks placed by expected joules: a CPU task 7 W, on ") &&
-           strstr(out, cpu_device ? " W (its host cores), 10 W idle" : " W (a prior: no GPU") &&
-           strstr(out, "per-core watts from [energy] power_profile"), "%s", out);
+    int cpu_device = strstr(out, " host cores)") != NULL;
+    CHECKF(strstr(out, "placement: tasks placed by expected joules: a CPU task 7 W (per core, "
+                       "from [energy] power_profile), on ") &&
+           strstr(out, cpu_device ? " host cores), 10 W idle" : " W (a prior: no GPU"), "%s", out);
     char path[700], summary[1 << 16];
     snprintf(path, sizeof path, "%s/by-energy/summary.json", test_tmpdir());
     test_read_text(path, summary, sizeof summary);
     CHECKF(strstr(summary, "\"placement_energy\": \"tasks placed by expected joules") &&
            strstr(summary, "\"task_placement\": \"by expected joules"), "%s", summary);
     check_same_weights("by-energy", "serial-e", 1e-4, 1e-3);
+}
+
+/* Under an energy policy the placement's figures are calibrated from what was measured: with a
+ * fake RAPL counter moved at declared watts for the cores frugal keeps busy (10 W idle, 20 W
+ * with one core, 80 W more per further core), the per-core watts after the first epoch are the
+ * measured ones, not the profile's 1 W. (CPU tasks are slowed down, busy, to last long enough.) */
+TEST(opencl_train_calibrates_the_placement_figures_from_its_sensors)
+{
+    char root[600], sysfs[700], models[700], output[700], log[700], path[700], slowdown[64];
+    snprintf(root, sizeof root, "%s/sys-calibrate", test_tmpdir());
+    snprintf(slowdown, sizeof slowdown, "execution.slowdown=%d", test_scale(20));
+    fake_rapl_tree(root);
+    snprintf(sysfs, sizeof sysfs, "FRUGAL_SYSFS_ROOT=%s", root);
+    snprintf(models, sizeof models, "FRUGAL_PERFMODEL_DIR=%s/models-calibrate", test_tmpdir());
+    snprintf(output, sizeof output, "job.output=%s/calibrate", test_tmpdir());
+    snprintf(log, sizeof log, "%s/calibrate.log", test_tmpdir());
+    const char *env[] = {sysfs, models, NULL};
+    const char *args[] = {"train", "examples/dahl-fashion-mnist.cfg", "--devices", "cpu+opencl",
+                          "--set", output, "--set", "energy.baseline_seconds=0.5", "--set",
+                          "placement.policy=energy", "--set", "energy.power_profile=10, 11, 12",
+                          "--set", "data.limit=2048", "--set", "data.test_limit=256", "--set",
+                          "job.epochs=2", "--set", slowdown, NULL};
+    int rc = fake_rapl_drive(root, frugal_spawn(&(frugal_call){(uid_t)-1, env, 0}, log, args));
+    test_read_text(log, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "energy: measured: rapl package-0"), "%s", out);
+    const char *prefix = "placement: calibrated: tasks placed by expected joules: a CPU task ";
+    const char *at = strstr(out, prefix);
+    double core_w = 0;
+    CHECKF(at && sscanf(at + strlen(prefix), "%lf W (per core, measured", &core_w) == 1 &&
+           core_w > 2 && core_w < 200, "%s", out);
+    static char summary[1 << 16];
+    snprintf(path, sizeof path, "%s/calibrate/summary.json", test_tmpdir());
+    test_read_text(path, summary, sizeof summary);
+    CHECKF(strstr(summary, "\"placement_energy\": \"tasks placed by expected joules: a CPU task ") &&
+           strstr(summary, "(per core, measured: its sensors' joules above idle"), "%s", summary);
 }
 
 TEST(opencl_train_deterministic_gives_the_same_weights_twice)
