@@ -142,6 +142,33 @@ void worker_control_pass(worker_control *c, int training)
     pthread_mutex_unlock(&c->lock);
 }
 
+/* The measured count that draws the least power. */
+static int least_power_count(const worker_tuner *t)
+{
+    int best = t->current;
+    for (int k = 1; k <= t->max_workers; k++)
+        if (t->opt[k - 1].samples && t->opt[k - 1].watts < t->opt[best - 1].watts)
+            best = k;
+    return best;
+}
+
+/* Under the lock. A budget's last resort: when the count that draws the least power is still
+ * over it, the devices are parked too (for the rest of the run: their power is not told apart
+ * to know when they would fit again). */
+static void park_devices_if_over(worker_control *c, double watts)
+{
+    if (c->budget_w <= 0 || watts <= c->budget_w || c->devices_parked || !rt_devices(c->rt) ||
+        c->tuner.exploring || c->tuner.current != least_power_count(&c->tuner))
+        return;
+    rt_park_devices(c->rt, 1);
+    c->devices_parked = 1;
+    c->skip = SKIP_WINDOWS;   /* the device's tasks already placed still finish */
+    char why[200];
+    snprintf(why, sizeof why, "%d workers draw %.1f W, over the %g W budget even so: the devices "
+             "are parked for the rest of the run", c->tuner.current, watts, c->budget_w);
+    decide(c, c->tuner.current, why);
+}
+
 /* Under the lock: a window has ended when it is long enough. */
 static void measure(worker_control *c)
 {
@@ -160,13 +187,15 @@ static void measure(worker_control *c)
     if (c->budget_w > 0 && joules / seconds > c->budget_w)
         c->over_budget_s += seconds;
     char why[200] = "";
-    int before = c->tuner.current;
-    int workers = c->skip > 0 ? (c->skip--, before)
-                              : tuner_observe(&c->tuner, seconds, joules, samples, why, sizeof why);
+    int before = c->tuner.current, observed = c->skip <= 0;
+    int workers = !observed ? (c->skip--, before)
+                            : tuner_observe(&c->tuner, seconds, joules, samples, why, sizeof why);
     if (workers != before || why[0])
         decide(c, workers, why);
     if (workers != before)
         c->skip = SKIP_WINDOWS;   /* the next window still has the old count's tasks finishing */
+    else if (observed)
+        park_devices_if_over(c, joules / seconds);
     window_start(c, &r, done);
 }
 
@@ -246,9 +275,11 @@ void worker_control_json(worker_control *c, FILE *f)
         const worker_tuner *t = &c->tuner;
         fprintf(f, ", \"policy\": \"%s\", \"power_budget_watts\": %.6g, \"max_slowdown\": %.6g, "
                 "\"active_workers\": %d, \"explorations\": %d, \"exploring\": %s, "
-                "\"seconds_measured\": %.3f, \"seconds_over_budget\": %.3f, \"by_workers\": ",
-                policy_name(t->limits.policy), c->budget_w, t->limits.max_slowdown, t->current,
-                t->explorations, t->exploring ? "true" : "false", c->measured_s, c->over_budget_s);
+                "\"seconds_measured\": %.3f, \"seconds_over_budget\": %.3f, \"devices_parked\": %s, "
+                "\"by_workers\": ", policy_name(t->limits.policy), c->budget_w,
+                t->limits.max_slowdown, t->current, t->explorations,
+                t->exploring ? "true" : "false", c->measured_s, c->over_budget_s,
+                c->devices_parked ? "true" : "false");
         figures_json(t, f);
         fprintf(f, ", \"decisions_total\": %d, \"decisions\": [", c->decisions_total);
         for (int i = 0; i < c->ndecisions; i++) {

@@ -1,7 +1,8 @@
 /* The placement policy's hand on a training run's CPU workers. A thread of its own measures
  * windows of training (time and joules from the energy meter, samples from the trainer), hands
  * them to the worker tuner, applies its choice by parking workers in the runtime, prints every
- * change, counts the time spent over the power budget, and the learned figures are kept per
+ * change, counts the time spent over the power budget (parking the devices too when the fewest
+ * workers are still over it), and the learned figures are kept per
  * machine between runs. Off unless the job names a policy or a power budget; the workers pinned
  * by hand ([execution] workers) are left alone. */
 #ifndef FRUGAL_WORKER_CONTROL_H
@@ -41,6 +42,7 @@ typedef struct worker_control {
     double win_t, win_j;
     long win_samples;
     double over_budget_s, measured_s;
+    int devices_parked;            /* the budget's last resort (runtime: rt_park_devices) */
     int ndecisions, decisions_total;
     worker_decision decisions[CONTROL_MAX_DECISIONS];
     char models[700], key[128];

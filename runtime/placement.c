@@ -10,6 +10,8 @@
  * group's expected seconds for the task times its power above idle, plus the idle power of the
  * machine for as long as the choice delays the finish against the earliest one.
  *
+ * Parked devices (rt_park_devices) get only the tasks no other group can run.
+ *
  * Runtimes with one group of workers never get here. */
 #include "clock.h"
 #include "internal.h"
@@ -43,6 +45,7 @@ struct placement {
     loaded_line *loaded;
     int nloaded;
     rt_energy_model energy;
+    unsigned parked_kinds;                  /* worker kinds left out when another may run it */
 };
 
 int placement_create(rt_runtime *rt)
@@ -129,7 +132,7 @@ static void charge_shared_cores(rt_runtime *rt, const worker_group *g, double se
 
 /* Under the lock: the group with the least expected joules (or joules x seconds) among those
  * within the slowdown cap; end[i] is when group i would finish, cost[i] its seconds. */
-static worker_group *least_energy(rt_runtime *rt, const rt_task *t, const double *end,
+static worker_group *least_energy(rt_runtime *rt, unsigned eligible, const double *end,
                                   const double *cost, double best_end, double now)
 {
     const rt_energy_model *e = &rt->placement->energy;
@@ -137,7 +140,7 @@ static worker_group *least_energy(rt_runtime *rt, const rt_task *t, const double
     double best_j = INFINITY;
     for (int i = 0; i < rt->ngroups; i++) {
         worker_group *g = &rt->groups[i];
-        if (!((t->eligible >> g->kind) & 1) || !isfinite(end[i]) ||
+        if (!((eligible >> g->kind) & 1) || !isfinite(end[i]) ||
             (e->max_slowdown >= 0 && end[i] - now > (best_end - now) * (1 + e->max_slowdown)))
             continue;
         double joules = cost[i] * e->active_w[g->kind] + e->idle_w * (end[i] - best_end);
@@ -158,11 +161,14 @@ worker_group *placement_choose(rt_runtime *rt, rt_task *t)
     double best_end = INFINITY, cost[RT_WORKER_KINDS], end[RT_WORKER_KINDS];
     uint32_t fewest = UINT32_MAX;
     pthread_mutex_lock(&p->lock);
+    unsigned eligible = t->eligible & ~p->parked_kinds;
+    if (!eligible)   /* only a parked group can run it */
+        eligible = t->eligible;
     perf_model *models = models_of(p, k);
     for (int i = 0; i < rt->ngroups; i++) {
         worker_group *g = &rt->groups[i];
         end[i] = INFINITY;
-        if (!((t->eligible >> g->kind) & 1))
+        if (!((eligible >> g->kind) & 1))
             continue;
         perf_model *m = &models[g->kind * SIZE_BUCKETS + bucket];
         if (m->count < fewest)
@@ -177,7 +183,7 @@ worker_group *placement_choose(rt_runtime *rt, rt_task *t)
             best_end = end[i], best = g;
     }
     if (p->energy.objective != RT_PLACE_TIME && best)
-        best = least_energy(rt, t, end, cost, best_end, now);
+        best = least_energy(rt, eligible, end, cost, best_end, now);
     worker_group *g = fewest < PLACEMENT_CALIBRATION ? least_known : best;
     /* A model is only as good as its samples: one taken while the cores were busy elsewhere
      * would keep its group idle for good. A group passed over gets a probe now and then (after
@@ -185,7 +191,7 @@ worker_group *placement_choose(rt_runtime *rt, rt_task *t)
      * disturbed sample explains it (a probe there would stall the tasks that wait for it). */
     for (int i = 0; i < rt->ngroups; i++) {
         worker_group *o = &rt->groups[i];
-        if (o == g || !((t->eligible >> o->kind) & 1) || cost[i] > PROBE_RANGE * cost[g - rt->groups])
+        if (o == g || !((eligible >> o->kind) & 1) || cost[i] > PROBE_RANGE * cost[g - rt->groups])
             continue;
         perf_model *om = &models[o->kind * SIZE_BUCKETS + bucket];
         if (!om->probe_after)
@@ -211,6 +217,16 @@ void rt_set_placement_energy(rt_runtime *rt, const rt_energy_model *m)
         return;
     pthread_mutex_lock(&p->lock);
     p->energy = *m;
+    pthread_mutex_unlock(&p->lock);
+}
+
+void rt_park_devices(rt_runtime *rt, int parked)
+{
+    placement *p = rt->placement;
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->parked_kinds = parked ? ~((1u << RT_WORKER_CPU) | (1u << RT_WORKER_PEER)) : 0;
     pthread_mutex_unlock(&p->lock);
 }
 

@@ -261,6 +261,10 @@ typedef struct rt_energy_model {
 } rt_energy_model;
 /* From any thread; a no-op without devices. */
 void rt_set_placement_energy(rt_runtime *rt, const rt_energy_model *m);
+/* Parks (1) or unparks (0) the devices: a task the CPU can run then runs there, and one only a
+ * device can run still goes to it. A power budget's last resort. From any thread; a no-op
+ * without devices. */
+void rt_park_devices(rt_runtime *rt, int parked);
 
 void rt_stats_get(rt_runtime *rt, rt_stats *out);
 void rt_stats_reset(rt_runtime *rt);

@@ -285,6 +285,27 @@ TEST(placement_energy_keeps_one_worker_where_the_second_core_costs_more)
     CHECK(workers_chosen("capped", "placement.policy=energy", "placement.max_slowdown=0.1") >= 2);
 }
 
+/* A budget below even one busy core's power (15 W; idle is 10 W) keeps one worker and, as its
+ * last resort, parks the OpenCL device (PoCL here): the tasks the CPU can run stay there. */
+TEST(placement_budget_below_one_core_parks_the_device_too)
+{
+    int workers = workers_chosen("park", "placement.power_budget_watts=15",
+                                 "execution.devices=cpu+opencl");
+    if (under_tsan())
+        return;   /* the runs are checked for races; TSan's timings may not get this far */
+    static char json[1 << 16];
+    char path[700];
+    snprintf(path, sizeof path, "%s/park/summary.json", test_tmpdir());
+    test_read_text(path, json, sizeof json);
+    CHECKF(workers == 1 && strstr(json, "\"devices_parked\": true") &&
+           strstr(json, "the devices are parked"), "%s", json);
+    /* parked in the first epoch: in the last, nothing ran on the device */
+    const char *last = strstr(json, "\"runtime_last_epoch\"");
+    const char *whole = strstr(json, "\"runtime_this_process\"");
+    const char *opencl = last ? strstr(last, "\"opencl\": ") : NULL;
+    CHECKF(last && whole && (!opencl || opencl > whole), "%s", json);
+}
+
 /* A subset of members (bit i: member i takes work; member 0 always does) as one option. */
 static option_figures subset_figures(const policy_limits *l, const member_figures *m, int n,
                                      unsigned set)

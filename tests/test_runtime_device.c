@@ -422,14 +422,16 @@ static rt_kind slow_cpu_fast_device = {.name = "slow_cpu_fast_device", .cpu = sp
                                        .emulated = nothing_on_device};
 
 /* 120 independent tasks that take 2 ms on a CPU worker and about 0.1 ms on the device, after
- * 12 one at a time so that both are measured; returns how many of the 120 ran on the device. */
-static uint64_t ran_on_device(const rt_energy_model *m)
+ * 12 one at a time so that both are measured; returns how many of the 120 ran on the device.
+ * park: the device parked from the start. */
+static uint64_t ran_on_device_parked(const rt_energy_model *m, int park)
 {
     emu_device *emu = emu_create(100);
     rt_runtime *rt = rt_create(&(rt_config){.workers = 2, .ndevices = 1,
                                             .devices = {emu_as_device(emu, "emu")}});
     if (m)
         rt_set_placement_energy(rt, m);
+    rt_park_devices(rt, park);
     static uint64_t cells[132][8];
     rt_handle *h[132];
     for (int i = 0; i < 132; i++) {
@@ -455,6 +457,33 @@ static uint64_t ran_on_device(const rt_energy_model *m)
     rt_destroy(rt);
     emu_destroy(emu);
     return on_device;
+}
+
+static uint64_t ran_on_device(const rt_energy_model *m)
+{
+    return ran_on_device_parked(m, 0);
+}
+
+/* A parked device (a power budget's last resort) gets none of the tasks the CPU can run, by
+ * time or by energy; a task only it can run still runs there. */
+TEST(runtime_device_parked_takes_only_what_the_cpu_cannot_run)
+{
+    rt_energy_model m = {RT_PLACE_ENERGY, {0}, 0.1, -1};
+    m.active_w[RT_WORKER_CPU] = 500, m.active_w[RT_WORKER_EMULATED] = 5;   /* the device cheaper */
+    CHECK(ran_on_device_parked(NULL, 1) == 0);
+    CHECK(ran_on_device_parked(&m, 1) == 0);
+    emu_device *emu = emu_create(10);
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 2, .ndevices = 1,
+                                            .devices = {emu_as_device(emu, "emu")}});
+    rt_park_devices(rt, 1);
+    static float x[1024];
+    rt_handle *h = rt_handle_register(rt, x, sizeof x, "x");
+    CHECK(rt_submit(rt, &(rt_task_desc){.kind = &device_add, .naccess = 1,
+                                        .access = {{h, RT_RW}}}) == 0);
+    CHECK(rt_wait_handle(rt, h, RT_R) == 0 && x[0] == 1);
+    rt_handle_unregister(rt, h);
+    rt_destroy(rt);
+    emu_destroy(emu);
 }
 
 /* The device is about twenty times faster and draws a hundred times the power of a core: by
