@@ -66,6 +66,7 @@ static const key_spec placement_keys[] = {
     {"policy", V_POLICY, JOB(policy), 0, 0},
     {"power_budget_watts", V_FLOAT, JOB(power_budget_watts), 0, 1e6},
     {"node_power_budget_watts", V_FLOAT, JOB(node_power_budget_watts), 0, 1e6},
+    {"all_nodes", V_ONOFF, JOB(all_nodes), 0, 0},
     {"max_slowdown", V_FLOAT, JOB(max_slowdown), 0, 100},
     {"window_seconds", V_FLOAT, JOB(window_seconds), 0.05, 600},
     {0},

@@ -22,7 +22,8 @@
  *   [placement]  policy (time | energy | edp | carbon: the worker count is then learned while
  *                training), power_budget_watts (the whole job: every machine together),
  *                node_power_budget_watts (each machine on its own; `frugal join
- *                --power-budget` sets one node's), max_slowdown (energy policies: at most this
+ *                --power-budget` sets one node's), all_nodes (on: every node of a cluster takes
+ *                work, the machines pinned by hand), max_slowdown (energy policies: at most this
  *                much slower than the fastest count measured, 0.1 = 10%), window_seconds (how
  *                long each measurement lasts)
  *
@@ -97,6 +98,7 @@ typedef struct job_config {
     int policy;                    /* -1: none (all workers), else a placement_policy */
     float power_budget_watts;      /* 0: none */
     float node_power_budget_watts; /* 0: none */
+    int all_nodes;                 /* every node takes work, whatever the policy */
     float max_slowdown;            /* < 0: none */
     float window_seconds;
 } job_config;

@@ -547,7 +547,8 @@ static int remote_chunks(void *ctx, int nchunks)
     c->batches++;
     if (ready_nodes(c) && nchunks > 1) {
         measure_here(c);
-        choose_nodes(c, (double)c->cfg->batch / nchunks);
+        if (!c->cfg->all_nodes)   /* else the machines are pinned by hand */
+            choose_nodes(c, (double)c->cfg->batch / nchunks);
         double unit = c->local_cost > 0 ? c->local_cost : 1;
         double here = rt_active_workers(c->rt) / unit, there = 0;
         int probes = 0;
@@ -651,6 +652,9 @@ coordinator *coordinator_start(const coordinator_options *o, const job_config *c
     c->limits = (policy_limits){cfg->policy < 0 ? POLICY_TIME : (placement_policy)cfg->policy,
                                 cfg->power_budget_watts, cfg->max_slowdown, cfg->carbon_g_per_kwh};
     carbon_init(&c->carbon, cfg->carbon_g_per_kwh, cfg->carbon_file);
+    if (cfg->all_nodes)
+        fprintf(log, "placement: nodes pinned by hand ([placement] all_nodes = on): every node "
+                "takes work\n");
     snprintf(c->listen_at, sizeof c->listen_at, "%s", o->listen);
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->fallback_wake, NULL);
@@ -785,11 +789,11 @@ void coordinator_write_json(coordinator *c, FILE *f)
         fputc('}', f);
         first = 0;
     }
-    fprintf(f, "], \"placement\": {\"policy\": \"%s\", \"power_budget_watts\": %g, "
-            "\"max_slowdown\": %g, \"coordinator_img_per_s\": %.1f, \"coordinator_watts\": %.3f, "
+    fprintf(f, "], \"placement\": {\"policy\": \"%s\", \"nodes_pinned\": %s, "
+            "\"power_budget_watts\": %g, \"max_slowdown\": %g, \"coordinator_img_per_s\": %.1f, \"coordinator_watts\": %.3f, "
             "\"coordinator_carbon_g_per_kwh\": %g, \"probe_every_batches\": %d, "
             "\"decisions_total\": %d, \"decisions\": [", policy_name(c->limits.policy),
-            c->limits.budget_w, c->limits.max_slowdown, c->local_img_s, c->local_w,
+            c->cfg->all_nodes ? "true" : "false", c->limits.budget_w, c->limits.max_slowdown, c->local_img_s, c->local_w,
             c->carbon.value, PROBE_EVERY, c->decisions_total);
     for (int i = 0; i < c->ndecisions; i++) {
         fprintf(f, "%s{\"t\": %.3f, \"nodes_taking_work\": %d, \"why\": ", i ? ", " : "",

@@ -447,30 +447,40 @@ static double node_share(const char *name)
 
 /* Decision 3 of the placement policy: a node whose power profile is three times this machine's
  * (the same speed, so three times the joules per image) gets a smaller share under `energy`
- * than under `time`, and the weights stay those of one machine. */
+ * than under `time`, unless the nodes are pinned by hand ([placement] all_nodes); the weights
+ * stay those of one machine each time. */
 TEST(cluster_energy_policy_gives_less_to_a_node_three_times_less_efficient)
 {
-    char j[700];   /* tmp()'s buffers are reused */
+    char j[700], pinned[700];   /* tmp()'s buffers are reused */
     snprintf(j, sizeof j, "%s", job_file_with("efficiency.cfg", 4000, 8, 1,
                                               "power_profile = 10, 20, 30\n"));
+    snprintf(pinned, sizeof pinned, "%s",
+             job_file_with("pinned.cfg", 4000, 8, 1,
+                           "power_profile = 10, 20, 30\n[placement]\nall_nodes = on\n"));
     single("single-efficiency", j);
     const char *profile[] = {"--power-profile", "30,60,90", NULL};
-    double share[2];
-    const char *policies[2] = {"time", "energy"}, *names[2] = {"eff-time", "eff-energy"};
-    for (int i = 0; i < 2; i++) {
+    double share[3];
+    const char *policies[3] = {"time", "energy", "energy"}, *jobs[3] = {j, j, pinned};
+    const char *names[3] = {"eff-time", "eff-energy", "eff-pinned"};
+    static char outs[3][sizeof out];
+    for (int i = 0; i < 3; i++) {
         char node_name[40];
         snprintf(node_name, sizeof node_name, "%s-node", names[i]);
         pid_t node = start_node_with(8, node_name, key(), "20", slowdown(), profile);
-        int rc = coordinate_run(&(coordinator_run){j, names[i], 8, 1, "20", 1, 0, policies[i]});
+        int rc = coordinate_run(&(coordinator_run){jobs[i], names[i], 8, 1, "20", 1, 0, policies[i]});
         int node_rc = wait_node(node, node_name);
         CHECKF(rc == 0 && node_rc == 0, "%s", out);
         share[i] = node_share(names[i]);
         check_identical("single-efficiency", names[i]);
+        memcpy(outs[i], out, sizeof out);
     }
     CHECKF(share[0] > 0 && share[1] >= 0 && share[1] < share[0],
-           "the node's share: %.3f under time, %.3f under energy\n%s", share[0], share[1], out);
-    CHECKF(strstr(out, "placement: energy policy: ") && strstr(out, "parked: 127.0.0.1:"),
-           "no node parked under energy:\n%s", out);
+           "the node's share: %.3f under time, %.3f under energy\n%s", share[0], share[1], outs[1]);
+    CHECKF(strstr(outs[1], "placement: energy policy: ") && strstr(outs[1], "parked: 127.0.0.1:"),
+           "no node parked under energy:\n%s", outs[1]);
+    /* pinned by hand: the energy policy leaves the node in */
+    CHECKF(share[2] > 0 && strstr(outs[2], "placement: nodes pinned by hand") &&
+           !strstr(outs[2], "parked: 127.0.0.1:"), "share %.3f\n%s", share[2], outs[2]);
 }
 
 /* A node's own power budget (join --power-budget): measured by a fake RAPL counter at declared
