@@ -483,9 +483,13 @@ TEST(cluster_energy_policy_gives_less_to_a_node_three_times_less_efficient)
            !strstr(outs[2], "parked: 127.0.0.1:"), "share %.3f\n%s", share[2], outs[2]);
 }
 
-/* A node's own power budget (join --power-budget): measured by a fake RAPL counter at declared
- * watts (two busy cores draw 100 W, one 20 W), a 60 W budget has the node park one of its two
- * workers and tell the coordinator, and the weights stay those of one machine. */
+/* A node's own power budget (join --power-budget), measured by a fake RAPL counter at declared
+ * watts for the node's own busy cores (10 W idle, 20 W with one, 80 W more per further core):
+ * under a 60 W budget the node learns its worker count itself, tells the coordinator how many
+ * run, and the weights stay those of one machine. With two cores to itself (four or more here)
+ * it must park one of its two workers; on two cores the coordinator takes part of one, the
+ * node's power no longer follows its worker count, and only the mechanism is checked (the
+ * choice itself is checked on one machine in tests/test_placement.c). */
 TEST(cluster_node_keeps_its_own_power_budget)
 {
     if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
@@ -517,18 +521,19 @@ TEST(cluster_node_keeps_its_own_power_budget)
     CHECKF(strstr(node_log, "energy: measured: rapl package-0") &&
            strstr(node_log, "placement: policy time, power budget 60 W"), "%s", node_log);
     check_identical("single-node-budget", "node-budget");
-    const char *last = NULL, *last_line = NULL;   /* the node's last choice, its last line */
-    for (const char *p = node_log; (p = strstr(p, "placement: ")); p++)
-        last_line = p, last = strncmp(p, "placement: policy time: ", 24) ? last : p;
+    const char *last = NULL;   /* the node's last choice */
+    for (const char *p = node_log; (p = strstr(p, "placement: policy time: ")); p++)
+        last = p;
     int workers = -1;
     if (last)
         sscanf(last, "placement: policy time: %d workers", &workers);
     char path[760], summary[1 << 15];
     snprintf(path, sizeof path, "%s/summary.json", tmp("node-budget"));
-    test_read_text(path, summary, sizeof summary);
-    if (strcmp(slowdown(), "50"))
-        return;   /* sanitizers: timings too uneven to judge the choice */
+    const char *at = strstr(test_read_text(path, summary, sizeof summary), "\"active_workers\": ");
+    int running = 0;   /* what its last result said (a later change may not have reached it) */
+    CHECKF(at && sscanf(at, "\"active_workers\": %d", &running) == 1 && running >= 1 &&
+           running <= 2, "%s", summary);
+    if (strcmp(slowdown(), "50") || sysconf(_SC_NPROCESSORS_ONLN) < 4)
+        return;   /* sanitizers or two cores: timings too uneven to judge the choice */
     CHECKF(workers == 1, "%s", node_log);
-    if (last == last_line)   /* not exploring again (a drift) since: the coordinator knows */
-        CHECKF(strstr(summary, "\"active_workers\": 1"), "%s", summary);
 }
