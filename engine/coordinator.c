@@ -793,8 +793,8 @@ void coordinator_write_json(coordinator *c, FILE *f)
             "\"power_budget_watts\": %g, \"max_slowdown\": %g, \"coordinator_img_per_s\": %.1f, \"coordinator_watts\": %.3f, "
             "\"coordinator_carbon_g_per_kwh\": %g, \"probe_every_batches\": %d, "
             "\"decisions_total\": %d, \"decisions\": [", policy_name(c->limits.policy),
-            c->cfg->all_nodes ? "true" : "false", c->limits.budget_w, c->limits.max_slowdown, c->local_img_s, c->local_w,
-            c->carbon.value, PROBE_EVERY, c->decisions_total);
+            c->cfg->all_nodes ? "true" : "false", c->limits.budget_w, c->limits.max_slowdown,
+            c->local_img_s, c->local_w, c->carbon.value, PROBE_EVERY, c->decisions_total);
     for (int i = 0; i < c->ndecisions; i++) {
         fprintf(f, "%s{\"t\": %.3f, \"nodes_taking_work\": %d, \"why\": ", i ? ", " : "",
                 c->decisions[i].t, c->decisions[i].taking);

@@ -18,6 +18,7 @@
 #include "energy/carbon.h"
 #include "energy/meter.h"
 #include "energy/model.h"
+#include "engine/cache_dir.h"
 #include "engine/chunk_engine.h"
 #include "engine/cluster_proto.h"
 #include "engine/job_data.h"
@@ -197,31 +198,6 @@ static int connect_and_join(node *n)
 
 /* ---- the training files, by hash ---- */
 
-static void cache_dir(char *out, size_t n)
-{
-    const char *dir = getenv("FRUGAL_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
-    if (dir && dir[0])
-        snprintf(out, n, "%s", dir);
-    else if (xdg && xdg[0])
-        snprintf(out, n, "%s/frugal/data", xdg);
-    else
-        snprintf(out, n, "%s/.cache/frugal/data", home && home[0] ? home : "/tmp");
-}
-
-static int mkdirs(const char *path)
-{
-    char tmp[700];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            mkdir(tmp, 0700);
-            *p = '/';
-        }
-    return mkdir(tmp, 0700) && errno != EEXIST ? -1 : 0;
-}
-
 static int file_matches(const char *path, const proto_file *f)
 {
     int fd = open(path, O_RDONLY);
@@ -285,8 +261,9 @@ static int fetch(node *n, const proto_file *f, const char *path)
  * fetched into the cache. */
 static int find_file(node *n, const proto_file *f, char *path, size_t pathlen)
 {
-    char dir[400], hex[65];
-    cache_dir(dir, sizeof dir);
+    char dir[400], hex[65], why[500];
+    if (cache_folder("FRUGAL_CACHE_DIR", "data", dir, sizeof dir, why, sizeof why))
+        return fail(n, "the data cache: %s", why);
     sodium_bin2hex(hex, sizeof hex, f->hash, 32);
     snprintf(path, pathlen, "%s/%s", dir, hex);
     if (file_matches(path, f))
@@ -295,8 +272,6 @@ static int find_file(node *n, const proto_file *f, char *path, size_t pathlen)
         snprintf(path, pathlen, "%s", f->name);
         return 0;
     }
-    if (mkdirs(dir))
-        return fail(n, "cache %s: %s", dir, strerror(errno));
     return fetch(n, f, path);
 }
 
