@@ -83,3 +83,20 @@ void chunk_engine_result(chunk_engine *e, const msg_work *w, msg_result *r)
                       .compute_s = e->busy_per_chunk, .grads = e->grads,
                       .nparams = (size_t)e->m.nparams};
 }
+
+int chunk_engine_round(chunk_engine *e, const msg_round *w, msg_result *r, char *err,
+                       size_t errlen)
+{
+    pass_result pr;
+    rt_stats st;
+    rt_stats_reset(e->rt);
+    if (trainer_train_share(e->t, (int)w->epoch, w->first_batch, w->batches, (int)w->chunk0,
+                            (int)w->chunk1, &pr, err, errlen) ||
+        trainer_get_params(e->t, e->grads, err, errlen))
+        return -1;
+    rt_stats_get(e->rt, &st);
+    *r = (msg_result){.seq = w->seq, .chunk = w->chunk0, .correct = (uint32_t)pr.correct,
+                      .samples = (uint32_t)pr.samples, .loss = pr.loss, .compute_s = st.busy_s,
+                      .grads = e->grads, .nparams = (size_t)e->m.nparams};
+    return 0;
+}

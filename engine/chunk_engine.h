@@ -1,6 +1,7 @@
 /* Computing chunks of training batches for a coordinator: a model, a runtime and a trainer
  * that run only the chunks they are given, with the parameters they are given, and hand back
- * each chunk's loss figures and partial gradient. A node (`frugal join`) runs one; so does a
+ * each chunk's loss figures and partial gradient (or, under periodic averaging, a round's
+ * figures and the model after it). A node (`frugal join`) runs one; so does a
  * coordinator when every node is gone with chunks unfinished. */
 #ifndef FRUGAL_CHUNK_ENGINE_H
 #define FRUGAL_CHUNK_ENGINE_H
@@ -18,7 +19,7 @@ typedef struct chunk_engine {
     rt_runtime *rt;
     trainer *t;
     uint64_t seq;                /* the batch whose parameters are loaded; UINT64_MAX: none */
-    float *grads;                /* one chunk's partial gradient, packed */
+    float *grads;                /* one chunk's partial gradient, or a round's model, packed */
     double busy_per_chunk;       /* CPU seconds per chunk, the last group's */
 } chunk_engine;
 
@@ -33,5 +34,9 @@ int chunk_engine_params(chunk_engine *e, uint64_t seq, const void *packed, char 
 int chunk_engine_run(chunk_engine *e, const msg_work *w, int n, char *err, size_t errlen);
 /* Chunk w's result after chunk_engine_run; r->grads points into the engine until the next call. */
 void chunk_engine_result(chunk_engine *e, const msg_work *w, msg_result *r);
+/* Periodic averaging: trains on the round's chunks from the loaded parameters, with local steps,
+ * and fills r with its figures and the parameters after it (r->grads, into the engine). */
+int chunk_engine_round(chunk_engine *e, const msg_round *w, msg_result *r, char *err,
+                       size_t errlen);
 
 #endif

@@ -19,11 +19,13 @@ void proto_limits(frame_limits *l, int coordinator, long nparams)
         l->max_payload[MSG_FETCH] = 40;
         l->max_payload[MSG_READY] = 8;
         l->max_payload[MSG_RESULT] = floats ? RESULT_HEAD + floats : 0;
+        l->max_payload[MSG_MODEL] = l->max_payload[MSG_RESULT];
     } else {
         l->max_payload[MSG_JOB] = 12 + CONFIG_MAX_BYTES + PROTO_MAX_FILES * (512 + 8 + 32 + 4);
         l->max_payload[MSG_FILE] = 48 + PROTO_FILE_PIECE;
         l->max_payload[MSG_PARAMS] = floats ? PROTO_PARAMS_HEAD + floats : 0;
         l->max_payload[MSG_WORK] = 24;
+        l->max_payload[MSG_ROUND] = 28;
         l->max_payload[MSG_DONE] = PROTO_TEXT;
     }
 }
@@ -86,6 +88,18 @@ size_t proto_work_encode(const msg_work *m, uint8_t *out, size_t cap)
     wire_u32(&w, m->batch);
     wire_u32(&w, m->chunk);
     wire_u32(&w, m->size);
+    return w.len;
+}
+
+size_t proto_round_encode(const msg_round *m, uint8_t *out, size_t cap)
+{
+    wire_writer w = {out, 0, cap};
+    wire_u64(&w, m->seq);
+    wire_u32(&w, m->epoch);
+    wire_u32(&w, m->first_batch);
+    wire_u32(&w, m->batches);
+    wire_u32(&w, m->chunk0);
+    wire_u32(&w, m->chunk1);
     return w.len;
 }
 
@@ -257,11 +271,28 @@ int proto_params_decode(uint64_t *seq, const float **values, const uint8_t *p, s
     return 0;
 }
 
-int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, long nparams, char *why,
-                        size_t whylen)
+int proto_round_decode(msg_round *m, const uint8_t *p, size_t len, char *why, size_t whylen)
+{
+    wire_reader r = {p, len, 0, 0};
+    m->seq = wire_get_u64(&r);
+    m->epoch = wire_get_u32(&r);
+    m->first_batch = wire_get_u32(&r);
+    m->batches = wire_get_u32(&r);
+    m->chunk0 = wire_get_u32(&r);
+    m->chunk1 = wire_get_u32(&r);
+    if (done(&r, why, whylen, "ROUND"))
+        return -1;
+    if (m->epoch < 1 || m->batches < 1 || m->chunk0 >= m->chunk1)
+        return bad(why, whylen, "a ROUND message with no batch or no chunk");
+    return 0;
+}
+
+/* RESULT and MODEL: the same figures, then nparams floats. */
+static int figures_decode(msg_result *m, const uint8_t *p, size_t len, long nparams,
+                          const char *name, char *why, size_t whylen)
 {
     if (len != RESULT_HEAD + 4 * (size_t)nparams)
-        return snprintf(why, whylen, "a RESULT message of %zu bytes for %ld parameters", len,
+        return snprintf(why, whylen, "a %s message of %zu bytes for %ld parameters", name, len,
                         nparams), -1;
     wire_reader r = {p, len, 0, 0};
     m->seq = wire_get_u64(&r);
@@ -280,8 +311,20 @@ int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, long nparam
     if (m->correct > m->samples || m->estimated > 1 || m->workers < 1 || m->workers > 4096 ||
         !(m->compute_s >= 0) || !(m->joules >= 0) ||
         !(m->watts >= 0 && m->watts < 1e7) || !(m->carbon_g_per_kwh >= 0 && m->carbon_g_per_kwh <= 5000))
-        return bad(why, whylen, "a RESULT message with impossible figures");
+        return snprintf(why, whylen, "a %s message with impossible figures", name), -1;
     return 0;
+}
+
+int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, long nparams, char *why,
+                        size_t whylen)
+{
+    return figures_decode(m, p, len, nparams, "RESULT", why, whylen);
+}
+
+int proto_model_decode(msg_result *m, const uint8_t *p, size_t len, long nparams, char *why,
+                       size_t whylen)
+{
+    return figures_decode(m, p, len, nparams, "MODEL", why, whylen);
 }
 
 int proto_ready_decode(long *nparams, const uint8_t *p, size_t len, char *why, size_t whylen)

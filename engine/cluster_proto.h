@@ -14,7 +14,13 @@
  *   node -> coordinator  RESULT   that chunk's loss, correct answers and partial gradients, the
  *                                 node's compute time, energy so far, power while computing and
  *                                 grid carbon intensity (the placement policy weighs them)
- *   coordinator -> node  DONE     training is over (why) */
+ *   coordinator -> node  DONE     training is over (why)
+ *
+ * Periodic averaging ([cluster] sync_every = K) replaces WORK and RESULT by a round:
+ *   coordinator -> node  ROUND    after PARAMS: K batches of an epoch, chunks [chunk0, chunk1)
+ *                                 of each, to train on with local steps
+ *   node -> coordinator  MODEL    the round's figures as in RESULT, then the node's parameters
+ *                                 after it (its chunk: the round's chunk0) */
 #ifndef FRUGAL_CLUSTER_PROTO_H
 #define FRUGAL_CLUSTER_PROTO_H
 
@@ -25,10 +31,10 @@
 
 enum {
     MSG_JOIN = 1, MSG_JOB, MSG_FETCH, MSG_FILE, MSG_READY, MSG_PARAMS, MSG_WORK, MSG_RESULT,
-    MSG_DONE, MSG_TYPES
+    MSG_DONE, MSG_ROUND, MSG_MODEL, MSG_TYPES
 };
 
-#define PROTO_VERSION 3
+#define PROTO_VERSION 4
 #define PROTO_MAX_FILES 8
 #define PROTO_FILE_PIECE (1u << 20)     /* bytes of a file per FILE message */
 #define PROTO_MAX_PARAMS (64L << 20)    /* floats a model may have to train on a cluster */
@@ -71,6 +77,11 @@ typedef struct msg_work {
     uint32_t epoch, batch, chunk, size;
 } msg_work;
 
+typedef struct msg_round {
+    uint64_t seq;                       /* the PARAMS it starts from */
+    uint32_t epoch, first_batch, batches, chunk0, chunk1;
+} msg_round;
+
 typedef struct msg_result {
     uint64_t seq;
     uint32_t chunk, correct, samples, estimated;
@@ -78,7 +89,8 @@ typedef struct msg_result {
     double loss, compute_s, joules;     /* joules: the node's total so far */
     double watts;                       /* the node's power while computing this batch's chunks */
     double carbon_g_per_kwh;            /* its grid's intensity now */
-    const float *grads;                 /* into the payload (nparams floats), maybe unaligned */
+    const float *grads;                 /* into the payload (nparams floats), maybe unaligned:
+                                           the gradient (RESULT) or the parameters (MODEL) */
     size_t nparams;
 } msg_result;
 
@@ -91,6 +103,7 @@ size_t proto_job_encode(const msg_job *m, uint8_t *out, size_t cap);
 size_t proto_fetch_encode(const msg_fetch *m, uint8_t *out, size_t cap);
 size_t proto_file_head(const msg_file *m, uint8_t *out, size_t cap);       /* bytes follow */
 size_t proto_work_encode(const msg_work *m, uint8_t *out, size_t cap);
+size_t proto_round_encode(const msg_round *m, uint8_t *out, size_t cap);
 size_t proto_result_head(const msg_result *m, uint8_t *out, size_t cap);   /* grads follow */
 #define PROTO_PARAMS_HEAD 8                                                /* seq, then floats */
 
@@ -105,6 +118,9 @@ int proto_params_decode(uint64_t *seq, const float **values, const uint8_t *p, s
                         long nparams, char *why, size_t whylen);
 int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, long nparams, char *why,
                         size_t whylen);
+int proto_round_decode(msg_round *m, const uint8_t *p, size_t len, char *why, size_t whylen);
+int proto_model_decode(msg_result *m, const uint8_t *p, size_t len, long nparams, char *why,
+                       size_t whylen);
 int proto_ready_decode(long *nparams, const uint8_t *p, size_t len, char *why, size_t whylen);
 /* A printable message (DONE), at most PROTO_TEXT bytes. */
 int proto_text_decode(char *out, size_t outlen, const uint8_t *p, size_t len, char *why,

@@ -71,6 +71,10 @@ static const key_spec placement_keys[] = {
     {"window_seconds", V_FLOAT, JOB(window_seconds), 0.05, 600},
     {0},
 };
+static const key_spec cluster_keys[] = {
+    {"sync_every", V_INT, JOB(sync_every), 0, 1 << 20},
+    {0},
+};
 
 /* The sections that are not layers; a layer section's keys come from its layer type. */
 typedef struct section_spec {
@@ -81,6 +85,7 @@ typedef struct section_spec {
 static const section_spec sections[] = {
     {"job", job_keys}, {"data", data_keys}, {"optimizer", optimizer_keys},
     {"execution", execution_keys}, {"energy", energy_keys}, {"placement", placement_keys},
+    {"cluster", cluster_keys},
 };
 enum { NSECTIONS = sizeof sections / sizeof sections[0] };
 

@@ -26,6 +26,10 @@
  *                work, the machines pinned by hand), max_slowdown (energy policies: at most this
  *                much slower than the fastest count measured, 0.1 = 10%), window_seconds (how
  *                long each measurement lasts)
+ *   [cluster]    sync_every (0, the default: every batch's gradients are summed over the
+ *                machines, the weights those of one machine; K: periodic averaging, each machine
+ *                takes K steps of its own on its share of the batches, then the models are
+ *                averaged, for slow links)
  *
  * A value runs to the end of its line; '#' or ';' starts a comment at the start of a line or
  * after white space (so "a#b.gz" is a path), and a value in double quotes is taken as it is. */
@@ -99,6 +103,7 @@ typedef struct job_config {
     float power_budget_watts;      /* 0: none */
     float node_power_budget_watts; /* 0: none */
     int all_nodes;                 /* every node takes work, whatever the policy */
+    int sync_every;                /* 0: gradients every batch; K: models averaged every K */
     float max_slowdown;            /* < 0: none */
     float window_seconds;
 } job_config;

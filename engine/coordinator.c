@@ -1,4 +1,4 @@
-#include "engine/coordinator.h"
+#include "engine/coordinator_internal.h"
 
 #include "energy/carbon.h"
 #include "energy/meter.h"
@@ -20,101 +20,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_NODES 64
-#define COST_WEIGHT 0.3          /* of a new measurement in a running cost */
-#define PROBE_EVERY 16           /* batches between the chunks a parked node gets to stay measured */
-#define POWER_WINDOW_S 0.25      /* the shortest interval this machine's power is measured over */
-#define MAX_SHARE_DECISIONS 16
-
-typedef struct node {
-    int peer, ready, gone;
-    char addr[64], host[64], energy[PROTO_TEXT], left_why[200];
-    int workers, running;         /* its workers, and those its own power budget leaves running */
-    uint32_t isa;
-    uint64_t params_seq;         /* whose parameters it holds; UINT64_MAX: none */
-    int inflight;
-    double cost;                 /* its CPU seconds per chunk, 0 until measured */
-    long chunks, samples;
-    double compute_s, wait_s, joules, joined_at, active_s;
-    double watts, carbon;        /* while computing (running average), its grid's intensity */
-    int estimated;
-    int parked, probe;           /* the policy leaves it out; it may take one chunk to be measured */
-    long probed_at;              /* the batch of its last probe */
-    netio_peer_stats net;
-} node;
-
-typedef struct share_decision {
-    double t;
-    int taking;
-    char why[400];
-} share_decision;
-
-enum { SLOT_FREE, SLOT_STARTING, SLOT_QUEUED, SLOT_SENT };
-
-/* A remote chunk: its tasks as they start, then where it was sent. */
-typedef struct slot {
-    int state;
-    remote_args a;
-    int started, expected;
-    chunk_stats *stats_dst;
-    float *grad_dst[CONFIG_MAX_LAYERS];
-    rt_task *tasks[CONFIG_MAX_LAYERS + 1];
-    const float *params;
-    int node;                    /* SLOT_SENT: index in nodes; -1: the local fallback */
-    double sent_at;
-} slot;
-
-struct coordinator {
-    remote_sink sink;            /* first: the peer worker's device ctx */
-    pthread_mutex_t lock;
-    pthread_cond_t fallback_wake, joined;
-    netio_hub *hub;
-    const job_config *cfg;
-    const dataset *train;
-    FILE *log;
-    netio_config net;            /* the key, limits and callback of the hub */
-    char listen_at[256], listen[80];
-    double timeout_s, start;
-    msg_job job;
-    char *paths[PROTO_MAX_FILES];
-    node nodes[MAX_NODES];
-    int nnodes;
-    slot *slots;
-    int nslots;
-    rt_runtime *rt;
-    long nparams, layer_params[CONFIG_MAX_LAYERS], layer_offset[CONFIG_MAX_LAYERS];
-    int nlayers, param_layers;
-    double local_cost, last_busy;
-    long local_chunks, last_local;
-    long lost_nodes, resent_chunks, fallback_chunks;
-    /* the placement policy over machines (cluster_share.h) */
-    policy_limits limits;
-    carbon_source carbon;
-    energy_meter *meter;
-    energy_reading last_power;
-    double last_power_at;        /* now_s() of last_power */
-    double local_w, local_img_s;
-    long batches;
-    share_decision decisions[MAX_SHARE_DECISIONS];
-    int ndecisions, decisions_total;
-    pthread_t fallback;
-    int fallback_started, stopping;
-};
-
-static double now_s(void)
+double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* A running average of positive figures (0: none yet). */
-static double running(double avg, double x)
+double running(double avg, double x)
 {
     return avg > 0 ? (1 - COST_WEIGHT) * avg + COST_WEIGHT * x : x;
 }
 
-static int ready_nodes(const coordinator *c)
+int ready_nodes(const coordinator *c)
 {
     int n = 0;
     for (int i = 0; i < c->nnodes; i++)
@@ -303,7 +221,7 @@ static node *node_of(coordinator *c, int peer)
     return NULL;
 }
 
-static void refuse(coordinator *c, node *n, const char *why)
+void refuse(coordinator *c, node *n, const char *why)
 {
     fprintf(c->log, "cluster: node %s refused: %s\n", n->addr, why);
     netio_hub_close(c->hub, n->peer, why);
@@ -410,6 +328,7 @@ static void node_lost(coordinator *c, node *n, const char *why)
     c->resent_chunks += back;
     fprintf(c->log, "cluster: node %s (%s) lost: %s%s\n", n->addr, n->host[0] ? n->host : "?",
             why, back ? "; its unfinished chunks are computed elsewhere" : "");
+    averaging_node_lost(c, n);
     pump(c);
 }
 
@@ -455,8 +374,10 @@ static void on_event(void *ctx, const netio_event *e)
                 pthread_cond_broadcast(&c->joined);
                 pump(c);
             }
-        } else if (e->type == MSG_RESULT && n->ready)
+        } else if (e->type == MSG_RESULT && n->ready && !c->cfg->sync_every)
             on_result(c, n, e->payload, e->len);
+        else if (e->type == MSG_MODEL && n->ready && c->cfg->sync_every)
+            averaging_on_model(c, n, e->payload, e->len);
         else
             refuse(c, n, "a message out of turn");
         break;
@@ -658,6 +579,7 @@ coordinator *coordinator_start(const coordinator_options *o, const job_config *c
     snprintf(c->listen_at, sizeof c->listen_at, "%s", o->listen);
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->fallback_wake, NULL);
+    pthread_cond_init(&c->round_over, NULL);
     if (netio_key_load(o->key_path, c->net.key, err, errlen) || job_text(c, o, err, errlen) ||
         share_files(c, err, errlen))
         goto fail;
@@ -694,14 +616,25 @@ int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, si
     c->hub = netio_hub_start(&c->net, err, errlen);
     if (!c->hub || netio_hub_listen(c->hub, c->listen_at, c->listen, sizeof c->listen, err, errlen))
         return -1;
+    fprintf(c->log, "cluster: listening on %s (nodes join with: frugal join %s --key KEYFILE); a "
+            "node silent for %.0f s is lost\n", c->listen, c->listen, c->timeout_s);
+    c->t = t;
+    if (c->cfg->sync_every) {   /* averaging.c runs the epochs */
+        fprintf(c->log, "cluster: periodic averaging: the models are averaged every %d batches "
+                "([cluster] sync_every); every node trains on a share\n", c->cfg->sync_every);
+        if (!(c->params = malloc(sizeof(float) * (size_t)c->nparams))) {
+            snprintf(err, errlen, "out of memory for %ld parameters", c->nparams);
+            return -1;
+        }
+        fflush(c->log);
+        return 0;
+    }
     if (pthread_create(&c->fallback, NULL, fallback_main, c)) {
         snprintf(err, errlen, "cannot start a thread: %s", strerror(errno));
         return -1;
     }
     c->fallback_started = 1;
     trainer_share_work(t, &(trainer_remote){c, remote_chunks});
-    fprintf(c->log, "cluster: listening on %s (nodes join with: frugal join %s --key KEYFILE); a "
-            "node silent for %.0f s is lost\n", c->listen, c->listen, c->timeout_s);
     fflush(c->log);
     return 0;
 }
@@ -755,6 +688,9 @@ void coordinator_write_json(coordinator *c, FILE *f)
     long all = remote + c->local_chunks + c->fallback_chunks;
     fputs("\"listen\": ", f);
     json_string(f, c->listen);
+    fprintf(f, ", \"mode\": \"%s\", \"sync_every\": %d, \"rounds\": %ld, "
+            "\"node_rounds_lost\": %ld", c->cfg->sync_every ? "averaging" : "synchronous",
+            c->cfg->sync_every, c->rounds, c->rounds_lost);
     fprintf(f, ", \"timeout_s\": %g, \"coordinator_chunks\": %ld, \"coordinator_share\": %.4f, "
             "\"nodes_lost\": %ld, \"chunks_resent\": %ld, \"chunks_computed_by_the_fallback\": %ld, "
             "\"nodes\": [", c->timeout_s, c->local_chunks + c->fallback_chunks,
@@ -826,7 +762,11 @@ void coordinator_stop(coordinator *c, const char *why)
     for (int i = 0; i < PROTO_MAX_FILES; i++)
         free(c->paths[i]);
     free(c->slots);
+    free(c->params);
+    for (int i = 0; i < c->nnodes; i++)
+        free(c->nodes[i].model);
     pthread_cond_destroy(&c->fallback_wake);
+    pthread_cond_destroy(&c->round_over);
     pthread_cond_destroy(&c->joined);
     pthread_mutex_destroy(&c->lock);
     free(c);

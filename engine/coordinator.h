@@ -10,7 +10,9 @@
  * only the machines worth their joules take work: the others are parked (they stay connected
  * and get a chunk now and then to stay measured). Nodes may join at any time (they start with the next chunk they
  * are sent, with the current parameters) and leave at any time: the chunks a lost node had are
- * sent to another, or computed here when none is left. */
+ * sent to another, or computed here when none is left. Under periodic averaging
+ * ([cluster] sync_every) nodes train on their share with local steps instead, and their models
+ * are averaged (engine/averaging.c). */
 #ifndef FRUGAL_COORDINATOR_H
 #define FRUGAL_COORDINATOR_H
 
@@ -40,6 +42,11 @@ coordinator *coordinator_start(const coordinator_options *o, const job_config *c
 /* After trainer_create: starts listening, and the trainer asks it how many chunks of each batch
  * go to nodes. 0, or -1 with err (e.g. the address is taken). */
 int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, size_t errlen);
+/* Periodic averaging ([cluster] sync_every = K, engine/averaging.c): the epoch's training
+ * pass from first_batch, in rounds of K local steps on this machine and the nodes, the models
+ * averaged after each; out counts every machine's samples. 0, or -1 with err. */
+int coordinator_average_epoch(coordinator *c, int epoch, long first_batch, pass_result *out,
+                              char *err, size_t errlen);
 /* This machine's energy meter: with it, the placement policy ([placement] policy, budget,
  * slowdown) decides which nodes take work (cluster_share.h); without, every node does. */
 void coordinator_use_meter(coordinator *c, energy_meter *meter);

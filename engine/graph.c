@@ -69,6 +69,7 @@ typedef struct batch_ref {
     long first;
     int size;
     batch_set *b;
+    int mean_over;      /* samples the gradient is the mean over: 0, the batch's size */
 } batch_ref;
 
 static int chunk_size(const trainer *t, const batch_ref *r, int k, int *s0);
@@ -139,7 +140,7 @@ static void submit_loss(trainer *t, const batch_ref *r, int k)
 {
     int L = t->m->nlayers - 1, s0, n = chunk_size(t, r, k, &s0);
     layer_task a = task_for(t, L, n);
-    a.scale = 1.0f / (float)r->size;
+    a.scale = 1.0f / (float)(r->mean_over ? r->mean_over : r->size);
     access_list al = {.n = 0};
     a.at.in = add_chunk(&al, &r->b->act[L], k, RT_R);
     a.at.labels = add(&al, r->b->labels.part[k], RT_R);
@@ -205,16 +206,16 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
     }
 }
 
-/* The partial gradients of layer l summed in chunk order (a fixed order: the same weights
- * whatever the workers), then the update. */
-static void submit_update(trainer *t, int l, int nchunks)
+/* The partial gradients of chunks [k0, k1) of layer l summed in chunk order (a fixed order:
+ * the same weights whatever the workers), then the update. */
+static void submit_update(trainer *t, int l, int k0, int k1)
 {
     const layer *ly = &t->m->layers[l];
     int groups = t->plan.groups[l];
-    for (int k = 0; k < nchunks; k++) {
-        gradsum_args a = {ly, groups, k == 0};
+    for (int k = k0; k < k1; k++) {
+        gradsum_args a = {ly, groups, k == k0};
         access_list al = {.n = 0};
-        add(&al, t->hgrad[l], k ? RT_RW : RT_W);
+        add(&al, t->hgrad[l], k > k0 ? RT_RW : RT_W);
         for (int g = 0; g < groups; g++)
             add(&al, t->hpartial_part[l][k * groups + g], RT_R);
         submit(t, &gradsum_kind, &a, sizeof a, PRIO_UPDATE, &al, -1);
@@ -308,12 +309,18 @@ static void submit_remote(trainer *t, const batch_ref *r, int epoch, long b, int
     }
 }
 
+/* Chunks in the batch: a short batch has fewer. */
+static int batch_chunks(const trainer *t, const batch_ref *r)
+{
+    int s0, chunks = 0;
+    while (chunks < t->plan.nchunks && chunk_size(t, r, chunks, &s0) > 0)
+        chunks++;
+    return chunks;
+}
+
 static void submit_batch(trainer *t, const batch_ref *r, int epoch, long b)
 {
-    const exec_plan *p = &t->plan;
-    int s0, chunks = 0;
-    while (chunks < p->nchunks && chunk_size(t, r, chunks, &s0) > 0)   /* a short batch: fewer */
-        chunks++;
+    int chunks = batch_chunks(t, r);
     int elsewhere = r->split == SPLIT_TRAIN && t->remote.chunks
                         ? t->remote.chunks(t->remote.ctx, chunks) : 0;
     submit_chunks(t, r, 0, chunks - elsewhere);
@@ -324,7 +331,29 @@ static void submit_batch(trainer *t, const batch_ref *r, int epoch, long b)
     t->seq++;
     for (int l = 0; l < t->m->nlayers; l++)
         if (t->m->layers[l].nparams)
-            submit_update(t, l, chunks);
+            submit_update(t, l, 0, chunks);
+}
+
+/* Periodic averaging: chunks [k0, k1) of a training batch here, this replica's model updated
+ * with their gradient alone, the mean over their samples. The rest of the batch is the other
+ * replicas' (counted as done, for the progress line). */
+static void submit_share(trainer *t, batch_ref *r, int k0, int k1)
+{
+    int chunks = batch_chunks(t, r), first, last, unused;
+    k1 = k1 < chunks ? k1 : chunks;
+    if (k0 >= k1) {
+        atomic_fetch_add(&t->samples_done, r->size);
+        return;
+    }
+    plan_chunk(&t->plan, k0, r->size, &first, &unused);
+    plan_chunk(&t->plan, k1 - 1, r->size, &unused, &last);
+    r->mean_over = last - first;
+    atomic_fetch_add(&t->samples_done, r->size - r->mean_over);
+    submit_chunks(t, r, k0, k1);
+    t->seq++;
+    for (int l = 0; l < t->m->nlayers; l++)
+        if (t->m->layers[l].nparams)
+            submit_update(t, l, k0, k1);
 }
 
 /* ---- passes ---- */
@@ -357,13 +386,22 @@ static void wait_for_parameters(trainer *t)
         }
 }
 
-/* Batches [first_batch, ...) of the split's data set, until its end or a stop. */
-static int run_pass(trainer *t, int split, int epoch, long first_batch, pass_result *out,
-                    char *err, size_t errlen)
+/* A replica's part of a pass under periodic averaging: `batches` batches, chunks [k0, k1). */
+typedef struct pass_share {
+    long batches;
+    int k0, k1;
+} pass_share;
+
+/* Batches [first_batch, ...) of the split's data set, until its end, a stop or the end of the
+ * share (NULL: every chunk of every batch). */
+static int run_pass(trainer *t, int split, int epoch, long first_batch, const pass_share *share,
+                    pass_result *out, char *err, size_t errlen)
 {
     const dataset *d = t->data[split].d;
     int batch = t->plan.batch;
     long nbatches = (d->n + batch - 1) / batch;
+    if (share && first_batch + share->batches < nbatches)
+        nbatches = first_batch + share->batches;
     memset(out, 0, sizeof *out);
     pass_totals *tot = rt_handle_acquire(t->rt, t->htotals, RT_W);
     memset(tot, 0, sizeof *tot);
@@ -376,10 +414,13 @@ static int run_pass(trainer *t, int split, int epoch, long first_batch, pass_res
         }
         long first = b * batch;
         batch_ref r = {split, first, (int)(d->n - first < batch ? d->n - first : batch),
-                       &t->set[b & 1]};
+                       &t->set[b & 1], 0};
         if (split == SPLIT_TRAIN && t->remote.chunks)
             wait_for_parameters(t);
-        submit_batch(t, &r, epoch, b);
+        if (share)
+            submit_share(t, &r, share->k0, share->k1);
+        else
+            submit_batch(t, &r, epoch, b);
         out->batches++;
         if (t->progress)
             t->progress(t->progress_ctx, atomic_load(&t->samples_done), d->n, clock_now_s() - start);
@@ -398,7 +439,31 @@ int trainer_train(trainer *t, int epoch, long first_batch, pass_result *out, cha
                   size_t errlen)
 {
     shuffle(t, epoch);
-    return run_pass(t, SPLIT_TRAIN, epoch, first_batch, out, err, errlen);
+    t->shuffled_epoch = epoch;
+    return run_pass(t, SPLIT_TRAIN, epoch, first_batch, NULL, out, err, errlen);
+}
+
+/* The epoch's order, unless it is the one shuffled last (nothing reads it now). */
+static int shuffle_once(trainer *t, int epoch, char *err, size_t errlen)
+{
+    if (epoch == t->shuffled_epoch)
+        return 0;
+    if (rt_wait_all(t->rt)) {
+        snprintf(err, errlen, "%s", rt_error(t->rt));
+        return -1;
+    }
+    shuffle(t, epoch);
+    t->shuffled_epoch = epoch;
+    return 0;
+}
+
+int trainer_train_share(trainer *t, int epoch, long first_batch, long batches, int k0, int k1,
+                        pass_result *out, char *err, size_t errlen)
+{
+    pass_share share = {batches, k0, k1};
+    if (shuffle_once(t, epoch, err, errlen))
+        return -1;
+    return run_pass(t, SPLIT_TRAIN, epoch, first_batch, &share, out, err, errlen);
 }
 
 int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_result *out,
@@ -425,7 +490,7 @@ int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_re
         rc = t->hpredictions ? 0 : -1;
         t->predictions = predictions;
     }
-    rc = rc ? rc : run_pass(t, SPLIT_TEST, 0, 0, out, err, errlen);
+    rc = rc ? rc : run_pass(t, SPLIT_TEST, 0, 0, NULL, out, err, errlen);
     if (predictions) {
         rt_handle_unregister(t->rt, t->hpredictions);   /* the predictions back in host memory */
         t->hpredictions = NULL;
@@ -450,15 +515,9 @@ int trainer_node_chunk(trainer *t, int epoch, long batch, int chunk, int size, c
                  batch, size, d->n);
         return -1;
     }
-    if (epoch != t->node_epoch) {   /* the epoch's order, once (nothing reads it now) */
-        if (rt_wait_all(t->rt)) {
-            snprintf(err, errlen, "%s", rt_error(t->rt));
-            return -1;
-        }
-        shuffle(t, epoch);
-        t->node_epoch = epoch;
-    }
-    batch_ref r = {SPLIT_TRAIN, first, size, &t->set[0]};
+    if (shuffle_once(t, epoch, err, errlen))
+        return -1;
+    batch_ref r = {SPLIT_TRAIN, first, size, &t->set[0], 0};
     submit_chunks(t, &r, chunk, chunk + 1);
     return 0;
 }

@@ -5,7 +5,8 @@
  *                cache, at the job's path, or fetched from the coordinator), the data, a chunk
  *                engine; READY
  *   serve        PARAMS load the batch's parameters; WORK chunks are computed together and each
- *                RESULT sent back; DONE ends it. Under a power budget, a worker control of its
+ *                RESULT sent back (periodic averaging: a ROUND of local steps, its MODEL sent
+ *                back); DONE ends it. Under a power budget, a worker control of its
  *                own parks workers as it measures
  *
  * Losing the coordinator (killed, restarted with --resume, or a link that stalled) starts over
@@ -372,40 +373,82 @@ static int take_job(node *n)
 
 /* ---- serving chunks ---- */
 
-/* Runs a batch's chunks and sends their results with the power drawn while computing them
- * (the meter's total from before to after) and the grid's carbon intensity now. */
+static energy_reading read_meter(node *n)
+{
+    energy_reading r = {0};
+    if (n->meter)
+        energy_meter_read(n->meter, &r);
+    return r;
+}
+
+/* A result's machine figures: the energy so far, the power drawn while computing it (the
+ * meter's total from before to after), the grid's carbon intensity now, the workers running. */
+static void add_figures(node *n, const energy_reading *before, const energy_reading *after,
+                        msg_result *r)
+{
+    r->joules = after->total_j;
+    r->watts = after->t > before->t ? (after->total_j - before->total_j) / (after->t - before->t) : 0;
+    r->carbon_g_per_kwh = n->carbon.value;
+    r->estimated = n->meter ? (uint32_t)energy_meter_estimated(n->meter) : 1;
+    r->workers = (uint32_t)rt_active_workers(n->e.rt);
+}
+
+static void update_carbon(node *n, const energy_reading *now)
+{
+    char why[600];
+    if (carbon_update(&n->carbon, now->t, now->total_j, why, sizeof why))
+        fprintf(n->o->out, "energy: %s; keeping %g g CO2e/kWh\n", why, n->carbon.value);
+}
+
+static int send_figures(node *n, uint16_t type, const msg_result *r)
+{
+    uint8_t head[96];
+    if (netio_hub_send(n->hub, n->peer, type, head, proto_result_head(r, head, sizeof head),
+                       r->grads, sizeof(float) * r->nparams))
+        return n->lost = 1, fail(n, "coordinator %s lost while sending results", n->o->coordinator);
+    return 0;
+}
+
+/* Runs a batch's chunks and sends their results. */
 static int compute(node *n, const msg_work *w, int count)
 {
-    energy_reading before = {0}, after = {0};
-    if (n->meter)
-        energy_meter_read(n->meter, &before);
+    energy_reading before = read_meter(n);
     if (chunk_engine_run(&n->e, w, count, n->err, sizeof n->err))
         return fail(n, "%s", n->err);
-    if (n->meter)
-        energy_meter_read(n->meter, &after);
-    char why[600];
-    if (carbon_update(&n->carbon, after.t, after.total_j, why, sizeof why))
-        fprintf(n->o->out, "energy: %s; keeping %g g CO2e/kWh\n", why, n->carbon.value);
+    energy_reading after = read_meter(n);
+    update_carbon(n, &after);
     for (int i = 0; i < count; i++) {
         msg_result r;
-        uint8_t head[96];
         chunk_engine_result(&n->e, &w[i], &r);
-        r.joules = after.total_j;
-        r.watts = after.t > before.t ? (after.total_j - before.total_j) / (after.t - before.t) : 0;
-        r.carbon_g_per_kwh = n->carbon.value;
-        r.estimated = n->meter ? (uint32_t)energy_meter_estimated(n->meter) : 1;
-        r.workers = (uint32_t)rt_active_workers(n->e.rt);
-        if (netio_hub_send(n->hub, n->peer, MSG_RESULT, head, proto_result_head(&r, head, sizeof head),
-                           r.grads, sizeof(float) * r.nparams))
-            return n->lost = 1, fail(n, "coordinator %s lost while sending results", n->o->coordinator);
+        add_figures(n, &before, &after, &r);
+        if (send_figures(n, MSG_RESULT, &r))
+            return 1;
     }
     return 0;
+}
+
+/* Periodic averaging: a round of local steps from the parameters loaded, and the model after it
+ * sent back. */
+static int train_round(node *n, const queued *q)
+{
+    msg_round w;
+    msg_result r;
+    if (proto_round_decode(&w, q->e.payload, q->e.len, n->err, sizeof n->err) || w.seq != n->e.seq)
+        return fail(n, "coordinator %s: %s", n->o->coordinator,
+                    n->err[0] ? n->err : "ROUND for parameters it did not send");
+    energy_reading before = read_meter(n);
+    if (chunk_engine_round(&n->e, &w, &r, n->err, sizeof n->err))
+        return fail(n, "%s", n->err);
+    energy_reading after = read_meter(n);
+    update_carbon(n, &after);
+    add_figures(n, &before, &after, &r);
+    return send_figures(n, MSG_MODEL, &r);
 }
 
 static int serve(node *n)
 {
     msg_work work[MAX_BATCH_WORK];
-    long served = 0;
+    long served = 0, rounds = 0;
     for (;;) {
         int count = 0, rc = 0;
         /* what is queued: parameters first apply, then WORK of that batch gathers */
@@ -416,6 +459,11 @@ static int serve(node *n)
                     rc = fail(n, "coordinator %s: %s", n->o->coordinator,
                               n->err[0] ? n->err : "WORK for parameters it did not send");
                 count++;
+            } else if (q->e.kind == NETIO_MESSAGE && q->e.type == MSG_ROUND) {
+                if (count)
+                    rc = fail(n, "coordinator %s: a ROUND among WORK", n->o->coordinator);
+                rc = rc ? rc : train_round(n, q);
+                rounds += !rc;
             } else if (q->e.kind == NETIO_MESSAGE && q->e.type == MSG_PARAMS) {
                 uint64_t seq;
                 const float *values;
@@ -437,7 +485,10 @@ static int serve(node *n)
             rc = compute(n, work, count);
         served += count;
         if (rc) {
-            fprintf(n->o->out, "%ld chunks computed\n", served);
+            if (rounds)
+                fprintf(n->o->out, "%ld rounds of local steps trained\n", rounds);
+            else
+                fprintf(n->o->out, "%ld chunks computed\n", served);
             return rc < 0 ? 0 : rc;
         }
     }

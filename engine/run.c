@@ -244,7 +244,9 @@ static int train_epoch(run *r, int e, epoch_record *rec)
     pass_result train, test = {0};
     long first = e == r->resumed_after + 1 ? r->resume_batch : 0;
     worker_control_pass(&r->placement, 1);
-    if (trainer_train(r->t, e, first, &train, r->err, sizeof r->err))
+    if (r->cluster && r->cfg.sync_every
+            ? coordinator_average_epoch(r->cluster, e, first, &train, r->err, sizeof r->err)
+            : trainer_train(r->t, e, first, &train, r->err, sizeof r->err))
         return fail(r, "epoch %d: %s", e, r->err);
     epoch_energy *en = &rec->energy;
     energy_run_pass_end(&r->er, train.samples, &en->f);

@@ -320,6 +320,21 @@ int trainer_set_params(trainer *t, const float *packed, char *err, size_t errlen
     return 0;
 }
 
+int trainer_get_params(trainer *t, float *packed, char *err, size_t errlen)
+{
+    if (rt_wait_all(t->rt)) {
+        snprintf(err, errlen, "%s", rt_error(t->rt));
+        return -1;
+    }
+    for (int l = 0; l < t->m->nlayers; l++) {
+        const layer *ly = &t->m->layers[l];
+        const float *params = ly->nparams ? rt_handle_acquire(t->rt, t->hparams[l], RT_R) : NULL;
+        if (params)
+            memcpy(packed + t->pack_offset[l], params, sizeof(float) * (size_t)ly->nparams);
+    }
+    return 0;
+}
+
 void trainer_node_result(trainer *t, int chunk, double *loss, int *correct, int *samples,
                          float *grads)
 {

@@ -45,6 +45,12 @@ void trainer_stop_when(trainer *t, const _Atomic int *flag);
  * model is updated; returns 0, or -1 with err set (a task failed, e.g. a loss not finite). */
 int trainer_train(trainer *t, int epoch, long first_batch, pass_result *out, char *err,
                   size_t errlen);
+/* Periodic averaging (a replica of a cluster): `batches` training batches of `epoch` from
+ * `first_batch` on, only chunks [k0, k1) of each (the other replicas have the rest); the model
+ * takes a step per batch with the mean gradient of its chunks. out counts those chunks alone.
+ * 0, or -1 with err. */
+int trainer_train_share(trainer *t, int epoch, long first_batch, long batches, int k0, int k1,
+                        pass_result *out, char *err, size_t errlen);
 /* A forward pass over d (the test set if NULL; images shaped as in training): loss, accuracy
  * and, if predictions is not NULL, each sample's predicted class (d->n entries). */
 int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_result *out,
@@ -61,8 +67,9 @@ void trainer_share_work(trainer *t, const trainer_remote *r);
 /* The parameter count of the model; its layers' counts (the packed order: layers in order). */
 long trainer_nparams(const trainer *t);
 int trainer_layer_params(const trainer *t, long *per_layer);
-/* On a node: every layer's parameters from a packed copy (waits for the tasks in flight). */
+/* Every layer's parameters from a packed copy, or into one (waits for the tasks in flight). */
 int trainer_set_params(trainer *t, const float *packed, char *err, size_t errlen);
+int trainer_get_params(trainer *t, float *packed, char *err, size_t errlen);
 /* On a node: submits chunk `chunk` of training batch `batch` of `epoch` (size samples), forward
  * and backward; after rt_wait_all its figures and partial gradient are read with
  * trainer_node_result. 0, or -1 with err for a chunk that does not exist. */

@@ -60,7 +60,7 @@ struct trainer {
     rt_handle *hpack;
     uint64_t seq;                          /* training batches submitted */
     trainer_remote remote;                 /* who computes chunks elsewhere, if anyone */
-    int node_epoch;                        /* a node: the epoch whose order is shuffled */
+    int shuffled_epoch;                    /* the epoch whose order is shuffled */
     pass_totals totals;
     rt_handle *htotals;
     int32_t *predictions;                  /* evaluation: argmax per sample, or NULL */

@@ -8,11 +8,13 @@
  *
  * The runs that must last long enough for faults to land mid-run use execution.slowdown (and
  * join --slowdown), which stretches every task without changing a result. */
+#include "engine/checkpoint.h"
 #include "fake_rapl.h"
 #include "frugal_cli.h"
 #include "test.h"
 
 #include <arpa/inet.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -52,9 +54,9 @@ static const char *tmp(const char *name)
     return p;
 }
 
-/* extra: more lines of the last section, [energy]. */
+/* extra: more lines of the last section, [energy], and sections after it. */
 static const char *job_file_with(const char *name, int limit, int filters, int epochs,
-                                 const char *extra)
+                                 double momentum, const char *extra)
 {
     const char *path = tmp(name);
     FILE *f = fopen(path, "w");
@@ -66,9 +68,9 @@ static const char *job_file_with(const char *name, int limit, int filters, int e
                    "limit = %d\n"
                    "[conv]\nfilters = %d\nsize = 3\n[relu]\n[maxpool]\nsize = 2\n[flatten]\n"
                    "[dense]\noutputs = 10\n[softmax_xent]\n"
-                   "[optimizer]\ntype = sgd\nlr = 0.01\nmomentum = 0.9\n"
+                   "[optimizer]\ntype = sgd\nlr = 0.01\nmomentum = %g\n"
                    "[execution]\nworkers = 1\ngrain = 4\n[energy]\nbaseline_seconds = 0\n%s",
-                epochs, limit, filters, extra);
+                epochs, limit, filters, momentum, extra);
         fclose(f);
     }
     return path;
@@ -76,7 +78,7 @@ static const char *job_file_with(const char *name, int limit, int filters, int e
 
 static const char *job_file(const char *name, int limit, int filters, int epochs)
 {
-    return job_file_with(name, limit, filters, epochs, "");
+    return job_file_with(name, limit, filters, epochs, 0.9, "");
 }
 
 /* A job that takes a tenth of a second, and one that takes seconds at the slowdown below. */
@@ -452,10 +454,10 @@ static double node_share(const char *name)
 TEST(cluster_energy_policy_gives_less_to_a_node_three_times_less_efficient)
 {
     char j[700], pinned[700];   /* tmp()'s buffers are reused */
-    snprintf(j, sizeof j, "%s", job_file_with("efficiency.cfg", 4000, 8, 1,
+    snprintf(j, sizeof j, "%s", job_file_with("efficiency.cfg", 4000, 8, 1, 0.9,
                                               "power_profile = 10, 20, 30\n"));
     snprintf(pinned, sizeof pinned, "%s",
-             job_file_with("pinned.cfg", 4000, 8, 1,
+             job_file_with("pinned.cfg", 4000, 8, 1, 0.9,
                            "power_profile = 10, 20, 30\n[placement]\nall_nodes = on\n"));
     single("single-efficiency", j);
     const char *profile[] = {"--power-profile", "30,60,90", NULL};
@@ -495,7 +497,7 @@ TEST(cluster_node_keeps_its_own_power_budget)
     if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
         return;   /* one core: nothing to park */
     char j[700], root[600], sysfs[700], models[760], log[760], node_log[1 << 14];
-    snprintf(j, sizeof j, "%s", job_file_with("node-budget.cfg", 3072, 8, 3,
+    snprintf(j, sizeof j, "%s", job_file_with("node-budget.cfg", 3072, 8, 3, 0.9,
                                               "[placement]\nwindow_seconds = 0.1\n"));
     single("single-node-budget", j);
     snprintf(root, sizeof root, "%s", tmp("sys-node-budget"));
@@ -536,4 +538,114 @@ TEST(cluster_node_keeps_its_own_power_budget)
     if (strcmp(slowdown(), "50") || sysconf(_SC_NPROCESSORS_ONLN) < 4)
         return;   /* sanitizers or two cores: timings too uneven to judge the choice */
     CHECKF(workers == 1, "%s", node_log);
+}
+
+/* ---- periodic averaging ([cluster] sync_every) ---- */
+
+/* The largest difference between two runs' weights, against the largest weight (-1: missing). */
+static double weight_difference(const char *a, const char *b)
+{
+    model ma, mb;
+    checkpoint_state sa = {0}, sb = {0};
+    char pa[760], pb[760], err[512];
+    snprintf(pa, sizeof pa, "%s/model.bin", tmp(a));
+    snprintf(pb, sizeof pb, "%s/model.bin", tmp(b));
+    if (checkpoint_open_model(&ma, &sa, pa, err, sizeof err))
+        return -1;
+    double diff = -1, largest = 0;
+    if (checkpoint_open_model(&mb, &sb, pb, err, sizeof err) == 0) {
+        diff = ma.nparams == mb.nparams ? 0 : -1;
+        for (int l = 0; diff >= 0 && l < ma.nlayers; l++)
+            for (long i = 0; i < ma.layers[l].nparams; i++) {
+                double x = ma.layers[l].params[i], y = mb.layers[l].params[i];
+                diff = fabs(x - y) > diff ? fabs(x - y) : diff;
+                largest = fabs(x) > largest ? fabs(x) : largest;
+            }
+        model_free(&mb);
+        free(sb.log);
+    }
+    model_free(&ma);
+    free(sa.log);
+    return diff >= 0 && largest > 0 ? diff / largest : -1;
+}
+
+/* A coordinator and `nodes` nodes on port `which` with job j into NAME; the coordinator's exit
+ * status, every node's log in out. */
+static int average_with_nodes(const char *j, const char *name, int which, int nodes, int slow)
+{
+    pid_t pid[2];
+    char names[2][48];
+    for (int i = 0; i < nodes; i++) {
+        snprintf(names[i], sizeof names[i], "%s-node%d", name, i);
+        pid[i] = start_node(which, names[i], key(), "20", slow ? slowdown() : NULL);
+    }
+    int rc = coordinate_run(&(coordinator_run){j, name, which, nodes, "20", slow, 0, NULL});
+    for (int i = 0; i < nodes; i++)
+        rc |= wait_node(pid[i], names[i]) != 0;
+    return rc;
+}
+
+/* Models averaged after every step, without momentum, weighted by the samples each machine
+ * trained on: each step is the synchronous one, up to rounding (unequal shares: a coordinator
+ * and two nodes split 8 chunks). */
+TEST(cluster_averaging_every_step_without_momentum_is_the_synchronous_step)
+{
+    char j[700];
+    snprintf(j, sizeof j, "%s", job_file_with("average-1.cfg", 1536, 4, 2, 0,
+                                              "[cluster]\nsync_every = 1\n"));
+    single("single-average-1", j);   /* one machine: [cluster] changes nothing */
+    int rc = average_with_nodes(j, "average-1", 10, 2, 0);
+    CHECKF(rc == 0 && strstr(out, "periodic averaging") &&
+           strstr(out, "rounds of local steps trained"), "%s", out);
+    double diff = weight_difference("single-average-1", "average-1");
+    CHECKF(diff >= 0 && diff < 1e-4, "weights %g apart (relative)\n%s", diff, out);
+}
+
+/* The train accuracy of NAME's last epoch (metrics.csv), or -1. */
+static double train_accuracy(const char *name)
+{
+    char path[760], csv[1 << 14];
+    snprintf(path, sizeof path, "%s/metrics.csv", tmp(name));
+    double loss, acc, last = -1;
+    int epoch;
+    for (const char *line = test_read_text(path, csv, sizeof csv); line;) {
+        if (sscanf(line, "%d,%lf,%lf", &epoch, &loss, &acc) == 3)
+            last = acc;
+        if ((line = strchr(line, '\n')))
+            line++;
+    }
+    return last;
+}
+
+/* Every 4 steps, with momentum, one node killed with kill -9 mid-run: its round is averaged
+ * without it, the run goes on, and the model trains about as well as one machine's
+ * (Fashion-MNIST, 3072 images, 3 epochs). */
+TEST(cluster_averaging_every_4_steps_survives_a_lost_node_and_trains_like_one_machine)
+{
+    char j[700];
+    snprintf(j, sizeof j, "%s", job_file_with("average-4.cfg", 3072, 8, 3, 0.9,
+                                              "[cluster]\nsync_every = 4\n"));
+    single("single-average-4", j);
+    pid_t doomed = start_node(11, "average-doomed", key(), "20", slowdown());
+    pid_t helper = fork();
+    if (helper == 0) {   /* soon after it is ready: kill -9 */
+        int ok = wait_for_text(tmp("average-doomed.log"), "ready:");
+        usleep(1000 * 1000);
+        kill(doomed, SIGKILL);
+        _exit(ok ? 0 : 99);
+    }
+    int rc = average_with_nodes(j, "average-4", 11, 1, 1);
+    int status = 0;
+    waitpid(helper, &status, 0);
+    waitpid(doomed, NULL, 0);
+    CHECKF(rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", out);
+    const char *lost = strstr(out, ") lost: "), *end = strstr(out, "tasks of the whole run");
+    CHECKF(lost && end && lost < end, "the node was not lost mid-run:\n%s", out);
+    char path[760], summary[1 << 15];
+    snprintf(path, sizeof path, "%s/summary.json", tmp("average-4"));
+    CHECKF(strstr(test_read_text(path, summary, sizeof summary), "\"mode\": \"averaging\""),
+           "%s", summary);
+    double one = train_accuracy("single-average-4"), averaged = train_accuracy("average-4");
+    CHECKF(one > 0.5 && averaged > one - 0.05, "train accuracy %.3f averaged, %.3f on one "
+           "machine\n%s", averaged, one, out);
 }

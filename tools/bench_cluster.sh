@@ -5,8 +5,11 @@
 # tools/netproxy at 10 Gb/s with 0.1 ms and at 1 Gb/s with 0.5 ms one way. Then the node made 2x
 # slower (join --slowdown 2), against the sum of the two machines' solo speeds (each alone with
 # 1 worker, the slow one at --slowdown 2): what an even split would waste shows there.
+# Periodic averaging ([cluster] sync_every = 8) runs at 1 Gb/s beside the synchronous run, both
+# evaluated on 1000 test images after every epoch: their last test accuracies are printed.
 # img/s is the fastest epoch's (metrics.csv); bytes per image counts both directions.
 # Prints: bench cluster WORKLOAD LINK MODE img_per_s=N single_img_per_s=N efficiency=X bytes_per_image=N
+#         (and at 1 Gb/s test_acc=A, with sync_every=8 also sync_test_acc=B)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)
@@ -27,9 +30,11 @@ train() {
         { cat "$out/$name.log" >&2; exit 1; }
 }
 
-# A coordinator (1 worker) and a node (1 worker, join options in $3) through the proxy.
+# A coordinator (1 worker) and a node (1 worker, join options in $4) through the proxy; more
+# arguments go to the coordinator.
 cluster() {
     local name=$1 rate=$2 delay=$3 node_opts=$4 port=$((base + runs * 2))
+    shift 4
     runs=$((runs + 1))
     ./build/release/netproxy "127.0.0.1:$((port + 1))" "127.0.0.1:$port" --rate "$rate" \
         --delay "$delay" --duration 3000 2> "$out/$name.proxy" &
@@ -38,7 +43,7 @@ cluster() {
     ./frugal join "127.0.0.1:$((port + 1))" --key "$out/key" --workers 1 $node_opts \
         > "$out/$name.node" 2>&1 &
     pids+=($!)
-    train "$name" --set execution.workers=1 --listen "127.0.0.1:$port" --key "$out/key" --wait-for 1
+    train "$name" --set execution.workers=1 --listen "127.0.0.1:$port" --key "$out/key" --wait-for 1 "$@"
     wait "${pids[-1]}" || { cat "$out/$name.node" >&2; exit 1; }
     kill "${pids[-2]}" 2>/dev/null || true
 }
@@ -54,11 +59,14 @@ print(round(total / float(sys.argv[2])))
 EOF
 }
 
-line() {   # workload link mode img/s reference name
+# The last epoch's test accuracy.
+test_acc() { tail -n 1 "$1/metrics.csv" | cut -d, -f5; }
+
+line() {   # workload link mode img/s reference name [more fields]
     local eff
     eff=$(awk -v a="$4" -v b="$5" 'BEGIN { printf "%.2f", a / b }')
-    printf 'bench cluster %s %s %s img_per_s=%.0f single_img_per_s=%.0f efficiency=%s bytes_per_image=%s\n' \
-        "$1" "$2" "$3" "$4" "$5" "$eff" "$(bytes_per_image "$6" $((2048 * epochs)))"
+    printf 'bench cluster %s %s %s img_per_s=%.0f single_img_per_s=%.0f efficiency=%s bytes_per_image=%s%s\n' \
+        "$1" "$2" "$3" "$4" "$5" "$eff" "$(bytes_per_image "$6" $((2048 * epochs)))" "${7:-}"
 }
 
 runs=0
@@ -67,8 +75,14 @@ while read -r shape job; do
     single=$(fastest "$out/single")
     cluster 10g 10000 0.1 ""
     line "$shape" 10Gb/s sync "$(fastest "$out/10g")" "$single" 10g
-    cluster 1g 1000 0.5 ""
-    line "$shape" 1Gb/s sync "$(fastest "$out/1g")" "$single" 1g
+    tested=(--set data.test_images=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
+            --set data.test_labels=/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz
+            --set data.test_limit=1000)
+    cluster 1g 1000 0.5 "" "${tested[@]}"
+    line "$shape" 1Gb/s sync "$(fastest "$out/1g")" "$single" 1g " test_acc=$(test_acc "$out/1g")"
+    cluster 1g-avg 1000 0.5 "" "${tested[@]}" --set cluster.sync_every=8
+    line "$shape" 1Gb/s sync_every=8 "$(fastest "$out/1g-avg")" "$single" 1g-avg \
+        " test_acc=$(test_acc "$out/1g-avg") sync_test_acc=$(test_acc "$out/1g")"
     # heterogeneous: the node 2x slower, against the two machines' solo speeds added
     train solo-fast --set execution.workers=1
     train solo-slow --set execution.workers=1 --set execution.slowdown=2

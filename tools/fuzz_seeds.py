@@ -69,7 +69,7 @@ u32 = lambda *v: struct.pack("<%dI" % len(v), *v)
 u64 = lambda *v: struct.pack("<%dQ" % len(v), *v)
 text = lambda b: u32(len(b)) + b
 host, energy = b"node-a".ljust(64, b"\0"), b"estimated: model".ljust(160, b"\0")
-put("cluster_message", "join", frame(1, 1, u32(3, 2, 3) + host + energy))
+put("cluster_message", "join", frame(1, 1, u32(4, 2, 3) + host + energy))
 put("cluster_message", "job", frame(0, 2, u32(0xffffffff, 1) + text(b"train.idx") + u64(100) +
                                     bytes(32) + text(b"[job]\nepochs = 1\n#--set job.batch=4\n")))
 put("cluster_message", "fetch", frame(1, 3, bytes(32) + u64(0)))
@@ -80,4 +80,7 @@ put("cluster_message", "work", frame(0, 7, u64(7) + u32(1, 2, 3, 4)))
 put("cluster_message", "result", frame(1, 8, u64(7) + u32(3, 2, 4, 1, 2) +
                                        struct.pack("<5d", 1.5, 0.01, 2.0, 30.0, 400.0) + struct.pack("<16f", *range(16))))
 put("cluster_message", "done", frame(0, 9, b"training finished"))
+put("cluster_message", "round", frame(0, 10, u64(7) + u32(1, 0, 8, 2, 4)))
+put("cluster_message", "model", frame(1, 11, u64(7) + u32(2, 20, 32, 1, 2) +
+                                      struct.pack("<5d", 40.0, 0.5, 9.0, 30.0, 400.0) + struct.pack("<16f", *range(16))))
 put("cluster_message", "ping", frame(1, 0, b""))

@@ -202,6 +202,7 @@ int fuzz_cluster_message(const uint8_t *data, size_t size)
         msg_fetch fetch;
         msg_file file;
         msg_work work;
+        msg_round round;
         msg_result result;
         char text[PROTO_TEXT + 1];
     } m;
@@ -221,6 +222,8 @@ int fuzz_cluster_message(const uint8_t *data, size_t size)
     case MSG_WORK: proto_work_decode(&m.work, p, n, why, sizeof why); break;
     case MSG_RESULT: proto_result_decode(&m.result, p, n, NPARAMS, why, sizeof why); break;
     case MSG_DONE: proto_text_decode(m.text, sizeof m.text, p, n, why, sizeof why); break;
+    case MSG_ROUND: proto_round_decode(&m.round, p, n, why, sizeof why); break;
+    case MSG_MODEL: proto_model_decode(&m.result, p, n, NPARAMS, why, sizeof why); break;
     default: break;
     }
     return 0;
