@@ -37,7 +37,7 @@ LIB_SRC := $(filter-out engine/main.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/*.c) tests/fuzz/targets.c
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
-FUZZ_TARGETS := job_file idx cifar pnm checkpoint checkpoint_crc run_log cluster_message
+FUZZ_TARGETS := job_file idx cifar pnm checkpoint checkpoint_crc run_log cluster_message summary_json
 
 all: $(BUILD)/frugal
 tests: $(BUILD)/frugal_tests $(BUILD)/frugal $(BUILD)/netproxy $(BUILD)/libfake_nvml.so   # tests run the binaries

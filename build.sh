@@ -23,11 +23,27 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 # is the data set of the quick start and of a test.
 PACKAGES_BUILD="gcc make libc6-dev zlib1g-dev libsodium-dev opencl-c-headers ocl-icd-opencl-dev libclblast-dev pocl-opencl-icd dataset-fashion-mnist"
 PACKAGES_FUZZ="clang libclang-rt-14-dev"
-PACKAGES_OPTIONAL="python3-torch"
+# Optional too: Chromium renders the HTML report in a test, python3-venv holds TensorBoard
+# (from PyPI, build/pyenv) whose reader a test runs on frugal's event files.
+PACKAGES_OPTIONAL="python3-torch chromium python3-venv"
 
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
 
 deps() {
+    debian_deps
+    tensorboard_env
+}
+
+# TensorBoard in build/pyenv for the event-file test; without it (offline) that test checks the
+# files' framing only, and says so.
+tensorboard_env() {
+    [ -x build/pyenv/bin/python3 ] && build/pyenv/bin/python3 -c 'import tensorboard' 2>/dev/null && return 0
+    echo "build.sh: installing TensorBoard (PyPI) into build/pyenv"
+    { python3 -m venv --system-site-packages build/pyenv && build/pyenv/bin/pip install -q tensorboard; } ||
+        echo "build.sh: optional TensorBoard not installed (no python3-venv, or PyPI unreachable)" >&2
+}
+
+debian_deps() {
     local missing=()
     for p in $PACKAGES_BUILD $PACKAGES_FUZZ $PACKAGES_OPTIONAL; do have_pkg "$p" || missing+=("$p"); done
     [ ${#missing[@]} -eq 0 ] && return 0
@@ -58,7 +74,7 @@ build() {
 run_tests() {
     local total_pass=0 total_fail=0 line
     # variant | make flags | test filter | FRUGAL_TEST_SCALE (sanitizers run fewer seeds)
-    local runs=("release||1" "asan||4" "tsan|runtime run_ train energy opencl_train cluster placement|4")
+    local runs=("release||1" "asan||4" "tsan|runtime run_ train energy opencl_train cluster placement trace|4")
     for run in "${runs[@]}"; do
         IFS='|' read -r variant filter scale <<<"$run"
         echo "== tests [$variant]"

@@ -1,5 +1,6 @@
 #include "energy/meter.h"
 
+#include "energy/history.h"
 #include "energy/model.h"
 #include "energy/nvml.h"
 #include "energy/perf_power.h"
@@ -21,7 +22,9 @@ struct energy_meter {
     int estimated;
     cpu_times model_prev;            /* the model sensor's previous /proc/stat reading */
     struct timespec opened;
+    double opened_unix;              /* the wall clock then */
     long samples;
+    power_history history;
 
     pthread_t thread;
     int running;
@@ -145,6 +148,9 @@ energy_meter *energy_meter_open(const energy_options *opts)
     pthread_cond_init(&m->wake, &ca);
     pthread_condattr_destroy(&ca);
     clock_gettime(CLOCK_MONOTONIC, &m->opened);
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    m->opened_unix = (double)wall.tv_sec + 1e-9 * (double)wall.tv_nsec;
     rapl_probe(m->s, &m->n, SENSOR_MAX);
     hwmon_probe(m->s, &m->n, SENSOR_MAX);
     battery_probe(m->s, &m->n, SENSOR_MAX);
@@ -152,6 +158,7 @@ energy_meter *energy_meter_open(const energy_options *opts)
     if (!any(m, SCOPE_CPU, "rapl") && !any(m, SCOPE_SYSTEM, "rapl"))
         perf_power_probe(m->s, &m->n, SENSOR_MAX);
     choose_total(m);
+    history_init(&m->history, m->n);   /* out of memory: no timeline, the totals still work */
     energy_meter_sample_at(m, 0);   /* every counter's starting point */
     return m;
 }
@@ -228,11 +235,29 @@ static void sample_sensor(energy_meter *m, sensor *s, double t)
 void energy_meter_sample_at(energy_meter *m, double t)
 {
     pthread_mutex_lock(&m->lock);
-    for (int i = 0; i < m->n; i++)
+    history_point p = {.t = t};
+    for (int i = 0; i < m->n; i++) {
         sample_sensor(m, &m->s[i], t);
+        p.joules[i] = m->s[i].joules;
+        if (m->s[i].in_total)
+            p.total_j += m->s[i].joules;
+    }
+    history_offer(&m->history, &p);
     m->samples++;
     pthread_mutex_unlock(&m->lock);
 }
+
+int energy_meter_history(energy_meter *m, history_point *out, int max)
+{
+    pthread_mutex_lock(&m->lock);
+    int n = m->history.n < max ? m->history.n : max;
+    if (n > 0)
+        memcpy(out, m->history.points, sizeof *out * (size_t)n);
+    pthread_mutex_unlock(&m->lock);
+    return n;
+}
+
+double energy_meter_opened_unix(const energy_meter *m) { return m->opened_unix; }
 
 void energy_meter_read(energy_meter *m, energy_reading *out)
 {
@@ -305,6 +330,7 @@ void energy_meter_close(energy_meter *m)
     }
     for (int i = 0; i < m->n; i++)
         perf_power_close(&m->s[i]);
+    history_free(&m->history);
     pthread_cond_destroy(&m->wake);
     pthread_mutex_destroy(&m->lock);
     free(m);

@@ -13,6 +13,7 @@
 #ifndef FRUGAL_ENERGY_METER_H
 #define FRUGAL_ENERGY_METER_H
 
+#include "energy/history.h"
 #include "energy/sensor.h"
 
 #include <stddef.h>
@@ -58,5 +59,9 @@ double energy_meter_rate(const energy_meter *m);
 /* The sampler thread's own CPU time since it started, as a share of one core. */
 double energy_meter_sampler_share(energy_meter *m);
 long energy_meter_samples(energy_meter *m);
+/* A copy of the power timeline (history.h): returns how many points (at most max). */
+int energy_meter_history(energy_meter *m, history_point *out, int max);
+/* The wall-clock time (Unix seconds) when the meter opened: its t = 0. */
+double energy_meter_opened_unix(const energy_meter *m);
 
 #endif

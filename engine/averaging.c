@@ -35,10 +35,8 @@ static int send_round(coordinator *c, node *n, const msg_round *w)
     uint8_t head[PROTO_PARAMS_HEAD], round[32];
     for (int i = 0; i < 8; i++)
         head[i] = (uint8_t)(w->seq >> (8 * i));
-    if (netio_hub_send(c->hub, n->peer, MSG_PARAMS, head, sizeof head, c->params,
-                       sizeof(float) * (size_t)c->nparams) ||
-        netio_hub_send(c->hub, n->peer, MSG_ROUND, round, proto_round_encode(w, round, sizeof round),
-                       NULL, 0))
+    if (send_to(c, n, MSG_PARAMS, head, sizeof head, c->params, sizeof(float) * (size_t)c->nparams) ||
+        send_to(c, n, MSG_ROUND, round, proto_round_encode(w, round, sizeof round), NULL, 0))
         return -1;
     n->params_seq = n->round_seq = w->seq;
     n->in_round = 1, n->round_done = 0;
@@ -173,6 +171,7 @@ void averaging_on_model(coordinator *c, node *n, const uint8_t *p, size_t len)
     if (!n->in_round || n->round_done || r.seq != n->round_seq)
         return refuse(c, n, "a model for a round it was not sent");
     memcpy(n->model, r.grads, sizeof(float) * (size_t)c->nparams);
+    trace_node(c, n, "round: sent, trained, returned", n->round_sent_at, now_s());
     double took = now_s() - n->round_sent_at, computing = r.compute_s / (r.workers ? r.workers : 1);
     n->round = r, n->round.grads = NULL;
     n->chunks += n->round_chunks, n->samples += r.samples, n->compute_s += r.compute_s;

@@ -38,6 +38,15 @@ static void put_text(wire_writer *w, const char *s, size_t n)
     wire_put(w, s, n);
 }
 
+const char *proto_msg_name(unsigned type)
+{
+    static const char *const names[MSG_TYPES] = {
+        [MSG_JOIN] = "JOIN", [MSG_JOB] = "JOB", [MSG_FETCH] = "FETCH", [MSG_FILE] = "FILE",
+        [MSG_READY] = "READY", [MSG_PARAMS] = "PARAMS", [MSG_WORK] = "WORK",
+        [MSG_RESULT] = "RESULT", [MSG_DONE] = "DONE", [MSG_ROUND] = "ROUND", [MSG_MODEL] = "MODEL"};
+    return type < MSG_TYPES && names[type] ? names[type] : "?";
+}
+
 size_t proto_join_encode(const msg_join *m, uint8_t *out, size_t cap)
 {
     wire_writer w = {out, 0, cap};

@@ -96,6 +96,8 @@ typedef struct msg_result {
 
 /* What a receiver accepts, per message type (nparams: the model's, 0 before it is known). */
 void proto_limits(frame_limits *l, int coordinator, long nparams);
+/* "PARAMS", "RESULT", ...: for logs and traces ("?" for an unknown type). */
+const char *proto_msg_name(unsigned type);
 
 /* Encoders write into a buffer of cap bytes and return the length (> cap: too small). */
 size_t proto_join_encode(const msg_join *m, uint8_t *out, size_t cap);

@@ -42,6 +42,29 @@ int ready_nodes(const coordinator *c)
 
 /* ---- sending chunks: as nodes have room, queued chunks in order ---- */
 
+void trace_node(coordinator *c, node *n, const char *what, double start, double end)
+{
+    if (!c->rt)
+        return;   /* not attached yet: nothing to trace into */
+    if (!n->track) {
+        char name[160];
+        snprintf(name, sizeof name, "node %.60s (%.60s)", n->addr, n->host[0] ? n->host : "joining");
+        n->track = 1 + rt_trace_track(c->rt, name);   /* stays 0 without a trace */
+    }
+    if (n->track)
+        rt_trace_span(c->rt, n->track - 1, what, start, end);
+}
+
+int send_to(coordinator *c, node *n, uint16_t type, const void *head, size_t headlen,
+            const void *body, size_t bodylen)
+{
+    char what[32];
+    snprintf(what, sizeof what, "sent %s", proto_msg_name(type));
+    double t = now_s();
+    trace_node(c, n, what, t, t);
+    return netio_hub_send(c->hub, n->peer, type, head, headlen, body, bodylen);
+}
+
 static slot *first_queued(coordinator *c)
 {
     slot *best = NULL;
@@ -60,15 +83,14 @@ static int send_chunk(coordinator *c, node *n, slot *s)
     if (n->params_seq != s->a.seq) {
         for (int i = 0; i < 8; i++)
             head[i] = (uint8_t)(s->a.seq >> (8 * i));
-        if (netio_hub_send(c->hub, n->peer, MSG_PARAMS, head, sizeof head, s->params,
-                           sizeof(float) * (size_t)c->nparams))
+        if (send_to(c, n, MSG_PARAMS, head, sizeof head, s->params, sizeof(float) * (size_t)c->nparams))
             return -1;
         n->params_seq = s->a.seq;
     }
     msg_work w = {s->a.seq, (uint32_t)s->a.epoch, (uint32_t)s->a.batch, (uint32_t)s->a.chunk,
                   (uint32_t)s->a.size};
     size_t len = proto_work_encode(&w, work, sizeof work);
-    if (netio_hub_send(c->hub, n->peer, MSG_WORK, work, len, NULL, 0))
+    if (send_to(c, n, MSG_WORK, work, len, NULL, 0))
         return -1;
     s->state = SLOT_SENT;
     s->node = (int)(n - c->nodes);
@@ -248,7 +270,7 @@ static void on_join(coordinator *c, node *n, const uint8_t *p, size_t len)
     uint8_t *buf = malloc(cap);
     msg_job job = c->job;
     job.isa = c->cfg->deterministic ? (uint32_t)ops_isa_active() : PROTO_ANY_ISA;
-    if (!buf || netio_hub_send(c->hub, n->peer, MSG_JOB, buf, proto_job_encode(&job, buf, cap), NULL, 0))
+    if (!buf || send_to(c, n, MSG_JOB, buf, proto_job_encode(&job, buf, cap), NULL, 0))
         refuse(c, n, "cannot send it the job");
     free(buf);
 }
@@ -272,7 +294,7 @@ static void on_fetch(coordinator *c, node *n, const uint8_t *p, size_t len)
             close(fd);
         msg_file m = {.offset = f.offset, .total = pf->size};
         memcpy(m.hash, pf->hash, 32);
-        if (!ok || netio_hub_send(c->hub, n->peer, MSG_FILE, head, proto_file_head(&m, head, sizeof head),
+        if (!ok || send_to(c, n, MSG_FILE, head, proto_file_head(&m, head, sizeof head),
                                   bytes, want))
             refuse(c, n, "cannot send it a training file");
         free(bytes);
@@ -295,6 +317,7 @@ static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
     if (!s)
         return refuse(c, n, "a result for a chunk it was not sent");
     double rtt = now_s() - s->sent_at;
+    trace_node(c, n, "chunk: sent, computed, returned", s->sent_at, s->sent_at + rtt);
     rt_task *done[CONFIG_MAX_LAYERS + 1];
     n->chunks++, n->samples += r.samples, n->compute_s += r.compute_s;
     n->wait_s += rtt > r.compute_s ? rtt - r.compute_s : 0;
@@ -358,6 +381,10 @@ static void on_event(void *ctx, const netio_event *e)
     case NETIO_MESSAGE:
         if (!n)
             break;
+        char what[32];
+        snprintf(what, sizeof what, "received %s", proto_msg_name(e->type));
+        double t = now_s();
+        trace_node(c, n, what, t, t);
         if (e->type == MSG_JOIN)
             on_join(c, n, e->payload, e->len);
         else if (e->type == MSG_FETCH)

@@ -35,6 +35,7 @@ typedef struct node {
     int parked, probe;           /* the policy leaves it out; it may take one chunk to be measured */
     long probed_at;              /* the batch of its last probe */
     netio_peer_stats net;
+    int track;                   /* 1 + its track in the trace; 0: none yet */
     /* periodic averaging (averaging.c) */
     int in_round, round_done;    /* it has a share of the round under way; its MODEL came */
     uint64_t round_seq;
@@ -113,6 +114,11 @@ double now_s(void);                          /* monotonic seconds */
 double running(double avg, double x);        /* a running average of positive figures (0: none) */
 int ready_nodes(const coordinator *c);       /* locked */
 void refuse(coordinator *c, node *n, const char *why);
+/* A span on the node's track of the trace (its messages, its chunks and rounds); locked. */
+void trace_node(coordinator *c, node *n, const char *what, double start, double end);
+/* netio_hub_send, marked on the node's track. */
+int send_to(coordinator *c, node *n, uint16_t type, const void *head, size_t headlen,
+            const void *body, size_t bodylen);
 
 /* averaging.c, on the hub's thread, locked */
 void averaging_on_model(coordinator *c, node *n, const uint8_t *p, size_t len);

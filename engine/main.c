@@ -6,6 +6,7 @@
 #include "engine/dataset.h"
 #include "engine/devices.h"
 #include "engine/energy_cmd.h"
+#include "engine/html_report.h"
 #include "engine/node.h"
 #include "engine/run.h"
 #include "engine/signals.h"
@@ -42,6 +43,10 @@ static int usage(FILE *f)
                "            this machine's power profile (watts) and grid carbon (g CO2e/kWh, or a\n"
                "            file re-read for it) feed the coordinator's placement policy; under its\n"
                "            own power budget it parks workers (unless --workers pins them)\n"
+               "  report RUN_DIR [RUN_DIR...] [-o REPORT.html]\n"
+               "            one self-contained HTML page (charts, no network) of the runs' output\n"
+               "            folders, overlaid; default RUN_DIR/report.html for one run, report.html\n"
+               "            for several (frugal train writes RUN_DIR/report.html after each epoch)\n"
                "  keygen KEYFILE\n"
                "            a new key for a cluster: copy it to every machine (mode 600)\n"
                "  eval CHECKPOINT IMAGES.idx LABELS.idx | CHECKPOINT CIFAR_BATCH[,BATCH...]\n"
@@ -344,6 +349,38 @@ out:
     return rc;
 }
 
+static int cmd_report(int argc, char **argv)
+{
+    const char *dirs[REPORT_MAX_RUNS], *out = NULL;
+    int n = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+            out = argv[++i];
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "frugal report: unknown option %s\n", argv[i]);
+            return 2;
+        } else if (n == REPORT_MAX_RUNS) {
+            fprintf(stderr, "frugal report: at most %d runs at once\n", REPORT_MAX_RUNS);
+            return 2;
+        } else {
+            dirs[n++] = argv[i];
+        }
+    }
+    if (!n) {
+        fprintf(stderr, "usage: frugal report RUN_DIR [RUN_DIR...] [-o REPORT.html]\n");
+        return 2;
+    }
+    char path[700], err[1024];
+    if (!out)
+        out = n == 1 ? (snprintf(path, sizeof path, "%s/report.html", dirs[0]), path) : "report.html";
+    if (html_report_write(out, dirs, n, err, sizeof err)) {
+        fprintf(stderr, "frugal report: %s\n", err);
+        return 1;
+    }
+    printf("report: %s\n", out);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -358,6 +395,8 @@ int main(int argc, char **argv)
         return cmd_train(argc, argv);
     if (!strcmp(argv[1], "join"))
         return cmd_join(argc, argv);
+    if (!strcmp(argv[1], "report"))
+        return cmd_report(argc, argv);
     if (!strcmp(argv[1], "keygen"))
         return cmd_keygen(argc, argv);
     if (!strcmp(argv[1], "eval"))

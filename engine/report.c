@@ -100,6 +100,30 @@ char *report_epoch_json(const epoch_record *r, energy_run *er, const rt_stats *s
     return out;
 }
 
+int report_epoch_tensorboard(tb_writer *tb, const epoch_record *r, energy_run *er, double wall_time)
+{
+    const energy_figures *f = &r->energy.f;
+    const struct { const char *tag; double value; } scalars[] = {
+        {"loss/train", r->train_loss}, {"loss/test", r->test_loss},
+        {"accuracy/train", r->train_acc}, {"accuracy/test", r->test_acc},
+        {"speed/images_per_s", r->images_per_s}, {"speed/task_share", r->task_share},
+        {"energy/joules_train", f->joules}, {"energy/joules_test", r->energy.test.joules},
+        {"energy/watts", f->watts}, {"energy/millijoules_per_image", 1e3 * f->joules_per_image},
+        {"energy/gco2e", f->gco2e},
+    };
+    int rc = 0;
+    for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++)
+        rc |= tb_scalar(tb, scalars[i].tag, scalars[i].value, r->epoch, wall_time);
+    sensor s[SENSOR_MAX];
+    int n = er ? energy_meter_sensors(er->meter, s, SENSOR_MAX) : 0;
+    for (int i = 0; i < n && i < f->ndevices; i++) {
+        char tag[96];
+        snprintf(tag, sizeof tag, "energy_by_device/%.60s", s[i].name);
+        rc |= tb_scalar(tb, tag, f->device_j[i], r->epoch, wall_time);
+    }
+    return rc;
+}
+
 /* The energy of every epoch in the log (the training and test passes), across resumes. */
 static void write_log_totals(FILE *f, const run_log *log)
 {

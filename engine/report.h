@@ -13,6 +13,7 @@
 #include "engine/model.h"
 #include "engine/plan.h"
 #include "engine/run_log.h"
+#include "engine/tensorboard.h"
 #include "engine/worker_control.h"
 #include "runtime/runtime.h"
 
@@ -35,6 +36,9 @@ typedef struct epoch_record {
  * names the task kinds of energy.kind_j; er (may be NULL) the sensors of energy.f.device_j. */
 char *report_epoch_csv(const epoch_record *r);
 char *report_epoch_json(const epoch_record *r, energy_run *er, const rt_stats *st);
+
+/* The epoch's scalars as TensorBoard events (step: the epoch). 0, or -1 when a write failed. */
+int report_epoch_tensorboard(tb_writer *tb, const epoch_record *r, energy_run *er, double wall_time);
 
 typedef struct report_input {
     const job_config *cfg;

@@ -20,8 +20,10 @@
 #include "engine/devices.h"
 #include "engine/divergence.h"
 #include "engine/energy_run.h"
+#include "engine/html_report.h"
 #include "engine/job_data.h"
 #include "engine/model.h"
+#include "engine/power_log.h"
 #include "engine/report.h"
 #include "engine/run_folder.h"
 #include "engine/run_log.h"
@@ -35,6 +37,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct run {
@@ -46,7 +49,7 @@ typedef struct run {
     model m;
     int have_model;
     run_folder folder;
-    char ckpt[700], weights[700], metrics[700], summary[700];
+    char ckpt[700], weights[700], metrics[700], summary[700], power[700], report[700];
     run_log log;
     int resumed_after;                 /* epochs done when the run started */
     long resume_batch;                 /* batches of the next epoch done then */
@@ -55,6 +58,8 @@ typedef struct run {
     rt_runtime *rt;
     trainer *t;
     energy_run er;
+    power_log power_log;               /* power.csv */
+    tb_writer tb;                      /* TensorBoard events */
     worker_control placement;          /* the policy's choice of active workers */
     device_energy device_energy;       /* the policy's figures for placing tasks on devices */
     rt_stats st;                       /* the last epoch's */
@@ -149,6 +154,10 @@ static int run_open(run *r, const run_options *o)
     run_folder_path(&r->folder, "model.bin", r->weights, sizeof r->weights);
     run_folder_path(&r->folder, "metrics.csv", r->metrics, sizeof r->metrics);
     run_folder_path(&r->folder, "summary.json", r->summary, sizeof r->summary);
+    run_folder_path(&r->folder, "power.csv", r->power, sizeof r->power);
+    run_folder_path(&r->folder, "report.html", r->report, sizeof r->report);
+    if (run_folder_keep_job(&r->folder, o->job, r->err, sizeof r->err))
+        return fail(r, "%s", r->err);
     model_init(&r->m, cfg->seed);
     if (o->resume && resume_from_checkpoint(r))
         return 1;
@@ -187,6 +196,9 @@ static int run_open(run *r, const run_options *o)
     trainer_stop_when(r->t, o->stop);
     trainer_on_progress(r->t, show_progress, r);
     if (energy_run_begin(&r->er, cfg, r->out, r->err, sizeof r->err))
+        return fail(r, "%s", r->err);
+    power_log_begin(&r->power_log, r->power, o->resume, r->er.meter, r->out);
+    if (tb_open(&r->tb, cfg->output, o->resume, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     char key[128];
     worker_control_key(key, sizeof key, cfg, r->train.c, r->train.h, r->train.w,
@@ -322,8 +334,25 @@ static int run_save(run *r)
                        trainer_plan(r->t), rt_workers(r->rt), &r->log, &r->st, &r->total,
                        &r->er, r->resumed_after, r->interrupted[0] ? r->interrupted : NULL, &r->devices,
                        r->cluster, &r->placement};
-    if (rc || report_write(r->summary, &in, r->err, sizeof r->err))
+    if (rc || report_write(r->summary, &in, r->err, sizeof r->err) ||
+        power_log_write(&r->power_log, r->power, r->er.meter, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
+    const char *dir = r->cfg.output;
+    if (html_report_write(r->report, &dir, 1, r->err, sizeof r->err))   /* derived: the run goes on */
+        fprintf(r->out, "warning: the report was not written: %s\n", r->err);
+    return 0;
+}
+
+/* After the checkpoint: TensorBoard's events are never ahead of it. */
+static int log_tensorboard(run *r, const epoch_record *rec)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    r->err[0] = 0;
+    if (report_epoch_tensorboard(&r->tb, rec, &r->er, (double)now.tv_sec + 1e-9 * (double)now.tv_nsec) ||
+        tb_flush(&r->tb, r->err, sizeof r->err))
+        return fail(r, "%s: cannot write the TensorBoard events: %s", r->tb.path,
+                    r->err[0] ? r->err : "write failed");
     return 0;
 }
 
@@ -338,6 +367,21 @@ static int record_epoch(run *r, const epoch_record *rec)
 
 /* ---- closing ---- */
 
+static void write_trace(run *r)
+{
+    if (r->er.meter)
+        power_log_trace(r->er.meter, r->rt);
+    if (rt_trace_write(r->rt, r->o->trace)) {
+        fail(r, "%s: cannot write the trace: %s", r->o->trace, strerror(errno));
+        return;
+    }
+    uint64_t dropped = rt_trace_dropped(r->rt);
+    fprintf(r->out, "trace: %s%s", r->o->trace, dropped ? "" : "\n");
+    if (dropped)
+        fprintf(r->out, " is capped at about %d events: %llu more were left out to keep it "
+                "small\n", RT_TRACE_MAX_EVENTS, (unsigned long long)dropped);
+}
+
 static void run_close(run *r, int finished)
 {
     if (finished) {
@@ -346,12 +390,16 @@ static void run_close(run *r, int finished)
         rt_stats_print(&r->total, r->out);
         if (r->log.nepochs)
             energy_run_print(&r->er, &r->last_energy, &r->st, r->train.n, r->out);
-        if (r->o->trace && rt_trace_write(r->rt, r->o->trace))
-            fail(r, "%s: cannot write the trace: %s", r->o->trace, strerror(errno));
+        if (r->o->trace)
+            write_trace(r);
         fprintf(r->out, "metrics: %s, summary: %s, checkpoint: %s, weights: %s\n", r->metrics,
                 r->summary, r->ckpt, r->weights);
+        fprintf(r->out, "report: %s, power: %s, TensorBoard: %s/tb\n", r->report, r->power,
+                r->cfg.output);
     }
     worker_control_end(&r->placement);
+    tb_close(&r->tb);
+    power_log_free(&r->power_log);
     if (r->cluster)
         coordinator_use_meter(r->cluster, NULL);
     if (r->er.meter)
@@ -394,7 +442,7 @@ int run_train(const run_options *o)
         } else {
             print_epoch(r, &rec);
             r->last_energy = rec.energy;
-            rc = record_epoch(r, &rec) || run_save(r);
+            rc = record_epoch(r, &rec) || run_save(r) || log_tensorboard(r, &rec);
         }
     }
     run_close(r, rc == 0);

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -41,8 +43,9 @@ const char *run_folder_path(const run_folder *f, const char *name, char *buf, si
     return buf;
 }
 
-static const char *const temporaries[] = {"checkpoint.bin.tmp", "metrics.csv.tmp",
-                                          "summary.json.tmp"};
+static const char *const temporaries[] = {"checkpoint.bin.tmp", "model.bin.tmp", "metrics.csv.tmp",
+                                          "summary.json.tmp", "power.csv.tmp", "report.html.tmp",
+                                          "job.cfg.tmp"};
 
 int run_folder_open(run_folder *f, const char *dir, const char *job, char *err, size_t errlen)
 {
@@ -121,4 +124,39 @@ int write_file_atomic(const char *path, const char *text, size_t len, char *err,
         return -1;
     }
     return 0;
+}
+
+char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *text = NULL;
+    size_t cap = 0;
+    ssize_t got = getdelim(&text, &cap, 0, f);   /* up to a NUL: the files read here have none */
+    int failed = got < 0 && ferror(f), saved = errno;
+    fclose(f);
+    if (got < 0 && !failed && (text || (text = calloc(1, 1))))
+        got = 0, text[0] = 0;   /* an empty file */
+    if (got < 0) {
+        free(text);
+        errno = failed ? saved : ENOMEM;
+        return NULL;
+    }
+    *len = (size_t)got;
+    return text;
+}
+
+int run_folder_keep_job(const run_folder *f, const char *job, char *err, size_t errlen)
+{
+    char path[700];
+    size_t len;
+    char *text = read_file(job, &len);
+    if (!text) {
+        snprintf(err, errlen, "%s: cannot read: %s", job, strerror(errno));
+        return -1;
+    }
+    int rc = write_file_atomic(run_folder_path(f, "job.cfg", path, sizeof path), text, len, err, errlen);
+    free(text);
+    return rc;
 }

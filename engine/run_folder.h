@@ -16,6 +16,10 @@ int run_folder_open(run_folder *f, const char *dir, const char *job, char *err, 
 void run_folder_close(run_folder *f);
 /* dir/name, in buf. */
 const char *run_folder_path(const run_folder *f, const char *name, char *buf, size_t n);
+/* A copy of the job file as dir/job.cfg, so that the folder tells what ran. */
+int run_folder_keep_job(const run_folder *f, const char *job, char *err, size_t errlen);
+/* A whole file (malloc'd, 0-ended; its length in len), or NULL with errno set. */
+char *read_file(const char *path, size_t *len);
 /* Replaces path with text, atomically. */
 int write_file_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen);
 

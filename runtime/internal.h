@@ -232,6 +232,10 @@ struct rt_runtime {
     uint64_t active_since;          /* when the active CPU worker count last changed */
     double active_ticks;            /* CPU worker-ticks active from stats_origin to active_since */
     uint64_t trace_origin;
+    double trace_origin_s;          /* clock_now_s() then */
+    size_t trace_cap;               /* events each worker, the late list and the extras keep */
+    _Atomic uint64_t trace_dropped; /* events past the cap (or past memory) */
+    struct trace_extra *extra;      /* the caller's tracks, spans and counters (trace.c) */
     /* The owner's, on a line of its own: it writes `submitted` on every task. */
     _Alignas(64) uint64_t submitted;
     rt_task *const *waiting_for;    /* the owner's current wait (see wait_until) */
@@ -296,7 +300,10 @@ worker_group *placement_choose(rt_runtime *rt, rt_task *t);
 void placement_learn(rt_runtime *rt, const rt_task *t, rt_worker_kind where, double seconds);
 void placement_copy_measured(rt_runtime *rt, int memory, double bytes, double seconds);
 
-/* stats.c */
+/* trace.c */
+typedef struct trace_extra trace_extra;
+int trace_init(rt_runtime *rt, const rt_config *cfg);
+void trace_free(rt_runtime *rt);
 void trace_record(rt_worker *w, int kind, uint64_t start, uint64_t end);
 void trace_record_late(rt_runtime *rt, int worker, int kind, uint64_t start, uint64_t end);
 /* Copies get trace tracks of their own, two per device memory after the workers' tracks. */

@@ -135,9 +135,12 @@ typedef struct rt_device {
                               * OpenCL CPU device), so its work is not extra capacity */
 } rt_device;
 
+#define RT_TRACE_MAX_EVENTS 1000000   /* about 80 MB of trace JSON */
+
 typedef struct rt_config {
     int workers;             /* CPU workers, including the calling thread; 0 = number of CPUs */
     int trace;               /* keep every task's (worker, kind, start, end) for export */
+    size_t trace_max_events; /* the trace's bound; 0: RT_TRACE_MAX_EVENTS */
     double slowdown;         /* > 1: emulate slower hardware, each CPU task body taking this
                               * many times as long (spinning after it); 0 or 1: none */
     int ndevices;            /* each gets a worker thread and a memory of its own */
@@ -270,7 +273,15 @@ void rt_stats_get(rt_runtime *rt, rt_stats *out);
 void rt_stats_reset(rt_runtime *rt);
 void rt_stats_add(rt_stats *sum, const rt_stats *s);   /* e.g. epochs into a whole run */
 void rt_stats_print(const rt_stats *s, FILE *f);
-/* Chrome trace JSON (chrome://tracing, Perfetto). Needs cfg.trace. Returns 0 or -1 (errno). */
+/* Chrome trace JSON (chrome://tracing, Perfetto). Needs cfg.trace. Returns 0 or -1 (errno).
+ * Events past cfg.trace_max_events are counted, not kept: otherData.events_dropped. */
 int rt_trace_write(rt_runtime *rt, const char *path);
+uint64_t rt_trace_dropped(rt_runtime *rt);
+/* What the runtime does not see itself, on the same timeline (times: clock_now_s()), from any
+ * thread; no-ops without cfg.trace. A named track of spans (its id, or -1 past 64 tracks): */
+int rt_trace_track(rt_runtime *rt, const char *name);
+void rt_trace_span(rt_runtime *rt, int track, const char *name, double start_s, double end_s);
+/* A counter track per name (a sampler's power). */
+void rt_trace_counter(rt_runtime *rt, const char *name, double t_s, double value);
 
 #endif

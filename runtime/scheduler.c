@@ -599,6 +599,7 @@ static void free_runtime(rt_runtime *rt)
     for (int i = 0; i < rt->ngroups; i++)
         free(rt->groups[i].sleepers);
     free(rt->workers);
+    trace_free(rt);
     free(rt);
 }
 
@@ -657,7 +658,7 @@ rt_runtime *rt_create(const rt_config *cfg)
     pthread_mutex_init(&rt->error_lock, NULL);
     pthread_mutex_init(&rt->trace_lock, NULL);
     pthread_mutex_init(&rt->active_lock, NULL);
-    if (placement_create(rt)) {
+    if (trace_init(rt, cfg) || placement_create(rt)) {
         free_runtime(rt);
         return NULL;
     }
@@ -667,7 +668,7 @@ rt_runtime *rt_create(const rt_config *cfg)
                 fprintf(stderr, "frugal runtime: out of memory creating task queues\n");
                 abort();
             }
-    rt->stats_origin = rt->trace_origin = rt->active_since = clock_ticks();
+    rt->stats_origin = rt->active_since = clock_ticks();
     tl_runtime = rt;
     tl_worker = 0;
     for (int w = 1; w < rt->nworkers; w++)

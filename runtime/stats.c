@@ -1,37 +1,10 @@
-/* Per-task timing, run statistics and the Chrome trace export. */
+/* Per-task timing and run statistics (the trace is trace.c's). */
 #include "clock.h"
 #include "internal.h"
 
-#include "common/json.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void add_event(trace_event **ev, size_t *n, size_t *cap, trace_event e)
-{
-    if (*n == *cap) {
-        size_t c = *cap ? 2 * *cap : 4096;
-        trace_event *grown = realloc(*ev, c * sizeof *grown);
-        if (!grown)
-            return;   /* out of memory: the trace misses events, the run goes on */
-        *ev = grown;
-        *cap = c;
-    }
-    (*ev)[(*n)++] = e;
-}
-
-void trace_record(rt_worker *w, int kind, uint64_t start, uint64_t end)
-{
-    add_event(&w->events, &w->nevents, &w->capevents, (trace_event){start, end, kind, w->id});
-}
-
-void trace_record_late(rt_runtime *rt, int worker, int kind, uint64_t start, uint64_t end)
-{
-    pthread_mutex_lock(&rt->trace_lock);
-    add_event(&rt->late_events, &rt->nlate, &rt->caplate, (trace_event){start, end, kind, worker});
-    pthread_mutex_unlock(&rt->trace_lock);
-}
 
 void rt_stats_get(rt_runtime *rt, rt_stats *s)
 {
@@ -179,60 +152,4 @@ void rt_stats_print(const rt_stats *s, FILE *f)
             fprintf(f, "  copies %-17s %10llu      %10.3f s %9.1f MB\n",
                     d == 0 ? "to devices" : "to the host", (unsigned long long)t[d]->count,
                     t[d]->seconds, 1e-6 * (double)t[d]->bytes);
-}
-
-static void write_events(FILE *f, rt_runtime *rt, const trace_event *ev, size_t n)
-{
-    for (size_t e = 0; e < n; e++) {
-        double ts = 1e6 * clock_ticks_to_s(ev[e].start - rt->trace_origin);
-        double dur = 1e6 * clock_ticks_to_s(ev[e].end - ev[e].start);
-        fputs(",\n{\"ph\":\"X\",\"pid\":0,\"name\":", f);
-        json_string(f, ev[e].kind == TRACE_COPY_IN ? "copy to device"
-                       : ev[e].kind == TRACE_COPY_OUT ? "copy to host" : kind_name(ev[e].kind));
-        fprintf(f, ",\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f}", ev[e].worker, ts, dur);
-    }
-}
-
-int rt_trace_write(rt_runtime *rt, const char *path)
-{
-    if (!rt->trace) {
-        errno = EINVAL;
-        return -1;
-    }
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
-    fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", f);
-    for (int i = 0; i < rt->nworkers; i++) {
-        rt_worker *w = &rt->workers[i];
-        char name[96];
-        if (w->device >= 0)
-            snprintf(name, sizeof name, "device %s (%s)", WORKER_DEVICE(rt, w)->name,
-                     rt_worker_kind_name(w->kind));
-        else
-            snprintf(name, sizeof name, "worker %d%s", i, i == 0 ? " (main)" : "");
-        fprintf(f, "%s{\"ph\":\"M\",\"pid\":0,\"tid\":%d,\"name\":\"thread_name\",\"args\":"
-                   "{\"name\":", i ? ",\n" : "", i);
-        json_string(f, name);
-        fputs("}}", f);
-        write_events(f, rt, w->events, w->nevents);
-    }
-    for (int m = 1; m < rt->nmemories; m++)
-        for (int dir = 1; dir >= 0 && rt->memories[m].dev.memory; dir--) {
-            char name[96];
-            snprintf(name, sizeof name, "copies %s device %s", dir ? "to" : "from",
-                     rt->memories[m].dev.name);
-            fprintf(f, ",\n{\"ph\":\"M\",\"pid\":0,\"tid\":%d,\"name\":\"thread_name\","
-                       "\"args\":{\"name\":", trace_copy_track(rt, m, dir));
-            json_string(f, name);
-            fputs("}}", f);
-        }
-    pthread_mutex_lock(&rt->trace_lock);
-    write_events(f, rt, rt->late_events, rt->nlate);
-    pthread_mutex_unlock(&rt->trace_lock);
-    fputs("\n]}\n", f);
-    int bad = ferror(f);
-    if (fclose(f) || bad)
-        return -1;
-    return 0;
 }

@@ -12,6 +12,7 @@
 #include "fake_rapl.h"
 #include "frugal_cli.h"
 #include "test.h"
+#include "trace_check.h"
 
 #include <arpa/inet.h>
 #include <math.h>
@@ -140,7 +141,8 @@ static pid_t start_slow_node(int to, const char *name, const char *timeout)
 }
 
 /* A coordinator's arguments: the job, its output folder NAME, listening on port `which`,
- * waiting for `nodes`; slow: at the slowdown; resume: --resume; policy: --policy, or NULL. */
+ * waiting for `nodes`; slow: at the slowdown; resume: --resume; policy: --policy, or NULL.
+ * Its trace goes to NAME.trace.json. */
 typedef struct coordinator_run {
     const char *job, *name;
     int which, nodes;
@@ -159,6 +161,8 @@ static void coordinator_args(const coordinator_run *c, const char **args, char (
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
         args[n++] = fixed[i];
     snprintf(bufs[2], 760, "execution.slowdown=%s", slowdown());
+    snprintf(bufs[3], 760, "%s.trace.json", tmp(c->name));   /* every run traced: nodes' tracks */
+    args[n++] = "--trace", args[n++] = bufs[3];
     if (c->slow)
         args[n++] = "--set", args[n++] = bufs[2];
     if (c->resume)
@@ -172,7 +176,7 @@ static void coordinator_args(const coordinator_run *c, const char **args, char (
 static int coordinate_run(const coordinator_run *c)
 {
     const char *args[20];
-    char bufs[3][760];
+    char bufs[4][760];
     coordinator_args(c, args, bufs);
     return frugal_run(&(frugal_call){(uid_t)-1, NULL, 0}, out, sizeof out, args);
 }
@@ -260,6 +264,17 @@ TEST(cluster_one_two_three_nodes_give_the_same_weights)
     test_read_text(tmp("three/summary.json"), summary, sizeof summary);
     CHECKF(strstr(summary, "\"cluster\"") && strstr(summary, "\"bytes_received\"") &&
            strstr(summary, "\"energy\": \"estimated"), "%s", summary);
+    /* The trace has a track per node: its messages and the chunks it computed. */
+    char why[256];
+    json_value *t = trace_load_checked(tmp("three.trace.json"), why, sizeof why);
+    CHECKF(t != NULL, "%s", why);
+    CHECK(trace_spans(t, "node 127.0.0.", "sent PARAMS") >= 3 && trace_spans(t, "node 127.0.0.", "received READY") == 3);
+    CHECKF(trace_spans(t, "node 127.0.0.", "chunk: sent, computed, returned") ==
+           trace_spans(t, "node 127.0.0.", "received RESULT"), "%d chunks, %d results",
+           trace_spans(t, "node 127.0.0.", "chunk: sent, computed, returned"),
+           trace_spans(t, "node 127.0.0.", "received RESULT"));
+    CHECK(trace_spans(t, "node 127.0.0.", "received RESULT") > 0 && trace_spans(t, "worker", NULL) > 0);
+    json_free(t);
 }
 
 /* Raw connections to the coordinator: garbage, an oversized frame length after a valid-looking
@@ -406,7 +421,7 @@ TEST(cluster_coordinator_killed_and_resumed)
     pid_t patient = start_slow_node(7, "patient", "60");
     pid_t hasty = start_slow_node(7, "hasty", "3");
     const char *args[20];
-    char bufs[3][760];
+    char bufs[4][760];
     coordinator_run c = {slow_job(), "resumed", 7, 2, "20", 1, 0, NULL};
     coordinator_args(&c, args, bufs);
     pid_t first = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, tmp("first.log"), args);
@@ -510,7 +525,7 @@ TEST(cluster_node_keeps_its_own_power_budget)
                                "--slowdown", slowdown(), "--power-budget", "60", NULL};
     pid_t node = frugal_spawn(&(frugal_call){(uid_t)-1, env, 0}, log, node_args);
     const char *args[20];
-    char bufs[3][760];
+    char bufs[4][760];
     coordinator_args(&(coordinator_run){j, "node-budget", 9, 1, "20", 1, 0, NULL}, args, bufs);
     pid_t coordinator = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0},
                                      tmp("node-budget.log"), args);

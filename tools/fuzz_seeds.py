@@ -59,6 +59,9 @@ with tempfile.TemporaryDirectory() as tmp:
     put("checkpoint_crc", "tiny.bin", ck)
     start = ck.index(b"frugal run log 1")
     put("run_log", "two_epochs", ck[start:-4])
+    put("summary_json", "two_epochs.json", open(f"{tmp}/run/summary.json", "rb").read())
+
+put("summary_json", "escapes.json", b'{"a": ["\\u00e9\\ud83d\\ude00\\n", -1.5e-3, true, false, null, {}, []]}')
 
 # cluster messages as a peer's opened frame: which side receives it (1: the coordinator), then
 # the frame header (type, version 1, length; big-endian) and the payload (little-endian fields)

@@ -1,5 +1,6 @@
 #include "targets.h"
 
+#include "common/json_parse.h"
 #include "engine/checkpoint.h"
 #include "engine/cluster_proto.h"
 #include "engine/config.h"
@@ -22,6 +23,7 @@ const fuzz_target fuzz_targets[] = {
     {"checkpoint_crc", fuzz_checkpoint_crc, "checkpoints with their CRC repaired"},
     {"run_log", fuzz_run_log, "the run log inside a checkpoint"},
     {"cluster_message", fuzz_cluster_message, "a cluster peer's opened frame and its message"},
+    {"summary_json", fuzz_summary_json, "summary.json as frugal report reads it"},
 };
 const int fuzz_ntargets = sizeof fuzz_targets / sizeof fuzz_targets[0];
 
@@ -226,5 +228,24 @@ int fuzz_cluster_message(const uint8_t *data, size_t size)
     case MSG_MODEL: proto_model_decode(&m.result, p, n, NPARAMS, why, sizeof why); break;
     default: break;
     }
+    return 0;
+}
+
+/* The JSON reader, and the lookups the report makes in what it returns. */
+static void walk(const json_value *v, int depth)
+{
+    for (int i = 0; v && i < v->n && depth < JSON_MAX_DEPTH + 1; i++)
+        walk(&v->items[i], depth + 1);
+}
+
+int fuzz_summary_json(const uint8_t *data, size_t size)
+{
+    char err[256];
+    json_value *v = json_parse((const char *)data, size, err, sizeof err);
+    walk(v, 0);
+    json_num(json_get(v, "energy.idle_baseline_watts"), 0);
+    json_str(json_get(v, "energy.source"), "");
+    json_member(json_get(v, "epochs"), "x.y");
+    json_free(v);
     return 0;
 }

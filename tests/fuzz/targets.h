@@ -28,5 +28,6 @@ int fuzz_checkpoint(const uint8_t *data, size_t size);  /* as it comes: the CRC 
 int fuzz_checkpoint_crc(const uint8_t *data, size_t size);   /* CRC repaired: the structure checks */
 int fuzz_run_log(const uint8_t *data, size_t size);
 int fuzz_cluster_message(const uint8_t *data, size_t size);   /* first byte: coordinator or node */
+int fuzz_summary_json(const uint8_t *data, size_t size);
 
 #endif
