@@ -246,7 +246,7 @@ static void power_chart(report *rp)
             chart_add(&c, name, key, i, p->nrows, x, p->cells + (size_t)k * (size_t)p->nrows);
         }
         double base = json_num(json_get(rp->runs[i].summary, "energy.idle_baseline_watts"), 0);
-        double *bx = x && base > 0 ? scratch(rp, 2) : NULL, *by = bx ? scratch(rp, 2) : NULL;
+        double *bx = x && base > 0 && p->nrows ? scratch(rp, 2) : NULL, *by = bx ? scratch(rp, 2) : NULL;
         if (by) {
             bx[1] = x[p->nrows - 1], by[0] = by[1] = base;
             char name[160];

@@ -5,7 +5,8 @@
  *   for each epoch:
  *     train_epoch the training pass (from where an interrupted epoch stopped), the test pass,
  *                their energy, the divergence check
- *     run_save   the checkpoint (with the run's log), then metrics.csv and summary.json from it
+ *     run_save   the checkpoint (with the run's log), then metrics.csv and summary.json from it,
+ *                power.csv and report.html; then the epoch's TensorBoard events
  *   run_close    the last epoch's figures by task kind and sensor, the trace
  *
  * The checkpoint is written first and the other files are rewritten from its log, so they are

@@ -161,7 +161,8 @@ static void coordinator_args(const coordinator_run *c, const char **args, char (
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
         args[n++] = fixed[i];
     snprintf(bufs[2], 760, "execution.slowdown=%s", slowdown());
-    snprintf(bufs[3], 760, "%s.trace.json", tmp(c->name));   /* every run traced: nodes' tracks */
+    /* Every run traced (nodes' tracks); not through tmp(), whose buffers c's paths may be in. */
+    snprintf(bufs[3], 760, "%s/%s.trace.json", test_tmpdir(), c->name);
     args[n++] = "--trace", args[n++] = bufs[3];
     if (c->slow)
         args[n++] = "--set", args[n++] = bufs[2];

@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char *slurp(const char *path)
@@ -421,4 +422,34 @@ TEST(trace_of_a_training_run_shows_workers_and_power)
         CHECKF(!t && strstr(why, bad[i].error), "%s: %s", bad[i].text, why);
         json_free(t);
     }
+}
+
+/* Folders the report did not write itself: a power.csv with no rows, a summary.json cut short. */
+static void put(const char *dir, const char *name, const char *text)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+TEST(report_of_odd_folders_draws_what_there_is_or_names_the_broken_file)
+{
+    char dir[600], page[700], out[4096];
+    snprintf(dir, sizeof dir, "%s/odd", test_tmpdir());
+    snprintf(page, sizeof page, "%s/odd.html", test_tmpdir());
+    CHECK(mkdir(dir, 0777) == 0);
+    put(dir, "metrics.csv", "epoch,train_loss,test_acc\n1,0.5,nan\n");
+    put(dir, "power.csv", "unix_s,seconds,total_w,cpu w\n");
+    put(dir, "summary.json", "{\"energy\": {\"idle_baseline_watts\": 10, \"source\": \"measured: rapl\"}}");
+    int rc = FRUGAL(out, "report", dir, "-o", page);
+    CHECKF(rc == 0, "%s", out);
+    const char *html = slurp(page);
+    CHECK(strstr(html, "no data recorded") && strstr(html, "measured: rapl") && strstr(html, "no test set"));
+    put(dir, "summary.json", "{\"energy\": {\n\"source\": ");
+    rc = FRUGAL(out, "report", dir, "-o", page);
+    CHECKF(rc == 1 && strstr(out, "summary.json: line 2: expected a value"), "%s", out);
+    rc = FRUGAL(out, "report", "-x");
+    CHECKF(rc == 2 && strstr(out, "unknown option -x"), "%s", out);
 }
