@@ -42,26 +42,42 @@ int ready_nodes(const coordinator *c)
 
 /* ---- sending chunks: as nodes have room, queued chunks in order ---- */
 
-void trace_node(coordinator *c, node *n, const char *what, double start, double end)
+/* The node's track in the trace, made on first use; -1 without a trace (or before attach). */
+static int node_track(coordinator *c, node *n)
 {
-    if (!c->rt)
-        return;   /* not attached yet: nothing to trace into */
+    if (!c->rt || n->track < 0)
+        return -1;
     if (!n->track) {
         char name[160];
         snprintf(name, sizeof name, "node %.60s (%.60s)", n->addr, n->host[0] ? n->host : "joining");
-        n->track = 1 + rt_trace_track(c->rt, name);   /* stays 0 without a trace */
+        int id = rt_trace_track(c->rt, name);
+        n->track = id < 0 ? -1 : id + 1;
     }
-    if (n->track)
-        rt_trace_span(c->rt, n->track - 1, what, start, end);
+    return n->track - 1;
+}
+
+void trace_node(coordinator *c, node *n, const char *what, double start, double end)
+{
+    int track = node_track(c, n);
+    if (track >= 0)
+        rt_trace_span(c->rt, track, what, start, end);
+}
+
+/* A message to or from a node as an instant on its track (nothing to format without a trace). */
+static void trace_message(coordinator *c, node *n, const char *dir, unsigned type)
+{
+    if (node_track(c, n) < 0)
+        return;
+    char what[32];
+    snprintf(what, sizeof what, "%s %s", dir, proto_msg_name(type));
+    double t = now_s();
+    trace_node(c, n, what, t, t);
 }
 
 int send_to(coordinator *c, node *n, uint16_t type, const void *head, size_t headlen,
             const void *body, size_t bodylen)
 {
-    char what[32];
-    snprintf(what, sizeof what, "sent %s", proto_msg_name(type));
-    double t = now_s();
-    trace_node(c, n, what, t, t);
+    trace_message(c, n, "sent", type);
     return netio_hub_send(c->hub, n->peer, type, head, headlen, body, bodylen);
 }
 
@@ -381,10 +397,7 @@ static void on_event(void *ctx, const netio_event *e)
     case NETIO_MESSAGE:
         if (!n)
             break;
-        char what[32];
-        snprintf(what, sizeof what, "received %s", proto_msg_name(e->type));
-        double t = now_s();
-        trace_node(c, n, what, t, t);
+        trace_message(c, n, "received", e->type);
         if (e->type == MSG_JOIN)
             on_join(c, n, e->payload, e->len);
         else if (e->type == MSG_FETCH)

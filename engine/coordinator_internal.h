@@ -35,7 +35,7 @@ typedef struct node {
     int parked, probe;           /* the policy leaves it out; it may take one chunk to be measured */
     long probed_at;              /* the batch of its last probe */
     netio_peer_stats net;
-    int track;                   /* 1 + its track in the trace; 0: none yet */
+    int track;                   /* 1 + its track in the trace; 0: not made yet; -1: no trace */
     /* periodic averaging (averaging.c) */
     int in_round, round_done;    /* it has a share of the round under way; its MODEL came */
     uint64_t round_seq;

@@ -1,7 +1,9 @@
 #include "engine/html_report.h"
 
 #include "common/json_parse.h"
+#include "engine/config.h"
 #include "engine/csv_table.h"
+#include "engine/input_file.h"
 #include "engine/run_folder.h"
 #include "engine/svg_chart.h"
 
@@ -9,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct run_data {
     char name[160];              /* the folder, as given */
@@ -47,18 +50,21 @@ static int run_load(run_data *r, const char *dir, char *err, size_t errlen)
         return -1;
     }
     snprintf(path, sizeof path, "%s/summary.json", dir);
-    char *text = read_file(path, &len);
-    if (text && !(r->summary = json_parse(text, len, why, sizeof why))) {
-        snprintf(err, errlen, "%s: %s", path, why);
+    if (access(path, F_OK) == 0) {   /* optional, but when there it must read */
+        char *text = input_read_all(path, 256 << 20, "run summary", &len, why, sizeof why);
+        if (text && !(r->summary = json_parse(text, len, why, sizeof why)))
+            snprintf(err, errlen, "%s: %s", path, why);
+        else if (!text)
+            snprintf(err, errlen, "%s", why);
         free(text);
-        return -1;
+        if (!r->summary)
+            return -1;
     }
-    free(text);
     snprintf(path, sizeof path, "%s/power.csv", dir);
     if (csv_read(&r->power, path, why, sizeof why))
         memset(&r->power, 0, sizeof r->power);   /* no timeline: the page says so */
     snprintf(path, sizeof path, "%s/job.cfg", dir);
-    r->job = read_file(path, &len);
+    r->job = access(path, F_OK) ? NULL : input_read_all(path, CONFIG_MAX_BYTES, "job file", &len, why, sizeof why);
     return 0;
 }
 
@@ -208,23 +214,47 @@ static void training_section(report *rp)
     fputs("</div>\n", rp->f);
 }
 
+/* Bars gathered over the runs (at most BARS: the tables hold the rest), then drawn. */
+#define BARS 128
+typedef struct bar_list {
+    int n;
+    char names[BARS][160];
+    const char *labels[BARS];
+    double values[BARS];
+    int runs[BARS];
+} bar_list;
+
+static void bar_add(bar_list *b, const report *rp, int run, const char *what, double value)
+{
+    if (b->n == BARS)
+        return;
+    series_name(b->names[b->n], sizeof b->names[b->n], rp, run, what);
+    b->labels[b->n] = b->names[b->n], b->values[b->n] = value, b->runs[b->n++] = run;
+}
+
+static void bars_draw(report *rp, const bar_list *b, const char *title, const char *unit)
+{
+    if (b->n)
+        bars_svg(rp->f, title, unit, b->n, b->labels, b->values, b->runs);
+}
+
 static void task_kinds_chart(report *rp)
 {
-    const char *labels[128];
-    char names[128][160];
-    double values[128];
-    int groups[128], n = 0;
+    bar_list b;
+    b.n = 0;
     for (int i = 0; i < rp->nruns; i++) {
         const json_value *kinds = json_get(rp->runs[i].summary, "runtime_this_process.kinds");
-        for (int k = 0; kinds && kinds->type == JSON_ARRAY && k < kinds->n && n < 128; k++) {
-            series_name(names[n], sizeof names[n], rp, i, json_str(json_get(&kinds->items[k], "name"), "?"));
-            labels[n] = names[n];
-            values[n] = json_num(json_get(&kinds->items[k], "busy_s"), 0);
-            groups[n++] = i;
-        }
+        for (int k = 0; kinds && kinds->type == JSON_ARRAY && k < kinds->n; k++)
+            bar_add(&b, rp, i, json_str(json_get(&kinds->items[k], "name"), "?"),
+                    json_num(json_get(&kinds->items[k], "busy_s"), 0));
     }
-    if (n)
-        bars_svg(rp->f, "Time per task kind (this process's epochs)", "s", n, labels, values, groups);
+    bars_draw(rp, &b, "Time per task kind (this process's epochs)", "s");
+}
+
+static int same_column(const csv_table *t, int a, int b)
+{
+    return !memcmp(t->cells + (size_t)a * (size_t)t->nrows, t->cells + (size_t)b * (size_t)t->nrows,
+                   sizeof(double) * (size_t)t->nrows);
 }
 
 /* Power over time: the total and each sensor of each run, its idle baseline dashed. */
@@ -238,7 +268,9 @@ static void power_chart(report *rp)
         double *x = unix_s ? scratch(rp, p->nrows) : NULL;
         for (int r = 0; x && r < p->nrows; r++)
             x[r] = unix_s[r] - unix_s[0];
-        for (int k = 2; x && k < (p->ncols == 4 ? 3 : p->ncols); k++) {   /* one sensor: the total */
+        for (int k = 2; x && k < p->ncols; k++) {
+            if (k > 2 && same_column(p, 2, k))
+                continue;   /* a sensor that is the whole total says nothing more */
             char name[160];
             series_name(name, sizeof name, rp, i, k == 2 ? "total" : p->names[k]);
             char key[96];
@@ -353,29 +385,21 @@ static void placement_chart(report *rp)
 static void node_bars(report *rp, const char *title, const char *unit, const char *here_key,
                       const char *const *keys, double scale)
 {
-    const char *labels[64];
-    char names[64][160];
-    double values[64];
-    int groups[64], n = 0;
+    bar_list b;
+    b.n = 0;
     for (int i = 0; i < rp->nruns; i++) {
         const json_value *cl = json_get(rp->runs[i].summary, "cluster");
         const json_value *nodes = json_get(cl, "nodes");
-        if (cl && here_key) {
-            series_name(names[n], sizeof names[n], rp, i, "coordinator");
-            labels[n] = names[n], values[n] = json_num(json_get(cl, here_key), 0), groups[n++] = i;
-        }
-        for (int k = 0; nodes && nodes->type == JSON_ARRAY && k < nodes->n && n < 64; k++) {
-            const json_value *node = &nodes->items[k];
-            series_name(names[n], sizeof names[n], rp, i, json_str(json_get(node, "address"), "?"));
-            labels[n] = names[n];
-            values[n] = 0;
+        if (cl && here_key)
+            bar_add(&b, rp, i, "coordinator", json_num(json_get(cl, here_key), 0));
+        for (int k = 0; nodes && nodes->type == JSON_ARRAY && k < nodes->n; k++) {
+            double value = 0;
             for (int j = 0; keys[j]; j++)
-                values[n] += scale * json_num(json_get(node, keys[j]), 0);
-            groups[n++] = i;
+                value += scale * json_num(json_get(&nodes->items[k], keys[j]), 0);
+            bar_add(&b, rp, i, json_str(json_get(&nodes->items[k], "address"), "?"), value);
         }
     }
-    if (n)
-        bars_svg(rp->f, title, unit, n, labels, values, groups);
+    bars_draw(rp, &b, title, unit);
 }
 
 static void machine_charts(report *rp)
@@ -471,30 +495,27 @@ static void page(report *rp)
     fputs("</body></html>\n", f);
 }
 
+static void fill_page(FILE *f, const void *arg)
+{
+    report *rp = (report *)arg;   /* the page's scratch arrays belong to it */
+    rp->f = f;
+    page(rp);
+}
+
 int html_report_write(const char *path, const char *const *dirs, int ndirs, char *err, size_t errlen)
 {
     if (ndirs < 1 || ndirs > REPORT_MAX_RUNS) {
         snprintf(err, errlen, "a report covers 1 to %d runs, not %d", REPORT_MAX_RUNS, ndirs);
         return -1;
     }
-    err[0] = 0;
     run_data runs[REPORT_MAX_RUNS];
     memset(runs, 0, sizeof runs);
     report rp = {.runs = runs, .nruns = ndirs};
     int rc = 0;
     for (int i = 0; i < ndirs && !rc; i++)
         rc = run_load(&runs[i], dirs[i], err, errlen);
-    char *text = NULL;
-    size_t len = 0;
-    if (!rc && (rp.f = open_memstream(&text, &len))) {
-        page(&rp);
-        rc = fclose(rp.f) ? -1 : write_file_atomic(path, text, len, err, errlen);
-    } else if (!rc) {
-        rc = -1;
-    }
-    if (rc && !err[0])
-        snprintf(err, errlen, "%s: out of memory", path);
-    free(text);
+    if (!rc)
+        rc = write_file_atomic_with(path, fill_page, &rp, err, errlen);
     for (int i = 0; i < rp.nscratch; i++)
         free(rp.scratch[i]);
     for (int i = 0; i < ndirs; i++)

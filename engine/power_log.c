@@ -1,10 +1,12 @@
 #include "engine/power_log.h"
 
+#include "engine/input_file.h"
 #include "engine/run_folder.h"
 #include "runtime/clock.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The header names the sensors, so a resume can tell whether the rows still line up. */
 static int usable(const sensor *s) { return s->status != SENSOR_UNREADABLE; }
@@ -44,9 +46,11 @@ void power_log_begin(power_log *pl, const char *path, int resumed, energy_meter 
 {
     memset(pl, 0, sizeof *pl);
     size_t len = 0;
-    char *text = resumed ? read_file(path, &len) : NULL;
+    char why[256];
+    char *text = resumed && access(path, F_OK) == 0
+                     ? input_read_all(path, 64 << 20, "power timeline", &len, why, sizeof why) : NULL;
     if (!text)
-        return;
+        return;   /* none, or unreadable: it starts afresh */
     char *header = header_text(m);
     size_t hlen = header ? strlen(header) : 0;
     if (header && len >= hlen && !memcmp(text, header, hlen)) {
@@ -94,26 +98,29 @@ static int with_now(energy_meter *m, history_point *p, int n)
     return n + 1;
 }
 
+typedef struct power_rows {
+    const power_log *pl;
+    energy_meter *m;
+    const char *header;
+    history_point *points;
+} power_rows;
+
+static void fill_rows(FILE *f, const void *arg)
+{
+    const power_rows *r = arg;
+    fputs(r->header, f);
+    if (r->pl->earlier)
+        fwrite(r->pl->earlier, 1, r->pl->earlier_len, f);
+    write_rows(f, r->m, r->points, with_now(r->m, r->points, energy_meter_history(r->m, r->points, HISTORY_POINTS)));
+}
+
 int power_log_write(const power_log *pl, const char *path, energy_meter *m, char *err, size_t errlen)
 {
-    history_point *p = malloc((HISTORY_POINTS + 1) * sizeof *p);
-    char *text = NULL, *header = header_text(m);
-    size_t len = 0;
-    FILE *f = p && header ? open_memstream(&text, &len) : NULL;
-    int rc = -1;
-    if (f) {
-        fputs(header, f);
-        if (pl->earlier)
-            fwrite(pl->earlier, 1, pl->earlier_len, f);
-        write_rows(f, m, p, with_now(m, p, energy_meter_history(m, p, HISTORY_POINTS)));
-    }
-    if (!f || fclose(f))
-        snprintf(err, errlen, "%s: out of memory", path);
-    else
-        rc = write_file_atomic(path, text, len, err, errlen);
-    free(text);
-    free(header);
-    free(p);
+    power_rows r = {pl, m, header_text(m), malloc((HISTORY_POINTS + 1) * sizeof(history_point))};
+    int rc = r.header && r.points ? write_file_atomic_with(path, fill_rows, &r, err, errlen)
+                                  : (snprintf(err, errlen, "%s: out of memory", path), -1);
+    free((char *)r.header);
+    free(r.points);
     return rc;
 }
 

@@ -261,24 +261,6 @@ static void write_job(FILE *f, const report_input *in)
     fputs("},\n", f);
 }
 
-/* Writes what fill writes into path, atomically. */
-static int write_text(const char *path, void (*fill)(FILE *, const void *), const void *arg,
-                      char *err, size_t errlen)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    int rc = -1;
-    if (f)
-        fill(f, arg);
-    if (!f || fclose(f))
-        snprintf(err, errlen, "%s: out of memory", path);
-    else
-        rc = write_file_atomic(path, text, len, err, errlen);
-    free(text);
-    return rc;
-}
-
 static void fill_summary(FILE *f, const void *arg)
 {
     const report_input *in = arg;
@@ -307,10 +289,10 @@ static void fill_metrics(FILE *f, const void *arg)
 
 int report_write(const char *path, const report_input *in, char *err, size_t errlen)
 {
-    return write_text(path, fill_summary, in, err, errlen);
+    return write_file_atomic_with(path, fill_summary, in, err, errlen);
 }
 
 int report_write_metrics(const char *path, const run_log *log, char *err, size_t errlen)
 {
-    return write_text(path, fill_metrics, log, err, errlen);
+    return write_file_atomic_with(path, fill_metrics, log, err, errlen);
 }

@@ -1,8 +1,10 @@
 #include "engine/run_folder.h"
 
+#include "engine/config.h"
+#include "engine/input_file.h"
+
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,37 +128,31 @@ int write_file_atomic(const char *path, const char *text, size_t len, char *err,
     return 0;
 }
 
-char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *text = NULL;
-    size_t cap = 0;
-    ssize_t got = getdelim(&text, &cap, 0, f);   /* up to a NUL: the files read here have none */
-    int failed = got < 0 && ferror(f), saved = errno;
-    fclose(f);
-    if (got < 0 && !failed && (text || (text = calloc(1, 1))))
-        got = 0, text[0] = 0;   /* an empty file */
-    if (got < 0) {
-        free(text);
-        errno = failed ? saved : ENOMEM;
-        return NULL;
-    }
-    *len = (size_t)got;
-    return text;
-}
-
 int run_folder_keep_job(const run_folder *f, const char *job, char *err, size_t errlen)
 {
     char path[700];
     size_t len;
-    char *text = read_file(job, &len);
-    if (!text) {
-        snprintf(err, errlen, "%s: cannot read: %s", job, strerror(errno));
+    char *text = input_read_all(job, CONFIG_MAX_BYTES, "job file", &len, err, errlen);
+    if (!text)
         return -1;
-    }
     int rc = write_file_atomic(run_folder_path(f, "job.cfg", path, sizeof path), text, len, err, errlen);
+    free(text);
+    return rc;
+}
+
+int write_file_atomic_with(const char *path, void (*fill)(FILE *, const void *), const void *arg,
+                           char *err, size_t errlen)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int rc = -1;
+    if (f)
+        fill(f, arg);
+    if (!f || fclose(f))
+        snprintf(err, errlen, "%s: out of memory", path);
+    else
+        rc = write_file_atomic(path, text, len, err, errlen);
     free(text);
     return rc;
 }

@@ -6,6 +6,7 @@
 #define FRUGAL_RUN_FOLDER_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 typedef struct run_folder {
     char dir[600];
@@ -18,9 +19,10 @@ void run_folder_close(run_folder *f);
 const char *run_folder_path(const run_folder *f, const char *name, char *buf, size_t n);
 /* A copy of the job file as dir/job.cfg, so that the folder tells what ran. */
 int run_folder_keep_job(const run_folder *f, const char *job, char *err, size_t errlen);
-/* A whole file (malloc'd, 0-ended; its length in len), or NULL with errno set. */
-char *read_file(const char *path, size_t *len);
 /* Replaces path with text, atomically. */
 int write_file_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen);
+/* Replaces path, atomically, with what fill(f, arg) writes. */
+int write_file_atomic_with(const char *path, void (*fill)(FILE *, const void *), const void *arg,
+                           char *err, size_t errlen);
 
 #endif

@@ -1,6 +1,6 @@
 #include "trace_check.h"
 
-#include "engine/run_folder.h"
+#include "engine/input_file.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -64,11 +64,9 @@ static const char *track_of(const char **names, const json_value *e)
 json_value *trace_load_checked(const char *path, char *why, size_t whylen)
 {
     size_t len = 0;
-    char *text = read_file(path, &len);
+    char *text = input_read_all(path, (size_t)1 << 30, "trace", &len, why, whylen);
     json_value *t = text ? json_parse(text, len, why, whylen) : NULL;
     free(text);
-    if (!text)
-        snprintf(why, whylen, "%s: cannot read", path);
     const json_value *events = json_get(t, "traceEvents");
     const char *bad = t && (!events || events->type != JSON_ARRAY) ? "no traceEvents array" : NULL;
     if (bad)
