@@ -102,7 +102,9 @@ void plan_chunk(const exec_plan *p, int k, int size, int *s0, int *s1)
 
 void plan_write_json(const exec_plan *p, const model *m, FILE *f)
 {
-    fprintf(f, "\"grain\": %d, \"chunks_per_batch\": %d, \"input\": ", p->grain, p->nchunks);
+    /* model FLOPs: 3 x forward (forward, input and weight gradients), as benchmarks count them */
+    fprintf(f, "\"grain\": %d, \"chunks_per_batch\": %d, \"model_flops_per_sample\": %.0f, "
+               "\"input\": ", p->grain, p->nchunks, m->flops_per_sample);
     json_string(f, p->bytes_input ? "bytes" : "floats");
     fputs(", \"input_why\": ", f);
     json_string(f, p->input_why);
@@ -121,8 +123,14 @@ void plan_write_json(const exec_plan *p, const model *m, FILE *f)
         json_string(f, m->layers[l].cls->name);
         fprintf(f, ", \"tasks_per_chunk\": %d, \"fused_with_next\": %s", p->groups[l],
                 p->fused[l] ? "true" : "false");
-        if (m->layers[l].cfg.type == LAYER_CONV)
-            fprintf(f, ", \"direct\": %s", conv_uses_direct(&m->layers[l].conv) ? "true" : "false");
+        if (m->layers[l].cfg.type == LAYER_CONV) {
+            const conv_geom *g = &m->layers[l].conv;
+            fprintf(f, ", \"kernels\": {\"forward\": \"%s\", \"backward_input\": \"%s\", "
+                       "\"backward_filter\": \"%s\"}",
+                    conv_path_name(conv_path(g, CONV_FORWARD)),
+                    conv_path_name(conv_path(g, CONV_BACKWARD_INPUT)),
+                    conv_path_name(conv_path(g, CONV_BACKWARD_FILTER)));
+        }
         fputc('}', f);
     }
     fputc(']', f);

@@ -175,9 +175,9 @@ static int backward_filter_im2col(const conv_geom *g, const float *x, const floa
     return 0;
 }
 
-/* Direct convolution where im2col + GEMM would be thin: stride 1 and few filters, where the GEMM's
- * M (filters) is far below a register tile and K (channels x taps) too short to amortise
- * packing. Measured with ./build.sh bench ops (conv_*_direct vs conv_*_im2col). */
+/* Stride 1 never goes to im2col + GEMM: the direct and wide kernels beat it on every shape
+ * measured with ./build.sh bench ops (conv_*_direct, _wide and _im2col), from DAHL's 4 filters
+ * to 128. */
 static int strategy = -1;   /* -1: not read from the environment yet */
 
 void conv_set_strategy(conv_strategy s) { __atomic_store_n(&strategy, (int)s, __ATOMIC_RELEASE); }
@@ -188,32 +188,57 @@ static conv_strategy current_strategy(void)
     if (s >= 0)
         return (conv_strategy)s;
     const char *env = getenv("FRUGAL_CONV");
-    s = env && !strcmp(env, "direct") ? CONV_DIRECT : env && !strcmp(env, "im2col") ? CONV_IM2COL
-                                                                                      : CONV_AUTO;
+    s = CONV_AUTO;
+    for (int i = CONV_DIRECT; env && i <= CONV_IM2COL; i++)
+        if (!strcmp(env, conv_path_name((conv_strategy)i)))
+            s = i;
     conv_set_strategy((conv_strategy)s);
     return (conv_strategy)s;
 }
 
-int conv_uses_direct(const conv_geom *g)
+const char *conv_path_name(conv_strategy s)
+{
+    return s == CONV_DIRECT ? "direct" : s == CONV_WIDE ? "wide" : s == CONV_IM2COL ? "im2col"
+                                                                                   : "auto";
+}
+
+/* The wide kernel wins where its sums are long and its vectors of filters (or channels) full:
+ * the filter gradient from 32 channels and 17 filters up (below, the direct one, fused with
+ * the max-pool after it, is faster in training); forward and input gradient from 64 channels. */
+static int wide_wins(const conv_geom *g, conv_pass pass)
+{
+    if (pass == CONV_BACKWARD_FILTER)
+        return g->f > CONV_DIRECT_MAX_FILTERS && g->c >= 32;
+    return g->f > CONV_DIRECT_MAX_FILTERS && g->c >= 64;
+}
+
+conv_strategy conv_path(const conv_geom *g, conv_pass pass)
 {
     conv_strategy s = current_strategy();
     if (g->stride != 1 || s == CONV_IM2COL)
-        return 0;
-    return s == CONV_DIRECT || g->f <= CONV_DIRECT_MAX_FILTERS;
+        return CONV_IM2COL;
+    if (g->kh * g->kw > CONV_WIDE_MAX_TAPS)
+        return CONV_DIRECT;
+    return s == CONV_WIDE || (s == CONV_AUTO && wide_wins(g, pass)) ? CONV_WIDE : CONV_DIRECT;
 }
 
-#define DISPATCH(fn, ...)                                                                   \
-    (ops_isa_active() == OPS_ISA_AVX512 ? conv_direct_##fn##_avx512(__VA_ARGS__)            \
-     : ops_isa_active() == OPS_ISA_AVX2 ? conv_direct_##fn##_avx2(__VA_ARGS__)              \
-                                        : conv_direct_##fn##_portable(__VA_ARGS__))
+int conv_uses_direct(const conv_geom *g)
+{
+    return conv_path(g, CONV_FORWARD) == CONV_DIRECT &&
+           conv_path(g, CONV_BACKWARD_FILTER) == CONV_DIRECT;
+}
+
+#define DISPATCH_ISA(fn, ...)                                                               \
+    (ops_isa_active() == OPS_ISA_AVX512 ? fn##_avx512(__VA_ARGS__)                          \
+     : ops_isa_active() == OPS_ISA_AVX2 ? fn##_avx2(__VA_ARGS__)                            \
+                                        : fn##_portable(__VA_ARGS__))
+#define DISPATCH(fn, ...) DISPATCH_ISA(conv_direct_##fn, __VA_ARGS__)
+#define DISPATCH_WIDE(fn, ...) DISPATCH_ISA(conv_wide_##fn, __VA_ARGS__)
 
 int conv2d_forward(const conv_geom *g, const float *x, const float *wt, const float *bias,
                    float *y, int n0, int n1, int f0, int f1)
 {
-    if (conv_uses_direct(g))
-        return DISPATCH(forward, g, (conv_input){x, NULL, 0}, wt, bias, y, n0, n1, f0, f1, NULL,
-                        NULL);
-    return forward_im2col(g, x, wt, bias, y, n0, n1, f0, f1);
+    return conv2d_forward_in(g, (conv_input){x, NULL, 0}, wt, bias, y, n0, n1, f0, f1);
 }
 
 /* One sample of bytes as floats, for the im2col path. */
@@ -230,10 +255,16 @@ static const float *bytes_to_floats(const conv_geom *g, const uint8_t *x, float 
 int conv2d_forward_in(const conv_geom *g, conv_input x, const float *wt, const float *bias,
                       float *y, int n0, int n1, int f0, int f1)
 {
-    if (x.f)
-        return conv2d_forward(g, x.f, wt, bias, y, n0, n1, f0, f1);
-    if (conv_uses_direct(g))
+    switch (conv_path(g, CONV_FORWARD)) {
+    case CONV_DIRECT:
         return DISPATCH(forward, g, x, wt, bias, y, n0, n1, f0, f1, NULL, NULL);
+    case CONV_WIDE:
+        return DISPATCH_WIDE(forward, g, x, wt, bias, y, n0, n1, f0, f1);
+    default:
+        break;
+    }
+    if (x.f)
+        return forward_im2col(g, x.f, wt, bias, y, n0, n1, f0, f1);
     size_t out = (size_t)g->f * g->oh * g->ow;
     for (int n = n0; n < n1; n++) {
         const float *xf = bytes_to_floats(g, x.b[n], x.scale);
@@ -246,28 +277,37 @@ int conv2d_forward_in(const conv_geom *g, conv_input x, const float *wt, const f
 int conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt, float *dx,
                           int n0, int n1)
 {
-    if (conv_uses_direct(g))
+    switch (conv_path(g, CONV_BACKWARD_INPUT)) {
+    case CONV_DIRECT:
         return DISPATCH(backward_input, g, dy, wt, dx, n0, n1);
-    return backward_input_im2col(g, dy, wt, dx, n0, n1);
+    case CONV_WIDE:
+        return DISPATCH_WIDE(backward_input, g, dy, wt, dx, n0, n1);
+    default:
+        return backward_input_im2col(g, dy, wt, dx, n0, n1);
+    }
 }
 
 int conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy, float *dwt,
                            float *dbias, int n0, int n1, int f0, int f1, int accumulate)
 {
-    if (conv_uses_direct(g))
-        return DISPATCH(backward_filter, g, (conv_input){x, NULL, 0}, dy, dwt, dbias, n0, n1, f0,
-                        f1, accumulate, NULL, NULL);
-    return backward_filter_im2col(g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate);
+    return conv2d_backward_filter_in(g, (conv_input){x, NULL, 0}, dy, dwt, dbias, n0, n1, f0, f1,
+                                     accumulate);
 }
 
 int conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float *dy, float *dwt,
                               float *dbias, int n0, int n1, int f0, int f1, int accumulate)
 {
-    if (x.f)
-        return conv2d_backward_filter(g, x.f, dy, dwt, dbias, n0, n1, f0, f1, accumulate);
-    if (conv_uses_direct(g))
+    switch (conv_path(g, CONV_BACKWARD_FILTER)) {
+    case CONV_DIRECT:
         return DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate, NULL,
                         NULL);
+    case CONV_WIDE:
+        return DISPATCH_WIDE(backward_filter, g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate);
+    default:
+        break;
+    }
+    if (x.f)
+        return backward_filter_im2col(g, x.f, dy, dwt, dbias, n0, n1, f0, f1, accumulate);
     size_t out = (size_t)g->f * g->oh * g->ow;
     for (int n = n0; n < n1; n++) {   /* in order, as the float function sums them */
         const float *xf = bytes_to_floats(g, x.b[n], x.scale);

@@ -1,4 +1,4 @@
-/* 2-D convolution, NCHW float32, direct or via im2col + GEMM (conv_uses_direct), optionally fused
+/* 2-D convolution, NCHW float32, direct, wide or via im2col + GEMM (conv_path), optionally fused
  * with the max-pool after it. Every function works on a sub-range of samples [n0, n1) and, where
  * it makes sense, of filters [f0, f1), so the engine can cut the work into micro-tasks of any
  * grain. */
@@ -62,12 +62,20 @@ int conv2d_backward_filter_maxpool(const conv_geom *g, conv_input x, const pool_
                                     const float *dy, const int32_t *argmax, float *dwt,
                                     float *dbias, int n0, int n1, int accumulate);
 
-/* How the functions above compute: direct convolution (stride 1 only) or im2col + GEMM. AUTO
- * takes direct for stride 1 with at most CONV_DIRECT_MAX_FILTERS filters. The environment
- * variable FRUGAL_CONV=auto|direct|im2col sets the starting strategy; tests and benchmarks set it. */
-typedef enum conv_strategy { CONV_AUTO, CONV_DIRECT, CONV_IM2COL } conv_strategy;
+/* How the functions above compute, pass by pass: the direct convolution (vectorised along
+ * pixels), the wide one (vectorised along filters; both stride 1 only) or im2col + GEMM. AUTO
+ * takes im2col for strides above 1; for stride 1, wide where its sum is long and its vectors
+ * full (more than CONV_DIRECT_MAX_FILTERS filters, and 32 channels for the filter gradient, 64
+ * for the others), direct elsewhere (measured: ./build.sh bench ops). The environment variable
+ * FRUGAL_CONV=auto|direct|wide|im2col sets the starting strategy; tests and benchmarks set it. */
+typedef enum conv_strategy { CONV_AUTO, CONV_DIRECT, CONV_WIDE, CONV_IM2COL } conv_strategy;
+typedef enum conv_pass { CONV_FORWARD, CONV_BACKWARD_INPUT, CONV_BACKWARD_FILTER } conv_pass;
 #define CONV_DIRECT_MAX_FILTERS 16
+#define CONV_WIDE_MAX_TAPS 4096   /* kernels up to 64 x 64 */
 void conv_set_strategy(conv_strategy s);
+conv_strategy conv_path(const conv_geom *g, conv_pass pass);   /* DIRECT, WIDE or IM2COL */
+const char *conv_path_name(conv_strategy s);
+/* Forward and filter gradient both direct: what fusion with a max-pool needs. */
 int conv_uses_direct(const conv_geom *g);
 
 #endif

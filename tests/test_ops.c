@@ -43,7 +43,7 @@ TEST(ops_conv_matches_pytorch)
         char what[128];
         /* whole range, then per-sample and per-filter pieces must give the same answer */
         conv2d_forward(&g, x, w, b, y, 0, n, 0, g.f);
-        const char *path = conv_uses_direct(&g) ? "direct" : "im2col";
+        const char *path = conv_path_name(conv_path(&g, CONV_FORWARD));
         snprintf(what, sizeof what, "%s [%s %s] forward", c->name, ops_isa_name(isa), path);
         fx_close(what, y, y_ref, ATOL, RTOL);
         memset(y, 0, sizeof(float) * (size_t)y_ref->n);
@@ -291,7 +291,7 @@ static void conv_fd_case(int c, int h, int w, int f, int kh, int kw, int stride,
     conv2d_backward_filter(&cf.g, cf.x, cf.r, dw, db, 0, 2, 0, f, 0);
     char what[64];
     snprintf(what, sizeof what, "conv stride %d (%s) dx", stride,
-             conv_uses_direct(&cf.g) ? "direct" : "im2col");
+             conv_path_name(conv_path(&cf.g, CONV_BACKWARD_FILTER)));
     check_fd(what, cf.x, nx, conv_loss, &cf, dx, 1e-2);
     check_fd(what, cf.w, nw, conv_loss, &cf, dw, 1e-2);
     check_fd(what, cf.b, f, conv_loss, &cf, db, 1e-2);
@@ -302,8 +302,11 @@ TEST(ops_conv_gradients_match_finite_differences)
 {
     conv_fd_case(2, 7, 6, 3, 3, 2, 2, 1);   /* stride 2: im2col */
     conv_fd_case(5, 6, 7, 5, 3, 3, 1, 1);   /* stride 1: direct, with partial filter and channel blocks */
+    conv_set_strategy(CONV_WIDE);
+    conv_fd_case(5, 6, 7, 5, 3, 3, 1, 1);
     conv_set_strategy(CONV_IM2COL);
     conv_fd_case(5, 6, 7, 5, 3, 3, 1, 1);
+    conv_set_strategy(CONV_AUTO);
 }
 
 typedef struct dense_fd { int n, in, out; float *x, *w, *b, *y, *r; } dense_fd;
@@ -462,7 +465,7 @@ TEST(ops_simd_paths_agree_with_portable)
             for (int k = 0; k < OUTS; k++)
                 CHECKF(max_rel_diff(got[k], ref[k], sizes[k]) < 1e-4,
                        "%s path, output %d (%s conv): differs from portable by %g",
-                       ops_isa_name(isa), k, s == CONV_DIRECT ? "direct" : "im2col",
+                       ops_isa_name(isa), k, conv_path_name(s),
                        (double)max_rel_diff(got[k], ref[k], sizes[k]));
         }
     for (int k = 0; k < OUTS; k++)
@@ -561,16 +564,15 @@ TEST(ops_conv_reads_bytes_like_floats)
         bias[i] = 0.01f * (float)i;
     for (size_t i = 0; i < 2 * nout; i++)
         dy[i] = (float)((int)(i * 5 % 9) - 4) * 0.25f;
-    conv_strategy paths[] = {CONV_DIRECT, CONV_IM2COL};
-    for (int p = 0; p < 2; p++) {
-        conv_set_strategy(paths[p]);
+    for (conv_strategy p = CONV_DIRECT; p <= CONV_IM2COL; p++) {
+        conv_set_strategy(p);
         conv2d_forward(&g, xf, w, bias, y1, 0, 2, 1, 6);
         conv_input bytes = {NULL, samples, 1.0f / 255.0f};
         conv2d_forward_in(&g, bytes, w, bias, y2, 0, 2, 1, 6);
-        CHECKF(!memcmp(y1, y2, sizeof(float) * 2 * nout), "forward, path %d", p);
+        CHECKF(!memcmp(y1, y2, sizeof(float) * 2 * nout), "forward, %s path", conv_path_name(p));
         conv2d_backward_filter(&g, xf, dy, dw1, dw1 + nw, 0, 2, 0, 6, 0);
         conv2d_backward_filter_in(&g, bytes, dy, dw2, dw2 + nw, 0, 2, 0, 6, 0);
-        CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + 6)), "filter gradient, path %d", p);
+        CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + 6)), "filter gradient, %s path", conv_path_name(p));
     }
     conv_set_strategy(CONV_AUTO);
     free(xb), free(xf), free(w), free(bias), free(y1), free(y2), free(dy), free(dw1), free(dw2);

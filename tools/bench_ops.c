@@ -2,18 +2,23 @@
  * the runtime parallelises). Prints:
  *   bench ops peak_gflops_per_core=X isa=NAME
  *   bench ops CASE gflops=X peak_pct=Y
- * Usage: bench_ops [seconds-per-case] */
+ * Usage: bench_ops [seconds-per-case [only-cases-named-with-this]]
+ *        bench_ops --peak THREADS: the FMA peak of THREADS cores at once, in GFLOP/s (one number;
+ *        ./build.sh bench train compares whole training runs with it). */
 #include "ops/conv.h"
 #include "ops/cpu.h"
 #include "ops/gemm.h"
 #include "ops/peak.h"
 #include "runtime/clock.h"
 
+#include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 static double budget = 0.3;
 static double peak;
+static const char *only;   /* run only the cases whose name has this */
 
 static float *randoms(size_t n)
 {
@@ -72,6 +77,10 @@ static void bench_gemm(const char *label, int ta, int tb, int m, int n, int k)
     char name[96];
     snprintf(name, sizeof name, "sgemm_%s_m%d_n%d_k%d%s%s", label, m, n, k, ta ? "_ta" : "",
              tb ? "_tb" : "");
+    if (only && !strstr(name, only)) {
+        free(g.a), free(g.b), free(g.c);
+        return;
+    }
     double ref, gflops = measure(run_gemm, &g, 2.0 * m * n * k, &ref);
     report(name, gflops, ref);
     free(g.a);
@@ -92,24 +101,25 @@ static void run_conv(void *p)
         conv2d_backward_filter(&c->g, c->x, c->dy, c->dw, c->db, 0, c->n, 0, c->g.f, 0);
 }
 
-/* DAHL's Conv2d(C, 4, 3) on a batch of n images, each pass separately. */
-static void bench_conv(int c, int h, int w, int n)
+/* Conv2d(C, F, 3, padding=pad) on a batch of n images, each pass separately. */
+static void bench_conv(int c, int h, int w, int f, int pad, int n)
 {
     conv_case cc = {.n = n};
-    conv_geom_init(&cc.g, c, h, w, 4, 3, 3, 1, 0);
-    size_t in = (size_t)n * c * h * w, out = (size_t)n * 4 * cc.g.oh * cc.g.ow;
+    conv_geom_init(&cc.g, c, h, w, f, 3, 3, 1, pad);
+    size_t in = (size_t)n * c * h * w, out = (size_t)n * f * cc.g.oh * cc.g.ow;
     cc.x = randoms(in), cc.dx = randoms(in), cc.y = randoms(out), cc.dy = randoms(out);
-    cc.w = randoms(4 * 9 * (size_t)c), cc.dw = randoms(4 * 9 * (size_t)c);
-    cc.b = randoms(4), cc.db = randoms(4);
+    cc.w = randoms((size_t)f * 9 * c), cc.dw = randoms((size_t)f * 9 * c);
+    cc.b = randoms((size_t)f), cc.db = randoms((size_t)f);
     double flops = 2.0 * out * c * 9;
     static const char *pass[] = {"forward", "backward_input", "backward_filter"};
-    static const char *path[] = {"", "direct", "im2col"};
     for (conv_strategy s = CONV_DIRECT; s <= CONV_IM2COL; s++) {
         conv_set_strategy(s);
         for (cc.pass = 0; cc.pass < 3; cc.pass++) {
             char name[96];
-            snprintf(name, sizeof name, "conv_%dx%dx%d_%s_batch%d_%s", h, w, c, pass[cc.pass], n,
-                     path[s]);
+            snprintf(name, sizeof name, "conv_%dx%dx%d_f%d_pad%d_%s_batch%d_%s", h, w, c, f, pad,
+                     pass[cc.pass], n, conv_path_name(s));
+            if (only && !strstr(name, only))
+                continue;
             double ref, gflops = measure(run_conv, &cc, flops, &ref);
             report(name, gflops, ref);
         }
@@ -119,10 +129,37 @@ static void bench_conv(int c, int h, int w, int n)
         free(cc.db);
 }
 
+static void *peak_thread(void *out)
+{
+    *(double *)out = ops_peak_gflops(ops_isa_active(), 0.5);
+    return NULL;
+}
+
+/* Every thread measures its core at the same time: the sum is what they reach together (cores
+ * that share a pipeline or a power limit give less than one core's peak times their number). */
+static int print_peak_of_threads(int threads)
+{
+    pthread_t tid[256];
+    double got[256], sum = 0;
+    if (threads < 1 || threads > 256)
+        return 2;
+    for (int t = 0; t < threads; t++)
+        if (pthread_create(&tid[t], NULL, peak_thread, &got[t]))
+            return 1;
+    for (int t = 0; t < threads; t++)
+        pthread_join(tid[t], NULL), sum += got[t];
+    printf("%.1f\n", sum);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 2 && !strcmp(argv[1], "--peak"))
+        return print_peak_of_threads(atoi(argv[2]));
     if (argc > 1)
         budget = atof(argv[1]);
+    if (argc > 2)
+        only = argv[2];
     ops_isa isa = ops_isa_active();
     peak = ops_peak_gflops(isa, 0.5);
     printf("bench ops peak_gflops_per_core=%.2f isa=%s\n", peak, ops_isa_name(isa));
@@ -133,9 +170,16 @@ int main(int argc, char **argv)
     bench_gemm("conv270_fwd", 0, 0, 4, 268 * 358, 27);
     bench_gemm("conv270_dw", 0, 1, 4, 27, 268 * 358);
     bench_gemm("conv270_dx", 1, 0, 27, 268 * 358, 4);
-    bench_conv(1, 28, 28, 32);
-    bench_conv(3, 116, 158, 8);
-    bench_conv(3, 270, 360, 2);
+    bench_conv(1, 28, 28, 4, 0, 32);   /* DAHL's Conv2d(C, 4, 3) */
+    bench_conv(3, 116, 158, 4, 0, 8);
+    bench_conv(3, 270, 360, 4, 0, 2);
+    bench_conv(16, 16, 16, 32, 1, 4);    /* cifar-shaped's second convolution */
+    bench_conv(1, 28, 28, 64, 1, 4);     /* wide-28's */
+    bench_conv(64, 14, 14, 128, 1, 4);
+    bench_conv(3, 32, 32, 32, 1, 4);     /* vgg-small's */
+    bench_conv(32, 32, 32, 32, 1, 4);
+    bench_conv(32, 16, 16, 64, 1, 4);
+    bench_conv(64, 8, 8, 128, 1, 4);
     printf("bench ops peak_gflops_per_core_max=%.2f (highest seen during the run)\n", peak);
     return 0;
 }

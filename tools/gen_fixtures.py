@@ -44,6 +44,11 @@ def conv_cases(out):
         ("pad2_kernel3x2", 1, 2, 6, 5, 3, 3, 2, 1, 2),
         ("one_filter_batch1", 1, 4, 8, 8, 1, 5, 5, 1, 0),
         ("stride2_kernel2", 3, 2, 10, 6, 4, 2, 2, 2, 0),
+        # Many channels and filters (the wide kernel), counts that are not multiples of any
+        # register block, odd sizes, padding; and stride 2 with as many filters.
+        ("wide_odd_pad1", 2, 37, 9, 7, 41, 3, 3, 1, 1),
+        ("wide_pad2_kernel5x3", 1, 66, 6, 11, 19, 5, 3, 1, 2),
+        ("wide_stride2_pad1", 2, 33, 9, 8, 35, 3, 3, 2, 1),
     ]
     for name, n, c, h, w, f, kh, kw, s, p in cases:
         x, wt, b = f32(n, c, h, w), f32(f, c, kh, kw, scale=0.3), f32(f, scale=0.1)

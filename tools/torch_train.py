@@ -1,10 +1,16 @@
 #!/usr/bin/python3
-"""The PyTorch side of ./build.sh bench train: DAHL's CNN (Conv2d(C,4,3), ReLU, MaxPool2d(2),
-Linear, cross-entropy, SGD lr 0.001, batch 32, float32) on the first N Fashion-MNIST images,
-resized and channel-replicated like frugal does. Prints the images per second of the fastest
-epoch (the machine's speed drifts; frugal's side takes its fastest epoch too).
+"""The PyTorch side of ./build.sh bench train: the network of a frugal job file (its [conv],
+[relu], [maxpool], [flatten], [dense] and [softmax_xent] sections), its optimizer (SGD, lr,
+momentum) and batch, float32, on the first N Fashion-MNIST images, resized and channel-replicated
+as the job's [data] says, like frugal does. Initialisation is PyTorch's default, which frugal's
+follows (kaiming_uniform with a = sqrt(5)).
 
-Usage: torch_train.py N HEIGHT WIDTH CHANNELS [EPOCHS] [THREADS]
+Prints one line: `img_per_s=X flops_per_image=F`, the images per second of the fastest epoch (the
+machine's speed drifts; frugal's side takes its fastest epoch too) and the model's training FLOPs
+per image (3 x forward: forward, input gradient, weight gradient). With --test it trains on the
+first N images, then prints also `test_acc=A` on the 10,000 test images after the last epoch.
+
+Usage: torch_train.py JOB.cfg N [EPOCHS] [THREADS] [--test]
 """
 import gzip
 import sys
@@ -25,33 +31,93 @@ def idx(path, dims):
     return np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
 
 
+def read_job(path):
+    """The job file as a list of (section, {key: value}), in order."""
+    sections = []
+    for line in open(path):
+        line = line.split("#")[0].strip()
+        if line.startswith("["):
+            sections.append((line.strip("[]"), {}))
+        elif "=" in line:
+            key, value = (s.strip() for s in line.split("=", 1))
+            sections[-1][1][key] = value
+    return sections
+
+
+def build(sections, c, h, w):
+    """The network and its forward FLOPs per image."""
+    layers, flops, flat = [], 0, None
+    for name, keys in sections:
+        if name == "conv":
+            f, k = int(keys["filters"]), int(keys.get("size", 3))
+            s, p = int(keys.get("stride", 1)), int(keys.get("padding", 0))
+            layers.append(nn.Conv2d(c, f, k, stride=s, padding=p))
+            h, w = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+            flops += 2 * c * k * k * f * h * w
+            c = f
+        elif name == "relu":
+            layers.append(nn.ReLU())
+        elif name == "maxpool":
+            k = int(keys.get("size", 2))
+            s = int(keys.get("stride", k))
+            layers.append(nn.MaxPool2d(k, s))
+            h, w = (h - k) // s + 1, (w - k) // s + 1
+        elif name == "flatten":
+            layers.append(nn.Flatten())
+            flat = c * h * w
+        elif name == "dense":
+            out = int(keys["outputs"])
+            layers.append(nn.Linear(flat, out))
+            flops += 2 * flat * out
+            flat = out
+    return nn.Sequential(*layers), flops
+
+
 def main():
-    n, h, w, c = (int(a) for a in sys.argv[1:5])
-    epochs = int(sys.argv[5]) if len(sys.argv) > 5 else 2
-    torch.set_num_threads(int(sys.argv[6]) if len(sys.argv) > 6 else 2)
-    torch.manual_seed(42)
-    x = torch.tensor(idx(ROOT + "train-images-idx3-ubyte.gz", 3)[:n], dtype=torch.float32)
-    y = torch.tensor(idx(ROOT + "train-labels-idx1-ubyte.gz", 1)[:n], dtype=torch.int64)
-    x = x.unsqueeze(1) / 255.0
-    if (h, w) != (28, 28):
-        x = F.interpolate(x, size=(h, w), mode="bilinear", align_corners=False)
-    x = x.expand(-1, c, -1, -1).contiguous()
-    oh, ow = (h - 2) // 2, (w - 2) // 2
-    model = nn.Sequential(nn.Conv2d(c, 4, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                          nn.Linear(4 * oh * ow, 10))
-    opt = torch.optim.SGD(model.parameters(), lr=0.001)
+    args = [a for a in sys.argv[1:] if a != "--test"]
+    sections = read_job(args[0])
+    n = int(args[1])
+    epochs = int(args[2]) if len(args) > 2 else 2
+    torch.set_num_threads(int(args[3]) if len(args) > 3 else 2)
+    conf = {}
+    for name, keys in sections:
+        conf.setdefault(name, keys)
+    h, w = (int(v) for v in conf["data"].get("resize", "28x28").split("x"))
+    c = int(conf["data"].get("channels", 1))
+    batch = int(conf["job"].get("batch", 32))
+    torch.manual_seed(int(conf["job"].get("seed", 42)))
+
+    def images(kind, limit):
+        x = torch.tensor(idx(ROOT + kind + "-images-idx3-ubyte.gz", 3)[:limit], dtype=torch.float32)
+        y = torch.tensor(idx(ROOT + kind + "-labels-idx1-ubyte.gz", 1)[:limit], dtype=torch.int64)
+        x = x.unsqueeze(1) / 255.0
+        if (h, w) != (28, 28):
+            x = F.interpolate(x, size=(h, w), mode="bilinear", align_corners=False)
+        return x.expand(-1, c, -1, -1).contiguous(), y
+
+    x, y = images("train", n)
+    model, flops = build(sections, c, h, w)
+    opt = conf["optimizer"]
+    sgd = torch.optim.SGD(model.parameters(), lr=float(opt.get("lr", 0.01)),
+                          momentum=float(opt.get("momentum", 0)))
     best = 0.0
     for _ in range(epochs):
         perm = torch.randperm(n)
         start = time.perf_counter()
-        for b in range(0, n, 32):
-            i = perm[b:b + 32]
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x[i]), y[i])
-            loss.backward()
-            opt.step()
+        for b in range(0, n, batch):
+            i = perm[b:b + batch]
+            sgd.zero_grad()
+            F.cross_entropy(model(x[i]), y[i]).backward()
+            sgd.step()
         best = max(best, n / (time.perf_counter() - start))
-    print("%.1f" % best)
+    line = "img_per_s=%.1f flops_per_image=%d" % (best, 3 * flops)
+    if "--test" in sys.argv:
+        tx, ty = images("t10k", 10000)
+        with torch.no_grad():
+            right = sum((model(tx[b:b + 500]).argmax(1) == ty[b:b + 500]).sum().item()
+                        for b in range(0, len(ty), 500))
+        line += " test_acc=%.4f" % (right / len(ty))
+    print(line)
 
 
 if __name__ == "__main__":
