@@ -1,7 +1,7 @@
-/* 2-D convolution, NCHW float32, direct, wide or via im2col + GEMM (conv_path), optionally fused
- * with the max-pool after it. Every function works on a sub-range of samples [n0, n1) and, where
- * it makes sense, of filters [f0, f1), so the engine can cut the work into micro-tasks of any
- * grain. */
+/* 2-D convolution, NCHW float32, direct, wide, Winograd or im2col + GEMM (conv_path),
+ * optionally fused with the max-pool after it. Every function works on a sub-range of samples
+ * [n0, n1) and, where it makes sense, of filters [f0, f1), so the engine can cut the work into
+ * micro-tasks of any grain. */
 #ifndef FRUGAL_CONV_H
 #define FRUGAL_CONV_H
 
@@ -63,12 +63,17 @@ int conv2d_backward_filter_maxpool(const conv_geom *g, conv_input x, const pool_
                                     float *dbias, int n0, int n1, int accumulate);
 
 /* How the functions above compute, pass by pass: the direct convolution (vectorised along
- * pixels), the wide one (vectorised along filters; both stride 1 only) or im2col + GEMM. AUTO
- * takes im2col for strides above 1; for stride 1, wide where its sum is long and its vectors
- * full (more than CONV_DIRECT_MAX_FILTERS filters, and 32 channels for the filter gradient, 64
- * for the others), direct elsewhere (measured: ./build.sh bench ops). The environment variable
- * FRUGAL_CONV=auto|direct|wide|im2col sets the starting strategy; tests and benchmarks set it. */
-typedef enum conv_strategy { CONV_AUTO, CONV_DIRECT, CONV_WIDE, CONV_IM2COL } conv_strategy;
+ * pixels), the wide one (vectorised along filters; both stride 1 only), Winograd F(2x2, 3x3)
+ * (3x3 stride 1; conv_winograd.h) or im2col + GEMM. AUTO takes im2col for strides above 1;
+ * Winograd for 3x3 stride-1 layers with more than CONV_DIRECT_MAX_FILTERS filters and 16
+ * channels; elsewhere at stride 1, wide where its sum is long and its vectors full (32 channels
+ * for the filter gradient, 64 for the others), direct otherwise (measured: ./build.sh bench ops
+ * and bench train). The environment variable FRUGAL_CONV=auto|direct|wide|im2col|winograd sets
+ * the starting strategy (winograd: where the shape allows, auto elsewhere); tests and
+ * benchmarks set it. */
+typedef enum conv_strategy {
+    CONV_AUTO, CONV_DIRECT, CONV_WIDE, CONV_IM2COL, CONV_WINOGRAD, CONV_STRATEGIES
+} conv_strategy;
 typedef enum conv_pass { CONV_FORWARD, CONV_BACKWARD_INPUT, CONV_BACKWARD_FILTER } conv_pass;
 #define CONV_DIRECT_MAX_FILTERS 16
 #define CONV_WIDE_MAX_TAPS 4096   /* kernels up to 64 x 64 */

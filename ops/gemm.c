@@ -9,6 +9,7 @@
 #include "ops/scratch.h"
 
 #include <string.h>
+#include <xmmintrin.h>   /* SSE, part of baseline x86-64: 4x4 transposes while packing */
 
 /* Portable micro-kernel: 4 x 8, written so the compiler vectorises it for baseline SSE2. */
 enum { P_MR = 4, P_NR = 8 };
@@ -46,26 +47,57 @@ static const gemm_arch *arch_for(ops_isa isa)
     return &gemm_arch_portable;
 }
 
+/* dst[k * ldd + i] = src[i * lds + k] for i < rows, k < cols: the transposing copy that packing
+ * a row-major A (or a transposed B) needs, by 4x4 blocks in SSE registers, where one element at
+ * a time would read a column of distant rows per step. */
+static void copy_transposed(const float *src, int lds, int rows, int cols, float *dst, int ldd)
+{
+    int i = 0;
+    for (; i + 4 <= rows; i += 4) {
+        const float *s = src + (size_t)i * lds;
+        int k = 0;
+        for (; k + 4 <= cols; k += 4) {
+            __m128 r0 = _mm_loadu_ps(s + k), r1 = _mm_loadu_ps(s + lds + k);
+            __m128 r2 = _mm_loadu_ps(s + 2 * (size_t)lds + k);
+            __m128 r3 = _mm_loadu_ps(s + 3 * (size_t)lds + k);
+            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+            float *d = dst + (size_t)k * ldd + i;
+            _mm_storeu_ps(d, r0);
+            _mm_storeu_ps(d + ldd, r1);
+            _mm_storeu_ps(d + 2 * (size_t)ldd, r2);
+            _mm_storeu_ps(d + 3 * (size_t)ldd, r3);
+        }
+        for (; k < cols; k++)
+            for (int r = 0; r < 4; r++)
+                dst[(size_t)k * ldd + i + r] = s[(size_t)r * lds + k];
+    }
+    for (; i < rows; i++)
+        for (int k = 0; k < cols; k++)
+            dst[(size_t)k * ldd + i] = src[(size_t)i * lds + k];
+}
+
+/* Zeroes columns [from, width) of kc rows of width values: a partial panel's padding. */
+static void zero_tail(float *panel, int kc, int from, int width)
+{
+    if (from < width)
+        for (int k = 0; k < kc; k++)
+            memset(panel + (size_t)k * width + from, 0, sizeof(float) * (size_t)(width - from));
+}
+
 /* op(A)[ic.., pc..] -> MR-row panels, each kc columns of MR values, zero-padded. */
 static void pack_a(const gemm_arch *g, int trans, const float *A, int lda, int mc, int kc,
                    float *Ap)
 {
     for (int ir = 0; ir < mc; ir += g->mr) {
         int m = mc - ir < g->mr ? mc - ir : g->mr;
-        for (int k = 0; k < kc; k++) {
-            float *dst = Ap + (size_t)ir * kc + (size_t)k * g->mr;
-            int i = 0;
-            if (trans) {
-                const float *src = A + (size_t)k * lda + ir;
-                for (; i < m; i++)
-                    dst[i] = src[i];
-            } else {
-                for (; i < m; i++)
-                    dst[i] = A[(size_t)(ir + i) * lda + k];
-            }
-            for (; i < g->mr; i++)
-                dst[i] = 0;
-        }
+        float *panel = Ap + (size_t)ir * kc;
+        size_t row = sizeof(float) * (size_t)m;
+        if (trans)
+            for (int k = 0; k < kc; k++)
+                memcpy(panel + (size_t)k * g->mr, A + (size_t)k * lda + ir, row);
+        else
+            copy_transposed(A + (size_t)ir * lda, lda, m, kc, panel, g->mr);
+        zero_tail(panel, kc, m, g->mr);
     }
 }
 
@@ -75,19 +107,14 @@ static void pack_b(const gemm_arch *g, int trans, const float *B, int ldb, int k
 {
     for (int jr = 0; jr < nc; jr += g->nr) {
         int n = nc - jr < g->nr ? nc - jr : g->nr;
-        for (int k = 0; k < kc; k++) {
-            float *dst = Bp + (size_t)jr * kc + (size_t)k * g->nr;
-            int j = 0;
-            if (trans) {
-                for (; j < n; j++)
-                    dst[j] = B[(size_t)(jr + j) * ldb + k];
-            } else {
-                memcpy(dst, B + (size_t)k * ldb + jr, sizeof(float) * (size_t)n);
-                j = n;
-            }
-            for (; j < g->nr; j++)
-                dst[j] = 0;
-        }
+        float *panel = Bp + (size_t)jr * kc;
+        size_t row = sizeof(float) * (size_t)n;
+        if (trans)
+            copy_transposed(B + (size_t)jr * ldb, ldb, n, kc, panel, g->nr);
+        else
+            for (int k = 0; k < kc; k++)
+                memcpy(panel + (size_t)k * g->nr, B + (size_t)k * ldb + jr, row);
+        zero_tail(panel, kc, n, g->nr);
     }
 }
 

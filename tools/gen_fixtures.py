@@ -49,6 +49,12 @@ def conv_cases(out):
         ("wide_odd_pad1", 2, 37, 9, 7, 41, 3, 3, 1, 1),
         ("wide_pad2_kernel5x3", 1, 66, 6, 11, 19, 5, 3, 1, 2),
         ("wide_stride2_pad1", 2, 33, 9, 8, 35, 3, 3, 2, 1),
+        # Winograd F(2x2, 3x3): odd outputs (half-empty tiles), padding 0 and 2, blocks of tile
+        # rows that cross samples, and a tile row longer than a block.
+        ("winograd_pad0_odd", 3, 5, 7, 6, 17, 3, 3, 1, 0),
+        ("winograd_pad2", 2, 7, 13, 8, 19, 3, 3, 1, 2),
+        ("winograd_many_blocks", 2, 2, 52, 5, 3, 3, 3, 1, 1),
+        ("winograd_long_row", 1, 2, 3, 261, 3, 3, 3, 1, 1),
     ]
     for name, n, c, h, w, f, kh, kw, s, p in cases:
         x, wt, b = f32(n, c, h, w), f32(f, c, kh, kw, scale=0.3), f32(f, scale=0.1)
