@@ -21,7 +21,8 @@ enum { POINTS = 16 };       /* the 4x4 transform domain */
  * register tiles, so that no product goes through the GEMM's slow edge path. */
 typedef struct tiling {
     const conv_geom *g;
-    int th, tw, row_len;    /* row_len: the padded input a tile row reads, 2 * tw + 2 */
+    int th, tw, tv;         /* tv: tw rounded up to whole vectors (ROW_VECTOR) */
+    int row_len;            /* the padded input a tile row reads, 2 * tv + 2 */
     int r0, r1;             /* the current block; r1 < 0 before the first */
     int tiles, cols;        /* its tiles, (r1 - r0) * tw; cols: tiles rounded up */
 } tiling;
@@ -38,13 +39,20 @@ int conv_winograd_fits(const conv_geom *g)
     return g->kh == 3 && g->kw == 3 && g->stride == 1;
 }
 
+static int round_up(int n, int to) { return (n + to - 1) / to * to; }
+
+/* The transforms' loops along a tile row run over whole SSE vectors (tv tiles), which is
+ * faster than a scalar tail on rows of 7 or 14 tiles. Past tw they write values no one reads:
+ * in a block's matrices, over the next tile row's start (written after, rows go in order) or
+ * into the padding columns and SKEW (zeroed or unused); elsewhere into row buffers sized for
+ * tv. */
+#define ROW_VECTOR 4
+
 static tiling tiling_of(const conv_geom *g)
 {
-    int th = (g->oh + 1) / 2, tw = (g->ow + 1) / 2;
-    return (tiling){g, th, tw, 2 * tw + 2, 0, -1, 0, 0};
+    int th = (g->oh + 1) / 2, tw = (g->ow + 1) / 2, tv = round_up(tw, ROW_VECTOR);
+    return (tiling){g, th, tw, tv, 2 * tv + 2, 0, -1, 0, 0};
 }
-
-static int round_up(int n, int to) { return (n + to - 1) / to * to; }
 
 static int rows_per_block(const tiling *t)
 {
@@ -77,67 +85,64 @@ static void zero_padding(const tiling *t, float *X, int n)
             memset(X + p * plane + (size_t)i * t->cols + t->tiles, 0, pad);
 }
 
-/* Padded input row y of channel c of sample n (row_len values from column -pad, zero
- * outside), split into its even columns e[0..tw] and odd ones o[0..tw]: tile q then reads
- * e[q], o[q], e[q + 1], o[q + 1], contiguous along q. tmp: row_len floats. */
-static void load_row(const tiling *t, conv_input x, int n, int c, int y, float *e, float *o,
-                     float *tmp)
+/* Row y of channel c of sample n, w floats: in place for a float input, converted into tmp for
+ * bytes, zeros outside the input. */
+static const float *input_row(const tiling *t, conv_input x, int n, int c, int y,
+                              const float *zeros, float *tmp)
 {
     const conv_geom *g = t->g;
-    int lo = g->pad, hi = g->pad + g->w < t->row_len ? g->pad + g->w : t->row_len;
-    if (y < 0 || y >= g->h) {
-        memset(e, 0, sizeof(float) * (size_t)(t->tw + 1));
-        memset(o, 0, sizeof(float) * (size_t)(t->tw + 1));
-        return;
-    }
-    size_t row = ((size_t)c * g->h + y) * g->w, sample = (size_t)g->c * g->h * g->w;
-    memset(tmp, 0, sizeof(float) * (size_t)lo);
+    if (y < 0 || y >= g->h)
+        return zeros;
+    size_t at = (size_t)n * g->c * g->h * g->w + ((size_t)c * g->h + y) * g->w;
     if (x.f)
-        memcpy(tmp + lo, x.f + n * sample + row, sizeof(float) * (size_t)(hi - lo));
-    else
-        for (int j = lo; j < hi; j++)
-            tmp[j] = (float)x.b[n][row + (size_t)(j - lo)] * x.scale;
-    memset(tmp + hi, 0, sizeof(float) * (size_t)(t->row_len - hi));
-#pragma omp simd
-    for (int q = 0; q <= t->tw; q++) {
-        e[q] = tmp[2 * q];
-        o[q] = tmp[2 * q + 1];
-    }
+        return x.f + at;
+    const uint8_t *b = x.b[n] + (at - (size_t)n * g->c * g->h * g->w);
+    for (int j = 0; j < g->w; j++)
+        tmp[j] = (float)b[j] * x.scale;
+    return tmp;
 }
 
 /* V[p][c][col] = (B^T d B)[p] for every channel and tile of the block: rows first (B^T d, on
- * whole rows), then each tile's columns. rows: 9 * row_len floats. */
+ * whole padded rows s, read from the input where it is), then each tile's columns 2q .. 2q + 3
+ * of s. rows: 9 * row_len floats. */
 static void input_transform(const tiling *t, conv_input x, float *V, float *rows)
 {
     const conv_geom *g = t->g;
     size_t plane = plane_of((size_t)g->c * t->cols);   /* from one point to the next */
-    int half = t->tw + 1, len = t->row_len;
-    float *d[4], *s[4], *tmp = rows + 8 * len;
-    for (int i = 0; i < 4; i++)
-        d[i] = rows + i * len, s[i] = rows + (4 + i) * len;
+    int len = t->row_len, lo = g->pad, hi = g->pad + g->w < len ? g->pad + g->w : len;
+    float *s[4], *tmp[4], *zeros = rows + 8 * len;
+    for (int i = 0; i < 4; i++) {
+        s[i] = rows + i * len, tmp[i] = rows + (4 + i) * len;
+        memset(s[i], 0, sizeof(float) * (size_t)lo);   /* the padding columns */
+        memset(s[i] + hi, 0, sizeof(float) * (size_t)(len - hi));
+    }
+    memset(zeros, 0, sizeof(float) * (size_t)len);
     for (int c = 0; c < g->c; c++)
         for (int r = t->r0; r < t->r1; r++) {
             int n = r / t->th, y0 = 2 * (r % t->th) - g->pad;
+            const float *d[4];
             for (int i = 0; i < 4; i++)
-                load_row(t, x, n, c, y0 + i, d[i], d[i] + half, tmp);
+                d[i] = input_row(t, x, n, c, y0 + i, zeros, tmp[i]);
+            float *s0 = s[0] + lo, *s1 = s[1] + lo, *s2 = s[2] + lo, *s3 = s[3] + lo;
 #pragma omp simd
-            for (int j = 0; j < len; j++) {
-                s[0][j] = d[0][j] - d[2][j];
-                s[1][j] = d[1][j] + d[2][j];
-                s[2][j] = d[2][j] - d[1][j];
-                s[3][j] = d[1][j] - d[3][j];
+            for (int j = 0; j < hi - lo; j++) {
+                s0[j] = d[0][j] - d[2][j];
+                s1[j] = d[1][j] + d[2][j];
+                s2[j] = d[2][j] - d[1][j];
+                s3[j] = d[1][j] - d[3][j];
             }
             float *v = V + (size_t)c * t->cols + (size_t)(r - t->r0) * t->tw;
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++) {
                 float *v0 = v + 4 * i * plane, *v1 = v0 + plane, *v2 = v1 + plane, *v3 = v2 + plane;
-                const float *e = s[i], *o = s[i] + half;
+                const float *si = s[i];
 #pragma omp simd
-                for (int q = 0; q < t->tw; q++) {
-                    v0[q] = e[q] - e[q + 1];
-                    v1[q] = o[q] + e[q + 1];
-                    v2[q] = e[q + 1] - o[q];
-                    v3[q] = o[q] - o[q + 1];
+                for (int q = 0; q < t->tv; q++) {
+                    float e0 = si[2 * q], o0 = si[2 * q + 1], e1 = si[2 * q + 2], o1 = si[2 * q + 3];
+                    v0[q] = e0 - e1;
+                    v1[q] = o0 + e1;
+                    v2[q] = e1 - o0;
+                    v3[q] = o0 - o1;
                 }
             }
         }
@@ -185,7 +190,7 @@ static void output_transform(const tiling *t, const float *M, const float *bias,
             int n = r / t->th, oy = 2 * (r % t->th);
             const float *m = M + (size_t)(f - f0) * t->cols + (size_t)(r - t->r0) * t->tw;
 #pragma omp simd
-            for (int q = 0; q < t->tw; q++) {
+            for (int q = 0; q < t->tv; q++) {
                 float s[4][2];
 #pragma GCC unroll 4
                 for (int i = 0; i < 4; i++) {   /* m A: each row's columns */
@@ -216,7 +221,7 @@ static void gradient_transform(const tiling *t, const float *dy, int f0, int f1,
     const conv_geom *g = t->g;
     size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
     float *r0 = rows, *r1 = rows + t->row_len;
-    size_t pad = sizeof(float) * (size_t)(2 * t->tw - g->ow);   /* 0 or 1 float past the end */
+    size_t pad = sizeof(float) * (size_t)(2 * t->tv - g->ow);   /* zeros past the end */
     for (int f = f0; f < f1; f++)
         for (int r = t->r0; r < t->r1; r++) {
             int n = r / t->th, oy = 2 * (r % t->th);
@@ -227,11 +232,11 @@ static void gradient_transform(const tiling *t, const float *dy, int f0, int f1,
                 memcpy(r1, e0 + g->ow, sizeof(float) * (size_t)g->ow);
                 memset(r1 + g->ow, 0, pad);
             } else {
-                memset(r1, 0, sizeof(float) * 2 * (size_t)t->tw);
+                memset(r1, 0, sizeof(float) * 2 * (size_t)t->tv);
             }
             float *d = D + (size_t)(f - f0) * t->cols + (size_t)(r - t->r0) * t->tw;
 #pragma omp simd
-            for (int q = 0; q < t->tw; q++) {
+            for (int q = 0; q < t->tv; q++) {
                 float a[4][2];
 #pragma GCC unroll 4
                 for (int j = 0; j < 2; j++) {   /* A e: rows */
@@ -259,7 +264,7 @@ static void input_adjoint_add(const tiling *t, const float *Z, float *dx, float 
 {
     const conv_geom *g = t->g;
     size_t plane = plane_of((size_t)g->c * t->cols);
-    int half = t->tw + 1;
+    int half = t->tv + 1;
     float *col[4][4], *line = rows + 8 * t->row_len;   /* col[i][k][q]: row i, column 2q + k */
     for (int i = 0; i < 4; i++)
         for (int k = 0; k < 4; k++)
@@ -269,7 +274,7 @@ static void input_adjoint_add(const tiling *t, const float *Z, float *dx, float 
             int n = r / t->th, y0 = 2 * (r % t->th) - g->pad;
             const float *z = Z + (size_t)c * t->cols + (size_t)(r - t->r0) * t->tw;
 #pragma omp simd
-            for (int q = 0; q < t->tw; q++) {
+            for (int q = 0; q < t->tv; q++) {
                 float h[4][4];
 #pragma GCC unroll 4
                 for (int i = 0; i < 4; i++) {   /* z B^T: each row's columns */

@@ -2,7 +2,10 @@
  *
  * For each NC-wide block of columns and KC-deep slice of K, op(B) is packed into NR-wide panels;
  * for each MC-tall block of rows, op(A) is packed into MR-tall panels; the micro-kernel then
- * sweeps MR x NR tiles with both operands streaming from packed, cache-resident memory. */
+ * sweeps MR x NR tiles with both operands streaming from packed, cache-resident memory. An
+ * operand whose rows of k already hold whole panels (B, or A transposed) and that is small
+ * enough to stay in cache is read where it is instead: small GEMMs spent more time packing
+ * than multiplying. */
 #include "ops/gemm.h"
 
 #include "ops/cpu.h"
@@ -14,7 +17,8 @@
 /* Portable micro-kernel: 4 x 8, written so the compiler vectorises it for baseline SSE2. */
 enum { P_MR = 4, P_NR = 8 };
 
-static void kernel_portable(int kc, const float *A, const float *B, float *C, int ldc, float alpha)
+static void kernel_portable(int kc, const float *A, int sa, const float *B, int sb, float *C,
+                            int ldc, float alpha, int add)
 {
     float acc[P_MR][P_NR] = {{0}};
     for (int k = 0; k < kc; k++) {
@@ -24,13 +28,13 @@ static void kernel_portable(int kc, const float *A, const float *B, float *C, in
             for (int j = 0; j < P_NR; j++)
                 acc[i][j] += a * B[j];
         }
-        A += P_MR;
-        B += P_NR;
+        A += sa;
+        B += sb;
     }
     for (int i = 0; i < P_MR; i++)
 #pragma omp simd
         for (int j = 0; j < P_NR; j++)
-            C[i * ldc + j] += alpha * acc[i][j];
+            C[i * ldc + j] = (add ? C[i * ldc + j] : 0.0f) + alpha * acc[i][j];
 }
 
 const gemm_arch gemm_arch_portable = {P_MR, P_NR, 128, 256, 2048, kernel_portable};
@@ -131,12 +135,88 @@ static void scale_c(int M, int N, float beta, float *C, int ldc)
     }
 }
 
+/* C[m x n] = tile (+ C when add), from the micro-kernel's scratch tile of nr columns. */
+static void store_edge(const float *tile, int nr, int m, int n, float *C, int ldc, int add)
+{
+    for (int i = 0; i < m; i++) {
+        float *row = C + (size_t)i * ldc;
+        const float *t = tile + (size_t)i * nr;
+#pragma omp simd
+        for (int j = 0; j < n; j++)
+            row[j] = (add ? row[j] : 0.0f) + t[j];
+    }
+}
+
+/* Where the micro-kernel reads an operand's panels (MR rows of A or NR columns of B, kc deep):
+ * those before in_place straight from the caller's matrix, whose rows of k already hold them
+ * (panel j at rows + j, step ld); the rest packed (panel j at packed + (j - in_place) * kc,
+ * step the panel's width). */
+typedef struct panels {
+    const float *rows;
+    int ld, in_place, width, kc;
+    const float *packed;
+} panels;
+
+/* Read in place only while the rows a block spans stay in cache (floats): further apart,
+ * packing pays for itself. */
+#define IN_PLACE_SPAN (64 * 1024)
+
+static const float *panel_at(const panels *p, int j, int *step)
+{
+    *step = j < p->in_place ? p->ld : p->width;
+    return j < p->in_place ? p->rows + j : p->packed + (size_t)(j - p->in_place) * p->kc;
+}
+
+/* op(B)'s panels for a kc x nc block at Bsrc: in place where op(B) is B (not transposed). */
+static panels prepare_b(const gemm_arch *g, int trans, const float *Bsrc, int ldb, int kc, int nc,
+                        float *Bp)
+{
+    int in_place = !trans && (size_t)kc * ldb <= IN_PLACE_SPAN ? nc / g->nr * g->nr : 0;
+    pack_b(g, trans, trans ? Bsrc : Bsrc + in_place, ldb, kc, nc - in_place, Bp);
+    return (panels){Bsrc, ldb, in_place, g->nr, kc, Bp};
+}
+
+/* op(A)'s panels for an mc x kc block at Asrc: in place where op(A) is A transposed. */
+static panels prepare_a(const gemm_arch *g, int trans, const float *Asrc, int lda, int mc, int kc,
+                        float *Ap)
+{
+    int in_place = trans && (size_t)kc * lda <= IN_PLACE_SPAN ? mc / g->mr * g->mr : 0;
+    pack_a(g, trans, trans ? Asrc + in_place : Asrc, lda, mc - in_place, kc, Ap);
+    return (panels){Asrc, lda, in_place, g->mr, kc, Ap};
+}
+
+/* C[mc x nc] (+)= alpha * the block's A and B panels, tile by tile; edge tiles through a
+ * scratch tile. */
+static void multiply_block(const gemm_arch *g, const panels *a, const panels *b, int mc, int nc,
+                           float alpha, float *C, int ldc, int add)
+{
+    _Alignas(64) float tile[16 * 64];
+    /* The A micro-panel (mr x kc) stays in L1 while B's panels stream from L2. */
+    for (int ir = 0; ir < mc; ir += g->mr) {
+        int m = mc - ir < g->mr ? mc - ir : g->mr, sa, sb;
+        const float *ap = panel_at(a, ir, &sa);
+        for (int jr = 0; jr < nc; jr += g->nr) {
+            int n = nc - jr < g->nr ? nc - jr : g->nr;
+            const float *bp = panel_at(b, jr, &sb);
+            float *Ct = C + (size_t)ir * ldc + jr;
+            if (m == g->mr && n == g->nr) {
+                g->kernel(a->kc, ap, sa, bp, sb, Ct, ldc, alpha, add);
+            } else {
+                g->kernel(a->kc, ap, sa, bp, sb, tile, g->nr, alpha, 0);
+                store_edge(tile, g->nr, m, n, Ct, ldc, add);
+            }
+        }
+    }
+}
+
 int ops_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
               int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
     if (M <= 0 || N <= 0)
         return 0;
-    if (beta != 1.0f)
+    /* beta = 0: the first slice of K writes C instead of adding to it, so C is never read. */
+    int overwrite = beta == 0.0f && K > 0 && alpha != 0.0f;
+    if (beta != 1.0f && !overwrite)
         scale_c(M, N, beta, C, ldc);
     if (K <= 0 || alpha == 0.0f)
         return 0;
@@ -148,35 +228,18 @@ int ops_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const 
     float *Ap = ops_scratch(SCRATCH_PACK_A, (size_t)kc_max * (size_t)((mc_max + mr - 1) / mr * mr));
     if (!Ap || !Bp)
         return -1;
-    _Alignas(64) float tile[16 * 64];
     for (int jc = 0; jc < N; jc += g->nc) {
         int nc = N - jc < g->nc ? N - jc : g->nc;
         for (int pc = 0; pc < K; pc += g->kc) {
             int kc = K - pc < g->kc ? K - pc : g->kc;
             const float *Bsrc = trans_b ? B + (size_t)jc * ldb + pc : B + (size_t)pc * ldb + jc;
-            pack_b(g, trans_b, Bsrc, ldb, kc, nc, Bp);
+            panels b = prepare_b(g, trans_b, Bsrc, ldb, kc, nc, Bp);
             for (int ic = 0; ic < M; ic += g->mc) {
                 int mc = M - ic < g->mc ? M - ic : g->mc;
                 const float *Asrc = trans_a ? A + (size_t)pc * lda + ic : A + (size_t)ic * lda + pc;
-                pack_a(g, trans_a, Asrc, lda, mc, kc, Ap);
-                /* The A micro-panel (mr x kc) stays in L1 while B's panels stream from L2. */
-                for (int ir = 0; ir < mc; ir += mr) {
-                    int m = mc - ir < mr ? mc - ir : mr;
-                    for (int jr = 0; jr < nc; jr += nr) {
-                        int n = nc - jr < nr ? nc - jr : nr;
-                        float *Ct = C + (size_t)(ic + ir) * ldc + jc + jr;
-                        const float *a = Ap + (size_t)ir * kc, *b = Bp + (size_t)jr * kc;
-                        if (m == mr && n == nr) {
-                            g->kernel(kc, a, b, Ct, ldc, alpha);
-                            continue;
-                        }
-                        memset(tile, 0, sizeof(float) * (size_t)(mr * nr));
-                        g->kernel(kc, a, b, tile, nr, alpha);
-                        for (int i = 0; i < m; i++)
-                            for (int j = 0; j < n; j++)
-                                Ct[(size_t)i * ldc + j] += tile[i * nr + j];
-                    }
-                }
+                panels a = prepare_a(g, trans_a, Asrc, lda, mc, kc, Ap);
+                multiply_block(g, &a, &b, mc, nc, alpha, C + (size_t)ic * ldc + jc, ldc,
+                               !(overwrite && pc == 0));
             }
         }
     }

@@ -10,10 +10,11 @@
 int ops_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                int lda, const float *B, int ldb, float beta, float *C, int ldc);
 
-/* Micro-kernel contract, shared by the per-ISA files: C[mr x nr] += alpha * Ap * Bp, where Ap
- * holds kc columns of MR packed rows and Bp kc rows of NR packed columns. */
-typedef void (*gemm_ukernel)(int kc, const float *Ap, const float *Bp, float *C, int ldc,
-                             float alpha);
+/* Micro-kernel contract, shared by the per-ISA files: C[mr x nr] = alpha * A * B, plus C when
+ * add (else C is not read). Step k reads MR values of A at A + k * sa and NR values of B at
+ * B + k * sb: packed panels (sa = MR, sb = NR) or rows of the caller's matrices. */
+typedef void (*gemm_ukernel)(int kc, const float *A, int sa, const float *B, int sb, float *C,
+                             int ldc, float alpha, int add);
 typedef struct gemm_arch {
     int mr, nr;            /* register tile */
     int mc, kc, nc;        /* cache blocks */

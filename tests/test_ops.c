@@ -211,9 +211,9 @@ TEST(ops_gemm_every_path_matches_reference)
                 A[i] = ops_rng_uniform(&r) - 0.5f;
             for (int i = 0; i < ldb * (tb ? N : K); i++)
                 B[i] = ops_rng_uniform(&r) - 0.5f;
-            for (int i = 0; i < ldc * M; i++)
-                C[i] = R[i] = ops_rng_uniform(&r);
             float alpha = 0.75f, beta = t == 3 ? 0.0f : 0.5f;
+            for (int i = 0; i < ldc * M; i++)   /* beta = 0 must not read C: NaN there */
+                C[i] = R[i] = beta == 0.0f && i % ldc < N ? NAN : ops_rng_uniform(&r);
             ops_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
             gemm_ref(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, R, ldc);
             int bad = 0;
@@ -229,6 +229,10 @@ TEST(ops_gemm_every_path_matches_reference)
                    M, N, K, ta, tb, bad);
             free(A), free(B), free(C), free(R);
         }
+    float C[6] = {NAN, NAN, NAN, NAN, NAN, NAN}, one = 1;   /* K = 0, beta = 0: C = 0 */
+    ops_sgemm(0, 0, 2, 3, 0, 1.0f, &one, 1, &one, 3, 0.0f, C, 3);
+    for (int i = 0; i < 6; i++)
+        CHECKF(C[i] == 0.0f, "K = 0, beta = 0: C[%d] = %g", i, (double)C[i]);
 }
 
 /* Finite differences: L = sum(forward(x) * r); dL/dx from backward(r) must match. */
