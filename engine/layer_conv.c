@@ -60,7 +60,8 @@ int conv_filter_groups(const layer *l, int configured, int grain)
     /* As many as keep a task above ~1 MFLOP and every slice a whole number of 4-filter register
      * blocks (the direct kernel computes 4 filters at a time), at most 4. Like the grain, it
      * depends on the model only, and splitting never changes a result. */
-    if (conv_path(&l->conv, CONV_FORWARD) == CONV_WINOGRAD)
+    conv_strategy path = conv_path(&l->conv, CONV_FORWARD);
+    if (path == CONV_WINOGRAD || path == CONV_WINOGRAD4)
         return 1;   /* each group would transform the chunk's input again (measured slower) */
     double flops = 2.0 * (double)l->nweights * l->conv.oh * l->conv.ow * grain;
     int g = 1;

@@ -63,16 +63,16 @@ int conv2d_backward_filter_maxpool(const conv_geom *g, conv_input x, const pool_
                                     float *dbias, int n0, int n1, int accumulate);
 
 /* How the functions above compute, pass by pass: the direct convolution (vectorised along
- * pixels), the wide one (vectorised along filters; both stride 1 only), Winograd F(2x2, 3x3)
- * (3x3 stride 1; conv_winograd.h) or im2col + GEMM. AUTO takes im2col for strides above 1;
- * Winograd for 3x3 stride-1 layers with more than CONV_DIRECT_MAX_FILTERS filters and 16
- * channels; elsewhere at stride 1, wide where its sum is long and its vectors full (32 channels
- * for the filter gradient, 64 for the others), direct otherwise (measured: ./build.sh bench ops
- * and bench train). The environment variable FRUGAL_CONV=auto|direct|wide|im2col|winograd sets
- * the starting strategy (winograd: where the shape allows, auto elsewhere); tests and
- * benchmarks set it. */
+ * pixels), the wide one (vectorised along filters; both stride 1 only), Winograd F(2x2, 3x3) or
+ * F(4x4, 3x3) (3x3 stride 1; conv_winograd.h) or im2col + GEMM. AUTO takes im2col for strides
+ * above 1; Winograd for 3x3 stride-1 layers with more than CONV_DIRECT_MAX_FILTERS filters and
+ * 16 channels, F(4x4) where the output's sides are multiples of 4; elsewhere at stride 1, wide
+ * where its sum is long and its vectors full (32 channels for the filter gradient, 64 for the
+ * others), direct otherwise (measured: ./build.sh bench ops and bench train). The environment
+ * variable FRUGAL_CONV=auto|direct|wide|im2col|winograd|winograd4 sets the starting strategy
+ * (the Winograd ones: where the shape allows, auto elsewhere); tests and benchmarks set it. */
 typedef enum conv_strategy {
-    CONV_AUTO, CONV_DIRECT, CONV_WIDE, CONV_IM2COL, CONV_WINOGRAD, CONV_STRATEGIES
+    CONV_AUTO, CONV_DIRECT, CONV_WIDE, CONV_IM2COL, CONV_WINOGRAD, CONV_WINOGRAD4, CONV_STRATEGIES
 } conv_strategy;
 typedef enum conv_pass { CONV_FORWARD, CONV_BACKWARD_INPUT, CONV_BACKWARD_FILTER } conv_pass;
 #define CONV_DIRECT_MAX_FILTERS 16

@@ -55,6 +55,10 @@ def conv_cases(out):
         ("winograd_pad2", 2, 7, 13, 8, 19, 3, 3, 1, 2),
         ("winograd_many_blocks", 2, 2, 52, 5, 3, 3, 3, 1, 1),
         ("winograd_long_row", 1, 2, 3, 261, 3, 3, 3, 1, 1),
+        # The same for F(4x4, 3x3)'s tiles (4 rows of outputs each): blocks across samples, a
+        # tile row longer than a block, outputs 1 to 3 past a whole tile.
+        ("winograd4_many_blocks", 2, 2, 141, 5, 3, 3, 3, 1, 1),
+        ("winograd4_long_row", 1, 2, 5, 518, 3, 3, 3, 1, 1),
     ]
     for name, n, c, h, w, f, kh, kw, s, p in cases:
         x, wt, b = f32(n, c, h, w), f32(f, c, kh, kw, scale=0.3), f32(f, scale=0.1)

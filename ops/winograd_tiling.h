@@ -1,0 +1,75 @@
+/* Internal to the Winograd convolution: conv_winograd.c drives it, and each tile size has its
+ * transforms in a file of its own (winograd_f2.c, winograd_f4.c). F(m x m, 3x3) cuts the output
+ * into m x m tiles; each reads an (m + 2) x (m + 2) window of input, and a tile's data in the
+ * transform domain has (m + 2)^2 points. */
+#ifndef FRUGAL_WINOGRAD_TILING_H
+#define FRUGAL_WINOGRAD_TILING_H
+
+#include "ops/conv.h"
+
+#include <stddef.h>
+
+typedef struct winograd_variant winograd_variant;
+
+/* A geometry's tiles: th x tw per sample, taken in blocks of tile rows [r0, r1), where tile
+ * row r is row r % th of sample r / th. A block's transformed data has a row of cols values
+ * per point and channel (or filter): its tiles, then zeros up to a whole number of GEMM
+ * register tiles, so that no product goes through the GEMM's slow edge path. */
+typedef struct tiling {
+    const conv_geom *g;
+    const winograd_variant *v;
+    int m, points;          /* outputs per tile side; (m + 2)^2 */
+    int th, tw, tv;         /* tv: tw rounded up to whole vectors (ROW_VECTOR) */
+    int row_len;            /* the padded input a tile row reads, m * tv + 2 */
+    int r0, r1;             /* the current block; r1 < 0 before the first */
+    int tiles, cols;        /* its tiles, (r1 - r0) * tw; cols: tiles rounded up */
+} tiling;
+
+/* The transforms' loops along a tile row run over whole SSE vectors (tv tiles), which is
+ * faster than a scalar tail on rows of 7 or 14 tiles. Past tw they write values no one reads:
+ * in a block's matrices, over the next tile row's start (written after, rows go in order) or
+ * into the padding columns and SKEW (zeroed or unused); elsewhere into row buffers sized for
+ * tv. */
+#define ROW_VECTOR 4
+
+/* The points' matrices lie one after another, elems values each, then SKEW more: were they a
+ * multiple of 4 KB apart, a transform's streams would share one set of cache lines. At least
+ * ROW_VECTOR - 1, for the writes past a block's last tile. */
+#define SKEW 16
+static inline size_t plane_of(size_t elems) { return elems + SKEW; }
+
+/* The transforms' row buffers, row_len floats each, that every transform's rows fit in. */
+#define ROW_BUFFERS 16
+
+/* Row y of channel c of sample n, w floats: in place for a float input, converted into tmp for
+ * bytes, zeros outside the input. */
+const float *winograd_input_row(const tiling *t, conv_input x, int n, int c, int y,
+                                const float *zeros, float *tmp);
+
+/* Copies n values to out, adding b to each. */
+static inline void winograd_add_bias_copy(float *out, const float *in, int n, float b)
+{
+#pragma omp simd
+    for (int i = 0; i < n; i++)
+        out[i] = in[i] + b;
+}
+
+/* One tile size's transforms, on the current block of t; rows: ROW_BUFFERS * row_len floats.
+ * input: V[p][c][col], the input windows in the transform domain. output: y = the tiles'
+ * outputs from M[p][f - f0][col], plus the bias, for filters [f0, f1). gradient: D[p][f -
+ * f0][col], the output gradient's tiles in the transform domain (the adjoint of output).
+ * input_adjoint_add: dx += the windows of Z[p][c][col] (the adjoint of input), overlapping
+ * windows summed. */
+struct winograd_variant {
+    int m;
+    float G[6][3];   /* the filter transform, (m + 2) x 3: U = G g G^T */
+    void (*input)(const tiling *t, conv_input x, float *V, float *rows);
+    void (*output)(const tiling *t, const float *M, const float *bias, float *y, int f0, int f1,
+                   float *rows);
+    void (*gradient)(const tiling *t, const float *dy, int f0, int f1, float *D, float *rows);
+    void (*input_adjoint_add)(const tiling *t, const float *Z, float *dx, float *rows);
+};
+
+extern const winograd_variant winograd_f2, winograd_f4;
+
+#endif
