@@ -169,7 +169,7 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
 {
     const layer *ly = &t->m->layers[l];
     int fused = t->plan.fused[l], groups = t->plan.groups[l];
-    int dx = t->plan.need_dx[l] && !fused, out = fused ? l + 2 : l + 1;
+    int dx = t->plan.need_dx[l], out = fused ? l + 2 : l + 1;
     for (int g = 0; g < groups; g++) {
         layer_task a = task_for(t, l, n);
         group_units(ly, groups, g, &a.f0, &a.f1);

@@ -134,15 +134,19 @@ static int fused_forward(const rt_ctx *ctx, void *p)
                                                            rt_ptr(ctx, a->at.aux), 0, a->n));
 }
 
-/* From the pooled gradient and the argmax to the filter gradient (a first layer: no dx). */
+/* From the pooled gradient and the argmax to the filter gradient, and the input gradient where
+ * one is wanted (the Winograd paths only: engine/plan.c). */
 static int fused_backward(const rt_ctx *ctx, void *p)
 {
     const layer_task *a = p;
     const layer *l = a->l;
     float *dw = rt_ptr(ctx, a->at.part);
-    return layer_kernel_status(ctx, conv2d_backward_filter_maxpool(
-                                        &l->conv, input_of(ctx, a), &l[1].pool, rt_ptr(ctx, a->at.dy),
-                                        rt_ptr(ctx, a->at.aux), dw, dw + l->nweights, 0, a->n, 0));
+    return layer_kernel_status(
+        ctx, conv2d_backward_maxpool(&l->conv, input_of(ctx, a), &l[1].pool, rt_ptr(ctx, a->at.dy),
+                                     rt_ptr(ctx, a->at.aux),
+                                     a->want_dx ? rt_ptr(ctx, a->at.params) : NULL, dw,
+                                     dw + l->nweights, a->want_dx ? rt_ptr(ctx, a->at.dx) : NULL,
+                                     0, a->n, 0));
 }
 
 /* ---- on an OpenCL device: the same work, the same accesses ---- */

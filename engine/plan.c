@@ -77,14 +77,17 @@ void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
         p->need_dx[l] = seen_params;
         seen_params |= ly->nparams > 0;
         /* A convolution and the max-pool after it can fuse when nothing needs the convolution's
-         * own output or its input gradient (a first layer): that output is then never stored.
-         * Worth it (auto) when a chunk's output would not stay in cache between the two. */
+         * own output, and its input gradient comes from the pooled gradient too (Winograd) or
+         * is not needed (a first layer): that output is then never stored. Worth it (auto) on
+         * the Winograd paths, and elsewhere when a chunk's output would not stay in cache
+         * between the two (measured: ./build.sh bench train). */
         int fusable = ly->cfg.type == LAYER_CONV && l + 1 < m->nlayers &&
-                      ly[1].cfg.type == LAYER_MAXPOOL && !p->need_dx[l] &&
-                      conv_pool_fusable(&ly->conv, &ly[1].pool);
-        p->fused[l] = fusable && !p->pinned && (cfg->fuse > 0 ||
-                                  (cfg->fuse == 0 &&
-                                   (double)p->grain * (double)ly->out_size * sizeof(float) > 1e6));
+                      ly[1].cfg.type == LAYER_MAXPOOL &&
+                      (p->need_dx[l] ? conv_pool_fusable_with_input_gradient(&ly->conv, &ly[1].pool)
+                                     : conv_pool_fusable(&ly->conv, &ly[1].pool));
+        int worth = fusable && (conv_pool_fusable_with_input_gradient(&ly->conv, &ly[1].pool) ||
+                                (double)p->grain * (double)ly->out_size * sizeof(float) > 1e6);
+        p->fused[l] = fusable && !p->pinned && (cfg->fuse > 0 || (cfg->fuse == 0 && worth));
         p->groups[l] = ly->cfg.type != LAYER_CONV || p->fused[l]
                            ? 1 : conv_filter_groups(ly, cfg->filter_groups, p->grain);
     }

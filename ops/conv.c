@@ -293,7 +293,8 @@ int conv2d_forward_in(const conv_geom *g, conv_input x, const float *wt, const f
         return DISPATCH_WIDE(forward, g, x, wt, bias, y, n0, n1, f0, f1);
     case CONV_WINOGRAD:
     case CONV_WINOGRAD4:
-        return conv_winograd_forward(g, winograd_tile(g), x, wt, bias, y, n0, n1, f0, f1);
+        return conv_winograd_forward(g, winograd_tile(g), x, wt, bias, y, n0, n1, f0, f1, NULL,
+                                     NULL);
     default:
         break;
     }
@@ -359,21 +360,60 @@ int conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float *dy,
     return 0;
 }
 
+/* The Winograd paths, all three passes the same (winograd_tile). */
+static int uses_winograd(const conv_geom *g)
+{
+    conv_strategy s = conv_path(g, CONV_FORWARD);
+    return s == CONV_WINOGRAD || s == CONV_WINOGRAD4;
+}
+
 int conv_pool_fusable(const conv_geom *g, const pool_geom *p)
 {
-    return conv_uses_direct(g) && p->size == p->stride && p->c == g->f && p->h == g->oh &&
-           p->w == g->ow;
+    int windows = p->size == p->stride && p->c == g->f && p->h == g->oh && p->w == g->ow;
+    return windows && (conv_uses_direct(g) || (uses_winograd(g) && p->size == 2));
+}
+
+int conv_pool_fusable_with_input_gradient(const conv_geom *g, const pool_geom *p)
+{
+    return conv_pool_fusable(g, p) && uses_winograd(g);
 }
 
 int conv2d_forward_maxpool(const conv_geom *g, conv_input x, const float *wt, const float *bias,
                            const pool_geom *p, float *y, int32_t *argmax, int n0, int n1)
 {
+    if (uses_winograd(g))
+        return conv_winograd_forward(g, winograd_tile(g), x, wt, bias, y, n0, n1, 0, g->f, p,
+                                     argmax);
     return DISPATCH(forward, g, x, wt, bias, y, n0, n1, 0, g->f, p, argmax);
 }
 
-int conv2d_backward_filter_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
-                                   const float *dy, const int32_t *argmax, float *dwt,
-                                   float *dbias, int n0, int n1, int accumulate)
+/* The pooled gradient of samples [n0, n1) made whole again, as maxpool_backward gives it, in
+ * scratch from sample 0: what the unfused Winograd passes then read. */
+static const float *unpooled_gradient(const conv_geom *g, const pool_geom *p, const float *dy,
+                                      const int32_t *argmax, int n0, int n1)
 {
-    return DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, 0, g->f, accumulate, p, argmax);
+    size_t out = (size_t)g->f * g->oh * g->ow, pooled = (size_t)p->c * p->oh * p->ow;
+    float *d = ops_scratch(SCRATCH_GRADIENT, (size_t)(n1 - n0) * out);
+    if (d)
+        maxpool_backward(p, dy + n0 * pooled, argmax + n0 * pooled, d, 0, n1 - n0);
+    return d;
+}
+
+int conv2d_backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
+                            const float *dy, const int32_t *argmax, const float *wt, float *dwt,
+                            float *dbias, float *dx, int n0, int n1, int accumulate)
+{
+    if (!uses_winograd(g))
+        return dx ? -1 : DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, 0, g->f,
+                                  accumulate, p, argmax);
+    /* The Winograd passes on the whole gradient: from sample 0 of the scratch, so every input
+     * moves to n0 too. Their results are the unfused path's, bit for bit. */
+    const float *d = unpooled_gradient(g, p, dy, argmax, n0, n1);
+    size_t in = (size_t)g->c * g->h * g->w;
+    conv_input xs = x.f ? (conv_input){x.f + n0 * in, NULL, 0} : (conv_input){NULL, x.b + n0, x.scale};
+    int m = winograd_tile(g);
+    if (!d || conv_winograd_backward_filter(g, m, xs, d, dwt, dbias, 0, n1 - n0, 0, g->f,
+                                            accumulate))
+        return -1;
+    return dx ? conv_winograd_backward_input(g, m, d, wt, dx + n0 * in, 0, n1 - n0) : 0;
 }

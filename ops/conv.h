@@ -51,16 +51,19 @@ int conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float *dy,
                                float *dbias, int n0, int n1, int f0, int f1, int accumulate);
 
 /* Convolution then max-pooling in one pass, for windows that do not overlap (size == stride) on
- * the direct path: the convolution's output is pooled band by band while it is in cache and
- * never stored. y and argmax are what conv2d_forward then maxpool_forward give, bit for bit;
- * backward takes the pooled gradient and the argmax and gives conv2d_backward_filter's dW and db
- * for maxpool_backward's dx, bit for bit. All filters; the convolution's dx is not computed. */
+ * the direct path, or 2x2 windows on the Winograd paths: the convolution's output is pooled
+ * while it is in cache and never stored. y and argmax are what conv2d_forward then
+ * maxpool_forward give, bit for bit. Backward takes the pooled gradient and the argmax and
+ * gives conv2d_backward_filter's dW and db for maxpool_backward's dx, bit for bit, and with dx
+ * (else NULL; the Winograd paths only: conv_pool_fusable_with_input_gradient)
+ * conv2d_backward_input's too. All filters. */
 int conv_pool_fusable(const conv_geom *g, const pool_geom *p);
+int conv_pool_fusable_with_input_gradient(const conv_geom *g, const pool_geom *p);
 int conv2d_forward_maxpool(const conv_geom *g, conv_input x, const float *wt, const float *bias,
                             const pool_geom *p, float *y, int32_t *argmax, int n0, int n1);
-int conv2d_backward_filter_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
-                                    const float *dy, const int32_t *argmax, float *dwt,
-                                    float *dbias, int n0, int n1, int accumulate);
+int conv2d_backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
+                             const float *dy, const int32_t *argmax, const float *wt, float *dwt,
+                             float *dbias, float *dx, int n0, int n1, int accumulate);
 
 /* How the functions above compute, pass by pass: the direct convolution (vectorised along
  * pixels), the wide one (vectorised along filters; both stride 1 only), Winograd F(2x2, 3x3) or

@@ -5,6 +5,7 @@
 #include "ops/conv_winograd.h"
 
 #include "ops/gemm.h"
+#include "ops/pool_row.h"
 #include "ops/scratch.h"
 #include "ops/winograd_tiling.h"
 
@@ -74,6 +75,27 @@ const float *winograd_input_row(const tiling *t, conv_input x, int n, int c, int
     return tmp;
 }
 
+void winograd_store_rows(const tiling *t, const winograd_out *o, int n, int f, int oy,
+                         float *const *rows, int nrows, float b)
+{
+    const conv_geom *g = t->g;
+    const pool_geom *p = o->pool;
+    size_t ohw = (size_t)g->oh * g->ow;
+    for (int a = 0; a < nrows && oy + a < g->oh; a++) {
+        float *row = rows[a], *y = p ? row : o->y + ((size_t)n * g->f + f) * ohw +
+                                                   (size_t)(oy + a) * g->ow;
+#pragma omp simd
+        for (int i = 0; i < g->ow; i++)
+            y[i] = row[i] + b;
+    }
+    /* Pairs of rows, 2py and 2py + 1, as maxpool_forward pools them (oy is even). */
+    for (int a = 0; p && a + 1 < nrows && (oy + a) / 2 < p->oh; a += 2) {
+        size_t out = ((size_t)n * p->c + f) * p->oh * p->ow + (size_t)(oy + a) / 2 * p->ow;
+        maxpool2_row(rows[a], rows[a + 1], o->y + out, o->argmax + out, p->ow, g->ow,
+                     (int32_t)((size_t)f * ohw + (size_t)(oy + a) * g->ow));
+    }
+}
+
 
 /* T = G (x) G: point p = side i + j of G g G^T is the sum over taps 3a + b of
  * G[i][a] G[j][b] g[a][b]. */
@@ -141,10 +163,12 @@ static int buffers_get(const tiling *t, int nf, buffers *b)
 }
 
 int conv_winograd_forward(const conv_geom *g, int m, conv_input x, const float *wt,
-                          const float *bias, float *y, int n0, int n1, int f0, int f1)
+                          const float *bias, float *y, int n0, int n1, int f0, int f1,
+                          const pool_geom *pool, int32_t *argmax)
 {
     tiling t = tiling_of(g, m);
     int nf = f1 - f0;
+    winograd_out out = {y, pool, argmax};
     buffers b;
     if (buffers_get(&t, nf, &b) || weight_transform(&t, wt, f0, f1, b.weights))
         return -1;
@@ -153,7 +177,7 @@ int conv_winograd_forward(const conv_geom *g, int m, conv_input x, const float *
         zero_padding(&t, b.channels, g->c);
         if (products(&t, 0, 0, nf, t.cols, g->c, b.weights, b.channels, b.filters, 0))
             return -1;
-        t.v->output(&t, b.filters, bias, y, f0, f1, b.rows);
+        t.v->output(&t, b.filters, bias, &out, f0, f1, b.rows);
     }
     return 0;
 }

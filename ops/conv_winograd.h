@@ -13,12 +13,17 @@
 
 #include "ops/conv.h"
 
+#include <stdint.h>
+
 /* Whether g has the shape these functions compute: 3x3 kernel, stride 1. */
 int conv_winograd_fits(const conv_geom *g);
 
-/* m: the tile's side, 2 or 4. */
+/* m: the tile's side, 2 or 4. With a pool (else NULL), forward is fused with the 2x2 stride-2
+ * max-pool after the convolution, as conv2d_forward_maxpool is: it writes the pooled output
+ * and its argmax, bit for bit what it and maxpool_forward give. */
 int conv_winograd_forward(const conv_geom *g, int m, conv_input x, const float *wt,
-                          const float *bias, float *y, int n0, int n1, int f0, int f1);
+                          const float *bias, float *y, int n0, int n1, int f0, int f1,
+                          const pool_geom *pool, int32_t *argmax);
 int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, const float *wt,
                                  float *dx, int n0, int n1);
 int conv_winograd_backward_filter(const conv_geom *g, int m, conv_input x, const float *dy,

@@ -5,7 +5,10 @@
 
 #include <stddef.h>
 
-enum { SCRATCH_PACK_A, SCRATCH_PACK_B, SCRATCH_COLUMNS, SCRATCH_PARTIALS, SCRATCH_INPUT, SCRATCH_SLOTS };
+enum {
+    SCRATCH_PACK_A, SCRATCH_PACK_B, SCRATCH_COLUMNS, SCRATCH_PARTIALS, SCRATCH_INPUT,
+    SCRATCH_GRADIENT, SCRATCH_SLOTS
+};
 
 /* At least n floats, 64-byte aligned; valid until the same thread asks for the same slot again.
  * NULL only if memory ran out. */

@@ -52,14 +52,13 @@ static void input_transform(const tiling *t, conv_input x, float *V, float *rows
         }
 }
 
-/* y = A^T m A + bias for filters [f0, f1) from M[p][f - f0][col]: a tile's 2x2 outputs go to
- * two rows of 2 * tw values (rows), then as far as the output reaches into y. */
-static void output_transform(const tiling *t, const float *M, const float *bias, float *y, int f0,
-                             int f1, float *rows)
+/* The outputs A^T m A + bias for filters [f0, f1) from M[p][f - f0][col]: a tile's 2x2
+ * outputs go to two rows of 2 * tv values (rows), then into o. */
+static void output_transform(const tiling *t, const float *M, const float *bias,
+                             const winograd_out *o, int f0, int f1, float *rows)
 {
-    const conv_geom *g = t->g;
     size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
-    float *out0 = rows, *out1 = rows + t->row_len;
+    float *out0 = rows, *out1 = rows + t->row_len, *const out[2] = {out0, out1};
     for (int f = f0; f < f1; f++)
         for (int r = t->r0; r < t->r1; r++) {
             int n = r / t->th, oy = 2 * (r % t->th);
@@ -80,11 +79,7 @@ static void output_transform(const tiling *t, const float *M, const float *bias,
                     out1[2 * q + j] = s[1][j] - s[2][j] - s[3][j];
                 }
             }
-            float b = bias ? bias[f] : 0.0f;
-            float *y0 = y + (((size_t)n * g->f + f) * g->oh + oy) * g->ow;
-            winograd_add_bias_copy(y0, out0, g->ow, b);
-            if (oy + 1 < g->oh)
-                winograd_add_bias_copy(y0 + g->ow, out1, g->ow, b);
+            winograd_store_rows(t, o, n, f, oy, out, 2, bias ? bias[f] : 0.0f);
         }
 }
 

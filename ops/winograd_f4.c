@@ -107,32 +107,33 @@ static void input_transform(const tiling *t, conv_input x, float *V, float *rows
         }
 }
 
-/* Row a of y's tile row (4 rows of 4 values per tile) from its 4 columns modulo 4, out[k][q]
- * = column 4q + k, plus b: a tile's values interleaved, as far as the output reaches. */
-static void store_output_row(float *ya, float *const out[4], int ow, float b)
+/* A row of ow outputs from its 4 columns modulo 4, out[k][q] = column 4q + k: a tile's values
+ * interleaved, as far as the output reaches. */
+static void interleave_row(float *row, float *const out[4], int ow)
 {
     int whole = ow / 4;
     const float *o0 = out[0], *o1 = out[1], *o2 = out[2], *o3 = out[3];
 #pragma omp simd
-    for (int q = 0; q < whole; q++) {
-        ya[4 * q] = o0[q] + b, ya[4 * q + 1] = o1[q] + b;
-        ya[4 * q + 2] = o2[q] + b, ya[4 * q + 3] = o3[q] + b;
-    }
+    for (int q = 0; q < whole; q++)
+        row[4 * q] = o0[q], row[4 * q + 1] = o1[q], row[4 * q + 2] = o2[q], row[4 * q + 3] = o3[q];
     for (int k = 0; k < ow - 4 * whole; k++)
-        ya[4 * whole + k] = out[k][whole] + b;
+        row[4 * whole + k] = out[k][whole];
 }
 
-/* y = A^T m A + bias for filters [f0, f1) from M[p][f - f0][col]: a tile's 4x4 outputs go to
- * out[a][k][q] (row a, column 4q + k, each tv long), then into y. rows: 16 * tv floats. */
-static void output_transform(const tiling *t, const float *M, const float *bias, float *y, int f0,
-                             int f1, float *rows)
+/* The outputs A^T m A + bias for filters [f0, f1) from M[p][f - f0][col]: a tile's 4x4 outputs
+ * go to out[a][k][q] (row a, column 4q + k, each tv long), then to four rows, then into o.
+ * rows: 8 * row_len floats. */
+static void output_transform(const tiling *t, const float *M, const float *bias,
+                             const winograd_out *o, int f0, int f1, float *rows)
 {
     const conv_geom *g = t->g;
     size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
-    float *out[4][4];
-    for (int a = 0; a < 4; a++)
+    float *out[4][4], *line[4];
+    for (int a = 0; a < 4; a++) {
         for (int k = 0; k < 4; k++)
             out[a][k] = rows + (size_t)(4 * a + k) * t->tv;
+        line[a] = rows + (size_t)(4 + a) * t->row_len;
+    }
     for (int f = f0; f < f1; f++)
         for (int r = t->r0; r < t->r1; r++) {
             int n = r / t->th, oy = 4 * (r % t->th);
@@ -156,15 +157,14 @@ static void output_transform(const tiling *t, const float *M, const float *bias,
                     out[3][k][q] = o[3];
                 }
             }
-            float b = bias ? bias[f] : 0.0f;
-            float *y0 = y + (((size_t)n * g->f + f) * g->oh + oy) * g->ow;
-            for (int a = 0; a < 4 && oy + a < g->oh; a++)
-                store_output_row(y0 + (size_t)a * g->ow, out[a], g->ow, b);
+            for (int a = 0; a < 4; a++)
+                interleave_row(line[a], out[a], g->ow);
+            winograd_store_rows(t, o, n, f, oy, line, 4, bias ? bias[f] : 0.0f);
         }
 }
 
 /* out[k][q] = row[4q + k] for q < tv, zero past the output's width: the inverse of
- * store_output_row, for a row of output gradients (NULL: past the last row, all zero). */
+ * interleave_row, for a row of output gradients (NULL: past the last row, all zero). */
 static void load_gradient_row(const float *row, int ow, int tv, float *const out[4])
 {
     int whole = row ? ow / 4 : 0;

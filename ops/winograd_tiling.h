@@ -8,6 +8,7 @@
 #include "ops/conv.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct winograd_variant winograd_variant;
 
@@ -46,17 +47,24 @@ static inline size_t plane_of(size_t elems) { return elems + SKEW; }
 const float *winograd_input_row(const tiling *t, conv_input x, int n, int c, int y,
                                 const float *zeros, float *tmp);
 
-/* Copies n values to out, adding b to each. */
-static inline void winograd_add_bias_copy(float *out, const float *in, int n, float b)
-{
-#pragma omp simd
-    for (int i = 0; i < n; i++)
-        out[i] = in[i] + b;
-}
+/* Where a forward pass puts its output: y, or, fused with the 2x2 stride-2 max-pool after the
+ * convolution (pool not NULL), the pooled output y and its argmax, as maxpool_forward gives
+ * them. */
+typedef struct winograd_out {
+    float *y;
+    const pool_geom *pool;
+    int32_t *argmax;
+} winograd_out;
+
+/* Output rows oy .. oy + nrows - 1 of filter f of sample n, ow values each in rows[a] (rows
+ * past the output's last are skipped), plus b: into y, or pooled by pairs of rows (the bias
+ * added in rows first). */
+void winograd_store_rows(const tiling *t, const winograd_out *o, int n, int f, int oy,
+                         float *const *rows, int nrows, float b);
 
 /* One tile size's transforms, on the current block of t; rows: ROW_BUFFERS * row_len floats.
- * input: V[p][c][col], the input windows in the transform domain. output: y = the tiles'
- * outputs from M[p][f - f0][col], plus the bias, for filters [f0, f1). gradient: D[p][f -
+ * input: V[p][c][col], the input windows in the transform domain. output: the tiles' outputs
+ * from M[p][f - f0][col], plus the bias, for filters [f0, f1), into o. gradient: D[p][f -
  * f0][col], the output gradient's tiles in the transform domain (the adjoint of output).
  * input_adjoint_add: dx += the windows of Z[p][c][col] (the adjoint of input), overlapping
  * windows summed. */
@@ -64,8 +72,8 @@ struct winograd_variant {
     int m;
     float G[6][3];   /* the filter transform, (m + 2) x 3: U = G g G^T */
     void (*input)(const tiling *t, conv_input x, float *V, float *rows);
-    void (*output)(const tiling *t, const float *M, const float *bias, float *y, int f0, int f1,
-                   float *rows);
+    void (*output)(const tiling *t, const float *M, const float *bias, const winograd_out *o,
+                   int f0, int f1, float *rows);
     void (*gradient)(const tiling *t, const float *dy, int f0, int f1, float *D, float *rows);
     void (*input_adjoint_add)(const tiling *t, const float *Z, float *dx, float *rows);
 };

@@ -636,11 +636,65 @@ TEST(ops_conv_maxpool_fused_matches_separate)
             CHECKF(!memcmp(y1, y2, sizeof(float) * n * npool), "pooled output, %dx%d, input %d",
                    pools[k], pools[k], in);
             CHECKF(!memcmp(a1, a2, 4 * n * npool), "argmax, %dx%d, input %d", pools[k], pools[k], in);
-            conv2d_backward_filter_maxpool(&g, inputs[in], &p, dy, a2, dw2, dw2 + nw, 0, n, 0);
+            conv2d_backward_maxpool(&g, inputs[in], &p, dy, a2, NULL, dw2, dw2 + nw, NULL, 0, n, 0);
             CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + 6)), "filter gradient, %dx%d, input %d",
                    pools[k], pools[k], in);
         }
         free(xb), free(xf), free(w), free(y), free(dx), free(y1), free(y2), free(dy), free(bias);
         free(dw1), free(dw2), free(a1), free(a2);
     }
+}
+
+/* The same on the Winograd paths (both tile sizes), which also give the input gradient: odd
+ * sizes (a last row and column no window covers, tiles past the edge), samples from the second
+ * on (the fused backward works from sample 0 of its scratch), float and byte inputs. */
+TEST(ops_winograd_maxpool_fused_matches_separate)
+{
+    enum { N = 3, C = 16, H = 13, W = 15, F = 20 };
+    conv_geom g;
+    pool_geom p;
+    CHECK(conv_geom_init(&g, C, H, W, F, 3, 3, 1, 1) == 0);
+    CHECK(pool_geom_init(&p, F, g.oh, g.ow, 2, 2) == 0);
+    size_t nin = (size_t)C * H * W, nout = (size_t)F * g.oh * g.ow, npool = (size_t)F * p.oh * p.ow;
+    size_t nw = (size_t)F * C * 9;
+    ops_rng r;
+    ops_rng_seed(&r, 11);
+    uint8_t *xb = malloc(N * nin);
+    float *xf = malloc(sizeof(float) * N * nin), *w = random_floats(&r, (long)nw, 0.3f);
+    float *bias = random_floats(&r, F, 0.1f), *dy = random_floats(&r, (long)(N * npool), 1);
+    float *y = malloc(sizeof(float) * N * nout), *dense = calloc(N * nout, sizeof(float));
+    float *y1 = calloc(N * npool, 4), *y2 = calloc(N * npool, 4);
+    int32_t *a1 = calloc(N * npool, 4), *a2 = calloc(N * npool, 4);
+    float *dw1 = malloc(sizeof(float) * (nw + F)), *dw2 = malloc(sizeof(float) * (nw + F));
+    float *dx1 = calloc(N * nin, 4), *dx2 = calloc(N * nin, 4);
+    for (size_t i = 0; i < N * nin; i++) {
+        xb[i] = (uint8_t)((i * 2654435761u) >> 24);
+        xf[i] = (float)xb[i] * (1.0f / 255.0f);
+    }
+    const uint8_t *samples[N] = {xb, xb + nin, xb + 2 * nin};
+    conv_input inputs[2] = {{xf, NULL, 0}, {NULL, samples, 1.0f / 255.0f}};
+    for (conv_strategy s = CONV_WINOGRAD; s <= CONV_WINOGRAD4; s++) {
+        conv_set_strategy(s);
+        CHECK(conv_pool_fusable_with_input_gradient(&g, &p));
+        conv2d_forward(&g, xf, w, bias, y, 1, N, 0, F);
+        maxpool_forward(&p, y, y1, a1, 1, N);
+        maxpool_backward(&p, dy, a1, dense, 1, N);
+        conv2d_backward_filter(&g, xf, dense, dw1, dw1 + nw, 1, N, 0, F, 0);
+        conv2d_backward_input(&g, dense, w, dx1, 1, N);
+        for (int in = 0; in < 2; in++) {
+            const char *path = conv_path_name(s);
+            conv2d_forward_maxpool(&g, inputs[in], w, bias, &p, y2, a2, 1, N);
+            CHECKF(!memcmp(y1, y2, sizeof(float) * N * npool), "%s: pooled output, input %d",
+                   path, in);
+            CHECKF(!memcmp(a1, a2, 4 * N * npool), "%s: argmax, input %d", path, in);
+            conv2d_backward_maxpool(&g, inputs[in], &p, dy, a2, w, dw2, dw2 + nw, dx2, 1, N, 0);
+            CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + F)), "%s: filter gradient, input %d",
+                   path, in);
+            CHECKF(!memcmp(dx1, dx2, sizeof(float) * N * nin), "%s: input gradient, input %d",
+                   path, in);
+        }
+    }
+    conv_set_strategy(CONV_AUTO);
+    free(xb), free(xf), free(w), free(bias), free(dy), free(y), free(dense), free(y1), free(y2);
+    free(a1), free(a2), free(dw1), free(dw2), free(dx1), free(dx2);
 }

@@ -6,6 +6,7 @@
 #include "engine/dataset.h"
 #include "engine/model.h"
 #include "engine/trainer.h"
+#include "ops/conv.h"
 #include "ops/layers.h"
 #include "synthetic.h"
 #include "test.h"
@@ -138,6 +139,45 @@ TEST(train_fused_conv_maxpool_gives_the_same_weights)
     CHECKF(apart.rc == 0 && fused.rc == 0, "%s %s", apart.err, fused.err);
     CHECK(apart.nparams == fused.nparams && apart.loss[1] == fused.loss[1]);
     CHECK(!memcmp(apart.params, fused.params, sizeof(float) * (size_t)apart.nparams));
+}
+
+/* make_job's data set, a later convolution followed by its max-pool (fusable with its input
+ * gradient on the Winograd paths), fuse = on or off. */
+static const char *pooled_second_conv_job(const char *fuse)
+{
+    static char path[600];
+    const char *d = test_tmpdir();
+    make_job("");
+    snprintf(path, sizeof path, "%s/pooled-second-conv.cfg", d);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fprintf(f, "[job]\nepochs = 2\nbatch = 20\nseed = 5\noutput = %s/run\n[data]\n"
+               "train_images = %s/img.gz\ntrain_labels = %s/lbl.gz\n"
+               "test_images = %s/img.gz\ntest_labels = %s/lbl.gz\n"
+               "[conv]\nfilters = 4\nsize = 3\npadding = 1\n[relu]\n"
+               "[conv]\nfilters = 6\nsize = 3\npadding = 1\n[relu]\n[maxpool]\nsize = 2\n"
+               "[flatten]\n[dense]\noutputs = 10\n[softmax_xent]\n"
+               "[optimizer]\nlr = 0.1\nmomentum = 0.5\n[execution]\ngrain = 3\nfuse = %s\n",
+            d, d, d, d, d, fuse);
+    fclose(f);
+    return path;
+}
+
+/* A later convolution on the Winograd paths (both tile sizes) fused with its max-pool, the
+ * input gradient from the pooled gradient too, trains exactly as the layers apart. */
+TEST(train_fused_winograd_conv_maxpool_gives_the_same_weights)
+{
+    static run apart, fused;
+    for (conv_strategy s = CONV_WINOGRAD; s <= CONV_WINOGRAD4; s++) {
+        conv_set_strategy(s);
+        train(pooled_second_conv_job("off"), 2, 2, &apart);
+        train(pooled_second_conv_job("on"), 3, 2, &fused);
+        CHECKF(apart.rc == 0 && fused.rc == 0, "%s %s", apart.err, fused.err);
+        CHECK(apart.nparams == fused.nparams && apart.loss[1] == fused.loss[1]);
+        CHECKF(!memcmp(apart.params, fused.params, sizeof(float) * (size_t)apart.nparams),
+               "%s: the fused layers train otherwise", conv_path_name(s));
+    }
+    conv_set_strategy(CONV_AUTO);
 }
 
 /* A job file with a section twice is refused before anything runs. */

@@ -89,6 +89,19 @@ json_value *trace_load_checked(const char *path, char *why, size_t whylen)
     return t;
 }
 
+int trace_has_track(const json_value *trace, const char *track)
+{
+    const json_value *events = json_get(trace, "traceEvents");
+    static const char *names[MAX_TRACKS];
+    if (!events)
+        return 0;
+    track_names(events, names);
+    for (int i = 0; i < MAX_TRACKS; i++)
+        if (names[i] && !strcmp(names[i], track))
+            return 1;
+    return 0;
+}
+
 int trace_spans(const json_value *trace, const char *track, const char *name)
 {
     const json_value *events = json_get(trace, "traceEvents");

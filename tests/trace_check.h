@@ -14,6 +14,8 @@
 json_value *trace_load_checked(const char *path, char *why, size_t whylen);
 /* Spans named name (NULL: any) on tracks whose name starts with track. */
 int trace_spans(const json_value *trace, const char *track, const char *name);
+/* Whether a track is named exactly `track`. */
+int trace_has_track(const json_value *trace, const char *track);
 /* Counter events named name. */
 int trace_counters(const json_value *trace, const char *name);
 
