@@ -96,7 +96,6 @@ void winograd_store_rows(const tiling *t, const winograd_out *o, int n, int f, i
     }
 }
 
-
 /* T = G (x) G: point p = side i + j of G g G^T is the sum over taps 3a + b of
  * G[i][a] G[j][b] g[a][b]. */
 static void kernel_transform(const tiling *t, float T[MAX_POINTS][9])
