@@ -2,7 +2,7 @@
  * infinity (Lavin and Gray's matrices): a 6x6 input window d and a 3x3 filter g give the 4x4
  * outputs A^T [(G g G^T) . (B^T d B)] A; 36 multiplies per 16 outputs instead of 144. Tile q of
  * a row reads input columns 4q .. 4q + 5. Each transform applies its matrix to rows, then to
- * columns, with the matrix written out as sums (bt6, at6, a6, b6 below). */
+ * columns, with the matrix written out as sums (BT6, AT6, A6, B6 below). */
 #include "ops/winograd_tiling.h"
 
 #include <string.h>
