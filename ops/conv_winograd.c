@@ -60,6 +60,22 @@ static void zero_padding(const tiling *t, float *X, int n)
             memset(X + p * plane + (size_t)i * t->cols + t->tiles, 0, pad);
 }
 
+winograd_rows winograd_rows_init(const tiling *t, float *rows, int n)
+{
+    const conv_geom *g = t->g;
+    int len = t->row_len;
+    winograd_rows b = {.lo = g->pad, .hi = g->pad + g->w < len ? g->pad + g->w : len};
+    for (int i = 0; i < n; i++) {
+        b.s[i] = rows + i * len, b.tmp[i] = rows + (n + i) * len;
+        memset(b.s[i], 0, sizeof(float) * (size_t)b.lo);
+        memset(b.s[i] + b.hi, 0, sizeof(float) * (size_t)(len - b.hi));
+    }
+    float *zeros = rows + 2 * n * len;
+    memset(zeros, 0, sizeof(float) * (size_t)len);
+    b.zeros = zeros;
+    return b;
+}
+
 const float *winograd_input_row(const tiling *t, conv_input x, int n, int c, int y,
                                 const float *zeros, float *tmp)
 {

@@ -13,20 +13,15 @@ static void input_transform(const tiling *t, conv_input x, float *V, float *rows
 {
     const conv_geom *g = t->g;
     size_t plane = plane_of((size_t)g->c * t->cols);   /* from one point to the next */
-    int len = t->row_len, lo = g->pad, hi = g->pad + g->w < len ? g->pad + g->w : len;
-    float *s[4], *tmp[4], *zeros = rows + 8 * len;
-    for (int i = 0; i < 4; i++) {
-        s[i] = rows + i * len, tmp[i] = rows + (4 + i) * len;
-        memset(s[i], 0, sizeof(float) * (size_t)lo);   /* the padding columns */
-        memset(s[i] + hi, 0, sizeof(float) * (size_t)(len - hi));
-    }
-    memset(zeros, 0, sizeof(float) * (size_t)len);
+    winograd_rows b = winograd_rows_init(t, rows, 4);
+    float *const *s = b.s;
+    int lo = b.lo, hi = b.hi;
     for (int c = 0; c < g->c; c++)
         for (int r = t->r0; r < t->r1; r++) {
             int n = r / t->th, y0 = 2 * (r % t->th) - g->pad;
             const float *d[4];
             for (int i = 0; i < 4; i++)
-                d[i] = winograd_input_row(t, x, n, c, y0 + i, zeros, tmp[i]);
+                d[i] = winograd_input_row(t, x, n, c, y0 + i, b.zeros, b.tmp[i]);
             float *s0 = s[0] + lo, *s1 = s[1] + lo, *s2 = s[2] + lo, *s3 = s[3] + lo;
 #pragma omp simd
             for (int j = 0; j < hi - lo; j++) {

@@ -60,23 +60,16 @@ static void input_transform(const tiling *t, conv_input x, float *V, float *rows
 {
     const conv_geom *g = t->g;
     size_t plane = plane_of((size_t)g->c * t->cols);   /* from one point to the next */
-    int len = t->row_len, lo = g->pad, hi = g->pad + g->w < len ? g->pad + g->w : len;
-    float *s[6], *tmp[6], *zeros = rows + 12 * len;
-    for (int i = 0; i < 6; i++) {
-        s[i] = rows + i * len, tmp[i] = rows + (6 + i) * len;
-        memset(s[i], 0, sizeof(float) * (size_t)lo);   /* the padding columns */
-        memset(s[i] + hi, 0, sizeof(float) * (size_t)(len - hi));
-    }
-    memset(zeros, 0, sizeof(float) * (size_t)len);
-    int half = t->tv + 1;   /* a row's columns 4q + k, for each k < 4 */
-    float *ph0 = rows + 13 * len, *ph1 = ph0 + half, *ph2 = ph1 + half, *ph3 = ph2 + half;
+    winograd_rows b = winograd_rows_init(t, rows, 6);
+    float *const *s = b.s;
+    int lo = b.lo, hi = b.hi, half = t->tv + 1;   /* half: a row's columns 4q + k, each k < 4 */
+    float *ph0 = rows + 13 * t->row_len, *ph1 = ph0 + half, *ph2 = ph1 + half, *ph3 = ph2 + half;
     for (int c = 0; c < g->c; c++)
         for (int r = t->r0; r < t->r1; r++) {
             int n = r / t->th, y0 = 4 * (r % t->th) - g->pad;
             const float *d[6];
-#pragma GCC unroll 6
             for (int i = 0; i < 6; i++)
-                d[i] = winograd_input_row(t, x, n, c, y0 + i, zeros, tmp[i]);
+                d[i] = winograd_input_row(t, x, n, c, y0 + i, b.zeros, b.tmp[i]);
             float *s0 = s[0] + lo, *s1 = s[1] + lo, *s2 = s[2] + lo, *s3 = s[3] + lo;
             float *s4 = s[4] + lo, *s5 = s[5] + lo;
 #pragma omp simd

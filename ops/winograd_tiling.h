@@ -42,6 +42,16 @@ static inline size_t plane_of(size_t elems) { return elems + SKEW; }
 /* The transforms' row buffers, row_len floats each, that every transform's rows fit in. */
 #define ROW_BUFFERS 16
 
+/* An input transform's row buffers, laid out in its rows: n padded rows s, whose columns
+ * [lo, hi) are the input's (the rest, the padding, zeroed here once); n rows for bytes turned
+ * into floats; a row of zeros for input rows outside the image. */
+typedef struct winograd_rows {
+    float *s[6], *tmp[6];
+    const float *zeros;
+    int lo, hi;
+} winograd_rows;
+winograd_rows winograd_rows_init(const tiling *t, float *rows, int n);
+
 /* Row y of channel c of sample n, w floats: in place for a float input, converted into tmp for
  * bytes, zeros outside the input. */
 const float *winograd_input_row(const tiling *t, conv_input x, int n, int c, int y,
