@@ -106,12 +106,14 @@ static int backward(const rt_ctx *ctx, void *p)
     const float *dy = rt_ptr(ctx, a->at.dy);
     float *dw = rt_ptr(ctx, a->at.part);
     long per_filter = l->nweights / l->conv.f;
-    int rc = conv2d_backward_filter_in(&l->conv, input_of(ctx, a), dy, dw,
-                                       dw + (a->f1 - a->f0) * per_filter, 0, a->n, a->f0, a->f1, 0);
-    if (!rc && a->want_dx)
-        rc = conv2d_backward_input(&l->conv, dy, rt_ptr(ctx, a->at.params), rt_ptr(ctx, a->at.dx),
-                                   0, a->n);
-    return layer_kernel_status(ctx, rc);
+    if (a->want_dx)   /* one group: all filters */
+        return layer_kernel_status(ctx, conv2d_backward(&l->conv, input_of(ctx, a), dy,
+                                                        rt_ptr(ctx, a->at.params), dw,
+                                                        dw + l->nweights, rt_ptr(ctx, a->at.dx),
+                                                        0, a->n));
+    return layer_kernel_status(ctx, conv2d_backward_filter_in(&l->conv, input_of(ctx, a), dy, dw,
+                                                              dw + (a->f1 - a->f0) * per_filter,
+                                                              0, a->n, a->f0, a->f1, 0));
 }
 
 static int backward_input(const rt_ctx *ctx, void *p)

@@ -343,8 +343,8 @@ int conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float *dy,
         return DISPATCH_WIDE(backward_filter, g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate);
     case CONV_WINOGRAD:
     case CONV_WINOGRAD4:
-        return conv_winograd_backward_filter(g, winograd_tile(g), x, dy, dwt, dbias, n0, n1, f0,
-                                             f1, accumulate);
+        return conv_winograd_backward(g, winograd_tile(g), x, dy, NULL, dwt, dbias, NULL, n0, n1,
+                                      f0, f1, accumulate);
     default:
         break;
     }
@@ -365,6 +365,17 @@ static int uses_winograd(const conv_geom *g)
 {
     conv_strategy s = conv_path(g, CONV_FORWARD);
     return s == CONV_WINOGRAD || s == CONV_WINOGRAD4;
+}
+
+int conv2d_backward(const conv_geom *g, conv_input x, const float *dy, const float *wt,
+                    float *dwt, float *dbias, float *dx, int n0, int n1)
+{
+    if (uses_winograd(g))
+        return conv_winograd_backward(g, winograd_tile(g), x, dy, wt, dwt, dbias, dx, n0, n1, 0,
+                                      g->f, 0);
+    if (conv2d_backward_filter_in(g, x, dy, dwt, dbias, n0, n1, 0, g->f, 0))
+        return -1;
+    return dx ? conv2d_backward_input(g, dy, wt, dx, n0, n1) : 0;
 }
 
 int conv_pool_fusable(const conv_geom *g, const pool_geom *p)
@@ -411,9 +422,7 @@ int conv2d_backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p
     const float *d = unpooled_gradient(g, p, dy, argmax, n0, n1);
     size_t in = (size_t)g->c * g->h * g->w;
     conv_input xs = x.f ? (conv_input){x.f + n0 * in, NULL, 0} : (conv_input){NULL, x.b + n0, x.scale};
-    int m = winograd_tile(g);
-    if (!d || conv_winograd_backward_filter(g, m, xs, d, dwt, dbias, 0, n1 - n0, 0, g->f,
-                                            accumulate))
-        return -1;
-    return dx ? conv_winograd_backward_input(g, m, d, wt, dx + n0 * in, 0, n1 - n0) : 0;
+    return !d || conv_winograd_backward(g, winograd_tile(g), xs, d, wt, dwt, dbias,
+                                        dx ? dx + n0 * in : NULL, 0, n1 - n0, 0, g->f, accumulate)
+               ? -1 : 0;
 }

@@ -49,6 +49,11 @@ int conv2d_forward_in(const conv_geom *g, conv_input x, const float *wt, const f
                        float *y, int n0, int n1, int f0, int f1);
 int conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float *dy, float *dwt,
                                float *dbias, int n0, int n1, int f0, int f1, int accumulate);
+/* A convolution's whole backward pass on samples [n0, n1): conv2d_backward_filter_in's dW and db
+ * of all filters (written), then, with dx (else NULL), conv2d_backward_input's. The same
+ * results, bit for bit; the Winograd paths transform dy once for both. */
+int conv2d_backward(const conv_geom *g, conv_input x, const float *dy, const float *wt,
+                    float *dwt, float *dbias, float *dx, int n0, int n1);
 
 /* Convolution then max-pooling in one pass, for windows that do not overlap (size == stride) on
  * the direct path, or 2x2 windows on the Winograd paths: the convolution's output is pooled

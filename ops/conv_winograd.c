@@ -160,21 +160,23 @@ static int products(const tiling *t, int trans_a, int trans_b, int m, int n, int
 }
 
 /* One call's scratch: a block's matrices (one per point) of channel rows (V or Z) and of filter
- * rows (M or D), cols values each; the weight matrices, filters x channels (U or dU); the
- * transforms' row buffers. */
+ * rows (M or D), cols values each; nweights sets of weight matrices, filters x channels (U,
+ * dU); the transforms' row buffers. */
 typedef struct buffers {
-    float *channels, *filters, *weights, *rows;
+    float *channels, *filters, *weights[2], *rows;
 } buffers;
 
-static int buffers_get(const tiling *t, int nf, buffers *b)
+static int buffers_get(const tiling *t, int nf, int nweights, buffers *b)
 {
     size_t cols = block_cols(t), nc = (size_t)t->g->c;
     size_t weights = (size_t)t->points * plane_of((size_t)nf * nc);
     b->channels = ops_scratch(SCRATCH_COLUMNS, t->points * plane_of(nc * cols));
     b->filters = ops_scratch(SCRATCH_PARTIALS, t->points * plane_of((size_t)nf * cols));
-    b->weights = ops_scratch(SCRATCH_INPUT, weights + ROW_BUFFERS * (size_t)t->row_len);
-    b->rows = b->weights ? b->weights + weights : NULL;
-    return b->channels && b->filters && b->weights ? 0 : -1;
+    float *w = ops_scratch(SCRATCH_INPUT, nweights * weights + ROW_BUFFERS * (size_t)t->row_len);
+    b->weights[0] = w;
+    b->weights[1] = w && nweights > 1 ? w + weights : NULL;
+    b->rows = w ? w + nweights * weights : NULL;
+    return b->channels && b->filters && w ? 0 : -1;
 }
 
 int conv_winograd_forward(const conv_geom *g, int m, conv_input x, const float *wt,
@@ -185,16 +187,32 @@ int conv_winograd_forward(const conv_geom *g, int m, conv_input x, const float *
     int nf = f1 - f0;
     winograd_out out = {y, pool, argmax};
     buffers b;
-    if (buffers_get(&t, nf, &b) || weight_transform(&t, wt, f0, f1, b.weights))
+    if (buffers_get(&t, nf, 1, &b) || weight_transform(&t, wt, f0, f1, b.weights[0]))
         return -1;
     while (next_block(&t, n0, n1)) {
         t.v->input(&t, x, b.channels, b.rows);
         zero_padding(&t, b.channels, g->c);
-        if (products(&t, 0, 0, nf, t.cols, g->c, b.weights, b.channels, b.filters, 0))
+        if (products(&t, 0, 0, nf, t.cols, g->c, b.weights[0], b.channels, b.filters, 0))
             return -1;
         t.v->output(&t, b.filters, bias, &out, f0, f1, b.rows);
     }
     return 0;
+}
+
+/* dx += the windows of Z = U^T D, from the current block's D (all filters); Z in place of V. */
+static int input_gradient(const tiling *t, const buffers *b, const float *U, float *dx)
+{
+    const conv_geom *g = t->g;
+    if (products(t, 1, 0, g->c, t->cols, g->f, U, b->filters, b->channels, 0))
+        return -1;
+    t->v->input_adjoint_add(t, b->channels, dx, b->rows);
+    return 0;
+}
+
+static void clear_samples(const conv_geom *g, float *dx, int n0, int n1)
+{
+    size_t chw = (size_t)g->c * g->h * g->w;
+    memset(dx + (size_t)n0 * chw, 0, sizeof(float) * (size_t)(n1 - n0) * chw);
 }
 
 int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, const float *wt,
@@ -202,51 +220,59 @@ int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, con
 {
     tiling t = tiling_of(g, m);
     buffers b;
-    if (buffers_get(&t, g->f, &b) || weight_transform(&t, wt, 0, g->f, b.weights))
+    if (buffers_get(&t, g->f, 1, &b) || weight_transform(&t, wt, 0, g->f, b.weights[0]))
         return -1;
-    size_t chw = (size_t)g->c * g->h * g->w;
-    memset(dx + (size_t)n0 * chw, 0, sizeof(float) * (size_t)(n1 - n0) * chw);
+    clear_samples(g, dx, n0, n1);
     while (next_block(&t, n0, n1)) {
         t.v->gradient(&t, dy, 0, g->f, b.filters, b.rows);
         zero_padding(&t, b.filters, g->f);
-        if (products(&t, 1, 0, g->c, t.cols, g->f, b.weights, b.filters, b.channels, 0))
+        if (input_gradient(&t, &b, b.weights[0], dx))
             return -1;
-        t.v->input_adjoint_add(&t, b.channels, dx, b.rows);
     }
     return 0;
 }
 
-int conv_winograd_backward_filter(const conv_geom *g, int m, conv_input x, const float *dy,
-                                  float *dwt, float *dbias, int n0, int n1, int f0, int f1,
-                                  int accumulate)
+static void bias_gradient(const conv_geom *g, const float *dy, float *dbias, int n0, int n1,
+                          int f0, int f1, int accumulate)
+{
+    size_t ohw = (size_t)g->oh * g->ow;
+    for (int f = f0; f < f1; f++) {
+        float s = 0;
+        for (int n = n0; n < n1; n++) {
+            const float *d = dy + ((size_t)n * g->f + f) * ohw;
+#pragma omp simd reduction(+ : s)
+            for (size_t i = 0; i < ohw; i++)
+                s += d[i];
+        }
+        dbias[f - f0] = accumulate ? dbias[f - f0] + s : s;
+    }
+}
+
+int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float *dy,
+                           const float *wt, float *dwt, float *dbias, float *dx, int n0, int n1,
+                           int f0, int f1, int accumulate)
 {
     tiling t = tiling_of(g, m);
     int nf = f1 - f0;
     buffers b;
-    if (buffers_get(&t, nf, &b))
+    if ((dx && nf != g->f) || buffers_get(&t, nf, dx ? 2 : 1, &b) ||
+        (dx && weight_transform(&t, wt, 0, g->f, b.weights[1])))
         return -1;
-    memset(b.weights, 0, sizeof(float) * (size_t)t.points * plane_of((size_t)nf * g->c));
+    memset(b.weights[0], 0, sizeof(float) * (size_t)t.points * plane_of((size_t)nf * g->c));
+    if (dx)
+        clear_samples(g, dx, n0, n1);
     while (next_block(&t, n0, n1)) {   /* dU, summed over the blocks in order */
         t.v->input(&t, x, b.channels, b.rows);
         t.v->gradient(&t, dy, f0, f1, b.filters, b.rows);
         zero_padding(&t, b.channels, g->c);
         zero_padding(&t, b.filters, nf);
-        if (products(&t, 0, 1, nf, g->c, t.cols, b.filters, b.channels, b.weights, 1))
+        if (products(&t, 0, 1, nf, g->c, t.cols, b.filters, b.channels, b.weights[0], 1) ||
+            (dx && input_gradient(&t, &b, b.weights[1], dx)))
             return -1;
     }
-    if (filter_adjoint(&t, b.weights, f0, f1, dwt, accumulate))
+    if (filter_adjoint(&t, b.weights[0], f0, f1, dwt, accumulate))
         return -1;
     if (dbias)
-        for (int f = f0; f < f1; f++) {
-            float s = 0;
-            for (int n = n0; n < n1; n++) {
-                size_t ohw = (size_t)g->oh * g->ow;
-                const float *d = dy + ((size_t)n * g->f + f) * ohw;
-#pragma omp simd reduction(+ : s)
-                for (size_t i = 0; i < ohw; i++)
-                    s += d[i];
-            }
-            dbias[f - f0] = accumulate ? dbias[f - f0] + s : s;
-        }
+        bias_gradient(g, dy, dbias, n0, n1, f0, f1, accumulate);
     return 0;
 }

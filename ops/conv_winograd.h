@@ -26,8 +26,11 @@ int conv_winograd_forward(const conv_geom *g, int m, conv_input x, const float *
                           const pool_geom *pool, int32_t *argmax);
 int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, const float *wt,
                                  float *dx, int n0, int n1);
-int conv_winograd_backward_filter(const conv_geom *g, int m, conv_input x, const float *dy,
-                                  float *dwt, float *dbias, int n0, int n1, int f0, int f1,
-                                  int accumulate);
+/* The filter gradient of filters [f0, f1) and, with dx (else NULL; all filters only), the
+ * input gradient too: conv2d_backward_filter's and conv2d_backward_input's results, bit for
+ * bit, with dy transformed once for both. */
+int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float *dy,
+                           const float *wt, float *dwt, float *dbias, float *dx, int n0, int n1,
+                           int f0, int f1, int accumulate);
 
 #endif

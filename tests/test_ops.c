@@ -645,6 +645,49 @@ TEST(ops_conv_maxpool_fused_matches_separate)
     }
 }
 
+/* conv2d_backward (both gradients in one call; the Winograd paths transform dy once for both)
+ * gives the passes' results apart, bit for bit, on every path: odd sizes, samples from the
+ * second on, float and byte inputs, and without dx. */
+TEST(ops_conv_backward_matches_the_passes_apart)
+{
+    enum { N = 3, C = 16, H = 11, W = 14, F = 24 };
+    conv_geom g;
+    CHECK(conv_geom_init(&g, C, H, W, F, 3, 3, 1, 1) == 0);
+    size_t nin = (size_t)C * H * W, nout = (size_t)F * g.oh * g.ow, nw = (size_t)F * C * 9;
+    ops_rng r;
+    ops_rng_seed(&r, 12);
+    uint8_t *xb = malloc(N * nin);
+    float *xf = malloc(sizeof(float) * N * nin), *w = random_floats(&r, (long)nw, 0.3f);
+    float *dy = random_floats(&r, (long)(N * nout), 1);
+    float *dw1 = malloc(sizeof(float) * (nw + F)), *dw2 = malloc(sizeof(float) * (nw + F));
+    float *dx1 = calloc(N * nin, 4), *dx2 = calloc(N * nin, 4);
+    for (size_t i = 0; i < N * nin; i++) {
+        xb[i] = (uint8_t)((i * 2654435761u) >> 24);
+        xf[i] = (float)xb[i] * (1.0f / 255.0f);
+    }
+    const uint8_t *samples[N] = {xb, xb + nin, xb + 2 * nin};
+    conv_input inputs[2] = {{xf, NULL, 0}, {NULL, samples, 1.0f / 255.0f}};
+    for (conv_strategy s = CONV_DIRECT; s <= CONV_WINOGRAD4; s++) {
+        conv_set_strategy(s);
+        const char *path = conv_path_name(s);
+        conv2d_backward_filter(&g, xf, dy, dw1, dw1 + nw, 1, N, 0, F, 0);
+        conv2d_backward_input(&g, dy, w, dx1, 1, N);
+        for (int in = 0; in < 2; in++) {
+            CHECK(conv2d_backward(&g, inputs[in], dy, w, dw2, dw2 + nw, dx2, 1, N) == 0);
+            CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + F)), "%s: filter gradient, input %d",
+                   path, in);
+            CHECKF(!memcmp(dx1, dx2, sizeof(float) * N * nin), "%s: input gradient, input %d",
+                   path, in);
+            memset(dw2, 0, sizeof(float) * (nw + F));
+            CHECK(conv2d_backward(&g, inputs[in], dy, w, dw2, dw2 + nw, NULL, 1, N) == 0);
+            CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + F)), "%s: filter gradient alone, "
+                   "input %d", path, in);
+        }
+    }
+    conv_set_strategy(CONV_AUTO);
+    free(xb), free(xf), free(w), free(dy), free(dw1), free(dw2), free(dx1), free(dx2);
+}
+
 /* The same on the Winograd paths (both tile sizes), which also give the input gradient: odd
  * sizes (a last row and column no window covers, tiles past the edge), samples from the second
  * on (the fused backward works from sample 0 of its scratch), float and byte inputs. */
