@@ -4,6 +4,7 @@
  * transforms (winograd_f2.c, winograd_f4.c) and the GEMMs. */
 #include "ops/conv_winograd.h"
 
+#include "ops/cpu.h"
 #include "ops/gemm.h"
 #include "ops/pool_row.h"
 #include "ops/scratch.h"
@@ -22,16 +23,26 @@ int conv_winograd_fits(const conv_geom *g)
 
 static int round_up(int n, int to) { return (n + to - 1) / to * to; }
 
-static tiling tiling_of(const conv_geom *g, int m)
-{
-    const winograd_variant *v = m == 4 ? &winograd_f4 : &winograd_f2;
-    int th = (g->oh + m - 1) / m, tw = (g->ow + m - 1) / m, tv = round_up(tw, ROW_VECTOR);
-    return (tiling){g, v, m, (m + 2) * (m + 2), th, tw, tv, m * tv + 2, 0, -1, 0, 0};
-}
-
 static int rows_per_block(const tiling *t)
 {
     return BLOCK_TILES / t->tw > 0 ? BLOCK_TILES / t->tw : 1;
+}
+
+/* The largest cols of any block: what the scratch buffers hold per row. */
+static size_t block_cols(const tiling *t)
+{
+    return (size_t)round_up(rows_per_block(t) * t->tw, COL_ALIGN);
+}
+
+static tiling tiling_of(const conv_geom *g, int m)
+{
+    int avx2 = ops_isa_active() >= OPS_ISA_AVX2;   /* AVX-512 too: winograd_f4_impl.h */
+    const winograd_variant *v = m == 2 ? (avx2 ? &winograd_f2_avx2 : &winograd_f2_portable)
+                                       : (avx2 ? &winograd_f4_avx2 : &winograd_f4_portable);
+    int th = (g->oh + m - 1) / m, tw = (g->ow + m - 1) / m, tv = round_up(tw, ROW_VECTOR);
+    tiling t = {g, v, m, (m + 2) * (m + 2), th, tw, tv, m * tv + 2, 0, 0, -1, 0, 0};
+    t.array_len = round_up((int)block_cols(&t) + ROW_VECTOR, 16);   /* whole cache lines */
+    return t;
 }
 
 /* Moves t to the block after the current one, within samples [n0, n1); 0 past the end. */
@@ -42,12 +53,6 @@ static int next_block(tiling *t, int n0, int n1)
     t->tiles = (t->r1 - t->r0) * t->tw;
     t->cols = round_up(t->tiles, COL_ALIGN);
     return t->r0 < t->r1;
-}
-
-/* The largest cols of any block: what the scratch buffers hold per row. */
-static size_t block_cols(const tiling *t)
-{
-    return (size_t)round_up(rows_per_block(t) * t->tw, COL_ALIGN);
 }
 
 /* Zeroes the padding columns of a block's matrices of n rows. */
@@ -172,7 +177,8 @@ static int buffers_get(const tiling *t, int nf, int nweights, buffers *b)
     size_t weights = (size_t)t->points * plane_of((size_t)nf * nc);
     b->channels = ops_scratch(SCRATCH_COLUMNS, t->points * plane_of(nc * cols));
     b->filters = ops_scratch(SCRATCH_PARTIALS, t->points * plane_of((size_t)nf * cols));
-    float *w = ops_scratch(SCRATCH_INPUT, nweights * weights + ROW_BUFFERS * (size_t)t->row_len);
+    size_t rows = ROW_BUFFERS * (size_t)t->row_len + TILE_ARRAYS * (size_t)t->array_len;
+    float *w = ops_scratch(SCRATCH_INPUT, nweights * weights + rows);
     b->weights[0] = w;
     b->weights[1] = w && nweights > 1 ? w + weights : NULL;
     b->rows = w ? w + nweights * weights : NULL;

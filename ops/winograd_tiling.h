@@ -22,6 +22,7 @@ typedef struct tiling {
     int m, points;          /* outputs per tile side; (m + 2)^2 */
     int th, tw, tv;         /* tv: tw rounded up to whole vectors (ROW_VECTOR) */
     int row_len;            /* the padded input a tile row reads, m * tv + 2 */
+    int array_len;          /* a tile array's floats (tile_array) */
     int r0, r1;             /* the current block; r1 < 0 before the first */
     int tiles, cols;        /* its tiles, (r1 - r0) * tw; cols: tiles rounded up */
 } tiling;
@@ -41,6 +42,16 @@ static inline size_t plane_of(size_t elems) { return elems + SKEW; }
 
 /* The transforms' row buffers, row_len floats each, that every transform's rows fit in. */
 #define ROW_BUFFERS 16
+
+/* After them, TILE_ARRAYS arrays of one value per tile of a block (array_len floats: a block's
+ * cols and ROW_VECTOR more), where a transform gathers its tiles' values so that its arithmetic
+ * runs over a whole block at once: rows of a few tiles (4 on a 16 x 16 output) leave SIMD
+ * loops too short. */
+#define TILE_ARRAYS 36
+static inline float *tile_array(const tiling *t, float *rows, int i)
+{
+    return rows + ROW_BUFFERS * (size_t)t->row_len + (size_t)i * t->array_len;
+}
 
 /* An input transform's row buffers, laid out in its rows: n padded rows s, whose columns
  * [lo, hi) are the input's (the rest, the padding, zeroed here once); n rows for bytes turned
@@ -72,7 +83,8 @@ typedef struct winograd_out {
 void winograd_store_rows(const tiling *t, const winograd_out *o, int n, int f, int oy,
                          float *const *rows, int nrows, float b);
 
-/* One tile size's transforms, on the current block of t; rows: ROW_BUFFERS * row_len floats.
+/* One tile size's transforms, on the current block of t; rows: the row buffers and the tile
+ * arrays.
  * input: V[p][c][col], the input windows in the transform domain. output: the tiles' outputs
  * from M[p][f - f0][col], plus the bias, for filters [f0, f1), into o. gradient: D[p][f -
  * f0][col], the output gradient's tiles in the transform domain (the adjoint of output).
@@ -88,6 +100,7 @@ struct winograd_variant {
     void (*input_adjoint_add)(const tiling *t, const float *Z, float *dx, float *rows);
 };
 
-extern const winograd_variant winograd_f2, winograd_f4;
+extern const winograd_variant winograd_f2_portable, winograd_f2_avx2;
+extern const winograd_variant winograd_f4_portable, winograd_f4_avx2;
 
 #endif

@@ -1,0 +1,234 @@
+/* Winograd F(2x2, 3x3)'s transforms (winograd_tiling.h). With B, G and A the algorithm's
+ * matrices, a 4x4 input window d and a 3x3 filter g give the 2x2 outputs
+ * A^T [(G g G^T) . (B^T d B)] A, where "." multiplies point by point; the backward passes use
+ * the adjoints of the same linear maps. Tile q of a row reads input columns 2q .. 2q + 3.
+ *
+ * Included by winograd_f2.c (baseline SSE) and winograd_f2_avx2.c with ISA set to the suffix of
+ * the variant to define; like F(4x4)'s (winograd_f4_impl.h), the arithmetic runs over a block's
+ * tiles at once (tile_array). */
+#include "ops/winograd_tiling.h"
+
+#include <string.h>
+
+#define NAME2(a, b) a##_##b
+#define NAME(a, b) NAME2(a, b)
+
+/* V[p][c][col] = (B^T d B)[p] for every channel and tile of the block: rows first (B^T d, on
+ * whole padded rows s, read from the input where it is); then each row of a tile row is split
+ * into cols[i][k][col] (row i, column 2q + k of tile col), and the tiles' columns are
+ * transformed all at once. rows: 9 row buffers, 16 tile arrays. */
+static void input_transform(const tiling *t, conv_input x, float *V, float *rows)
+{
+    const conv_geom *g = t->g;
+    size_t plane = plane_of((size_t)g->c * t->cols);   /* from one point to the next */
+    winograd_rows b = winograd_rows_init(t, rows, 4);
+    float *const *s = b.s;
+    int lo = b.lo, hi = b.hi;
+    float *cols[4][4];
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 4; k++)
+            cols[i][k] = tile_array(t, rows, 4 * i + k);
+    for (int c = 0; c < g->c; c++) {
+        for (int r = t->r0; r < t->r1; r++) {
+            int n = r / t->th, y0 = 2 * (r % t->th) - g->pad;
+            const float *d[4];
+            for (int i = 0; i < 4; i++)
+                d[i] = winograd_input_row(t, x, n, c, y0 + i, b.zeros, b.tmp[i]);
+            float *s0 = s[0] + lo, *s1 = s[1] + lo, *s2 = s[2] + lo, *s3 = s[3] + lo;
+#pragma omp simd
+            for (int j = 0; j < hi - lo; j++) {
+                s0[j] = d[0][j] - d[2][j];
+                s1[j] = d[1][j] + d[2][j];
+                s2[j] = d[2][j] - d[1][j];
+                s3[j] = d[1][j] - d[3][j];
+            }
+            size_t at = (size_t)(r - t->r0) * t->tw;
+            for (int i = 0; i < 4; i++) {
+                const float *si = s[i];
+                float *c0 = cols[i][0] + at, *c1 = cols[i][1] + at, *c2 = cols[i][2] + at;
+                float *c3 = cols[i][3] + at;
+#pragma omp simd
+                for (int q = 0; q < t->tw; q++)
+                    c0[q] = si[2 * q], c1[q] = si[2 * q + 1], c2[q] = si[2 * q + 2],
+                    c3[q] = si[2 * q + 3];
+            }
+        }
+        float *v = V + (size_t)c * t->cols;
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            float *v0 = v + 4 * i * plane, *v1 = v0 + plane, *v2 = v1 + plane, *v3 = v2 + plane;
+            const float *e0 = cols[i][0], *o0 = cols[i][1], *e1 = cols[i][2], *o1 = cols[i][3];
+#pragma omp simd
+            for (int q = 0; q < t->tiles; q++) {
+                v0[q] = e0[q] - e1[q];
+                v1[q] = o0[q] + e1[q];
+                v2[q] = e1[q] - o0[q];
+                v3[q] = o0[q] - o1[q];
+            }
+        }
+    }
+}
+
+/* The outputs A^T m A + bias for filters [f0, f1) from M[p][f - f0][col]: a filter's 2x2
+ * outputs of all the block's tiles go to out[a][k][col] (row a, column 2q + k of tile col),
+ * then each tile row's to two rows, then into o. */
+static void output_transform(const tiling *t, const float *M, const float *bias,
+                             const winograd_out *o, int f0, int f1, float *rows)
+{
+    size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
+    float *out[2][2], *line[2] = {rows, rows + t->row_len};
+    for (int a = 0; a < 2; a++)
+        for (int k = 0; k < 2; k++)
+            out[a][k] = tile_array(t, rows, 2 * a + k);
+    for (int f = f0; f < f1; f++) {
+        const float *m = M + (size_t)(f - f0) * t->cols;
+#pragma omp simd
+        for (int q = 0; q < t->tiles; q++) {
+            float s[4][2];
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) {   /* m A: each row's columns */
+                float m0 = m[4 * i * plane + q], m1 = m[(4 * i + 1) * plane + q];
+                float m2 = m[(4 * i + 2) * plane + q], m3 = m[(4 * i + 3) * plane + q];
+                s[i][0] = m0 + m1 + m2;
+                s[i][1] = m1 - m2 - m3;
+            }
+#pragma GCC unroll 2
+            for (int k = 0; k < 2; k++) {   /* A^T (m A): the rows combined */
+                out[0][k][q] = s[0][k] + s[1][k] + s[2][k];
+                out[1][k][q] = s[1][k] - s[2][k] - s[3][k];
+            }
+        }
+        for (int r = t->r0; r < t->r1; r++) {
+            size_t at = (size_t)(r - t->r0) * t->tw;
+            for (int a = 0; a < 2; a++) {
+                const float *o0 = out[a][0] + at, *o1 = out[a][1] + at;
+                float *row = line[a];
+#pragma omp simd
+                for (int q = 0; q < t->tw; q++)
+                    row[2 * q] = o0[q], row[2 * q + 1] = o1[q];
+            }
+            winograd_store_rows(t, o, r / t->th, f, 2 * (r % t->th), line, 2,
+                                bias ? bias[f] : 0.0f);
+        }
+    }
+}
+
+/* D[p][f - f0][col] = (A e A^T)[p], e the 2x2 block of output gradients of a tile (zero past
+ * the output's edge), for filters [f0, f1): a filter's tiles are gathered into e[a][k][col]
+ * (row a, column 2q + k of tile col), then transformed all at once. */
+static void gradient_transform(const tiling *t, const float *dy, int f0, int f1, float *D,
+                               float *rows)
+{
+    const conv_geom *g = t->g;
+    size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
+    float *e[2][2];
+    for (int a = 0; a < 2; a++)
+        for (int k = 0; k < 2; k++)
+            e[a][k] = tile_array(t, rows, 2 * a + k);
+    int whole = g->ow / 2;
+    for (int f = f0; f < f1; f++) {
+        for (int r = t->r0; r < t->r1; r++) {
+            int oy = 2 * (r % t->th);
+            const float *e0 = dy + (((size_t)(r / t->th) * g->f + f) * g->oh + oy) * g->ow;
+            size_t at = (size_t)(r - t->r0) * t->tw;
+            for (int a = 0; a < 2; a++) {
+                const float *row = oy + a < g->oh ? e0 + (size_t)a * g->ow : NULL;
+                float *ev = e[a][0] + at, *od = e[a][1] + at;
+                int n = row ? whole : 0;
+#pragma omp simd
+                for (int q = 0; q < n; q++)
+                    ev[q] = row[2 * q], od[q] = row[2 * q + 1];
+                for (int q = n; q < t->tw; q++) {   /* past the edge */
+                    ev[q] = row && 2 * q < g->ow ? row[2 * q] : 0.0f;
+                    od[q] = 0.0f;
+                }
+            }
+        }
+        float *d = D + (size_t)(f - f0) * t->cols;
+        const float *t0 = e[0][0], *t1 = e[0][1], *b0 = e[1][0], *b1 = e[1][1];
+#pragma omp simd
+        for (int q = 0; q < t->tiles; q++) {
+            float a[4][2] = {{t0[q], t1[q]},
+                             {t0[q] + b0[q], t1[q] + b1[q]},
+                             {t0[q] - b0[q], t1[q] - b1[q]},
+                             {-b0[q], -b1[q]}};   /* A e: rows */
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) {   /* (A e) A^T: columns */
+                d[4 * i * plane + q] = a[i][0];
+                d[(4 * i + 1) * plane + q] = a[i][0] + a[i][1];
+                d[(4 * i + 2) * plane + q] = a[i][0] - a[i][1];
+                d[(4 * i + 3) * plane + q] = -a[i][1];
+            }
+        }
+    }
+}
+
+/* dx += B z B^T of each tile of Z[p][c][col], added where the tile's 4x4 window lies in the
+ * input: a channel's tiles are transformed all at once into win[i][k][col] (row i, column
+ * 2q + k of tile col's window), then each tile row's windows are summed row by row (neighbours
+ * overlap by 2 columns) and added to dx. rows: a row buffer, 16 tile arrays. */
+static void input_adjoint_add(const tiling *t, const float *Z, float *dx, float *rows)
+{
+    const conv_geom *g = t->g;
+    size_t plane = plane_of((size_t)g->c * t->cols);
+    float *win[4][4], *line = rows;
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 4; k++)
+            win[i][k] = tile_array(t, rows, i * 4 + k);
+    for (int c = 0; c < g->c; c++) {
+        const float *z = Z + (size_t)c * t->cols;
+#pragma omp simd
+        for (int q = 0; q < t->tiles; q++) {
+            float h[4][4];
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) {   /* z B^T: each row's columns */
+                float z0 = z[4 * i * plane + q], z1 = z[(4 * i + 1) * plane + q];
+                float z2 = z[(4 * i + 2) * plane + q], z3 = z[(4 * i + 3) * plane + q];
+                h[i][0] = z0;
+                h[i][1] = z1 - z2 + z3;
+                h[i][2] = z1 + z2 - z0;
+                h[i][3] = -z3;
+            }
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {   /* B (z B^T): the rows combined */
+                win[0][k][q] = h[0][k];
+                win[1][k][q] = h[1][k] - h[2][k] + h[3][k];
+                win[2][k][q] = h[1][k] + h[2][k] - h[0][k];
+                win[3][k][q] = -h[3][k];
+            }
+        }
+        for (int r = t->r0; r < t->r1; r++) {
+            int n = r / t->th, y0 = 2 * (r % t->th) - g->pad, tw = t->tw;
+            size_t at = (size_t)(r - t->r0) * tw;
+            float *dxc = dx + ((size_t)n * g->c + c) * g->h * g->w;
+            for (int i = 0; i < 4; i++) {
+                int y = y0 + i;
+                if (y < 0 || y >= g->h)
+                    continue;
+                const float *c0 = win[i][0] + at, *c1 = win[i][1] + at;
+                const float *c2 = win[i][2] + at, *c3 = win[i][3] + at;
+                line[0] = c0[0], line[1] = c1[0];
+#pragma omp simd
+                for (int q = 1; q < tw; q++) {   /* column 2q: tile q's first, q - 1's third */
+                    line[2 * q] = c0[q] + c2[q - 1];
+                    line[2 * q + 1] = c1[q] + c3[q - 1];
+                }
+                line[2 * tw] = c2[tw - 1], line[2 * tw + 1] = c3[tw - 1];
+                float *out = dxc + (size_t)y * g->w;
+                const float *in = line + g->pad;
+#pragma omp simd
+                for (int xx = 0; xx < g->w; xx++)
+                    out[xx] += in[xx];
+            }
+        }
+    }
+}
+
+const winograd_variant NAME(winograd_f2, ISA) = {
+    .m = 2,
+    .G = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}},
+    .input = input_transform,
+    .output = output_transform,
+    .gradient = gradient_transform,
+    .input_adjoint_add = input_adjoint_add,
+};
