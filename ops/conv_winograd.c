@@ -39,9 +39,9 @@ static tiling tiling_of(const conv_geom *g, int m)
     int avx2 = ops_isa_active() >= OPS_ISA_AVX2;   /* AVX-512 too: winograd_f4_impl.h */
     const winograd_variant *v = m == 2 ? (avx2 ? &winograd_f2_avx2 : &winograd_f2_portable)
                                        : (avx2 ? &winograd_f4_avx2 : &winograd_f4_portable);
-    int th = (g->oh + m - 1) / m, tw = (g->ow + m - 1) / m, tv = round_up(tw, ROW_VECTOR);
-    tiling t = {g, v, m, (m + 2) * (m + 2), th, tw, tv, m * tv + 2, 0, 0, -1, 0, 0};
-    t.array_len = round_up((int)block_cols(&t) + ROW_VECTOR, 16);   /* whole cache lines */
+    int th = (g->oh + m - 1) / m, tw = (g->ow + m - 1) / m;
+    tiling t = {g, v, m, (m + 2) * (m + 2), th, tw, m * tw + 2, 0, 0, -1, 0, 0};
+    t.array_len = (int)block_cols(&t);
     return t;
 }
 

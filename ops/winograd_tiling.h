@@ -20,33 +20,24 @@ typedef struct tiling {
     const conv_geom *g;
     const winograd_variant *v;
     int m, points;          /* outputs per tile side; (m + 2)^2 */
-    int th, tw, tv;         /* tv: tw rounded up to whole vectors (ROW_VECTOR) */
-    int row_len;            /* the padded input a tile row reads, m * tv + 2 */
-    int array_len;          /* a tile array's floats (tile_array) */
+    int th, tw;
+    int row_len;            /* the padded input a tile row reads, m * tw + 2 */
+    int array_len;          /* a tile array's floats (tile_array): the largest block's cols */
     int r0, r1;             /* the current block; r1 < 0 before the first */
     int tiles, cols;        /* its tiles, (r1 - r0) * tw; cols: tiles rounded up */
 } tiling;
 
-/* The transforms' loops along a tile row run over whole SSE vectors (tv tiles), which is
- * faster than a scalar tail on rows of 7 or 14 tiles. Past tw they write values no one reads:
- * in a block's matrices, over the next tile row's start (written after, rows go in order) or
- * into the padding columns and SKEW (zeroed or unused); elsewhere into row buffers sized for
- * tv. */
-#define ROW_VECTOR 4
-
 /* The points' matrices lie one after another, elems values each, then SKEW more: were they a
- * multiple of 4 KB apart, a transform's streams would share one set of cache lines. At least
- * ROW_VECTOR - 1, for the writes past a block's last tile. */
+ * multiple of 4 KB apart, a transform's streams would share one set of cache lines. */
 #define SKEW 16
 static inline size_t plane_of(size_t elems) { return elems + SKEW; }
 
 /* The transforms' row buffers, row_len floats each, that every transform's rows fit in. */
 #define ROW_BUFFERS 16
 
-/* After them, TILE_ARRAYS arrays of one value per tile of a block (array_len floats: a block's
- * cols and ROW_VECTOR more), where a transform gathers its tiles' values so that its arithmetic
- * runs over a whole block at once: rows of a few tiles (4 on a 16 x 16 output) leave SIMD
- * loops too short. */
+/* After them, TILE_ARRAYS arrays of one value per tile of a block, where a transform gathers
+ * its tiles' values so that its arithmetic runs over a whole block at once: rows of a few
+ * tiles (4 on a 16 x 16 output) leave SIMD loops too short. */
 #define TILE_ARRAYS 36
 static inline float *tile_array(const tiling *t, float *rows, int i)
 {
