@@ -1,7 +1,7 @@
 /* Winograd F(m x m, 3x3): see conv_winograd.h. Summed over channels, each point of the
  * transform domain is a GEMM: (filters x channels) times (channels x tiles). Tiles are taken in
  * blocks of whole tile rows, so that a block's transformed data stays in cache between the
- * transforms (winograd_f2.c, winograd_f4.c) and the GEMMs. */
+ * transforms (winograd_f2_impl.h, winograd_f4_impl.h) and the GEMMs. */
 #include "ops/conv_winograd.h"
 
 #include "ops/cpu.h"

@@ -1,5 +1,5 @@
 /* Internal to the Winograd convolution: conv_winograd.c drives it, and each tile size has its
- * transforms in a file of its own (winograd_f2.c, winograd_f4.c). F(m x m, 3x3) cuts the output
+ * transforms in a file of its own (winograd_f2_impl.h, winograd_f4_impl.h). F(m x m, 3x3) cuts the output
  * into m x m tiles; each reads an (m + 2) x (m + 2) window of input, and a tile's data in the
  * transform domain has (m + 2)^2 points. */
 #ifndef FRUGAL_WINOGRAD_TILING_H
