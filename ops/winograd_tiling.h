@@ -1,7 +1,7 @@
 /* Internal to the Winograd convolution: conv_winograd.c drives it, and each tile size has its
- * transforms in a file of its own (winograd_f2_impl.h, winograd_f4_impl.h). F(m x m, 3x3) cuts the output
- * into m x m tiles; each reads an (m + 2) x (m + 2) window of input, and a tile's data in the
- * transform domain has (m + 2)^2 points. */
+ * transforms in a file of its own (winograd_f2_impl.h, winograd_f4_impl.h). F(m x m, 3x3) cuts
+ * the output into m x m tiles; each reads an (m + 2) x (m + 2) window of input, and a tile's
+ * data in the transform domain has (m + 2)^2 points. */
 #ifndef FRUGAL_WINOGRAD_TILING_H
 #define FRUGAL_WINOGRAD_TILING_H
 
