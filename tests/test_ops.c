@@ -592,6 +592,31 @@ TEST(ops_conv_reads_bytes_like_floats)
     free(xb), free(xf), free(w), free(bias), free(y1), free(y2), free(dy), free(dw1), free(dw2);
 }
 
+/* n samples (at most 3) of nin bytes each and the same as floats scaled by 1/255, both as
+ * conv_inputs: in[0] the floats, in[1] the bytes. Filled in place (in[1] points into it). */
+typedef struct byte_samples {
+    uint8_t *b;
+    float *f;
+    const uint8_t *samples[3];
+    conv_input in[2];
+} byte_samples;
+
+static void byte_samples_make(byte_samples *s, int n, size_t nin)
+{
+    s->b = malloc(n * nin);
+    s->f = malloc(sizeof(float) * n * nin);
+    for (size_t i = 0; i < n * nin; i++) {
+        s->b[i] = (uint8_t)((i * 2654435761u) >> 24);
+        s->f[i] = (float)s->b[i] * (1.0f / 255.0f);
+    }
+    for (int i = 0; i < n; i++)
+        s->samples[i] = s->b + i * nin;
+    s->in[0] = (conv_input){s->f, NULL, 0};
+    s->in[1] = (conv_input){NULL, s->samples, 1.0f / 255.0f};
+}
+
+static void byte_samples_free(byte_samples *s) { free(s->b), free(s->f); }
+
 /* Convolution fused with max-pooling gives, bit for bit, what the two layers give one after the
  * other: pooled output, argmax, and the filter gradients from the pooled gradient. Tall enough
  * for several row bands, odd sizes (a last row and column no window covers), 6 filters (a
@@ -608,39 +633,35 @@ TEST(ops_conv_maxpool_fused_matches_separate)
         int n = 2;
         size_t nin = (size_t)3 * 75 * 201, nout = (size_t)6 * g.oh * g.ow;
         size_t npool = (size_t)6 * p.oh * p.ow, nw = 6 * 27;
-        uint8_t *xb = malloc(n * nin);
-        float *xf = malloc(sizeof(float) * n * nin), *w = malloc(sizeof(float) * nw);
+        byte_samples x;
+        byte_samples_make(&x, n, nin);
+        float *w = malloc(sizeof(float) * nw);
         float *y = malloc(sizeof(float) * n * nout), *dx = malloc(sizeof(float) * n * nout);
         float *y1 = malloc(sizeof(float) * n * npool), *y2 = malloc(sizeof(float) * n * npool);
         float *dy = malloc(sizeof(float) * n * npool), *bias = malloc(24);
         float *dw1 = malloc(sizeof(float) * (nw + 6)), *dw2 = malloc(sizeof(float) * (nw + 6));
         int32_t *a1 = malloc(4 * n * npool), *a2 = malloc(4 * n * npool);
-        for (size_t i = 0; i < n * nin; i++) {
-            xb[i] = (uint8_t)((i * 2654435761u) >> 24);
-            xf[i] = (float)xb[i] * (1.0f / 255.0f);
-        }
-        const uint8_t *samples[2] = {xb, xb + nin};
         for (size_t i = 0; i < nw; i++)
             w[i] = (float)((int)(i * 7 % 11) - 5) * 0.1f;
         for (int i = 0; i < 6; i++)
             bias[i] = 0.01f * (float)i;
         for (size_t i = 0; i < n * npool; i++)
             dy[i] = (float)((int)(i * 5 % 9) - 4) * 0.25f;
-        conv2d_forward(&g, xf, w, bias, y, 0, n, 0, 6);
+        conv2d_forward(&g, x.f, w, bias, y, 0, n, 0, 6);
         maxpool_forward(&p, y, y1, a1, 0, n);
         maxpool_backward(&p, dy, a1, dx, 0, n);
-        conv2d_backward_filter(&g, xf, dx, dw1, dw1 + nw, 0, n, 0, 6, 0);
-        conv_input inputs[2] = {{xf, NULL, 0}, {NULL, samples, 1.0f / 255.0f}};
+        conv2d_backward_filter(&g, x.f, dx, dw1, dw1 + nw, 0, n, 0, 6, 0);
         for (int in = 0; in < 2; in++) {
-            conv2d_forward_maxpool(&g, inputs[in], w, bias, &p, y2, a2, 0, n);
+            conv2d_forward_maxpool(&g, x.in[in], w, bias, &p, y2, a2, 0, n);
             CHECKF(!memcmp(y1, y2, sizeof(float) * n * npool), "pooled output, %dx%d, input %d",
                    pools[k], pools[k], in);
             CHECKF(!memcmp(a1, a2, 4 * n * npool), "argmax, %dx%d, input %d", pools[k], pools[k], in);
-            conv2d_backward_maxpool(&g, inputs[in], &p, dy, a2, NULL, dw2, dw2 + nw, NULL, 0, n, 0);
+            conv2d_backward_maxpool(&g, x.in[in], &p, dy, a2, NULL, dw2, dw2 + nw, NULL, 0, n, 0);
             CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + 6)), "filter gradient, %dx%d, input %d",
                    pools[k], pools[k], in);
         }
-        free(xb), free(xf), free(w), free(y), free(dx), free(y1), free(y2), free(dy), free(bias);
+        byte_samples_free(&x);
+        free(w), free(y), free(dx), free(y1), free(y2), free(dy), free(bias);
         free(dw1), free(dw2), free(a1), free(a2);
     }
 }
@@ -656,36 +677,31 @@ TEST(ops_conv_backward_matches_the_passes_apart)
     size_t nin = (size_t)C * H * W, nout = (size_t)F * g.oh * g.ow, nw = (size_t)F * C * 9;
     ops_rng r;
     ops_rng_seed(&r, 12);
-    uint8_t *xb = malloc(N * nin);
-    float *xf = malloc(sizeof(float) * N * nin), *w = random_floats(&r, (long)nw, 0.3f);
-    float *dy = random_floats(&r, (long)(N * nout), 1);
+    byte_samples x;
+    byte_samples_make(&x, N, nin);
+    float *w = random_floats(&r, (long)nw, 0.3f), *dy = random_floats(&r, (long)(N * nout), 1);
     float *dw1 = malloc(sizeof(float) * (nw + F)), *dw2 = malloc(sizeof(float) * (nw + F));
     float *dx1 = calloc(N * nin, 4), *dx2 = calloc(N * nin, 4);
-    for (size_t i = 0; i < N * nin; i++) {
-        xb[i] = (uint8_t)((i * 2654435761u) >> 24);
-        xf[i] = (float)xb[i] * (1.0f / 255.0f);
-    }
-    const uint8_t *samples[N] = {xb, xb + nin, xb + 2 * nin};
-    conv_input inputs[2] = {{xf, NULL, 0}, {NULL, samples, 1.0f / 255.0f}};
     for (conv_strategy s = CONV_DIRECT; s <= CONV_WINOGRAD4; s++) {
         conv_set_strategy(s);
         const char *path = conv_path_name(s);
-        conv2d_backward_filter(&g, xf, dy, dw1, dw1 + nw, 1, N, 0, F, 0);
+        conv2d_backward_filter(&g, x.f, dy, dw1, dw1 + nw, 1, N, 0, F, 0);
         conv2d_backward_input(&g, dy, w, dx1, 1, N);
         for (int in = 0; in < 2; in++) {
-            CHECK(conv2d_backward(&g, inputs[in], dy, w, dw2, dw2 + nw, dx2, 1, N) == 0);
+            CHECK(conv2d_backward(&g, x.in[in], dy, w, dw2, dw2 + nw, dx2, 1, N) == 0);
             CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + F)), "%s: filter gradient, input %d",
                    path, in);
             CHECKF(!memcmp(dx1, dx2, sizeof(float) * N * nin), "%s: input gradient, input %d",
                    path, in);
             memset(dw2, 0, sizeof(float) * (nw + F));
-            CHECK(conv2d_backward(&g, inputs[in], dy, w, dw2, dw2 + nw, NULL, 1, N) == 0);
+            CHECK(conv2d_backward(&g, x.in[in], dy, w, dw2, dw2 + nw, NULL, 1, N) == 0);
             CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + F)), "%s: filter gradient alone, "
                    "input %d", path, in);
         }
     }
     conv_set_strategy(CONV_AUTO);
-    free(xb), free(xf), free(w), free(dy), free(dw1), free(dw2), free(dx1), free(dx2);
+    byte_samples_free(&x);
+    free(w), free(dy), free(dw1), free(dw2), free(dx1), free(dx2);
 }
 
 /* The same on the Winograd paths (both tile sizes), which also give the input gradient: odd
@@ -702,35 +718,30 @@ TEST(ops_winograd_maxpool_fused_matches_separate)
     size_t nw = (size_t)F * C * 9;
     ops_rng r;
     ops_rng_seed(&r, 11);
-    uint8_t *xb = malloc(N * nin);
-    float *xf = malloc(sizeof(float) * N * nin), *w = random_floats(&r, (long)nw, 0.3f);
+    byte_samples x;
+    byte_samples_make(&x, N, nin);
+    float *w = random_floats(&r, (long)nw, 0.3f);
     float *bias = random_floats(&r, F, 0.1f), *dy = random_floats(&r, (long)(N * npool), 1);
     float *y = malloc(sizeof(float) * N * nout), *dense = calloc(N * nout, sizeof(float));
     float *y1 = calloc(N * npool, 4), *y2 = calloc(N * npool, 4);
     int32_t *a1 = calloc(N * npool, 4), *a2 = calloc(N * npool, 4);
     float *dw1 = malloc(sizeof(float) * (nw + F)), *dw2 = malloc(sizeof(float) * (nw + F));
     float *dx1 = calloc(N * nin, 4), *dx2 = calloc(N * nin, 4);
-    for (size_t i = 0; i < N * nin; i++) {
-        xb[i] = (uint8_t)((i * 2654435761u) >> 24);
-        xf[i] = (float)xb[i] * (1.0f / 255.0f);
-    }
-    const uint8_t *samples[N] = {xb, xb + nin, xb + 2 * nin};
-    conv_input inputs[2] = {{xf, NULL, 0}, {NULL, samples, 1.0f / 255.0f}};
     for (conv_strategy s = CONV_WINOGRAD; s <= CONV_WINOGRAD4; s++) {
         conv_set_strategy(s);
         CHECK(conv_pool_fusable_with_input_gradient(&g, &p));
-        conv2d_forward(&g, xf, w, bias, y, 1, N, 0, F);
+        conv2d_forward(&g, x.f, w, bias, y, 1, N, 0, F);
         maxpool_forward(&p, y, y1, a1, 1, N);
         maxpool_backward(&p, dy, a1, dense, 1, N);
-        conv2d_backward_filter(&g, xf, dense, dw1, dw1 + nw, 1, N, 0, F, 0);
+        conv2d_backward_filter(&g, x.f, dense, dw1, dw1 + nw, 1, N, 0, F, 0);
         conv2d_backward_input(&g, dense, w, dx1, 1, N);
         for (int in = 0; in < 2; in++) {
             const char *path = conv_path_name(s);
-            conv2d_forward_maxpool(&g, inputs[in], w, bias, &p, y2, a2, 1, N);
+            conv2d_forward_maxpool(&g, x.in[in], w, bias, &p, y2, a2, 1, N);
             CHECKF(!memcmp(y1, y2, sizeof(float) * N * npool), "%s: pooled output, input %d",
                    path, in);
             CHECKF(!memcmp(a1, a2, 4 * N * npool), "%s: argmax, input %d", path, in);
-            conv2d_backward_maxpool(&g, inputs[in], &p, dy, a2, w, dw2, dw2 + nw, dx2, 1, N, 0);
+            conv2d_backward_maxpool(&g, x.in[in], &p, dy, a2, w, dw2, dw2 + nw, dx2, 1, N, 0);
             CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + F)), "%s: filter gradient, input %d",
                    path, in);
             CHECKF(!memcmp(dx1, dx2, sizeof(float) * N * nin), "%s: input gradient, input %d",
@@ -738,6 +749,7 @@ TEST(ops_winograd_maxpool_fused_matches_separate)
         }
     }
     conv_set_strategy(CONV_AUTO);
-    free(xb), free(xf), free(w), free(bias), free(dy), free(y), free(dense), free(y1), free(y2);
+    byte_samples_free(&x);
+    free(w), free(bias), free(dy), free(y), free(dense), free(y1), free(y2);
     free(a1), free(a2), free(dw1), free(dw2), free(dx1), free(dx2);
 }
