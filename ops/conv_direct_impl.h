@@ -276,18 +276,9 @@ static void dy_band(const conv_geom *g, const float *dy, const pool_geom *pool,
             if (pool->size == 2 && pool->stride == 2 && r0 >= 0 && r0 + 1 < nb) {
                 /* 2x2 windows inside the band: both rows written whole, branch-free, so that
                  * it vectorises (each window puts its gradient in one of its four places) */
-                const int32_t *a = argmax + at;
-                const float *gy = dy + at;
-                float *d0 = d + (size_t)r0 * wp, *d1 = d0 + wp;
-                int32_t corner = (int32_t)(base + (size_t)(py * 2) * g->ow), w = g->ow;
-#pragma omp simd
-                for (int px = 0; px < pool->ow; px++) {
-                    int32_t k = a[px] - corner - 2 * px;
-                    d0[2 * px] = k == 0 ? gy[px] : 0.0f;
-                    d0[2 * px + 1] = k == 1 ? gy[px] : 0.0f;
-                    d1[2 * px] = k == w ? gy[px] : 0.0f;
-                    d1[2 * px + 1] = k == w + 1 ? gy[px] : 0.0f;
-                }
+                float *d0 = d + (size_t)r0 * wp;
+                unpool2_row(dy + at, argmax + at, d0, d0 + wp, pool->ow, g->ow,
+                            (int32_t)(base + (size_t)(py * 2) * g->ow));
                 continue;
             }
             long corner = (long)py * pool->stride * g->ow;   /* the windows' first row */

@@ -1,17 +1,22 @@
 /* The common 2x2, stride-2 max-pool row, inline so that each file including it compiles it for
  * its own instruction set: pool.c for the baseline, the direct convolution's fused pooling for
- * AVX2 and AVX-512. */
+ * AVX2 and AVX-512; and its gradient, spread back over the window rows. */
 #ifndef FRUGAL_POOL_ROW_H
 #define FRUGAL_POOL_ROW_H
 
 #include <stdint.h>
 
-/* The common 2x2 window with stride 2, one output row: branch-free so that it vectorises. */
-static inline void maxpool2_row(const float *r0, const float *r1, float *y, int32_t *a, int ow, int w,
-                         int32_t at)
+#define POOL2_BLOCK 8   /* outputs per vectorised block: one AVX vector, two SSE */
+
+/* POOL2_BLOCK outputs of 2x2 windows (rows r0 and r1, w apart in the argmax numbering; the first
+ * window's top left is numbered at). Branch-free with a constant trip count, so that it is all
+ * vector code: a scalar remainder compiled to branches on the comparisons, mispredicted half the
+ * time, and cost more than the vectors on short rows. */
+static inline void maxpool2_block(const float *r0, const float *r1, float *y, int32_t *a, int w,
+                                  int32_t at)
 {
 #pragma omp simd
-    for (int ox = 0; ox < ow; ox++) {
+    for (int ox = 0; ox < POOL2_BLOCK; ox++) {
         float v = r0[2 * ox], u;
         int32_t b = at + 2 * ox;
         u = r0[2 * ox + 1];
@@ -25,6 +30,69 @@ static inline void maxpool2_row(const float *r0, const float *r1, float *y, int3
         v = u > v ? u : v;
         y[ox] = v;
         a[ox] = b;
+    }
+}
+
+/* One output row of ow windows. A last, partial block is done again from ow - POOL2_BLOCK (the
+ * same windows give the same results), or, in a row shorter than a block, through a copy. */
+static inline void maxpool2_row(const float *r0, const float *r1, float *y, int32_t *a, int ow,
+                                int w, int32_t at)
+{
+    if (ow < POOL2_BLOCK) {
+        float t0[2 * POOL2_BLOCK] = {0}, t1[2 * POOL2_BLOCK] = {0}, ty[POOL2_BLOCK];
+        int32_t ta[POOL2_BLOCK];
+        for (int i = 0; i < 2 * ow; i++)
+            t0[i] = r0[i], t1[i] = r1[i];
+        maxpool2_block(t0, t1, ty, ta, w, at);
+        for (int i = 0; i < ow; i++)
+            y[i] = ty[i], a[i] = ta[i];
+        return;
+    }
+    for (int ox = 0;; ox += POOL2_BLOCK) {
+        if (ox + POOL2_BLOCK > ow)
+            ox = ow - POOL2_BLOCK;
+        maxpool2_block(r0 + 2 * ox, r1 + 2 * ox, y + ox, a + ox, w, at + 2 * ox);
+        if (ox + POOL2_BLOCK == ow)
+            return;
+    }
+}
+
+/* The gradient of POOL2_BLOCK windows, spread back over their two input rows d0 and d1: each
+ * window's gy goes to the one of its four places that argmax a names (corner numbers the first
+ * window's top left), zeros to the other three. Branch-free, like maxpool2_block. */
+static inline void unpool2_block(const float *gy, const int32_t *a, float *d0, float *d1, int w,
+                                 int32_t corner)
+{
+#pragma omp simd
+    for (int ox = 0; ox < POOL2_BLOCK; ox++) {
+        int32_t k = a[ox] - corner - 2 * ox;
+        d0[2 * ox] = k == 0 ? gy[ox] : 0.0f;
+        d0[2 * ox + 1] = k == 1 ? gy[ox] : 0.0f;
+        d1[2 * ox] = k == w ? gy[ox] : 0.0f;
+        d1[2 * ox + 1] = k == w + 1 ? gy[ox] : 0.0f;
+    }
+}
+
+/* One row of ow windows, as maxpool2_row goes over them. */
+static inline void unpool2_row(const float *gy, const int32_t *a, float *d0, float *d1, int ow,
+                               int w, int32_t corner)
+{
+    if (ow < POOL2_BLOCK) {
+        float tg[POOL2_BLOCK] = {0}, t0[2 * POOL2_BLOCK], t1[2 * POOL2_BLOCK];
+        int32_t ta[POOL2_BLOCK] = {0};
+        for (int i = 0; i < ow; i++)
+            tg[i] = gy[i], ta[i] = a[i];
+        unpool2_block(tg, ta, t0, t1, w, corner);
+        for (int i = 0; i < 2 * ow; i++)
+            d0[i] = t0[i], d1[i] = t1[i];
+        return;
+    }
+    for (int ox = 0;; ox += POOL2_BLOCK) {
+        if (ox + POOL2_BLOCK > ow)
+            ox = ow - POOL2_BLOCK;
+        unpool2_block(gy + ox, a + ox, d0 + 2 * ox, d1 + 2 * ox, w, corner + 2 * ox);
+        if (ox + POOL2_BLOCK == ow)
+            return;
     }
 }
 

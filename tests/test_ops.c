@@ -515,8 +515,9 @@ TEST(ops_dense_small_and_gemm_paths_agree)
  * first maximum in the window wins, as in PyTorch), against a naive reference. */
 TEST(ops_pool_2x2_odd_shapes_and_ties)
 {
-    const int shapes[][2] = {{7, 9}, {5, 4}, {2, 2}, {9, 3}};
-    for (int k = 0; k < 4; k++) {
+    /* rows shorter than a vector block, a whole block, and longer rows ending part-way */
+    const int shapes[][2] = {{7, 9}, {5, 4}, {2, 2}, {9, 3}, {3, 16}, {4, 35}, {5, 29}};
+    for (int k = 0; k < 7; k++) {
         int c = 3, h = shapes[k][0], w = shapes[k][1];
         pool_geom g;
         CHECK(pool_geom_init(&g, c, h, w, 2, 2) == 0);
