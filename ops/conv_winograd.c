@@ -6,7 +6,6 @@
 
 #include "ops/cpu.h"
 #include "ops/gemm.h"
-#include "ops/pool_row.h"
 #include "ops/scratch.h"
 #include "ops/winograd_tiling.h"
 
@@ -94,27 +93,6 @@ const float *winograd_input_row(const tiling *t, conv_input x, int n, int c, int
     for (int j = 0; j < g->w; j++)
         tmp[j] = (float)b[j] * x.scale;
     return tmp;
-}
-
-void winograd_store_rows(const tiling *t, const winograd_out *o, int n, int f, int oy,
-                         float *const *rows, int nrows, float b)
-{
-    const conv_geom *g = t->g;
-    const pool_geom *p = o->pool;
-    size_t ohw = (size_t)g->oh * g->ow;
-    for (int a = 0; a < nrows && oy + a < g->oh; a++) {
-        float *row = rows[a], *y = p ? row : o->y + ((size_t)n * g->f + f) * ohw +
-                                                   (size_t)(oy + a) * g->ow;
-#pragma omp simd
-        for (int i = 0; i < g->ow; i++)
-            y[i] = row[i] + b;
-    }
-    /* Pairs of rows, 2py and 2py + 1, as maxpool_forward pools them (oy is even). */
-    for (int a = 0; p && a + 1 < nrows && (oy + a) / 2 < p->oh; a += 2) {
-        size_t out = ((size_t)n * p->c + f) * p->oh * p->ow + (size_t)(oy + a) / 2 * p->ow;
-        maxpool2_row(rows[a], rows[a + 1], o->y + out, o->argmax + out, p->ow, g->ow,
-                     (int32_t)((size_t)f * ohw + (size_t)(oy + a) * g->ow));
-    }
 }
 
 /* T = G (x) G: point p = side i + j of G g G^T is the sum over taps 3a + b of

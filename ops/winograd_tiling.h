@@ -6,6 +6,7 @@
 #define FRUGAL_WINOGRAD_TILING_H
 
 #include "ops/conv.h"
+#include "ops/pool_row.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -70,9 +71,27 @@ typedef struct winograd_out {
 
 /* Output rows oy .. oy + nrows - 1 of filter f of sample n, ow values each in rows[a] (rows
  * past the output's last are skipped), plus b: into y, or pooled by pairs of rows (the bias
- * added in rows first). */
-void winograd_store_rows(const tiling *t, const winograd_out *o, int n, int f, int oy,
-                         float *const *rows, int nrows, float b);
+ * added in rows first). Inline: compiled for each variant's instruction set. */
+static inline void winograd_store_rows(const tiling *t, const winograd_out *o, int n, int f,
+                                       int oy, float *const *rows, int nrows, float b)
+{
+    const conv_geom *g = t->g;
+    const pool_geom *p = o->pool;
+    size_t ohw = (size_t)g->oh * g->ow;
+    for (int a = 0; a < nrows && oy + a < g->oh; a++) {
+        float *row = rows[a], *y = p ? row : o->y + ((size_t)n * g->f + f) * ohw +
+                                                   (size_t)(oy + a) * g->ow;
+#pragma omp simd
+        for (int i = 0; i < g->ow; i++)
+            y[i] = row[i] + b;
+    }
+    /* Pairs of rows, 2py and 2py + 1, as maxpool_forward pools them (oy is even). */
+    for (int a = 0; p && a + 1 < nrows && (oy + a) / 2 < p->oh; a += 2) {
+        size_t out = ((size_t)n * p->c + f) * p->oh * p->ow + (size_t)(oy + a) / 2 * p->ow;
+        maxpool2_row(rows[a], rows[a + 1], o->y + out, o->argmax + out, p->ow, g->ow,
+                     (int32_t)((size_t)f * ohw + (size_t)(oy + a) * g->ow));
+    }
+}
 
 /* One tile size's transforms, on the current block of t; rows: the row buffers and the tile
  * arrays.
