@@ -318,16 +318,18 @@ int NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_input x, con
                                  (size_t)VL * (pblock + FB) * nblocks);
     if (!in || !dband || !part)
         return -1;
-    vf *bsum = part + pblock * nblocks;   /* this sample's bias sums, by lane, FB per block */
+    vf *bsum = part + pblock * nblocks;   /* the bias sums, by lane, FB per block */
     if (!accumulate)
         for (int f = f0; f < f1; f++) {
             memset(dwt + (size_t)(f - f0) * g->c * taps, 0, sizeof(float) * (size_t)g->c * taps);
             if (dbias)
                 dbias[f - f0] = 0;
         }
-    for (int n = n0; n < n1; n++) {   /* samples in order: a fixed summation order */
-        /* Vector partial sums per (filter, channel, tap), reduced once per sample. */
-        memset(part, 0, sizeof(vf) * (pblock + FB) * nblocks);
+    /* Vector partial sums per (filter, channel, tap), over all the samples, reduced once at
+     * the end: reducing them per sample cost a tenth of the function on cifar-shaped's first
+     * layer. The samples go in order: a fixed summation order. */
+    memset(part, 0, sizeof(vf) * (pblock + FB) * nblocks);
+    for (int n = n0; n < n1; n++) {
         for (int oy0 = 0; oy0 < g->oh; oy0 += band) {
             int nb = g->oh - oy0 < band ? g->oh - oy0 : band, Q = nb * wp;
             pad_sample_rows(x, g, n, wp, oy0, nb + g->kh - 1, stride, in);
@@ -381,24 +383,24 @@ int NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_input x, con
                 }
             }
         }
-        for (int fb = f0; fb < f1; fb += FB) {
-            int nf = f1 - fb < FB ? f1 - fb : FB;
-            const vf *pb = part + (size_t)((fb - f0) / FB) * pblock;
-            for (int f = 0; f < nf; f++)
-                for (int ct = 0; ct < g->c * taps; ct++) {
-                    float sum = 0;
-                    for (int i = 0; i < VL; i++)
-                        sum += pb[(size_t)ct * FB + f][i];
-                    dwt[((size_t)(fb - f0 + f) * g->c) * taps + ct] += sum;
-                }
-        }
-        if (dbias)
-            for (int f = f0; f < f1; f++) {
-                float s = 0;
+    }
+    for (int fb = f0; fb < f1; fb += FB) {
+        int nf = f1 - fb < FB ? f1 - fb : FB;
+        const vf *pb = part + (size_t)((fb - f0) / FB) * pblock;
+        for (int f = 0; f < nf; f++)
+            for (int ct = 0; ct < g->c * taps; ct++) {
+                float sum = 0;
                 for (int i = 0; i < VL; i++)
-                    s += bsum[(size_t)((f - f0) / FB) * FB + (f - f0) % FB][i];
-                dbias[f - f0] += s;
+                    sum += pb[(size_t)ct * FB + f][i];
+                dwt[((size_t)(fb - f0 + f) * g->c) * taps + ct] += sum;
             }
     }
+    if (dbias)
+        for (int f = f0; f < f1; f++) {
+            float s = 0;
+            for (int i = 0; i < VL; i++)
+                s += bsum[(size_t)((f - f0) / FB) * FB + (f - f0) % FB][i];
+            dbias[f - f0] += s;
+        }
     return 0;
 }
