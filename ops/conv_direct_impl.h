@@ -26,8 +26,10 @@
 #define QB (VL * NV)           /* q positions per register block */
 #define QCHUNK (VL * 64)       /* q positions per backward-filter chunk, sized for L1 */
 #if VEC_BYTES >= 64
-#define KXB 3                  /* kernel-row taps per backward-filter register block */
+#define KYB 2                  /* kernel rows per backward-filter register block */
+#define KXB 3                  /* taps of each: 24 accumulators of 32 registers */
 #else
+#define KYB 1
 #define KXB 2                  /* 16 registers: FB * KXB accumulators + FB dy vectors */
 #endif
 
@@ -298,6 +300,50 @@ static void dy_band(const conv_geom *g, const float *dy, const pool_geom *pool,
     }
 }
 
+/* The filter gradient's register block: FB filters x KYB kernel rows x KXB neighbouring taps
+ * of each, from ky and kx on; each dy vector loaded feeds KYB * KXB taps, each input vector FB
+ * filters. Sums q in [q0, q1) of dband's FB planes times the input plane at the taps'
+ * offsets, added to pt[(row * kw + tap) * FB + filter] for the rows < rows and taps < kw - kx
+ * that exist: the others read the plane's slack (the padding's row and columns past the
+ * band's, zeros past q1 in dband) and are dropped. */
+static inline void filter_taps(const float *dband, size_t dstride, const float *plane, int wp,
+                               int q0, int q1, int rows, int ky, int kw, int kx, vf *pt)
+{
+    const float *s = plane + ky * wp + kx;
+    vf acc[FB][KYB][KXB];
+#pragma GCC unroll 16
+    for (int f = 0; f < FB; f++)
+#pragma GCC unroll 16
+        for (int j = 0; j < KYB; j++)
+#pragma GCC unroll 16
+            for (int k = 0; k < KXB; k++)
+                acc[f][j][k] = vsplat(0);
+    for (int q = q0; q < q1; q += VL) {
+        vf d[FB];
+#pragma GCC unroll 16
+        for (int f = 0; f < FB; f++)
+            d[f] = vload(dband + (size_t)f * dstride + q);
+#pragma GCC unroll 16
+        for (int j = 0; j < KYB; j++)
+#pragma GCC unroll 16
+            for (int k = 0; k < KXB; k++) {
+                vf xv = vload(s + j * wp + q + k);
+#pragma GCC unroll 16
+                for (int f = 0; f < FB; f++)
+                    acc[f][j][k] += d[f] * xv;
+            }
+    }
+    /* constant bounds and tests inside: acc stays in registers */
+#pragma GCC unroll 16
+    for (int j = 0; j < KYB; j++)
+#pragma GCC unroll 16
+        for (int k = 0; k < KXB; k++)
+#pragma GCC unroll 16
+            for (int f = 0; f < FB; f++)
+                if (j < rows && k < kw - kx)
+                    pt[((size_t)j * kw + k) * FB + f] += acc[f][j][k];
+}
+
 /* dW[f][c][tap] = sum over q of dy[f][q] * in[c][q + tap offset], with dy laid on the same
  * row stride as the padded input (zeros in the dropped columns). Input and dy are laid out a
  * band of rows at a time; chunks of q stay in L1 while every (channel, tap) pair passes over
@@ -344,42 +390,12 @@ int NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_input x, con
                 }
                 for (int q0 = 0; q0 < Q; q0 += QCHUNK) {
                     int q1 = q0 + QCHUNK < Q ? q0 + QCHUNK : Q;
-                    /* A register block is FB filters x KXB neighbouring taps of one kernel row:
-                     * each dy vector loaded feeds KXB taps, each input vector FB filters. */
                     for (int c = 0; c < g->c; c++)
-                        for (int ky = 0; ky < g->kh; ky++)
-                            for (int kx0 = 0; kx0 < g->kw; kx0 += KXB) {
-                                int nk = g->kw - kx0 < KXB ? g->kw - kx0 : KXB;
-                                const float *s = in + (size_t)c * stride + ky * wp + kx0;
-                                vf *pt = pb + ((size_t)c * taps + ky * g->kw + kx0) * FB;
-                                vf acc[FB][KXB];
-#pragma GCC unroll 16
-                                for (int f = 0; f < FB; f++)
-#pragma GCC unroll 16
-                                    for (int k = 0; k < KXB; k++)
-                                        acc[f][k] = vsplat(0);
-                                /* dband is zero past the band; taps k >= nk read the slack and
-                                 * are dropped */
-                                for (int q = q0; q < q1; q += VL) {
-                                    vf d[FB];
-#pragma GCC unroll 16
-                                    for (int f = 0; f < FB; f++)
-                                        d[f] = vload(dband + (size_t)f * dstride + q);
-#pragma GCC unroll 16
-                                    for (int k = 0; k < KXB; k++) {
-                                        vf xv = vload(s + q + k);
-#pragma GCC unroll 16
-                                        for (int f = 0; f < FB; f++)
-                                            acc[f][k] += d[f] * xv;
-                                    }
-                                }
-#pragma GCC unroll 16
-                                for (int k = 0; k < KXB; k++)   /* constant bounds: acc stays in registers */
-#pragma GCC unroll 16
-                                    for (int f = 0; f < FB; f++)
-                                        if (k < nk)
-                                            pt[(size_t)k * FB + f] += acc[f][k];
-                            }
+                        for (int ky = 0; ky < g->kh; ky += KYB)
+                            for (int kx = 0; kx < g->kw; kx += KXB)
+                                filter_taps(dband, dstride, in + (size_t)c * stride, wp, q0, q1,
+                                            g->kh - ky, ky, g->kw, kx,
+                                            pb + ((size_t)c * taps + ky * g->kw + kx) * FB);
                 }
             }
         }
