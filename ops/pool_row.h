@@ -8,29 +8,35 @@
 
 #define POOL2_BLOCK 8   /* outputs per vectorised block: one AVX vector, two SSE */
 
+/* One 2x2 window: v00 v01 on its first row, v10 v11 on the second, w apart in the argmax
+ * numbering, i00 numbering v00. The first maximum wins, as in PyTorch; branch-free, so that
+ * loops of it vectorise. */
+static inline void maxpool2_window(float v00, float v01, float v10, float v11, int32_t i00,
+                                   int w, float *y, int32_t *a)
+{
+    float v = v00;
+    int32_t b = i00;
+    b = v01 > v ? i00 + 1 : b;
+    v = v01 > v ? v01 : v;
+    b = v10 > v ? i00 + w : b;
+    v = v10 > v ? v10 : v;
+    b = v11 > v ? i00 + w + 1 : b;
+    v = v11 > v ? v11 : v;
+    *y = v;
+    *a = b;
+}
+
 /* POOL2_BLOCK outputs of 2x2 windows (rows r0 and r1, w apart in the argmax numbering; the first
- * window's top left is numbered at). Branch-free with a constant trip count, so that it is all
- * vector code: a scalar remainder compiled to branches on the comparisons, mispredicted half the
- * time, and cost more than the vectors on short rows. */
+ * window's top left is numbered at). A constant trip count, so that it is all vector code: a
+ * scalar remainder compiled to branches on the comparisons, mispredicted half the time, and
+ * cost more than the vectors on short rows. */
 static inline void maxpool2_block(const float *r0, const float *r1, float *y, int32_t *a, int w,
                                   int32_t at)
 {
 #pragma omp simd
-    for (int ox = 0; ox < POOL2_BLOCK; ox++) {
-        float v = r0[2 * ox], u;
-        int32_t b = at + 2 * ox;
-        u = r0[2 * ox + 1];
-        b = u > v ? at + 2 * ox + 1 : b;
-        v = u > v ? u : v;
-        u = r1[2 * ox];
-        b = u > v ? at + w + 2 * ox : b;
-        v = u > v ? u : v;
-        u = r1[2 * ox + 1];
-        b = u > v ? at + w + 2 * ox + 1 : b;
-        v = u > v ? u : v;
-        y[ox] = v;
-        a[ox] = b;
-    }
+    for (int ox = 0; ox < POOL2_BLOCK; ox++)
+        maxpool2_window(r0[2 * ox], r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1], at + 2 * ox, w,
+                        y + ox, a + ox);
 }
 
 /* One output row of ow windows. A last, partial block is done again from ow - POOL2_BLOCK (the

@@ -69,12 +69,57 @@ static void input_transform(const tiling *t, conv_input x, float *V, float *rows
     }
 }
 
+/* Tile q's 2x2 outputs A^T m A into o[2][2], m its 16 points (plane apart) from m[q]. A macro,
+ * as TILE_OUTPUTS of winograd_f4_impl.h is. */
+#define TILE_OUTPUTS(m, plane, q, o)                                                          \
+    do {                                                                                      \
+        float s_[4][2];                                                                       \
+        _Pragma("GCC unroll 4") for (int i_ = 0; i_ < 4; i_++) { /* m A: rows' columns */    \
+            float m0_ = (m)[4 * i_ * (plane) + (q)], m1_ = (m)[(4 * i_ + 1) * (plane) + (q)];   \
+            float m2_ = (m)[(4 * i_ + 2) * (plane) + (q)];                                    \
+            float m3_ = (m)[(4 * i_ + 3) * (plane) + (q)];                                    \
+            s_[i_][0] = m0_ + m1_ + m2_;                                                      \
+            s_[i_][1] = m1_ - m2_ - m3_;                                                      \
+        }                                                                                     \
+        _Pragma("GCC unroll 2") for (int k_ = 0; k_ < 2; k_++) { /* A^T (m A): rows */       \
+            (o)[0][k_] = s_[0][k_] + s_[1][k_] + s_[2][k_];                                   \
+            (o)[1][k_] = s_[1][k_] - s_[2][k_] - s_[3][k_];                                   \
+        }                                                                                     \
+    } while (0)
+
+/* The outputs plus the bias, pooled by 2x2 windows, one per tile (winograd_pooled). */
+static void pooled_output(const tiling *t, const float *M, const float *bias,
+                          const winograd_out *o, int f0, int f1, float *rows)
+{
+    const conv_geom *g = t->g;
+    size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
+    winograd_pooled w = winograd_pooled_init(t, rows);
+    int ow = g->ow;
+    for (int f = f0; f < f1; f++) {
+        const float *m = M + (size_t)(f - f0) * t->cols;
+        float b = bias ? bias[f] : 0.0f;
+        int32_t plane0 = (int32_t)((size_t)f * g->oh * g->ow);
+#pragma omp simd
+        for (int q = 0; q < t->tiles; q++) {
+            float v[2][2];
+            TILE_OUTPUTS(m, plane, q, v);
+            maxpool2_window(v[0][0] + b, v[0][1] + b, v[1][0] + b, v[1][1] + b,
+                            plane0 + w.corner[q], ow, w.v[0] + q, w.a[0] + q);
+        }
+        winograd_store_pooled(t, o, &w, f);
+    }
+}
+
 /* The outputs A^T m A + bias for filters [f0, f1) from M[p][f - f0][col]: a filter's 2x2
  * outputs of all the block's tiles go to out[a][k][col] (row a, column 2q + k of tile col),
  * then each tile row's to two rows, then into o. */
 static void output_transform(const tiling *t, const float *M, const float *bias,
                              const winograd_out *o, int f0, int f1, float *rows)
 {
+    if (o->pool) {
+        pooled_output(t, M, bias, o, f0, f1, rows);
+        return;
+    }
     size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
     float *out[2][2], *line[2] = {rows, rows + t->row_len};
     for (int a = 0; a < 2; a++)
@@ -84,19 +129,10 @@ static void output_transform(const tiling *t, const float *M, const float *bias,
         const float *m = M + (size_t)(f - f0) * t->cols;
 #pragma omp simd
         for (int q = 0; q < t->tiles; q++) {
-            float s[4][2];
-#pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) {   /* m A: each row's columns */
-                float m0 = m[4 * i * plane + q], m1 = m[(4 * i + 1) * plane + q];
-                float m2 = m[(4 * i + 2) * plane + q], m3 = m[(4 * i + 3) * plane + q];
-                s[i][0] = m0 + m1 + m2;
-                s[i][1] = m1 - m2 - m3;
-            }
-#pragma GCC unroll 2
-            for (int k = 0; k < 2; k++) {   /* A^T (m A): the rows combined */
-                out[0][k][q] = s[0][k] + s[1][k] + s[2][k];
-                out[1][k][q] = s[1][k] - s[2][k] - s[3][k];
-            }
+            float v[2][2];
+            TILE_OUTPUTS(m, plane, q, v);
+            out[0][0][q] = v[0][0], out[0][1][q] = v[0][1];
+            out[1][0][q] = v[1][0], out[1][1][q] = v[1][1];
         }
         for (int r = t->r0; r < t->r1; r++) {
             size_t at = (size_t)(r - t->r0) * t->tw;

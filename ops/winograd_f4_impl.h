@@ -131,12 +131,69 @@ static void interleave_row(float *row, float *const out[4], int ow)
         row[4 * whole + k] = out[k][whole];
 }
 
+/* Tile q's 4x4 outputs A^T m A into o[4][4], m its 36 points (plane apart) from m[q]. A macro:
+ * as a function, inlined or not, the loops around it did not vectorise. */
+#define TILE_OUTPUTS(m, plane, q, o)                                                          \
+    do {                                                                                      \
+        float s_[6][4];                                                                       \
+        _Pragma("GCC unroll 6") for (int i_ = 0; i_ < 6; i_++) { /* m A: rows' columns */    \
+            float in_[6];                                                                     \
+            _Pragma("GCC unroll 6") for (int k_ = 0; k_ < 6; k_++)                            \
+                in_[k_] = (m)[(6 * i_ + k_) * (plane) + (q)];                                 \
+            AT6(in_, s_[i_]);                                                                 \
+        }                                                                                     \
+        _Pragma("GCC unroll 4") for (int k_ = 0; k_ < 4; k_++) { /* A^T (m A): rows */       \
+            float in_[6] = {s_[0][k_], s_[1][k_], s_[2][k_], s_[3][k_], s_[4][k_], s_[5][k_]}; \
+            float c_[4];                                                                      \
+            AT6(in_, c_);                                                                     \
+            _Pragma("GCC unroll 4") for (int a_ = 0; a_ < 4; a_++)(o)[a_][k_] = c_[a_];       \
+        }                                                                                     \
+    } while (0)
+
+/* The outputs plus the bias, pooled by 2x2 windows in the tiles (winograd_pooled). */
+static void pooled_output(const tiling *t, const float *M, const float *bias,
+                          const winograd_out *o, int f0, int f1, float *rows)
+{
+    const conv_geom *g = t->g;
+    size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
+    winograd_pooled w = winograd_pooled_init(t, rows);
+    int ow = g->ow;
+    for (int f = f0; f < f1; f++) {
+        const float *m = M + (size_t)(f - f0) * t->cols;
+        float b = bias ? bias[f] : 0.0f;
+        int32_t plane0 = (int32_t)((size_t)f * g->oh * g->ow);
+#pragma omp simd
+        for (int q = 0; q < t->tiles; q++) {
+            float v[4][4];
+            TILE_OUTPUTS(m, plane, q, v);
+#pragma GCC unroll 4
+            for (int a = 0; a < 4; a++)
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; k++)
+                    v[a][k] += b;
+            int32_t c = plane0 + w.corner[q];
+#pragma GCC unroll 2
+            for (int i = 0; i < 2; i++)
+#pragma GCC unroll 2
+                for (int j = 0; j < 2; j++)
+                    maxpool2_window(v[2 * i][2 * j], v[2 * i][2 * j + 1], v[2 * i + 1][2 * j],
+                                    v[2 * i + 1][2 * j + 1], c + 2 * i * ow + 2 * j, ow,
+                                    w.v[2 * i + j] + q, w.a[2 * i + j] + q);
+        }
+        winograd_store_pooled(t, o, &w, f);
+    }
+}
+
 /* The outputs A^T m A + bias for filters [f0, f1) from M[p][f - f0][col]: a filter's 4x4
  * outputs of all the block's tiles go to out[a][k][col] (row a, column 4q + k of tile col),
  * then each tile row's to four rows, then into o. */
 static void output_transform(const tiling *t, const float *M, const float *bias,
                              const winograd_out *o, int f0, int f1, float *rows)
 {
+    if (o->pool) {
+        pooled_output(t, M, bias, o, f0, f1, rows);
+        return;
+    }
     const conv_geom *g = t->g;
     size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
     float *out[4][4], *line[4];
@@ -149,22 +206,13 @@ static void output_transform(const tiling *t, const float *M, const float *bias,
         const float *m = M + (size_t)(f - f0) * t->cols;
 #pragma omp simd
         for (int q = 0; q < t->tiles; q++) {
-            float s[6][4];
-#pragma GCC unroll 6
-            for (int i = 0; i < 6; i++) {   /* m A: each row's columns */
-                float in[6];
-#pragma GCC unroll 6
-                for (int k = 0; k < 6; k++)
-                    in[k] = m[(6 * i + k) * plane + q];
-                AT6(in, s[i]);
-            }
+            float v[4][4];
+            TILE_OUTPUTS(m, plane, q, v);
 #pragma GCC unroll 4
-            for (int k = 0; k < 4; k++) {   /* A^T (m A): the rows combined */
-                float in[6] = {s[0][k], s[1][k], s[2][k], s[3][k], s[4][k], s[5][k]}, o[4];
-                AT6(in, o);
-                out[0][k][q] = o[0], out[1][k][q] = o[1], out[2][k][q] = o[2];
-                out[3][k][q] = o[3];
-            }
+            for (int a = 0; a < 4; a++)
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; k++)
+                    out[a][k][q] = v[a][k];
         }
         for (int r = t->r0; r < t->r1; r++) {
             size_t at = (size_t)(r - t->r0) * t->tw;

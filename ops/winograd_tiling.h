@@ -70,26 +70,64 @@ typedef struct winograd_out {
 } winograd_out;
 
 /* Output rows oy .. oy + nrows - 1 of filter f of sample n, ow values each in rows[a] (rows
- * past the output's last are skipped), plus b: into y, or pooled by pairs of rows (the bias
- * added in rows first). Inline: compiled for each variant's instruction set. */
+ * past the output's last are skipped), plus b, into o->y (not pooled: see winograd_pooled). */
 static inline void winograd_store_rows(const tiling *t, const winograd_out *o, int n, int f,
                                        int oy, float *const *rows, int nrows, float b)
 {
     const conv_geom *g = t->g;
-    const pool_geom *p = o->pool;
-    size_t ohw = (size_t)g->oh * g->ow;
     for (int a = 0; a < nrows && oy + a < g->oh; a++) {
-        float *row = rows[a], *y = p ? row : o->y + ((size_t)n * g->f + f) * ohw +
-                                                   (size_t)(oy + a) * g->ow;
+        const float *row = rows[a];
+        float *y = o->y + (((size_t)n * g->f + f) * g->oh + (size_t)(oy + a)) * g->ow;
 #pragma omp simd
         for (int i = 0; i < g->ow; i++)
             y[i] = row[i] + b;
     }
-    /* Pairs of rows, 2py and 2py + 1, as maxpool_forward pools them (oy is even). */
-    for (int a = 0; p && a + 1 < nrows && (oy + a) / 2 < p->oh; a += 2) {
-        size_t out = ((size_t)n * p->c + f) * p->oh * p->ow + (size_t)(oy + a) / 2 * p->ow;
-        maxpool2_row(rows[a], rows[a + 1], o->y + out, o->argmax + out, p->ow, g->ow,
-                     (int32_t)((size_t)f * ohw + (size_t)(oy + a) * g->ow));
+}
+
+/* The 2x2 stride-2 max-pool fused into the output transform, straight from the tiles: a tile's
+ * m x m outputs hold (m / 2)^2 whole windows, pooled for all the block's tiles at once
+ * (maxpool2_window), into v[k] and a[k] for window k = row * (m / 2) + column; corner[q]: the
+ * argmax numbering of tile q's top left within its filter's plane. In tile arrays 0 to 8. */
+typedef struct winograd_pooled {
+    float *v[4];
+    int32_t *a[4];
+    int32_t *corner;
+} winograd_pooled;
+
+static inline winograd_pooled winograd_pooled_init(const tiling *t, float *rows)
+{
+    winograd_pooled w;
+    for (int k = 0; k < 4; k++) {
+        w.v[k] = tile_array(t, rows, k);
+        w.a[k] = (int32_t *)tile_array(t, rows, 4 + k);
+    }
+    w.corner = (int32_t *)tile_array(t, rows, 8);
+    for (int r = t->r0, q = 0; r < t->r1; r++)
+        for (int col = 0; col < t->tw; col++, q++)
+            w.corner[q] = t->m * ((r % t->th) * t->g->ow + col);
+    return w;
+}
+
+/* Filter f's pooled windows of the block, into the pooled output (those past its edge
+ * dropped). */
+static inline void winograd_store_pooled(const tiling *t, const winograd_out *o,
+                                         const winograd_pooled *w, int f)
+{
+    const pool_geom *p = o->pool;
+    int half = t->m / 2;
+    for (int r = t->r0; r < t->r1; r++) {
+        int at = (r - t->r0) * t->tw;
+        for (int i = 0; i < half; i++) {
+            int py = half * (r % t->th) + i;
+            if (py >= p->oh)
+                break;
+            size_t row = (((size_t)(r / t->th) * p->c + f) * p->oh + py) * p->ow;
+            float *y = o->y + row;
+            int32_t *a = o->argmax + row;
+            for (int q = at, x = 0; x < p->ow; q++)
+                for (int k = i * half; k < (i + 1) * half && x < p->ow; k++, x++)
+                    y[x] = w->v[k][q], a[x] = w->a[k][q];
+        }
     }
 }
 
