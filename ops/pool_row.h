@@ -1,6 +1,7 @@
-/* The common 2x2, stride-2 max-pool row, inline so that each file including it compiles it for
- * its own instruction set: pool.c for the baseline, the direct convolution's fused pooling for
- * AVX2 and AVX-512; and its gradient, spread back over the window rows. */
+/* The common 2x2, stride-2 max-pool: a window, a row of windows, and a row's gradient spread
+ * back over its two input rows. Inline, so that each file including it compiles it for its own
+ * instruction set: pool.c for the baseline, the fused pooling of the direct convolution (AVX2,
+ * AVX-512) and of the Winograd output transforms (SSE, AVX2). */
 #ifndef FRUGAL_POOL_ROW_H
 #define FRUGAL_POOL_ROW_H
 
