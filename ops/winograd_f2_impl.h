@@ -69,8 +69,8 @@ static void input_transform(const tiling *t, conv_input x, float *V, float *rows
     }
 }
 
-/* Tile q's 2x2 outputs A^T m A into o[2][2], m its 16 points (plane apart) from m[q]. A macro,
- * as TILE_OUTPUTS of winograd_f4_impl.h is. */
+/* Tile q's 2x2 outputs A^T m A into o[2][2], m its 16 points (plane apart) from m[q], for
+ * winograd_output_impl.h. A macro, as F(4x4)'s is. */
 #define TILE_OUTPUTS(m, plane, q, o)                                                          \
     do {                                                                                      \
         float s_[4][2];                                                                       \
@@ -87,67 +87,8 @@ static void input_transform(const tiling *t, conv_input x, float *V, float *rows
         }                                                                                     \
     } while (0)
 
-/* The outputs plus the bias, pooled by 2x2 windows, one per tile (winograd_pooled). */
-static void pooled_output(const tiling *t, const float *M, const float *bias,
-                          const winograd_out *o, int f0, int f1, float *rows)
-{
-    const conv_geom *g = t->g;
-    size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
-    winograd_pooled w = winograd_pooled_init(t, rows);
-    int ow = g->ow;
-    for (int f = f0; f < f1; f++) {
-        const float *m = M + (size_t)(f - f0) * t->cols;
-        float b = bias ? bias[f] : 0.0f;
-        int32_t plane0 = (int32_t)((size_t)f * g->oh * g->ow);
-#pragma omp simd
-        for (int q = 0; q < t->tiles; q++) {
-            float v[2][2];
-            TILE_OUTPUTS(m, plane, q, v);
-            maxpool2_window(v[0][0] + b, v[0][1] + b, v[1][0] + b, v[1][1] + b,
-                            plane0 + w.corner[q], ow, w.v[0] + q, w.a[0] + q);
-        }
-        winograd_store_pooled(t, o, &w, f);
-    }
-}
-
-/* The outputs A^T m A + bias for filters [f0, f1) from M[p][f - f0][col]: a filter's 2x2
- * outputs of all the block's tiles go to out[a][k][col] (row a, column 2q + k of tile col),
- * then each tile row's to two rows, then into o. */
-static void output_transform(const tiling *t, const float *M, const float *bias,
-                             const winograd_out *o, int f0, int f1, float *rows)
-{
-    if (o->pool) {
-        pooled_output(t, M, bias, o, f0, f1, rows);
-        return;
-    }
-    size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
-    float *out[2][2], *line[2] = {rows, rows + t->row_len};
-    for (int a = 0; a < 2; a++)
-        for (int k = 0; k < 2; k++)
-            out[a][k] = tile_array(t, rows, 2 * a + k);
-    for (int f = f0; f < f1; f++) {
-        const float *m = M + (size_t)(f - f0) * t->cols;
-#pragma omp simd
-        for (int q = 0; q < t->tiles; q++) {
-            float v[2][2];
-            TILE_OUTPUTS(m, plane, q, v);
-            out[0][0][q] = v[0][0], out[0][1][q] = v[0][1];
-            out[1][0][q] = v[1][0], out[1][1][q] = v[1][1];
-        }
-        for (int r = t->r0; r < t->r1; r++) {
-            size_t at = (size_t)(r - t->r0) * t->tw;
-            for (int a = 0; a < 2; a++) {
-                const float *o0 = out[a][0] + at, *o1 = out[a][1] + at;
-                float *row = line[a];
-#pragma omp simd
-                for (int q = 0; q < t->tw; q++)
-                    row[2 * q] = o0[q], row[2 * q + 1] = o1[q];
-            }
-            winograd_store_rows(t, o, r / t->th, f, 2 * (r % t->th), line, 2,
-                                bias ? bias[f] : 0.0f);
-        }
-    }
-}
+#define TILE_M 2
+#include "ops/winograd_output_impl.h"
 
 /* D[p][f - f0][col] = (A e A^T)[p], e the 2x2 block of output gradients of a tile (zero past
  * the output's edge), for filters [f0, f1): a filter's tiles are gathered into e[a][k][col]

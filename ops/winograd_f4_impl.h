@@ -118,21 +118,9 @@ static void input_transform(const tiling *t, conv_input x, float *V, float *rows
     }
 }
 
-/* A row of ow outputs from its 4 columns modulo 4, out[k][q] = column 4q + k: a tile's values
- * interleaved, as far as the output reaches. */
-static void interleave_row(float *row, float *const out[4], int ow)
-{
-    int whole = ow / 4;
-    const float *o0 = out[0], *o1 = out[1], *o2 = out[2], *o3 = out[3];
-#pragma omp simd
-    for (int q = 0; q < whole; q++)
-        row[4 * q] = o0[q], row[4 * q + 1] = o1[q], row[4 * q + 2] = o2[q], row[4 * q + 3] = o3[q];
-    for (int k = 0; k < ow - 4 * whole; k++)
-        row[4 * whole + k] = out[k][whole];
-}
-
-/* Tile q's 4x4 outputs A^T m A into o[4][4], m its 36 points (plane apart) from m[q]. A macro:
- * as a function, inlined or not, the loops around it did not vectorise. */
+/* Tile q's 4x4 outputs A^T m A into o[4][4], m its 36 points (plane apart) from m[q], for
+ * winograd_output_impl.h. A macro: as a function, inlined or not, the loops around it did not
+ * vectorise. */
 #define TILE_OUTPUTS(m, plane, q, o)                                                          \
     do {                                                                                      \
         float s_[6][4];                                                                       \
@@ -150,85 +138,11 @@ static void interleave_row(float *row, float *const out[4], int ow)
         }                                                                                     \
     } while (0)
 
-/* The outputs plus the bias, pooled by 2x2 windows in the tiles (winograd_pooled). */
-static void pooled_output(const tiling *t, const float *M, const float *bias,
-                          const winograd_out *o, int f0, int f1, float *rows)
-{
-    const conv_geom *g = t->g;
-    size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
-    winograd_pooled w = winograd_pooled_init(t, rows);
-    int ow = g->ow;
-    for (int f = f0; f < f1; f++) {
-        const float *m = M + (size_t)(f - f0) * t->cols;
-        float b = bias ? bias[f] : 0.0f;
-        int32_t plane0 = (int32_t)((size_t)f * g->oh * g->ow);
-#pragma omp simd
-        for (int q = 0; q < t->tiles; q++) {
-            float v[4][4];
-            TILE_OUTPUTS(m, plane, q, v);
-#pragma GCC unroll 4
-            for (int a = 0; a < 4; a++)
-#pragma GCC unroll 4
-                for (int k = 0; k < 4; k++)
-                    v[a][k] += b;
-            int32_t c = plane0 + w.corner[q];
-#pragma GCC unroll 2
-            for (int i = 0; i < 2; i++)
-#pragma GCC unroll 2
-                for (int j = 0; j < 2; j++)
-                    maxpool2_window(v[2 * i][2 * j], v[2 * i][2 * j + 1], v[2 * i + 1][2 * j],
-                                    v[2 * i + 1][2 * j + 1], c + 2 * i * ow + 2 * j, ow,
-                                    w.v[2 * i + j] + q, w.a[2 * i + j] + q);
-        }
-        winograd_store_pooled(t, o, &w, f);
-    }
-}
+#define TILE_M 4
+#include "ops/winograd_output_impl.h"
 
-/* The outputs A^T m A + bias for filters [f0, f1) from M[p][f - f0][col]: a filter's 4x4
- * outputs of all the block's tiles go to out[a][k][col] (row a, column 4q + k of tile col),
- * then each tile row's to four rows, then into o. */
-static void output_transform(const tiling *t, const float *M, const float *bias,
-                             const winograd_out *o, int f0, int f1, float *rows)
-{
-    if (o->pool) {
-        pooled_output(t, M, bias, o, f0, f1, rows);
-        return;
-    }
-    const conv_geom *g = t->g;
-    size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
-    float *out[4][4], *line[4];
-    for (int a = 0; a < 4; a++) {
-        for (int k = 0; k < 4; k++)
-            out[a][k] = tile_array(t, rows, 4 * a + k);
-        line[a] = rows + (size_t)a * t->row_len;
-    }
-    for (int f = f0; f < f1; f++) {
-        const float *m = M + (size_t)(f - f0) * t->cols;
-#pragma omp simd
-        for (int q = 0; q < t->tiles; q++) {
-            float v[4][4];
-            TILE_OUTPUTS(m, plane, q, v);
-#pragma GCC unroll 4
-            for (int a = 0; a < 4; a++)
-#pragma GCC unroll 4
-                for (int k = 0; k < 4; k++)
-                    out[a][k][q] = v[a][k];
-        }
-        for (int r = t->r0; r < t->r1; r++) {
-            size_t at = (size_t)(r - t->r0) * t->tw;
-            for (int a = 0; a < 4; a++) {
-                float *const tile_row[4] = {out[a][0] + at, out[a][1] + at, out[a][2] + at,
-                                            out[a][3] + at};
-                interleave_row(line[a], tile_row, g->ow);
-            }
-            winograd_store_rows(t, o, r / t->th, f, 4 * (r % t->th), line, 4,
-                                bias ? bias[f] : 0.0f);
-        }
-    }
-}
-
-/* out[k][q] = row[4q + k] for q < tw, zero past the output's width: the inverse of
- * interleave_row, for a row of output gradients (NULL: past the last row, all zero). */
+/* out[k][q] = row[4q + k] for q < tw, zero past the output's width: a row of output gradients
+ * split by column modulo 4 (NULL: past the last row, all zero). */
 static void load_gradient_row(const float *row, int ow, int tw, float *const out[4])
 {
     int whole = row ? ow / 4 : 0;
