@@ -192,20 +192,14 @@ int conv_winograd_forward(const conv_geom *g, int m, conv_input x, const float *
     return 0;
 }
 
-/* dx += the windows of Z = U^T D, from the current block's D (all filters); Z in place of V. */
+/* dx = the windows of Z = U^T D, from the current block's D (all filters); Z in place of V. */
 static int input_gradient(const tiling *t, const buffers *b, const float *U, float *dx)
 {
     const conv_geom *g = t->g;
     if (products(t, 1, 0, g->c, t->cols, g->f, U, b->filters, b->channels, 0))
         return -1;
-    t->v->input_adjoint_add(t, b->channels, dx, b->rows);
+    t->v->input_adjoint(t, b->channels, dx, b->rows);
     return 0;
-}
-
-static void clear_samples(const conv_geom *g, float *dx, int n0, int n1)
-{
-    size_t chw = (size_t)g->c * g->h * g->w;
-    memset(dx + (size_t)n0 * chw, 0, sizeof(float) * (size_t)(n1 - n0) * chw);
 }
 
 int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, const float *wt,
@@ -215,7 +209,6 @@ int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, con
     buffers b;
     if (buffers_get(&t, g->f, 1, &b) || weight_transform(&t, wt, 0, g->f, b.weights[0]))
         return -1;
-    clear_samples(g, dx, n0, n1);
     while (next_block(&t, n0, n1)) {
         t.v->gradient(&t, dy, 0, g->f, b.filters, b.rows);
         zero_padding(&t, b.filters, g->f);
@@ -252,8 +245,6 @@ int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float 
         (dx && weight_transform(&t, wt, 0, g->f, b.weights[1])))
         return -1;
     memset(b.weights[0], 0, sizeof(float) * (size_t)t.points * plane_of((size_t)nf * g->c));
-    if (dx)
-        clear_samples(g, dx, n0, n1);
     while (next_block(&t, n0, n1)) {   /* dU, summed over the blocks in order */
         t.v->input(&t, x, b.channels, b.rows);
         t.v->gradient(&t, dy, f0, f1, b.filters, b.rows);

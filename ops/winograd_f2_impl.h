@@ -140,11 +140,11 @@ static void gradient_transform(const tiling *t, const float *dy, int f0, int f1,
     }
 }
 
-/* dx += B z B^T of each tile of Z[p][c][col], added where the tile's 4x4 window lies in the
- * input: a channel's tiles are transformed all at once into win[i][k][col] (row i, column
- * 2q + k of tile col's window), then each tile row's windows are summed row by row (neighbours
- * overlap by 2 columns) and added to dx. rows: a row buffer, 16 tile arrays. */
-static void input_adjoint_add(const tiling *t, const float *Z, float *dx, float *rows)
+/* dx = the sum of B z B^T of each tile of Z[p][c][col] over the tiles whose 4x4 windows hold
+ * it: a channel's tiles are transformed all at once into win[i][k][col] (row i, column 2q + k
+ * of tile col's window), then each tile row's windows are summed row by row (neighbours overlap
+ * by 2 columns) into dx (winograd_store_input_row). rows: a row buffer, 16 tile arrays. */
+static void input_adjoint(const tiling *t, const float *Z, float *dx, float *rows)
 {
     const conv_geom *g = t->g;
     size_t plane = plane_of((size_t)g->c * t->cols);
@@ -175,12 +175,10 @@ static void input_adjoint_add(const tiling *t, const float *Z, float *dx, float 
             }
         }
         for (int r = t->r0; r < t->r1; r++) {
-            int n = r / t->th, y0 = 2 * (r % t->th) - g->pad, tw = t->tw;
+            int tw = t->tw;
             size_t at = (size_t)(r - t->r0) * tw;
-            float *dxc = dx + ((size_t)n * g->c + c) * g->h * g->w;
-            for (int i = 0; i < 4; i++) {
-                int y = y0 + i;
-                if (y < 0 || y >= g->h)
+            for (int i = 0, y; i < 4; i++) {
+                if (!winograd_window_row(t, r, i, &y))
                     continue;
                 const float *c0 = win[i][0] + at, *c1 = win[i][1] + at;
                 const float *c2 = win[i][2] + at, *c3 = win[i][3] + at;
@@ -191,11 +189,7 @@ static void input_adjoint_add(const tiling *t, const float *Z, float *dx, float 
                     line[2 * q + 1] = c1[q] + c3[q - 1];
                 }
                 line[2 * tw] = c2[tw - 1], line[2 * tw + 1] = c3[tw - 1];
-                float *out = dxc + (size_t)y * g->w;
-                const float *in = line + g->pad;
-#pragma omp simd
-                for (int xx = 0; xx < g->w; xx++)
-                    out[xx] += in[xx];
+                winograd_store_input_row(t, dx, c, r, i, y, line);
             }
         }
     }
@@ -207,5 +201,5 @@ const winograd_variant NAME(winograd_f2, ISA) = {
     .input = input_transform,
     .output = output_transform,
     .gradient = gradient_transform,
-    .input_adjoint_add = input_adjoint_add,
+    .input_adjoint = input_adjoint,
 };

@@ -10,6 +10,7 @@
  * (./build.sh bench ops, bench train), and AVX-512 machines use the AVX2 variant. */
 #include "ops/winograd_tiling.h"
 
+#include <emmintrin.h>   /* SSE2, baseline x86-64: 4x4 transposes between rows and tiles */
 #include <string.h>
 
 #define NAME2(a, b) a##_##b
@@ -61,6 +62,59 @@
         (o)[5] = (x)[5];                                                                      \
     } while (0)
 
+/* cols[k][q] = s[4q + k] for k < 6 and q < tw: a padded row of 4 tw + 2 values split into its
+ * tiles' window columns (tile q reads columns 4q .. 4q + 5, so neighbours share 2), four tiles
+ * at a time by a 4x4 transpose in SSE registers: one value at a time, the split took half of
+ * the input transform (perf). Columns 4 and 5 are the next tile's 0 and 1. */
+static inline void split_windows(const float *s, int tw, float *const cols[6])
+{
+    int q = 0;
+    for (; q + 4 <= tw; q += 4) {
+        const float *p = s + 4 * q;
+        __m128 c0 = _mm_loadu_ps(p), c1 = _mm_loadu_ps(p + 4);
+        __m128 c2 = _mm_loadu_ps(p + 8), c3 = _mm_loadu_ps(p + 12);
+        __m128 next = _mm_castpd_ps(_mm_load_sd((const double *)(p + 16)));   /* p[16], p[17] */
+        _MM_TRANSPOSE4_PS(c0, c1, c2, c3);
+        __m128 t4 = _mm_shuffle_ps(c0, next, _MM_SHUFFLE(0, 0, 3, 3));   /* c0[3], next[0] */
+        __m128 t5 = _mm_shuffle_ps(c1, next, _MM_SHUFFLE(1, 1, 3, 3));   /* c1[3], next[1] */
+        _mm_storeu_ps(cols[0] + q, c0);
+        _mm_storeu_ps(cols[1] + q, c1);
+        _mm_storeu_ps(cols[2] + q, c2);
+        _mm_storeu_ps(cols[3] + q, c3);
+        _mm_storeu_ps(cols[4] + q, _mm_shuffle_ps(c0, t4, _MM_SHUFFLE(2, 0, 2, 1)));
+        _mm_storeu_ps(cols[5] + q, _mm_shuffle_ps(c1, t5, _MM_SHUFFLE(2, 0, 2, 1)));
+    }
+    for (; q < tw; q++)
+        for (int k = 0; k < 6; k++)
+            cols[k][q] = s[4 * q + k];
+}
+
+/* The inverse of split_windows, overlaps summed: line[x] = the sum over the tiles' windows that
+ * hold column x, for x < 4 tw + 2, from w[k][q] (column k of tile q's window). */
+static inline void join_windows(const float *const w[6], int tw, float *line)
+{
+    int q = 0;
+    for (; q + 4 <= tw; q += 4) {   /* columns 0 and 1 of tile q add columns 4 and 5 of q - 1 */
+        __m128 prev4 = _mm_loadu_ps(w[4] + q - (q > 0)), prev5 = _mm_loadu_ps(w[5] + q - (q > 0));
+        if (q == 0) {   /* no tile before: shift in a zero */
+            prev4 = _mm_castsi128_ps(_mm_slli_si128(_mm_castps_si128(prev4), 4));
+            prev5 = _mm_castsi128_ps(_mm_slli_si128(_mm_castps_si128(prev5), 4));
+        }
+        __m128 c0 = _mm_add_ps(_mm_loadu_ps(w[0] + q), prev4);
+        __m128 c1 = _mm_add_ps(_mm_loadu_ps(w[1] + q), prev5);
+        __m128 c2 = _mm_loadu_ps(w[2] + q), c3 = _mm_loadu_ps(w[3] + q);
+        _MM_TRANSPOSE4_PS(c0, c1, c2, c3);
+        _mm_storeu_ps(line + 4 * q, c0);
+        _mm_storeu_ps(line + 4 * q + 4, c1);
+        _mm_storeu_ps(line + 4 * q + 8, c2);
+        _mm_storeu_ps(line + 4 * q + 12, c3);
+    }
+    for (; q < tw; q++)
+        for (int k = 0; k < 4; k++)
+            line[4 * q + k] = w[k][q] + (k < 2 && q > 0 ? w[k + 4][q - 1] : 0.0f);
+    line[4 * tw] = w[4][tw - 1], line[4 * tw + 1] = w[5][tw - 1];
+}
+
 /* V[p][c][col] = (B^T d B)[p] for every channel and tile of the block: rows first, on whole
  * padded rows s read from the input where it is; then each row of a tile row is split by
  * column into cols[i][k][col] (row i, column 4q + k of tile col), and the tiles' columns are
@@ -92,14 +146,9 @@ static void input_transform(const tiling *t, conv_input x, float *V, float *rows
             }
             size_t at = (size_t)(r - t->r0) * t->tw;
             for (int i = 0; i < 6; i++) {
-                const float *si = s[i];
-                float *c0 = cols[i][0] + at, *c1 = cols[i][1] + at, *c2 = cols[i][2] + at;
-                float *c3 = cols[i][3] + at, *c4 = cols[i][4] + at, *c5 = cols[i][5] + at;
-#pragma omp simd
-                for (int q = 0; q < t->tw; q++) {
-                    c0[q] = si[4 * q], c1[q] = si[4 * q + 1], c2[q] = si[4 * q + 2];
-                    c3[q] = si[4 * q + 3], c4[q] = si[4 * q + 4], c5[q] = si[4 * q + 5];
-                }
+                float *const row_cols[6] = {cols[i][0] + at, cols[i][1] + at, cols[i][2] + at,
+                                            cols[i][3] + at, cols[i][4] + at, cols[i][5] + at};
+                split_windows(s[i], t->tw, row_cols);
             }
         }
         float *v = V + (size_t)c * t->cols;
@@ -141,20 +190,47 @@ static void input_transform(const tiling *t, conv_input x, float *V, float *rows
 #define TILE_M 4
 #include "ops/winograd_output_impl.h"
 
+/* p[0 .. n), zeros after: 4 values past a row's end without reading there (and without a copy
+ * through memory, whose loads stalled on its stores). */
+static inline __m128 load_upto4(const float *p, int n)
+{
+    if (n >= 4)
+        return _mm_loadu_ps(p);
+    return n <= 0 ? _mm_setzero_ps()
+                  : _mm_setr_ps(p[0], n > 1 ? p[1] : 0.0f, n > 2 ? p[2] : 0.0f, 0.0f);
+}
+
 /* out[k][q] = row[4q + k] for q < tw, zero past the output's width: a row of output gradients
- * split by column modulo 4 (NULL: past the last row, all zero). */
+ * split by column modulo 4 (NULL: past the last row, all zero), four tiles at a time by 4x4
+ * transposes. */
 static void load_gradient_row(const float *row, int ow, int tw, float *const out[4])
 {
-    int whole = row ? ow / 4 : 0;
-    float *o0 = out[0], *o1 = out[1], *o2 = out[2], *o3 = out[3];
-#pragma omp simd
-    for (int q = 0; q < whole; q++) {
-        o0[q] = row[4 * q], o1[q] = row[4 * q + 1];
-        o2[q] = row[4 * q + 2], o3[q] = row[4 * q + 3];
-    }
-    for (int q = whole; q < tw; q++)
+    if (!row) {
         for (int k = 0; k < 4; k++)
-            out[k][q] = row && 4 * q + k < ow ? row[4 * q + k] : 0.0f;
+            memset(out[k], 0, sizeof(float) * (size_t)tw);
+        return;
+    }
+    for (int q = 0; q < tw; q += 4) {
+        const float *p = row + 4 * q;
+        int left = ow - 4 * q;
+        __m128 c0 = load_upto4(p, left), c1 = load_upto4(p + 4, left - 4);
+        __m128 c2 = load_upto4(p + 8, left - 8), c3 = load_upto4(p + 12, left - 12);
+        _MM_TRANSPOSE4_PS(c0, c1, c2, c3);
+        if (q + 4 <= tw) {
+            _mm_storeu_ps(out[0] + q, c0);
+            _mm_storeu_ps(out[1] + q, c1);
+            _mm_storeu_ps(out[2] + q, c2);
+            _mm_storeu_ps(out[3] + q, c3);
+        } else {   /* the last tiles: 4 stores would spill past the tile row */
+            float part[4][4];
+            _mm_storeu_ps(part[0], c0);
+            _mm_storeu_ps(part[1], c1);
+            _mm_storeu_ps(part[2], c2);
+            _mm_storeu_ps(part[3], c3);
+            for (int k = 0; k < 4; k++)
+                memcpy(out[k] + q, part[k], sizeof(float) * (size_t)(tw - q));
+        }
+    }
 }
 
 /* D[p][f - f0][col] = (A e A^T)[p], e the 4x4 block of output gradients of a tile (zero past
@@ -205,11 +281,11 @@ static void gradient_transform(const tiling *t, const float *dy, int f0, int f1,
     }
 }
 
-/* dx += B z B^T of each tile of Z[p][c][col], added where the tile's 6x6 window lies in the
- * input: a channel's tiles are transformed all at once into win[i][k][col] (row i, column
- * 4q + k of tile col's window), then each tile row's windows are summed row by row
- * (neighbours overlap by 2 columns) and added to dx. rows: a row buffer, 36 tile arrays. */
-static void input_adjoint_add(const tiling *t, const float *Z, float *dx, float *rows)
+/* dx = the sum of B z B^T of each tile of Z[p][c][col] over the tiles whose 6x6 windows hold
+ * it: a channel's tiles are transformed all at once into win[i][k][col] (row i, column 4q + k
+ * of tile col's window), then each tile row's windows are summed row by row (neighbours overlap
+ * by 2 columns) into dx (winograd_store_input_row). rows: a row buffer, 36 tile arrays. */
+static void input_adjoint(const tiling *t, const float *Z, float *dx, float *rows)
 {
     const conv_geom *g = t->g;
     size_t plane = plane_of((size_t)g->c * t->cols);
@@ -240,29 +316,14 @@ static void input_adjoint_add(const tiling *t, const float *Z, float *dx, float 
             }
         }
         for (int r = t->r0; r < t->r1; r++) {
-            int n = r / t->th, y0 = 4 * (r % t->th) - g->pad, tw = t->tw;
-            size_t at = (size_t)(r - t->r0) * tw;
-            float *dxc = dx + ((size_t)n * g->c + c) * g->h * g->w;
-            for (int i = 0; i < 6; i++) {
-                int y = y0 + i;
-                if (y < 0 || y >= g->h)
+            size_t at = (size_t)(r - t->r0) * t->tw;
+            for (int i = 0, y; i < 6; i++) {
+                if (!winograd_window_row(t, r, i, &y))
                     continue;
-                const float *w0 = win[i][0] + at, *w1 = win[i][1] + at, *w2 = win[i][2] + at;
-                const float *w3 = win[i][3] + at, *w4 = win[i][4] + at, *w5 = win[i][5] + at;
-                line[0] = w0[0], line[1] = w1[0], line[2] = w2[0], line[3] = w3[0];
-#pragma omp simd
-                for (int q = 1; q < tw; q++) {   /* columns 4q, 4q + 1: tile q - 1's last two */
-                    line[4 * q] = w0[q] + w4[q - 1];
-                    line[4 * q + 1] = w1[q] + w5[q - 1];
-                    line[4 * q + 2] = w2[q];
-                    line[4 * q + 3] = w3[q];
-                }
-                line[4 * tw] = w4[tw - 1], line[4 * tw + 1] = w5[tw - 1];
-                float *out = dxc + (size_t)y * g->w;
-                const float *in = line + g->pad;
-#pragma omp simd
-                for (int xx = 0; xx < g->w; xx++)
-                    out[xx] += in[xx];
+                const float *const wi[6] = {win[i][0] + at, win[i][1] + at, win[i][2] + at,
+                                            win[i][3] + at, win[i][4] + at, win[i][5] + at};
+                join_windows(wi, t->tw, line);
+                winograd_store_input_row(t, dx, c, r, i, y, line);
             }
         }
     }
@@ -279,5 +340,5 @@ const winograd_variant NAME(winograd_f4, ISA) = {
     .input = input_transform,
     .output = output_transform,
     .gradient = gradient_transform,
-    .input_adjoint_add = input_adjoint_add,
+    .input_adjoint = input_adjoint,
 };

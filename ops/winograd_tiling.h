@@ -84,6 +84,30 @@ static inline void winograd_store_rows(const tiling *t, const winograd_out *o, i
     }
 }
 
+/* Where an input adjoint (the variants' input_adjoint) puts row i of tile row r's windows:
+ * input row y of its sample, if inside the input. */
+static inline int winograd_window_row(const tiling *t, int r, int i, int *y)
+{
+    *y = t->m * (r % t->th) - t->g->pad + i;
+    return *y >= 0 && *y < t->g->h;
+}
+
+/* Row y of channel c's input gradient of tile row r's sample, from line, the row of the tile
+ * row's windows summed along it (padded: column x of the input is line[x + pad]): stored where
+ * this tile row is the first whose windows hold row y, added to what the one above stored
+ * otherwise (windows overlap by 2 rows). So each sample's tile rows must come in order. */
+static inline void winograd_store_input_row(const tiling *t, float *dx, int c, int r, int i,
+                                            int y, const float *line)
+{
+    const conv_geom *g = t->g;
+    int first = i >= 2 || r % t->th == 0;
+    float *out = dx + (((size_t)(r / t->th) * g->c + c) * g->h + (size_t)y) * g->w;
+    const float *in = line + g->pad;
+#pragma omp simd
+    for (int x = 0; x < g->w; x++)
+        out[x] = (first ? 0.0f : out[x]) + in[x];
+}
+
 /* The 2x2 stride-2 max-pool fused into the output transform, straight from the tiles: a tile's
  * m x m outputs hold (m / 2)^2 whole windows, pooled for all the block's tiles at once
  * (maxpool2_window), into v[k] and a[k] for window k = row * (m / 2) + column; corner[q]: the
@@ -136,8 +160,9 @@ static inline void winograd_store_pooled(const tiling *t, const winograd_out *o,
  * input: V[p][c][col], the input windows in the transform domain. output: the tiles' outputs
  * from M[p][f - f0][col], plus the bias, for filters [f0, f1), into o. gradient: D[p][f -
  * f0][col], the output gradient's tiles in the transform domain (the adjoint of output).
- * input_adjoint_add: dx += the windows of Z[p][c][col] (the adjoint of input), overlapping
- * windows summed. */
+ * input_adjoint: dx = the windows of Z[p][c][col] (the adjoint of input), overlapping windows
+ * summed, for the block's samples (every dx value of a sample is written once the block that
+ * holds its last tile row is done). */
 struct winograd_variant {
     int m;
     float G[6][3];   /* the filter transform, (m + 2) x 3: U = G g G^T */
@@ -145,7 +170,7 @@ struct winograd_variant {
     void (*output)(const tiling *t, const float *M, const float *bias, const winograd_out *o,
                    int f0, int f1, float *rows);
     void (*gradient)(const tiling *t, const float *dy, int f0, int f1, float *D, float *rows);
-    void (*input_adjoint_add)(const tiling *t, const float *Z, float *dx, float *rows);
+    void (*input_adjoint)(const tiling *t, const float *Z, float *dx, float *rows);
 };
 
 extern const winograd_variant winograd_f2_portable, winograd_f2_avx2;
