@@ -9,7 +9,8 @@
  *   [optimizer]  type (sgd), lr, momentum, weight_decay
  *   [execution]  workers, grain (auto | N samples per task),
  *                filter_groups (auto | N convolution tasks per chunk, split by filters),
- *                fuse (auto | on | off: a convolution and the max-pool after it as one task),
+ *                fuse (auto | on | off: a convolution, the max-pool after it and a relu after
+ *                that as one task),
  *                devices (auto | cpu | opencl | cpu+opencl), device (which OpenCL devices: their
  *                indexes in `frugal info`, comma-separated, or a part of their name),
  *                deterministic (on | off: the same placement, and so the same weights, every run),

@@ -110,8 +110,8 @@ static void submit_load(trainer *t, const batch_ref *r, int k)
     submit(t, a.bytes ? &load_pointers_kind : &load_kind, &a, sizeof a, PRIO_LOAD, &al, k);
 }
 
-/* Layer l's forward task for chunk k and filter group g (or, fused, the convolution and the
- * max-pool after it). */
+/* Layer l's forward task for chunk k and filter group g (or, fused, the convolution, the
+ * max-pool after it and maybe a relu). */
 static void submit_forward(trainer *t, const batch_ref *r, int l, int k, int g, int n)
 {
     const layer *ly = &t->m->layers[l];
@@ -121,7 +121,8 @@ static void submit_forward(trainer *t, const batch_ref *r, int l, int k, int g, 
     access_list al = {.n = 0};
     add_input(t, r, &a, &al, l, k);
     if (fused) {
-        a.at.out = add_chunk(&al, &r->b->act[l + 2], k, RT_W);
+        a.relu = fused == 2;
+        a.at.out = add_chunk(&al, &r->b->act[l + 1 + fused], k, RT_W);
         a.at.aux = add(&al, r->b->aux[l + 1].part[k], RT_W);
     } else {
         a.at.out = groups > 1 ? add(&al, r->b->act[l + 1].part[k * groups + g], RT_W)
@@ -169,7 +170,7 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
 {
     const layer *ly = &t->m->layers[l];
     int fused = t->plan.fused[l], groups = t->plan.groups[l];
-    int dx = t->plan.need_dx[l], out = fused ? l + 2 : l + 1;
+    int dx = t->plan.need_dx[l], out = l + 1 + fused;
     for (int g = 0; g < groups; g++) {
         layer_task a = task_for(t, l, n);
         group_units(ly, groups, g, &a.f0, &a.f1);
@@ -177,6 +178,8 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
         a.at.dy = add(&al, r->b->grad[out].part[k], RT_R);
         if (fused) {
             a.at.aux = add(&al, r->b->aux[l + 1].part[k], RT_R);
+            if (fused == 2)   /* the relu's output, that its gradient goes through */
+                a.at.out = add_chunk(&al, &r->b->act[out], k, RT_R);
             add_input(t, r, &a, &al, l, k);
         } else if (ly->cls->backward_reads & READS_OUTPUT) {
             a.at.out = add_chunk(&al, &r->b->act[l + 1], k, RT_R);
@@ -230,11 +233,11 @@ static void submit_update(trainer *t, int l, int k0, int k1)
 }
 
 /* Whether layer l has a task of its own in direction `backward` (flatten is a view, the
- * max-pool of a fused pair runs with its convolution, the loss is submitted apart). */
+ * max-pool and relu of a fused convolution run in its tasks, the loss is submitted apart). */
 static int has_task(const trainer *t, int l, int backward)
 {
     const layer *ly = &t->m->layers[l];
-    if (l == t->m->nlayers - 1 || (l > 0 && t->plan.fused[l - 1]))
+    if (l == t->m->nlayers - 1 || plan_fused_into(&t->plan, l) >= 0)
         return 0;
     if (!backward)
         return ly->cls->forward != NULL;

@@ -77,6 +77,7 @@ typedef struct layer_task {
     float scale;                    /* the loss: 1 / samples in the batch (a mean loss) */
     signed char bytes_input;        /* the input is the data set's bytes, through `samples` */
     signed char want_dx;            /* backward: the input gradient too */
+    signed char relu;               /* a fused convolution: a relu after its max-pool */
     struct { signed char in, out, aux, params, dy, dx, part, samples, labels, stats; } at;
 } layer_task;
 

@@ -124,28 +124,31 @@ static int backward_input(const rt_ctx *ctx, void *p)
                                                           rt_ptr(ctx, a->at.dx), 0, a->n));
 }
 
-/* Fused with the max-pool after it (the next layer): the pooled output and its argmax. */
+/* Fused with the max-pool after it (the next layer), and maybe the relu after that: the pooled
+ * output and its argmax. */
 static int fused_forward(const rt_ctx *ctx, void *p)
 {
     const layer_task *a = p;
     const layer *l = a->l;
     const float *w = rt_ptr(ctx, a->at.params);
     return layer_kernel_status(ctx, conv2d_forward_maxpool(&l->conv, input_of(ctx, a), w,
-                                                           w + l->nweights, &l[1].pool,
+                                                           w + l->nweights, &l[1].pool, a->relu,
                                                            rt_ptr(ctx, a->at.out),
                                                            rt_ptr(ctx, a->at.aux), 0, a->n));
 }
 
-/* From the pooled gradient and the argmax to the filter gradient, and the input gradient where
- * one is wanted (the Winograd paths only: engine/plan.c). */
+/* From the pooled gradient (through the relu, if fused: its output is at.out) and the argmax
+ * to the filter gradient, and the input gradient where one is wanted (the Winograd paths only:
+ * engine/plan.c). */
 static int fused_backward(const rt_ctx *ctx, void *p)
 {
     const layer_task *a = p;
     const layer *l = a->l;
     float *dw = rt_ptr(ctx, a->at.part);
     return layer_kernel_status(
-        ctx, conv2d_backward_maxpool(&l->conv, input_of(ctx, a), &l[1].pool, rt_ptr(ctx, a->at.dy),
-                                     rt_ptr(ctx, a->at.aux),
+        ctx, conv2d_backward_maxpool(&l->conv, input_of(ctx, a), &l[1].pool,
+                                     a->at.out >= 0 ? rt_ptr(ctx, a->at.out) : NULL,
+                                     rt_ptr(ctx, a->at.dy), rt_ptr(ctx, a->at.aux),
                                      a->want_dx ? rt_ptr(ctx, a->at.params) : NULL, dw,
                                      dw + l->nweights, a->want_dx ? rt_ptr(ctx, a->at.dx) : NULL,
                                      0, a->n, 0));

@@ -109,10 +109,22 @@ void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
         int worth = fusable && (conv_pool_fusable_with_input_gradient(&ly->conv, &ly[1].pool) ||
                                 ly->conv.c * ly->conv.kh * ly->conv.kw >= 27 ||
                                 (double)p->grain * (double)ly->out_size * sizeof(float) > 1e6);
-        p->fused[l] = fusable && !p->pinned && (cfg->fuse > 0 || (cfg->fuse == 0 && worth));
+        /* A relu after the max-pool (engine/model.c puts it there) runs in the same tasks:
+         * applied to the pooled output still in cache, instead of in tasks of its own. */
+        int relu_after = l + 3 < m->nlayers && ly[2].cfg.type == LAYER_RELU;
+        if (fusable && !p->pinned && (cfg->fuse > 0 || (cfg->fuse == 0 && worth)))
+            p->fused[l] = 1 + relu_after;
         p->groups[l] = ly->cfg.type != LAYER_CONV || p->fused[l]
                            ? 1 : conv_filter_groups(ly, cfg->filter_groups, p->grain);
     }
+}
+
+int plan_fused_into(const exec_plan *p, int l)
+{
+    for (int k = 1; k <= 2 && l - k >= 0; k++)
+        if (p->fused[l - k] >= k)
+            return l - k;
+    return -1;
 }
 
 void plan_chunk(const exec_plan *p, int k, int size, int *s0, int *s1)
@@ -146,8 +158,10 @@ void plan_write_json(const exec_plan *p, const model *m, FILE *f)
     for (int l = 0; l < m->nlayers; l++) {
         fprintf(f, "%s{\"type\": ", l ? ", " : "");
         json_string(f, m->layers[l].cls->name);
+        int inside = plan_fused_into(p, l) >= 0, next_inside = plan_fused_into(p, l + 1) >= 0;
+        int with_next = p->fused[l] || (inside && next_inside);
         fprintf(f, ", \"tasks_per_chunk\": %d, \"fused_with_next\": %s", p->groups[l],
-                p->fused[l] ? "true" : "false");
+                with_next ? "true" : "false");
         if (m->layers[l].cfg.type == LAYER_CONV) {
             const conv_geom *g = &m->layers[l].conv;
             fprintf(f, ", \"kernels\": {\"forward\": \"%s\", \"backward_input\": \"%s\", "

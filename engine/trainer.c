@@ -90,8 +90,8 @@ static void chunked_free(trainer *t, chunked *c)
 }
 
 /* The activations, their gradients and the auxiliary outputs of one batch in flight. Layer l
- * reads act[l] and writes act[l + 1]; a flatten's output is a view of its input; a convolution
- * fused with its max-pool never stores its own output. */
+ * reads act[l] and writes act[l + 1]; a flatten's output is a view of its input; the layers of
+ * a fused convolution's task store only the last one's output. */
 static int alloc_set(trainer *t, batch_set *b)
 {
     const model *m = t->m;
@@ -104,15 +104,16 @@ static int alloc_set(trainer *t, batch_set *b)
     rc |= per_chunk_alloc(t, &b->stats, "chunk stats", sizeof(chunk_stats));
     for (int l = 0; l < m->nlayers && !rc; l++) {
         const layer *ly = &m->layers[l];
-        int last = l == m->nlayers - 1, fused_out = l > 0 && p->fused[l - 1];
+        int last = l == m->nlayers - 1, inside = plan_fused_into(p, l) >= 0;
+        int stores = !p->fused[l] && plan_fused_into(p, l + 1) < 0;   /* its output in act */
         size_t plane = sizeof(float) * (size_t)ly->out_h * (size_t)ly->out_w;
-        if (l > 0 && !fused_out && m->layers[l - 1].cfg.type != LAYER_FLATTEN &&
+        if (l > 0 && !inside && m->layers[l - 1].cfg.type != LAYER_FLATTEN &&
             (last || p->need_dx[l]))
             rc |= chunked_alloc(t, &b->grad[l], "gradient", sizeof(float) * (size_t)ly->in_size, 1, 0);
         if (ly->cfg.type == LAYER_FLATTEN) {
             b->act[l + 1] = b->act[l], b->act[l + 1].view = 1;
             b->grad[l + 1] = b->grad[l], b->grad[l + 1].view = 1;
-        } else if (!last && !p->fused[l]) {
+        } else if (!last && stores) {
             rc |= chunked_alloc(t, &b->act[l + 1], "activation",
                                 sizeof(float) * (size_t)ly->out_size, p->groups[l], plane);
         }

@@ -4,6 +4,7 @@
 #include "ops/conv_winograd.h"
 #include "ops/cpu.h"
 #include "ops/gemm.h"
+#include "ops/layers.h"
 #include "ops/scratch.h"
 
 #include <limits.h>
@@ -397,12 +398,23 @@ int conv_pool_fusable_with_input_gradient(const conv_geom *g, const pool_geom *p
 }
 
 int conv2d_forward_maxpool(const conv_geom *g, conv_input x, const float *wt, const float *bias,
-                           const pool_geom *p, float *y, int32_t *argmax, int n0, int n1)
+                           const pool_geom *p, int relu, float *y, int32_t *argmax, int n0, int n1)
 {
-    if (uses_winograd(g))
-        return conv_winograd_forward(g, winograd_tile(g), x, wt, bias, y, n0, n1, 0, g->f, p,
-                                     argmax);
-    return DISPATCH(forward, g, x, wt, bias, y, n0, n1, 0, g->f, p, argmax);
+    int rc = uses_winograd(g)
+                 ? conv_winograd_forward(g, winograd_tile(g), x, wt, bias, y, n0, n1, 0, g->f, p,
+                                         argmax)
+                 : DISPATCH(forward, g, x, wt, bias, y, n0, n1, 0, g->f, p, argmax);
+    long pooled = (long)p->c * p->oh * p->ow;
+    if (!rc && relu)   /* in place, while the chunk's pooled output is in cache */
+        relu_forward(y, y, n0 * pooled, n1 * pooled);
+    return rc;
+}
+
+/* The samples from n0 of an input: sample 0 of what this returns. */
+static conv_input from_sample(const conv_geom *g, conv_input x, int n0)
+{
+    size_t in = (size_t)g->c * g->h * g->w;
+    return x.f ? (conv_input){x.f + n0 * in, NULL, 0} : (conv_input){NULL, x.b + n0, x.scale};
 }
 
 /* The pooled gradient of samples [n0, n1) made whole again, as maxpool_backward gives it, in
@@ -417,7 +429,7 @@ static const float *unpooled_gradient(const conv_geom *g, const pool_geom *p, co
     return d;
 }
 
-int conv2d_backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
+static int backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
                             const float *dy, const int32_t *argmax, const float *wt, float *dwt,
                             float *dbias, float *dx, int n0, int n1, int accumulate)
 {
@@ -428,8 +440,26 @@ int conv2d_backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p
      * moves to n0 too. Their results are the unfused path's, bit for bit. */
     const float *d = unpooled_gradient(g, p, dy, argmax, n0, n1);
     size_t in = (size_t)g->c * g->h * g->w;
-    conv_input xs = x.f ? (conv_input){x.f + n0 * in, NULL, 0} : (conv_input){NULL, x.b + n0, x.scale};
-    return !d || conv_winograd_backward(g, winograd_tile(g), xs, d, wt, dwt, dbias,
-                                        dx ? dx + n0 * in : NULL, 0, n1 - n0, 0, g->f, accumulate)
+    return !d || conv_winograd_backward(g, winograd_tile(g), from_sample(g, x, n0), d, wt, dwt,
+                                        dbias, dx ? dx + n0 * in : NULL, 0, n1 - n0, 0, g->f,
+                                        accumulate)
                ? -1 : 0;
+}
+
+int conv2d_backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
+                            const float *relu_y, const float *dy, const int32_t *argmax,
+                            const float *wt, float *dwt, float *dbias, float *dx, int n0, int n1,
+                            int accumulate)
+{
+    if (!relu_y)
+        return backward_maxpool(g, x, p, dy, argmax, wt, dwt, dbias, dx, n0, n1, accumulate);
+    /* Through the relu first, as relu_backward would: into scratch, from sample 0 there. */
+    size_t pooled = (size_t)p->c * p->oh * p->ow, in = (size_t)g->c * g->h * g->w;
+    long n = n1 - n0;
+    float *masked = ops_scratch(SCRATCH_MASKED, (size_t)n * pooled);
+    if (!masked)
+        return -1;
+    relu_backward(relu_y + n0 * pooled, dy + n0 * pooled, masked, 0, n * (long)pooled);
+    return backward_maxpool(g, from_sample(g, x, n0), p, masked, argmax + n0 * pooled, wt, dwt,
+                            dbias, dx ? dx + n0 * in : NULL, 0, (int)n, accumulate);
 }

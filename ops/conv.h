@@ -57,18 +57,21 @@ int conv2d_backward(const conv_geom *g, conv_input x, const float *dy, const flo
 
 /* Convolution then max-pooling in one pass, for windows that do not overlap (size == stride) on
  * the direct path, or 2x2 windows on the Winograd paths: the convolution's output is pooled
- * while it is in cache and never stored. y and argmax are what conv2d_forward then
- * maxpool_forward give, bit for bit. Backward takes the pooled gradient and the argmax and
- * gives conv2d_backward_filter's dW and db for maxpool_backward's dx, bit for bit, and with dx
- * (else NULL; the Winograd paths only: conv_pool_fusable_with_input_gradient)
+ * while it is in cache and never stored; with relu, a relu follows the max-pool. y and argmax
+ * are what conv2d_forward, maxpool_forward (and relu_forward) give, bit for bit. Backward takes
+ * the gradient of y, the argmax and, after a relu, y (relu_y; else NULL) and gives
+ * conv2d_backward_filter's dW and db for (relu_backward's then) maxpool_backward's dx, bit for
+ * bit, and with dx (else NULL; the Winograd paths only: conv_pool_fusable_with_input_gradient)
  * conv2d_backward_input's too. All filters. */
 int conv_pool_fusable(const conv_geom *g, const pool_geom *p);
 int conv_pool_fusable_with_input_gradient(const conv_geom *g, const pool_geom *p);
 int conv2d_forward_maxpool(const conv_geom *g, conv_input x, const float *wt, const float *bias,
-                            const pool_geom *p, float *y, int32_t *argmax, int n0, int n1);
+                            const pool_geom *p, int relu, float *y, int32_t *argmax, int n0,
+                            int n1);
 int conv2d_backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
-                             const float *dy, const int32_t *argmax, const float *wt, float *dwt,
-                             float *dbias, float *dx, int n0, int n1, int accumulate);
+                             const float *relu_y, const float *dy, const int32_t *argmax,
+                             const float *wt, float *dwt, float *dbias, float *dx, int n0, int n1,
+                             int accumulate);
 
 /* How the functions above compute, pass by pass: the direct convolution (vectorised along
  * pixels), the wide one (vectorised along filters; both stride 1 only), Winograd F(2x2, 3x3) or

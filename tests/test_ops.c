@@ -640,6 +640,7 @@ TEST(ops_conv_maxpool_fused_matches_separate)
         float *y = malloc(sizeof(float) * n * nout), *dx = malloc(sizeof(float) * n * nout);
         float *y1 = malloc(sizeof(float) * n * npool), *y2 = malloc(sizeof(float) * n * npool);
         float *dy = malloc(sizeof(float) * n * npool), *bias = malloc(24);
+        float *dyr = malloc(sizeof(float) * n * npool);
         float *dw1 = malloc(sizeof(float) * (nw + 6)), *dw2 = malloc(sizeof(float) * (nw + 6));
         int32_t *a1 = malloc(4 * n * npool), *a2 = malloc(4 * n * npool);
         for (size_t i = 0; i < nw; i++)
@@ -648,21 +649,29 @@ TEST(ops_conv_maxpool_fused_matches_separate)
             bias[i] = 0.01f * (float)i;
         for (size_t i = 0; i < n * npool; i++)
             dy[i] = (float)((int)(i * 5 % 9) - 4) * 0.25f;
-        conv2d_forward(&g, x.f, w, bias, y, 0, n, 0, 6);
-        maxpool_forward(&p, y, y1, a1, 0, n);
-        maxpool_backward(&p, dy, a1, dx, 0, n);
-        conv2d_backward_filter(&g, x.f, dx, dw1, dw1 + nw, 0, n, 0, 6, 0);
-        for (int in = 0; in < 2; in++) {
-            conv2d_forward_maxpool(&g, x.in[in], w, bias, &p, y2, a2, 0, n);
-            CHECKF(!memcmp(y1, y2, sizeof(float) * n * npool), "pooled output, %dx%d, input %d",
-                   pools[k], pools[k], in);
-            CHECKF(!memcmp(a1, a2, 4 * n * npool), "argmax, %dx%d, input %d", pools[k], pools[k], in);
-            conv2d_backward_maxpool(&g, x.in[in], &p, dy, a2, NULL, dw2, dw2 + nw, NULL, 0, n, 0);
-            CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + 6)), "filter gradient, %dx%d, input %d",
-                   pools[k], pools[k], in);
+        for (int relu = 0; relu < 2; relu++) {   /* then a relu after the max-pool */
+            conv2d_forward(&g, x.f, w, bias, y, 0, n, 0, 6);
+            maxpool_forward(&p, y, y1, a1, 0, n);
+            if (relu) {
+                relu_forward(y1, y1, 0, (long)(n * npool));
+                relu_backward(y1, dy, dyr, 0, (long)(n * npool));
+            }
+            maxpool_backward(&p, relu ? dyr : dy, a1, dx, 0, n);
+            conv2d_backward_filter(&g, x.f, dx, dw1, dw1 + nw, 0, n, 0, 6, 0);
+            for (int in = 0; in < 2; in++) {
+                conv2d_forward_maxpool(&g, x.in[in], w, bias, &p, relu, y2, a2, 0, n);
+                CHECKF(!memcmp(y1, y2, sizeof(float) * n * npool), "pooled output, %dx%d, "
+                       "input %d, relu %d", pools[k], pools[k], in, relu);
+                CHECKF(!memcmp(a1, a2, 4 * n * npool), "argmax, %dx%d, input %d, relu %d",
+                       pools[k], pools[k], in, relu);
+                conv2d_backward_maxpool(&g, x.in[in], &p, relu ? y2 : NULL, dy, a2, NULL, dw2,
+                                        dw2 + nw, NULL, 0, n, 0);
+                CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + 6)), "filter gradient, %dx%d, "
+                       "input %d, relu %d", pools[k], pools[k], in, relu);
+            }
         }
         byte_samples_free(&x);
-        free(w), free(y), free(dx), free(y1), free(y2), free(dy), free(bias);
+        free(w), free(y), free(dx), free(y1), free(y2), free(dy), free(dyr), free(bias);
         free(dw1), free(dw2), free(a1), free(a2);
     }
 }
@@ -723,6 +732,7 @@ TEST(ops_winograd_maxpool_fused_matches_separate)
     byte_samples_make(&x, N, nin);
     float *w = random_floats(&r, (long)nw, 0.3f);
     float *bias = random_floats(&r, F, 0.1f), *dy = random_floats(&r, (long)(N * npool), 1);
+    float *dyr = calloc(N * npool, sizeof(float));
     float *y = malloc(sizeof(float) * N * nout), *dense = calloc(N * nout, sizeof(float));
     float *y1 = calloc(N * npool, 4), *y2 = calloc(N * npool, 4);
     int32_t *a1 = calloc(N * npool, 4), *a2 = calloc(N * npool, 4);
@@ -731,26 +741,34 @@ TEST(ops_winograd_maxpool_fused_matches_separate)
     for (conv_strategy s = CONV_WINOGRAD; s <= CONV_WINOGRAD4; s++) {
         conv_set_strategy(s);
         CHECK(conv_pool_fusable_with_input_gradient(&g, &p));
-        conv2d_forward(&g, x.f, w, bias, y, 1, N, 0, F);
-        maxpool_forward(&p, y, y1, a1, 1, N);
-        maxpool_backward(&p, dy, a1, dense, 1, N);
-        conv2d_backward_filter(&g, x.f, dense, dw1, dw1 + nw, 1, N, 0, F, 0);
-        conv2d_backward_input(&g, dense, w, dx1, 1, N);
-        for (int in = 0; in < 2; in++) {
+        for (int relu = 0; relu < 2; relu++) {   /* then a relu after the max-pool */
             const char *path = conv_path_name(s);
-            conv2d_forward_maxpool(&g, x.in[in], w, bias, &p, y2, a2, 1, N);
-            CHECKF(!memcmp(y1, y2, sizeof(float) * N * npool), "%s: pooled output, input %d",
-                   path, in);
-            CHECKF(!memcmp(a1, a2, 4 * N * npool), "%s: argmax, input %d", path, in);
-            conv2d_backward_maxpool(&g, x.in[in], &p, dy, a2, w, dw2, dw2 + nw, dx2, 1, N, 0);
-            CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + F)), "%s: filter gradient, input %d",
-                   path, in);
-            CHECKF(!memcmp(dx1, dx2, sizeof(float) * N * nin), "%s: input gradient, input %d",
-                   path, in);
+            conv2d_forward(&g, x.f, w, bias, y, 1, N, 0, F);
+            maxpool_forward(&p, y, y1, a1, 1, N);
+            if (relu) {
+                relu_forward(y1, y1, (long)npool, (long)(N * npool));
+                relu_backward(y1, dy, dyr, (long)npool, (long)(N * npool));
+            }
+            maxpool_backward(&p, relu ? dyr : dy, a1, dense, 1, N);
+            conv2d_backward_filter(&g, x.f, dense, dw1, dw1 + nw, 1, N, 0, F, 0);
+            conv2d_backward_input(&g, dense, w, dx1, 1, N);
+            for (int in = 0; in < 2; in++) {
+                conv2d_forward_maxpool(&g, x.in[in], w, bias, &p, relu, y2, a2, 1, N);
+                CHECKF(!memcmp(y1, y2, sizeof(float) * N * npool), "%s: pooled output, input %d, "
+                       "relu %d", path, in, relu);
+                CHECKF(!memcmp(a1, a2, 4 * N * npool), "%s: argmax, input %d, relu %d", path, in,
+                       relu);
+                conv2d_backward_maxpool(&g, x.in[in], &p, relu ? y2 : NULL, dy, a2, w, dw2,
+                                        dw2 + nw, dx2, 1, N, 0);
+                CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + F)), "%s: filter gradient, "
+                       "input %d, relu %d", path, in, relu);
+                CHECKF(!memcmp(dx1, dx2, sizeof(float) * N * nin), "%s: input gradient, "
+                       "input %d, relu %d", path, in, relu);
+            }
         }
     }
     conv_set_strategy(CONV_AUTO);
     byte_samples_free(&x);
-    free(w), free(bias), free(dy), free(y), free(dense), free(y1), free(y2);
+    free(w), free(bias), free(dy), free(dyr), free(y), free(dense), free(y1), free(y2);
     free(a1), free(a2), free(dw1), free(dw2), free(dx1), free(dx2);
 }
