@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <xmmintrin.h>   /* SSE, baseline x86-64: the pooled windows' rows interleaved */
 
 typedef struct winograd_variant winograd_variant;
 
@@ -132,6 +134,32 @@ static inline winograd_pooled winograd_pooled_init(const tiling *t, float *rows)
     return w;
 }
 
+/* p[0 .. n) = v[0 .. n), n <= 4 of v's values. */
+static inline void store_upto4(float *p, __m128 v, int n)
+{
+    if (n >= 4) {
+        _mm_storeu_ps(p, v);
+        return;
+    }
+    if (n >= 2)
+        _mm_storel_pi((__m64 *)p, v);
+    if (n & 1)
+        _mm_store_ss(p + n - 1, n == 3 ? _mm_movehl_ps(v, v) : v);
+}
+
+/* y[2q + k] = v[k][q], the windows of a row of tiles with two per tile interleaved, for
+ * 2q + k < ow: by 4 tiles in SSE registers (argmax values go through as bit patterns). The
+ * last 4 may read up to 3 values past v's tiles: the next tile array's, never stored. */
+static inline void interleave_pairs(const float *v0, const float *v1, int ow, float *y)
+{
+    int q = 0;
+    for (; 2 * q < ow; q += 4) {
+        __m128 a = _mm_loadu_ps(v0 + q), b = _mm_loadu_ps(v1 + q);
+        store_upto4(y + 2 * q, _mm_unpacklo_ps(a, b), ow - 2 * q);
+        store_upto4(y + 2 * q + 4, _mm_unpackhi_ps(a, b), ow - 2 * q - 4);
+    }
+}
+
 /* Filter f's pooled windows of the block, into the pooled output (those past its edge
  * dropped). */
 static inline void winograd_store_pooled(const tiling *t, const winograd_out *o,
@@ -147,10 +175,15 @@ static inline void winograd_store_pooled(const tiling *t, const winograd_out *o,
                 break;
             size_t row = (((size_t)(r / t->th) * p->c + f) * p->oh + py) * p->ow;
             float *y = o->y + row;
-            int32_t *a = o->argmax + row;
-            for (int q = at, x = 0; x < p->ow; q++)
-                for (int k = i * half; k < (i + 1) * half && x < p->ow; k++, x++)
-                    y[x] = w->v[k][q], a[x] = w->a[k][q];
+            float *a = (float *)(o->argmax + row);
+            if (half == 1) {
+                memcpy(y, w->v[0] + at, sizeof(float) * (size_t)p->ow);
+                memcpy(a, w->a[0] + at, sizeof(float) * (size_t)p->ow);
+            } else {
+                interleave_pairs(w->v[2 * i] + at, w->v[2 * i + 1] + at, p->ow, y);
+                interleave_pairs((float *)w->a[2 * i] + at, (float *)w->a[2 * i + 1] + at,
+                                 p->ow, a);
+            }
         }
     }
 }
