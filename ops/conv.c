@@ -352,7 +352,7 @@ int conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float *dy,
     case CONV_WINOGRAD:
     case CONV_WINOGRAD4:
         return conv_winograd_backward(g, winograd_tile(g), x, dy, NULL, dwt, dbias, NULL, n0, n1,
-                                      f0, f1, accumulate);
+                                      f0, f1, accumulate, NULL, NULL);
     default:
         break;
     }
@@ -380,7 +380,7 @@ int conv2d_backward(const conv_geom *g, conv_input x, const float *dy, const flo
 {
     if (uses_winograd(g))
         return conv_winograd_backward(g, winograd_tile(g), x, dy, wt, dwt, dbias, dx, n0, n1, 0,
-                                      g->f, 0);
+                                      g->f, 0, NULL, NULL);
     if (conv2d_backward_filter_in(g, x, dy, dwt, dbias, n0, n1, 0, g->f, 0))
         return -1;
     return dx ? conv2d_backward_input(g, dy, wt, dx, n0, n1) : 0;
@@ -417,33 +417,15 @@ static conv_input from_sample(const conv_geom *g, conv_input x, int n0)
     return x.f ? (conv_input){x.f + n0 * in, NULL, 0} : (conv_input){NULL, x.b + n0, x.scale};
 }
 
-/* The pooled gradient of samples [n0, n1) made whole again, as maxpool_backward gives it, in
- * scratch from sample 0: what the unfused Winograd passes then read. */
-static const float *unpooled_gradient(const conv_geom *g, const pool_geom *p, const float *dy,
-                                      const int32_t *argmax, int n0, int n1)
-{
-    size_t out = (size_t)g->f * g->oh * g->ow, pooled = (size_t)p->c * p->oh * p->ow;
-    float *d = ops_scratch(SCRATCH_GRADIENT, (size_t)(n1 - n0) * out);
-    if (d)
-        maxpool_backward(p, dy + n0 * pooled, argmax + n0 * pooled, d, 0, n1 - n0);
-    return d;
-}
-
 static int backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
                             const float *dy, const int32_t *argmax, const float *wt, float *dwt,
                             float *dbias, float *dx, int n0, int n1, int accumulate)
 {
-    if (!uses_winograd(g))
-        return dx ? -1 : DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, 0, g->f,
-                                  accumulate, p, argmax);
-    /* The Winograd passes on the whole gradient: from sample 0 of the scratch, so every input
-     * moves to n0 too. Their results are the unfused path's, bit for bit. */
-    const float *d = unpooled_gradient(g, p, dy, argmax, n0, n1);
-    size_t in = (size_t)g->c * g->h * g->w;
-    return !d || conv_winograd_backward(g, winograd_tile(g), from_sample(g, x, n0), d, wt, dwt,
-                                        dbias, dx ? dx + n0 * in : NULL, 0, n1 - n0, 0, g->f,
-                                        accumulate)
-               ? -1 : 0;
+    if (uses_winograd(g))
+        return conv_winograd_backward(g, winograd_tile(g), x, dy, wt, dwt, dbias, dx, n0, n1, 0,
+                                      g->f, accumulate, p, argmax);
+    return dx ? -1 : DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, 0, g->f,
+                              accumulate, p, argmax);
 }
 
 int conv2d_backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,

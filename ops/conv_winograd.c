@@ -209,8 +209,9 @@ int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, con
     buffers b;
     if (buffers_get(&t, g->f, 1, &b) || weight_transform(&t, wt, 0, g->f, b.weights[0]))
         return -1;
+    winograd_grad src = {dy, NULL, NULL};
     while (next_block(&t, n0, n1)) {
-        t.v->gradient(&t, dy, 0, g->f, b.filters, b.rows);
+        t.v->gradient(&t, &src, 0, g->f, b.filters, NULL, b.rows);
         zero_padding(&t, b.filters, g->f);
         if (input_gradient(&t, &b, b.weights[0], dx))
             return -1;
@@ -218,25 +219,10 @@ int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, con
     return 0;
 }
 
-static void bias_gradient(const conv_geom *g, const float *dy, float *dbias, int n0, int n1,
-                          int f0, int f1, int accumulate)
-{
-    size_t ohw = (size_t)g->oh * g->ow;
-    for (int f = f0; f < f1; f++) {
-        float s = 0;
-        for (int n = n0; n < n1; n++) {
-            const float *d = dy + ((size_t)n * g->f + f) * ohw;
-#pragma omp simd reduction(+ : s)
-            for (size_t i = 0; i < ohw; i++)
-                s += d[i];
-        }
-        dbias[f - f0] = accumulate ? dbias[f - f0] + s : s;
-    }
-}
-
 int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float *dy,
                            const float *wt, float *dwt, float *dbias, float *dx, int n0, int n1,
-                           int f0, int f1, int accumulate)
+                           int f0, int f1, int accumulate, const pool_geom *pool,
+                           const int32_t *argmax)
 {
     tiling t = tiling_of(g, m);
     int nf = f1 - f0;
@@ -245,18 +231,17 @@ int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float 
         (dx && weight_transform(&t, wt, 0, g->f, b.weights[1])))
         return -1;
     memset(b.weights[0], 0, sizeof(float) * (size_t)t.points * plane_of((size_t)nf * g->c));
-    while (next_block(&t, n0, n1)) {   /* dU, summed over the blocks in order */
+    if (dbias && !accumulate)
+        memset(dbias, 0, sizeof(float) * (size_t)nf);
+    winograd_grad src = {dy, pool, argmax};
+    while (next_block(&t, n0, n1)) {   /* dU and db, summed over the blocks in order */
         t.v->input(&t, x, b.channels, b.rows);
-        t.v->gradient(&t, dy, f0, f1, b.filters, b.rows);
+        t.v->gradient(&t, &src, f0, f1, b.filters, dbias, b.rows);
         zero_padding(&t, b.channels, g->c);
         zero_padding(&t, b.filters, nf);
         if (products(&t, 0, 1, nf, g->c, t.cols, b.filters, b.channels, b.weights[0], 1) ||
             (dx && input_gradient(&t, &b, b.weights[1], dx)))
             return -1;
     }
-    if (filter_adjoint(&t, b.weights[0], f0, f1, dwt, accumulate, b.taps))
-        return -1;
-    if (dbias)
-        bias_gradient(g, dy, dbias, n0, n1, f0, f1, accumulate);
-    return 0;
+    return filter_adjoint(&t, b.weights[0], f0, f1, dwt, accumulate, b.taps);
 }

@@ -28,9 +28,12 @@ int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, con
                                  float *dx, int n0, int n1);
 /* The filter gradient of filters [f0, f1) and, with dx (else NULL; all filters only), the
  * input gradient too: conv2d_backward_filter's and conv2d_backward_input's results, bit for
- * bit, with dy transformed once for both. */
+ * bit, with dy transformed once for both. With a pool (else NULL), dy is the gradient of the
+ * 2x2 stride-2 max-pool after the convolution, and argmax its forward's: the results are
+ * bit for bit those of the gradient maxpool_backward gives. */
 int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float *dy,
                            const float *wt, float *dwt, float *dbias, float *dx, int n0, int n1,
-                           int f0, int f1, int accumulate);
+                           int f0, int f1, int accumulate, const pool_geom *pool,
+                           const int32_t *argmax);
 
 #endif

@@ -90,45 +90,61 @@ static void input_transform(const tiling *t, conv_input x, float *V, float *rows
 #define TILE_M 2
 #include "ops/winograd_output_impl.h"
 
+/* Output row oy of filter f of sample n as its tiles' columns: ev[q], od[q] = columns 2q and
+ * 2q + 1, zero past the output's edge. Pooled, a tile's 2x2 outputs are one window: its
+ * gradient goes where its argmax is. */
+static void load_gradient_row(const tiling *t, const winograd_grad *dy, int n, int f, int oy,
+                              float *ev, float *od)
+{
+    gradient_row r = winograd_gradient_row(t, dy, n, f, oy);
+    int whole = !r.dy ? 0 : r.argmax ? dy->pool->ow : t->g->ow / 2;
+    if (r.argmax) {
+        const float *d = r.dy;
+        const int32_t *a = r.argmax;
+#pragma omp simd
+        for (int q = 0; q < whole; q++) {
+            float v = d[q];
+            ev[q] = a[q] == r.first + 2 * q ? v : 0.0f;
+            od[q] = a[q] == r.first + 2 * q + 1 ? v : 0.0f;
+        }
+    } else if (r.dy) {
+#pragma omp simd
+        for (int q = 0; q < whole; q++)
+            ev[q] = r.dy[2 * q], od[q] = r.dy[2 * q + 1];
+    }
+    for (int q = whole; q < t->tw; q++) {   /* past the edge */
+        ev[q] = r.dy && !r.argmax && 2 * q < t->g->ow ? r.dy[2 * q] : 0.0f;
+        od[q] = 0.0f;
+    }
+}
+
 /* D[p][f - f0][col] = (A e A^T)[p], e the 2x2 block of output gradients of a tile (zero past
  * the output's edge), for filters [f0, f1): a filter's tiles are gathered into e[a][k][col]
- * (row a, column 2q + k of tile col), then transformed all at once. */
-static void gradient_transform(const tiling *t, const float *dy, int f0, int f1, float *D,
-                               float *rows)
+ * (row a, column 2q + k of tile col), then transformed all at once (and summed, for dbias). */
+static void gradient_transform(const tiling *t, const winograd_grad *dy, int f0, int f1,
+                               float *D, float *dbias, float *rows)
 {
-    const conv_geom *g = t->g;
     size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
     float *e[2][2];
     for (int a = 0; a < 2; a++)
         for (int k = 0; k < 2; k++)
             e[a][k] = tile_array(t, rows, 2 * a + k);
-    int whole = g->ow / 2;
     for (int f = f0; f < f1; f++) {
         for (int r = t->r0; r < t->r1; r++) {
-            int oy = 2 * (r % t->th);
-            const float *e0 = dy + (((size_t)(r / t->th) * g->f + f) * g->oh + oy) * g->ow;
             size_t at = (size_t)(r - t->r0) * t->tw;
-            for (int a = 0; a < 2; a++) {
-                const float *row = oy + a < g->oh ? e0 + (size_t)a * g->ow : NULL;
-                float *ev = e[a][0] + at, *od = e[a][1] + at;
-                int n = row ? whole : 0;
-#pragma omp simd
-                for (int q = 0; q < n; q++)
-                    ev[q] = row[2 * q], od[q] = row[2 * q + 1];
-                for (int q = n; q < t->tw; q++) {   /* past the edge */
-                    ev[q] = row && 2 * q < g->ow ? row[2 * q] : 0.0f;
-                    od[q] = 0.0f;
-                }
-            }
+            for (int a = 0; a < 2; a++)
+                load_gradient_row(t, dy, r / t->th, f, 2 * (r % t->th) + a, e[a][0] + at,
+                                  e[a][1] + at);
         }
-        float *d = D + (size_t)(f - f0) * t->cols;
+        float *d = D + (size_t)(f - f0) * t->cols, sum = 0.0f;
         const float *t0 = e[0][0], *t1 = e[0][1], *b0 = e[1][0], *b1 = e[1][1];
-#pragma omp simd
+#pragma omp simd reduction(+ : sum)
         for (int q = 0; q < t->tiles; q++) {
             float a[4][2] = {{t0[q], t1[q]},
                              {t0[q] + b0[q], t1[q] + b1[q]},
                              {t0[q] - b0[q], t1[q] - b1[q]},
                              {-b0[q], -b1[q]}};   /* A e: rows */
+            sum += a[1][0] + a[1][1];   /* the tile's sum: A's row 1 adds its rows */
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++) {   /* (A e) A^T: columns */
                 d[4 * i * plane + q] = a[i][0];
@@ -137,6 +153,8 @@ static void gradient_transform(const tiling *t, const float *dy, int f0, int f1,
                 d[(4 * i + 3) * plane + q] = -a[i][1];
             }
         }
+        if (dbias)
+            dbias[f - f0] += sum;
     }
 }
 

@@ -200,46 +200,98 @@ static inline __m128 load_upto4(const float *p, int n)
                   : _mm_setr_ps(p[0], n > 1 ? p[1] : 0.0f, n > 2 ? p[2] : 0.0f, 0.0f);
 }
 
-/* out[k][q] = row[4q + k] for q < tw, zero past the output's width: a row of output gradients
- * split by column modulo 4 (NULL: past the last row, all zero), four tiles at a time by 4x4
- * transposes. */
-static void load_gradient_row(const float *row, int ow, int tw, float *const out[4])
+static inline __m128i load_upto4i(const int32_t *p, int n)
 {
-    if (!row) {
-        for (int k = 0; k < 4; k++)
-            memset(out[k], 0, sizeof(float) * (size_t)tw);
+    if (n >= 4)
+        return _mm_loadu_si128((const __m128i *)p);
+    return n <= 0 ? _mm_setzero_si128()
+                  : _mm_setr_epi32(p[0], n > 1 ? p[1] : 0, n > 2 ? p[2] : 0, 0);
+}
+
+/* out[k][q .. q + 4) = ck, as far as tile tw: 4 stores past it would spill into the next
+ * tile row. */
+static inline void store_tiles(float *const out[4], int q, int tw, __m128 c0, __m128 c1,
+                               __m128 c2, __m128 c3)
+{
+    if (q + 4 <= tw) {
+        _mm_storeu_ps(out[0] + q, c0);
+        _mm_storeu_ps(out[1] + q, c1);
+        _mm_storeu_ps(out[2] + q, c2);
+        _mm_storeu_ps(out[3] + q, c3);
         return;
     }
+    float part[4][4];
+    _mm_storeu_ps(part[0], c0);
+    _mm_storeu_ps(part[1], c1);
+    _mm_storeu_ps(part[2], c2);
+    _mm_storeu_ps(part[3], c3);
+    for (int k = 0; k < 4; k++)
+        memcpy(out[k] + q, part[k], sizeof(float) * (size_t)(tw - q));
+}
+
+/* out[k][q] = row[4q + k] for q < tw, zero past the output's width ow: a row of output
+ * gradients split by column modulo 4, four tiles at a time by 4x4 transposes. */
+static void split_gradient_row(const float *row, int ow, int tw, float *const out[4])
+{
     for (int q = 0; q < tw; q += 4) {
         const float *p = row + 4 * q;
         int left = ow - 4 * q;
         __m128 c0 = load_upto4(p, left), c1 = load_upto4(p + 4, left - 4);
         __m128 c2 = load_upto4(p + 8, left - 8), c3 = load_upto4(p + 12, left - 12);
         _MM_TRANSPOSE4_PS(c0, c1, c2, c3);
-        if (q + 4 <= tw) {
-            _mm_storeu_ps(out[0] + q, c0);
-            _mm_storeu_ps(out[1] + q, c1);
-            _mm_storeu_ps(out[2] + q, c2);
-            _mm_storeu_ps(out[3] + q, c3);
-        } else {   /* the last tiles: 4 stores would spill past the tile row */
-            float part[4][4];
-            _mm_storeu_ps(part[0], c0);
-            _mm_storeu_ps(part[1], c1);
-            _mm_storeu_ps(part[2], c2);
-            _mm_storeu_ps(part[3], c3);
-            for (int k = 0; k < 4; k++)
-                memcpy(out[k] + q, part[k], sizeof(float) * (size_t)(tw - q));
-        }
+        store_tiles(out, q, tw, c0, c1, c2, c3);
     }
+}
+
+/* v where argmax a is x, else 0. */
+static inline __m128 at_argmax(__m128i a, __m128i x, __m128 v)
+{
+    return _mm_and_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(a, x)), v);
+}
+
+/* The same from the pooled gradient: column x = 4q + k of the output row is in window x / 2
+ * of r, and gets its gradient where its argmax is x (numbered from r.first); pw windows. Four
+ * tiles at a time: their 8 windows' even and odd ones split, then compared. */
+static void unpool_gradient_row(gradient_row r, int pw, int tw, float *const out[4])
+{
+    const __m128i one = _mm_set1_epi32(1);
+    for (int q = 0; q < tw; q += 4) {
+        int left = pw - 2 * q;
+        __m128 d0 = load_upto4(r.dy + 2 * q, left), d1 = load_upto4(r.dy + 2 * q + 4, left - 4);
+        __m128 a0 = _mm_castsi128_ps(load_upto4i(r.argmax + 2 * q, left));
+        __m128 a1 = _mm_castsi128_ps(load_upto4i(r.argmax + 2 * q + 4, left - 4));
+        __m128 d_even = _mm_shuffle_ps(d0, d1, _MM_SHUFFLE(2, 0, 2, 0));
+        __m128 d_odd = _mm_shuffle_ps(d0, d1, _MM_SHUFFLE(3, 1, 3, 1));
+        __m128i a_even = _mm_castps_si128(_mm_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)));
+        __m128i a_odd = _mm_castps_si128(_mm_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1)));
+        __m128i x0 = _mm_add_epi32(_mm_set1_epi32(r.first + 4 * q), _mm_setr_epi32(0, 4, 8, 12));
+        __m128i x2 = _mm_add_epi32(x0, _mm_add_epi32(one, one));
+        store_tiles(out, q, tw, at_argmax(a_even, x0, d_even),
+                    at_argmax(a_even, _mm_add_epi32(x0, one), d_even),
+                    at_argmax(a_odd, x2, d_odd), at_argmax(a_odd, _mm_add_epi32(x2, one), d_odd));
+    }
+}
+
+/* Output row oy of filter f of sample n as its tiles' columns: out[k][q] = column 4q + k. */
+static void load_gradient_row(const tiling *t, const winograd_grad *dy, int n, int f, int oy,
+                              float *const out[4])
+{
+    gradient_row r = winograd_gradient_row(t, dy, n, f, oy);
+    if (!r.dy)
+        for (int k = 0; k < 4; k++)
+            memset(out[k], 0, sizeof(float) * (size_t)t->tw);
+    else if (r.argmax)
+        unpool_gradient_row(r, dy->pool->ow, t->tw, out);
+    else
+        split_gradient_row(r.dy, t->g->ow, t->tw, out);
 }
 
 /* D[p][f - f0][col] = (A e A^T)[p], e the 4x4 block of output gradients of a tile (zero past
  * the output's edge), for filters [f0, f1): a filter's tiles are gathered into e[a][k][col]
- * (row a, column 4q + k of tile col), then transformed all at once. */
-static void gradient_transform(const tiling *t, const float *dy, int f0, int f1, float *D,
-                               float *rows)
+ * (row a, column 4q + k of tile col), then transformed all at once (and summed, for dbias). */
+static void gradient_transform(const tiling *t, const winograd_grad *dy, int f0, int f1,
+                               float *D, float *dbias, float *rows)
 {
-    const conv_geom *g = t->g;
     size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
     float *e[4][4];
     for (int a = 0; a < 4; a++)
@@ -247,18 +299,15 @@ static void gradient_transform(const tiling *t, const float *dy, int f0, int f1,
             e[a][k] = tile_array(t, rows, 4 * a + k);
     for (int f = f0; f < f1; f++) {
         for (int r = t->r0; r < t->r1; r++) {
-            int oy = 4 * (r % t->th);
-            const float *e0 = dy + (((size_t)(r / t->th) * g->f + f) * g->oh + oy) * g->ow;
             size_t at = (size_t)(r - t->r0) * t->tw;
             for (int a = 0; a < 4; a++) {
                 float *const tile_row[4] = {e[a][0] + at, e[a][1] + at, e[a][2] + at,
                                             e[a][3] + at};
-                load_gradient_row(oy + a < g->oh ? e0 + (size_t)a * g->ow : NULL, g->ow, t->tw,
-                                  tile_row);
+                load_gradient_row(t, dy, r / t->th, f, 4 * (r % t->th) + a, tile_row);
             }
         }
-        float *d = D + (size_t)(f - f0) * t->cols;
-#pragma omp simd
+        float *d = D + (size_t)(f - f0) * t->cols, sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
         for (int q = 0; q < t->tiles; q++) {
             float a[6][4];
 #pragma GCC unroll 4
@@ -269,6 +318,7 @@ static void gradient_transform(const tiling *t, const float *dy, int f0, int f1,
                 for (int i = 0; i < 6; i++)
                     a[i][k] = o[i];
             }
+            sum += (a[1][0] + a[1][1]) + (a[1][2] + a[1][3]);   /* row sums: A's row 1 */
 #pragma GCC unroll 6
             for (int i = 0; i < 6; i++) {   /* (A e) A^T: columns */
                 float o[6];
@@ -278,6 +328,8 @@ static void gradient_transform(const tiling *t, const float *dy, int f0, int f1,
                     d[(6 * i + k) * plane + q] = o[k];
             }
         }
+        if (dbias)
+            dbias[f - f0] += sum;
     }
 }
 

@@ -188,11 +188,49 @@ static inline void winograd_store_pooled(const tiling *t, const winograd_out *o,
     }
 }
 
+/* Where a backward pass reads the output gradient: dy, whole (pool NULL), or, fused with the
+ * 2x2 stride-2 max-pool, the pooled gradient dy and its argmax, as maxpool_backward would
+ * spread it (without spreading it into memory first). */
+typedef struct winograd_grad {
+    const float *dy;
+    const pool_geom *pool;
+    const int32_t *argmax;
+} winograd_grad;
+
+/* Output row oy of filter f of sample n in a gradient: whole, the row (dy), NULL past the
+ * output; pooled, its windows' row (dy and argmax, pool->ow of each) and first, the argmax
+ * numbering of the output row's column 0, or NULL where no window holds the row. */
+typedef struct gradient_row {
+    const float *dy;
+    const int32_t *argmax;
+    int32_t first;
+} gradient_row;
+
+static inline gradient_row winograd_gradient_row(const tiling *t, const winograd_grad *s, int n,
+                                                 int f, int oy)
+{
+    const conv_geom *g = t->g;
+    const pool_geom *p = s->pool;
+    gradient_row row = {NULL, NULL, 0};
+    if (oy >= g->oh || (p && oy / 2 >= p->oh))
+        return row;
+    if (!p) {
+        row.dy = s->dy + (((size_t)n * g->f + f) * g->oh + (size_t)oy) * g->ow;
+        return row;
+    }
+    size_t at = (((size_t)n * p->c + f) * p->oh + (size_t)(oy / 2)) * p->ow;
+    row.dy = s->dy + at, row.argmax = s->argmax + at;
+    row.first = (int32_t)(((size_t)f * g->oh + (size_t)oy) * g->ow);
+    return row;
+}
+
 /* One tile size's transforms, on the current block of t; rows: the row buffers and the tile
  * arrays.
  * input: V[p][c][col], the input windows in the transform domain. output: the tiles' outputs
  * from M[p][f - f0][col], plus the bias, for filters [f0, f1), into o. gradient: D[p][f -
- * f0][col], the output gradient's tiles in the transform domain (the adjoint of output).
+ * f0][col], the output gradient's tiles in the transform domain (the adjoint of output), and
+ * with dbias (else NULL) each filter's gradient summed over the block's tiles added to
+ * dbias[f - f0], in an order that does not depend on where the gradient came from.
  * input_adjoint: dx = the windows of Z[p][c][col] (the adjoint of input), overlapping windows
  * summed, for the block's samples (every dx value of a sample is written once the block that
  * holds its last tile row is done). */
@@ -202,7 +240,8 @@ struct winograd_variant {
     void (*input)(const tiling *t, conv_input x, float *V, float *rows);
     void (*output)(const tiling *t, const float *M, const float *bias, const winograd_out *o,
                    int f0, int f1, float *rows);
-    void (*gradient)(const tiling *t, const float *dy, int f0, int f1, float *D, float *rows);
+    void (*gradient)(const tiling *t, const winograd_grad *dy, int f0, int f1, float *D,
+                     float *dbias, float *rows);
     void (*input_adjoint)(const tiling *t, const float *Z, float *dx, float *rows);
 };
 
