@@ -73,7 +73,9 @@ static inline void split_windows(const float *s, int tw, float *const cols[6])
         const float *p = s + 4 * q;
         __m128 c0 = _mm_loadu_ps(p), c1 = _mm_loadu_ps(p + 4);
         __m128 c2 = _mm_loadu_ps(p + 8), c3 = _mm_loadu_ps(p + 12);
-        __m128 next = _mm_castpd_ps(_mm_load_sd((const double *)(p + 16)));   /* p[16], p[17] */
+        double two;   /* p[16], p[17]: a memcpy, as they need not be 8-byte aligned */
+        memcpy(&two, p + 16, sizeof two);
+        __m128 next = _mm_castpd_ps(_mm_set_sd(two));
         _MM_TRANSPOSE4_PS(c0, c1, c2, c3);
         __m128 t4 = _mm_shuffle_ps(c0, next, _MM_SHUFFLE(0, 0, 3, 3));   /* c0[3], next[0] */
         __m128 t5 = _mm_shuffle_ps(c1, next, _MM_SHUFFLE(1, 1, 3, 3));   /* c1[3], next[1] */
