@@ -395,8 +395,10 @@ int main(int argc, char **argv)
                 owner[np++] = c;
             }
         }
-        int ms = (int)((wake - now) * 1e3) + 1;
-        poll(pf, (nfds_t)np, ms < 0 ? 0 : ms);
+        /* ppoll: the emulated delays are tenths of a millisecond, below poll's resolution */
+        double wait = wake > now ? wake - now : 0;
+        struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+        ppoll(pf, (nfds_t)np, &ts, NULL);
         if (pf[0].revents & POLLIN)
             accept_one(lfd, &target, conns, &next_id);
         for (int k = 1; k < np; k++) {
