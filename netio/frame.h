@@ -1,11 +1,14 @@
 /* Frames: what travels on a connection once the handshake is done.
  *
- *   on the wire:  length (4 bytes, big endian) | sealed frame (length bytes)
- *   sealed frame: type (2) | version (2) | payload length (4) | payload
+ *   a message:    type (2) | version (2) | payload length (4) | payload
+ *   on the wire:  the message cut into pieces of at most FRAME_PIECE bytes, each sealed
+ *                 (secure.h) and sent as length (4 bytes, big endian) | sealed piece
  *
- * The wire length is checked against the largest frame the receiver accepts before a byte of
- * the frame is stored; once opened (secure.h), the header is checked against the payload bound
- * of its type. Type 0 is the transport's own keepalive. */
+ * Pieces let a long message be encrypted, carried and decrypted at the same time, a piece at a
+ * time, instead of one step after the other. The wire length is checked against the largest
+ * sealed piece before a byte of it is stored; the first piece's header is checked against the
+ * payload bound of its type before the rest of the message is stored. Type 0 is the
+ * transport's own keepalive. */
 #ifndef FRUGAL_NETIO_FRAME_H
 #define FRUGAL_NETIO_FRAME_H
 
@@ -16,6 +19,7 @@
 #define FRAME_VERSION 1
 #define FRAME_PING 0
 #define FRAME_MAX_TYPES 64
+#define FRAME_PIECE (64u << 10)
 
 /* The payload bounds a receiver accepts, per type (0: a type it does not accept). */
 typedef struct frame_limits {
@@ -23,10 +27,12 @@ typedef struct frame_limits {
     uint32_t max_payload[FRAME_MAX_TYPES];
 } frame_limits;
 
-/* The largest sealed frame under these limits. */
-size_t frame_max_sealed(const frame_limits *l);
 void frame_header(uint8_t out[FRAME_HEADER], uint16_t type, uint32_t len);
-/* Checks an opened frame of len bytes: its type, version and length. 0 with the type and the
+/* Checks a message's header: its type, version and payload length. 0 with the type and the
+ * payload length, or -1 with why. */
+int frame_check_header(const uint8_t head[FRAME_HEADER], const frame_limits *l, uint16_t *type,
+                       uint32_t *plen, char *why, size_t whylen);
+/* Checks a whole message of len bytes: its type, version and length. 0 with the type and the
  * payload, or -1 with why. */
 int frame_check(const uint8_t *frame, size_t len, const frame_limits *l, uint16_t *type,
                 const uint8_t **payload, size_t *plen, char *why, size_t whylen);

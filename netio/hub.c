@@ -44,7 +44,10 @@ typedef struct peer {
     double last_rx, last_tx;
     uint8_t small[SECURE_HELLO_BYTES + SECURE_HEADER_BYTES];   /* handshake bytes, frame length */
     size_t have, need;           /* bytes in small or frame, and how many are wanted */
-    uint8_t *frame;              /* a sealed frame being received (need bytes) */
+    uint8_t *frame;              /* a sealed piece being received (need bytes) */
+    uint8_t *msg;                /* a message being assembled from its pieces */
+    size_t msg_len, msg_have;
+    int sealing;                 /* a sender is sealing a message's pieces: no keepalive between */
     out_buf *head, *tail;
     size_t queued;
     char closing[160];           /* set: close at the next turn, with this reason */
@@ -53,15 +56,15 @@ typedef struct peer {
 
 struct netio_hub {
     netio_config cfg;
-    size_t max_sealed;
     pthread_mutex_t lock;
+    pthread_mutex_t send_lock;   /* one message sealed at a time, its pieces in a row */
     pthread_t thread;
     int running, stop;
     int wake[2];
     int listen_fd[MAX_LISTEN], nlisten;
     peer **peers;                /* max_peers slots */
     int next_id;
-    uint8_t *opened;             /* one opened frame at a time (the hub thread's) */
+    uint8_t *opened;             /* one opened piece at a time (the hub thread's) */
 };
 
 static double now_s(void)
@@ -171,6 +174,7 @@ static void free_peer(netio_hub *h, peer *p)
         free(b);
     }
     free(p->frame);
+    free(p->msg);
     secure_wipe(&p->sec);
     free(p);
 }
@@ -201,44 +205,92 @@ static int enqueue(netio_hub *h, peer *p, const void *bytes, size_t len, out_buf
     return 0;
 }
 
-/* Seals a message and queues it. Locked. */
-static int send_frame(netio_hub *h, peer *p, uint16_t type, const void *head, size_t headlen,
-                      const void *body, size_t bodylen)
+/* Piece `at` of a message (header, head, body as one stream of bytes) into out: its length. */
+static size_t gather_piece(const uint8_t header[FRAME_HEADER], const uint8_t *head, size_t headlen,
+                           const uint8_t *body, size_t bodylen, size_t at, uint8_t *out)
 {
-    size_t plain = FRAME_HEADER + headlen + bodylen;
-    if (plain > UINT32_MAX - SECURE_OVERHEAD)
-        return -1;
-    uint8_t *tmp = malloc(plain);
-    out_buf *b = malloc(sizeof *b + 4 + plain + SECURE_OVERHEAD);
-    if (!tmp || !b) {
-        free(tmp);
-        free(b);
-        return -1;
+    const uint8_t *part[3] = {header, head, body};
+    size_t len[3] = {FRAME_HEADER, headlen, bodylen}, n = 0, start = 0;
+    for (int i = 0; i < 3 && n < FRAME_PIECE; start += len[i++]) {
+        if (at + n >= start + len[i])
+            continue;
+        size_t off = at + n - start, take = len[i] - off;
+        take = take < FRAME_PIECE - n ? take : FRAME_PIECE - n;
+        memcpy(out + n, part[i] + off, take);
+        n += take;
     }
-    frame_header(tmp, type, (uint32_t)(headlen + bodylen));
-    if (headlen)
-        memcpy(tmp + FRAME_HEADER, head, headlen);
-    if (bodylen)
-        memcpy(tmp + FRAME_HEADER + headlen, body, bodylen);
-    uint32_t sealed = (uint32_t)(plain + SECURE_OVERHEAD);
-    b->data[0] = (uint8_t)(sealed >> 24), b->data[1] = (uint8_t)(sealed >> 16);
-    b->data[2] = (uint8_t)(sealed >> 8), b->data[3] = (uint8_t)sealed;
-    secure_seal(&p->sec, tmp, plain, b->data + 4);
-    free(tmp);
-    b->len = 4 + (size_t)sealed;
-    p->last_tx = now_s();
-    return enqueue(h, p, NULL, 0, b);
+    return n;
 }
 
+/* Seals `plain` into a wire buffer: length, then the sealed piece. */
+static out_buf *seal_piece(secure_stream *push, const uint8_t *plain, size_t len)
+{
+    uint32_t sealed = (uint32_t)(len + SECURE_OVERHEAD);
+    out_buf *b = malloc(sizeof *b + 4 + sealed);
+    if (!b)
+        return NULL;
+    b->data[0] = (uint8_t)(sealed >> 24), b->data[1] = (uint8_t)(sealed >> 16);
+    b->data[2] = (uint8_t)(sealed >> 8), b->data[3] = (uint8_t)sealed;
+    secure_seal(push, plain, len, b->data + 4);
+    b->len = 4 + (size_t)sealed;
+    return b;
+}
+
+/* The transport's keepalive, sealed and queued. Locked. */
+static int send_ping(netio_hub *h, peer *p)
+{
+    uint8_t header[FRAME_HEADER];
+    frame_header(header, FRAME_PING, 0);
+    out_buf *b = seal_piece(&p->sec.push, header, sizeof header);
+    p->last_tx = now_s();
+    return b ? enqueue(h, p, NULL, 0, b) : -1;
+}
+
+/* Each piece is sealed outside the hub's lock, with a copy of the peer's stream state stored
+ * back as the piece is queued, so the hub thread sends (and the peer opens) the first pieces
+ * while the next ones are sealed. The peer may be dropped meanwhile: it is found again by id. */
 int netio_hub_send(netio_hub *h, int id, uint16_t type, const void *head, size_t headlen,
                    const void *body, size_t bodylen)
 {
-    pthread_mutex_lock(&h->lock);
-    peer *p = find(h, id);
-    int rc = !p || p->ph != OPEN || p->closing[0] ? -1
-             : send_frame(h, p, type, head, headlen, body, bodylen);
-    pthread_mutex_unlock(&h->lock);
-    wake(h);
+    size_t total = FRAME_HEADER + headlen + bodylen;
+    uint8_t header[FRAME_HEADER], *plain = malloc(FRAME_PIECE);
+    if (!plain || total - FRAME_HEADER > UINT32_MAX) {
+        free(plain);
+        return -1;
+    }
+    frame_header(header, type, (uint32_t)(headlen + bodylen));
+    secure_stream push;
+    int rc = 0;
+    pthread_mutex_lock(&h->send_lock);
+    for (size_t at = 0; at < total && !rc;) {
+        pthread_mutex_lock(&h->lock);
+        peer *p = find(h, id);
+        rc = !p || p->ph != OPEN || p->closing[0] ? -1 : 0;
+        if (!rc)
+            push = p->sec.push, p->sealing = 1;
+        pthread_mutex_unlock(&h->lock);
+        if (rc)
+            break;
+        size_t len = gather_piece(header, head, headlen, body, bodylen, at, plain);
+        out_buf *b = seal_piece(&push, plain, len);
+        at += len;
+        pthread_mutex_lock(&h->lock);
+        if ((p = find(h, id))) {
+            p->sec.push = push, p->sealing = at < total;
+            p->last_tx = now_s();
+            rc = b ? enqueue(h, p, NULL, 0, b) : -1;
+            if (rc && !p->closing[0])   /* half a message sent: the connection cannot go on */
+                snprintf(p->closing, sizeof p->closing, "out of memory for a message to it");
+        } else {
+            free(b);
+            rc = -1;
+        }
+        pthread_mutex_unlock(&h->lock);
+        wake(h);
+    }
+    pthread_mutex_unlock(&h->send_lock);
+    sodium_memzero(&push, sizeof push);
+    free(plain);
     return rc;
 }
 
@@ -264,15 +316,8 @@ int netio_hub_peer_stats(netio_hub *h, int id, netio_peer_stats *out)
 
 void netio_hub_set_limits(netio_hub *h, const frame_limits *l)
 {
-    size_t most = frame_max_sealed(l);
-    uint8_t *opened = malloc(most);
     pthread_mutex_lock(&h->lock);
-    if (opened) {
-        free(h->opened);
-        h->opened = opened;
-        h->cfg.limits = *l;
-        h->max_sealed = most;
-    }
+    h->cfg.limits = *l;
     pthread_mutex_unlock(&h->lock);
 }
 
@@ -365,7 +410,7 @@ static int handshake_step(netio_hub *h, peer *p, event_list *ev, const char **wh
             return -1;
         p->need = 4;
         became_open(h, p, ev);
-        return send_frame(h, p, FRAME_PING, NULL, 0, NULL, 0);   /* proof that we are live */
+        return send_ping(h, p);   /* proof that we are live */
     }
     if (secure_pull_header(&p->sec, p->small)) {   /* theirs: the client's stream header */
         *why = "bad stream header";
@@ -375,17 +420,27 @@ static int handshake_step(netio_hub *h, peer *p, event_list *ev, const char **wh
     return 0;
 }
 
-/* A whole sealed frame arrived: open, check, deliver. 0, or -1 with why. */
-static int frame_arrived(netio_hub *h, peer *p, event_list *ev, char *why, size_t whylen)
+/* A message whole: checked (its bounds are those of now), then delivered. 0, or -1 with why. */
+static int message_arrived(netio_hub *h, peer *p, const uint8_t *msg, size_t len, event_list *ev,
+                           char *why, size_t whylen)
 {
-    size_t len = p->need - SECURE_OVERHEAD;
     uint16_t type;
-    if (p->need > h->max_sealed) {   /* the limits shrank while it arrived */
-        snprintf(why, whylen, "a frame of %zu bytes (at most %zu)", p->need, h->max_sealed);
-        return -1;
-    }
     const uint8_t *payload;
     size_t plen;
+    if (frame_check(msg, len, &h->cfg.limits, &type, &payload, &plen, why, whylen))
+        return -1;
+    if (p->ph == AWAIT_PROOF)
+        became_open(h, p, ev);
+    if (type != FRAME_PING)
+        post(ev, NETIO_MESSAGE, p, NULL, NULL, type, payload, plen);
+    return 0;
+}
+
+/* A whole sealed piece arrived: opened, then a message whole, or the first or a further piece
+ * of a longer one (its header checked before the rest is stored). 0, or -1 with why. */
+static int piece_arrived(netio_hub *h, peer *p, event_list *ev, char *why, size_t whylen)
+{
+    size_t len = p->need - SECURE_OVERHEAD;
     int rc = secure_open(&p->sec, p->frame, p->need, h->opened);
     free(p->frame);
     p->frame = NULL;
@@ -394,13 +449,37 @@ static int frame_arrived(netio_hub *h, peer *p, event_list *ev, char *why, size_
         snprintf(why, whylen, "a message that fails authentication (corrupted, forged or replayed)");
         return -1;
     }
-    if (frame_check(h->opened, len, &h->cfg.limits, &type, &payload, &plen, why, whylen))
+    if (!p->msg) {
+        uint16_t type;
+        uint32_t plen;
+        if (len < FRAME_HEADER)
+            return message_arrived(h, p, h->opened, len, ev, why, whylen);   /* says why */
+        if (frame_check_header(h->opened, &h->cfg.limits, &type, &plen, why, whylen))
+            return -1;
+        if (len >= FRAME_HEADER + (size_t)plen)
+            return message_arrived(h, p, h->opened, len, ev, why, whylen);
+        if (len < FRAME_PIECE) {
+            snprintf(why, whylen, "a message of %u bytes whose first piece holds %zu", plen,
+                     len - FRAME_HEADER);
+            return -1;
+        }
+        if (!(p->msg = malloc(FRAME_HEADER + (size_t)plen))) {
+            snprintf(why, whylen, "out of memory for a message of %u bytes", plen);
+            return -1;
+        }
+        p->msg_len = FRAME_HEADER + (size_t)plen, p->msg_have = 0;
+    } else if (len > p->msg_len - p->msg_have) {
+        snprintf(why, whylen, "a piece beyond the end of its message");
         return -1;
-    if (p->ph == AWAIT_PROOF)
-        became_open(h, p, ev);
-    if (type != FRAME_PING)
-        post(ev, NETIO_MESSAGE, p, NULL, NULL, type, payload, plen);
-    return 0;
+    }
+    memcpy(p->msg + p->msg_have, h->opened, len);
+    p->msg_have += len;
+    if (p->msg_have < p->msg_len)
+        return 0;
+    rc = message_arrived(h, p, p->msg, p->msg_len, ev, why, whylen);
+    free(p->msg);
+    p->msg = NULL;
+    return rc;
 }
 
 /* Reads what p has sent, step by step. 0, or -1 with why (then p is to be dropped). */
@@ -432,13 +511,14 @@ static int read_peer(netio_hub *h, peer *p, event_list *ev, char *why, size_t wh
                 return -1;
             }
         } else if (in_frame) {
-            if (frame_arrived(h, p, ev, why, whylen))
+            if (piece_arrived(h, p, ev, why, whylen))
                 return -1;
         } else {   /* a frame's length */
             size_t n = (size_t)p->small[0] << 24 | (size_t)p->small[1] << 16 |
                        (size_t)p->small[2] << 8 | p->small[3];
-            if (n < FRAME_HEADER + SECURE_OVERHEAD || n > h->max_sealed) {
-                snprintf(why, whylen, "a frame of %zu bytes (at most %zu)", n, h->max_sealed);
+            if (n <= SECURE_OVERHEAD || n > FRAME_PIECE + SECURE_OVERHEAD) {
+                snprintf(why, whylen, "a frame of %zu bytes (at most %u)", n,
+                         FRAME_PIECE + SECURE_OVERHEAD);
                 return -1;
             }
             if (!(p->frame = malloc(n))) {
@@ -534,8 +614,8 @@ static int check_times(netio_hub *h, event_list *ev)
             drop(h, p, why, ev);
             continue;
         }
-        if (p->ph == OPEN && now - p->last_tx > ka)
-            send_frame(h, p, FRAME_PING, NULL, 0, NULL, 0);
+        if (p->ph == OPEN && now - p->last_tx > ka && !p->sealing)
+            send_ping(h, p);
         double due = p->ph == OPEN ? p->last_rx + t : p->deadline;
         if (p->ph == OPEN && p->last_tx + ka < due)
             due = p->last_tx + ka;
@@ -625,11 +705,11 @@ netio_hub *netio_hub_start(const netio_config *cfg, char *err, size_t errlen)
         h->cfg.max_queued = 64u << 20;
     if (h->cfg.max_peers <= 0)
         h->cfg.max_peers = 64;
-    h->max_sealed = frame_max_sealed(&h->cfg.limits);
     h->wake[0] = h->wake[1] = -1;
     pthread_mutex_init(&h->lock, NULL);
+    pthread_mutex_init(&h->send_lock, NULL);
     h->peers = calloc((size_t)h->cfg.max_peers, sizeof *h->peers);
-    h->opened = malloc(h->max_sealed);
+    h->opened = malloc(FRAME_PIECE);
     if (!h->peers || !h->opened || pipe2(h->wake, O_NONBLOCK | O_CLOEXEC) ||
         pthread_create(&h->thread, NULL, hub_main, h)) {
         snprintf(err, errlen, "cannot start the network thread: %s", strerror(errno));
@@ -657,6 +737,7 @@ void netio_hub_stop(netio_hub *h)
     if (h->wake[0] >= 0)
         close(h->wake[0]), close(h->wake[1]);
     pthread_mutex_destroy(&h->lock);
+    pthread_mutex_destroy(&h->send_lock);
     sodium_memzero(h->cfg.key, sizeof h->cfg.key);
     free(h->peers);
     free(h->opened);

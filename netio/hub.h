@@ -60,8 +60,10 @@ int netio_hub_listen(netio_hub *h, const char *addr, char *bound, size_t boundle
                      size_t errlen);
 /* Connects to "HOST:PORT": the peer's id (NETIO_UP or NETIO_DOWN follows), or -1 with err. */
 int netio_hub_connect(netio_hub *h, const char *addr, char *err, size_t errlen);
-/* Queues a message (head then body, either may be empty) for a peer. 0, or -1 when the peer
- * is gone or its queue is full (it is then closed: a peer that cannot keep up is dead). */
+/* Queues a message (head then body, either may be empty) for a peer, sealing it piece by piece
+ * on the calling thread while the hub sends the pieces already sealed (messages from several
+ * threads go whole, one after another). 0, or -1 when the peer is gone or its queue is full (it
+ * is then closed: a peer that cannot keep up is dead). */
 int netio_hub_send(netio_hub *h, int peer, uint16_t type, const void *head, size_t headlen,
                    const void *body, size_t bodylen);
 /* Closes a peer (NETIO_DOWN follows with why). */

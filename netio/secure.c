@@ -3,7 +3,7 @@
 #include <string.h>
 
 #define MAGIC "FRGL"
-#define VERSION 1u
+#define VERSION 2u   /* 2: messages sealed in pieces (frame.h) */
 
 int secure_init(secure *s, const uint8_t key[NETIO_KEY_BYTES], int server)
 {
@@ -81,9 +81,9 @@ int secure_pull_header(secure *s, const uint8_t in[SECURE_HEADER_BYTES])
     return crypto_secretstream_xchacha20poly1305_init_pull(&s->pull, in, s->rx) ? -1 : 0;
 }
 
-void secure_seal(secure *s, const uint8_t *plain, size_t len, uint8_t *out)
+void secure_seal(secure_stream *push, const uint8_t *plain, size_t len, uint8_t *out)
 {
-    crypto_secretstream_xchacha20poly1305_push(&s->push, out, NULL, plain, len, NULL, 0, 0);
+    crypto_secretstream_xchacha20poly1305_push(push, out, NULL, plain, len, NULL, 0, 0);
 }
 
 int secure_open(secure *s, const uint8_t *cipher, size_t clen, uint8_t *out)

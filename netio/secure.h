@@ -25,13 +25,17 @@
 #define SECURE_HEADER_BYTES crypto_secretstream_xchacha20poly1305_HEADERBYTES
 #define SECURE_OVERHEAD crypto_secretstream_xchacha20poly1305_ABYTES
 
+/* One direction's stream state: a sender may seal with a copy and store it back, so that the
+ * encryption of a long message runs outside the hub's lock. */
+typedef crypto_secretstream_xchacha20poly1305_state secure_stream;
+
 typedef struct secure {
     int server;
     uint8_t key[NETIO_KEY_BYTES];
     uint8_t pk[crypto_kx_PUBLICKEYBYTES], sk[crypto_kx_SECRETKEYBYTES];
     uint8_t peer_pk[crypto_kx_PUBLICKEYBYTES];
     uint8_t rx[crypto_kx_SESSIONKEYBYTES], tx[crypto_kx_SESSIONKEYBYTES];
-    crypto_secretstream_xchacha20poly1305_state push, pull;
+    secure_stream push, pull;
 } secure;
 
 /* A fresh ephemeral key pair. 0, or -1 when libsodium cannot start. */
@@ -44,9 +48,10 @@ int secure_check_hello(secure *s, const uint8_t in[SECURE_HELLO_BYTES], const ch
 /* After the hellos: this end's stream header, and the other end's. */
 void secure_push_header(secure *s, uint8_t out[SECURE_HEADER_BYTES]);
 int secure_pull_header(secure *s, const uint8_t in[SECURE_HEADER_BYTES]);
-/* Seals len bytes into out (len + SECURE_OVERHEAD bytes); opens cipher (clen bytes) into out
- * (clen - SECURE_OVERHEAD bytes): 0, or -1 when it was forged, corrupted, replayed or reordered. */
-void secure_seal(secure *s, const uint8_t *plain, size_t len, uint8_t *out);
+/* Seals len bytes into out (len + SECURE_OVERHEAD bytes) with the push stream; opens cipher
+ * (clen bytes) into out (clen - SECURE_OVERHEAD bytes): 0, or -1 when it was forged, corrupted,
+ * replayed or reordered. */
+void secure_seal(secure_stream *push, const uint8_t *plain, size_t len, uint8_t *out);
 int secure_open(secure *s, const uint8_t *cipher, size_t clen, uint8_t *out);
 
 #endif

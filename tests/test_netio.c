@@ -1,0 +1,158 @@
+/* netio's hub on its own, two hubs in this process over loopback: messages longer than a
+ * piece (frame.h) are sealed, carried and opened piece by piece, and arrive whole and in order
+ * even when two threads send long messages to the same peer at once; a message over its type's
+ * bound closes the connection with the reason. */
+#include "test.h"
+
+#include "netio/hub.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { LONG = 1, SHORT = 2, SENDERS = 2, PER_SENDER = 12 };
+
+typedef struct inbox {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    int up, down, received, wrong;
+    int next[SENDERS];           /* the index each sender's next message must have */
+    char why[200];
+} inbox;
+
+/* A message's bytes: sender, index and length first, then a pattern of all three. */
+static size_t message_size(int index)
+{
+    static const size_t sizes[] = {1 + 12, 65536 - 8, 65536, 65537, 300001, (1u << 20) + 3};
+    return sizes[index % 6];
+}
+
+static uint8_t pattern(int sender, int index, size_t i)
+{
+    return (uint8_t)(i * 131 + (size_t)sender * 17 + (size_t)index * 7);
+}
+
+static void fill(uint8_t *m, int sender, int index, size_t len)
+{
+    uint32_t head[3] = {(uint32_t)sender, (uint32_t)index, (uint32_t)len};
+    memcpy(m, head, sizeof head);
+    for (size_t i = sizeof head; i < len; i++)
+        m[i] = pattern(sender, index, i);
+}
+
+static int intact(const uint8_t *m, size_t len, int *sender, int *index)
+{
+    uint32_t head[3];
+    if (len < sizeof head)
+        return 0;
+    memcpy(head, m, sizeof head);
+    *sender = (int)head[0], *index = (int)head[1];
+    if (head[0] >= SENDERS || head[2] != len || len != message_size(*index))
+        return 0;
+    for (size_t i = sizeof head; i < len; i++)
+        if (m[i] != pattern(*sender, *index, i))
+            return 0;
+    return 1;
+}
+
+static void on_event(void *ctx, const netio_event *e)
+{
+    inbox *in = ctx;
+    pthread_mutex_lock(&in->lock);
+    int sender, index;
+    if (e->kind == NETIO_UP)
+        in->up++;
+    else if (e->kind == NETIO_DOWN || e->kind == NETIO_REFUSED)
+        in->down++, snprintf(in->why, sizeof in->why, "%s", e->why);
+    else if (e->type == LONG && intact(e->payload, e->len, &sender, &index) &&
+             index == in->next[sender])
+        in->next[sender]++, in->received++;
+    else if (e->type != SHORT)
+        in->wrong++;
+    pthread_cond_broadcast(&in->changed);
+    pthread_mutex_unlock(&in->lock);
+}
+
+/* Waits (at most 20 s) until *what reaches want; returns it. */
+static int wait_for(inbox *in, const int *what, int want)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 20;
+    pthread_mutex_lock(&in->lock);
+    while (*what < want && pthread_cond_timedwait(&in->changed, &in->lock, &until) == 0) {
+    }
+    int got = *what;
+    pthread_mutex_unlock(&in->lock);
+    return got;
+}
+
+typedef struct sender_args {
+    netio_hub *hub;
+    int peer, sender, failed;
+} sender_args;
+
+static void *send_all(void *arg)
+{
+    sender_args *a = arg;
+    uint8_t *m = malloc(message_size(5));
+    for (int i = 0; m && i < PER_SENDER; i++) {
+        size_t len = message_size(i);
+        fill(m, a->sender, i, len);
+        a->failed |= netio_hub_send(a->hub, a->peer, LONG, m, 12, m + 12, len - 12) != 0;
+        a->failed |= netio_hub_send(a->hub, a->peer, SHORT, "hi", 2, NULL, 0) != 0;
+    }
+    a->failed |= !m;
+    free(m);
+    return NULL;
+}
+
+static netio_hub *start(inbox *in, const uint8_t key[NETIO_KEY_BYTES], char *err, size_t errlen)
+{
+    netio_config c = {.timeout_s = 10, .on_event = on_event, .ctx = in};
+    memcpy(c.key, key, NETIO_KEY_BYTES);
+    c.limits.ntypes = 3;
+    c.limits.max_payload[LONG] = 2u << 20;
+    c.limits.max_payload[SHORT] = 100;
+    pthread_mutex_init(&in->lock, NULL);
+    pthread_cond_init(&in->changed, NULL);
+    return netio_hub_start(&c, err, errlen);
+}
+
+TEST(netio_long_messages_arrive_whole_from_concurrent_senders)
+{
+    uint8_t key[NETIO_KEY_BYTES];
+    for (int i = 0; i < NETIO_KEY_BYTES; i++)
+        key[i] = (uint8_t)(i * 37 + 1);
+    inbox server = {0}, client = {0};
+    char err[300] = "", addr[80];
+    netio_hub *a = start(&server, key, err, sizeof err), *b = a ? start(&client, key, err, sizeof err) : NULL;
+    CHECKF(a && b && netio_hub_listen(a, "127.0.0.1:0", addr, sizeof addr, err, sizeof err) == 0, "%s", err);
+    int peer = b ? netio_hub_connect(b, addr, err, sizeof err) : -1;
+    CHECKF(peer >= 0 && wait_for(&server, &server.up, 1) == 1 && wait_for(&client, &client.up, 1) == 1,
+           "%s", err);
+    sender_args s[SENDERS];
+    pthread_t th[SENDERS];
+    for (int i = 0; i < SENDERS; i++) {
+        s[i] = (sender_args){b, peer, i, 0};
+        pthread_create(&th[i], NULL, send_all, &s[i]);
+    }
+    for (int i = 0; i < SENDERS; i++) {
+        pthread_join(th[i], NULL);
+        CHECKF(!s[i].failed, "sender %d could not queue a message", i);
+    }
+    int got = wait_for(&server, &server.received, SENDERS * PER_SENDER);
+    CHECKF(got == SENDERS * PER_SENDER && !server.wrong && !server.down,
+           "%d of %d messages whole and in order, %d wrong, %d down (%s)", got,
+           SENDERS * PER_SENDER, server.wrong, server.down, server.why);
+
+    char big[101] = {0};   /* over SHORT's bound: the receiver closes the connection */
+    CHECK(netio_hub_send(b, peer, SHORT, big, sizeof big, NULL, 0) == 0);
+    CHECKF(wait_for(&server, &server.down, 1) == 1 && strstr(server.why, "at most 100"), "%s",
+           server.why);
+    netio_hub_stop(a);
+    netio_hub_stop(b);
+}
