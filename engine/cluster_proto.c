@@ -9,7 +9,7 @@
 
 #define RESULT_HEAD (8 + 5 * 4 + 5 * 8)
 
-void proto_limits(frame_limits *l, int coordinator, long nparams)
+void proto_limits(frame_limits *l, int coordinator, long nparams, long largest)
 {
     memset(l, 0, sizeof *l);
     l->ntypes = MSG_TYPES;
@@ -18,8 +18,9 @@ void proto_limits(frame_limits *l, int coordinator, long nparams)
         l->max_payload[MSG_JOIN] = 12 + 64 + PROTO_TEXT;
         l->max_payload[MSG_FETCH] = 40;
         l->max_payload[MSG_READY] = 8;
-        l->max_payload[MSG_RESULT] = floats ? RESULT_HEAD + floats : 0;
-        l->max_payload[MSG_MODEL] = l->max_payload[MSG_RESULT];
+        l->max_payload[MSG_RESULT] = floats ? RESULT_HEAD : 0;
+        l->max_payload[MSG_MODEL] = floats ? RESULT_HEAD + floats : 0;
+        l->max_payload[MSG_GRAD] = floats && largest > 0 ? PROTO_GRAD_HEAD + 4 * (uint32_t)largest : 0;
     } else {
         l->max_payload[MSG_JOB] = 12 + CONFIG_MAX_BYTES + PROTO_MAX_FILES * (512 + 8 + 32 + 4);
         l->max_payload[MSG_FILE] = 48 + PROTO_FILE_PIECE;
@@ -43,7 +44,8 @@ const char *proto_msg_name(unsigned type)
     static const char *const names[MSG_TYPES] = {
         [MSG_JOIN] = "JOIN", [MSG_JOB] = "JOB", [MSG_FETCH] = "FETCH", [MSG_FILE] = "FILE",
         [MSG_READY] = "READY", [MSG_PARAMS] = "PARAMS", [MSG_WORK] = "WORK",
-        [MSG_RESULT] = "RESULT", [MSG_DONE] = "DONE", [MSG_ROUND] = "ROUND", [MSG_MODEL] = "MODEL"};
+        [MSG_RESULT] = "RESULT", [MSG_DONE] = "DONE", [MSG_ROUND] = "ROUND", [MSG_MODEL] = "MODEL",
+        [MSG_GRAD] = "GRAD"};
     return type < MSG_TYPES && names[type] ? names[type] : "?";
 }
 
@@ -126,6 +128,15 @@ size_t proto_result_head(const msg_result *m, uint8_t *out, size_t cap)
     wire_f64(&w, m->joules);
     wire_f64(&w, m->watts);
     wire_f64(&w, m->carbon_g_per_kwh);
+    return w.len;
+}
+
+size_t proto_grad_head(const msg_grad *m, uint8_t *out, size_t cap)
+{
+    wire_writer w = {out, 0, cap};
+    wire_u64(&w, m->seq);
+    wire_u32(&w, m->chunk);
+    wire_u32(&w, m->layer);
     return w.len;
 }
 
@@ -324,10 +335,29 @@ static int figures_decode(msg_result *m, const uint8_t *p, size_t len, long npar
     return 0;
 }
 
-int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, long nparams, char *why,
-                        size_t whylen)
+int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, char *why, size_t whylen)
 {
-    return figures_decode(m, p, len, nparams, "RESULT", why, whylen);
+    return figures_decode(m, p, len, 0, "RESULT", why, whylen);
+}
+
+int proto_grad_decode(msg_grad *m, const uint8_t *p, size_t len, const long *layer_params,
+                      int nlayers, char *why, size_t whylen)
+{
+    wire_reader r = {p, len, 0, 0};
+    m->seq = wire_get_u64(&r);
+    m->chunk = wire_get_u32(&r);
+    m->layer = wire_get_u32(&r);
+    if (r.bad)
+        return snprintf(why, whylen, "a GRAD message of %zu bytes (shorter than its head)", len), -1;
+    if (m->layer >= (uint32_t)nlayers || !layer_params[m->layer])
+        return snprintf(why, whylen, "a GRAD message for layer %u, which has no parameters",
+                        m->layer), -1;
+    m->n = (size_t)layer_params[m->layer];
+    if (len != PROTO_GRAD_HEAD + 4 * m->n)
+        return snprintf(why, whylen, "a GRAD message of %zu bytes for the %zu parameters of layer %u",
+                        len, m->n, m->layer), -1;
+    m->values = (const float *)(p + PROTO_GRAD_HEAD);
+    return 0;
 }
 
 int proto_model_decode(msg_result *m, const uint8_t *p, size_t len, long nparams, char *why,

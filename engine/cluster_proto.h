@@ -11,7 +11,10 @@
  *   node -> coordinator  READY    the parameter count of the model it built
  *   coordinator -> node  PARAMS   the parameters of batch `seq` (every layer, in order)
  *   coordinator -> node  WORK     chunk k of batch `seq` (epoch, batch in the epoch, its size)
- *   node -> coordinator  RESULT   that chunk's loss, correct answers and partial gradients, the
+ *   node -> coordinator  GRAD     one layer's partial gradient of that chunk, sent as soon as
+ *                                 the chunk's backward pass has computed it (the layers nearer
+ *                                 the input are still computing meanwhile)
+ *   node -> coordinator  RESULT   after the chunk's GRADs: its loss and correct answers, the
  *                                 node's compute time, energy so far, power while computing and
  *                                 grid carbon intensity (the placement policy weighs them)
  *   coordinator -> node  DONE     training is over (why)
@@ -31,10 +34,10 @@
 
 enum {
     MSG_JOIN = 1, MSG_JOB, MSG_FETCH, MSG_FILE, MSG_READY, MSG_PARAMS, MSG_WORK, MSG_RESULT,
-    MSG_DONE, MSG_ROUND, MSG_MODEL, MSG_TYPES
+    MSG_DONE, MSG_ROUND, MSG_MODEL, MSG_GRAD, MSG_TYPES
 };
 
-#define PROTO_VERSION 4
+#define PROTO_VERSION 5
 #define PROTO_MAX_FILES 8
 #define PROTO_FILE_PIECE (1u << 20)     /* bytes of a file per FILE message */
 #define PROTO_MAX_PARAMS (64L << 20)    /* floats a model may have to train on a cluster */
@@ -90,12 +93,21 @@ typedef struct msg_result {
     double watts;                       /* the node's power while computing this batch's chunks */
     double carbon_g_per_kwh;            /* its grid's intensity now */
     const float *grads;                 /* into the payload (nparams floats), maybe unaligned:
-                                           the gradient (RESULT) or the parameters (MODEL) */
+                                           the parameters (MODEL); none in a RESULT */
     size_t nparams;
 } msg_result;
 
-/* What a receiver accepts, per message type (nparams: the model's, 0 before it is known). */
-void proto_limits(frame_limits *l, int coordinator, long nparams);
+typedef struct msg_grad {
+    uint64_t seq;
+    uint32_t chunk, layer;
+    const float *values;                /* into the payload, maybe unaligned */
+    size_t n;                           /* the layer's parameter count */
+} msg_grad;
+#define PROTO_GRAD_HEAD 16
+
+/* What a receiver accepts, per message type (nparams: the model's, 0 before it is known;
+ * largest: its largest layer's count, the bound of a GRAD). */
+void proto_limits(frame_limits *l, int coordinator, long nparams, long largest);
 /* "PARAMS", "RESULT", ...: for logs and traces ("?" for an unknown type). */
 const char *proto_msg_name(unsigned type);
 
@@ -107,6 +119,7 @@ size_t proto_file_head(const msg_file *m, uint8_t *out, size_t cap);       /* by
 size_t proto_work_encode(const msg_work *m, uint8_t *out, size_t cap);
 size_t proto_round_encode(const msg_round *m, uint8_t *out, size_t cap);
 size_t proto_result_head(const msg_result *m, uint8_t *out, size_t cap);   /* grads follow */
+size_t proto_grad_head(const msg_grad *m, uint8_t *out, size_t cap);       /* values follow */
 #define PROTO_PARAMS_HEAD 8                                                /* seq, then floats */
 
 /* Decoders: 0, or -1 with why. */
@@ -118,8 +131,10 @@ int proto_file_decode(msg_file *m, const uint8_t *p, size_t len, char *why, size
 int proto_work_decode(msg_work *m, const uint8_t *p, size_t len, char *why, size_t whylen);
 int proto_params_decode(uint64_t *seq, const float **values, const uint8_t *p, size_t len,
                         long nparams, char *why, size_t whylen);
-int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, long nparams, char *why,
-                        size_t whylen);
+int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, char *why, size_t whylen);
+/* A layer's partial gradient: layer_params holds the model's count per layer (0: none). */
+int proto_grad_decode(msg_grad *m, const uint8_t *p, size_t len, const long *layer_params,
+                      int nlayers, char *why, size_t whylen);
 int proto_round_decode(msg_round *m, const uint8_t *p, size_t len, char *why, size_t whylen);
 int proto_model_decode(msg_result *m, const uint8_t *p, size_t len, long nparams, char *why,
                        size_t whylen);

@@ -175,27 +175,40 @@ static void task_started(remote_sink *sink, const remote_args *a, void *dst, con
         s->params = params;
     }
     if (a->layer < 0)
-        s->stats_dst = dst;
+        s->stats_dst = dst, s->stats_task = task;
     else
-        s->grad_dst[a->layer] = dst;
-    s->tasks[s->started++] = task;
-    if (s->started == s->expected) {
+        s->grad_dst[a->layer] = dst, s->grad_task[a->layer] = task;
+    if (++s->started == s->expected) {
         s->state = SLOT_QUEUED;
         pump(c);
     }
     pthread_mutex_unlock(&c->lock);
 }
 
-/* A chunk's result into the trainer's buffers; its tasks are completed by the caller, unlocked. */
-static int fill_slot(coordinator *c, slot *s, const msg_result *r, rt_task **done)
+/* A layer's gradient of the chunk into the trainer's buffer: its task, for the caller to
+ * complete unlocked, or NULL when that part came already (from a node lost since). */
+static rt_task *fill_gradient(slot *s, int layer, const float *grad, long n)
 {
-    *s->stats_dst = (chunk_stats){r->loss, (int)r->correct, (int)r->samples};
+    rt_task *task = s->grad_task[layer];
+    if (task)
+        memcpy(s->grad_dst[layer], grad, sizeof(float) * (size_t)n);
+    s->grad_task[layer] = NULL;
+    return task;
+}
+
+/* The chunk's figures, and its gradients unless grads is NULL (they came as GRADs): the tasks
+ * left, for the caller to complete unlocked. The slot is free. */
+static int fill_slot(coordinator *c, slot *s, const msg_result *r, const float *grads,
+                     rt_task **done)
+{
+    int n = 0;
     for (int l = 0; l < c->nlayers; l++)
-        if (c->layer_params[l])
-            memcpy(s->grad_dst[l], r->grads + c->layer_offset[l],
-                   sizeof(float) * (size_t)c->layer_params[l]);
-    int n = s->started;
-    memcpy(done, s->tasks, sizeof(rt_task *) * (size_t)n);
+        if (s->grad_task[l])
+            done[n++] = grads ? fill_gradient(s, l, grads + c->layer_offset[l], c->layer_params[l])
+                              : s->grad_task[l];
+    if (r)
+        *s->stats_dst = (chunk_stats){r->loss, (int)r->correct, (int)r->samples};
+    done[n++] = s->stats_task;
     s->state = SLOT_FREE;
     return n;
 }
@@ -234,9 +247,7 @@ static void *fallback_main(void *arg)
         if (ok)
             chunk_engine_result(&e, &w, &r);
         pthread_mutex_lock(&c->lock);
-        int n = ok ? fill_slot(c, s, &r, done) : s->started;
-        if (!ok)
-            memcpy(done, s->tasks, sizeof(rt_task *) * (size_t)n), s->state = SLOT_FREE;
+        int n = ok ? fill_slot(c, s, &r, r.grads, done) : fill_slot(c, s, NULL, NULL, done);
         c->fallback_chunks++;
         pthread_mutex_unlock(&c->lock);
         for (int i = 0; i < n; i++)
@@ -319,19 +330,47 @@ static void on_fetch(coordinator *c, node *n, const uint8_t *p, size_t len)
     refuse(c, n, "it asked for a file this run does not share");
 }
 
+/* The chunk of batch seq sent to node n, or NULL. */
+static slot *sent_slot(coordinator *c, const node *n, uint64_t seq, uint32_t chunk)
+{
+    for (int i = 0; i < c->nslots; i++)
+        if (c->slots[i].state == SLOT_SENT && c->slots[i].node == (int)(n - c->nodes) &&
+            c->slots[i].a.seq == seq && c->slots[i].a.chunk == (int)chunk)
+            return &c->slots[i];
+    return NULL;
+}
+
+/* A layer's gradient of a chunk: its task completes now, so that layer's sum and update need
+ * not wait for the rest of the chunk. */
+static void on_grad(coordinator *c, node *n, const uint8_t *p, size_t len)
+{
+    msg_grad g;
+    char why[200];
+    if (proto_grad_decode(&g, p, len, c->layer_params, c->nlayers, why, sizeof why))
+        return refuse(c, n, why);
+    slot *s = sent_slot(c, n, g.seq, g.chunk);
+    if (!s)
+        return refuse(c, n, "a gradient for a chunk it was not sent");
+    rt_task *task = fill_gradient(s, (int)g.layer, g.values, (long)g.n);
+    if (!task)
+        return;
+    pthread_mutex_unlock(&c->lock);
+    rt_task_complete(c->rt, task, 0, NULL);
+    pthread_mutex_lock(&c->lock);
+}
+
 static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
 {
     msg_result r;
     char why[200];
-    if (proto_result_decode(&r, p, len, c->nparams, why, sizeof why))
+    if (proto_result_decode(&r, p, len, why, sizeof why))
         return refuse(c, n, why);
-    slot *s = NULL;
-    for (int i = 0; i < c->nslots && !s; i++)
-        if (c->slots[i].state == SLOT_SENT && c->slots[i].node == (int)(n - c->nodes) &&
-            c->slots[i].a.seq == r.seq && c->slots[i].a.chunk == (int)r.chunk)
-            s = &c->slots[i];
+    slot *s = sent_slot(c, n, r.seq, r.chunk);
     if (!s)
         return refuse(c, n, "a result for a chunk it was not sent");
+    for (int l = 0; l < c->nlayers; l++)
+        if (s->grad_task[l])
+            return refuse(c, n, "a result before the chunk's gradients");
     double rtt = now_s() - s->sent_at;
     trace_node(c, n, "chunk: sent, computed, returned", s->sent_at, s->sent_at + rtt);
     rt_task *done[CONFIG_MAX_LAYERS + 1];
@@ -344,7 +383,7 @@ static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
         n->watts = running(n->watts, r.watts);
     if (!--n->inflight)
         n->active_s += now_s();
-    int ndone = fill_slot(c, s, &r, done);
+    int ndone = fill_slot(c, s, &r, NULL, done);
     pump(c);
     pthread_mutex_unlock(&c->lock);
     complete(c, done, ndone);
@@ -414,7 +453,9 @@ static void on_event(void *ctx, const netio_event *e)
                 pthread_cond_broadcast(&c->joined);
                 pump(c);
             }
-        } else if (e->type == MSG_RESULT && n->ready && !c->cfg->sync_every)
+        } else if (e->type == MSG_GRAD && n->ready && !c->cfg->sync_every)
+            on_grad(c, n, e->payload, e->len);
+        else if (e->type == MSG_RESULT && n->ready && !c->cfg->sync_every)
             on_result(c, n, e->payload, e->len);
         else if (e->type == MSG_MODEL && n->ready && c->cfg->sync_every)
             averaging_on_model(c, n, e->payload, e->len);
@@ -648,11 +689,12 @@ int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, si
     for (int l = 0, at = 0; l < c->nlayers; l++) {
         c->layer_offset[l] = at, at += (int)c->layer_params[l];
         c->param_layers += c->layer_params[l] > 0;
+        c->largest = c->layer_params[l] > c->largest ? c->layer_params[l] : c->largest;
     }
     c->net.ctx = c;
     c->net.on_event = on_event;
     c->net.timeout_s = c->timeout_s;
-    proto_limits(&c->net.limits, 1, c->nparams);
+    proto_limits(&c->net.limits, 1, c->nparams, c->largest);
     c->hub = netio_hub_start(&c->net, err, errlen);
     if (!c->hub || netio_hub_listen(c->hub, c->listen_at, c->listen, sizeof c->listen, err, errlen))
         return -1;

@@ -53,14 +53,16 @@ typedef struct share_decision {
 
 enum { SLOT_FREE, SLOT_STARTING, SLOT_QUEUED, SLOT_SENT };
 
-/* A remote chunk: its tasks as they start, then where it was sent. */
+/* A remote chunk: its tasks as they start, then where it was sent. A task is completed as its
+ * part arrives (a layer's GRAD, then the RESULT), and forgotten then. */
 typedef struct slot {
     int state;
     remote_args a;
     int started, expected;
     chunk_stats *stats_dst;
+    rt_task *stats_task;
     float *grad_dst[CONFIG_MAX_LAYERS];
-    rt_task *tasks[CONFIG_MAX_LAYERS + 1];
+    rt_task *grad_task[CONFIG_MAX_LAYERS];
     const float *params;
     int node;                    /* SLOT_SENT: index in nodes; -1: the local fallback */
     double sent_at;
@@ -84,7 +86,7 @@ struct coordinator {
     slot *slots;
     int nslots;
     rt_runtime *rt;
-    long nparams, layer_params[CONFIG_MAX_LAYERS], layer_offset[CONFIG_MAX_LAYERS];
+    long nparams, layer_params[CONFIG_MAX_LAYERS], layer_offset[CONFIG_MAX_LAYERS], largest;
     int nlayers, param_layers;
     double local_cost, last_busy;
     long local_chunks, last_local;

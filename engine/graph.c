@@ -70,6 +70,7 @@ typedef struct batch_ref {
     int size;
     batch_set *b;
     int mean_over;      /* samples the gradient is the mean over: 0, the batch's size */
+    int ship;           /* a node's chunk: its gradients go to the sink layer by layer */
 } batch_ref;
 
 static int chunk_size(const trainer *t, const batch_ref *r, int k, int *s0);
@@ -209,6 +210,22 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
     }
 }
 
+/* A node's chunk k gradient of layer l handed to its sink (trainer_stream_gradients) once the
+ * layer's backward tasks have it. It also takes the layer's input gradient (RW, unchanged), so
+ * that the layer before waits for it: the gradient leaves before the rest of the backward pass
+ * runs, not after it. */
+static void submit_ship(trainer *t, const batch_ref *r, int l, int k)
+{
+    int groups = t->plan.groups[l];
+    ship_args a = {t->gradients, k, l, t->m->layers[l].nparams};
+    access_list al = {.n = 0};
+    for (int g = 0; g < groups; g++)
+        add(&al, t->hpartial_part[l][k * groups + g], RT_R);
+    if (t->plan.need_dx[l])
+        add(&al, r->b->grad[l].part[k], RT_RW);
+    submit(t, &ship_kind, &a, sizeof a, PRIO_BACKWARD, &al, k);
+}
+
 /* The partial gradients of chunks [k0, k1) of layer l summed in chunk order (a fixed order:
  * the same weights whatever the workers), then the update. */
 static void submit_update(trainer *t, int l, int k0, int k1)
@@ -268,8 +285,11 @@ static void submit_chunks(trainer *t, const batch_ref *r, int k0, int k1)
     if (r->split != SPLIT_TRAIN)
         return;
     for (int l = t->m->nlayers - 1; l >= 0; l--)
-        for (int k = k0; k < k1 && has_task(t, l, 1); k++)
+        for (int k = k0; k < k1 && has_task(t, l, 1); k++) {
             submit_backward(t, r, l, k, chunk_size(t, r, k, &s0));
+            if (r->ship && t->m->layers[l].nparams)
+                submit_ship(t, r, l, k);
+        }
 }
 
 /* Chunks [k0, k1) of a training batch computed elsewhere (remote.h): the parameters packed,
@@ -326,11 +346,13 @@ static void submit_batch(trainer *t, const batch_ref *r, int epoch, long b)
     int chunks = batch_chunks(t, r);
     int elsewhere = r->split == SPLIT_TRAIN && t->remote.chunks
                         ? t->remote.chunks(t->remote.ctx, chunks) : 0;
+    /* the remote chunks first: they wait on the network the longest, and the submitting thread
+     * may run local tasks before it submits anything after them */
+    if (elsewhere)
+        submit_remote(t, r, epoch, b, chunks - elsewhere, chunks);
     submit_chunks(t, r, 0, chunks - elsewhere);
     if (r->split != SPLIT_TRAIN)
         return;
-    if (elsewhere)
-        submit_remote(t, r, epoch, b, chunks - elsewhere, chunks);
     t->seq++;
     for (int l = 0; l < t->m->nlayers; l++)
         if (t->m->layers[l].nparams)
@@ -417,7 +439,7 @@ static int run_pass(trainer *t, int split, int epoch, long first_batch, const pa
         }
         long first = b * batch;
         batch_ref r = {split, first, (int)(d->n - first < batch ? d->n - first : batch),
-                       &t->set[b & 1], 0};
+                       &t->set[b & 1], 0, 0};
         if (split == SPLIT_TRAIN && t->remote.chunks)
             wait_for_parameters(t);
         if (share)
@@ -520,7 +542,7 @@ int trainer_node_chunk(trainer *t, int epoch, long batch, int chunk, int size, c
     }
     if (shuffle_once(t, epoch, err, errlen))
         return -1;
-    batch_ref r = {SPLIT_TRAIN, first, size, &t->set[0], 0};
+    batch_ref r = {SPLIT_TRAIN, first, size, &t->set[0], 0, t->gradients.ready != NULL};
     submit_chunks(t, &r, chunk, chunk + 1);
     return 0;
 }

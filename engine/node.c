@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,7 @@ typedef struct node {
     dataset train;
     chunk_engine e;
     int have_engine;
+    _Atomic int send_failed;     /* a GRAD could not be queued (on a worker) */
     job_config control_cfg;      /* what the worker control goes by: this machine's budget */
     worker_control control;
     int lost;                    /* the session ended with the coordinator lost */
@@ -149,7 +151,7 @@ static int expect(node *n, uint16_t type, const char *waiting_for, queued **out)
 static int connect_and_join(node *n)
 {
     netio_config nc = {.timeout_s = n->o->timeout_s, .on_event = on_event, .ctx = n};
-    proto_limits(&nc.limits, 0, 0);
+    proto_limits(&nc.limits, 0, 0, 0);
     if (netio_key_load(n->o->key_path, nc.key, n->err, sizeof n->err) ||
         !(n->hub = netio_hub_start(&nc, n->err, sizeof n->err)) ||
         (n->peer = netio_hub_connect(n->hub, n->o->coordinator, n->err, sizeof n->err)) < 0) {
@@ -335,6 +337,17 @@ static void start_control(node *n)
     worker_control_pass(&n->control, 1);
 }
 
+/* A chunk's gradient of one layer, as soon as the backward pass has it (on a worker). */
+static void send_gradient(void *ctx, int chunk, int layer, const float *grad, long count)
+{
+    node *n = ctx;
+    uint8_t head[PROTO_GRAD_HEAD];
+    msg_grad g = {n->e.seq, (uint32_t)chunk, (uint32_t)layer, NULL, 0};
+    if (netio_hub_send(n->hub, n->peer, MSG_GRAD, head, proto_grad_head(&g, head, sizeof head),
+                       grad, sizeof(float) * (size_t)count))
+        atomic_store(&n->send_failed, 1);
+}
+
 static int take_job(node *n)
 {
     queued *q = NULL;
@@ -355,9 +368,10 @@ static int take_job(node *n)
         chunk_engine_open(&n->e, &n->cfg, &n->train, n->err, sizeof n->err))
         return fail(n, "%s", n->err);
     n->have_engine = 1;
+    trainer_stream_gradients(n->e.t, &(trainer_gradient_sink){n, send_gradient});
     start_control(n);
     frame_limits l;
-    proto_limits(&l, 0, chunk_engine_nparams(&n->e));
+    proto_limits(&l, 0, chunk_engine_nparams(&n->e), 0);
     netio_hub_set_limits(n->hub, &l);
     uint8_t ready[8];
     uint64_t np = (uint64_t)chunk_engine_nparams(&n->e);
@@ -409,17 +423,21 @@ static int send_figures(node *n, uint16_t type, const msg_result *r)
     return 0;
 }
 
-/* Runs a batch's chunks and sends their results. */
+/* Runs a batch's chunks (their gradients leave as the backward pass makes them) and sends
+ * their figures. */
 static int compute(node *n, const msg_work *w, int count)
 {
     energy_reading before = read_meter(n);
     if (chunk_engine_run(&n->e, w, count, n->err, sizeof n->err))
         return fail(n, "%s", n->err);
+    if (atomic_load(&n->send_failed))
+        return n->lost = 1, fail(n, "coordinator %s lost while sending gradients", n->o->coordinator);
     energy_reading after = read_meter(n);
     update_carbon(n, &after);
     for (int i = 0; i < count; i++) {
         msg_result r;
         chunk_engine_result(&n->e, &w[i], &r);
+        r.nparams = 0;   /* the gradients went as GRADs */
         add_figures(n, &before, &after, &r);
         if (send_figures(n, MSG_RESULT, &r))
             return 1;
@@ -499,6 +517,7 @@ static int serve(node *n)
 static int session(node *n)
 {
     n->lost = 0;
+    atomic_store(&n->send_failed, 0);
     int rc = connect_and_join(n);
     rc = rc ? rc : take_job(n);
     rc = rc < 0 ? 0 : rc ? rc : serve(n);

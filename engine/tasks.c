@@ -141,6 +141,16 @@ rt_kind tally_kind = {.name = "tally", .cpu = tally};
 rt_kind gradsum_kind = {.name = "gradient_sum", .cpu = gradsum, .opencl = gradsum_cl};
 rt_kind sgd_kind = {.name = "sgd", .cpu = sgd, .opencl = sgd_cl};
 
+/* A node's chunk gradient of one layer, handed to its sink (the first part starts the chunk's). */
+static int ship(const rt_ctx *ctx, void *p)
+{
+    const ship_args *a = p;
+    a->sink.ready(a->sink.ctx, a->chunk, a->layer, rt_ptr(ctx, 0), a->n);
+    return 0;
+}
+
+rt_kind ship_kind = {.name = "send gradient", .cpu = ship};
+
 /* ---- chunks computed elsewhere (remote.h) ---- */
 
 static int pack(const rt_ctx *ctx, void *p)

@@ -297,6 +297,8 @@ int trainer_sync(trainer *t, char *err, size_t errlen)
 
 void trainer_share_work(trainer *t, const trainer_remote *r) { t->remote = *r; }
 
+void trainer_stream_gradients(trainer *t, const trainer_gradient_sink *s) { t->gradients = *s; }
+
 long trainer_nparams(const trainer *t) { return t->m->nparams; }
 
 int trainer_layer_params(const trainer *t, long *per_layer)

@@ -75,6 +75,14 @@ int trainer_get_params(trainer *t, float *packed, char *err, size_t errlen);
  * trainer_node_result. 0, or -1 with err for a chunk that does not exist. */
 int trainer_node_chunk(trainer *t, int epoch, long batch, int chunk, int size, char *err,
                        size_t errlen);
+/* On a node: each chunk's partial gradient of a layer handed over, on a worker, as soon as it is
+ * complete, while the backward pass goes on through the layers before it (so it can travel
+ * meanwhile). grad holds n floats, valid until the chunk's next pass. */
+typedef struct trainer_gradient_sink {
+    void *ctx;
+    void (*ready)(void *ctx, int chunk, int layer, const float *grad, long n);
+} trainer_gradient_sink;
+void trainer_stream_gradients(trainer *t, const trainer_gradient_sink *s);
 /* The chunk's loss figures, and its partial gradient packed in layer order into grads. */
 void trainer_node_result(trainer *t, int chunk, double *loss, int *correct, int *samples,
                          float *grads);

@@ -60,6 +60,7 @@ struct trainer {
     rt_handle *hpack;
     uint64_t seq;                          /* training batches submitted */
     trainer_remote remote;                 /* who computes chunks elsewhere, if anyone */
+    trainer_gradient_sink gradients;       /* a node's: where each chunk's gradients go */
     int shuffled_epoch;                    /* the epoch whose order is shuffled */
     pass_totals totals;
     rt_handle *htotals;
@@ -111,6 +112,13 @@ typedef struct sgd_args {
     float lr, momentum, weight_decay;
 } sgd_args;
 
-extern rt_kind load_kind, load_pointers_kind, tally_kind, gradsum_kind, sgd_kind;
+/* Accesses: the chunk's partial gradient of the layer, every group's part (R). */
+typedef struct ship_args {
+    trainer_gradient_sink sink;
+    int chunk, layer;
+    long n;
+} ship_args;
+
+extern rt_kind load_kind, load_pointers_kind, tally_kind, gradsum_kind, sgd_kind, ship_kind;
 
 #endif

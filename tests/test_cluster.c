@@ -275,6 +275,11 @@ TEST(cluster_one_two_three_nodes_give_the_same_weights)
            trace_spans(t, "node 127.0.0.", "chunk: sent, computed, returned"),
            trace_spans(t, "node 127.0.0.", "received RESULT"));
     CHECK(trace_spans(t, "node 127.0.0.", "received RESULT") > 0 && trace_spans(t, "worker", NULL) > 0);
+    /* each chunk's gradients came layer by layer (the conv's and the dense's), before its RESULT */
+    CHECKF(trace_spans(t, "node 127.0.0.", "received GRAD") ==
+           2 * trace_spans(t, "node 127.0.0.", "received RESULT"), "%d GRADs, %d RESULTs",
+           trace_spans(t, "node 127.0.0.", "received GRAD"),
+           trace_spans(t, "node 127.0.0.", "received RESULT"));
     json_free(t);
 }
 

@@ -189,9 +189,10 @@ int fuzz_cluster_message(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     enum { NPARAMS = 16 };
+    static const long layer_params[3] = {10, 0, 6};   /* NPARAMS over a model's layers */
     int coordinator = data[0] & 1;
     frame_limits l;
-    proto_limits(&l, coordinator, NPARAMS);
+    proto_limits(&l, coordinator, NPARAMS, 10);
     uint16_t type;
     const uint8_t *p;
     size_t n;
@@ -206,6 +207,7 @@ int fuzz_cluster_message(const uint8_t *data, size_t size)
         msg_work work;
         msg_round round;
         msg_result result;
+        msg_grad grad;
         char text[PROTO_TEXT + 1];
     } m;
     uint64_t seq;
@@ -222,7 +224,8 @@ int fuzz_cluster_message(const uint8_t *data, size_t size)
     case MSG_READY: proto_ready_decode(&nparams, p, n, why, sizeof why); break;
     case MSG_PARAMS: proto_params_decode(&seq, &values, p, n, NPARAMS, why, sizeof why); break;
     case MSG_WORK: proto_work_decode(&m.work, p, n, why, sizeof why); break;
-    case MSG_RESULT: proto_result_decode(&m.result, p, n, NPARAMS, why, sizeof why); break;
+    case MSG_RESULT: proto_result_decode(&m.result, p, n, why, sizeof why); break;
+    case MSG_GRAD: proto_grad_decode(&m.grad, p, n, layer_params, 3, why, sizeof why); break;
     case MSG_DONE: proto_text_decode(m.text, sizeof m.text, p, n, why, sizeof why); break;
     case MSG_ROUND: proto_round_decode(&m.round, p, n, why, sizeof why); break;
     case MSG_MODEL: proto_model_decode(&m.result, p, n, NPARAMS, why, sizeof why); break;
