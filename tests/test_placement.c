@@ -281,8 +281,10 @@ TEST(placement_energy_keeps_one_worker_where_the_second_core_costs_more)
     CHECK(workers_chosen("time", "placement.policy=time", NULL) >= 2);
     /* two cores draw 100 W: a 60 W budget keeps one, whatever the policy */
     CHECK(workers_chosen("budget", "placement.policy=time", "placement.power_budget_watts=60") == 1);
-    /* one worker is about twice as slow: a 10% cap on the slowdown keeps more */
-    CHECK(workers_chosen("capped", "placement.policy=energy", "placement.max_slowdown=0.1") >= 2);
+    /* one worker is about twice as slow: a 30% cap on the slowdown keeps more (a 10% cap failed
+     * now and then on a 2-core VM, where the fake meter's driver and a second process share the
+     * cores and two workers measured less than 10% faster than one) */
+    CHECK(workers_chosen("capped", "placement.policy=energy", "placement.max_slowdown=0.3") >= 2);
 }
 
 /* A budget below even one busy core's power (15 W; idle is 10 W) keeps one worker and, as its
