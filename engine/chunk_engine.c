@@ -73,15 +73,22 @@ int chunk_engine_run(chunk_engine *e, const msg_work *w, int n, char *err, size_
     return 0;
 }
 
+void chunk_engine_stream(chunk_engine *e, const trainer_gradient_sink *s)
+{
+    trainer_stream_gradients(e->t, s);
+    e->streams = 1;
+}
+
 void chunk_engine_result(chunk_engine *e, const msg_work *w, msg_result *r)
 {
     double loss;
     int correct, samples;
-    trainer_node_result(e->t, (int)w->chunk, &loss, &correct, &samples, e->grads);
+    float *grads = e->streams ? NULL : e->grads;
+    trainer_node_result(e->t, (int)w->chunk, &loss, &correct, &samples, grads);
     *r = (msg_result){.seq = w->seq, .chunk = w->chunk, .correct = (uint32_t)correct,
                       .samples = (uint32_t)samples, .loss = loss,
-                      .compute_s = e->busy_per_chunk, .grads = e->grads,
-                      .nparams = (size_t)e->m.nparams};
+                      .compute_s = e->busy_per_chunk, .grads = grads,
+                      .nparams = grads ? (size_t)e->m.nparams : 0};
 }
 
 int chunk_engine_round(chunk_engine *e, const msg_round *w, msg_result *r, char *err,

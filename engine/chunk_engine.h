@@ -20,6 +20,7 @@ typedef struct chunk_engine {
     trainer *t;
     uint64_t seq;                /* the batch whose parameters are loaded; UINT64_MAX: none */
     float *grads;                /* one chunk's partial gradient, or a round's model, packed */
+    int streams;                 /* gradients leave through a sink as they are made */
     double busy_per_chunk;       /* CPU seconds per chunk, the last group's */
 } chunk_engine;
 
@@ -32,7 +33,10 @@ int chunk_engine_params(chunk_engine *e, uint64_t seq, const void *packed, char 
                         size_t errlen);
 /* Computes chunks (of the loaded batch) on every worker. 0, or -1 with err. */
 int chunk_engine_run(chunk_engine *e, const msg_work *w, int n, char *err, size_t errlen);
-/* Chunk w's result after chunk_engine_run; r->grads points into the engine until the next call. */
+/* Each chunk's gradients handed to the sink layer by layer during chunk_engine_run (a node's). */
+void chunk_engine_stream(chunk_engine *e, const trainer_gradient_sink *s);
+/* Chunk w's result after chunk_engine_run; r->grads points into the engine until the next call
+ * (none when the gradients were streamed). */
 void chunk_engine_result(chunk_engine *e, const msg_work *w, msg_result *r);
 /* Periodic averaging: trains on the round's chunks from the loaded parameters, with local steps,
  * and fills r with its figures and the parameters after it (r->grads, into the engine). */

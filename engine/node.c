@@ -369,7 +369,7 @@ static int take_job(node *n)
         chunk_engine_open(&n->e, &n->cfg, &n->train, n->err, sizeof n->err))
         return fail(n, "%s", n->err);
     n->have_engine = 1;
-    trainer_stream_gradients(n->e.t, &(trainer_gradient_sink){n, send_gradient});
+    chunk_engine_stream(&n->e, &(trainer_gradient_sink){n, send_gradient});
     start_control(n);
     frame_limits l;
     proto_limits(&l, 0, chunk_engine_nparams(&n->e), 0);
@@ -437,8 +437,7 @@ static int compute(node *n, const msg_work *w, int count)
     update_carbon(n, &after);
     for (int i = 0; i < count; i++) {
         msg_result r;
-        chunk_engine_result(&n->e, &w[i], &r);
-        r.nparams = 0;   /* the gradients went as GRADs */
+        chunk_engine_result(&n->e, &w[i], &r);   /* figures only: the gradients went as GRADs */
         add_figures(n, &before, &after, &r);
         if (send_figures(n, MSG_RESULT, &r))
             return 1;

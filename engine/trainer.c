@@ -343,7 +343,7 @@ void trainer_node_result(trainer *t, int chunk, double *loss, int *correct, int 
 {
     const chunk_stats *c = (const chunk_stats *)t->set[0].stats.data + chunk;
     *loss = c->loss, *correct = c->correct, *samples = c->samples;
-    for (int l = 0; l < t->m->nlayers; l++) {
+    for (int l = 0; grads && l < t->m->nlayers; l++) {
         long n = t->m->layers[l].nparams;
         if (n)
             memcpy(grads + t->pack_offset[l], t->partial[l] + (size_t)chunk * (size_t)n,

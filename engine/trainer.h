@@ -83,7 +83,8 @@ typedef struct trainer_gradient_sink {
     void (*ready)(void *ctx, int chunk, int layer, const float *grad, long n);
 } trainer_gradient_sink;
 void trainer_stream_gradients(trainer *t, const trainer_gradient_sink *s);
-/* The chunk's loss figures, and its partial gradient packed in layer order into grads. */
+/* The chunk's loss figures, and its partial gradient packed in layer order into grads (unless
+ * grads is NULL). */
 void trainer_node_result(trainer *t, int chunk, double *loss, int *correct, int *samples,
                          float *grads);
 
