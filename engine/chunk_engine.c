@@ -10,10 +10,16 @@ int chunk_engine_open(chunk_engine *e, const job_config *cfg, const dataset *tra
 {
     memset(e, 0, sizeof *e);
     e->cfg = cfg;
-    e->seq = UINT64_MAX;
+    e->seq = e->loading = UINT64_MAX;
     if (model_build(&e->m, cfg, train->c, train->h, train->w, train->classes, 1, err, errlen))
         return -1;
     e->have_model = 1;
+    e->nlayers = e->m.nlayers;
+    for (int l = 0; l < e->nlayers; l++) {
+        e->layer_params[l] = e->m.layers[l].nparams;
+        e->param_layers += e->layer_params[l] > 0;
+        e->largest = e->layer_params[l] > e->largest ? e->layer_params[l] : e->largest;
+    }
     model_init(&e->m, cfg->seed);
     if (!(e->rt = rt_create(&(rt_config){.workers = cfg->workers, .slowdown = cfg->slowdown}))) {
         snprintf(err, errlen, "cannot start the runtime's %d workers", cfg->workers);
@@ -43,17 +49,28 @@ long chunk_engine_nparams(const chunk_engine *e) { return e->m.nparams; }
 int chunk_engine_params(chunk_engine *e, uint64_t seq, const void *packed, char *err,
                         size_t errlen)
 {
-    float *aligned = malloc(sizeof(float) * (size_t)e->m.nparams);
-    if (!aligned) {
-        snprintf(err, errlen, "out of memory for %ld parameters", e->m.nparams);
+    if (trainer_set_params(e->t, packed, err, errlen))
         return -1;
+    e->seq = seq, e->loading = UINT64_MAX;
+    return 0;
+}
+
+int chunk_engine_layer(chunk_engine *e, uint64_t seq, int layer, const void *values, char *err,
+                       size_t errlen)
+{
+    if (seq != e->loading) {
+        e->loading = seq, e->layers_in = 0;
+        memset(e->layer_in, 0, sizeof e->layer_in);
     }
-    memcpy(aligned, packed, sizeof(float) * (size_t)e->m.nparams);
-    int rc = trainer_set_params(e->t, aligned, err, errlen);
-    free(aligned);
-    if (!rc)
+    if (trainer_set_layer_params(e->t, layer, values, err, errlen))
+        return -1;
+    if (!e->layer_in[layer])
+        e->layer_in[layer] = 1, e->layers_in++;
+    if (e->layers_in == e->param_layers)
         e->seq = seq;
-    return rc;
+    else if (e->seq != seq)
+        e->seq = UINT64_MAX;   /* partly the batch before's: no chunk can run */
+    return 0;
 }
 
 int chunk_engine_run(chunk_engine *e, const msg_work *w, int n, char *err, size_t errlen)

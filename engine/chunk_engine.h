@@ -19,6 +19,11 @@ typedef struct chunk_engine {
     rt_runtime *rt;
     trainer *t;
     uint64_t seq;                /* the batch whose parameters are loaded; UINT64_MAX: none */
+    uint64_t loading;            /* the batch whose layers arrive one by one (LAYER) */
+    int layers_in, param_layers;
+    unsigned char layer_in[CONFIG_MAX_LAYERS];
+    long layer_params[CONFIG_MAX_LAYERS], largest;   /* per layer (0: none), the largest */
+    int nlayers;
     float *grads;                /* one chunk's partial gradient, or a round's model, packed */
     int streams;                 /* gradients leave through a sink as they are made */
     double busy_per_chunk;       /* CPU seconds per chunk, the last group's */
@@ -28,9 +33,12 @@ int chunk_engine_open(chunk_engine *e, const job_config *cfg, const dataset *tra
                       char *err, size_t errlen);
 void chunk_engine_close(chunk_engine *e);
 long chunk_engine_nparams(const chunk_engine *e);
-/* The parameters of batch seq (packed, possibly unaligned). */
+/* The parameters of batch seq (packed, possibly unaligned); or one layer's, the batch's being
+ * loaded once each layer with parameters has come. */
 int chunk_engine_params(chunk_engine *e, uint64_t seq, const void *packed, char *err,
                         size_t errlen);
+int chunk_engine_layer(chunk_engine *e, uint64_t seq, int layer, const void *values, char *err,
+                       size_t errlen);
 /* Computes chunks (of the loaded batch) on every worker. 0, or -1 with err. */
 int chunk_engine_run(chunk_engine *e, const msg_work *w, int n, char *err, size_t errlen);
 /* Each chunk's gradients handed to the sink layer by layer during chunk_engine_run (a node's). */

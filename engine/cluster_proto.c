@@ -20,11 +20,12 @@ void proto_limits(frame_limits *l, int coordinator, long nparams, long largest)
         l->max_payload[MSG_READY] = 8;
         l->max_payload[MSG_RESULT] = floats ? RESULT_HEAD : 0;
         l->max_payload[MSG_MODEL] = floats ? RESULT_HEAD + floats : 0;
-        l->max_payload[MSG_GRAD] = floats && largest > 0 ? PROTO_GRAD_HEAD + 4 * (uint32_t)largest : 0;
+        l->max_payload[MSG_GRAD] = floats && largest > 0 ? PROTO_LAYER_HEAD + 4 * (uint32_t)largest : 0;
     } else {
         l->max_payload[MSG_JOB] = 12 + CONFIG_MAX_BYTES + PROTO_MAX_FILES * (512 + 8 + 32 + 4);
         l->max_payload[MSG_FILE] = 48 + PROTO_FILE_PIECE;
         l->max_payload[MSG_PARAMS] = floats ? PROTO_PARAMS_HEAD + floats : 0;
+        l->max_payload[MSG_LAYER] = floats && largest > 0 ? PROTO_LAYER_HEAD + 4 * (uint32_t)largest : 0;
         l->max_payload[MSG_WORK] = 24;
         l->max_payload[MSG_ROUND] = 28;
         l->max_payload[MSG_DONE] = PROTO_TEXT;
@@ -45,7 +46,7 @@ const char *proto_msg_name(unsigned type)
         [MSG_JOIN] = "JOIN", [MSG_JOB] = "JOB", [MSG_FETCH] = "FETCH", [MSG_FILE] = "FILE",
         [MSG_READY] = "READY", [MSG_PARAMS] = "PARAMS", [MSG_WORK] = "WORK",
         [MSG_RESULT] = "RESULT", [MSG_DONE] = "DONE", [MSG_ROUND] = "ROUND", [MSG_MODEL] = "MODEL",
-        [MSG_GRAD] = "GRAD"};
+        [MSG_GRAD] = "GRAD", [MSG_LAYER] = "LAYER"};
     return type < MSG_TYPES && names[type] ? names[type] : "?";
 }
 
@@ -131,7 +132,7 @@ size_t proto_result_head(const msg_result *m, uint8_t *out, size_t cap)
     return w.len;
 }
 
-size_t proto_grad_head(const msg_grad *m, uint8_t *out, size_t cap)
+size_t proto_layer_head(const msg_layer *m, uint8_t *out, size_t cap)
 {
     wire_writer w = {out, 0, cap};
     wire_u64(&w, m->seq);
@@ -340,23 +341,27 @@ int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, char *why, 
     return figures_decode(m, p, len, 0, "RESULT", why, whylen);
 }
 
-int proto_grad_decode(msg_grad *m, const uint8_t *p, size_t len, const long *layer_params,
-                      int nlayers, char *why, size_t whylen)
+int proto_layer_decode(unsigned type, msg_layer *m, const uint8_t *p, size_t len,
+                       const long *layer_params, int nlayers, char *why, size_t whylen)
 {
+    const char *name = proto_msg_name(type);
     wire_reader r = {p, len, 0, 0};
     m->seq = wire_get_u64(&r);
     m->chunk = wire_get_u32(&r);
     m->layer = wire_get_u32(&r);
     if (r.bad)
-        return snprintf(why, whylen, "a GRAD message of %zu bytes (shorter than its head)", len), -1;
+        return snprintf(why, whylen, "a %s message of %zu bytes (shorter than its head)", name, len), -1;
+    if (type == MSG_LAYER && m->chunk)
+        return snprintf(why, whylen, "a LAYER message for chunk %u (parameters are no chunk's)",
+                        m->chunk), -1;
     if (m->layer >= (uint32_t)nlayers || !layer_params[m->layer])
-        return snprintf(why, whylen, "a GRAD message for layer %u, which has no parameters",
+        return snprintf(why, whylen, "a %s message for layer %u, which has no parameters", name,
                         m->layer), -1;
     m->n = (size_t)layer_params[m->layer];
-    if (len != PROTO_GRAD_HEAD + 4 * m->n)
-        return snprintf(why, whylen, "a GRAD message of %zu bytes for the %zu parameters of layer %u",
-                        len, m->n, m->layer), -1;
-    m->values = (const float *)(p + PROTO_GRAD_HEAD);
+    if (len != PROTO_LAYER_HEAD + 4 * m->n)
+        return snprintf(why, whylen, "a %s message of %zu bytes for the %zu parameters of layer %u",
+                        name, len, m->n, m->layer), -1;
+    m->values = (const float *)(p + PROTO_LAYER_HEAD);
     return 0;
 }
 

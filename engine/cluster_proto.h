@@ -9,7 +9,11 @@
  *   node -> coordinator  FETCH    a part of a file it lacks (by hash, from an offset)
  *   coordinator -> node  FILE     that part
  *   node -> coordinator  READY    the parameter count of the model it built
- *   coordinator -> node  PARAMS   the parameters of batch `seq` (every layer, in order)
+ *   coordinator -> node  LAYER    one layer's parameters of batch `seq`, sent as soon as the
+ *                                 batch before has updated that layer (the last layer first,
+ *                                 while the nodes still compute the layers before it)
+ *   coordinator -> node  PARAMS   the parameters of batch `seq` (every layer, in order), to a
+ *                                 node that missed some of its LAYERs
  *   coordinator -> node  WORK     chunk k of batch `seq` (epoch, batch in the epoch, its size)
  *   node -> coordinator  GRAD     one layer's partial gradient of that chunk, sent as soon as
  *                                 the chunk's backward pass has computed it (the layers nearer
@@ -34,10 +38,10 @@
 
 enum {
     MSG_JOIN = 1, MSG_JOB, MSG_FETCH, MSG_FILE, MSG_READY, MSG_PARAMS, MSG_WORK, MSG_RESULT,
-    MSG_DONE, MSG_ROUND, MSG_MODEL, MSG_GRAD, MSG_TYPES
+    MSG_DONE, MSG_ROUND, MSG_MODEL, MSG_GRAD, MSG_LAYER, MSG_TYPES
 };
 
-#define PROTO_VERSION 5
+#define PROTO_VERSION 6
 #define PROTO_MAX_FILES 8
 #define PROTO_FILE_PIECE (1u << 20)     /* bytes of a file per FILE message */
 #define PROTO_MAX_PARAMS (64L << 20)    /* floats a model may have to train on a cluster */
@@ -97,16 +101,18 @@ typedef struct msg_result {
     size_t nparams;
 } msg_result;
 
-typedef struct msg_grad {
+/* One layer's floats: a chunk's partial gradient (GRAD) or a batch's parameters (LAYER,
+ * chunk 0). */
+typedef struct msg_layer {
     uint64_t seq;
     uint32_t chunk, layer;
     const float *values;                /* into the payload, maybe unaligned */
     size_t n;                           /* the layer's parameter count */
-} msg_grad;
-#define PROTO_GRAD_HEAD 16
+} msg_layer;
+#define PROTO_LAYER_HEAD 16
 
 /* What a receiver accepts, per message type (nparams: the model's, 0 before it is known;
- * largest: its largest layer's count, the bound of a GRAD). */
+ * largest: its largest layer's count, the bound of a GRAD or a LAYER). */
 void proto_limits(frame_limits *l, int coordinator, long nparams, long largest);
 /* "PARAMS", "RESULT", ...: for logs and traces ("?" for an unknown type). */
 const char *proto_msg_name(unsigned type);
@@ -119,7 +125,7 @@ size_t proto_file_head(const msg_file *m, uint8_t *out, size_t cap);       /* by
 size_t proto_work_encode(const msg_work *m, uint8_t *out, size_t cap);
 size_t proto_round_encode(const msg_round *m, uint8_t *out, size_t cap);
 size_t proto_result_head(const msg_result *m, uint8_t *out, size_t cap);   /* grads follow */
-size_t proto_grad_head(const msg_grad *m, uint8_t *out, size_t cap);       /* values follow */
+size_t proto_layer_head(const msg_layer *m, uint8_t *out, size_t cap);       /* values follow */
 #define PROTO_PARAMS_HEAD 8                                                /* seq, then floats */
 
 /* Decoders: 0, or -1 with why. */
@@ -132,9 +138,9 @@ int proto_work_decode(msg_work *m, const uint8_t *p, size_t len, char *why, size
 int proto_params_decode(uint64_t *seq, const float **values, const uint8_t *p, size_t len,
                         long nparams, char *why, size_t whylen);
 int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, char *why, size_t whylen);
-/* A layer's partial gradient: layer_params holds the model's count per layer (0: none). */
-int proto_grad_decode(msg_grad *m, const uint8_t *p, size_t len, const long *layer_params,
-                      int nlayers, char *why, size_t whylen);
+/* A GRAD or a LAYER (type): layer_params holds the model's count per layer (0: none). */
+int proto_layer_decode(unsigned type, msg_layer *m, const uint8_t *p, size_t len,
+                       const long *layer_params, int nlayers, char *why, size_t whylen);
 int proto_round_decode(msg_round *m, const uint8_t *p, size_t len, char *why, size_t whylen);
 int proto_model_decode(msg_result *m, const uint8_t *p, size_t len, long nparams, char *why,
                        size_t whylen);

@@ -96,18 +96,22 @@ static slot *first_queued(coordinator *c)
 static int send_chunk(coordinator *c, node *n, slot *s)
 {
     uint8_t head[PROTO_PARAMS_HEAD], work[32];
-    if (n->params_seq != s->a.seq) {
-        for (int i = 0; i < 8; i++)
-            head[i] = (uint8_t)(s->a.seq >> (8 * i));
-        if (send_to(c, n, MSG_PARAMS, head, sizeof head, s->params, sizeof(float) * (size_t)c->nparams))
-            return -1;
-        n->params_seq = s->a.seq;
-    }
     msg_work w = {s->a.seq, (uint32_t)s->a.epoch, (uint32_t)s->a.batch, (uint32_t)s->a.chunk,
                   (uint32_t)s->a.size};
     size_t len = proto_work_encode(&w, work, sizeof work);
-    if (send_to(c, n, MSG_WORK, work, len, NULL, 0))
+    if (n->params_seq != s->a.seq) {   /* no LAYER of the next batch between PARAMS and WORK */
+        for (int i = 0; i < 8; i++)
+            head[i] = (uint8_t)(s->a.seq >> (8 * i));
+        pthread_mutex_lock(&c->params_lock);
+        int rc = send_to(c, n, MSG_PARAMS, head, sizeof head, s->params, sizeof(float) * (size_t)c->nparams) ||
+                 send_to(c, n, MSG_WORK, work, len, NULL, 0);
+        pthread_mutex_unlock(&c->params_lock);
+        if (rc)
+            return -1;
+        n->params_seq = s->a.seq, n->layers_seq = UINT64_MAX;
+    } else if (send_to(c, n, MSG_WORK, work, len, NULL, 0)) {
         return -1;
+    }
     s->state = SLOT_SENT;
     s->node = (int)(n - c->nodes);
     s->sent_at = now_s();
@@ -181,6 +185,42 @@ static void task_started(remote_sink *sink, const remote_args *a, void *dst, con
     if (++s->started == s->expected) {
         s->state = SLOT_QUEUED;
         pump(c);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* The peer worker packed a layer's parameters of batch seq (remote.h): they leave now for every
+ * node that may take chunks, while the layers before theirs are still computing. They are
+ * sealed outside the lock, so that gradients keep arriving meanwhile. A node holds the batch's
+ * parameters once each of its layers went; until then it holds none that a chunk could use,
+ * and a chunk sent to it carries a whole PARAMS. */
+static void params_ready(remote_sink *sink, uint64_t seq, int layer, const float *values, long n)
+{
+    coordinator *c = (coordinator *)sink;
+    int to[MAX_NODES], peer[MAX_NODES], sent[MAX_NODES], m = 0;
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < c->nnodes; i++) {
+        node *x = &c->nodes[i];
+        if (x->ready && !x->gone && !x->parked) {
+            if (x->layers_seq != seq)
+                x->layers_seq = seq, x->layers_sent = 0, x->params_seq = UINT64_MAX;
+            trace_message(c, x, "sent", MSG_LAYER);
+            to[m] = i, peer[m++] = x->peer;
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    uint8_t head[PROTO_LAYER_HEAD];
+    size_t headlen = proto_layer_head(&(msg_layer){seq, 0, (uint32_t)layer, NULL, 0}, head, sizeof head);
+    pthread_mutex_lock(&c->params_lock);
+    for (int k = 0; k < m; k++)
+        sent[k] = !netio_hub_send(c->hub, peer[k], MSG_LAYER, head, headlen, values,
+                                  sizeof(float) * (size_t)n);
+    pthread_mutex_unlock(&c->params_lock);
+    pthread_mutex_lock(&c->lock);
+    for (int k = 0; k < m; k++) {   /* a PARAMS sent meanwhile started the count over */
+        node *x = &c->nodes[to[k]];
+        if (x->peer == peer[k] && x->layers_seq == seq && (x->layers_sent += sent[k]) == c->param_layers)
+            x->params_seq = seq;
     }
     pthread_mutex_unlock(&c->lock);
 }
@@ -344,9 +384,9 @@ static slot *sent_slot(coordinator *c, const node *n, uint64_t seq, uint32_t chu
  * not wait for the rest of the chunk. */
 static void on_grad(coordinator *c, node *n, const uint8_t *p, size_t len)
 {
-    msg_grad g;
+    msg_layer g;
     char why[200];
-    if (proto_grad_decode(&g, p, len, c->layer_params, c->nlayers, why, sizeof why))
+    if (proto_layer_decode(MSG_GRAD, &g, p, len, c->layer_params, c->nlayers, why, sizeof why))
         return refuse(c, n, why);
     slot *s = sent_slot(c, n, g.seq, g.chunk);
     if (!s)
@@ -426,7 +466,7 @@ static void on_event(void *ctx, const netio_event *e)
         }
         n = &c->nodes[c->nnodes++];
         memset(n, 0, sizeof *n);
-        n->peer = e->peer, n->params_seq = UINT64_MAX, n->joined_at = now_s() - c->start;
+        n->peer = e->peer, n->params_seq = n->layers_seq = UINT64_MAX, n->joined_at = now_s() - c->start;
         snprintf(n->addr, sizeof n->addr, "%s", e->addr);
         break;
     case NETIO_DOWN:
@@ -650,6 +690,7 @@ coordinator *coordinator_start(const coordinator_options *o, const job_config *c
         return NULL;
     }
     c->sink.started = task_started;
+    c->sink.params = params_ready;
     c->cfg = cfg, c->train = train, c->log = log, c->timeout_s = o->timeout_s, c->start = now_s();
     c->limits = (policy_limits){cfg->policy < 0 ? POLICY_TIME : (placement_policy)cfg->policy,
                                 cfg->power_budget_watts, cfg->max_slowdown, cfg->carbon_g_per_kwh};
@@ -659,6 +700,7 @@ coordinator *coordinator_start(const coordinator_options *o, const job_config *c
                 "takes work\n");
     snprintf(c->listen_at, sizeof c->listen_at, "%s", o->listen);
     pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->params_lock, NULL);
     pthread_cond_init(&c->fallback_wake, NULL);
     pthread_cond_init(&c->round_over, NULL);
     if (netio_key_load(o->key_path, c->net.key, err, errlen) || job_text(c, o, err, errlen) ||
@@ -716,7 +758,8 @@ int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, si
         return -1;
     }
     c->fallback_started = 1;
-    trainer_share_work(t, &(trainer_remote){c, remote_chunks});
+    if (trainer_share_work(t, &(trainer_remote){c, remote_chunks}, err, errlen))
+        return -1;
     fflush(c->log);
     return 0;
 }
@@ -851,5 +894,6 @@ void coordinator_stop(coordinator *c, const char *why)
     pthread_cond_destroy(&c->round_over);
     pthread_cond_destroy(&c->joined);
     pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->params_lock);
     free(c);
 }

@@ -26,6 +26,8 @@ typedef struct node {
     int workers, running;         /* its workers, and those its own power budget leaves running */
     uint32_t isa;
     uint64_t params_seq;         /* whose parameters it holds; UINT64_MAX: none */
+    uint64_t layers_seq;         /* whose LAYERs it is being sent, and how many went */
+    int layers_sent;
     int inflight;
     double cost;                 /* its CPU seconds per chunk, 0 until measured */
     long chunks, samples;
@@ -71,6 +73,8 @@ typedef struct slot {
 struct coordinator {
     remote_sink sink;            /* first: the peer worker's device ctx */
     pthread_mutex_t lock;
+    pthread_mutex_t params_lock; /* keeps a node's PARAMS and WORK together, no LAYER between;
+                                    taken inside lock or alone, never the other way round */
     pthread_cond_t fallback_wake, joined;
     netio_hub *hub;
     const job_config *cfg;

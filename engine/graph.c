@@ -292,26 +292,35 @@ static void submit_chunks(trainer *t, const batch_ref *r, int k0, int k1)
         }
 }
 
-/* Chunks [k0, k1) of a training batch computed elsewhere (remote.h): the parameters packed,
- * then per chunk a task per layer with parameters and one for the loss figures, and the tally. */
-static void submit_remote(trainer *t, const batch_ref *r, int epoch, long b, int k0, int k1)
+/* The parameters of batch t->seq packed for other machines (remote.h), each layer as soon as
+ * its update is done: the last layer first, as the backward pass updates them. */
+static void submit_packs(trainer *t)
 {
-    int s0;
-    for (int l = 0, first = 1; l < t->m->nlayers; l++) {
+    int p = (int)(t->seq & 1);
+    for (int l = t->m->nlayers - 1, first = 1; l >= 0; l--) {
         if (!t->m->layers[l].nparams)
             continue;
-        pack_args a = {t->pack_offset[l], t->m->layers[l].nparams};
+        pack_args a = {t->seq, l, t->pack_offset[l], t->m->layers[l].nparams};
         access_list al = {.n = 0};
         add(&al, t->hparams[l], RT_R);
-        add(&al, t->hpack, first ? RT_W : RT_RW);
+        add(&al, t->hpack[p], first ? RT_W : RT_RW);
         submit(t, &pack_kind, &a, sizeof a, PRIO_UPDATE, &al, -1);
         first = 0;
     }
+    t->packed_seq = t->seq;
+}
+
+/* Chunks [k0, k1) of a training batch computed elsewhere (remote.h): per chunk a task per layer
+ * with parameters and one for the loss figures, and the tally. */
+static void submit_remote(trainer *t, const batch_ref *r, int epoch, long b, int k0, int k1)
+{
+    int s0;
+    rt_handle *pack = t->hpack[t->seq & 1];
     for (int k = k0; k < k1; k++) {
         remote_args a = {t->seq, epoch, k, r->size, -1, 1, b};
         access_list al = {.n = 0};
         add(&al, r->b->stats.part[k], RT_W);
-        add(&al, t->hpack, RT_R);
+        add(&al, pack, RT_R);
         submit(t, &remote_stats_kind, &a, sizeof a, PRIO_BACKWARD, &al, -1);
         for (int l = 0; l < t->m->nlayers; l++) {
             if (!t->m->layers[l].nparams)
@@ -320,7 +329,7 @@ static void submit_remote(trainer *t, const batch_ref *r, int epoch, long b, int
             a.layer = l;
             for (int g = 0; g < t->plan.groups[l]; g++)
                 add(&al, t->hpartial_part[l][k * t->plan.groups[l] + g], RT_W);
-            a.params_at = add(&al, t->hpack, RT_R);
+            a.params_at = add(&al, pack, RT_R);
             submit(t, &remote_grad_kind, &a, sizeof a, PRIO_BACKWARD, &al, -1);
         }
         int n = chunk_size(t, r, k, &s0);
@@ -348,6 +357,8 @@ static void submit_batch(trainer *t, const batch_ref *r, int epoch, long b)
                         ? t->remote.chunks(t->remote.ctx, chunks) : 0;
     /* the remote chunks first: they wait on the network the longest, and the submitting thread
      * may run local tasks before it submits anything after them */
+    if (elsewhere && t->packed_seq != t->seq)
+        submit_packs(t);
     if (elsewhere)
         submit_remote(t, r, epoch, b, chunks - elsewhere, chunks);
     submit_chunks(t, r, 0, chunks - elsewhere);
@@ -357,6 +368,8 @@ static void submit_batch(trainer *t, const batch_ref *r, int epoch, long b)
     for (int l = 0; l < t->m->nlayers; l++)
         if (t->m->layers[l].nparams)
             submit_update(t, l, 0, chunks);
+    if (elsewhere)   /* the next batch's, likely shared too: they travel as each update ends */
+        submit_packs(t);
 }
 
 /* Periodic averaging: chunks [k0, k1) of a training batch here, this replica's model updated

@@ -4,7 +4,7 @@
  *   take_job     the job (parsed like a job file), each training file found by hash (in the
  *                cache, at the job's path, or fetched from the coordinator), the data, a chunk
  *                engine; READY
- *   serve        PARAMS load the batch's parameters; WORK chunks are computed together, each
+ *   serve        LAYERs (or PARAMS) load the batch's parameters; WORK chunks are computed together, each
  *                layer's gradient sent (GRAD, from a worker) as soon as the backward pass has
  *                it, then each chunk's RESULT (periodic averaging: a ROUND of local steps, its
  *                MODEL sent back); DONE ends it. Under a power budget, a worker control of its
@@ -342,9 +342,9 @@ static void start_control(node *n)
 static void send_gradient(void *ctx, int chunk, int layer, const float *grad, long count)
 {
     node *n = ctx;
-    uint8_t head[PROTO_GRAD_HEAD];
-    msg_grad g = {n->e.seq, (uint32_t)chunk, (uint32_t)layer, NULL, 0};
-    if (netio_hub_send(n->hub, n->peer, MSG_GRAD, head, proto_grad_head(&g, head, sizeof head),
+    uint8_t head[PROTO_LAYER_HEAD];
+    msg_layer g = {n->e.seq, (uint32_t)chunk, (uint32_t)layer, NULL, 0};
+    if (netio_hub_send(n->hub, n->peer, MSG_GRAD, head, proto_layer_head(&g, head, sizeof head),
                        grad, sizeof(float) * (size_t)count))
         atomic_store(&n->send_failed, 1);
 }
@@ -372,7 +372,7 @@ static int take_job(node *n)
     chunk_engine_stream(&n->e, &(trainer_gradient_sink){n, send_gradient});
     start_control(n);
     frame_limits l;
-    proto_limits(&l, 0, chunk_engine_nparams(&n->e), 0);
+    proto_limits(&l, 0, chunk_engine_nparams(&n->e), n->e.largest);
     netio_hub_set_limits(n->hub, &l);
     uint8_t ready[8];
     uint64_t np = (uint64_t)chunk_engine_nparams(&n->e);
@@ -463,6 +463,23 @@ static int train_round(node *n, const queued *q)
     return send_figures(n, MSG_MODEL, &r);
 }
 
+/* PARAMS, or one LAYER of them. */
+static int load_params(node *n, const queued *q)
+{
+    chunk_engine *e = &n->e;
+    uint64_t seq;
+    const float *values;
+    msg_layer m;
+    int bad = q->e.type == MSG_PARAMS
+                  ? proto_params_decode(&seq, &values, q->e.payload, q->e.len, chunk_engine_nparams(e),
+                                        n->err, sizeof n->err) ||
+                        chunk_engine_params(e, seq, values, n->err, sizeof n->err)
+                  : proto_layer_decode(MSG_LAYER, &m, q->e.payload, q->e.len, e->layer_params,
+                                       e->nlayers, n->err, sizeof n->err) ||
+                        chunk_engine_layer(e, m.seq, (int)m.layer, m.values, n->err, sizeof n->err);
+    return bad ? fail(n, "coordinator %s: %s", n->o->coordinator, n->err) : 0;
+}
+
 static int serve(node *n)
 {
     msg_work work[MAX_BATCH_WORK];
@@ -482,16 +499,12 @@ static int serve(node *n)
                     rc = fail(n, "coordinator %s: a ROUND among WORK", n->o->coordinator);
                 rc = rc ? rc : train_round(n, q);
                 rounds += !rc;
-            } else if (q->e.kind == NETIO_MESSAGE && q->e.type == MSG_PARAMS) {
-                uint64_t seq;
-                const float *values;
+            } else if (q->e.kind == NETIO_MESSAGE &&
+                       (q->e.type == MSG_PARAMS || q->e.type == MSG_LAYER)) {
                 if (count && !rc)   /* the chunks of the batch before go first */
                     rc = compute(n, work, count);
                 served += count, count = 0;
-                if (!rc && (proto_params_decode(&seq, &values, q->e.payload, q->e.len,
-                                                chunk_engine_nparams(&n->e), n->err, sizeof n->err) ||
-                            chunk_engine_params(&n->e, seq, values, n->err, sizeof n->err)))
-                    rc = fail(n, "%s", n->err);
+                rc = rc ? rc : load_params(n, q);
             } else {
                 rc = unexpected(n, q, "training");
             }

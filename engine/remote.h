@@ -2,7 +2,12 @@
  * the peer worker (a device in host memory, engine/coordinator.c) and complete when the chunk's
  * result arrives over the network. Per remote chunk, one task per layer with parameters writes
  * that layer's partial gradient, and one writes the chunk's loss figures; they all read the
- * batch's parameters packed into one message, so none starts before the last update. */
+ * batch's parameters packed into one buffer, so none starts before the last update.
+ *
+ * Each layer is packed as soon as the batch before has updated it, the last layer first, and
+ * handed to the sink then (params()), so that its parameters travel while the earlier layers
+ * are still computing their gradients. Two packed buffers, by the batch's parity, let a batch's
+ * packing start while the remote chunks of the batch before still read theirs. */
 #ifndef FRUGAL_REMOTE_H
 #define FRUGAL_REMOTE_H
 
@@ -24,12 +29,17 @@ typedef struct remote_args {
 typedef struct remote_sink {
     void (*started)(struct remote_sink *s, const remote_args *a, void *dst, const float *params,
                     rt_runtime *rt, rt_task *task);
+    /* layer's n parameters of batch seq are final (on the peer worker; values are read during
+     * the call only) */
+    void (*params)(struct remote_sink *s, uint64_t seq, int layer, const float *values, long n);
 } remote_sink;
 
 /* Accesses: the destination parts (W), then the packed parameters (R). */
 extern rt_kind remote_grad_kind, remote_stats_kind;
-/* Accesses: a layer's parameters (R), the packed parameters (RW); args: pack_args. */
+/* Accesses: a layer's parameters (R), the packed parameters (RW); runs on the peer worker. */
 typedef struct pack_args {
+    uint64_t seq;                /* the batch whose parameters they are */
+    int layer;
     long offset, n;              /* floats */
 } pack_args;
 extern rt_kind pack_kind;

@@ -156,7 +156,10 @@ rt_kind ship_kind = {.name = "send gradient", .cpu = ship};
 static int pack(const rt_ctx *ctx, void *p)
 {
     const pack_args *a = p;
-    memcpy((float *)rt_ptr(ctx, 1) + a->offset, rt_ptr(ctx, 0), sizeof(float) * (size_t)a->n);
+    float *packed = (float *)rt_ptr(ctx, 1) + a->offset;
+    memcpy(packed, rt_ptr(ctx, 0), sizeof(float) * (size_t)a->n);
+    remote_sink *s = rt_device_ctx(ctx);
+    s->params(s, a->seq, a->layer, packed, a->n);
     return 0;
 }
 
@@ -169,6 +172,6 @@ static int remote_started(const rt_ctx *ctx, void *p)
     return RT_PENDING;
 }
 
-rt_kind pack_kind = {.name = "pack parameters", .cpu = pack};
+rt_kind pack_kind = {.name = "pack parameters", .peer = pack};
 rt_kind remote_grad_kind = {.name = "remote chunk: gradient", .peer = remote_started};
 rt_kind remote_stats_kind = {.name = "remote chunk: loss", .peer = remote_started};

@@ -221,9 +221,6 @@ static int create_state(trainer *t, const dataset *train, const dataset *test, c
     long packed = 0;
     for (int l = 0; l < t->m->nlayers; l++)
         t->pack_offset[l] = packed, packed += t->m->layers[l].nparams;
-    ok = ok && (t->pack = malloc(sizeof(float) * (size_t)(packed ? packed : 1))) &&
-         (t->hpack = rt_handle_register(t->rt, t->pack, sizeof(float) * (size_t)(packed ? packed : 1),
-                                        "packed parameters"));
     for (int l = 0; l < t->m->nlayers && ok; l++)
         ok = !t->m->layers[l].nparams || alloc_layer_state(t, l) == 0;
     for (int s = 0; s < 2 && ok; s++)
@@ -275,8 +272,10 @@ void trainer_destroy(trainer *t)
     data_unregister(t, &t->data[SPLIT_TRAIN]);
     rt_handle_unregister(t->rt, t->horder);
     rt_handle_unregister(t->rt, t->htotals);
-    rt_handle_unregister(t->rt, t->hpack);
-    free(t->pack);
+    for (int p = 0; p < 2; p++) {
+        rt_handle_unregister(t->rt, t->hpack[p]);
+        free(t->pack[p]);
+    }
     free(t->order);
     free(t);
 }
@@ -295,7 +294,20 @@ int trainer_sync(trainer *t, char *err, size_t errlen)
 
 /* ---- a cluster ---- */
 
-void trainer_share_work(trainer *t, const trainer_remote *r) { t->remote = *r; }
+int trainer_share_work(trainer *t, const trainer_remote *r, char *err, size_t errlen)
+{
+    size_t bytes = sizeof(float) * (size_t)(t->m->nparams ? t->m->nparams : 1);
+    for (int p = 0; p < 2; p++)
+        if (!(t->pack[p] = malloc(bytes)) ||
+            !(t->hpack[p] = rt_handle_register(t->rt, t->pack[p], bytes, "packed parameters"))) {
+            snprintf(err, errlen, "out of memory for the parameters sent to other machines "
+                     "(%ld floats)", t->m->nparams);
+            return -1;
+        }
+    t->packed_seq = UINT64_MAX;
+    t->remote = *r;
+    return 0;
+}
 
 void trainer_stream_gradients(trainer *t, const trainer_gradient_sink *s) { t->gradients = *s; }
 
@@ -308,18 +320,26 @@ int trainer_layer_params(const trainer *t, long *per_layer)
     return t->m->nlayers;
 }
 
-int trainer_set_params(trainer *t, const float *packed, char *err, size_t errlen)
+int trainer_set_layer_params(trainer *t, int l, const void *values, char *err, size_t errlen)
 {
     if (rt_wait_all(t->rt)) {
         snprintf(err, errlen, "%s", rt_error(t->rt));
         return -1;
     }
-    for (int l = 0; l < t->m->nlayers; l++) {
-        const layer *ly = &t->m->layers[l];
-        float *params = ly->nparams ? rt_handle_acquire(t->rt, t->hparams[l], RT_W) : NULL;
-        if (params)
-            memcpy(params, packed + t->pack_offset[l], sizeof(float) * (size_t)ly->nparams);
-    }
+    t->packed_seq = UINT64_MAX;   /* what other machines were sent is stale: pack them again */
+    long n = t->m->layers[l].nparams;
+    float *params = n ? rt_handle_acquire(t->rt, t->hparams[l], RT_W) : NULL;
+    if (params)
+        memcpy(params, values, sizeof(float) * (size_t)n);
+    return 0;
+}
+
+int trainer_set_params(trainer *t, const void *packed, char *err, size_t errlen)
+{
+    for (int l = 0; l < t->m->nlayers; l++)
+        if (trainer_set_layer_params(t, l, (const char *)packed + sizeof(float) * (size_t)t->pack_offset[l],
+                                     err, errlen))
+            return -1;
     return 0;
 }
 

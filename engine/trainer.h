@@ -63,12 +63,14 @@ typedef struct trainer_remote {
     void *ctx;
     int (*chunks)(void *ctx, int nchunks);
 } trainer_remote;
-void trainer_share_work(trainer *t, const trainer_remote *r);
+int trainer_share_work(trainer *t, const trainer_remote *r, char *err, size_t errlen);
 /* The parameter count of the model; its layers' counts (the packed order: layers in order). */
 long trainer_nparams(const trainer *t);
 int trainer_layer_params(const trainer *t, long *per_layer);
-/* Every layer's parameters from a packed copy, or into one (waits for the tasks in flight). */
-int trainer_set_params(trainer *t, const float *packed, char *err, size_t errlen);
+/* Every layer's parameters from a packed copy (maybe unaligned), or into one; or one layer's
+ * (waits for the tasks in flight). */
+int trainer_set_params(trainer *t, const void *packed, char *err, size_t errlen);
+int trainer_set_layer_params(trainer *t, int layer, const void *values, char *err, size_t errlen);
 int trainer_get_params(trainer *t, float *packed, char *err, size_t errlen);
 /* On a node: submits chunk `chunk` of training batch `batch` of `epoch` (size samples), forward
  * and backward; after rt_wait_all its figures and partial gradient are read with

@@ -55,10 +55,12 @@ struct trainer {
     float *partial[CONFIG_MAX_LAYERS];     /* per chunk and group: its share of the gradient */
     rt_handle *hpartial[CONFIG_MAX_LAYERS];
     rt_handle **hpartial_part[CONFIG_MAX_LAYERS];   /* [chunk * groups + g] */
-    float *pack;                           /* every layer's parameters, for other machines */
+    float *pack[2];                        /* every layer's parameters, for other machines, by
+                                              the parity of their batch (remote.h) */
     long pack_offset[CONFIG_MAX_LAYERS];   /* where layer l's start in it (floats) */
-    rt_handle *hpack;
+    rt_handle *hpack[2];
     uint64_t seq;                          /* training batches submitted */
+    uint64_t packed_seq;                   /* the batch whose parameters are packed (or being) */
     trainer_remote remote;                 /* who computes chunks elsewhere, if anyone */
     trainer_gradient_sink gradients;       /* a node's: where each chunk's gradients go */
     int shuffled_epoch;                    /* the epoch whose order is shuffled */

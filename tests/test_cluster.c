@@ -269,7 +269,10 @@ TEST(cluster_one_two_three_nodes_give_the_same_weights)
     char why[256];
     json_value *t = trace_load_checked(tmp("three.trace.json"), why, sizeof why);
     CHECKF(t != NULL, "%s", why);
-    CHECK(trace_spans(t, "node 127.0.0.", "sent PARAMS") >= 3 && trace_spans(t, "node 127.0.0.", "received READY") == 3);
+    /* the parameters went layer by layer (LAYER), each node's at least once */
+    CHECKF(trace_spans(t, "node 127.0.0.", "sent LAYER") >= 3 * 2 &&
+           trace_spans(t, "node 127.0.0.", "received READY") == 3, "%d LAYERs",
+           trace_spans(t, "node 127.0.0.", "sent LAYER"));
     CHECKF(trace_spans(t, "node 127.0.0.", "chunk: sent, computed, returned") ==
            trace_spans(t, "node 127.0.0.", "received RESULT"), "%d chunks, %d results",
            trace_spans(t, "node 127.0.0.", "chunk: sent, computed, returned"),

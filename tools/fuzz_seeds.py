@@ -83,6 +83,7 @@ put("cluster_message", "work", frame(0, 7, u64(7) + u32(1, 2, 3, 4)))
 put("cluster_message", "result", frame(1, 8, u64(7) + u32(3, 2, 4, 1, 2) +
                                        struct.pack("<5d", 1.5, 0.01, 2.0, 30.0, 400.0)))
 put("cluster_message", "grad", frame(1, 12, u64(7) + u32(3, 2) + struct.pack("<6f", *range(6))))
+put("cluster_message", "layer", frame(0, 13, u64(7) + u32(0, 2) + struct.pack("<6f", *range(6))))
 put("cluster_message", "done", frame(0, 9, b"training finished"))
 put("cluster_message", "round", frame(0, 10, u64(7) + u32(1, 0, 8, 2, 4)))
 put("cluster_message", "model", frame(1, 11, u64(7) + u32(2, 20, 32, 1, 2) +

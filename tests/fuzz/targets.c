@@ -207,7 +207,7 @@ int fuzz_cluster_message(const uint8_t *data, size_t size)
         msg_work work;
         msg_round round;
         msg_result result;
-        msg_grad grad;
+        msg_layer layer;
         char text[PROTO_TEXT + 1];
     } m;
     uint64_t seq;
@@ -225,7 +225,8 @@ int fuzz_cluster_message(const uint8_t *data, size_t size)
     case MSG_PARAMS: proto_params_decode(&seq, &values, p, n, NPARAMS, why, sizeof why); break;
     case MSG_WORK: proto_work_decode(&m.work, p, n, why, sizeof why); break;
     case MSG_RESULT: proto_result_decode(&m.result, p, n, why, sizeof why); break;
-    case MSG_GRAD: proto_grad_decode(&m.grad, p, n, layer_params, 3, why, sizeof why); break;
+    case MSG_GRAD:
+    case MSG_LAYER: proto_layer_decode(type, &m.layer, p, n, layer_params, 3, why, sizeof why); break;
     case MSG_DONE: proto_text_decode(m.text, sizeof m.text, p, n, why, sizeof why); break;
     case MSG_ROUND: proto_round_decode(&m.round, p, n, why, sizeof why); break;
     case MSG_MODEL: proto_model_decode(&m.result, p, n, NPARAMS, why, sizeof why); break;
