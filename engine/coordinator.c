@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdlib.h>
@@ -112,6 +113,9 @@ static int send_chunk(coordinator *c, node *n, slot *s)
     } else if (send_to(c, n, MSG_WORK, work, len, NULL, 0)) {
         return -1;
     }
+    if (n->group_seq != s->a.seq)
+        n->group_seq = s->a.seq, n->group = 0;
+    n->group++, n->taken++, n->fed_at = c->batches;
     s->state = SLOT_SENT;
     s->node = (int)(n - c->nodes);
     s->sent_at = now_s();
@@ -120,11 +124,12 @@ static int send_chunk(coordinator *c, node *n, slot *s)
     return 0;
 }
 
-/* A node may take chunks unless the policy parked it; a parked one takes a probe chunk, or any
- * when every ready node is parked (chunks queued before it was parked still need a home). */
+/* A node may take chunks (its quota of the batch, or as many as it has workers) unless the policy
+ * parked it; a parked one takes a probe chunk, or any when every ready node is parked (chunks
+ * queued before it was parked still need a home). */
 static int may_take(const coordinator *c, const node *n)
 {
-    if (!n->ready || n->gone || n->inflight >= n->workers)
+    if (!n->ready || n->gone || (n->inflight >= n->workers && n->taken >= n->quota))
         return 0;
     if (!n->parked || n->probe)
         return 1;
@@ -134,14 +139,19 @@ static int may_take(const coordinator *c, const node *n)
     return 1;
 }
 
-/* Locked. Nodes with room take queued chunks, most idle first; with no node, the fallback. */
+/* Locked. Nodes with room take queued chunks, those owed some of their quota first, then the
+ * most idle; with no node, the fallback. */
 static void pump(coordinator *c)
 {
     for (slot *s; (s = first_queued(c));) {
         node *best = NULL;
         for (int i = 0; i < c->nnodes; i++) {
             node *n = &c->nodes[i];
-            if (may_take(c, n) && (!best || n->inflight * best->workers < best->inflight * n->workers))
+            if (!may_take(c, n))
+                continue;
+            int owed = n->taken < n->quota, best_owed = best && best->taken < best->quota;
+            if (!best || owed > best_owed ||
+                (owed == best_owed && n->inflight * best->workers < best->inflight * n->workers))
                 best = n;
         }
         if (!best) {
@@ -419,6 +429,10 @@ static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
     n->joules = r.joules, n->estimated = (int)r.estimated, n->carbon = r.carbon_g_per_kwh;
     n->running = r.workers < (uint32_t)n->workers ? (int)r.workers : n->workers;
     n->cost = running(n->cost, r.compute_s);
+    if (r.seq == n->group_seq) {   /* its chunks of the batch ran side by side on its workers */
+        double lag = rtt - ceil((double)n->group / n->running) * r.compute_s;
+        n->lag = running(n->lag, lag > 1e-6 ? lag : 1e-6);
+    }
     if (r.watts > 0)
         n->watts = running(n->watts, r.watts);
     if (!--n->inflight)
@@ -577,10 +591,47 @@ static void choose_nodes(coordinator *c, double per_chunk)
     fprintf(c->log, "placement: %s\n", d->why);
 }
 
-/* Chunks in proportion to speed: workers over CPU seconds per chunk, measured here and on each
- * node the policy keeps; a node not yet measured counts as fast as a worker here; a parked node
- * due for a probe gets one chunk. At least one chunk stays here, so that its speed stays
- * measured. */
+/* Locked. The batch's chunks dealt one by one to whichever member would finish its share first:
+ * here, rounds of chunks on its workers at its CPU seconds per chunk; on a node, the same at its
+ * own cost plus its lag (what a round trip adds: the link, the coordinator's update). So a fast
+ * link or a fast node gets more, and a node whose lag outweighs a chunk gets fewer. A node not
+ * yet measured counts as fast as a worker here, with no lag. At least one chunk stays here, so
+ * that its speed stays measured. Returns the chunks the nodes take; each node's share is its
+ * quota. */
+static int deal_chunks(coordinator *c, int nchunks)
+{
+    int workers = rt_active_workers(c->rt), here = 1, remote = 0;
+    double unit = c->local_cost > 0 ? c->local_cost : 1e-3;
+    for (int i = 0; i < c->nnodes; i++)
+        c->nodes[i].quota = c->nodes[i].taken = 0;
+    for (int k = 1; k < nchunks; k++) {
+        double best = ceil((here + 1.0) / workers) * unit;
+        node *to = NULL;
+        for (int i = 0; i < c->nnodes; i++) {
+            node *n = &c->nodes[i];
+            if (!n->ready || n->gone || n->parked)
+                continue;
+            double t = n->lag + ceil((n->quota + 1.0) / n->running) * (n->cost > 0 ? n->cost : unit);
+            if (t < best)
+                best = t, to = n;
+        }
+        if (to)
+            to->quota++, remote++;
+        else
+            here++;
+    }
+    /* pinned by hand, every node takes work; else one chunk keeps measured a parked node due for
+     * a probe, and a node this deal left without work for PROBE_EVERY batches */
+    for (int i = 0; i < c->nnodes && remote < nchunks - 1; i++) {
+        node *n = &c->nodes[i];
+        if (n->ready && !n->gone && !n->quota &&
+            (c->cfg->all_nodes || (n->parked ? n->probe : c->batches - n->fed_at >= PROBE_EVERY)))
+            n->quota = 1, remote++;
+    }
+    return remote;
+}
+
+/* Asked for each training batch: how many of its chunks the nodes take (deal_chunks). */
 static int remote_chunks(void *ctx, int nchunks)
 {
     coordinator *c = ctx;
@@ -591,25 +642,13 @@ static int remote_chunks(void *ctx, int nchunks)
         measure_here(c);
         if (!c->cfg->all_nodes)   /* else the machines are pinned by hand */
             choose_nodes(c, (double)c->cfg->batch / nchunks);
-        double unit = c->local_cost > 0 ? c->local_cost : 1;
-        double here = rt_active_workers(c->rt) / unit, there = 0;
-        int probes = 0;
-        for (int i = 0; i < c->nnodes; i++) {
-            node *n = &c->nodes[i];
-            if (n->ready && !n->gone && !n->parked)
-                there += n->running / (n->cost > 0 ? n->cost : unit);
-            probes += n->ready && !n->gone && n->parked && n->probe;
-        }
-        remote = (int)(nchunks * there / (here + there) + 0.5) + probes;
-        remote = there > 0 && remote < 1 ? 1 : remote > nchunks - 1 ? nchunks - 1 : remote;
+        remote = deal_chunks(c, nchunks);
     }
     c->last_local = nchunks - remote;
     c->local_chunks += nchunks - remote;
     pthread_mutex_unlock(&c->lock);
     return remote;
 }
-
-/* ---- starting and stopping ---- */
 
 static int hash_file(const char *path, proto_file *f, char *err, size_t errlen)
 {
@@ -795,9 +834,9 @@ void coordinator_print_nodes(coordinator *c, FILE *f)
         if (!n->gone)
             netio_hub_peer_stats(c->hub, n->peer, &n->net);
         fprintf(f, "  node %s (%s): %ld chunks, %.0f img/s, %.1f MB sent, %.1f MB received, "
-                "%.2f s waiting on the network, %.1f J %s%s%s%s\n", n->addr, n->host, n->chunks,
-                n->active_s > 0 ? (double)n->samples / n->active_s : 0, n->net.received / 1e6,
-                n->net.sent / 1e6, n->wait_s, n->joules, n->estimated ? "estimated" : "measured",
+                "%.2f s waiting on the network (%.2f ms a round trip), %.1f J %s%s%s%s\n", n->addr,
+                n->host, n->chunks, n->active_s > 0 ? (double)n->samples / n->active_s : 0,
+                n->net.received / 1e6, n->net.sent / 1e6, n->wait_s, 1e3 * n->lag, n->joules, n->estimated ? "estimated" : "measured",
                 n->parked && !n->gone ? "; parked by the placement policy" : "",
                 n->gone ? "; lost: " : "", n->gone ? n->left_why : "");
     }
@@ -835,12 +874,12 @@ void coordinator_write_json(coordinator *c, FILE *f)
                 "\"joined_after_s\": %.2f, "
                 "\"chunks\": %ld, \"share\": %.4f, \"img_per_s\": %.1f, \"bytes_sent\": %llu, "
                 "\"bytes_received\": %llu, \"network_wait_s\": %.3f, \"compute_s\": %.3f, "
-                "\"joules\": %.3f, \"watts_computing\": %.3f, \"carbon_g_per_kwh\": %g, "
+                "\"chunk_cost_ms\": %.3f, \"round_trip_lag_ms\": %.3f, \"joules\": %.3f, \"watts_computing\": %.3f, \"carbon_g_per_kwh\": %g, "
                 "\"parked\": %s, \"energy\": ", n->workers, n->running, ops_isa_name((ops_isa)n->isa),
                 n->joined_at, n->chunks, all ? (double)n->chunks / (double)all : 0,
                 n->active_s > 0 ? (double)n->samples / n->active_s : 0,
                 (unsigned long long)n->net.received, (unsigned long long)n->net.sent, n->wait_s,
-                n->compute_s, n->joules, n->watts, n->carbon, n->parked ? "true" : "false");
+                n->compute_s, 1e3 * n->cost, 1e3 * n->lag, n->joules, n->watts, n->carbon, n->parked ? "true" : "false");
         json_string(f, n->energy);
         fprintf(f, ", \"estimated\": %s, \"lost\": ", n->estimated ? "true" : "false");
         if (n->gone)

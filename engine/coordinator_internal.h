@@ -29,13 +29,19 @@ typedef struct node {
     uint64_t layers_seq;         /* whose LAYERs it is being sent, and how many went */
     int layers_sent;
     int inflight;
+    int quota, taken;            /* chunks of this batch it should take, and has taken */
+    uint64_t group_seq;          /* the batch of the chunks last sent to it, and their count */
+    int group;
     double cost;                 /* its CPU seconds per chunk, 0 until measured */
+    double lag;                  /* seconds a round trip adds to computing (the network, the
+                                    coordinator's update), 0 until measured */
     long chunks, samples;
     double compute_s, wait_s, joules, joined_at, active_s;
     double watts, carbon;        /* while computing (running average), its grid's intensity */
     int estimated;
     int parked, probe;           /* the policy leaves it out; it may take one chunk to be measured */
     long probed_at;              /* the batch of its last probe */
+    long fed_at;                 /* the batch of the last chunk it was sent */
     netio_peer_stats net;
     int track;                   /* 1 + its track in the trace; 0: not made yet; -1: no trace */
     /* periodic averaging (averaging.c) */

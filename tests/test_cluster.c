@@ -83,9 +83,11 @@ static const char *job_file(const char *name, int limit, int filters, int epochs
 }
 
 /* A job that takes a tenth of a second, and one that takes seconds at the slowdown below. */
+/* Nodes pinned by hand: each takes chunks of every batch, however little a fast loopback node
+ * would be dealt beside a coordinator whose chunks take microseconds. */
 static const char *job(void)
 {
-    return job_file("cluster.cfg", 1536, 4, 2);
+    return job_file_with("cluster.cfg", 1536, 4, 2, 0.9, "[placement]\nall_nodes = on\n");
 }
 
 static const char *slow_job(void)
@@ -469,6 +471,29 @@ static double node_share(const char *name)
     if (!at || sscanf(at, "\"share\": %lf", &share) != 1)
         return -1;
     return share;
+}
+
+/* A node 30 ms away (through tools/netproxy) against a coordinator whose batch takes well under
+ * a millisecond: once its round trip is measured, it is dealt no chunks but the probes that keep
+ * it measured, so it holds the batches up no longer; the weights stay those of one machine. */
+TEST(cluster_far_node_is_dealt_only_probes)
+{
+    char j[700];
+    snprintf(j, sizeof j, "%s", job_file("far.cfg", 1536, 4, 2));
+    single("single-far", j);
+    const char *const proxy_args[] = {addr_of(13), addr_of(12), "--delay", "30", "--duration",
+                                      "60", NULL};
+    pid_t proxy = tool_spawn("netproxy", &(frugal_call){(uid_t)-1, NULL, 0}, tmp("far-proxy.log"),
+                             proxy_args);
+    pid_t node = start_node(13, "far-node", key(), "20", NULL);
+    int rc = coordinate_run(&(coordinator_run){j, "far", 12, 1, "20", 0, 0, NULL});
+    int node_rc = wait_node(node, "far-node");
+    kill(proxy, SIGKILL);
+    waitpid(proxy, NULL, 0);
+    CHECKF(rc == 0 && node_rc == 0, "%s", out);
+    double share = node_share("far");
+    CHECKF(share > 0 && share < 0.05, "the far node's share: %.3f\n%s", share, out);
+    check_identical("single-far", "far");
 }
 
 /* Decision 3 of the placement policy: a node whose power profile is three times this machine's
