@@ -650,6 +650,8 @@ static int remote_chunks(void *ctx, int nchunks)
     return remote;
 }
 
+/* ---- starting and stopping ---- */
+
 static int hash_file(const char *path, proto_file *f, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY);

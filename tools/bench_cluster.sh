@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$out"' EXIT
+trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$out"' EXIT   # the processes may be gone already
 epochs=3
 base=$((30000 + $$ % 1000 * 8))
 ./frugal keygen "$out/key" > /dev/null
