@@ -4,11 +4,11 @@
  *   take_job     the job (parsed like a job file), each training file found by hash (in the
  *                cache, at the job's path, or fetched from the coordinator), the data, a chunk
  *                engine; READY
- *   serve        LAYERs (or PARAMS) load the batch's parameters; WORK chunks are computed together, each
- *                layer's gradient sent (GRAD, from a worker) as soon as the backward pass has
- *                it, then each chunk's RESULT (periodic averaging: a ROUND of local steps, its
- *                MODEL sent back); DONE ends it. Under a power budget, a worker control of its
- *                own parks workers as it measures
+ *   serve        LAYERs (or a PARAMS) load the batch's parameters; WORK chunks are computed
+ *                together, each layer's gradient sent (GRAD, from a worker) as soon as the
+ *                backward pass has it, then each chunk's RESULT (periodic averaging: a ROUND
+ *                of local steps, its MODEL sent back); DONE ends it. Under a power budget, a
+ *                worker control of its own parks workers as it measures
  *
  * Losing the coordinator (killed, restarted with --resume, or a link that stalled) starts over
  * from connect, trying for --timeout seconds; after that the node stops with its name.
