@@ -60,6 +60,7 @@ struct rt_task {
         } ready;
     };
     _Alignas(64) unsigned char args[RT_MAX_ARGS];
+    _Atomic int *claim;             /* rt_task_desc.claim */
     _Alignas(64) packed_access access[RT_MAX_ACCESS];
 };
 _Static_assert(sizeof(struct rt_task) == 192, "a task is three cache lines");

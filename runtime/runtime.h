@@ -26,7 +26,7 @@
 
 #define RT_MAX_ACCESS 8    /* handles one task may name */
 #define RT_MAX_AFTER 4     /* explicit predecessors one task may name */
-#define RT_MAX_ARGS 64     /* bytes of arguments copied into a task */
+#define RT_MAX_ARGS 56     /* bytes of arguments copied into a task */
 #define RT_PRIO_LEVELS 4   /* 0 = lowest ... 3 = most urgent (critical path) */
 #define RT_MAX_KINDS 128   /* distinct task kinds per process */
 #define RT_MAX_DEVICES 15  /* device workers per runtime; each has a memory of its own */
@@ -96,7 +96,14 @@ typedef struct rt_task_desc {
     rt_task *after[RT_MAX_AFTER];
     unsigned kinds;          /* 0: any worker kind with an implementation; else only these
                               * (RT_ON(RT_WORKER_OPENCL) | ...) */
+    _Atomic int *claim;      /* NULL, or the claim on a unit of work this task belongs to */
 } rt_task_desc;
+
+/* Claims: a unit of work (several tasks) that someone outside the runtime (another machine) may
+ * take instead. The first of its tasks to start takes an RT_CLAIM_OPEN claim for the runtime;
+ * once it is RT_CLAIM_ELSEWHERE (set with compare-and-swap from OPEN), its tasks complete
+ * without running and without touching their data: whoever took it delivers the results. */
+enum { RT_CLAIM_OPEN = 0, RT_CLAIM_HERE = 1, RT_CLAIM_ELSEWHERE = 2 };
 
 #define RT_ON(kind) (1u << (kind))
 

@@ -411,12 +411,22 @@ static uint64_t emulate_slower(const rt_runtime *rt, uint64_t start, uint64_t en
     return now;
 }
 
+/* Whether t's unit of work is the runtime's to do (runtime.h, claims): taken here now if open. */
+static int claimed_here(rt_task *t)
+{
+    int open = RT_CLAIM_OPEN;
+    return !t->claim || atomic_compare_exchange_strong(t->claim, &open, RT_CLAIM_HERE) ||
+           open == RT_CLAIM_HERE;
+}
+
 /* Runs t: its data first (if copies are needed it is handed back when they arrive and NULL is
  * returned), then its body, then completes it unless the body completes later. Returns one
  * successor made ready, to run next. */
 static rt_task *run_task(rt_runtime *rt, rt_worker *me, rt_task *t)
 {
-    if (!atomic_load_explicit(&rt->failed, memory_order_relaxed)) {
+    if (!claimed_here(t))
+        t->naccess = 0;   /* done elsewhere: it touches no data, every copy stays as it was */
+    else if (!atomic_load_explicit(&rt->failed, memory_order_relaxed)) {
         t->worker = (uint16_t)me->id;
         int ready = rt->nmemories == 1 && !t->naccum ? 1 : data_prepare(rt, t);
         if (ready == 0)
@@ -439,7 +449,8 @@ static rt_task *run_task(rt_runtime *rt, rt_worker *me, rt_task *t)
                 placement_learn(rt, t, me->kind, clock_ticks_to_s(end - start));
         }
     }
-    /* Skipped tasks after a failure still complete, so that every wait returns. */
+    /* Skipped tasks (after a failure, or whose work was claimed elsewhere) still complete, so
+     * that every wait returns. */
     return finish_here(rt, me->id, t);
 }
 
@@ -848,6 +859,7 @@ static rt_task *submit(rt_runtime *rt, const rt_task_desc *d, int keep)
     t->holds_accum = 0;
     if (d->args_size)
         memcpy(t->args, d->args, d->args_size);
+    t->claim = d->claim;
     if (names_split_handle(rt, d)) {
         pool_free(&rt->tasks, w, t);
         return NULL;

@@ -236,6 +236,60 @@ TEST(runtime_device_chain_moves_data_once)
     emu_destroy(emu);
 }
 
+/* Claimed units of work: a unit taken elsewhere before its tasks start runs none of them and
+ * leaves its data as it was (the device's copy stays the valid one); an open one
+ * runs here, and once it has, nobody else can take it. */
+static int copy_first(const rt_ctx *ctx, void *p)
+{
+    *(float *)p = *(const float *)rt_ptr(ctx, 0);
+    return 0;
+}
+
+typedef struct seen_at { float *at; } seen_at;
+static int record_first(const rt_ctx *ctx, void *p)
+{
+    return copy_first(ctx, ((seen_at *)p)->at);
+}
+static rt_kind record = {.name = "record", .cpu = record_first};
+
+TEST(runtime_claimed_work_runs_once)
+{
+    enum { UNITS = 8 };
+    emu_device *emu = emu_create(5);
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 2, .ndevices = 1,
+                                            .devices = {emu_as_device(emu, "emu")}});
+    static float y[UNITS][1024], seen[UNITS];
+    _Atomic int claim[UNITS];
+    rt_handle *h[UNITS];
+    for (int u = 0; u < UNITS; u++) {
+        atomic_init(&claim[u], u % 2 ? RT_CLAIM_ELSEWHERE : RT_CLAIM_OPEN);
+        h[u] = rt_handle_register(rt, y[u], sizeof y[u], "y");
+        CHECK(rt_submit(rt, &(rt_task_desc){.kind = &device_add, .naccess = 1,   /* on the device */
+                                            .access = {{h[u], RT_RW}}}) == 0);
+        for (int i = 0; i < 2; i++)
+            CHECK(rt_submit(rt, &(rt_task_desc){.kind = &device_add, .naccess = 1,
+                                                .access = {{h[u], RT_RW}}, .claim = &claim[u]}) == 0);
+        seen_at a = {&seen[u]};
+        CHECK(rt_submit(rt, &(rt_task_desc){.kind = &record, .args = &a, .args_size = sizeof a,
+                                            .naccess = 1, .access = {{h[u], RT_R}}}) == 0);
+    }
+    CHECKF(rt_wait_all(rt) == 0, "%s", rt_error(rt));
+    for (int u = 0; u < UNITS; u++) {
+        CHECKF(seen[u] == (u % 2 ? 1 : 3), "unit %d: %g", u, seen[u]);
+        CHECK(atomic_load(&claim[u]) == (u % 2 ? RT_CLAIM_ELSEWHERE : RT_CLAIM_HERE));
+        int open = RT_CLAIM_OPEN;   /* what ran here cannot be taken any more */
+        CHECK(!atomic_compare_exchange_strong(&claim[u], &open, RT_CLAIM_ELSEWHERE));
+    }
+    rt_stats st;
+    rt_stats_get(rt, &st);
+    CHECK(st.kinds[0].count_by[RT_WORKER_EMULATED] == UNITS + UNITS);   /* 1 each, 2 of 4 units */
+    for (int u = 0; u < UNITS; u++)
+        rt_handle_unregister(rt, h[u]);
+    CHECK(y[0][0] == 3 && y[1][0] == 1 && y[1][1023] == 1);
+    rt_destroy(rt);
+    emu_destroy(emu);
+}
+
 /* A kind no worker present can run is refused, with its name. */
 TEST(runtime_kind_without_a_worker_is_an_error)
 {
