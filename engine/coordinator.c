@@ -16,6 +16,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <sodium.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -81,6 +82,8 @@ int send_to(coordinator *c, node *n, uint16_t type, const void *head, size_t hea
     trace_message(c, n, "sent", type);
     return netio_hub_send(c->hub, n->peer, type, head, headlen, body, bodylen);
 }
+
+static void steal_for(coordinator *c, node *n);
 
 static slot *first_queued(coordinator *c)
 {
@@ -165,38 +168,34 @@ static void pump(coordinator *c)
     }
 }
 
-/* The peer worker started a remote task (remote.h). */
+static void complete(coordinator *c, rt_task **done, int n)
+{
+    for (int i = 0; i < n; i++)
+        rt_task_complete(c->rt, done[i], 0, NULL);
+}
+
+/* The peer worker started a remote task (remote.h): the first of a chunk dealt elsewhere takes
+ * a slot, the last puts it in the queue; a stolen chunk's has its slot already. */
 static void task_started(remote_sink *sink, const remote_args *a, void *dst, const float *params,
                          rt_runtime *rt, rt_task *task)
 {
-    (void)rt;
     coordinator *c = (coordinator *)sink;
+    rt_task *done[1];
+    int n = 0;
     pthread_mutex_lock(&c->lock);
-    slot *s = NULL, *free_slot = NULL;
-    for (int i = 0; i < c->nslots && !s; i++) {
-        slot *x = &c->slots[i];
-        if (x->state == SLOT_STARTING && x->a.seq == a->seq && x->a.chunk == a->chunk)
-            s = x;
-        else if (x->state == SLOT_FREE && !free_slot)
-            free_slot = x;
-    }
-    if (!s) {   /* slots outnumber the chunks of two batches: one is free */
-        s = free_slot;
-        memset(s, 0, sizeof *s);
-        s->state = SLOT_STARTING;
-        s->a = *a;
-        s->expected = 1 + c->param_layers;
-        s->params = params;
-    }
-    if (a->layer < 0)
-        s->stats_dst = dst, s->stats_task = task;
-    else
-        s->grad_dst[a->layer] = dst, s->grad_task[a->layer] = task;
-    if (++s->started == s->expected) {
+    slot *s = slot_of(c, a->seq, a->chunk);
+    if (!s && !a->claim)   /* slots outnumber the chunks of two batches: one is free */
+        s = slot_new(c, a, params, SLOT_STARTING);
+    if (s)
+        n = slot_task(c, s, a->layer + 1, dst, task, done);
+    if (s && s->state == SLOT_STARTING && ++s->started == s->expected) {
         s->state = SLOT_QUEUED;
         pump(c);
     }
     pthread_mutex_unlock(&c->lock);
+    if (!s)
+        rt_task_complete(rt, task, 1, "the node that took its chunk is gone, with its slot");
+    complete(c, done, n);
 }
 
 /* The peer worker packed a layer's parameters of batch seq (remote.h): they leave now for every
@@ -229,44 +228,12 @@ static void params_ready(remote_sink *sink, uint64_t seq, int layer, const float
     pthread_mutex_lock(&c->lock);
     for (int k = 0; k < m; k++) {   /* a PARAMS sent meanwhile started the count over */
         node *x = &c->nodes[to[k]];
-        if (x->peer == peer[k] && x->layers_seq == seq && (x->layers_sent += sent[k]) == c->param_layers)
+        if (x->peer == peer[k] && x->layers_seq == seq && (x->layers_sent += sent[k]) == c->param_layers) {
             x->params_seq = seq;
+            steal_for(c, x);
+        }
     }
     pthread_mutex_unlock(&c->lock);
-}
-
-/* A layer's gradient of the chunk into the trainer's buffer: its task, for the caller to
- * complete unlocked, or NULL when that part came already (from a node lost since). */
-static rt_task *fill_gradient(slot *s, int layer, const float *grad, long n)
-{
-    rt_task *task = s->grad_task[layer];
-    if (task)
-        memcpy(s->grad_dst[layer], grad, sizeof(float) * (size_t)n);
-    s->grad_task[layer] = NULL;
-    return task;
-}
-
-/* The chunk's figures, and its gradients unless grads is NULL (they came as GRADs): the tasks
- * left, for the caller to complete unlocked. The slot is free. */
-static int fill_slot(coordinator *c, slot *s, const msg_result *r, const float *grads,
-                     rt_task **done)
-{
-    int n = 0;
-    for (int l = 0; l < c->nlayers; l++)
-        if (s->grad_task[l])
-            done[n++] = grads ? fill_gradient(s, l, grads + c->layer_offset[l], c->layer_params[l])
-                              : s->grad_task[l];
-    if (r)
-        *s->stats_dst = (chunk_stats){r->loss, (int)r->correct, (int)r->samples};
-    done[n++] = s->stats_task;
-    s->state = SLOT_FREE;
-    return n;
-}
-
-static void complete(coordinator *c, rt_task **done, int n)
-{
-    for (int i = 0; i < n; i++)
-        rt_task_complete(c->rt, done[i], 0, NULL);
 }
 
 /* ---- the local fallback: chunks no node is left to compute ---- */
@@ -279,7 +246,7 @@ static void *fallback_main(void *arg)
     chunk_engine e;
     char err[512] = "";
     int open = chunk_engine_open(&e, &cfg, c->train, err, sizeof err) == 0;
-    rt_task *done[CONFIG_MAX_LAYERS + 1];
+    rt_task *done[SLOT_PARTS];
     pthread_mutex_lock(&c->lock);
     while (!c->stopping) {
         slot *s = ready_nodes(c) ? NULL : first_queued(c);
@@ -297,7 +264,7 @@ static void *fallback_main(void *arg)
         if (ok)
             chunk_engine_result(&e, &w, &r);
         pthread_mutex_lock(&c->lock);
-        int n = ok ? fill_slot(c, s, &r, r.grads, done) : fill_slot(c, s, NULL, NULL, done);
+        int n = ok ? slot_result(c, s, &r, r.grads, done) : slot_fail(s, done);
         c->fallback_chunks++;
         pthread_mutex_unlock(&c->lock);
         for (int i = 0; i < n; i++)
@@ -401,11 +368,11 @@ static void on_grad(coordinator *c, node *n, const uint8_t *p, size_t len)
     slot *s = sent_slot(c, n, g.seq, g.chunk);
     if (!s)
         return refuse(c, n, "a gradient for a chunk it was not sent");
-    rt_task *task = fill_gradient(s, (int)g.layer, g.values, (long)g.n);
-    if (!task)
+    rt_task *done[1];
+    if (!slot_arrived(c, s, 1 + (int)g.layer, g.values, done))
         return;
     pthread_mutex_unlock(&c->lock);
-    rt_task_complete(c->rt, task, 0, NULL);
+    rt_task_complete(c->rt, done[0], 0, NULL);
     pthread_mutex_lock(&c->lock);
 }
 
@@ -419,11 +386,11 @@ static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
     if (!s)
         return refuse(c, n, "a result for a chunk it was not sent");
     for (int l = 0; l < c->nlayers; l++)
-        if (s->grad_task[l])
+        if (c->layer_params[l] && !s->came[1 + l])
             return refuse(c, n, "a result before the chunk's gradients");
     double rtt = now_s() - s->sent_at;
     trace_node(c, n, "chunk: sent, computed, returned", s->sent_at, s->sent_at + rtt);
-    rt_task *done[CONFIG_MAX_LAYERS + 1];
+    rt_task *done[SLOT_PARTS];
     n->chunks++, n->samples += r.samples, n->compute_s += r.compute_s;
     n->wait_s += rtt > r.compute_s ? rtt - r.compute_s : 0;
     n->joules = r.joules, n->estimated = (int)r.estimated, n->carbon = r.carbon_g_per_kwh;
@@ -437,8 +404,9 @@ static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
         n->watts = running(n->watts, r.watts);
     if (!--n->inflight)
         n->active_s += now_s();
-    int ndone = fill_slot(c, s, &r, NULL, done);
+    int ndone = slot_result(c, s, &r, NULL, done);
     pump(c);
+    steal_for(c, n);
     pthread_mutex_unlock(&c->lock);
     complete(c, done, ndone);
     pthread_mutex_lock(&c->lock);
@@ -591,27 +559,39 @@ static void choose_nodes(coordinator *c, double per_chunk)
     fprintf(c->log, "placement: %s\n", d->why);
 }
 
-/* Locked. The batch's chunks dealt one by one to whichever member would finish its share first:
- * here, rounds of chunks on its workers at its CPU seconds per chunk; on a node, the same at its
- * own cost plus its lag (what a round trip adds: the link, the coordinator's update). So a fast
- * link or a fast node gets more, and a node whose lag outweighs a chunk gets fewer. A node not
- * yet measured counts as fast as a worker here, with no lag. At least one chunk stays here, so
- * that its speed stays measured. Returns the chunks the nodes take; each node's share is its
- * quota. */
+/* Seconds until this machine would finish its `chunks`-th chunk from now: rounds on its
+ * workers at its CPU seconds per chunk (a guess before it was measured). */
+static double here_finishes(const coordinator *c, int chunks)
+{
+    double cost = c->local_cost > 0 ? c->local_cost : 1e-3;
+    return ceil((double)chunks / rt_active_workers(c->rt)) * cost;
+}
+
+/* The same for node n: rounds on its workers at its own cost (as fast as a worker here until
+ * measured) after its lag, what a round trip adds (the link, the coordinator's update). */
+static double node_finishes(const coordinator *c, const node *n, int chunks)
+{
+    double cost = n->cost > 0 ? n->cost : c->local_cost > 0 ? c->local_cost : 1e-3;
+    return n->lag + ceil((double)chunks / n->running) * cost;
+}
+
+/* Locked. The batch's chunks dealt one by one to whichever member would finish its share first.
+ * So a fast link or a fast node gets more, and a node whose lag outweighs a chunk gets fewer.
+ * At least one chunk stays here, so that its speed stays measured. Returns the chunks the
+ * nodes take; each node's share is its quota. */
 static int deal_chunks(coordinator *c, int nchunks)
 {
-    int workers = rt_active_workers(c->rt), here = 1, remote = 0;
-    double unit = c->local_cost > 0 ? c->local_cost : 1e-3;
+    int here = 1, remote = 0;
     for (int i = 0; i < c->nnodes; i++)
         c->nodes[i].quota = c->nodes[i].taken = 0;
     for (int k = 1; k < nchunks; k++) {
-        double best = ceil((here + 1.0) / workers) * unit;
+        double best = here_finishes(c, here + 1);
         node *to = NULL;
         for (int i = 0; i < c->nnodes; i++) {
             node *n = &c->nodes[i];
             if (!n->ready || n->gone || n->parked)
                 continue;
-            double t = n->lag + ceil((n->quota + 1.0) / n->running) * (n->cost > 0 ? n->cost : unit);
+            double t = node_finishes(c, n, n->quota + 1);
             if (t < best)
                 best = t, to = n;
         }
@@ -631,10 +611,47 @@ static int deal_chunks(coordinator *c, int nchunks)
     return remote;
 }
 
-/* Asked for each training batch: how many of its chunks the nodes take (deal_chunks). */
-static int remote_chunks(void *ctx, int nchunks)
+/* Locked. Node n, holding the batch's parameters with a worker that nothing is owed to, steals
+ * chunks dealt here that have not started, the last first, while it would finish one before
+ * this machine gets to it. The claim keeps this machine's tasks off a stolen chunk. */
+static void steal_for(coordinator *c, node *n)
+{
+    while (c->claims && n->ready && !n->gone && !n->parked && n->params_seq == c->batch.seq) {
+        int owed = n->quota > n->taken ? n->quota - n->taken : 0, waiting = 0, k = -1;
+        for (int i = 0; i < c->here_chunks; i++)
+            if (atomic_load(&c->claims[i]) == RT_CLAIM_OPEN)
+                waiting++, k = i;
+        int ahead = n->inflight + owed;
+        if (k < 0 || ahead >= n->running ||
+            node_finishes(c, n, ahead + 1) >= here_finishes(c, waiting))
+            return;
+        remote_args a = {c->batch.seq, c->batch.epoch, k, c->batch.size, 0, -1, c->batch.batch,
+                         &c->claims[k]};
+        slot *s = slot_new(c, &a, c->batch.packed, SLOT_QUEUED);
+        if (!s || !(s->held = malloc(sizeof(float) * (size_t)c->nparams))) {
+            if (s)
+                slot_free(s);
+            return;   /* no room to hold what it sends: this machine computes it */
+        }
+        int open = RT_CLAIM_OPEN;
+        if (!atomic_compare_exchange_strong(&c->claims[k], &open, RT_CLAIM_ELSEWHERE)) {
+            slot_free(s);
+            continue;   /* a worker here started it meanwhile */
+        }
+        s->stolen = 1;
+        n->stolen++, c->stolen_chunks++;
+        c->last_local--, c->local_chunks--;
+        if (send_chunk(c, n, s))
+            return;   /* the hub closes that node; the chunk waits in the queue */
+    }
+}
+
+/* Asked for each training batch: how many of its chunks the nodes take (deal_chunks); when
+ * some do, the nodes may steal the others. */
+static int remote_chunks(void *ctx, const remote_batch *b)
 {
     coordinator *c = ctx;
+    int nchunks = b->nchunks;
     pthread_mutex_lock(&c->lock);
     int remote = 0;
     c->batches++;
@@ -646,6 +663,11 @@ static int remote_chunks(void *ctx, int nchunks)
     }
     c->last_local = nchunks - remote;
     c->local_chunks += nchunks - remote;
+    for (int k = 0; k < nchunks; k++)   /* under the lock: no steal from the batch before */
+        atomic_store(&b->claims[k], RT_CLAIM_OPEN);
+    c->batch = *b;
+    c->here_chunks = nchunks - remote;
+    c->claims = remote ? b->claims : NULL;
     pthread_mutex_unlock(&c->lock);
     return remote;
 }
@@ -835,9 +857,9 @@ void coordinator_print_nodes(coordinator *c, FILE *f)
             continue;
         if (!n->gone)
             netio_hub_peer_stats(c->hub, n->peer, &n->net);
-        fprintf(f, "  node %s (%s): %ld chunks, %.0f img/s, %.1f MB sent, %.1f MB received, "
+        fprintf(f, "  node %s (%s): %ld chunks (%ld stolen), %.0f img/s, %.1f MB sent, %.1f MB received, "
                 "%.2f s waiting on the network (%.2f ms a round trip), %.1f J %s%s%s%s\n", n->addr,
-                n->host, n->chunks, n->active_s > 0 ? (double)n->samples / n->active_s : 0,
+                n->host, n->chunks, n->stolen, n->active_s > 0 ? (double)n->samples / n->active_s : 0,
                 n->net.received / 1e6, n->net.sent / 1e6, n->wait_s, 1e3 * n->lag, n->joules, n->estimated ? "estimated" : "measured",
                 n->parked && !n->gone ? "; parked by the placement policy" : "",
                 n->gone ? "; lost: " : "", n->gone ? n->left_why : "");
@@ -859,9 +881,9 @@ void coordinator_write_json(coordinator *c, FILE *f)
             c->cfg->sync_every, c->rounds, c->rounds_lost);
     fprintf(f, ", \"timeout_s\": %g, \"coordinator_chunks\": %ld, \"coordinator_share\": %.4f, "
             "\"nodes_lost\": %ld, \"chunks_resent\": %ld, \"chunks_computed_by_the_fallback\": %ld, "
-            "\"nodes\": [", c->timeout_s, c->local_chunks + c->fallback_chunks,
+            "\"chunks_stolen\": %ld, \"nodes\": [", c->timeout_s, c->local_chunks + c->fallback_chunks,
             all ? (double)(c->local_chunks + c->fallback_chunks) / (double)all : 1.0, c->lost_nodes,
-            c->resent_chunks, c->fallback_chunks);
+            c->resent_chunks, c->fallback_chunks, c->stolen_chunks);
     for (int i = 0, first = 1; i < c->nnodes; i++) {
         node *n = &c->nodes[i];
         if (!n->ready)
@@ -874,11 +896,11 @@ void coordinator_write_json(coordinator *c, FILE *f)
         json_string(f, n->host);
         fprintf(f, ", \"workers\": %d, \"active_workers\": %d, \"kernel_path\": \"%s\", "
                 "\"joined_after_s\": %.2f, "
-                "\"chunks\": %ld, \"share\": %.4f, \"img_per_s\": %.1f, \"bytes_sent\": %llu, "
+                "\"chunks\": %ld, \"chunks_stolen\": %ld, \"share\": %.4f, \"img_per_s\": %.1f, \"bytes_sent\": %llu, "
                 "\"bytes_received\": %llu, \"network_wait_s\": %.3f, \"compute_s\": %.3f, "
                 "\"chunk_cost_ms\": %.3f, \"round_trip_lag_ms\": %.3f, \"joules\": %.3f, \"watts_computing\": %.3f, \"carbon_g_per_kwh\": %g, "
                 "\"parked\": %s, \"energy\": ", n->workers, n->running, ops_isa_name((ops_isa)n->isa),
-                n->joined_at, n->chunks, all ? (double)n->chunks / (double)all : 0,
+                n->joined_at, n->chunks, n->stolen, all ? (double)n->chunks / (double)all : 0,
                 n->active_s > 0 ? (double)n->samples / n->active_s : 0,
                 (unsigned long long)n->net.received, (unsigned long long)n->net.sent, n->wait_s,
                 n->compute_s, 1e3 * n->cost, 1e3 * n->lag, n->joules, n->watts, n->carbon, n->parked ? "true" : "false");

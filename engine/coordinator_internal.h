@@ -1,5 +1,6 @@
 /* The coordinator's state, shared by its files: coordinator.c (nodes joining and leaving, and
- * synchronous training: chunks of each batch sent out as runtime tasks) and averaging.c
+ * synchronous training: chunks of each batch sent out as runtime tasks, or stolen by nodes),
+ * coordinator_slots.c (what comes back of each chunk meeting its tasks) and averaging.c
  * (periodic averaging: rounds of local steps, then the models averaged). Every field is
  * guarded by `lock`; messages arrive on the hub's thread. */
 #ifndef FRUGAL_COORDINATOR_INTERNAL_H
@@ -30,6 +31,7 @@ typedef struct node {
     int layers_sent;
     int inflight;
     int quota, taken;            /* chunks of this batch it should take, and has taken */
+    long stolen;                 /* chunks dealt to this machine that it took */
     uint64_t group_seq;          /* the batch of the chunks last sent to it, and their count */
     int group;
     double cost;                 /* its CPU seconds per chunk, 0 until measured */
@@ -59,18 +61,25 @@ typedef struct share_decision {
     char why[400];
 } share_decision;
 
-enum { SLOT_FREE, SLOT_STARTING, SLOT_QUEUED, SLOT_SENT };
+/* SLOT_ARRIVED: every part of a stolen chunk came, some of its tasks have yet to start */
+enum { SLOT_FREE, SLOT_STARTING, SLOT_QUEUED, SLOT_SENT, SLOT_ARRIVED };
 
-/* A remote chunk: its tasks as they start, then where it was sent. A task is completed as its
- * part arrives (a layer's GRAD, then the RESULT), and forgotten then. */
+/* A chunk computed on another machine. Its parts (0: the loss figures, 1 + l: layer l's
+ * gradient) each meet their task (remote.h), whichever comes first, and the task completes
+ * then. A chunk dealt elsewhere is sent once all its tasks started; one stolen from this
+ * machine is sent first, and parts that come before their task starts are held. */
+#define SLOT_PARTS (CONFIG_MAX_LAYERS + 1)
 typedef struct slot {
     int state;
     remote_args a;
-    int started, expected;
-    chunk_stats *stats_dst;
-    rt_task *stats_task;
-    float *grad_dst[CONFIG_MAX_LAYERS];
-    rt_task *grad_task[CONFIG_MAX_LAYERS];
+    int started, expected;       /* tasks started (a chunk dealt elsewhere), and parts */
+    int met;                     /* parts that met their task */
+    int stolen;
+    void *dst[SLOT_PARTS];
+    rt_task *task[SLOT_PARTS];   /* started and waiting for its part */
+    unsigned char came[SLOT_PARTS];
+    float *held;                 /* a stolen chunk's gradients (packed), until their tasks start */
+    chunk_stats stats;           /* and its figures */
     const float *params;
     int node;                    /* SLOT_SENT: index in nodes; -1: the local fallback */
     double sent_at;
@@ -100,6 +109,12 @@ struct coordinator {
     int nlayers, param_layers;
     double local_cost, last_busy;
     long local_chunks, last_local;
+    /* the training batch under way: its chunks dealt here that nodes may steal (claims: NULL
+       when none may) */
+    remote_batch batch;
+    int here_chunks;
+    _Atomic int *claims;
+    long stolen_chunks;
     long lost_nodes, resent_chunks, fallback_chunks;
     /* the placement policy over machines (cluster_share.h) */
     policy_limits limits;
@@ -131,6 +146,17 @@ void trace_node(coordinator *c, node *n, const char *what, double start, double 
 /* netio_hub_send, marked on the node's track. */
 int send_to(coordinator *c, node *n, uint16_t type, const void *head, size_t headlen,
             const void *body, size_t bodylen);
+
+/* coordinator_slots.c, locked. Each returns the tasks it put in done (at most SLOT_PARTS), for
+ * the caller to complete unlocked; a slot whose parts all met their tasks is free. */
+slot *slot_of(coordinator *c, uint64_t seq, int chunk);     /* NULL: none */
+slot *slot_new(coordinator *c, const remote_args *a, const float *params, int state);
+int slot_task(coordinator *c, slot *s, int part, void *dst, rt_task *task, rt_task **done);
+int slot_arrived(coordinator *c, slot *s, int part, const void *data, rt_task **done);
+/* A RESULT: the figures, and the gradients unless grads is NULL (they came as GRADs). */
+int slot_result(coordinator *c, slot *s, const msg_result *r, const float *grads, rt_task **done);
+int slot_fail(slot *s, rt_task **done);   /* the tasks waiting, to complete as failed */
+void slot_free(slot *s);
 
 /* averaging.c, on the hub's thread, locked */
 void averaging_on_model(coordinator *c, node *n, const uint8_t *p, size_t len);

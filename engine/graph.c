@@ -6,7 +6,9 @@
  * by the regions they touch, not by barriers, so a chunk enters layer i+1 as soon as it leaves
  * layer i, and the next batch (in the other set of buffers) loads while this one finishes. A
  * batch is submitted layer by layer across its chunks: when the submitting thread stops to run a
- * task, every chunk already has work. */
+ * task, every chunk already has work. On a cluster's coordinator, the chunks dealt elsewhere are
+ * tasks that wait for the network (remote.h), and those dealt here carry claims, so that a node
+ * may steal the ones not yet started. */
 #include "engine/trainer_internal.h"
 
 #include "engine/remote.h"
@@ -54,13 +56,20 @@ static unsigned placement(const trainer *t, const rt_kind *kind, int chunk)
     return 0;
 }
 
+/* claim: NULL, or the claim on the chunk the task computes (remote.h) */
+static void submit_claimed(trainer *t, rt_kind *kind, const void *args, size_t size, int prio,
+                           const access_list *al, int chunk, _Atomic int *claim)
+{
+    rt_task_desc d = {.kind = kind, .args = args, .args_size = size, .priority = prio,
+                      .naccess = al->n, .kinds = placement(t, kind, chunk), .claim = claim};
+    memcpy(d.access, al->a, sizeof(rt_access) * (size_t)al->n);
+    rt_submit(t->rt, &d);   /* a failure is reported by the next wait */
+}
+
 static void submit(trainer *t, rt_kind *kind, const void *args, size_t size, int prio,
                    const access_list *al, int chunk)
 {
-    rt_task_desc d = {.kind = kind, .args = args, .args_size = size, .priority = prio,
-                      .naccess = al->n, .kinds = placement(t, kind, chunk)};
-    memcpy(d.access, al->a, sizeof(rt_access) * (size_t)al->n);
-    rt_submit(t->rt, &d);   /* a failure is reported by the next wait */
+    submit_claimed(t, kind, args, size, prio, al, chunk, NULL);
 }
 
 /* What one batch is: where its samples start, how many, which buffers, which data set. */
@@ -71,7 +80,15 @@ typedef struct batch_ref {
     batch_set *b;
     int mean_over;      /* samples the gradient is the mean over: 0, the batch's size */
     int ship;           /* a node's chunk: its gradients go to the sink layer by layer */
+    int epoch;
+    long index;         /* in the epoch */
+    _Atomic int *claims;   /* a coordinator's batch that nodes may take chunks of (remote.h) */
 } batch_ref;
+
+/* The claim on chunk k of the batch, if nodes may take it. */
+static _Atomic int *claim_of(const batch_ref *r, int k) { return r->claims ? &r->claims[k] : NULL; }
+
+static void submit_arrival(trainer *t, const batch_ref *r, int k, int l, rt_mode mode);
 
 static int chunk_size(const trainer *t, const batch_ref *r, int k, int *s0);
 
@@ -133,8 +150,8 @@ static void submit_forward(trainer *t, const batch_ref *r, int l, int k, int g, 
     }
     if (ly->nparams)
         a.at.params = add(&al, t->hparams[l], RT_R);
-    submit(t, fused ? &conv_maxpool_forward_kind : ly->cls->forward, &a, sizeof a, PRIO_FORWARD,
-           &al, k);
+    submit_claimed(t, fused ? &conv_maxpool_forward_kind : ly->cls->forward, &a, sizeof a,
+                   PRIO_FORWARD, &al, k, claim_of(r, k));
 }
 
 /* The loss of chunk k, its gradient when training, and the tally of its figures. */
@@ -151,7 +168,10 @@ static void submit_loss(trainer *t, const batch_ref *r, int k)
         a.at.dy = add(&al, r->b->grad[L].part[k], RT_W);
     if (t->predictions)
         a.at.aux = add(&al, r->b->aux[L].part[k], RT_W);
-    submit(t, t->m->layers[L].cls->forward, &a, sizeof a, PRIO_BACKWARD, &al, k);
+    submit_claimed(t, t->m->layers[L].cls->forward, &a, sizeof a, PRIO_BACKWARD, &al, k,
+                   claim_of(r, k));
+    if (r->claims)
+        submit_arrival(t, r, k, -1, RT_RW);
 
     tally_args ta = {r->first + s0, n, t->predictions != NULL, &t->samples_done};
     access_list tl = {.n = 0};
@@ -197,8 +217,8 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
             if (ly->nparams)
                 a.at.params = add(&al, t->hparams[l], RT_R);
         }
-        submit(t, fused ? &conv_maxpool_backward_kind : ly->cls->backward, &a, sizeof a,
-               PRIO_BACKWARD, &al, k);
+        submit_claimed(t, fused ? &conv_maxpool_backward_kind : ly->cls->backward, &a, sizeof a,
+                       PRIO_BACKWARD, &al, k, claim_of(r, k));
     }
     if (dx && groups > 1) {
         layer_task a = task_for(t, l, n);
@@ -206,7 +226,8 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
         a.at.dy = add(&al, r->b->grad[l + 1].part[k], RT_R);
         a.at.params = add(&al, t->hparams[l], RT_R);
         a.at.dx = add(&al, r->b->grad[l].part[k], RT_W);
-        submit(t, &conv_backward_input_kind, &a, sizeof a, PRIO_BACKWARD, &al, k);
+        submit_claimed(t, &conv_backward_input_kind, &a, sizeof a, PRIO_BACKWARD, &al, k,
+                       claim_of(r, k));
     }
 }
 
@@ -289,6 +310,8 @@ static void submit_chunks(trainer *t, const batch_ref *r, int k0, int k1)
             submit_backward(t, r, l, k, chunk_size(t, r, k, &s0));
             if (r->ship && t->m->layers[l].nparams)
                 submit_ship(t, r, l, k);
+            if (r->claims && t->m->layers[l].nparams)
+                submit_arrival(t, r, k, l, RT_RW);
         }
 }
 
@@ -310,28 +333,32 @@ static void submit_packs(trainer *t)
     t->packed_seq = t->seq;
 }
 
-/* Chunks [k0, k1) of a training batch computed elsewhere (remote.h): per chunk a task per layer
- * with parameters and one for the loss figures, and the tally. */
-static void submit_remote(trainer *t, const batch_ref *r, int epoch, long b, int k0, int k1)
+/* What arrives of chunk k from another machine (remote.h): layer l's partial gradient, or the
+ * chunk's loss figures (l = -1). A chunk dealt elsewhere waits for it (W) and reads the packed
+ * parameters to send; one dealt here passes it on after its own tasks (RW) if it was taken. */
+static void submit_arrival(trainer *t, const batch_ref *r, int k, int l, rt_mode mode)
+{
+    remote_args a = {t->seq, r->epoch, k, r->size, l, -1, r->index,
+                     mode == RT_W ? NULL : claim_of(r, k)};
+    access_list al = {.n = 0};
+    if (l < 0)
+        add(&al, r->b->stats.part[k], mode);
+    for (int g = 0; l >= 0 && g < t->plan.groups[l]; g++)
+        add(&al, t->hpartial_part[l][k * t->plan.groups[l] + g], mode);
+    if (mode == RT_W)
+        a.params_at = add(&al, t->hpack[t->seq & 1], RT_R);
+    submit(t, l < 0 ? &remote_stats_kind : &remote_grad_kind, &a, sizeof a, PRIO_BACKWARD, &al, -1);
+}
+
+/* Chunks [k0, k1) of a training batch computed elsewhere: their arrivals and the tally. */
+static void submit_remote(trainer *t, const batch_ref *r, int k0, int k1)
 {
     int s0;
-    rt_handle *pack = t->hpack[t->seq & 1];
     for (int k = k0; k < k1; k++) {
-        remote_args a = {t->seq, epoch, k, r->size, -1, 1, b};
-        access_list al = {.n = 0};
-        add(&al, r->b->stats.part[k], RT_W);
-        add(&al, pack, RT_R);
-        submit(t, &remote_stats_kind, &a, sizeof a, PRIO_BACKWARD, &al, -1);
-        for (int l = 0; l < t->m->nlayers; l++) {
-            if (!t->m->layers[l].nparams)
-                continue;
-            al.n = 0;
-            a.layer = l;
-            for (int g = 0; g < t->plan.groups[l]; g++)
-                add(&al, t->hpartial_part[l][k * t->plan.groups[l] + g], RT_W);
-            a.params_at = add(&al, pack, RT_R);
-            submit(t, &remote_grad_kind, &a, sizeof a, PRIO_BACKWARD, &al, -1);
-        }
+        submit_arrival(t, r, k, -1, RT_W);
+        for (int l = 0; l < t->m->nlayers; l++)
+            if (t->m->layers[l].nparams)
+                submit_arrival(t, r, k, l, RT_W);
         int n = chunk_size(t, r, k, &s0);
         tally_args ta = {r->first + s0, n, 0, &t->samples_done};
         access_list tl = {.n = 0};
@@ -350,17 +377,28 @@ static int batch_chunks(const trainer *t, const batch_ref *r)
     return chunks;
 }
 
-static void submit_batch(trainer *t, const batch_ref *r, int epoch, long b)
+/* Asks the coordinator, if any, how many of the batch's chunks other machines compute; when
+ * some do, the chunks left here carry claims, for nodes to take the ones not yet started. */
+static int share_batch(trainer *t, batch_ref *r, int chunks)
 {
-    int chunks = batch_chunks(t, r);
-    int elsewhere = r->split == SPLIT_TRAIN && t->remote.chunks
-                        ? t->remote.chunks(t->remote.ctx, chunks) : 0;
+    if (r->split != SPLIT_TRAIN || !t->remote.chunks)
+        return 0;
+    remote_batch b = {t->seq, r->epoch, r->size, chunks, r->index, r->b->claims,
+                      t->pack[t->seq & 1]};
+    int elsewhere = t->remote.chunks(t->remote.ctx, &b);
+    r->claims = elsewhere ? r->b->claims : NULL;
+    return elsewhere;
+}
+
+static void submit_batch(trainer *t, batch_ref *r)
+{
+    int chunks = batch_chunks(t, r), elsewhere = share_batch(t, r, chunks);
     /* the remote chunks first: they wait on the network the longest, and the submitting thread
      * may run local tasks before it submits anything after them */
     if (elsewhere && t->packed_seq != t->seq)
         submit_packs(t);
     if (elsewhere)
-        submit_remote(t, r, epoch, b, chunks - elsewhere, chunks);
+        submit_remote(t, r, chunks - elsewhere, chunks);
     submit_chunks(t, r, 0, chunks - elsewhere);
     if (r->split != SPLIT_TRAIN)
         return;
@@ -452,13 +490,13 @@ static int run_pass(trainer *t, int split, int epoch, long first_batch, const pa
         }
         long first = b * batch;
         batch_ref r = {split, first, (int)(d->n - first < batch ? d->n - first : batch),
-                       &t->set[b & 1], 0, 0};
+                       &t->set[b & 1], 0, 0, epoch, b, NULL};
         if (split == SPLIT_TRAIN && t->remote.chunks)
             wait_for_parameters(t);
         if (share)
             submit_share(t, &r, share->k0, share->k1);
         else
-            submit_batch(t, &r, epoch, b);
+            submit_batch(t, &r);
         out->batches++;
         if (t->progress)
             t->progress(t->progress_ctx, atomic_load(&t->samples_done), d->n, clock_now_s() - start);
@@ -555,7 +593,8 @@ int trainer_node_chunk(trainer *t, int epoch, long batch, int chunk, int size, c
     }
     if (shuffle_once(t, epoch, err, errlen))
         return -1;
-    batch_ref r = {SPLIT_TRAIN, first, size, &t->set[0], 0, t->gradients.ready != NULL};
+    batch_ref r = {SPLIT_TRAIN, first, size, &t->set[0], 0, t->gradients.ready != NULL, epoch,
+                   batch, NULL};
     submit_chunks(t, &r, chunk, chunk + 1);
     return 0;
 }

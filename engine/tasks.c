@@ -163,12 +163,16 @@ static int pack(const rt_ctx *ctx, void *p)
     return 0;
 }
 
-/* The destination's first part is access 0, the packed parameters access params_at. */
+/* The destination's first part is access 0, the packed parameters access params_at. A chunk
+ * dealt here passes nothing on unless a node took it. */
 static int remote_started(const rt_ctx *ctx, void *p)
 {
     const remote_args *a = p;
+    if (a->claim && atomic_load(a->claim) != RT_CLAIM_ELSEWHERE)
+        return 0;
     remote_sink *s = rt_device_ctx(ctx);
-    s->started(s, a, rt_ptr(ctx, 0), rt_ptr(ctx, a->params_at), ctx->rt, ctx->task);
+    s->started(s, a, rt_ptr(ctx, 0), a->params_at >= 0 ? rt_ptr(ctx, a->params_at) : NULL,
+               ctx->rt, ctx->task);
     return RT_PENDING;
 }
 

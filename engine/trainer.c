@@ -275,6 +275,7 @@ void trainer_destroy(trainer *t)
     for (int p = 0; p < 2; p++) {
         rt_handle_unregister(t->rt, t->hpack[p]);
         free(t->pack[p]);
+        free(t->set[p].claims);
     }
     free(t->order);
     free(t);
@@ -299,7 +300,8 @@ int trainer_share_work(trainer *t, const trainer_remote *r, char *err, size_t er
     size_t bytes = sizeof(float) * (size_t)(t->m->nparams ? t->m->nparams : 1);
     for (int p = 0; p < 2; p++)
         if (!(t->pack[p] = malloc(bytes)) ||
-            !(t->hpack[p] = rt_handle_register(t->rt, t->pack[p], bytes, "packed parameters"))) {
+            !(t->hpack[p] = rt_handle_register(t->rt, t->pack[p], bytes, "packed parameters")) ||
+            !(t->set[p].claims = calloc((size_t)t->plan.nchunks, sizeof(_Atomic int)))) {
             snprintf(err, errlen, "out of memory for the parameters sent to other machines "
                      "(%ld floats)", t->m->nparams);
             return -1;

@@ -11,6 +11,7 @@
 #include "engine/dataset.h"
 #include "engine/model.h"
 #include "engine/plan.h"
+#include "engine/remote.h"
 #include "runtime/runtime.h"
 
 #include <signal.h>
@@ -58,10 +59,11 @@ int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_re
 /* ---- a cluster (engine/coordinator.c, engine/node.c) ---- */
 
 /* On the coordinator: asked for every training batch how many of its last chunks other machines
- * compute (remote.h); the runtime must have a peer worker whose device ctx is a remote_sink. */
+ * compute (remote.h); when some do, the rest may be taken by them too, through the claims. The
+ * runtime must have a peer worker whose device ctx is a remote_sink. */
 typedef struct trainer_remote {
     void *ctx;
-    int (*chunks)(void *ctx, int nchunks);
+    int (*chunks)(void *ctx, const remote_batch *b);
 } trainer_remote;
 int trainer_share_work(trainer *t, const trainer_remote *r, char *err, size_t errlen);
 /* The parameter count of the model; its layers' counts (the packed order: layers in order). */

@@ -27,6 +27,7 @@ typedef struct batch_set {
     chunked aux[CONFIG_MAX_LAYERS];        /* a max-pool's argmax; the loss's predictions */
     chunked samples;                       /* bytes input: each sample's pixels in the data set */
     chunked labels, stats;
+    _Atomic int *claims;                   /* a coordinator's: per chunk, who computes it */
 } batch_set;
 
 /* A pass's running totals, summed chunk by chunk in a fixed order by the tally tasks. */

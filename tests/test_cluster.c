@@ -56,13 +56,13 @@ static const char *tmp(const char *name)
 }
 
 /* extra: more lines of the last section, [energy], and sections after it. */
-static const char *job_file_with(const char *name, int limit, int filters, int epochs,
-                                 double momentum, const char *extra)
+static const char *job_file_batch(const char *name, int limit, int filters, int epochs, int batch,
+                                  double momentum, const char *extra)
 {
     const char *path = tmp(name);
     FILE *f = fopen(path, "w");
     if (f) {
-        fprintf(f, "[job]\nepochs = %d\nbatch = 32\nseed = 7\n"
+        fprintf(f, "[job]\nepochs = %d\nbatch = %d\nseed = 7\n"
                    "[data]\nformat = idx\n"
                    "train_images = /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz\n"
                    "train_labels = /usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz\n"
@@ -71,10 +71,16 @@ static const char *job_file_with(const char *name, int limit, int filters, int e
                    "[dense]\noutputs = 10\n[softmax_xent]\n"
                    "[optimizer]\ntype = sgd\nlr = 0.01\nmomentum = %g\n"
                    "[execution]\nworkers = 1\ngrain = 4\n[energy]\nbaseline_seconds = 0\n%s",
-                epochs, limit, filters, momentum, extra);
+                epochs, batch, limit, filters, momentum, extra);
         fclose(f);
     }
     return path;
+}
+
+static const char *job_file_with(const char *name, int limit, int filters, int epochs,
+                                 double momentum, const char *extra)
+{
+    return job_file_batch(name, limit, filters, epochs, 32, momentum, extra);
 }
 
 static const char *job_file(const char *name, int limit, int filters, int epochs)
@@ -494,6 +500,29 @@ TEST(cluster_far_node_is_dealt_only_probes)
     double share = node_share("far");
     CHECKF(share > 0 && share < 0.05, "the far node's share: %.3f\n%s", share, out);
     check_identical("single-far", "far");
+}
+
+/* A coordinator many times slower than its node: the first batch (32 chunks) is dealt half and
+ * half, the node not being measured yet, so the node, done with its share, takes (steals) the
+ * chunks dealt to the coordinator that have not started there; the weights stay those of one
+ * machine. */
+TEST(cluster_idle_node_steals_chunks_not_started_here)
+{
+    char j[700];
+    snprintf(j, sizeof j, "%s", job_file_batch("steal.cfg", 1536, 4, 2, 128, 0.9, ""));
+    single("single-steal", j);
+    pid_t node = start_node(14, "steal-node", key(), "20", NULL);
+    int rc = coordinate_run(&(coordinator_run){j, "steal", 14, 1, "20", 1, 0, NULL});
+    int node_rc = wait_node(node, "steal-node");
+    CHECKF(rc == 0 && node_rc == 0, "%s", out);
+    char summary[1 << 15];
+    const char *at = strstr(test_read_text(tmp("steal/summary.json"), summary, sizeof summary),
+                            "\"chunks_stolen\": ");
+    long stolen = 0;
+    CHECKF(at && sscanf(at, "\"chunks_stolen\": %ld", &stolen) == 1 && stolen > 0,
+           "%ld chunks stolen\n%s", stolen, out);
+    CHECKF(strstr(out, " stolen), "), "%s", out);
+    check_identical("single-steal", "steal");
 }
 
 /* Decision 3 of the placement policy: a node whose power profile is three times this machine's

@@ -1,0 +1,104 @@
+/* The coordinator's slots: chunks computed on other machines, each part meeting its task
+ * (coordinator_internal.h). Called with the coordinator's lock held; the tasks they hand back
+ * are completed by the caller once it lets go of the lock. */
+#include "engine/coordinator_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static size_t part_bytes(const coordinator *c, int p)
+{
+    return p ? sizeof(float) * (size_t)c->layer_params[p - 1] : sizeof(chunk_stats);
+}
+
+static void *held_part(slot *s, const coordinator *c, int p)
+{
+    return p ? (void *)(s->held + c->layer_offset[p - 1]) : (void *)&s->stats;
+}
+
+slot *slot_of(coordinator *c, uint64_t seq, int chunk)
+{
+    for (int i = 0; i < c->nslots; i++)
+        if (c->slots[i].state != SLOT_FREE && c->slots[i].a.seq == seq && c->slots[i].a.chunk == chunk)
+            return &c->slots[i];
+    return NULL;
+}
+
+slot *slot_new(coordinator *c, const remote_args *a, const float *params, int state)
+{
+    for (int i = 0; i < c->nslots; i++) {
+        slot *s = &c->slots[i];
+        if (s->state == SLOT_FREE) {
+            memset(s, 0, sizeof *s);
+            s->state = state;
+            s->a = *a;
+            s->expected = 1 + c->param_layers;
+            s->params = params;
+            return s;
+        }
+    }
+    return NULL;
+}
+
+/* Part p meets its task: the data in place, the task to complete. */
+static int meet(slot *s, int p, const void *data, size_t bytes, rt_task **done)
+{
+    memcpy(s->dst[p], data, bytes);
+    *done = s->task[p];
+    s->task[p] = NULL;
+    s->met++;
+    return 1;
+}
+
+int slot_task(coordinator *c, slot *s, int p, void *dst, rt_task *task, rt_task **done)
+{
+    s->dst[p] = dst, s->task[p] = task;
+    int n = s->came[p] ? meet(s, p, held_part(s, c, p), part_bytes(c, p), done) : 0;
+    if (s->met == s->expected)
+        slot_free(s);
+    return n;
+}
+
+int slot_arrived(coordinator *c, slot *s, int p, const void *data, rt_task **done)
+{
+    if (s->came[p])
+        return 0;   /* it came before the chunk was sent again */
+    s->came[p] = 1;
+    if (s->task[p])
+        return meet(s, p, data, part_bytes(c, p), done);
+    if (s->held || !p)   /* a stolen chunk's: its task has yet to start */
+        memcpy(held_part(s, c, p), data, part_bytes(c, p));
+    return 0;
+}
+
+int slot_result(coordinator *c, slot *s, const msg_result *r, const float *grads, rt_task **done)
+{
+    int n = 0;
+    for (int l = 0; grads && l < c->nlayers; l++)
+        if (c->layer_params[l])
+            n += slot_arrived(c, s, 1 + l, grads + c->layer_offset[l], done + n);
+    chunk_stats st = {r->loss, (int)r->correct, (int)r->samples};
+    n += slot_arrived(c, s, 0, &st, done + n);
+    if (s->met == s->expected)
+        slot_free(s);
+    else
+        s->state = SLOT_ARRIVED;
+    return n;
+}
+
+int slot_fail(slot *s, rt_task **done)
+{
+    int n = 0;
+    for (int p = 0; p < SLOT_PARTS; p++)
+        if (s->task[p])
+            done[n++] = s->task[p];
+    slot_free(s);
+    return n;
+}
+
+void slot_free(slot *s)
+{
+    free(s->held);
+    s->held = NULL;
+    s->state = SLOT_FREE;
+}
