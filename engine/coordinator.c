@@ -608,6 +608,11 @@ static int deal_chunks(coordinator *c, int nchunks)
             (c->cfg->all_nodes || (n->parked ? n->probe : c->batches - n->fed_at >= PROBE_EVERY)))
             n->quota = 1, remote++;
     }
+    for (int i = 0; i < c->nnodes; i++) {
+        node *n = &c->nodes[i];
+        n->batches_present += n->ready && !n->gone;
+        n->batches_dealt += n->quota > 0;
+    }
     return remote;
 }
 
@@ -857,9 +862,9 @@ void coordinator_print_nodes(coordinator *c, FILE *f)
             continue;
         if (!n->gone)
             netio_hub_peer_stats(c->hub, n->peer, &n->net);
-        fprintf(f, "  node %s (%s): %ld chunks (%ld stolen), %.0f img/s, %.1f MB sent, %.1f MB received, "
+        fprintf(f, "  node %s (%s): %ld chunks (%ld stolen; dealt some in %ld of %ld batches), %.0f img/s, %.1f MB sent, %.1f MB received, "
                 "%.2f s waiting on the network (%.2f ms a round trip), %.1f J %s%s%s%s\n", n->addr,
-                n->host, n->chunks, n->stolen, n->active_s > 0 ? (double)n->samples / n->active_s : 0,
+                n->host, n->chunks, n->stolen, n->batches_dealt, n->batches_present, n->active_s > 0 ? (double)n->samples / n->active_s : 0,
                 n->net.received / 1e6, n->net.sent / 1e6, n->wait_s, 1e3 * n->lag, n->joules, n->estimated ? "estimated" : "measured",
                 n->parked && !n->gone ? "; parked by the placement policy" : "",
                 n->gone ? "; lost: " : "", n->gone ? n->left_why : "");
@@ -896,11 +901,12 @@ void coordinator_write_json(coordinator *c, FILE *f)
         json_string(f, n->host);
         fprintf(f, ", \"workers\": %d, \"active_workers\": %d, \"kernel_path\": \"%s\", "
                 "\"joined_after_s\": %.2f, "
-                "\"chunks\": %ld, \"chunks_stolen\": %ld, \"share\": %.4f, \"img_per_s\": %.1f, \"bytes_sent\": %llu, "
+                "\"chunks\": %ld, \"chunks_stolen\": %ld, \"batches_dealt\": %ld, \"batches_present\": %ld, "
+                "\"share\": %.4f, \"img_per_s\": %.1f, \"bytes_sent\": %llu, "
                 "\"bytes_received\": %llu, \"network_wait_s\": %.3f, \"compute_s\": %.3f, "
                 "\"chunk_cost_ms\": %.3f, \"round_trip_lag_ms\": %.3f, \"joules\": %.3f, \"watts_computing\": %.3f, \"carbon_g_per_kwh\": %g, "
                 "\"parked\": %s, \"energy\": ", n->workers, n->running, ops_isa_name((ops_isa)n->isa),
-                n->joined_at, n->chunks, n->stolen, all ? (double)n->chunks / (double)all : 0,
+                n->joined_at, n->chunks, n->stolen, n->batches_dealt, n->batches_present, all ? (double)n->chunks / (double)all : 0,
                 n->active_s > 0 ? (double)n->samples / n->active_s : 0,
                 (unsigned long long)n->net.received, (unsigned long long)n->net.sent, n->wait_s,
                 n->compute_s, 1e3 * n->cost, 1e3 * n->lag, n->joules, n->watts, n->carbon, n->parked ? "true" : "false");

@@ -32,6 +32,7 @@ typedef struct node {
     int inflight;
     int quota, taken;            /* chunks of this batch it should take, and has taken */
     long stolen;                 /* chunks dealt to this machine that it took */
+    long batches_dealt, batches_present;   /* batches it was dealt chunks of, of those it saw */
     uint64_t group_seq;          /* the batch of the chunks last sent to it, and their count */
     int group;
     double cost;                 /* its CPU seconds per chunk, 0 until measured */

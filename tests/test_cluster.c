@@ -499,6 +499,13 @@ TEST(cluster_far_node_is_dealt_only_probes)
     CHECKF(rc == 0 && node_rc == 0, "%s", out);
     double share = node_share("far");
     CHECKF(share > 0 && share < 0.05, "the far node's share: %.3f\n%s", share, out);
+    long dealt = -1, present = -1;   /* and the summary says in how few batches */
+    char summary[1 << 15];
+    const char *at = strstr(test_read_text(tmp("far/summary.json"), summary, sizeof summary),
+                            "\"batches_dealt\": ");
+    CHECKF(at && sscanf(at, "\"batches_dealt\": %ld, \"batches_present\": %ld", &dealt, &present) == 2 &&
+           dealt > 0 && present >= 48 && dealt * 4 < present, "dealt in %ld of %ld batches", dealt,
+           present);
     check_identical("single-far", "far");
 }
 
