@@ -955,6 +955,8 @@ void coordinator_stop(coordinator *c, const char *why)
     proto_job_free(&c->job);
     for (int i = 0; i < PROTO_MAX_FILES; i++)
         free(c->paths[i]);
+    for (int i = 0; c->slots && i < c->nslots; i++)   /* stopped with stolen chunks under way */
+        free(c->slots[i].held);
     free(c->slots);
     free(c->params);
     for (int i = 0; i < c->nnodes; i++)
