@@ -85,6 +85,9 @@ int send_to(coordinator *c, node *n, uint16_t type, const void *head, size_t hea
 
 static void steal_for(coordinator *c, node *n);
 
+/* A node the policy keeps: it is sent each batch's parameters and may be dealt chunks. */
+static int takes_work(const node *n) { return n->ready && !n->gone && !n->parked; }
+
 static slot *first_queued(coordinator *c)
 {
     slot *best = NULL;
@@ -137,7 +140,7 @@ static int may_take(const coordinator *c, const node *n)
     if (!n->parked || n->probe)
         return 1;
     for (int i = 0; i < c->nnodes; i++)
-        if (c->nodes[i].ready && !c->nodes[i].gone && !c->nodes[i].parked)
+        if (takes_work(&c->nodes[i]))
             return 0;
     return 1;
 }
@@ -194,7 +197,8 @@ static void task_started(remote_sink *sink, const remote_args *a, void *dst, con
     }
     pthread_mutex_unlock(&c->lock);
     if (!s)
-        rt_task_complete(rt, task, 1, "the node that took its chunk is gone, with its slot");
+        rt_task_complete(rt, task, 1, "a remote chunk without a slot: its computation failed, or "
+                                      "more chunks were in flight than slots");
     complete(c, done, n);
 }
 
@@ -210,7 +214,7 @@ static void params_ready(remote_sink *sink, uint64_t seq, int layer, const float
     pthread_mutex_lock(&c->lock);
     for (int i = 0; i < c->nnodes; i++) {
         node *x = &c->nodes[i];
-        if (x->ready && !x->gone && !x->parked) {
+        if (takes_work(x)) {
             if (x->layers_seq != seq)
                 x->layers_seq = seq, x->layers_sent = 0, x->params_seq = UINT64_MAX;
             trace_message(c, x, "sent", MSG_LAYER);
@@ -369,10 +373,9 @@ static void on_grad(coordinator *c, node *n, const uint8_t *p, size_t len)
     if (!s)
         return refuse(c, n, "a gradient for a chunk it was not sent");
     rt_task *done[1];
-    if (!slot_arrived(c, s, 1 + (int)g.layer, g.values, done))
-        return;
+    int ndone = slot_arrived(c, s, 1 + (int)g.layer, g.values, done);
     pthread_mutex_unlock(&c->lock);
-    rt_task_complete(c->rt, done[0], 0, NULL);
+    complete(c, done, ndone);
     pthread_mutex_lock(&c->lock);
 }
 
@@ -589,7 +592,7 @@ static int deal_chunks(coordinator *c, int nchunks)
         node *to = NULL;
         for (int i = 0; i < c->nnodes; i++) {
             node *n = &c->nodes[i];
-            if (!n->ready || n->gone || n->parked)
+            if (!takes_work(n))
                 continue;
             double t = node_finishes(c, n, n->quota + 1);
             if (t < best)
@@ -621,7 +624,7 @@ static int deal_chunks(coordinator *c, int nchunks)
  * this machine gets to it. The claim keeps this machine's tasks off a stolen chunk. */
 static void steal_for(coordinator *c, node *n)
 {
-    while (c->claims && n->ready && !n->gone && !n->parked && n->params_seq == c->batch.seq) {
+    while (c->claims && takes_work(n) && n->params_seq == c->batch.seq) {
         int owed = n->quota > n->taken ? n->quota - n->taken : 0, waiting = 0, k = -1;
         for (int i = 0; i < c->here_chunks; i++)
             if (atomic_load(&c->claims[i]) == RT_CLAIM_OPEN)
@@ -643,7 +646,6 @@ static void steal_for(coordinator *c, node *n)
             slot_free(s);
             continue;   /* a worker here started it meanwhile */
         }
-        s->stolen = 1;
         n->stolen++, c->stolen_chunks++;
         c->last_local--, c->local_chunks--;
         if (send_chunk(c, n, s))

@@ -75,7 +75,6 @@ typedef struct slot {
     remote_args a;
     int started, expected;       /* tasks started (a chunk dealt elsewhere), and parts */
     int met;                     /* parts that met their task */
-    int stolen;
     void *dst[SLOT_PARTS];
     rt_task *task[SLOT_PARTS];   /* started and waiting for its part */
     unsigned char came[SLOT_PARTS];

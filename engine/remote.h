@@ -52,7 +52,8 @@ typedef struct remote_sink {
     void (*params)(struct remote_sink *s, uint64_t seq, int layer, const float *values, long n);
 } remote_sink;
 
-/* Accesses: the destination parts (W), then the packed parameters (R). */
+/* Accesses: the destination parts, then the packed parameters (R); a chunk dealt here has its
+ * parts RW (after its own tasks) and no packed parameters. */
 extern rt_kind remote_grad_kind, remote_stats_kind;
 /* Accesses: a layer's parameters (R), the packed parameters (RW); runs on the peer worker. */
 typedef struct pack_args {
