@@ -1,5 +1,6 @@
 #include "engine/chunk_engine.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,20 +74,24 @@ int chunk_engine_layer(chunk_engine *e, uint64_t seq, int layer, const void *val
     return 0;
 }
 
-int chunk_engine_run(chunk_engine *e, const msg_work *w, int n, char *err, size_t errlen)
+int chunk_engine_run(chunk_engine *e, const msg_work *w, _Atomic int *const *claims, int n,
+                     char *err, size_t errlen)
 {
     rt_stats st;
     rt_stats_reset(e->rt);
     for (int i = 0; i < n; i++)
         if (trainer_node_chunk(e->t, (int)w[i].epoch, w[i].batch, (int)w[i].chunk, (int)w[i].size,
-                               err, errlen))
+                               claims ? claims[i] : NULL, err, errlen))
             return -1;
     if (rt_wait_all(e->rt)) {
         snprintf(err, errlen, "%s", rt_error(e->rt));
         return -1;
     }
+    int ran = 0;   /* the chunks taken back cost nothing */
+    for (int i = 0; i < n; i++)
+        ran += !claims || atomic_load(claims[i]) != RT_CLAIM_ELSEWHERE;
     rt_stats_get(e->rt, &st);
-    e->busy_per_chunk = n ? st.busy_s / n : 0;
+    e->busy_per_chunk = ran ? st.busy_s / ran : 0;
     return 0;
 }
 

@@ -39,8 +39,10 @@ int chunk_engine_params(chunk_engine *e, uint64_t seq, const void *packed, char 
                         size_t errlen);
 int chunk_engine_layer(chunk_engine *e, uint64_t seq, int layer, const void *values, char *err,
                        size_t errlen);
-/* Computes chunks (of the loaded batch) on every worker. 0, or -1 with err. */
-int chunk_engine_run(chunk_engine *e, const msg_work *w, int n, char *err, size_t errlen);
+/* Computes chunks (of the loaded batch) on every worker; claims (NULL: none), per chunk, let
+ * another machine take it before it starts (trainer_node_chunk). 0, or -1 with err. */
+int chunk_engine_run(chunk_engine *e, const msg_work *w, _Atomic int *const *claims, int n,
+                     char *err, size_t errlen);
 /* Each chunk's gradients handed to the sink layer by layer during chunk_engine_run (a node's). */
 void chunk_engine_stream(chunk_engine *e, const trainer_gradient_sink *s);
 /* Chunk w's result after chunk_engine_run; r->grads points into the engine until the next call

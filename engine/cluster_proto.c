@@ -21,6 +21,7 @@ void proto_limits(frame_limits *l, int coordinator, long nparams, long largest)
         l->max_payload[MSG_RESULT] = floats ? RESULT_HEAD : 0;
         l->max_payload[MSG_MODEL] = floats ? RESULT_HEAD + floats : 0;
         l->max_payload[MSG_GRAD] = floats && largest > 0 ? PROTO_LAYER_HEAD + 4 * (uint32_t)largest : 0;
+        l->max_payload[MSG_RECALLED] = 16;
     } else {
         l->max_payload[MSG_JOB] = 12 + CONFIG_MAX_BYTES + PROTO_MAX_FILES * (512 + 8 + 32 + 4);
         l->max_payload[MSG_FILE] = 48 + PROTO_FILE_PIECE;
@@ -28,6 +29,7 @@ void proto_limits(frame_limits *l, int coordinator, long nparams, long largest)
         l->max_payload[MSG_LAYER] = floats && largest > 0 ? PROTO_LAYER_HEAD + 4 * (uint32_t)largest : 0;
         l->max_payload[MSG_WORK] = 24;
         l->max_payload[MSG_ROUND] = 28;
+        l->max_payload[MSG_RECALL] = 16;
         l->max_payload[MSG_DONE] = PROTO_TEXT;
     }
 }
@@ -46,7 +48,8 @@ const char *proto_msg_name(unsigned type)
         [MSG_JOIN] = "JOIN", [MSG_JOB] = "JOB", [MSG_FETCH] = "FETCH", [MSG_FILE] = "FILE",
         [MSG_READY] = "READY", [MSG_PARAMS] = "PARAMS", [MSG_WORK] = "WORK",
         [MSG_RESULT] = "RESULT", [MSG_DONE] = "DONE", [MSG_ROUND] = "ROUND", [MSG_MODEL] = "MODEL",
-        [MSG_GRAD] = "GRAD", [MSG_LAYER] = "LAYER"};
+        [MSG_GRAD] = "GRAD", [MSG_LAYER] = "LAYER", [MSG_RECALL] = "RECALL",
+        [MSG_RECALLED] = "RECALLED"};
     return type < MSG_TYPES && names[type] ? names[type] : "?";
 }
 
@@ -100,6 +103,15 @@ size_t proto_work_encode(const msg_work *m, uint8_t *out, size_t cap)
     wire_u32(&w, m->batch);
     wire_u32(&w, m->chunk);
     wire_u32(&w, m->size);
+    return w.len;
+}
+
+size_t proto_recall_encode(const msg_recall *m, uint8_t *out, size_t cap)
+{
+    wire_writer w = {out, 0, cap};
+    wire_u64(&w, m->seq);
+    wire_u32(&w, m->chunk);
+    wire_u32(&w, m->given);
     return w.len;
 }
 
@@ -278,6 +290,21 @@ int proto_work_decode(msg_work *m, const uint8_t *p, size_t len, char *why, size
     m->chunk = wire_get_u32(&r);
     m->size = wire_get_u32(&r);
     return done(&r, why, whylen, "WORK");
+}
+
+int proto_recall_decode(unsigned type, msg_recall *m, const uint8_t *p, size_t len, char *why,
+                        size_t whylen)
+{
+    wire_reader r = {p, len, 0, 0};
+    m->seq = wire_get_u64(&r);
+    m->chunk = wire_get_u32(&r);
+    m->given = wire_get_u32(&r);
+    if (done(&r, why, whylen, proto_msg_name(type)))
+        return -1;
+    if (m->given > (type == MSG_RECALLED))
+        return bad(why, whylen, type == MSG_RECALL ? "a RECALL message with an answer"
+                                                   : "a RECALLED message neither yes nor no");
+    return 0;
 }
 
 int proto_params_decode(uint64_t *seq, const float **values, const uint8_t *p, size_t len,

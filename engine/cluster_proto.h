@@ -21,6 +21,10 @@
  *   node -> coordinator  RESULT   after the chunk's GRADs: its loss and correct answers, the
  *                                 node's compute time, energy so far, power while computing and
  *                                 grid carbon intensity (the placement policy weighs them)
+ *   coordinator -> node  RECALL   chunk k of batch `seq` back, if it has not started: another
+ *                                 node, idle, would finish it sooner
+ *   node -> coordinator  RECALLED its answer: given back (it will not run: nothing more comes
+ *                                 of it), or not (it started: its GRADs and RESULT come)
  *   coordinator -> node  DONE     training is over (why)
  *
  * Periodic averaging ([cluster] sync_every = K) replaces WORK and RESULT by a round:
@@ -38,10 +42,10 @@
 
 enum {
     MSG_JOIN = 1, MSG_JOB, MSG_FETCH, MSG_FILE, MSG_READY, MSG_PARAMS, MSG_WORK, MSG_RESULT,
-    MSG_DONE, MSG_ROUND, MSG_MODEL, MSG_GRAD, MSG_LAYER, MSG_TYPES
+    MSG_DONE, MSG_ROUND, MSG_MODEL, MSG_GRAD, MSG_LAYER, MSG_RECALL, MSG_RECALLED, MSG_TYPES
 };
 
-#define PROTO_VERSION 6
+#define PROTO_VERSION 7
 #define PROTO_MAX_FILES 8
 #define PROTO_FILE_PIECE (1u << 20)     /* bytes of a file per FILE message */
 #define PROTO_MAX_PARAMS (64L << 20)    /* floats a model may have to train on a cluster */
@@ -84,6 +88,12 @@ typedef struct msg_work {
     uint32_t epoch, batch, chunk, size;
 } msg_work;
 
+/* RECALL (given 0) and RECALLED */
+typedef struct msg_recall {
+    uint64_t seq;
+    uint32_t chunk, given;
+} msg_recall;
+
 typedef struct msg_round {
     uint64_t seq;                       /* the PARAMS it starts from */
     uint32_t epoch, first_batch, batches, chunk0, chunk1;
@@ -123,6 +133,7 @@ size_t proto_job_encode(const msg_job *m, uint8_t *out, size_t cap);
 size_t proto_fetch_encode(const msg_fetch *m, uint8_t *out, size_t cap);
 size_t proto_file_head(const msg_file *m, uint8_t *out, size_t cap);       /* bytes follow */
 size_t proto_work_encode(const msg_work *m, uint8_t *out, size_t cap);
+size_t proto_recall_encode(const msg_recall *m, uint8_t *out, size_t cap);
 size_t proto_round_encode(const msg_round *m, uint8_t *out, size_t cap);
 size_t proto_result_head(const msg_result *m, uint8_t *out, size_t cap);   /* grads follow */
 size_t proto_layer_head(const msg_layer *m, uint8_t *out, size_t cap);       /* values follow */
@@ -135,6 +146,8 @@ void proto_job_free(msg_job *m);
 int proto_fetch_decode(msg_fetch *m, const uint8_t *p, size_t len, char *why, size_t whylen);
 int proto_file_decode(msg_file *m, const uint8_t *p, size_t len, char *why, size_t whylen);
 int proto_work_decode(msg_work *m, const uint8_t *p, size_t len, char *why, size_t whylen);
+int proto_recall_decode(unsigned type, msg_recall *m, const uint8_t *p, size_t len, char *why,
+                        size_t whylen);
 int proto_params_decode(uint64_t *seq, const float **values, const uint8_t *p, size_t len,
                         long nparams, char *why, size_t whylen);
 int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, char *why, size_t whylen);

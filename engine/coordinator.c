@@ -84,6 +84,8 @@ int send_to(coordinator *c, node *n, uint16_t type, const void *head, size_t hea
 }
 
 static void steal_for(coordinator *c, node *n);
+/* A RECALL of chunk s answered, or moot: outcome 0 (given back, or its node lost), 2 (refused). */
+static void recall_over(coordinator *c, slot *s, int outcome);
 
 /* A node the policy keeps: it is sent each batch's parameters and may be dealt chunks. */
 static int takes_work(const node *n) { return n->ready && !n->gone && !n->parked; }
@@ -124,6 +126,7 @@ static int send_chunk(coordinator *c, node *n, slot *s)
     n->group++, n->taken++, n->fed_at = c->batches;
     s->state = SLOT_SENT;
     s->node = (int)(n - c->nodes);
+    s->ahead = n->inflight;
     s->sent_at = now_s();
     if (!n->inflight++)
         n->active_s -= s->sent_at;   /* active while it has work: closed when it has none */
@@ -264,7 +267,7 @@ static void *fallback_main(void *arg)
         pthread_mutex_unlock(&c->lock);
         msg_result r;
         int ok = open && (e.seq == w.seq || !chunk_engine_params(&e, w.seq, s->params, err, sizeof err)) &&
-                 !chunk_engine_run(&e, &w, 1, err, sizeof err);
+                 !chunk_engine_run(&e, &w, NULL, 1, err, sizeof err);
         if (ok)
             chunk_engine_result(&e, &w, &r);
         pthread_mutex_lock(&c->lock);
@@ -407,6 +410,8 @@ static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
         n->watts = running(n->watts, r.watts);
     if (!--n->inflight)
         n->active_s += now_s();
+    if (s->recalled == 1)   /* it had started: the RECALLED saying so is still on its way */
+        recall_over(c, s, 2);
     int ndone = slot_result(c, s, &r, NULL, done);
     pump(c);
     steal_for(c, n);
@@ -415,13 +420,52 @@ static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
     pthread_mutex_lock(&c->lock);
 }
 
+/* Node v's answer to a RECALL: a chunk given back goes to the node it was recalled for (or,
+ * gone or busy, to the queue); one that had started stays, and that node may try another. */
+static void on_recalled(coordinator *c, node *v, const uint8_t *p, size_t len)
+{
+    msg_recall r;
+    char why[200];
+    if (proto_recall_decode(MSG_RECALLED, &r, p, len, why, sizeof why))
+        return refuse(c, v, why);
+    slot *s = sent_slot(c, v, r.seq, r.chunk);
+    if (!s || s->recalled != 1) {
+        if (r.given)
+            refuse(c, v, "a chunk given back unasked");
+        return;   /* its RESULT came first */
+    }
+    node *thief = s->thief >= 0 ? &c->nodes[s->thief] : NULL;
+    recall_over(c, s, r.given ? 0 : 2);
+    if (!r.given) {
+        if (thief)
+            steal_for(c, thief);
+        return;
+    }
+    v->given_back++;
+    v->group -= s->a.seq == v->group_seq;   /* what its lag is measured against */
+    if (!--v->inflight)
+        v->active_s += now_s();
+    trace_node(c, v, "chunk given back", s->sent_at, now_s());
+    s->state = SLOT_QUEUED;
+    if (thief && takes_work(thief) && !send_chunk(c, thief, s))
+        thief->stolen++, c->stolen_chunks++;
+    pump(c);
+}
+
 /* A node is gone: what it was computing goes to the others (or the fallback). */
 static void node_lost(coordinator *c, node *n, const char *why)
 {
-    int back = 0;
-    for (int i = 0; i < c->nslots; i++)
-        if (c->slots[i].state == SLOT_SENT && c->slots[i].node == (int)(n - c->nodes))
-            c->slots[i].state = SLOT_QUEUED, back++;
+    int back = 0, me = (int)(n - c->nodes);
+    for (int i = 0; i < c->nslots; i++) {
+        slot *s = &c->slots[i];
+        if (s->state == SLOT_SENT && s->node == me) {
+            s->state = SLOT_QUEUED, back++;
+            if (s->recalled == 1)
+                recall_over(c, s, 0);
+        }
+        if (s->state == SLOT_SENT && s->recalled == 1 && s->thief == me)
+            s->thief = -1;
+    }
     if (n->inflight)
         n->active_s += now_s();
     n->gone = 1, n->inflight = 0;
@@ -482,6 +526,8 @@ static void on_event(void *ctx, const netio_event *e)
             on_grad(c, n, e->payload, e->len);
         else if (e->type == MSG_RESULT && n->ready && !c->cfg->sync_every)
             on_result(c, n, e->payload, e->len);
+        else if (e->type == MSG_RECALLED && n->ready && !c->cfg->sync_every)
+            on_recalled(c, n, e->payload, e->len);
         else if (e->type == MSG_MODEL && n->ready && c->cfg->sync_every)
             averaging_on_model(c, n, e->payload, e->len);
         else
@@ -619,17 +665,23 @@ static int deal_chunks(coordinator *c, int nchunks)
     return remote;
 }
 
+/* Chunks node n has yet to start: those in flight or owed to it, and those it is recalling. */
+static int ahead_of(const node *n)
+{
+    return n->inflight + (n->quota > n->taken ? n->quota - n->taken : 0) + n->recalls;
+}
+
 /* Locked. Node n, holding the batch's parameters with a worker that nothing is owed to, steals
  * chunks dealt here that have not started, the last first, while it would finish one before
  * this machine gets to it. The claim keeps this machine's tasks off a stolen chunk. */
-static void steal_for(coordinator *c, node *n)
+static void steal_here_for(coordinator *c, node *n)
 {
     while (c->claims && takes_work(n) && n->params_seq == c->batch.seq) {
-        int owed = n->quota > n->taken ? n->quota - n->taken : 0, waiting = 0, k = -1;
+        int waiting = 0, k = -1;
         for (int i = 0; i < c->here_chunks; i++)
             if (atomic_load(&c->claims[i]) == RT_CLAIM_OPEN)
                 waiting++, k = i;
-        int ahead = n->inflight + owed;
+        int ahead = ahead_of(n);
         if (k < 0 || ahead >= n->running ||
             node_finishes(c, n, ahead + 1) >= here_finishes(c, waiting))
             return;
@@ -651,6 +703,71 @@ static void steal_for(coordinator *c, node *n)
         if (send_chunk(c, n, s))
             return;   /* the hub closes that node; the chunk waits in the queue */
     }
+}
+
+/* Seconds from now until node v returns chunk s: the estimate when it was sent (the chunks
+ * ahead of it on v's workers, at v's cost), with that cost stretched when v's oldest chunk in
+ * flight is already later than its own estimate (a node slower than measured, or not yet
+ * measured). */
+static double node_returns(const coordinator *c, const node *v, const slot *s, const slot *oldest,
+                           double now)
+{
+    double cost = v->cost > 0 ? v->cost : c->local_cost > 0 ? c->local_cost : 1e-3;
+    double rounds = ceil((oldest->ahead + 1.0) / v->running), waited = now - oldest->sent_at - v->lag;
+    if (waited > rounds * cost)
+        cost = waited / rounds;
+    return s->sent_at + v->lag + ceil((s->ahead + 1.0) / v->running) * cost - now;
+}
+
+/* Locked. Node n, with a worker free still, asks another node for a chunk back (RECALL) that
+ * waits there behind others, the one that node would return last, if n would return it sooner
+ * even after the RECALL's round trip. The node gives it back only if it has not started it. */
+static void recall_for(coordinator *c, node *n)
+{
+    int ahead = ahead_of(n);
+    if (!takes_work(n) || ahead >= n->running)
+        return;
+    const slot *oldest[MAX_NODES] = {NULL};
+    for (int i = 0; i < c->nslots; i++) {
+        const slot *s = &c->slots[i];
+        if (s->state == SLOT_SENT && s->node >= 0 &&
+            (!oldest[s->node] || s->sent_at < oldest[s->node]->sent_at))
+            oldest[s->node] = s;
+    }
+    double now = now_s(), mine = node_finishes(c, n, ahead + 1), gain = 0;
+    slot *best = NULL;
+    for (int i = 0; i < c->nslots; i++) {
+        slot *s = &c->slots[i];
+        if (s->state != SLOT_SENT || s->node < 0 || s->recalled || &c->nodes[s->node] == n ||
+            s->a.seq != n->params_seq || s->ahead < c->nodes[s->node].running)
+            continue;
+        const node *v = &c->nodes[s->node];
+        double g = node_returns(c, v, s, oldest[s->node], now) - v->lag - mine;
+        if (g > gain)
+            gain = g, best = s;
+    }
+    if (!best)
+        return;
+    uint8_t buf[16];
+    msg_recall r = {best->a.seq, (uint32_t)best->a.chunk, 0};
+    if (send_to(c, &c->nodes[best->node], MSG_RECALL, buf, proto_recall_encode(&r, buf, sizeof buf),
+                NULL, 0))
+        return;   /* the hub closes that node: its chunks come back then */
+    best->recalled = 1, best->thief = (int)(n - c->nodes);
+    n->recalls++;
+}
+
+static void steal_for(coordinator *c, node *n)
+{
+    steal_here_for(c, n);
+    recall_for(c, n);
+}
+
+static void recall_over(coordinator *c, slot *s, int outcome)
+{
+    if (s->thief >= 0)
+        c->nodes[s->thief].recalls--;
+    s->recalled = outcome;
 }
 
 /* Asked for each training batch: how many of its chunks the nodes take (deal_chunks); when
@@ -864,9 +981,9 @@ void coordinator_print_nodes(coordinator *c, FILE *f)
             continue;
         if (!n->gone)
             netio_hub_peer_stats(c->hub, n->peer, &n->net);
-        fprintf(f, "  node %s (%s): %ld chunks (%ld stolen; dealt some in %ld of %ld batches), %.0f img/s, %.1f MB sent, %.1f MB received, "
+        fprintf(f, "  node %s (%s): %ld chunks (%ld stolen, %ld given back; dealt some in %ld of %ld batches), %.0f img/s, %.1f MB sent, %.1f MB received, "
                 "%.2f s waiting on the network (%.2f ms a round trip), %.1f J %s%s%s%s\n", n->addr,
-                n->host, n->chunks, n->stolen, n->batches_dealt, n->batches_present, n->active_s > 0 ? (double)n->samples / n->active_s : 0,
+                n->host, n->chunks, n->stolen, n->given_back, n->batches_dealt, n->batches_present, n->active_s > 0 ? (double)n->samples / n->active_s : 0,
                 n->net.received / 1e6, n->net.sent / 1e6, n->wait_s, 1e3 * n->lag, n->joules, n->estimated ? "estimated" : "measured",
                 n->parked && !n->gone ? "; parked by the placement policy" : "",
                 n->gone ? "; lost: " : "", n->gone ? n->left_why : "");
@@ -903,12 +1020,12 @@ void coordinator_write_json(coordinator *c, FILE *f)
         json_string(f, n->host);
         fprintf(f, ", \"workers\": %d, \"active_workers\": %d, \"kernel_path\": \"%s\", "
                 "\"joined_after_s\": %.2f, "
-                "\"chunks\": %ld, \"chunks_stolen\": %ld, \"batches_dealt\": %ld, \"batches_present\": %ld, "
+                "\"chunks\": %ld, \"chunks_stolen\": %ld, \"chunks_given_back\": %ld, \"batches_dealt\": %ld, \"batches_present\": %ld, "
                 "\"share\": %.4f, \"img_per_s\": %.1f, \"bytes_sent\": %llu, "
                 "\"bytes_received\": %llu, \"network_wait_s\": %.3f, \"compute_s\": %.3f, "
                 "\"chunk_cost_ms\": %.3f, \"round_trip_lag_ms\": %.3f, \"joules\": %.3f, \"watts_computing\": %.3f, \"carbon_g_per_kwh\": %g, "
                 "\"parked\": %s, \"energy\": ", n->workers, n->running, ops_isa_name((ops_isa)n->isa),
-                n->joined_at, n->chunks, n->stolen, n->batches_dealt, n->batches_present, all ? (double)n->chunks / (double)all : 0,
+                n->joined_at, n->chunks, n->stolen, n->given_back, n->batches_dealt, n->batches_present, all ? (double)n->chunks / (double)all : 0,
                 n->active_s > 0 ? (double)n->samples / n->active_s : 0,
                 (unsigned long long)n->net.received, (unsigned long long)n->net.sent, n->wait_s,
                 n->compute_s, 1e3 * n->cost, 1e3 * n->lag, n->joules, n->watts, n->carbon, n->parked ? "true" : "false");

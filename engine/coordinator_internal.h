@@ -31,7 +31,9 @@ typedef struct node {
     int layers_sent;
     int inflight;
     int quota, taken;            /* chunks of this batch it should take, and has taken */
-    long stolen;                 /* chunks dealt to this machine that it took */
+    long stolen;                 /* chunks dealt elsewhere that it took */
+    int recalls;                 /* RECALLs under way for it to take the chunks */
+    long given_back;             /* chunks it gave back (RECALLED) for another node to take */
     long batches_dealt, batches_present;   /* batches it was dealt chunks of, of those it saw */
     uint64_t group_seq;          /* the batch of the chunks last sent to it, and their count */
     int group;
@@ -82,6 +84,10 @@ typedef struct slot {
     chunk_stats stats;           /* and its figures */
     const float *params;
     int node;                    /* SLOT_SENT: index in nodes; -1: the local fallback */
+    int ahead;                   /* chunks in flight at that node when it was sent */
+    int recalled;                /* RECALL: 0 not sent, 1 under way (for `thief`; -1: it left),
+                                    2 refused (the chunk had started) */
+    int thief;
     double sent_at;
 } slot;
 

@@ -83,10 +83,14 @@ typedef struct batch_ref {
     int epoch;
     long index;         /* in the epoch */
     _Atomic int *claims;   /* a coordinator's batch that nodes may take chunks of (remote.h) */
+    _Atomic int *recall;   /* a node's chunk that its coordinator may take back */
 } batch_ref;
 
-/* The claim on chunk k of the batch, if nodes may take it. */
-static _Atomic int *claim_of(const batch_ref *r, int k) { return r->claims ? &r->claims[k] : NULL; }
+/* The claim on chunk k of the batch, if another machine may take it. */
+static _Atomic int *claim_of(const batch_ref *r, int k)
+{
+    return r->claims ? &r->claims[k] : r->recall;
+}
 
 static void submit_arrival(trainer *t, const batch_ref *r, int k, int l, rt_mode mode);
 
@@ -181,7 +185,7 @@ static void submit_loss(trainer *t, const batch_ref *r, int k)
         add(&tl, r->b->aux[L].part[k], RT_R);
         add(&tl, t->hpredictions, RT_RW);
     }
-    submit(t, &tally_kind, &ta, sizeof ta, PRIO_TALLY, &tl, -1);
+    submit_claimed(t, &tally_kind, &ta, sizeof ta, PRIO_TALLY, &tl, -1, r->recall);
 }
 
 /* Layer l's backward tasks for chunk k: per filter group the parameter gradient (and, with one
@@ -244,7 +248,7 @@ static void submit_ship(trainer *t, const batch_ref *r, int l, int k)
         add(&al, t->hpartial_part[l][k * groups + g], RT_R);
     if (t->plan.need_dx[l])
         add(&al, r->b->grad[l].part[k], RT_RW);
-    submit(t, &ship_kind, &a, sizeof a, PRIO_BACKWARD, &al, k);
+    submit_claimed(t, &ship_kind, &a, sizeof a, PRIO_BACKWARD, &al, k, r->recall);
 }
 
 /* The partial gradients of chunks [k0, k1) of layer l summed in chunk order (a fixed order:
@@ -364,7 +368,7 @@ static void submit_remote(trainer *t, const batch_ref *r, int k0, int k1)
         access_list tl = {.n = 0};
         add(&tl, r->b->stats.part[k], RT_R);
         add(&tl, t->htotals, RT_RW);
-        submit(t, &tally_kind, &ta, sizeof ta, PRIO_TALLY, &tl, -1);
+        submit_claimed(t, &tally_kind, &ta, sizeof ta, PRIO_TALLY, &tl, -1, r->recall);
     }
 }
 
@@ -490,7 +494,7 @@ static int run_pass(trainer *t, int split, int epoch, long first_batch, const pa
         }
         long first = b * batch;
         batch_ref r = {split, first, (int)(d->n - first < batch ? d->n - first : batch),
-                       &t->set[b & 1], 0, 0, epoch, b, NULL};
+                       &t->set[b & 1], 0, 0, epoch, b, NULL, NULL};
         if (split == SPLIT_TRAIN && t->remote.chunks)
             wait_for_parameters(t);
         if (share)
@@ -580,8 +584,8 @@ int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_re
 
 /* ---- a node of a cluster: chunks of batches the coordinator sends ---- */
 
-int trainer_node_chunk(trainer *t, int epoch, long batch, int chunk, int size, char *err,
-                       size_t errlen)
+int trainer_node_chunk(trainer *t, int epoch, long batch, int chunk, int size, _Atomic int *claim,
+                       char *err, size_t errlen)
 {
     const dataset *d = t->data[SPLIT_TRAIN].d;
     long first = batch * t->plan.batch;
@@ -594,7 +598,7 @@ int trainer_node_chunk(trainer *t, int epoch, long batch, int chunk, int size, c
     if (shuffle_once(t, epoch, err, errlen))
         return -1;
     batch_ref r = {SPLIT_TRAIN, first, size, &t->set[0], 0, t->gradients.ready != NULL, epoch,
-                   batch, NULL};
+                   batch, NULL, claim};
     submit_chunks(t, &r, chunk, chunk + 1);
     return 0;
 }

@@ -7,8 +7,9 @@
  *   serve        LAYERs (or a PARAMS) load the batch's parameters; WORK chunks are computed
  *                together, each layer's gradient sent (GRAD, from a worker) as soon as the
  *                backward pass has it, then each chunk's RESULT (periodic averaging: a ROUND
- *                of local steps, its MODEL sent back); DONE ends it. Under a power budget, a
- *                worker control of its own parks workers as it measures
+ *                of local steps, its MODEL sent back); DONE ends it. A RECALL is answered at
+ *                once, on the hub's thread: a chunk not started yet is given back. Under a
+ *                power budget, a worker control of its own parks workers as it measures
  *
  * Losing the coordinator (killed, restarted with --resume, or a link that stalled) starts over
  * from connect, trying for --timeout seconds; after that the node stops with its name.
@@ -45,6 +46,7 @@
 
 typedef struct queued {
     struct queued *next;
+    long work;                   /* a WORK: its arrival number (recall ring below); else -1 */
     netio_event e;
     char why[200];
     uint8_t payload[];
@@ -68,16 +70,32 @@ typedef struct node {
     int rejoining;               /* any failure to connect is retried, not only a refusal */
     energy_meter *meter;
     carbon_source carbon;
+    /* Until a chunk starts, the coordinator may take it back (RECALL) for an idle node: each
+     * WORK's claim (runtime.h), by its arrival number, in a ring longer than the chunks a
+     * coordinator keeps in flight. The hub's thread fills it and answers RECALLs. */
+    _Atomic int *claims;
+    msg_work *ring_work;
+    long ring, works_in;
+    _Atomic long works_done;
     char err[1024];
 } node;
+
+static void answer_recall(node *n, const netio_event *e);
+static int register_work(node *n, const netio_event *e, long *work);
 
 static void on_event(void *ctx, const netio_event *e)
 {
     node *n = ctx;
+    long work = -1;
+    if (e->kind == NETIO_MESSAGE && e->type == MSG_RECALL)
+        return answer_recall(n, e);
+    if (e->kind == NETIO_MESSAGE && e->type == MSG_WORK && register_work(n, e, &work))
+        return;
     queued *q = malloc(sizeof *q + e->len);
     if (!q)
         return;
     q->next = NULL;
+    q->work = work;
     q->e = *e;
     snprintf(q->why, sizeof q->why, "%s", e->why ? e->why : "");
     if (e->len)
@@ -369,6 +387,12 @@ static int take_job(node *n)
         chunk_engine_open(&n->e, &n->cfg, &n->train, n->err, sizeof n->err))
         return fail(n, "%s", n->err);
     n->have_engine = 1;
+    n->ring = 4L * trainer_plan(n->e.t)->nchunks;   /* a coordinator keeps two batches' at most */
+    n->works_in = 0;
+    atomic_store(&n->works_done, 0);
+    if (!(n->claims = calloc((size_t)n->ring, sizeof *n->claims)) ||
+        !(n->ring_work = calloc((size_t)n->ring, sizeof *n->ring_work)))
+        return fail(n, "out of memory for %ld chunks' claims", n->ring);
     chunk_engine_stream(&n->e, &(trainer_gradient_sink){n, send_gradient});
     start_control(n);
     frame_limits l;
@@ -424,18 +448,63 @@ static int send_figures(node *n, uint16_t type, const msg_result *r)
     return 0;
 }
 
+/* On the hub's thread: a WORK's claim opened in the ring. A coordinator with more chunks here
+ * than the ring holds is not following the protocol: its connection is closed. */
+static int register_work(node *n, const netio_event *e, long *work)
+{
+    msg_work w;
+    char why[200];
+    if (!n->ring || proto_work_decode(&w, e->payload, e->len, why, sizeof why))
+        return 0;   /* the serving thread says what is wrong with it */
+    if (n->works_in - atomic_load(&n->works_done) >= n->ring) {
+        netio_hub_close(n->hub, e->peer, "more chunks sent than a coordinator keeps in flight");
+        return 1;
+    }
+    long i = n->works_in % n->ring;
+    n->ring_work[i] = w;
+    atomic_store(&n->claims[i], RT_CLAIM_OPEN);
+    *work = n->works_in++;
+    return 0;
+}
+
+/* On the hub's thread: a RECALL answered at once, even while chunks are computing. The chunk
+ * is given back only if none of its tasks has started (the claim's compare-and-swap). */
+static void answer_recall(node *n, const netio_event *e)
+{
+    msg_recall r;
+    char why[200];
+    if (proto_recall_decode(MSG_RECALL, &r, e->payload, e->len, why, sizeof why)) {
+        netio_hub_close(n->hub, e->peer, why);
+        return;
+    }
+    for (long k = n->works_in - 1; k >= atomic_load(&n->works_done) && !r.given; k--) {
+        long i = k % n->ring;
+        int open = RT_CLAIM_OPEN;
+        if (n->ring_work[i].seq == r.seq && n->ring_work[i].chunk == r.chunk)
+            r.given = atomic_compare_exchange_strong(&n->claims[i], &open, RT_CLAIM_ELSEWHERE);
+    }
+    uint8_t buf[16];
+    netio_hub_send(n->hub, e->peer, MSG_RECALLED, buf, proto_recall_encode(&r, buf, sizeof buf),
+                   NULL, 0);
+}
+
 /* Runs a batch's chunks (their gradients leave as the backward pass makes them) and sends
  * their figures. */
-static int compute(node *n, const msg_work *w, int count)
+static int compute(node *n, const msg_work *w, _Atomic int *const *claims, int count,
+                   long *given)
 {
     energy_reading before = read_meter(n);
-    if (chunk_engine_run(&n->e, w, count, n->err, sizeof n->err))
+    if (chunk_engine_run(&n->e, w, claims, count, n->err, sizeof n->err))
         return fail(n, "%s", n->err);
     if (atomic_load(&n->send_failed))
         return n->lost = 1, fail(n, "coordinator %s lost while sending gradients", n->o->coordinator);
     energy_reading after = read_meter(n);
     update_carbon(n, &after);
     for (int i = 0; i < count; i++) {
+        if (claims[i] && atomic_load(claims[i]) == RT_CLAIM_ELSEWHERE) {
+            ++*given;   /* RECALLED said so: nothing more of it goes */
+            continue;
+        }
         msg_result r;
         chunk_engine_result(&n->e, &w[i], &r);   /* figures only: the gradients went as GRADs */
         add_figures(n, &before, &after, &r);
@@ -480,30 +549,50 @@ static int load_params(node *n, const queued *q)
     return bad ? fail(n, "coordinator %s: %s", n->o->coordinator, n->err) : 0;
 }
 
+/* The WORK gathered for one run of the chunk engine. */
+typedef struct work_group {
+    msg_work w[MAX_BATCH_WORK];
+    _Atomic int *claim[MAX_BATCH_WORK];
+    int count;
+    long last;                   /* the arrival number of the last, -1: none registered */
+    long served, given;
+} work_group;
+
+/* The group computed, its ring entries released for later WORK. */
+static int run_group(node *n, work_group *g, int rc)
+{
+    if (g->count && !rc)
+        rc = compute(n, g->w, g->claim, g->count, &g->given);
+    if (g->last >= 0)
+        atomic_store(&n->works_done, g->last + 1);
+    g->served += g->count, g->count = 0, g->last = -1;
+    return rc;
+}
+
 static int serve(node *n)
 {
-    msg_work work[MAX_BATCH_WORK];
-    long served = 0, rounds = 0;
+    work_group g = {.last = -1};
+    long rounds = 0;
     for (;;) {
-        int count = 0, rc = 0;
+        int rc = 0;
         /* what is queued: parameters first apply, then WORK of that batch gathers */
-        for (queued *q = next_event(n, 1); q; q = count < MAX_BATCH_WORK ? next_event(n, 0) : NULL) {
+        for (queued *q = next_event(n, 1); q; q = g.count < MAX_BATCH_WORK ? next_event(n, 0) : NULL) {
             if (q->e.kind == NETIO_MESSAGE && q->e.type == MSG_WORK) {
-                if (proto_work_decode(&work[count], q->e.payload, q->e.len, n->err, sizeof n->err) ||
-                    work[count].seq != n->e.seq)
+                msg_work *w = &g.w[g.count];
+                if (proto_work_decode(w, q->e.payload, q->e.len, n->err, sizeof n->err) ||
+                    w->seq != n->e.seq)
                     rc = fail(n, "coordinator %s: %s", n->o->coordinator,
                               n->err[0] ? n->err : "WORK for parameters it did not send");
-                count++;
+                g.claim[g.count++] = q->work >= 0 ? &n->claims[q->work % n->ring] : NULL;
+                g.last = q->work >= 0 ? q->work : g.last;
             } else if (q->e.kind == NETIO_MESSAGE && q->e.type == MSG_ROUND) {
-                if (count)
+                if (g.count)
                     rc = fail(n, "coordinator %s: a ROUND among WORK", n->o->coordinator);
                 rc = rc ? rc : train_round(n, q);
                 rounds += !rc;
             } else if (q->e.kind == NETIO_MESSAGE &&
                        (q->e.type == MSG_PARAMS || q->e.type == MSG_LAYER)) {
-                if (count && !rc)   /* the chunks of the batch before go first */
-                    rc = compute(n, work, count);
-                served += count, count = 0;
+                rc = run_group(n, &g, rc);   /* the chunks of the batch before go first */
                 rc = rc ? rc : load_params(n, q);
             } else {
                 rc = unexpected(n, q, "training");
@@ -512,14 +601,13 @@ static int serve(node *n)
             if (rc)
                 break;
         }
-        if (!rc && count)
-            rc = compute(n, work, count);
-        served += count;
+        rc = run_group(n, &g, rc);
         if (rc) {
             if (rounds)
                 fprintf(n->o->out, "%ld rounds of local steps trained\n", rounds);
             else
-                fprintf(n->o->out, "%ld chunks computed\n", served);
+                fprintf(n->o->out, "%ld chunks computed, %ld given back to the coordinator for "
+                        "an idle node\n", g.served - g.given, g.given);
             return rc < 0 ? 0 : rc;
         }
     }
@@ -543,6 +631,9 @@ static int session(node *n)
     if (n->have_engine)
         chunk_engine_close(&n->e);
     n->have_engine = 0;
+    free(n->claims);
+    free(n->ring_work);
+    n->claims = NULL, n->ring_work = NULL, n->ring = 0;
     energy_meter_close(n->meter);
     n->meter = NULL;
     dataset_free(&n->train);

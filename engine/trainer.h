@@ -76,9 +76,11 @@ int trainer_set_layer_params(trainer *t, int layer, const void *values, char *er
 int trainer_get_params(trainer *t, float *packed, char *err, size_t errlen);
 /* On a node: submits chunk `chunk` of training batch `batch` of `epoch` (size samples), forward
  * and backward; after rt_wait_all its figures and partial gradient are read with
- * trainer_node_result. 0, or -1 with err for a chunk that does not exist. */
-int trainer_node_chunk(trainer *t, int epoch, long batch, int chunk, int size, char *err,
-                       size_t errlen);
+ * trainer_node_result. claim (NULL: none) lets the coordinator take the chunk back before it
+ * starts (runtime.h): then none of its tasks runs, and nothing of it is streamed. 0, or -1 with
+ * err for a chunk that does not exist. */
+int trainer_node_chunk(trainer *t, int epoch, long batch, int chunk, int size, _Atomic int *claim,
+                       char *err, size_t errlen);
 /* On a node: each chunk's partial gradient of a layer handed over, on a worker, as soon as it is
  * complete, while the backward pass goes on through the layers before it (so it can travel
  * meanwhile). grad holds n floats, valid until the chunk's next pass. */

@@ -205,6 +205,7 @@ int fuzz_cluster_message(const uint8_t *data, size_t size)
         msg_fetch fetch;
         msg_file file;
         msg_work work;
+        msg_recall recall;
         msg_round round;
         msg_result result;
         msg_layer layer;
@@ -224,6 +225,8 @@ int fuzz_cluster_message(const uint8_t *data, size_t size)
     case MSG_READY: proto_ready_decode(&nparams, p, n, why, sizeof why); break;
     case MSG_PARAMS: proto_params_decode(&seq, &values, p, n, NPARAMS, why, sizeof why); break;
     case MSG_WORK: proto_work_decode(&m.work, p, n, why, sizeof why); break;
+    case MSG_RECALL:
+    case MSG_RECALLED: proto_recall_decode(type, &m.recall, p, n, why, sizeof why); break;
     case MSG_RESULT: proto_result_decode(&m.result, p, n, why, sizeof why); break;
     case MSG_GRAD:
     case MSG_LAYER: proto_layer_decode(type, &m.layer, p, n, layer_params, 3, why, sizeof why); break;
