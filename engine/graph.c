@@ -368,7 +368,7 @@ static void submit_remote(trainer *t, const batch_ref *r, int k0, int k1)
         access_list tl = {.n = 0};
         add(&tl, r->b->stats.part[k], RT_R);
         add(&tl, t->htotals, RT_RW);
-        submit_claimed(t, &tally_kind, &ta, sizeof ta, PRIO_TALLY, &tl, -1, r->recall);
+        submit(t, &tally_kind, &ta, sizeof ta, PRIO_TALLY, &tl, -1);
     }
 }
 
