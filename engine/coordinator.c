@@ -84,18 +84,20 @@ int send_to(coordinator *c, node *n, uint16_t type, const void *head, size_t hea
 }
 
 static void steal_for(coordinator *c, node *n);
+static void on_tick(coordinator *c);
 /* A RECALL of chunk s answered, or moot: outcome 0 (given back, or its node lost), 2 (refused). */
 static void recall_over(coordinator *c, slot *s, int outcome);
 
 /* A node the policy keeps: it is sent each batch's parameters and may be dealt chunks. */
 static int takes_work(const node *n) { return n->ready && !n->gone && !n->parked; }
 
-static slot *first_queued(coordinator *c)
+/* The slot in that state that comes first in the fixed order, or NULL. */
+static slot *first_in(coordinator *c, int state)
 {
     slot *best = NULL;
     for (int i = 0; i < c->nslots; i++) {
         slot *s = &c->slots[i];
-        if (s->state == SLOT_QUEUED &&
+        if (s->state == state &&
             (!best || s->a.seq < best->a.seq || (s->a.seq == best->a.seq && s->a.chunk < best->a.chunk)))
             best = s;
     }
@@ -130,6 +132,8 @@ static int send_chunk(coordinator *c, node *n, slot *s)
     s->sent_at = now_s();
     if (!n->inflight++)
         n->active_s -= s->sent_at;   /* active while it has work: closed when it has none */
+    if (s->ahead >= n->running)      /* it waits there behind others: the fallback's ticks start */
+        pthread_cond_signal(&c->fallback_wake);
     return 0;
 }
 
@@ -152,7 +156,7 @@ static int may_take(const coordinator *c, const node *n)
  * most idle; with no node, the fallback. */
 static void pump(coordinator *c)
 {
-    for (slot *s; (s = first_queued(c));) {
+    for (slot *s; (s = first_in(c, SLOT_QUEUED));) {
         node *best = NULL;
         for (int i = 0; i < c->nnodes; i++) {
             node *n = &c->nodes[i];
@@ -243,8 +247,65 @@ static void params_ready(remote_sink *sink, uint64_t seq, int layer, const float
     pthread_mutex_unlock(&c->lock);
 }
 
-/* ---- the local fallback: chunks no node is left to compute ---- */
+/* ---- the local fallback: chunks no node is left to compute, and those taken back ---- */
 
+/* Locked. A chunk that waits on a node behind at least one per worker there, not yet asked
+ * back: while there is one, the fallback looks every tick whether a RECALL pays. */
+static int recall_possible(const coordinator *c)
+{
+    for (int i = 0; i < c->nslots; i++) {
+        const slot *s = &c->slots[i];
+        if (s->state == SLOT_SENT && s->node >= 0 && !s->recalled &&
+            s->ahead >= c->nodes[s->node].running)
+            return 1;
+    }
+    return 0;
+}
+
+/* The fallback engine's seconds per chunk on its one worker (a worker's here until measured). */
+static double fallback_cost(const coordinator *c)
+{
+    return c->fallback_cost > 0 ? c->fallback_cost : c->local_cost > 0 ? c->local_cost : 1e-3;
+}
+
+/* Locked: unlocks while it sleeps, at most `seconds`. */
+static void wait_a_tick(coordinator *c, double seconds)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    long ns = until.tv_nsec + (long)(seconds * 1e9);
+    until.tv_sec += ns / 1000000000L, until.tv_nsec = ns % 1000000000L;
+    pthread_cond_timedwait(&c->fallback_wake, &c->lock, &until);
+}
+
+/* Locked: unlocks while it computes chunk s on its own engine (not open: err says why). */
+static void compute_here(coordinator *c, chunk_engine *e, int open, slot *s, char *err, size_t errlen)
+{
+    rt_task *done[SLOT_PARTS];
+    int taken_back = s->state == SLOT_BACK;
+    s->state = SLOT_SENT, s->node = -1;
+    msg_work w = {s->a.seq, (uint32_t)s->a.epoch, (uint32_t)s->a.batch, (uint32_t)s->a.chunk,
+                  (uint32_t)s->a.size};
+    double start = now_s();
+    pthread_mutex_unlock(&c->lock);
+    msg_result r;
+    int ok = open && (e->seq == w.seq || !chunk_engine_params(e, w.seq, s->params, err, errlen)) &&
+             !chunk_engine_run(e, &w, NULL, 1, err, errlen);
+    if (ok)
+        chunk_engine_result(e, &w, &r);
+    pthread_mutex_lock(&c->lock);
+    int n = ok ? slot_result(c, s, &r, r.grads, done) : slot_fail(s, done);
+    c->fallback_chunks++, c->taken_back += taken_back;
+    c->fallback_cost = ok ? running(c->fallback_cost, now_s() - start) : c->fallback_cost;
+    pthread_mutex_unlock(&c->lock);
+    for (int i = 0; i < n; i++)
+        rt_task_complete(c->rt, done[i], !ok, ok ? NULL : err);
+    pthread_mutex_lock(&c->lock);
+}
+
+/* One thread with an engine of one worker: it computes the chunks given back for this machine,
+ * and the queued ones when no node is left. While a chunk waits on a node behind others, it
+ * ticks (about once per chunk here) to see whether a RECALL pays (on_tick). */
 static void *fallback_main(void *arg)
 {
     coordinator *c = arg;
@@ -253,30 +314,19 @@ static void *fallback_main(void *arg)
     chunk_engine e;
     char err[512] = "";
     int open = chunk_engine_open(&e, &cfg, c->train, err, sizeof err) == 0;
-    rt_task *done[SLOT_PARTS];
     pthread_mutex_lock(&c->lock);
     while (!c->stopping) {
-        slot *s = ready_nodes(c) ? NULL : first_queued(c);
-        if (!s) {
+        slot *s = first_in(c, SLOT_BACK);
+        s = s ? s : ready_nodes(c) ? NULL : first_in(c, SLOT_QUEUED);
+        if (s) {
+            compute_here(c, &e, open, s, err, sizeof err);
+        } else if (recall_possible(c)) {
+            on_tick(c);
+            double tick = fallback_cost(c);
+            wait_a_tick(c, tick < 1e-3 ? 1e-3 : tick > 0.05 ? 0.05 : tick);
+        } else {
             pthread_cond_wait(&c->fallback_wake, &c->lock);
-            continue;
         }
-        s->state = SLOT_SENT, s->node = -1;
-        msg_work w = {s->a.seq, (uint32_t)s->a.epoch, (uint32_t)s->a.batch, (uint32_t)s->a.chunk,
-                      (uint32_t)s->a.size};
-        pthread_mutex_unlock(&c->lock);
-        msg_result r;
-        int ok = open && (e.seq == w.seq || !chunk_engine_params(&e, w.seq, s->params, err, sizeof err)) &&
-                 !chunk_engine_run(&e, &w, NULL, 1, err, sizeof err);
-        if (ok)
-            chunk_engine_result(&e, &w, &r);
-        pthread_mutex_lock(&c->lock);
-        int n = ok ? slot_result(c, s, &r, r.grads, done) : slot_fail(s, done);
-        c->fallback_chunks++;
-        pthread_mutex_unlock(&c->lock);
-        for (int i = 0; i < n; i++)
-            rt_task_complete(c->rt, done[i], !ok, ok ? NULL : err);
-        pthread_mutex_lock(&c->lock);
     }
     pthread_mutex_unlock(&c->lock);
     if (open || e.rt)
@@ -421,7 +471,8 @@ static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
 }
 
 /* Node v's answer to a RECALL: a chunk given back goes to the node it was recalled for (or,
- * gone or busy, to the queue); one that had started stays, and that node may try another. */
+ * gone or busy, to the queue), or to the fallback engine when recalled for this machine; one
+ * that had started stays, and that node may try another. */
 static void on_recalled(coordinator *c, node *v, const uint8_t *p, size_t len)
 {
     msg_recall r;
@@ -435,6 +486,7 @@ static void on_recalled(coordinator *c, node *v, const uint8_t *p, size_t len)
         return;   /* its RESULT came first */
     }
     node *thief = s->thief >= 0 ? &c->nodes[s->thief] : NULL;
+    int here = s->thief == THIEF_HERE;
     recall_over(c, s, r.given ? 0 : 2);
     if (!r.given) {
         if (thief)
@@ -446,8 +498,10 @@ static void on_recalled(coordinator *c, node *v, const uint8_t *p, size_t len)
     if (!--v->inflight)
         v->active_s += now_s();
     trace_node(c, v, "chunk given back", s->sent_at, now_s());
-    s->state = SLOT_QUEUED;
-    if (thief && takes_work(thief) && !send_chunk(c, thief, s))
+    s->state = here ? SLOT_BACK : SLOT_QUEUED, s->node = -1;
+    if (here)
+        pthread_cond_signal(&c->fallback_wake);
+    else if (thief && takes_work(thief) && !send_chunk(c, thief, s))
         thief->stolen++, c->stolen_chunks++;
     pump(c);
 }
@@ -719,14 +773,12 @@ static double node_returns(const coordinator *c, const node *v, const slot *s, c
     return s->sent_at + v->lag + ceil((s->ahead + 1.0) / v->running) * cost - now;
 }
 
-/* Locked. Node n, with a worker free still, asks another node for a chunk back (RECALL) that
- * waits there behind others, the one that node would return last, if n would return it sooner
- * even after the RECALL's round trip. The node gives it back only if it has not started it. */
-static void recall_for(coordinator *c, node *n)
+/* Locked. The chunk worth asking back (RECALL) for `thief` (a node's index, or THIEF_HERE),
+ * which would return one `mine` seconds from now: of the chunks of batch seq (UINT64_MAX: any)
+ * waiting on another node behind at least one per worker there, the one that node would return
+ * last, if later than `mine` even after the RECALL's round trip. NULL: none. */
+static slot *worth_recalling(coordinator *c, int thief, uint64_t seq, double mine)
 {
-    int ahead = ahead_of(n);
-    if (!takes_work(n) || ahead >= n->running)
-        return;
     const slot *oldest[MAX_NODES] = {NULL};
     for (int i = 0; i < c->nslots; i++) {
         const slot *s = &c->slots[i];
@@ -734,27 +786,61 @@ static void recall_for(coordinator *c, node *n)
             (!oldest[s->node] || s->sent_at < oldest[s->node]->sent_at))
             oldest[s->node] = s;
     }
-    double now = now_s(), mine = node_finishes(c, n, ahead + 1), gain = 0;
+    double now = now_s(), gain = 0;
     slot *best = NULL;
     for (int i = 0; i < c->nslots; i++) {
         slot *s = &c->slots[i];
-        if (s->state != SLOT_SENT || s->node < 0 || s->recalled || &c->nodes[s->node] == n ||
-            s->a.seq != n->params_seq || s->ahead < c->nodes[s->node].running)
+        if (s->state != SLOT_SENT || s->node < 0 || s->recalled || s->node == thief ||
+            (seq != UINT64_MAX && s->a.seq != seq) || s->ahead < c->nodes[s->node].running)
             continue;
         const node *v = &c->nodes[s->node];
         double g = node_returns(c, v, s, oldest[s->node], now) - v->lag - mine;
         if (g > gain)
             gain = g, best = s;
     }
-    if (!best)
-        return;
+    return best;
+}
+
+/* Locked. The node holding s is asked for it back; it gives it back only if it has not
+ * started it. */
+static void send_recall(coordinator *c, slot *s, int thief)
+{
     uint8_t buf[16];
-    msg_recall r = {best->a.seq, (uint32_t)best->a.chunk, 0};
-    if (send_to(c, &c->nodes[best->node], MSG_RECALL, buf, proto_recall_encode(&r, buf, sizeof buf),
+    msg_recall r = {s->a.seq, (uint32_t)s->a.chunk, 0};
+    if (send_to(c, &c->nodes[s->node], MSG_RECALL, buf, proto_recall_encode(&r, buf, sizeof buf),
                 NULL, 0))
         return;   /* the hub closes that node: its chunks come back then */
-    best->recalled = 1, best->thief = (int)(n - c->nodes);
-    n->recalls++;
+    s->recalled = 1, s->thief = thief;
+    if (thief >= 0)
+        c->nodes[thief].recalls++;
+    else
+        c->here_recalls++;
+}
+
+/* Locked. Node n, with a worker free still, asks for a chunk back that it would return sooner
+ * than the node holding it. */
+static void recall_for(coordinator *c, node *n)
+{
+    int ahead = ahead_of(n);
+    if (!takes_work(n) || ahead >= n->running)
+        return;
+    slot *s = worth_recalling(c, (int)(n - c->nodes), n->params_seq, node_finishes(c, n, ahead + 1));
+    if (s)
+        send_recall(c, s, (int)(n - c->nodes));
+}
+
+/* Locked, each tick of the fallback while a chunk waits on a node behind others: an idle node
+ * that has reported nothing since may ask for it, and so may this machine while one of its
+ * workers sleeps for want of tasks and its fallback engine is free (one chunk at a time). */
+static void on_tick(coordinator *c)
+{
+    for (int i = 0; i < c->nnodes; i++)
+        recall_for(c, &c->nodes[i]);
+    if (c->here_recalls || first_in(c, SLOT_BACK) || rt_idle_workers(c->rt) < 1)
+        return;
+    slot *s = worth_recalling(c, THIEF_HERE, UINT64_MAX, fallback_cost(c));
+    if (s)
+        send_recall(c, s, THIEF_HERE);
 }
 
 static void steal_for(coordinator *c, node *n)
@@ -767,6 +853,8 @@ static void recall_over(coordinator *c, slot *s, int outcome)
 {
     if (s->thief >= 0)
         c->nodes[s->thief].recalls--;
+    else if (s->thief == THIEF_HERE)
+        c->here_recalls--;
     s->recalled = outcome;
 }
 
@@ -888,7 +976,11 @@ coordinator *coordinator_start(const coordinator_options *o, const job_config *c
     snprintf(c->listen_at, sizeof c->listen_at, "%s", o->listen);
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->params_lock, NULL);
-    pthread_cond_init(&c->fallback_wake, NULL);
+    pthread_condattr_t monotonic;   /* the fallback's ticks: not moved by the wall clock */
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->fallback_wake, &monotonic);
+    pthread_condattr_destroy(&monotonic);
     pthread_cond_init(&c->round_over, NULL);
     if (netio_key_load(o->key_path, c->net.key, err, errlen) || job_text(c, o, err, errlen) ||
         share_files(c, err, errlen))
@@ -1005,9 +1097,10 @@ void coordinator_write_json(coordinator *c, FILE *f)
             c->cfg->sync_every, c->rounds, c->rounds_lost);
     fprintf(f, ", \"timeout_s\": %g, \"coordinator_chunks\": %ld, \"coordinator_share\": %.4f, "
             "\"nodes_lost\": %ld, \"chunks_resent\": %ld, \"chunks_computed_by_the_fallback\": %ld, "
-            "\"chunks_stolen\": %ld, \"nodes\": [", c->timeout_s, c->local_chunks + c->fallback_chunks,
+            "\"chunks_stolen\": %ld, \"chunks_taken_back\": %ld, \"nodes\": [", c->timeout_s,
+            c->local_chunks + c->fallback_chunks,
             all ? (double)(c->local_chunks + c->fallback_chunks) / (double)all : 1.0, c->lost_nodes,
-            c->resent_chunks, c->fallback_chunks, c->stolen_chunks);
+            c->resent_chunks, c->fallback_chunks, c->stolen_chunks, c->taken_back);
     for (int i = 0, first = 1; i < c->nnodes; i++) {
         node *n = &c->nodes[i];
         if (!n->ready)

@@ -64,8 +64,10 @@ typedef struct share_decision {
     char why[400];
 } share_decision;
 
-/* SLOT_ARRIVED: every part of a stolen chunk came, some of its tasks have yet to start */
-enum { SLOT_FREE, SLOT_STARTING, SLOT_QUEUED, SLOT_SENT, SLOT_ARRIVED };
+/* SLOT_ARRIVED: every part of a stolen chunk came, some of its tasks have yet to start;
+ * SLOT_BACK: a node gave it back for this machine, whose fallback engine computes it */
+enum { SLOT_FREE, SLOT_STARTING, SLOT_QUEUED, SLOT_SENT, SLOT_ARRIVED, SLOT_BACK };
+#define THIEF_HERE (-2)          /* a RECALL for this machine (slot.thief) */
 
 /* A chunk computed on another machine. Its parts (0: the loss figures, 1 + l: layer l's
  * gradient) each meet their task (remote.h), whichever comes first, and the task completes
@@ -85,9 +87,9 @@ typedef struct slot {
     const float *params;
     int node;                    /* SLOT_SENT: index in nodes; -1: the local fallback */
     int ahead;                   /* chunks in flight at that node when it was sent */
-    int recalled;                /* RECALL: 0 not sent, 1 under way (for `thief`; -1: it left),
-                                    2 refused (the chunk had started) */
-    int thief;
+    int recalled;                /* RECALL: 0 not sent, 1 under way (for `thief`), 2 refused (the
+                                    chunk had started) */
+    int thief;                   /* a node's index, THIEF_HERE, or -1: that node left */
     double sent_at;
 } slot;
 
@@ -122,6 +124,11 @@ struct coordinator {
     _Atomic int *claims;
     long stolen_chunks;
     long lost_nodes, resent_chunks, fallback_chunks;
+    /* chunks taken back from nodes for the fallback engine while a worker here idles: RECALLs
+       under way, chunks computed; the engine's seconds per chunk */
+    int here_recalls;
+    long taken_back;
+    double fallback_cost;
     /* the placement policy over machines (cluster_share.h) */
     policy_limits limits;
     carbon_source carbon;

@@ -70,7 +70,7 @@ typedef struct node {
     int rejoining;               /* any failure to connect is retried, not only a refusal */
     energy_meter *meter;
     carbon_source carbon;
-    /* Until a chunk starts, the coordinator may take it back (RECALL) for an idle node: each
+    /* Until a chunk starts, the coordinator may take it back (RECALL) for an idle machine: each
      * WORK's claim (runtime.h), by its arrival number, in a ring longer than the chunks a
      * coordinator keeps in flight. The hub's thread fills it and answers RECALLs. */
     _Atomic int *claims;
@@ -607,7 +607,7 @@ static int serve(node *n)
                 fprintf(n->o->out, "%ld rounds of local steps trained\n", rounds);
             else
                 fprintf(n->o->out, "%ld chunks computed, %ld given back to the coordinator for "
-                        "an idle node\n", g.served - g.given, g.given);
+                        "an idle machine\n", g.served - g.given, g.given);
             return rc < 0 ? 0 : rc;
         }
     }

@@ -122,3 +122,11 @@ void notify_all(notifier *nt)
     for (int i = 0; i < nt->n; i++)
         claim(nt, i);
 }
+
+int notifier_asleep(notifier *nt)
+{
+    int active = atomic_load_explicit(&nt->active, memory_order_relaxed), asleep = 0;
+    for (int i = 0; i < active; i++)
+        asleep += atomic_load_explicit(&nt->sleepers[i].state, memory_order_relaxed) == SLEEP_SLEEPING;
+    return asleep;
+}

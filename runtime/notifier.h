@@ -43,6 +43,8 @@ void sleep_cancel(notifier *nt, int who);
 int sleep_commit(notifier *nt, int who);
 void notify_one_slow(notifier *nt, unsigned hint);
 void notifier_set_active(notifier *nt, int active);
+/* Active sleepers (parked ones left out) asleep, or about to be, right now. */
+int notifier_asleep(notifier *nt);
 
 /* After a push. hint spreads wake-ups over the active sleepers. */
 static inline void notify_one(notifier *nt, unsigned hint)

@@ -190,6 +190,9 @@ int rt_workers(const rt_runtime *rt);     /* CPU workers */
  * thread. */
 int rt_set_active_workers(rt_runtime *rt, int n);
 int rt_active_workers(const rt_runtime *rt);
+/* Active CPU workers asleep now for want of tasks (the owner counts while it waits in the
+ * runtime): a hint, from any thread, for whoever could give them work from elsewhere. */
+int rt_idle_workers(rt_runtime *rt);
 int rt_devices(const rt_runtime *rt);      /* device workers that compute here (not peers) */
 
 /* ---- handles ---- */

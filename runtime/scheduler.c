@@ -106,6 +106,11 @@ int rt_active_workers(const rt_runtime *rt)
     return atomic_load(&((rt_runtime *)rt)->groups[0].idle.active);
 }
 
+int rt_idle_workers(rt_runtime *rt)
+{
+    return notifier_asleep(&rt->groups[0].idle);
+}
+
 int rt_set_active_workers(rt_runtime *rt, int n)
 {
     worker_group *cpu = &rt->groups[0];   /* the CPU group comes first */

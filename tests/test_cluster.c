@@ -479,6 +479,17 @@ static double node_share(const char *name)
     return share;
 }
 
+/* A figure of the cluster section of NAME/summary.json, its first (-1: none). */
+static long summary_figure(const char *name, const char *field)
+{
+    char path[760], key[80], summary[1 << 15];
+    snprintf(path, sizeof path, "%s/summary.json", tmp(name));
+    snprintf(key, sizeof key, "\"%s\": ", field);
+    const char *at = strstr(test_read_text(path, summary, sizeof summary), key);
+    long v = -1;
+    return at && sscanf(at + strlen(key), "%ld", &v) == 1 ? v : -1;
+}
+
 /* A node 30 ms away (through tools/netproxy) against a coordinator whose batch takes well under
  * a millisecond: once its round trip is measured, it is dealt no chunks but the probes that keep
  * it measured, so it holds the batches up no longer; the weights stay those of one machine. */
@@ -522,12 +533,8 @@ TEST(cluster_idle_node_steals_chunks_not_started_here)
     int rc = coordinate_run(&(coordinator_run){j, "steal", 14, 1, "20", 1, 0, NULL});
     int node_rc = wait_node(node, "steal-node");
     CHECKF(rc == 0 && node_rc == 0, "%s", out);
-    char summary[1 << 15];
-    const char *at = strstr(test_read_text(tmp("steal/summary.json"), summary, sizeof summary),
-                            "\"chunks_stolen\": ");
-    long stolen = 0;
-    CHECKF(at && sscanf(at, "\"chunks_stolen\": %ld", &stolen) == 1 && stolen > 0,
-           "%ld chunks stolen\n%s", stolen, out);
+    long stolen = summary_figure("steal", "chunks_stolen");
+    CHECKF(stolen > 0, "%ld chunks stolen\n%s", stolen, out);
     CHECKF(strstr(out, " given back; dealt some in "), "%s", out);
     check_identical("single-steal", "steal");
 }
@@ -560,8 +567,30 @@ TEST(cluster_idle_node_takes_back_chunks_waiting_on_a_slow_node)
     int slow_rc = wait_node(slow, "recall-slow"), fast_rc = wait_node(fast, "recall-fast");
     CHECKF(rc == 0 && slow_rc == 0 && fast_rc == 0, "%s", out);
     long given = nodes_sum("recall", "chunks_given_back"), stolen = nodes_sum("recall", "chunks_stolen");
-    CHECKF(given > 0 && stolen >= given, "%ld chunks given back, %ld stolen\n%s", given, stolen, out);
+    long here = summary_figure("recall", "chunks_taken_back");   /* the coordinator idles too */
+    CHECKF(given > 0 && here >= 0 && stolen + here >= given,
+           "%ld chunks given back, %ld stolen, %ld taken back by the coordinator\n%s", given,
+           stolen, here, out);
     check_identical("single-recall", "recall");
+}
+
+/* The same slow node alone beside the coordinator: the coordinator, done with its share of the
+ * first batch, its worker asleep for want of tasks, asks for the chunks still waiting on the node
+ * and computes those given back on its fallback engine; the weights stay those of one machine. */
+TEST(cluster_idle_coordinator_takes_back_chunks_waiting_on_a_slow_node)
+{
+    char j[700];
+    snprintf(j, sizeof j, "%s", job_file_batch("take-back.cfg", 1536, 4, 2, 128, 0.9, ""));
+    single("single-take-back", j);
+    pid_t slow = start_node(15, "take-back-slow", key(), "20", "100");
+    int rc = coordinate_run(&(coordinator_run){j, "take-back", 15, 1, "20", 0, 0, NULL});
+    int slow_rc = wait_node(slow, "take-back-slow");
+    CHECKF(rc == 0 && slow_rc == 0, "%s", out);
+    long given = nodes_sum("take-back", "chunks_given_back");
+    long here = summary_figure("take-back", "chunks_taken_back");
+    CHECKF(given > 0 && here == given, "%ld chunks given back, %ld taken back by the coordinator\n%s",
+           given, here, out);
+    check_identical("single-take-back", "take-back");
 }
 
 /* Decision 3 of the placement policy: a node whose power profile is three times this machine's

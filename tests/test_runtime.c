@@ -335,3 +335,31 @@ TEST(runtime_parked_workers_run_nothing_and_come_back)
     CHECKF(s.task_share >= 0 && s.task_share <= 1.0001, "task share %.3f", s.task_share);
     rt_destroy(rt);
 }
+
+/* Waits (up to 10 s) until rt_idle_workers says `n`; returns what it said last. */
+static int idle_workers_become(rt_runtime *rt, int n)
+{
+    int idle = rt_idle_workers(rt);
+    for (int i = 0; i < 10000 && idle != n; i++, idle = rt_idle_workers(rt))
+        usleep(1000);
+    return idle;
+}
+
+/* The owner is out of the runtime (this thread), so of three workers two may sleep; one that
+ * runs a task does not; parked workers are not counted. */
+TEST(runtime_idle_workers_are_the_active_ones_asleep)
+{
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 3});
+    int idle = idle_workers_become(rt, 2);
+    CHECKF(idle == 2, "%d idle workers with nothing to do, not 2", idle);
+    _Atomic int gate = 0, *g = &gate;
+    rt_submit(rt, &(rt_task_desc){.kind = &gate_kind, .args = &g, .args_size = sizeof g});
+    idle = idle_workers_become(rt, 1);
+    CHECKF(idle == 1, "%d idle workers while one runs a task, not 1", idle);
+    atomic_store(&gate, 1);
+    CHECK(rt_wait_all(rt) == 0);
+    rt_set_active_workers(rt, 1);
+    idle = idle_workers_become(rt, 0);
+    CHECKF(idle == 0, "%d idle workers with the two others parked, not 0", idle);
+    rt_destroy(rt);
+}
