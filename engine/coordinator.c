@@ -262,10 +262,12 @@ static int recall_possible(const coordinator *c)
     return 0;
 }
 
-/* The fallback engine's seconds per chunk on its one worker (a worker's here until measured). */
-static double fallback_cost(const coordinator *c)
+/* The fallback engine's seconds per chunk on that many workers: its CPU seconds per chunk (a
+ * worker's here until measured) spread over them. */
+static double fallback_cost(const coordinator *c, int workers)
 {
-    return c->fallback_cost > 0 ? c->fallback_cost : c->local_cost > 0 ? c->local_cost : 1e-3;
+    double cpu = c->fallback_cpu > 0 ? c->fallback_cpu : c->local_cost > 0 ? c->local_cost : 1e-3;
+    return cpu / (workers > 1 ? workers : 1);
 }
 
 /* Locked: unlocks while it sleeps, at most `seconds`. */
@@ -278,10 +280,12 @@ static void wait_a_tick(coordinator *c, double seconds)
     pthread_cond_timedwait(&c->fallback_wake, &c->lock, &until);
 }
 
-/* Locked: unlocks while it computes chunk s on its own engine (not open: err says why). */
+/* Locked: unlocks while it computes chunk s on its own engine (not open: err says why), with as
+ * many workers as sleep here for want of tasks. */
 static void compute_here(coordinator *c, chunk_engine *e, int open, slot *s, char *err, size_t errlen)
 {
     rt_task *done[SLOT_PARTS];
+    int workers = open ? rt_set_active_workers(e->rt, rt_idle_workers(c->rt)) : 1;
     int taken_back = s->state == SLOT_BACK;
     s->state = SLOT_SENT, s->node = -1;
     msg_work w = {s->a.seq, (uint32_t)s->a.epoch, (uint32_t)s->a.batch, (uint32_t)s->a.chunk,
@@ -296,21 +300,22 @@ static void compute_here(coordinator *c, chunk_engine *e, int open, slot *s, cha
     pthread_mutex_lock(&c->lock);
     int n = ok ? slot_result(c, s, &r, r.grads, done) : slot_fail(s, done);
     c->fallback_chunks++, c->taken_back += taken_back;
-    c->fallback_cost = ok ? running(c->fallback_cost, now_s() - start) : c->fallback_cost;
+    c->fallback_cpu = ok ? running(c->fallback_cpu, workers * (now_s() - start)) : c->fallback_cpu;
     pthread_mutex_unlock(&c->lock);
     for (int i = 0; i < n; i++)
         rt_task_complete(c->rt, done[i], !ok, ok ? NULL : err);
     pthread_mutex_lock(&c->lock);
 }
 
-/* One thread with an engine of one worker: it computes the chunks given back for this machine,
- * and the queued ones when no node is left. While a chunk waits on a node behind others, it
- * ticks (about once per chunk here) to see whether a RECALL pays (on_tick). */
+/* A thread with an engine of its own (as many workers as the runtime here, asleep but while it
+ * computes): it computes the chunks given back for this machine, and the queued ones when no
+ * node is left. While a chunk waits on a node behind others, it ticks (about once per chunk on
+ * one worker) to see whether a RECALL pays (on_tick). */
 static void *fallback_main(void *arg)
 {
     coordinator *c = arg;
     job_config cfg = *c->cfg;
-    cfg.workers = 1;
+    cfg.workers = rt_workers(c->rt);
     chunk_engine e;
     char err[512] = "";
     int open = chunk_engine_open(&e, &cfg, c->train, err, sizeof err) == 0;
@@ -322,7 +327,7 @@ static void *fallback_main(void *arg)
             compute_here(c, &e, open, s, err, sizeof err);
         } else if (recall_possible(c)) {
             on_tick(c);
-            double tick = fallback_cost(c);
+            double tick = fallback_cost(c, 1);
             wait_a_tick(c, tick < 1e-3 ? 1e-3 : tick > 0.05 ? 0.05 : tick);
         } else {
             pthread_cond_wait(&c->fallback_wake, &c->lock);
@@ -838,7 +843,7 @@ static void on_tick(coordinator *c)
         recall_for(c, &c->nodes[i]);
     if (c->here_recalls || first_in(c, SLOT_BACK) || rt_idle_workers(c->rt) < 1)
         return;
-    slot *s = worth_recalling(c, THIEF_HERE, UINT64_MAX, fallback_cost(c));
+    slot *s = worth_recalling(c, THIEF_HERE, UINT64_MAX, fallback_cost(c, rt_idle_workers(c->rt)));
     if (s)
         send_recall(c, s, THIEF_HERE);
 }

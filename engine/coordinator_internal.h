@@ -124,11 +124,11 @@ struct coordinator {
     _Atomic int *claims;
     long stolen_chunks;
     long lost_nodes, resent_chunks, fallback_chunks;
-    /* chunks taken back from nodes for the fallback engine while a worker here idles: RECALLs
-       under way, chunks computed; the engine's seconds per chunk */
+    /* chunks taken back from nodes for the fallback engine while workers here idle: RECALLs
+       under way, chunks computed; the engine's CPU seconds per chunk */
     int here_recalls;
     long taken_back;
-    double fallback_cost;
+    double fallback_cpu;
     /* the placement policy over machines (cluster_share.h) */
     policy_limits limits;
     carbon_source carbon;

@@ -149,14 +149,14 @@ static pid_t start_slow_node(int to, const char *name, const char *timeout)
 }
 
 /* A coordinator's arguments: the job, its output folder NAME, listening on port `which`,
- * waiting for `nodes`; slow: at the slowdown; resume: --resume; policy: --policy, or NULL.
- * Its trace goes to NAME.trace.json. */
+ * waiting for `nodes`; slow: at the slowdown; resume: --resume; policy: --policy, or NULL; set:
+ * one more --set, or NULL. Its trace goes to NAME.trace.json. */
 typedef struct coordinator_run {
     const char *job, *name;
     int which, nodes;
     const char *timeout;
     int slow, resume;
-    const char *policy;
+    const char *policy, *set;
 } coordinator_run;
 
 static void coordinator_args(const coordinator_run *c, const char **args, char (*bufs)[760])
@@ -178,13 +178,15 @@ static void coordinator_args(const coordinator_run *c, const char **args, char (
         args[n++] = "--resume";
     if (c->policy)
         args[n++] = "--policy", args[n++] = c->policy;
+    if (c->set)
+        args[n++] = "--set", args[n++] = c->set;
     args[n] = NULL;
 }
 
 /* In the foreground: its exit status, its output in out. */
 static int coordinate_run(const coordinator_run *c)
 {
-    const char *args[20];
+    const char *args[24];
     char bufs[4][760];
     coordinator_args(c, args, bufs);
     return frugal_run(&(frugal_call){(uid_t)-1, NULL, 0}, out, sizeof out, args);
@@ -192,7 +194,7 @@ static int coordinate_run(const coordinator_run *c)
 
 static int coordinate(int which, const char *name, int nodes, const char *timeout)
 {
-    return coordinate_run(&(coordinator_run){job(), name, which, nodes, timeout, 0, 0, NULL});
+    return coordinate_run(&(coordinator_run){job(), name, which, nodes, timeout, 0, 0, NULL, NULL});
 }
 
 /* The single-machine run of a job, once per test binary. */
@@ -373,7 +375,7 @@ TEST(cluster_broken_links_are_dropped_and_the_node_rejoins)
     pid_t proxy = tool_spawn("netproxy", &(frugal_call){(uid_t)-1, NULL, 0}, tmp("proxy.log"),
                              proxy_args);
     pid_t node = start_slow_node(5, "through-proxy", "20");
-    int rc = coordinate_run(&(coordinator_run){slow_job(), "faults", 4, 1, "1.5", 1, 0, NULL});
+    int rc = coordinate_run(&(coordinator_run){slow_job(), "faults", 4, 1, "1.5", 1, 0, NULL, NULL});
     int node_rc = wait_node(node, "through-proxy");
     kill(proxy, SIGKILL);
     waitpid(proxy, NULL, 0);
@@ -409,7 +411,7 @@ TEST(cluster_nodes_leave_and_join_mid_run)
         waitpid(late, &status, 0);
         _exit(ok && WIFEXITED(status) ? WEXITSTATUS(status) : 99);
     }
-    int rc = coordinate_run(&(coordinator_run){slow_job(), "churn", 6, 2, "20", 1, 0, NULL});
+    int rc = coordinate_run(&(coordinator_run){slow_job(), "churn", 6, 2, "20", 1, 0, NULL, NULL});
     int status = 0;
     waitpid(helper, &status, 0);
     wait_node(doomed, "doomed");
@@ -437,9 +439,9 @@ TEST(cluster_coordinator_killed_and_resumed)
     single("single-slow", slow_job());
     pid_t patient = start_slow_node(7, "patient", "60");
     pid_t hasty = start_slow_node(7, "hasty", "3");
-    const char *args[20];
+    const char *args[24];
     char bufs[4][760];
-    coordinator_run c = {slow_job(), "resumed", 7, 2, "20", 1, 0, NULL};
+    coordinator_run c = {slow_job(), "resumed", 7, 2, "20", 1, 0, NULL, NULL};
     coordinator_args(&c, args, bufs);
     pid_t first = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, tmp("first.log"), args);
     int saved = wait_for_text(tmp("first.log"), "epoch 1/3") &&
@@ -503,7 +505,7 @@ TEST(cluster_far_node_is_dealt_only_probes)
     pid_t proxy = tool_spawn("netproxy", &(frugal_call){(uid_t)-1, NULL, 0}, tmp("far-proxy.log"),
                              proxy_args);
     pid_t node = start_node(13, "far-node", key(), "20", NULL);
-    int rc = coordinate_run(&(coordinator_run){j, "far", 12, 1, "20", 0, 0, NULL});
+    int rc = coordinate_run(&(coordinator_run){j, "far", 12, 1, "20", 0, 0, NULL, NULL});
     int node_rc = wait_node(node, "far-node");
     kill(proxy, SIGKILL);
     waitpid(proxy, NULL, 0);
@@ -530,7 +532,7 @@ TEST(cluster_idle_node_steals_chunks_not_started_here)
     snprintf(j, sizeof j, "%s", job_file_batch("steal.cfg", 1536, 4, 2, 128, 0.9, ""));
     single("single-steal", j);
     pid_t node = start_node(14, "steal-node", key(), "20", NULL);
-    int rc = coordinate_run(&(coordinator_run){j, "steal", 14, 1, "20", 1, 0, NULL});
+    int rc = coordinate_run(&(coordinator_run){j, "steal", 14, 1, "20", 1, 0, NULL, NULL});
     int node_rc = wait_node(node, "steal-node");
     CHECKF(rc == 0 && node_rc == 0, "%s", out);
     long stolen = summary_figure("steal", "chunks_stolen");
@@ -563,7 +565,7 @@ TEST(cluster_idle_node_takes_back_chunks_waiting_on_a_slow_node)
     single("single-recall", j);
     pid_t slow = start_node(15, "recall-slow", key(), "20", "100");
     pid_t fast = start_node(15, "recall-fast", key(), "20", NULL);
-    int rc = coordinate_run(&(coordinator_run){j, "recall", 15, 2, "20", 0, 0, NULL});
+    int rc = coordinate_run(&(coordinator_run){j, "recall", 15, 2, "20", 0, 0, NULL, NULL});
     int slow_rc = wait_node(slow, "recall-slow"), fast_rc = wait_node(fast, "recall-fast");
     CHECKF(rc == 0 && slow_rc == 0 && fast_rc == 0, "%s", out);
     long given = nodes_sum("recall", "chunks_given_back"), stolen = nodes_sum("recall", "chunks_stolen");
@@ -574,16 +576,18 @@ TEST(cluster_idle_node_takes_back_chunks_waiting_on_a_slow_node)
     check_identical("single-recall", "recall");
 }
 
-/* The same slow node alone beside the coordinator: the coordinator, done with its share of the
- * first batch, its worker asleep for want of tasks, asks for the chunks still waiting on the node
- * and computes those given back on its fallback engine; the weights stay those of one machine. */
+/* The same slow node alone beside a coordinator of two workers: the coordinator, done with its
+ * share of the first batch, its workers asleep for want of tasks, asks for the chunks still
+ * waiting on the node and computes those given back on its fallback engine (as many workers as
+ * sleep); the weights stay those of one machine of one worker. */
 TEST(cluster_idle_coordinator_takes_back_chunks_waiting_on_a_slow_node)
 {
     char j[700];
     snprintf(j, sizeof j, "%s", job_file_batch("take-back.cfg", 1536, 4, 2, 128, 0.9, ""));
     single("single-take-back", j);
     pid_t slow = start_node(15, "take-back-slow", key(), "20", "100");
-    int rc = coordinate_run(&(coordinator_run){j, "take-back", 15, 1, "20", 0, 0, NULL});
+    int rc = coordinate_run(&(coordinator_run){j, "take-back", 15, 1, "20", 0, 0, NULL,
+                                                "execution.workers=2"});
     int slow_rc = wait_node(slow, "take-back-slow");
     CHECKF(rc == 0 && slow_rc == 0, "%s", out);
     long given = nodes_sum("take-back", "chunks_given_back");
@@ -615,7 +619,7 @@ TEST(cluster_energy_policy_gives_less_to_a_node_three_times_less_efficient)
         char node_name[40];
         snprintf(node_name, sizeof node_name, "%s-node", names[i]);
         pid_t node = start_node_with(8, node_name, key(), "20", slowdown(), profile);
-        int rc = coordinate_run(&(coordinator_run){jobs[i], names[i], 8, 1, "20", 1, 0, policies[i]});
+        int rc = coordinate_run(&(coordinator_run){jobs[i], names[i], 8, 1, "20", 1, 0, policies[i], NULL});
         int node_rc = wait_node(node, node_name);
         CHECKF(rc == 0 && node_rc == 0, "%s", out);
         share[i] = node_share(names[i]);
@@ -655,9 +659,9 @@ TEST(cluster_node_keeps_its_own_power_budget)
     const char *node_args[] = {"join", addr_of(9), "--key", key(), "--timeout", "20",
                                "--slowdown", slowdown(), "--power-budget", "60", NULL};
     pid_t node = frugal_spawn(&(frugal_call){(uid_t)-1, env, 0}, log, node_args);
-    const char *args[20];
+    const char *args[24];
     char bufs[4][760];
-    coordinator_args(&(coordinator_run){j, "node-budget", 9, 1, "20", 1, 0, NULL}, args, bufs);
+    coordinator_args(&(coordinator_run){j, "node-budget", 9, 1, "20", 1, 0, NULL, NULL}, args, bufs);
     pid_t coordinator = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0},
                                      tmp("node-budget.log"), args);
     int node_rc = fake_rapl_drive(root, node), status = 0;
@@ -725,7 +729,7 @@ static int average_with_nodes(const char *j, const char *name, int which, int no
         snprintf(names[i], sizeof names[i], "%s-node%d", name, i);
         pid[i] = start_node(which, names[i], key(), "20", slow ? slowdown() : NULL);
     }
-    int rc = coordinate_run(&(coordinator_run){j, name, which, nodes, "20", slow, 0, NULL});
+    int rc = coordinate_run(&(coordinator_run){j, name, which, nodes, "20", slow, 0, NULL, NULL});
     for (int i = 0; i < nodes; i++)
         rc |= wait_node(pid[i], names[i]) != 0;
     return rc;
