@@ -249,16 +249,21 @@ static void params_ready(remote_sink *sink, uint64_t seq, int layer, const float
 
 /* ---- the local fallback: chunks no node is left to compute, and those taken back ---- */
 
-/* Locked. A chunk that waits on a node behind at least one per worker there, not yet asked
- * back: while there is one, the fallback looks every tick whether a RECALL pays. */
+/* Locked. Chunk s waits on a node behind at least one per worker there, and was not asked back
+ * yet: a RECALL may take it elsewhere. */
+static int waits_behind(const coordinator *c, const slot *s)
+{
+    return s->state == SLOT_SENT && s->node >= 0 && !s->recalled &&
+           s->ahead >= c->nodes[s->node].running;
+}
+
+/* Locked. While a chunk waits behind others, the fallback looks every tick whether a RECALL
+ * pays. */
 static int recall_possible(const coordinator *c)
 {
-    for (int i = 0; i < c->nslots; i++) {
-        const slot *s = &c->slots[i];
-        if (s->state == SLOT_SENT && s->node >= 0 && !s->recalled &&
-            s->ahead >= c->nodes[s->node].running)
+    for (int i = 0; i < c->nslots; i++)
+        if (waits_behind(c, &c->slots[i]))
             return 1;
-    }
     return 0;
 }
 
@@ -795,8 +800,7 @@ static slot *worth_recalling(coordinator *c, int thief, uint64_t seq, double min
     slot *best = NULL;
     for (int i = 0; i < c->nslots; i++) {
         slot *s = &c->slots[i];
-        if (s->state != SLOT_SENT || s->node < 0 || s->recalled || s->node == thief ||
-            (seq != UINT64_MAX && s->a.seq != seq) || s->ahead < c->nodes[s->node].running)
+        if (!waits_behind(c, s) || s->node == thief || (seq != UINT64_MAX && s->a.seq != seq))
             continue;
         const node *v = &c->nodes[s->node];
         double g = node_returns(c, v, s, oldest[s->node], now) - v->lag - mine;
