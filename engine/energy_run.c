@@ -104,12 +104,15 @@ static double cpu_side_joules(energy_run *er, const energy_figures *f)
     return j;
 }
 
+/* The peer worker's time is left out: it waits for chunks other machines compute (each node
+ * measures its own energy), and its own work (packing parameters to send) is microseconds. */
 void energy_run_split_kinds(energy_run *er, const rt_stats *st, epoch_energy *e)
 {
     double busy[RT_MAX_KINDS];
     e->nkinds = st->nkinds;
     for (int k = 0; k < st->nkinds; k++) {
-        busy[k] = st->kinds[k].busy_s;
+        busy[k] = st->kinds[k].busy_s - st->kinds[k].busy_by[RT_WORKER_PEER];
+        busy[k] = busy[k] > 0 ? busy[k] : 0;
         e->kind_tasks[k] = st->kinds[k].count;
     }
     energy_split_by_busy(cpu_side_joules(er, &e->f) + cpu_side_joules(er, &e->test), busy,
@@ -150,10 +153,13 @@ void energy_run_print(energy_run *er, const epoch_energy *last, const rt_stats *
                                                                      : sensor_status_name(s[i].status),
                 s[i].why[0] ? ": " : "", s[i].why);
     if (last->nkinds) {
-        fprintf(f, "  last epoch by task kind (its energy split by busy time):\n");
+        fprintf(f, "  last epoch by task kind (its energy split by busy time here):\n");
         for (int k = 0; k < last->nkinds && k < st->nkinds; k++)
-            if (last->kind_tasks[k])
-                fprintf(f, "    %-20s %10.2f J  %9.3f mJ/task\n", st->kinds[k].name,
+            if (last->kind_tasks[k] && st->kinds[k].count_by[RT_WORKER_PEER] == st->kinds[k].count)
+                fprintf(f, "    %-24s  none: the cluster's peer worker (the nodes measure what they "
+                        "compute)\n", st->kinds[k].name);
+            else if (last->kind_tasks[k])
+                fprintf(f, "    %-24s %10.2f J  %9.3f mJ/task\n", st->kinds[k].name,
                         last->kind_j[k], 1e3 * last->kind_j[k] / (double)last->kind_tasks[k]);
     }
     fprintf(f, "  sampler: %ld samples at %g Hz, %.3f%% of one core\n",

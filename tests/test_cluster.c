@@ -595,6 +595,15 @@ TEST(cluster_idle_coordinator_takes_back_chunks_waiting_on_a_slow_node)
     CHECKF(given > 0 && here == given, "%ld chunks given back, %ld taken back by the coordinator\n%s",
            given, here, out);
     check_identical("single-take-back", "take-back");
+    /* the peer worker's wait for the node is none of this machine's energy */
+    char summary[1 << 15];
+    const char *kinds = strstr(test_read_text(tmp("take-back/summary.json"), summary, sizeof summary),
+                               "\"task_kinds\": [");
+    const char *end = kinds ? strchr(kinds, ']') : NULL;
+    CHECKF(end && !memmem(kinds, (size_t)(end - kinds), "remote chunk", 12) &&
+           strstr(out, "remote chunk: gradient    none: the cluster's peer worker"),
+           "energy split over the node's chunks:\n%.*s\n%s", kinds && end ? (int)(end - kinds) : 0,
+           kinds ? kinds : "", out);
 }
 
 /* Decision 3 of the placement policy: a node whose power profile is three times this machine's
