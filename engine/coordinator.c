@@ -1076,6 +1076,9 @@ int coordinator_wait_for(coordinator *c, int nodes, double seconds)
 void coordinator_print_nodes(coordinator *c, FILE *f)
 {
     pthread_mutex_lock(&c->lock);
+    if (!c->cfg->sync_every)
+        fprintf(f, "  here: %ld chunks (%ld taken back from nodes, %ld computed for lost nodes)\n",
+                c->local_chunks + c->fallback_chunks, c->taken_back, c->fallback_chunks - c->taken_back);
     for (int i = 0; i < c->nnodes; i++) {
         node *n = &c->nodes[i];
         if (!n->ready)
