@@ -1073,7 +1073,23 @@ int coordinator_wait_for(coordinator *c, int nodes, double seconds)
     return got;
 }
 
-void coordinator_print_nodes(coordinator *c, FILE *f)
+/* Locked. Every machine's joules added up (a node's as it last reported them), and how they
+ * were come by: "measured", "estimated", or "partly estimated". */
+static double all_machines(const coordinator *c, double here_joules, int here_estimated,
+                           const char **how)
+{
+    double joules = here_joules;
+    int estimated = here_estimated, measured = !here_estimated;
+    for (int i = 0; i < c->nnodes; i++)
+        if (c->nodes[i].ready) {
+            joules += c->nodes[i].joules;
+            estimated |= c->nodes[i].estimated, measured |= !c->nodes[i].estimated;
+        }
+    *how = !estimated ? "measured" : measured ? "partly estimated" : "estimated";
+    return joules;
+}
+
+void coordinator_print_nodes(coordinator *c, FILE *f, double here_joules, int here_estimated)
 {
     pthread_mutex_lock(&c->lock);
     if (!c->cfg->sync_every)
@@ -1092,12 +1108,20 @@ void coordinator_print_nodes(coordinator *c, FILE *f)
                 n->parked && !n->gone ? "; parked by the placement policy" : "",
                 n->gone ? "; lost: " : "", n->gone ? n->left_why : "");
     }
+    const char *how;
+    double joules = all_machines(c, here_joules, here_estimated, &how);
+    fprintf(f, "  every machine: %.1f J %s (here %.1f J, nodes %.1f J)\n", joules, how, here_joules,
+            joules - here_joules);
     pthread_mutex_unlock(&c->lock);
 }
 
-void coordinator_write_json(coordinator *c, FILE *f)
+void coordinator_write_json(coordinator *c, FILE *f, double here_joules, int here_estimated)
 {
     pthread_mutex_lock(&c->lock);
+    const char *how;
+    double joules = all_machines(c, here_joules, here_estimated, &how);
+    fprintf(f, "\"joules_every_machine\": %.3f, \"joules_nodes\": %.3f, \"joules_how\": \"%s\", ",
+            joules, joules - here_joules, how);
     long remote = 0;
     for (int i = 0; i < c->nnodes; i++)
         remote += c->nodes[i].chunks;

@@ -52,10 +52,12 @@ int coordinator_average_epoch(coordinator *c, int epoch, long first_batch, pass_
 void coordinator_use_meter(coordinator *c, energy_meter *meter);
 /* Waits until `nodes` nodes are ready or `seconds` pass; returns how many are. */
 int coordinator_wait_for(coordinator *c, int nodes, double seconds);
-/* One line per node for the progress display (nothing when there are none). */
-void coordinator_print_nodes(coordinator *c, FILE *f);
-/* The cluster as JSON members (no braces) for summary.json: every node that took part. */
-void coordinator_write_json(coordinator *c, FILE *f);
+/* One line for this machine and one per node for the progress display, then every machine's
+ * energy added up: here_joules is this machine's in the run so far (estimated or measured). */
+void coordinator_print_nodes(coordinator *c, FILE *f, double here_joules, int here_estimated);
+/* The cluster as JSON members (no braces) for summary.json: every node that took part, and the
+ * energy of every machine added up. */
+void coordinator_write_json(coordinator *c, FILE *f, double here_joules, int here_estimated);
 /* Tells the nodes training is over, closes every connection. */
 void coordinator_stop(coordinator *c, const char *why);
 

@@ -249,7 +249,9 @@ static void write_job(FILE *f, const report_input *in)
     fputs("},\n", f);
     if (in->cluster) {
         fputs("  \"cluster\": {", f);
-        coordinator_write_json(in->cluster, f);
+        energy_figures here;
+        energy_run_total(in->er, 0, &here);
+        coordinator_write_json(in->cluster, f, here.joules, energy_meter_estimated(in->er->meter));
         fputs("},\n", f);
     }
     fputs("  \"run\": {", f);

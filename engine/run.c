@@ -311,8 +311,11 @@ static void print_epoch(run *r, const epoch_record *rec)
             rec->estimated ? "estimated" : "measured", f->watts, 1e3 * f->joules_per_image);
     if (rec->warning[0])
         fprintf(r->out, "%s\n", rec->warning);
-    if (r->cluster)
-        coordinator_print_nodes(r->cluster, r->out);
+    if (r->cluster) {
+        energy_figures so_far;
+        energy_run_total(&r->er, 0, &so_far);
+        coordinator_print_nodes(r->cluster, r->out, so_far.joules, rec->estimated);
+    }
     fflush(r->out);
 }
 

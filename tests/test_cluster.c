@@ -224,6 +224,39 @@ static void check_identical(const char *a, const char *b)
         fclose(fb);
 }
 
+/* A figure of NAME/summary.json, its first after `after` (NULL: the start); -1: none. */
+static double summary_figure_after(const char *name, const char *after, const char *field)
+{
+    char path[760], key[80], summary[1 << 15];
+    snprintf(path, sizeof path, "%s/summary.json", tmp(name));
+    snprintf(key, sizeof key, "\"%s\": ", field);
+    const char *at = test_read_text(path, summary, sizeof summary);
+    at = after ? strstr(at, after) : at;
+    at = at ? strstr(at, key) : NULL;
+    double v = -1;
+    return at && sscanf(at + strlen(key), "%lf", &v) == 1 ? v : -1;
+}
+
+/* A figure of the cluster section (the first of that name). */
+static double summary_figure(const char *name, const char *field)
+{
+    return summary_figure_after(name, NULL, field);
+}
+
+/* The sum over a run's nodes of a figure in their summary.json entries (-1: none). */
+static double nodes_sum(const char *name, const char *field)
+{
+    char path[760], key[80], summary[1 << 15];
+    snprintf(path, sizeof path, "%s/summary.json", tmp(name));
+    snprintf(key, sizeof key, "\"%s\": ", field);
+    const char *at = strstr(test_read_text(path, summary, sizeof summary), "\"nodes\": [");
+    const char *end = at ? strstr(at, "], \"placement\"") : NULL;
+    double sum = -1, v;
+    while (at && (at = strstr(at, key)) && at < end && sscanf(at + strlen(key), "%lf", &v) == 1)
+        sum = (sum < 0 ? 0 : sum) + v, at++;
+    return sum;
+}
+
 /* Waits for a node; its exit status, its log appended to out. */
 static int wait_node(pid_t pid, const char *name)
 {
@@ -275,6 +308,13 @@ TEST(cluster_one_two_three_nodes_give_the_same_weights)
     test_read_text(tmp("three/summary.json"), summary, sizeof summary);
     CHECKF(strstr(summary, "\"cluster\"") && strstr(summary, "\"bytes_received\"") &&
            strstr(summary, "\"energy\": \"estimated"), "%s", summary);
+    /* every machine's energy: this one's and the nodes' as they reported it, labelled */
+    double all = summary_figure("three", "joules_every_machine"), nodes = nodes_sum("three", "joules");
+    double here = summary_figure_after("three", "\"this_process\": {", "joules");
+    CHECKF(nodes > 0 && here > 0 && fabs(all - here - nodes) <= 0.01 * all &&
+           strstr(summary, "\"joules_how\": \"estimated\"") &&
+           strstr(out, "  every machine: "), "%.3f J in all, %.3f J here, %.3f J on the nodes\n%s",
+           all, here, nodes, out);
     /* The trace has a track per node: its messages and the chunks it computed. */
     char why[256];
     json_value *t = trace_load_checked(tmp("three.trace.json"), why, sizeof why);
@@ -481,17 +521,6 @@ static double node_share(const char *name)
     return share;
 }
 
-/* A figure of the cluster section of NAME/summary.json, its first (-1: none). */
-static long summary_figure(const char *name, const char *field)
-{
-    char path[760], key[80], summary[1 << 15];
-    snprintf(path, sizeof path, "%s/summary.json", tmp(name));
-    snprintf(key, sizeof key, "\"%s\": ", field);
-    const char *at = strstr(test_read_text(path, summary, sizeof summary), key);
-    long v = -1;
-    return at && sscanf(at + strlen(key), "%ld", &v) == 1 ? v : -1;
-}
-
 /* A node 30 ms away (through tools/netproxy) against a coordinator whose batch takes well under
  * a millisecond: once its round trip is measured, it is dealt no chunks but the probes that keep
  * it measured, so it holds the batches up no longer; the weights stay those of one machine. */
@@ -535,23 +564,10 @@ TEST(cluster_idle_node_steals_chunks_not_started_here)
     int rc = coordinate_run(&(coordinator_run){j, "steal", 14, 1, "20", 1, 0, NULL, NULL});
     int node_rc = wait_node(node, "steal-node");
     CHECKF(rc == 0 && node_rc == 0, "%s", out);
-    long stolen = summary_figure("steal", "chunks_stolen");
+    long stolen = (long)summary_figure("steal", "chunks_stolen");
     CHECKF(stolen > 0, "%ld chunks stolen\n%s", stolen, out);
     CHECKF(strstr(out, " given back; dealt some in "), "%s", out);
     check_identical("single-steal", "steal");
-}
-
-/* The sum over a run's nodes of a figure in their summary.json entries (-1: none). */
-static long nodes_sum(const char *name, const char *field)
-{
-    char path[760], key[80], summary[1 << 15];
-    snprintf(path, sizeof path, "%s/summary.json", tmp(name));
-    snprintf(key, sizeof key, "\"%s\": ", field);
-    const char *at = strstr(test_read_text(path, summary, sizeof summary), "\"nodes\": [");
-    long sum = -1, v;
-    while (at && (at = strstr(at, key)) && sscanf(at + strlen(key), "%ld", &v) == 1)
-        sum = (sum < 0 ? 0 : sum) + v, at++;
-    return sum;
 }
 
 /* Two nodes, one 100x slower than the other, neither measured when the first batch (32 chunks)
@@ -568,8 +584,9 @@ TEST(cluster_idle_node_takes_back_chunks_waiting_on_a_slow_node)
     int rc = coordinate_run(&(coordinator_run){j, "recall", 15, 2, "20", 0, 0, NULL, NULL});
     int slow_rc = wait_node(slow, "recall-slow"), fast_rc = wait_node(fast, "recall-fast");
     CHECKF(rc == 0 && slow_rc == 0 && fast_rc == 0, "%s", out);
-    long given = nodes_sum("recall", "chunks_given_back"), stolen = nodes_sum("recall", "chunks_stolen");
-    long here = summary_figure("recall", "chunks_taken_back");   /* the coordinator idles too */
+    long given = (long)nodes_sum("recall", "chunks_given_back");
+    long stolen = (long)nodes_sum("recall", "chunks_stolen");
+    long here = (long)summary_figure("recall", "chunks_taken_back");   /* the coordinator idles too */
     CHECKF(given > 0 && here >= 0 && stolen + here >= given,
            "%ld chunks given back, %ld stolen, %ld taken back by the coordinator\n%s", given,
            stolen, here, out);
@@ -590,8 +607,8 @@ TEST(cluster_idle_coordinator_takes_back_chunks_waiting_on_a_slow_node)
                                                 "execution.workers=2"});
     int slow_rc = wait_node(slow, "take-back-slow");
     CHECKF(rc == 0 && slow_rc == 0, "%s", out);
-    long given = nodes_sum("take-back", "chunks_given_back");
-    long here = summary_figure("take-back", "chunks_taken_back");
+    long given = (long)nodes_sum("take-back", "chunks_given_back");
+    long here = (long)summary_figure("take-back", "chunks_taken_back");
     CHECKF(given > 0 && here == given, "%ld chunks given back, %ld taken back by the coordinator\n%s",
            given, here, out);
     check_identical("single-take-back", "take-back");
