@@ -1120,8 +1120,8 @@ void coordinator_write_json(coordinator *c, FILE *f, double here_joules, int her
     pthread_mutex_lock(&c->lock);
     const char *how;
     double joules = all_machines(c, here_joules, here_estimated, &how);
-    fprintf(f, "\"joules_every_machine\": %.3f, \"joules_nodes\": %.3f, \"joules_how\": \"%s\", ",
-            joules, joules - here_joules, how);
+    fprintf(f, "\"joules_every_machine\": %.3f, \"joules_here\": %.3f, \"joules_nodes\": %.3f, "
+            "\"joules_how\": \"%s\", ", joules, here_joules, joules - here_joules, how);
     long remote = 0;
     for (int i = 0; i < c->nnodes; i++)
         remote += c->nodes[i].chunks;

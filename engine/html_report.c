@@ -407,7 +407,7 @@ static void machine_charts(report *rp)
     node_bars(rp, "Share of the chunks computed, by machine", "", "coordinator_share",
               (const char *[]){"share", NULL}, 1);
     node_bars(rp, "Images per second, by node", "img/s", NULL, (const char *[]){"img_per_s", NULL}, 1);
-    node_bars(rp, "Joules, by node (each measures its own)", "J", NULL,
+    node_bars(rp, "Joules, by machine (each measures its own)", "J", "joules_here",
               (const char *[]){"joules", NULL}, 1);
     node_bars(rp, "Bytes over the network, by node (both ways)", "MB", NULL,
               (const char *[]){"bytes_sent", "bytes_received", NULL}, 1e-6);

@@ -621,6 +621,12 @@ TEST(cluster_idle_coordinator_takes_back_chunks_waiting_on_a_slow_node)
            strstr(out, "remote chunk: gradient    none: the cluster's peer worker"),
            "energy split over the node's chunks:\n%.*s\n%s", kinds && end ? (int)(end - kinds) : 0,
            kinds ? kinds : "", out);
+    /* and the report's energy chart has this machine beside its node */
+    static char html[1 << 20];
+    const char *chart = strstr(test_read_text(tmp("take-back/report.html"), html, sizeof html),
+                               "Joules, by machine");
+    CHECKF(chart && strstr(chart, "<title>coordinator: ") && strstr(chart, "<title>127.0.0.1:"),
+           "no coordinator and node in the report's energy chart");
 }
 
 /* Decision 3 of the placement policy: a node whose power profile is three times this machine's
