@@ -3,7 +3,10 @@
  *
  *   split     each batch's chunks are cut into contiguous ranges, one per machine (this one
  *             last), in proportion to their speed: samples per second over their last round;
- *             a node not yet measured counts as its workers times this machine's per worker
+ *             a node not yet measured counts as its workers times this machine's per worker.
+ *             The last node's range may end part way through a chunk: it has that chunk in the
+ *             round's first batches, this machine in the others (with 2 chunks a batch, a node
+ *             a third as fast would otherwise get half or nothing)
  *   send      every node with a range gets the parameters (PARAMS) and its range (ROUND)
  *   train     this machine takes K local steps on its chunks (trainer_train_share), the nodes
  *             the same on theirs, each from the same parameters with its own momentum
@@ -15,6 +18,7 @@
  * the round is averaged without it. A node that joins starts with the next round. */
 #include "engine/coordinator_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,8 +30,8 @@ static double speed_of(const coordinator *c, const node *n, int local_workers)
     return c->round_img_s > 0 ? n->running * c->round_img_s / local_workers : n->running;
 }
 
-/* Locked. Sends node n chunks [k0, k1) of the round's batches, from the parameters in c->params;
- * 0, or -1 when it cannot take part (its memory, or its link). */
+/* Locked. Sends node n its share of the round (w), from the parameters in c->params; 0, or -1
+ * when it cannot take part (its memory, or its link). */
 static int send_round(coordinator *c, node *n, const msg_round *w)
 {
     if (!n->model && !(n->model = malloc(sizeof(float) * (size_t)c->nparams)))
@@ -40,15 +44,29 @@ static int send_round(coordinator *c, node *n, const msg_round *w)
         return -1;
     n->params_seq = n->round_seq = w->seq;
     n->in_round = 1, n->round_done = 0;
-    n->round_chunks = (int)(w->chunk1 - w->chunk0) * (int)w->batches;
+    n->round_chunks = (int)(w->chunk1 - w->chunk0 - 1) * (int)w->batches + (int)w->partial;
     n->round_sent_at = now_s();
     return 0;
 }
 
+/* The last node's end in chunks, x (a real number), as its last chunk and the batches it has
+ * that chunk in, the first ones (this machine has it in the rest): a node a fraction of a chunk
+ * wide shares that chunk with this machine instead of taking all or none of it. */
+static int last_end(double x, long batches, long *partial)
+{
+    int full = (int)x;
+    *partial = lround((x - full) * (double)batches);
+    if (*partial == 0)
+        return *partial = batches, full;
+    return full + 1;
+}
+
 /* Locked. Splits the chunks of `batches` batches from `first` among the ready nodes and this
- * machine, and sends the nodes theirs; returns where this machine's start: it has the rest,
- * at least one chunk (and the chunks of a node that could not take part). */
-static int start_round(coordinator *c, int epoch, long first, long batches, int nchunks)
+ * machine, and sends the nodes theirs; returns where this machine's chunks start: it has the
+ * rest, at least one chunk (and the chunks of a node that could not take part), and the chunk
+ * before them too in the batches after the first *partial. */
+static int start_round(coordinator *c, int epoch, long first, long batches, int nchunks,
+                       long *partial)
 {
     int local_workers = rt_active_workers(c->rt), members[MAX_NODES], m = 0;
     double total = c->round_img_s > 0 ? c->round_img_s : local_workers;
@@ -57,17 +75,20 @@ static int start_round(coordinator *c, int epoch, long first, long batches, int 
             members[m++] = i, total += speed_of(c, &c->nodes[i], local_workers);
     double upto = 0;
     int k0 = 0;
+    *partial = batches;
     c->rounds++;
     for (int j = 0; j < m; j++) {
         node *n = &c->nodes[members[j]];
         upto += speed_of(c, n, local_workers);
-        int k1 = (int)(nchunks * upto / total + 0.5);
-        k1 = k1 > nchunks - 1 ? nchunks - 1 : k1;
+        double x = nchunks * upto / total < nchunks - 1 ? nchunks * upto / total : nchunks - 1;
+        long with_last = batches;
+        int k1 = j < m - 1 ? (int)(x + 0.5) : last_end(x, batches, &with_last);
         msg_round w = {c->rounds, (uint32_t)epoch, (uint32_t)first, (uint32_t)batches,
-                       (uint32_t)k0, (uint32_t)k1};
+                       (uint32_t)k0, (uint32_t)k1, (uint32_t)with_last};
         if (k1 > k0 && send_round(c, n, &w) == 0)
-            k0 = k1;
+            k0 = k1, *partial = with_last;
     }
+    c->rounds_shared += *partial < batches;
     return k0;
 }
 
@@ -142,15 +163,18 @@ int coordinator_average_epoch(coordinator *c, int epoch, long first_batch, pass_
         long batches = nbatches - b < every ? nbatches - b : every;
         if (trainer_get_params(c->t, c->params, err, errlen))
             return -1;
+        long partial;
         pthread_mutex_lock(&c->lock);
-        int here = start_round(c, epoch, b, batches, p->nchunks);
+        int here = start_round(c, epoch, b, batches, p->nchunks, &partial);
         pthread_mutex_unlock(&c->lock);
-        pass_result mine;
-        if (trainer_train_share(c->t, epoch, b, batches, here, p->nchunks, &mine, err, errlen) ||
+        pass_result mine;   /* the chunk before `here` too, after the batches a node has it in */
+        if (trainer_train_round(c->t, epoch, b, batches, partial, here, p->nchunks, here - 1,
+                                p->nchunks, &mine, err, errlen) ||
             trainer_get_params(c->t, c->params, err, errlen))
             return -1;
         pthread_mutex_lock(&c->lock);
-        c->local_chunks += (long)(p->nchunks - here) * mine.batches;
+        c->local_chunks += (long)(p->nchunks - here) * mine.batches +
+                           (mine.batches > partial ? mine.batches - partial : 0);
         if (mine.samples && mine.seconds > 0)
             c->round_img_s = running(c->round_img_s, (double)mine.samples / mine.seconds);
         pthread_mutex_unlock(&c->lock);

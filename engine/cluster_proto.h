@@ -29,7 +29,8 @@
  *
  * Periodic averaging ([cluster] sync_every = K) replaces WORK and RESULT by a round:
  *   coordinator -> node  ROUND    after PARAMS: K batches of an epoch, chunks [chunk0, chunk1)
- *                                 of each, to train on with local steps
+ *                                 of each (the last of them only in the first `partial`
+ *                                 batches), to train on with local steps
  *   node -> coordinator  MODEL    the round's figures as in RESULT, then the node's parameters
  *                                 after it (its chunk: the round's chunk0) */
 #ifndef FRUGAL_CLUSTER_PROTO_H
@@ -45,7 +46,7 @@ enum {
     MSG_DONE, MSG_ROUND, MSG_MODEL, MSG_GRAD, MSG_LAYER, MSG_RECALL, MSG_RECALLED, MSG_TYPES
 };
 
-#define PROTO_VERSION 7
+#define PROTO_VERSION 8
 #define PROTO_MAX_FILES 8
 #define PROTO_FILE_PIECE (1u << 20)     /* bytes of a file per FILE message */
 #define PROTO_MAX_PARAMS (64L << 20)    /* floats a model may have to train on a cluster */
@@ -97,6 +98,7 @@ typedef struct msg_recall {
 typedef struct msg_round {
     uint64_t seq;                       /* the PARAMS it starts from */
     uint32_t epoch, first_batch, batches, chunk0, chunk1;
+    uint32_t partial;                   /* batches with chunk1 - 1 (the first ones); 1..batches */
 } msg_round;
 
 typedef struct msg_result {

@@ -1129,8 +1129,9 @@ void coordinator_write_json(coordinator *c, FILE *f, double here_joules, int her
     fputs("\"listen\": ", f);
     json_string(f, c->listen);
     fprintf(f, ", \"mode\": \"%s\", \"sync_every\": %d, \"rounds\": %ld, "
-            "\"node_rounds_lost\": %ld", c->cfg->sync_every ? "averaging" : "synchronous",
-            c->cfg->sync_every, c->rounds, c->rounds_lost);
+            "\"node_rounds_lost\": %ld, \"rounds_sharing_a_chunk\": %ld",
+            c->cfg->sync_every ? "averaging" : "synchronous", c->cfg->sync_every, c->rounds,
+            c->rounds_lost, c->rounds_shared);
     fprintf(f, ", \"timeout_s\": %g, \"coordinator_chunks\": %ld, \"coordinator_share\": %.4f, "
             "\"nodes_lost\": %ld, \"chunks_resent\": %ld, \"chunks_computed_by_the_fallback\": %ld, "
             "\"chunks_stolen\": %ld, \"chunks_taken_back\": %ld, \"nodes\": [", c->timeout_s,

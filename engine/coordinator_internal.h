@@ -147,6 +147,7 @@ struct coordinator {
     float *params;               /* this machine's parameters, then their average */
     double round_img_s;          /* this machine's samples per second over a round */
     long rounds, rounds_lost;    /* rounds trained; node shares lost with their node */
+    long rounds_shared;          /* rounds whose last node shared a chunk with this machine */
 };
 
 /* coordinator.c */

@@ -156,8 +156,8 @@ void energy_run_print(energy_run *er, const epoch_energy *last, const rt_stats *
         fprintf(f, "  last epoch by task kind (its energy split by busy time here):\n");
         for (int k = 0; k < last->nkinds && k < st->nkinds; k++)
             if (last->kind_tasks[k] && st->kinds[k].count_by[RT_WORKER_PEER] == st->kinds[k].count)
-                fprintf(f, "    %-24s  none: the cluster's peer worker (the nodes measure what they "
-                        "compute)\n", st->kinds[k].name);
+                fprintf(f, "    %-24s  none: tasks of the cluster's peer worker (each node "
+                        "measures its own energy)\n", st->kinds[k].name);
             else if (last->kind_tasks[k])
                 fprintf(f, "    %-24s %10.2f J  %9.3f mJ/task\n", st->kinds[k].name,
                         last->kind_j[k], 1e3 * last->kind_j[k] / (double)last->kind_tasks[k]);

@@ -546,6 +546,23 @@ int trainer_train_share(trainer *t, int epoch, long first_batch, long batches, i
     return run_pass(t, SPLIT_TRAIN, epoch, first_batch, &share, out, err, errlen);
 }
 
+int trainer_train_round(trainer *t, int epoch, long first_batch, long batches, long split, int k0,
+                        int k1, int k0_rest, int k1_rest, pass_result *out, char *err,
+                        size_t errlen)
+{
+    pass_result rest = {0};
+    memset(out, 0, sizeof *out);
+    if ((split > 0 && k1 > k0 &&
+         trainer_train_share(t, epoch, first_batch, split, k0, k1, out, err, errlen)) ||
+        (!out->stopped && batches > split && k1_rest > k0_rest &&
+         trainer_train_share(t, epoch, first_batch + split, batches - split, k0_rest, k1_rest,
+                             &rest, err, errlen)))
+        return -1;
+    out->loss += rest.loss, out->correct += rest.correct, out->samples += rest.samples;
+    out->batches += rest.batches, out->seconds += rest.seconds, out->stopped |= rest.stopped;
+    return 0;
+}
+
 int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_result *out,
                      char *err, size_t errlen)
 {

@@ -52,6 +52,12 @@ int trainer_train(trainer *t, int epoch, long first_batch, pass_result *out, cha
  * 0, or -1 with err. */
 int trainer_train_share(trainer *t, int epoch, long first_batch, long batches, int k0, int k1,
                         pass_result *out, char *err, size_t errlen);
+/* A replica's round of periodic averaging: the same for the first `split` of `batches` batches
+ * with chunks [k0, k1), then the rest with chunks [k0_rest, k1_rest) (a range may be empty: no
+ * step then), so that two replicas may share a chunk of the round's batches. */
+int trainer_train_round(trainer *t, int epoch, long first_batch, long batches, long split, int k0,
+                        int k1, int k0_rest, int k1_rest, pass_result *out, char *err,
+                        size_t errlen);
 /* A forward pass over d (the test set if NULL; images shaped as in training): loss, accuracy
  * and, if predictions is not NULL, each sample's predicted class (d->n entries). */
 int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_result *out,

@@ -618,7 +618,7 @@ TEST(cluster_idle_coordinator_takes_back_chunks_waiting_on_a_slow_node)
                                "\"task_kinds\": [");
     const char *end = kinds ? strchr(kinds, ']') : NULL;
     CHECKF(end && !memmem(kinds, (size_t)(end - kinds), "remote chunk", 12) &&
-           strstr(out, "remote chunk: gradient    none: the cluster's peer worker"),
+           strstr(out, "remote chunk: gradient    none: tasks of the cluster's peer worker"),
            "energy split over the node's chunks:\n%.*s\n%s", kinds && end ? (int)(end - kinds) : 0,
            kinds ? kinds : "", out);
     /* and the report's energy chart has this machine beside its node */
@@ -781,6 +781,35 @@ TEST(cluster_averaging_every_step_without_momentum_is_the_synchronous_step)
            strstr(out, "rounds of local steps trained"), "%s", out);
     double diff = weight_difference("single-average-1", "average-1");
     CHECKF(diff >= 0 && diff < 1e-4, "weights %g apart (relative)\n%s", diff, out);
+}
+
+/* Every 4 steps, 2 chunks a batch, a node 3x slower than the coordinator: once measured it is
+ * a fraction of a chunk wide, so it shares a chunk with the coordinator (it has it in the
+ * round's first batches, the coordinator in the others) instead of taking half the work or
+ * none; every chunk of every batch is still trained on once. */
+TEST(cluster_averaging_shares_a_chunk_with_a_slower_node)
+{
+    char j[700];
+    snprintf(j, sizeof j, "%s", job_file_with("average-share.cfg", 1536, 4, 2, 0.9,
+                                              "[cluster]\nsync_every = 4\n"));
+    pid_t node = start_node(15, "average-share-node", key(), "20", "3");
+    int rc = coordinate_run(&(coordinator_run){j, "average-share", 15, 1, "20", 0, 0, NULL,
+                                                "execution.grain=16"});
+    int node_rc = wait_node(node, "average-share-node");
+    CHECKF(rc == 0 && node_rc == 0, "%s", out);
+    long shared = (long)summary_figure("average-share", "rounds_sharing_a_chunk");
+    long here = (long)summary_figure("average-share", "coordinator_chunks");
+    long there = (long)nodes_sum("average-share", "chunks");
+    CHECKF(shared > 0 && here + there == 2 * 48 * 2, "%ld rounds shared a chunk; %ld chunks here "
+           "and %ld on the node, of %d\n%s", shared, here, there, 2 * 48 * 2, out);
+    for (int e = 1; e <= 2; e++) {   /* the samples trained on: images per second times seconds */
+        char after[40];
+        snprintf(after, sizeof after, "{\"epoch\": %d, ", e);
+        double seconds = summary_figure_after("average-share", after, "seconds");
+        double rate = summary_figure_after("average-share", after, "images_per_s");
+        CHECKF(fabs(seconds * rate - 1536) < 2, "epoch %d trained on %.1f samples, not 1536\n%s",
+               e, seconds * rate, out);
+    }
 }
 
 /* The train accuracy of NAME's last epoch (metrics.csv), or -1. */
