@@ -269,6 +269,18 @@ static int wait_node(pid_t pid, const char *name)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* A coordinator (job j into NAME, on port `which`; slow: at the slowdown; set: one more --set
+ * or NULL) and one node (`node_slowdown`, or NULL): 0 when both ended well; their output in out. */
+static int with_one_node(const char *j, const char *name, int which, const char *node_slowdown,
+                         int slow, const char *set)
+{
+    char node_name[80];
+    snprintf(node_name, sizeof node_name, "%s-node", name);
+    pid_t node = start_node(which, node_name, key(), "20", node_slowdown);
+    int rc = coordinate_run(&(coordinator_run){j, name, which, 1, "20", slow, 0, NULL, set});
+    return wait_node(node, node_name) != 0 || rc != 0;
+}
+
 /* Waits (up to 60 s) until the file holds text. */
 static int wait_for_text(const char *path, const char *text)
 {
@@ -560,10 +572,7 @@ TEST(cluster_idle_node_steals_chunks_not_started_here)
     char j[700];
     snprintf(j, sizeof j, "%s", job_file_batch("steal.cfg", 1536, 4, 2, 128, 0.9, ""));
     single("single-steal", j);
-    pid_t node = start_node(14, "steal-node", key(), "20", NULL);
-    int rc = coordinate_run(&(coordinator_run){j, "steal", 14, 1, "20", 1, 0, NULL, NULL});
-    int node_rc = wait_node(node, "steal-node");
-    CHECKF(rc == 0 && node_rc == 0, "%s", out);
+    CHECKF(with_one_node(j, "steal", 14, NULL, 1, NULL) == 0, "%s", out);
     long stolen = (long)summary_figure("steal", "chunks_stolen");
     CHECKF(stolen > 0, "%ld chunks stolen\n%s", stolen, out);
     CHECKF(strstr(out, " given back; dealt some in "), "%s", out);
@@ -602,11 +611,7 @@ TEST(cluster_idle_coordinator_takes_back_chunks_waiting_on_a_slow_node)
     char j[700];
     snprintf(j, sizeof j, "%s", job_file_batch("take-back.cfg", 1536, 4, 2, 128, 0.9, ""));
     single("single-take-back", j);
-    pid_t slow = start_node(15, "take-back-slow", key(), "20", "100");
-    int rc = coordinate_run(&(coordinator_run){j, "take-back", 15, 1, "20", 0, 0, NULL,
-                                                "execution.workers=2"});
-    int slow_rc = wait_node(slow, "take-back-slow");
-    CHECKF(rc == 0 && slow_rc == 0, "%s", out);
+    CHECKF(with_one_node(j, "take-back", 15, "100", 0, "execution.workers=2") == 0, "%s", out);
     long given = (long)nodes_sum("take-back", "chunks_given_back");
     long here = (long)summary_figure("take-back", "chunks_taken_back");
     CHECKF(given > 0 && here == given, "%ld chunks given back, %ld taken back by the coordinator\n%s",
@@ -792,11 +797,7 @@ TEST(cluster_averaging_shares_a_chunk_with_a_slower_node)
     char j[700];
     snprintf(j, sizeof j, "%s", job_file_with("average-share.cfg", 1536, 4, 2, 0.9,
                                               "[cluster]\nsync_every = 4\n"));
-    pid_t node = start_node(15, "average-share-node", key(), "20", "3");
-    int rc = coordinate_run(&(coordinator_run){j, "average-share", 15, 1, "20", 0, 0, NULL,
-                                                "execution.grain=16"});
-    int node_rc = wait_node(node, "average-share-node");
-    CHECKF(rc == 0 && node_rc == 0, "%s", out);
+    CHECKF(with_one_node(j, "average-share", 15, "3", 0, "execution.grain=16") == 0, "%s", out);
     long shared = (long)summary_figure("average-share", "rounds_sharing_a_chunk");
     long here = (long)summary_figure("average-share", "coordinator_chunks");
     long there = (long)nodes_sum("average-share", "chunks");
