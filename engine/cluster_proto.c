@@ -334,7 +334,8 @@ int proto_round_decode(msg_round *m, const uint8_t *p, size_t len, char *why, si
         return -1;
     if (m->epoch < 1 || m->batches < 1 || m->chunk0 >= m->chunk1 || m->partial < 1 ||
         m->partial > m->batches)
-        return bad(why, whylen, "a ROUND message with no batch or no chunk");
+        return bad(why, whylen, "a ROUND message with no batch, no chunk, or its last chunk in "
+                                "none or more than its batches");
     return 0;
 }
 
