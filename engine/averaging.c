@@ -2,11 +2,12 @@
  * batches, for links too slow to carry a gradient every batch.
  *
  *   split     each batch's chunks are cut into contiguous ranges, one per machine (this one
- *             last), in proportion to their speed: samples per second over their last round;
- *             a node not yet measured counts as its workers times this machine's per worker.
- *             The last node's range may end part way through a chunk: it has that chunk in the
- *             round's first batches, this machine in the others (with 2 chunks a batch, a node
- *             a third as fast would otherwise get half or nothing)
+ *             last), so that all would finish together: a node's share costs its seconds
+ *             computing per sample, plus what a round adds (the models' travel), both measured
+ *             over its rounds; a node not yet measured counts as its workers times this
+ *             machine's per worker. A share may end part way through a chunk: that machine has
+ *             the chunk in the round's first batches, the next machine in the others (with 2
+ *             chunks a batch, a node a third as fast would otherwise get half the work or none)
  *   send      every node with a range gets the parameters (PARAMS) and its range (ROUND)
  *   train     this machine takes K local steps on its chunks (trainer_train_share), the nodes
  *             the same on theirs, each from the same parameters with its own momentum
@@ -22,21 +23,50 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Locked. Each ready node's speed, or its workers' worth of this machine's. */
-static double speed_of(const coordinator *c, const node *n, int local_workers)
+/* What a machine's share of a round costs: seconds per chunk-batch (a chunk of one batch) once
+ * it computes, and seconds it adds to any share (a node's models travelling). */
+typedef struct share_cost {
+    double per_unit, lag;
+} share_cost;
+
+/* Locked. A node's, measured over its rounds, or until it is, its workers' worth of this
+ * machine's (`here`, on `local_workers`). */
+static share_cost cost_of(const node *n, share_cost here, int local_workers, double per_chunk)
 {
-    if (n->img_s > 0)
-        return n->img_s;
-    return c->round_img_s > 0 ? n->running * c->round_img_s / local_workers : n->running;
+    if (n->round_cost > 0)
+        return (share_cost){n->round_cost * per_chunk, n->round_lag};
+    return (share_cost){here.per_unit * local_workers / n->running, 0};
 }
 
-/* Locked. Sends node n its share of the round (w), from the parameters in c->params; 0, or -1
- * when it cannot take part (its memory, or its link). */
-static int send_round(coordinator *c, node *n, const msg_round *w)
+/* Shares u of `units` chunk-batches that finish together, at T: u_j = (T - lag_j) / per_unit_j;
+ * a member whose lag alone outlasts T gets none. Member 0 (this machine) has no lag. */
+static void balance(const share_cost *m, int count, double units, double *u)
+{
+    int in[MAX_NODES + 1];
+    for (int j = 0; j < count; j++)
+        in[j] = 1;
+    for (int dropped = 1; dropped;) {
+        double a = units, b = 0;
+        for (int j = 0; j < count; j++)
+            if (in[j])
+                a += m[j].lag / m[j].per_unit, b += 1 / m[j].per_unit;
+        double t = a / b;
+        dropped = 0;
+        for (int j = 0; j < count; j++) {
+            if (in[j] && m[j].lag >= t)
+                in[j] = 0, dropped = 1;
+            u[j] = in[j] ? (t - m[j].lag) / m[j].per_unit : 0;
+        }
+    }
+}
+
+/* Locked. Sends node n its share of the round (w, `size` chunk-batches), from the parameters in
+ * c->params; 0, or -1 when it cannot take part (its memory, or its link). */
+static int send_round(coordinator *c, node *n, const msg_round *w, long size)
 {
     if (!n->model && !(n->model = malloc(sizeof(float) * (size_t)c->nparams)))
         return -1;
-    uint8_t head[PROTO_PARAMS_HEAD], round[32];
+    uint8_t head[PROTO_PARAMS_HEAD], round[48];
     for (int i = 0; i < 8; i++)
         head[i] = (uint8_t)(w->seq >> (8 * i));
     if (send_to(c, n, MSG_PARAMS, head, sizeof head, c->params, sizeof(float) * (size_t)c->nparams) ||
@@ -44,52 +74,74 @@ static int send_round(coordinator *c, node *n, const msg_round *w)
         return -1;
     n->params_seq = n->round_seq = w->seq;
     n->in_round = 1, n->round_done = 0;
-    n->round_chunks = (int)(w->chunk1 - w->chunk0 - 1) * (int)w->batches + (int)w->partial;
+    n->round_chunks = (int)size;
     n->round_sent_at = now_s();
     return 0;
 }
 
-/* The last node's end in chunks, x (a real number), as its last chunk and the batches it has
- * that chunk in, the first ones (this machine has it in the rest): a node a fraction of a chunk
- * wide shares that chunk with this machine instead of taking all or none of it. */
-static int last_end(double x, long batches, long *partial)
+/* Chunks of a round's batches, counted in chunk-batches: the place where one machine's share
+ * ends and the next one's starts is chunk `chunk` in its first `until` batches (0: none), the
+ * one before in the others. */
+typedef struct boundary {
+    int chunk;
+    long until;
+} boundary;
+
+/* The boundary at x chunks (a real number) in `batches` batches: a machine a fraction of a
+ * chunk wide shares that chunk with the next instead of taking all or none of it. */
+static boundary boundary_at(double x, long batches)
 {
-    int full = (int)x;
-    *partial = lround((x - full) * (double)batches);
-    if (*partial == 0)
-        return *partial = batches, full;
-    return full + 1;
+    boundary b = {(int)x, lround((x - (int)x) * (double)batches)};
+    if (b.until == batches)
+        b.chunk++, b.until = 0;
+    return b;
+}
+
+/* The share between two boundaries (round_share in trainer.h), and its size in chunk-batches. */
+static round_share share_between(boundary from, boundary to)
+{
+    return (round_share){from.chunk, to.chunk, from.until, to.until};
+}
+
+static long share_size(boundary from, boundary to, long batches)
+{
+    return (to.chunk - from.chunk) * batches + to.until - from.until;
 }
 
 /* Locked. Splits the chunks of `batches` batches from `first` among the ready nodes and this
- * machine, and sends the nodes theirs; returns where this machine's chunks start: it has the
- * rest, at least one chunk (and the chunks of a node that could not take part), and the chunk
- * before them too in the batches after the first *partial. */
-static int start_round(coordinator *c, int epoch, long first, long batches, int nchunks,
-                       long *partial)
+ * machine, in chunk-batches, so that all would finish together (balance), and sends the nodes
+ * theirs; returns where this machine's share starts: it has the rest, at least the last chunk
+ * of every batch (and the share of a node that could not take part). */
+static boundary start_round(coordinator *c, int epoch, long first, long batches, int nchunks,
+                            double per_chunk)
 {
-    int local_workers = rt_active_workers(c->rt), members[MAX_NODES], m = 0;
-    double total = c->round_img_s > 0 ? c->round_img_s : local_workers;
+    int local_workers = rt_active_workers(c->rt), members[MAX_NODES + 1], m = 1;
+    share_cost cost[MAX_NODES + 1];
+    double u[MAX_NODES + 1];
+    cost[0] = (share_cost){c->round_img_s > 0 ? per_chunk / c->round_img_s : 1.0 / local_workers, 0};
     for (int i = 0; i < c->nnodes; i++)
         if (c->nodes[i].ready && !c->nodes[i].gone)
-            members[m++] = i, total += speed_of(c, &c->nodes[i], local_workers);
-    double upto = 0;
-    int k0 = 0;
-    *partial = batches;
+            members[m] = i, cost[m++] = cost_of(&c->nodes[i], cost[0], local_workers, per_chunk);
+    balance(cost, m, (double)batches * nchunks, u);
     c->rounds++;
-    for (int j = 0; j < m; j++) {
+    for (int j = 1; j < m; j++)   /* one left out stays measured: a chunk-batch now and then */
+        u[j] = u[j] < 1 && c->rounds % PROBE_EVERY == 0 ? 1 : u[j];
+    double upto = 0;
+    boundary from = {0, 0};
+    int shared = 0;
+    for (int j = 1; j < m; j++) {
         node *n = &c->nodes[members[j]];
-        upto += speed_of(c, n, local_workers);
-        double x = nchunks * upto / total < nchunks - 1 ? nchunks * upto / total : nchunks - 1;
-        long with_last = batches;
-        int k1 = j < m - 1 ? (int)(x + 0.5) : last_end(x, batches, &with_last);
+        upto += u[j] / (double)batches;
+        boundary to = boundary_at(upto < nchunks - 1 ? upto : nchunks - 1, batches);
+        round_share s = share_between(from, to);
+        long size = share_size(from, to, batches);
         msg_round w = {c->rounds, (uint32_t)epoch, (uint32_t)first, (uint32_t)batches,
-                       (uint32_t)k0, (uint32_t)k1, (uint32_t)with_last};
-        if (k1 > k0 && send_round(c, n, &w) == 0)
-            k0 = k1, *partial = with_last;
+                       (uint32_t)s.k0, (uint32_t)s.k1, (uint32_t)s.k0_after, (uint32_t)s.k1_until};
+        if (size > 0 && send_round(c, n, &w, size) == 0)
+            from = to, shared |= to.until > 0;
     }
-    c->rounds_shared += *partial < batches;
-    return k0;
+    c->rounds_shared += shared;
+    return from;
 }
 
 /* Locked. Waits until every node of the round sent its model or was lost. */
@@ -163,18 +215,17 @@ int coordinator_average_epoch(coordinator *c, int epoch, long first_batch, pass_
         long batches = nbatches - b < every ? nbatches - b : every;
         if (trainer_get_params(c->t, c->params, err, errlen))
             return -1;
-        long partial;
         pthread_mutex_lock(&c->lock);
-        int here = start_round(c, epoch, b, batches, p->nchunks, &partial);
+        boundary here = start_round(c, epoch, b, batches, p->nchunks, (double)p->batch / p->nchunks);
+        boundary end = {p->nchunks, 0};
         pthread_mutex_unlock(&c->lock);
-        pass_result mine;   /* the chunk before `here` too, after the batches a node has it in */
-        if (trainer_train_round(c->t, epoch, b, batches, partial, here, p->nchunks, here - 1,
-                                p->nchunks, &mine, err, errlen) ||
+        pass_result mine;
+        round_share s = share_between(here, end);
+        if (trainer_train_share(c->t, epoch, b, batches, &s, &mine, err, errlen) ||
             trainer_get_params(c->t, c->params, err, errlen))
             return -1;
         pthread_mutex_lock(&c->lock);
-        c->local_chunks += (long)(p->nchunks - here) * mine.batches +
-                           (mine.batches > partial ? mine.batches - partial : 0);
+        c->local_chunks += share_size(here, end, mine.batches);
         if (mine.samples && mine.seconds > 0)
             c->round_img_s = running(c->round_img_s, (double)mine.samples / mine.seconds);
         pthread_mutex_unlock(&c->lock);
@@ -203,8 +254,10 @@ void averaging_on_model(coordinator *c, node *n, const uint8_t *p, size_t len)
     n->active_s += took;
     n->joules = r.joules, n->estimated = (int)r.estimated, n->carbon = r.carbon_g_per_kwh;
     n->running = r.workers < (uint32_t)n->workers ? (int)r.workers : n->workers;
-    if (r.samples && took > 0)
-        n->img_s = running(n->img_s, r.samples / took);
+    if (r.samples && computing > 0) {   /* what computing costs, and what the round adds */
+        n->round_cost = running(n->round_cost, computing / r.samples);
+        n->round_lag = running(n->round_lag, took > computing ? took - computing : 1e-6);
+    }
     if (r.watts > 0)
         n->watts = running(n->watts, r.watts);
     n->round_done = 1;

@@ -119,9 +119,8 @@ int chunk_engine_round(chunk_engine *e, const msg_round *w, msg_result *r, char 
     pass_result pr;
     rt_stats st;
     rt_stats_reset(e->rt);
-    int k0 = (int)w->chunk0, k1 = (int)w->chunk1;   /* k1 - 1 in the first `partial` batches */
-    if (trainer_train_round(e->t, (int)w->epoch, w->first_batch, w->batches, w->partial, k0, k1, k0,
-                            k1 - 1, &pr, err, errlen) ||
+    round_share s = {(int)w->chunk0, (int)w->chunk1, w->chunk0_after, w->chunk1_until};
+    if (trainer_train_share(e->t, (int)w->epoch, w->first_batch, w->batches, &s, &pr, err, errlen) ||
         trainer_get_params(e->t, e->grads, err, errlen))
         return -1;
     rt_stats_get(e->rt, &st);

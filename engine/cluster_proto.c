@@ -28,7 +28,7 @@ void proto_limits(frame_limits *l, int coordinator, long nparams, long largest)
         l->max_payload[MSG_PARAMS] = floats ? PROTO_PARAMS_HEAD + floats : 0;
         l->max_payload[MSG_LAYER] = floats && largest > 0 ? PROTO_LAYER_HEAD + 4 * (uint32_t)largest : 0;
         l->max_payload[MSG_WORK] = 24;
-        l->max_payload[MSG_ROUND] = 32;
+        l->max_payload[MSG_ROUND] = 36;
         l->max_payload[MSG_RECALL] = 16;
         l->max_payload[MSG_DONE] = PROTO_TEXT;
     }
@@ -124,7 +124,8 @@ size_t proto_round_encode(const msg_round *m, uint8_t *out, size_t cap)
     wire_u32(&w, m->batches);
     wire_u32(&w, m->chunk0);
     wire_u32(&w, m->chunk1);
-    wire_u32(&w, m->partial);
+    wire_u32(&w, m->chunk0_after);
+    wire_u32(&w, m->chunk1_until);
     return w.len;
 }
 
@@ -329,13 +330,15 @@ int proto_round_decode(msg_round *m, const uint8_t *p, size_t len, char *why, si
     m->batches = wire_get_u32(&r);
     m->chunk0 = wire_get_u32(&r);
     m->chunk1 = wire_get_u32(&r);
-    m->partial = wire_get_u32(&r);
+    m->chunk0_after = wire_get_u32(&r);
+    m->chunk1_until = wire_get_u32(&r);
     if (done(&r, why, whylen, "ROUND"))
         return -1;
-    if (m->epoch < 1 || m->batches < 1 || m->chunk0 >= m->chunk1 || m->partial < 1 ||
-        m->partial > m->batches)
-        return bad(why, whylen, "a ROUND message with no batch, no chunk, or its last chunk in "
-                                "none or more than its batches");
+    uint64_t units = (uint64_t)(m->chunk1 - m->chunk0) * m->batches + m->chunk1_until;
+    if (m->epoch < 1 || m->batches < 1 || m->chunk0 > m->chunk1 || m->chunk0_after >= m->batches ||
+        m->chunk1_until >= m->batches || units <= m->chunk0_after)
+        return bad(why, whylen, "a ROUND message with no batch or no chunk, or a chunk shared "
+                                "in more batches than it has");
     return 0;
 }
 

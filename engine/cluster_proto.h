@@ -29,8 +29,8 @@
  *
  * Periodic averaging ([cluster] sync_every = K) replaces WORK and RESULT by a round:
  *   coordinator -> node  ROUND    after PARAMS: K batches of an epoch, chunks [chunk0, chunk1)
- *                                 of each (the last of them only in the first `partial`
- *                                 batches), to train on with local steps
+ *                                 of each (chunk0 only from batch chunk0_after on, and chunk1
+ *                                 too before batch chunk1_until), to train on with local steps
  *   node -> coordinator  MODEL    the round's figures as in RESULT, then the node's parameters
  *                                 after it (its chunk: the round's chunk0) */
 #ifndef FRUGAL_CLUSTER_PROTO_H
@@ -98,7 +98,8 @@ typedef struct msg_recall {
 typedef struct msg_round {
     uint64_t seq;                       /* the PARAMS it starts from */
     uint32_t epoch, first_batch, batches, chunk0, chunk1;
-    uint32_t partial;                   /* batches with chunk1 - 1 (the first ones); 1..batches */
+    uint32_t chunk0_after, chunk1_until;   /* a chunk shared with the machine before or after
+                                              (round_share in trainer.h), < batches */
 } msg_round;
 
 typedef struct msg_result {

@@ -53,7 +53,9 @@ typedef struct node {
     int in_round, round_done;    /* it has a share of the round under way; its MODEL came */
     uint64_t round_seq;
     int round_chunks;            /* chunks of the round: per batch, times batches */
-    double round_sent_at, img_s; /* its samples per second over a round, sending included */
+    double round_sent_at;
+    double round_cost, round_lag;   /* over its rounds: seconds computing per sample on its
+                                       workers, and what a round adds (the models' travel) */
     msg_result round;            /* its figures for the round (grads unused) */
     float *model;                /* its parameters after the round */
 } node;

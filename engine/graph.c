@@ -466,10 +466,10 @@ static void wait_for_parameters(trainer *t)
         }
 }
 
-/* A replica's part of a pass under periodic averaging: `batches` batches, chunks [k0, k1). */
+/* A replica's part of a pass under periodic averaging: `batches` batches, its share of each. */
 typedef struct pass_share {
     long batches;
-    int k0, k1;
+    round_share s;
 } pass_share;
 
 /* Batches [first_batch, ...) of the split's data set, until its end, a stop or the end of the
@@ -497,8 +497,10 @@ static int run_pass(trainer *t, int split, int epoch, long first_batch, const pa
                        &t->set[b & 1], 0, 0, epoch, b, NULL, NULL};
         if (split == SPLIT_TRAIN && t->remote.chunks)
             wait_for_parameters(t);
+        long i = b - first_batch;   /* the batch's place in the share */
         if (share)
-            submit_share(t, &r, share->k0, share->k1);
+            submit_share(t, &r, share->s.k0 + (i < share->s.k0_after),
+                         share->s.k1 + (i < share->s.k1_until));
         else
             submit_batch(t, &r);
         out->batches++;
@@ -537,30 +539,13 @@ static int shuffle_once(trainer *t, int epoch, char *err, size_t errlen)
     return 0;
 }
 
-int trainer_train_share(trainer *t, int epoch, long first_batch, long batches, int k0, int k1,
-                        pass_result *out, char *err, size_t errlen)
+int trainer_train_share(trainer *t, int epoch, long first_batch, long batches,
+                        const round_share *s, pass_result *out, char *err, size_t errlen)
 {
-    pass_share share = {batches, k0, k1};
+    pass_share share = {batches, *s};
     if (shuffle_once(t, epoch, err, errlen))
         return -1;
     return run_pass(t, SPLIT_TRAIN, epoch, first_batch, &share, out, err, errlen);
-}
-
-int trainer_train_round(trainer *t, int epoch, long first_batch, long batches, long split, int k0,
-                        int k1, int k0_rest, int k1_rest, pass_result *out, char *err,
-                        size_t errlen)
-{
-    pass_result rest = {0};
-    memset(out, 0, sizeof *out);
-    if ((split > 0 && k1 > k0 &&
-         trainer_train_share(t, epoch, first_batch, split, k0, k1, out, err, errlen)) ||
-        (!out->stopped && batches > split && k1_rest > k0_rest &&
-         trainer_train_share(t, epoch, first_batch + split, batches - split, k0_rest, k1_rest,
-                             &rest, err, errlen)))
-        return -1;
-    out->loss += rest.loss, out->correct += rest.correct, out->samples += rest.samples;
-    out->batches += rest.batches, out->seconds += rest.seconds, out->stopped |= rest.stopped;
-    return 0;
 }
 
 int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_result *out,

@@ -46,18 +46,19 @@ void trainer_stop_when(trainer *t, const _Atomic int *flag);
  * model is updated; returns 0, or -1 with err set (a task failed, e.g. a loss not finite). */
 int trainer_train(trainer *t, int epoch, long first_batch, pass_result *out, char *err,
                   size_t errlen);
+/* A replica's share of a round of periodic averaging: in the round's batch i (from 0), chunks
+ * [k0 + (i < k0_after), k1 + (i < k1_until)). So two replicas may share a chunk: the one before
+ * has it in the round's first batches, the one after in the rest. */
+typedef struct round_share {
+    int k0, k1;
+    long k0_after, k1_until;
+} round_share;
 /* Periodic averaging (a replica of a cluster): `batches` training batches of `epoch` from
- * `first_batch` on, only chunks [k0, k1) of each (the other replicas have the rest); the model
- * takes a step per batch with the mean gradient of its chunks. out counts those chunks alone.
- * 0, or -1 with err. */
-int trainer_train_share(trainer *t, int epoch, long first_batch, long batches, int k0, int k1,
-                        pass_result *out, char *err, size_t errlen);
-/* A replica's round of periodic averaging: the same for the first `split` of `batches` batches
- * with chunks [k0, k1), then the rest with chunks [k0_rest, k1_rest) (a range may be empty: no
- * step then), so that two replicas may share a chunk of the round's batches. */
-int trainer_train_round(trainer *t, int epoch, long first_batch, long batches, long split, int k0,
-                        int k1, int k0_rest, int k1_rest, pass_result *out, char *err,
-                        size_t errlen);
+ * `first_batch` on, only its share of each (the other replicas have the rest); the model takes
+ * a step per batch with the mean gradient of its chunks (none in a batch where it has none). out
+ * counts those chunks alone. 0, or -1 with err. */
+int trainer_train_share(trainer *t, int epoch, long first_batch, long batches,
+                        const round_share *s, pass_result *out, char *err, size_t errlen);
 /* A forward pass over d (the test set if NULL; images shaped as in training): loss, accuracy
  * and, if predictions is not NULL, each sample's predicted class (d->n entries). */
 int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_result *out,

@@ -85,7 +85,7 @@ put("cluster_message", "result", frame(1, 8, u64(7) + u32(3, 2, 4, 1, 2) +
 put("cluster_message", "grad", frame(1, 12, u64(7) + u32(3, 2) + struct.pack("<6f", *range(6))))
 put("cluster_message", "layer", frame(0, 13, u64(7) + u32(0, 2) + struct.pack("<6f", *range(6))))
 put("cluster_message", "done", frame(0, 9, b"training finished"))
-put("cluster_message", "round", frame(0, 10, u64(7) + u32(1, 0, 8, 2, 4, 5)))
+put("cluster_message", "round", frame(0, 10, u64(7) + u32(1, 0, 8, 2, 4, 3, 5)))
 put("cluster_message", "model", frame(1, 11, u64(7) + u32(2, 20, 32, 1, 2) +
                                       struct.pack("<5d", 40.0, 0.5, 9.0, 30.0, 400.0) + struct.pack("<16f", *range(16))))
 put("cluster_message", "recall", frame(0, 14, u64(7) + u32(3, 0)))
