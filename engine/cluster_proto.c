@@ -61,7 +61,7 @@ size_t proto_join_encode(const msg_join *m, uint8_t *out, size_t cap)
     wire_u32(&w, m->isa);
     wire_put(&w, m->host, sizeof m->host);
     wire_put(&w, m->energy, sizeof m->energy);
-    return w.len;
+    return wire_length(&w);
 }
 
 size_t proto_job_encode(const msg_job *m, uint8_t *out, size_t cap)
@@ -75,7 +75,7 @@ size_t proto_job_encode(const msg_job *m, uint8_t *out, size_t cap)
         wire_put(&w, m->files[i].hash, 32);
     }
     put_text(&w, m->text, m->text_len);
-    return w.len;
+    return wire_length(&w);
 }
 
 size_t proto_fetch_encode(const msg_fetch *m, uint8_t *out, size_t cap)
@@ -83,7 +83,7 @@ size_t proto_fetch_encode(const msg_fetch *m, uint8_t *out, size_t cap)
     wire_writer w = {out, 0, cap};
     wire_put(&w, m->hash, 32);
     wire_u64(&w, m->offset);
-    return w.len;
+    return wire_length(&w);
 }
 
 size_t proto_file_head(const msg_file *m, uint8_t *out, size_t cap)
@@ -92,7 +92,7 @@ size_t proto_file_head(const msg_file *m, uint8_t *out, size_t cap)
     wire_put(&w, m->hash, 32);
     wire_u64(&w, m->offset);
     wire_u64(&w, m->total);
-    return w.len;
+    return wire_length(&w);
 }
 
 size_t proto_work_encode(const msg_work *m, uint8_t *out, size_t cap)
@@ -103,7 +103,7 @@ size_t proto_work_encode(const msg_work *m, uint8_t *out, size_t cap)
     wire_u32(&w, m->batch);
     wire_u32(&w, m->chunk);
     wire_u32(&w, m->size);
-    return w.len;
+    return wire_length(&w);
 }
 
 size_t proto_recall_encode(const msg_recall *m, uint8_t *out, size_t cap)
@@ -112,7 +112,7 @@ size_t proto_recall_encode(const msg_recall *m, uint8_t *out, size_t cap)
     wire_u64(&w, m->seq);
     wire_u32(&w, m->chunk);
     wire_u32(&w, m->given);
-    return w.len;
+    return wire_length(&w);
 }
 
 size_t proto_round_encode(const msg_round *m, uint8_t *out, size_t cap)
@@ -126,7 +126,7 @@ size_t proto_round_encode(const msg_round *m, uint8_t *out, size_t cap)
     wire_u32(&w, m->chunk1);
     wire_u32(&w, m->chunk0_after);
     wire_u32(&w, m->chunk1_until);
-    return w.len;
+    return wire_length(&w);
 }
 
 size_t proto_result_head(const msg_result *m, uint8_t *out, size_t cap)
@@ -143,7 +143,7 @@ size_t proto_result_head(const msg_result *m, uint8_t *out, size_t cap)
     wire_f64(&w, m->joules);
     wire_f64(&w, m->watts);
     wire_f64(&w, m->carbon_g_per_kwh);
-    return w.len;
+    return wire_length(&w);
 }
 
 size_t proto_layer_head(const msg_layer *m, uint8_t *out, size_t cap)
@@ -152,7 +152,7 @@ size_t proto_layer_head(const msg_layer *m, uint8_t *out, size_t cap)
     wire_u64(&w, m->seq);
     wire_u32(&w, m->chunk);
     wire_u32(&w, m->layer);
-    return w.len;
+    return wire_length(&w);
 }
 
 /* ---- decoders ---- */

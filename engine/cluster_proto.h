@@ -130,7 +130,8 @@ void proto_limits(frame_limits *l, int coordinator, long nparams, long largest);
 /* "PARAMS", "RESULT", ...: for logs and traces ("?" for an unknown type). */
 const char *proto_msg_name(unsigned type);
 
-/* Encoders write into a buffer of cap bytes and return the length (> cap: too small). */
+/* Encoders write into a buffer of cap bytes and return the length, 0 when it is too small (a
+ * message of nothing, which the receiver refuses). */
 size_t proto_join_encode(const msg_join *m, uint8_t *out, size_t cap);
 size_t proto_job_encode(const msg_job *m, uint8_t *out, size_t cap);
 size_t proto_fetch_encode(const msg_fetch *m, uint8_t *out, size_t cap);

@@ -22,7 +22,14 @@ static inline void wire_put(wire_writer *w, const void *bytes, size_t n)
 {
     if (w->len + n <= w->cap)
         memcpy(w->p + w->len, bytes, n);
-    w->len += n;   /* beyond cap: the caller sees len > cap and knows it overflowed */
+    w->len += n;   /* beyond cap: nothing written, and wire_length says so */
+}
+
+/* The bytes written, or 0 when they did not fit: a message of nothing, which every decoder
+ * refuses, rather than a length that would send bytes from past the buffer. */
+static inline size_t wire_length(const wire_writer *w)
+{
+    return w->len <= w->cap ? w->len : 0;
 }
 
 static inline void wire_u64(wire_writer *w, uint64_t v)

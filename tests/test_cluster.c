@@ -9,6 +9,7 @@
  * The runs that must last long enough for faults to land mid-run use execution.slowdown (and
  * join --slowdown), which stretches every task without changing a result. */
 #include "engine/checkpoint.h"
+#include "engine/cluster_proto.h"
 #include "fake_rapl.h"
 #include "frugal_cli.h"
 #include "test.h"
@@ -86,6 +87,22 @@ static const char *job_file_with(const char *name, int limit, int filters, int e
 static const char *job_file(const char *name, int limit, int filters, int epochs)
 {
     return job_file_with(name, limit, filters, epochs, 0.9, "");
+}
+
+/* A message encoded into a buffer too small for it comes out as nothing, which its decoder
+ * refuses, rather than a length that would send bytes from past the buffer (a ROUND grew past
+ * the coordinator's buffer once); one that fits comes back as it went. */
+TEST(cluster_messages_too_long_for_their_buffer_come_out_as_nothing)
+{
+    msg_round w = {7, 1, 0, 8, 2, 4, 3, 5}, back;
+    uint8_t buf[64];
+    char why[200];
+    size_t len = proto_round_encode(&w, buf, sizeof buf);
+    CHECKF(len == 36 && proto_round_decode(&back, buf, len, why, sizeof why) == 0 &&
+           back.chunk0_after == 3 && back.chunk1_until == 5, "%zu bytes: %s", len, why);
+    CHECK(proto_round_encode(&w, buf, 32) == 0 && proto_round_decode(&back, buf, 0, why, sizeof why));
+    msg_recall r = {7, 3, 1};
+    CHECK(proto_recall_encode(&r, buf, 15) == 0 && proto_recall_encode(&r, buf, 16) == 16);
 }
 
 /* A job that takes a tenth of a second, and one that takes seconds at the slowdown below. */
