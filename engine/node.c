@@ -92,8 +92,11 @@ static void on_event(void *ctx, const netio_event *e)
     if (e->kind == NETIO_MESSAGE && e->type == MSG_WORK && register_work(n, e, &work))
         return;
     queued *q = malloc(sizeof *q + e->len);
-    if (!q)
+    if (!q) {   /* not dropped unsaid: the connection closes, and its DOWN (no payload) follows */
+        if (e->kind == NETIO_MESSAGE)
+            netio_hub_close(n->hub, e->peer, "out of memory for a message from the coordinator");
         return;
+    }
     q->next = NULL;
     q->work = work;
     q->e = *e;
