@@ -436,12 +436,47 @@ static int message_arrived(netio_hub *h, peer *p, const uint8_t *msg, size_t len
     return 0;
 }
 
+/* ---- the hub thread's system calls and decryption, run without the lock ----
+ * A sender takes the lock for each piece it seals, and would otherwise wait while the hub thread
+ * decrypts a long message or copies bytes in and out of the kernel (on a coordinator, every
+ * node's gradients). This is safe because only the hub thread frees a peer or touches what these
+ * use: its socket, the piece being received, the pull stream and the buffer at the head of its
+ * queue (senders append at the tail). */
+
+static ssize_t recv_unlocked(netio_hub *h, int fd, void *buf, size_t len)
+{
+    pthread_mutex_unlock(&h->lock);
+    ssize_t r = recv(fd, buf, len, 0);
+    int e = errno;
+    pthread_mutex_lock(&h->lock);
+    errno = e;
+    return r;
+}
+
+static ssize_t send_unlocked(netio_hub *h, int fd, const void *buf, size_t len)
+{
+    pthread_mutex_unlock(&h->lock);
+    ssize_t w = send(fd, buf, len, MSG_NOSIGNAL);
+    int e = errno;
+    pthread_mutex_lock(&h->lock);
+    errno = e;
+    return w;
+}
+
+static int open_unlocked(netio_hub *h, peer *p)
+{
+    pthread_mutex_unlock(&h->lock);
+    int rc = secure_open(&p->sec, p->frame, p->need, h->opened);
+    pthread_mutex_lock(&h->lock);
+    return rc;
+}
+
 /* A whole sealed piece arrived: opened, then a message whole, or the first or a further piece
  * of a longer one (its header checked before the rest is stored). 0, or -1 with why. */
 static int piece_arrived(netio_hub *h, peer *p, event_list *ev, char *why, size_t whylen)
 {
     size_t len = p->need - SECURE_OVERHEAD;
-    int rc = secure_open(&p->sec, p->frame, p->need, h->opened);
+    int rc = open_unlocked(h, p);
     free(p->frame);
     p->frame = NULL;
     p->have = 0, p->need = 4;
@@ -489,7 +524,7 @@ static int read_peer(netio_hub *h, peer *p, event_list *ev, char *why, size_t wh
     while (budget > 0) {
         int in_frame = p->frame != NULL;
         uint8_t *dst = in_frame ? p->frame : p->small;
-        ssize_t r = recv(p->fd, dst + p->have, p->need - p->have, 0);
+        ssize_t r = recv_unlocked(h, p->fd, dst + p->have, p->need - p->have);
         if (r == 0) {
             snprintf(why, whylen, "connection closed by the peer");
             return -1;
@@ -533,10 +568,9 @@ static int read_peer(netio_hub *h, peer *p, event_list *ev, char *why, size_t wh
 
 static int write_peer(netio_hub *h, peer *p, char *why, size_t whylen)
 {
-    (void)h;
     while (p->head) {
         out_buf *b = p->head;
-        ssize_t w = send(p->fd, b->data + b->off, b->len - b->off, MSG_NOSIGNAL);
+        ssize_t w = send_unlocked(h, p->fd, b->data + b->off, b->len - b->off);
         if (w < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
                 return 0;
