@@ -5,10 +5,14 @@
 # tools/netproxy at 10 Gb/s with 0.1 ms and at 1 Gb/s with 0.5 ms one way. Then the node made 2x
 # slower (join --slowdown 2), against the sum of the two machines' solo speeds (each alone with
 # 1 worker, the slow one at --slowdown 2): what an even split would waste shows there.
+# The synchronous run at 10 Gb/s is repeated with the node pinned to at least one chunk of every
+# batch ([placement] all_nodes = on), against which the deal's own choice can be judged.
 # Periodic averaging ([cluster] sync_every = 8) runs at 1 Gb/s beside the synchronous run, both
 # evaluated on 1000 test images after every epoch: their last test accuracies are printed.
 # img/s is the fastest epoch's (metrics.csv); bytes per image counts both directions.
 # Prints: bench cluster WORKLOAD LINK MODE img_per_s=N single_img_per_s=N efficiency=X bytes_per_image=N
+#         nodes_share=S (the share of the chunks the nodes computed: the deal gives a node none when
+#         its round trip costs more than computing its chunks here)
 #         (and at 1 Gb/s test_acc=A, with sync_every=8 also sync_test_acc=B)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,14 +52,14 @@ cluster() {
     kill "${pids[-2]}" 2>/dev/null || true
 }
 
-# Bytes both ways over the images of the run.
-bytes_per_image() {
+# Bytes both ways over the images of the run, and the share of the chunks the nodes computed.
+traffic_and_share() {
     /usr/bin/python3 - "$out/$1/summary.json" "$2" <<'EOF'
 import json, sys
 s = json.load(open(sys.argv[1]))
 nodes = s["cluster"]["nodes"]
 total = sum(n["bytes_sent"] + n["bytes_received"] for n in nodes)
-print(round(total / float(sys.argv[2])))
+print("bytes_per_image=%d nodes_share=%.2f" % (round(total / float(sys.argv[2])), sum(n["share"] for n in nodes)))
 EOF
 }
 
@@ -65,8 +69,8 @@ test_acc() { tail -n 1 "$1/metrics.csv" | cut -d, -f5; }
 line() {   # workload link mode img/s reference name [more fields]
     local eff
     eff=$(awk -v a="$4" -v b="$5" 'BEGIN { printf "%.2f", a / b }')
-    printf 'bench cluster %s %s %s img_per_s=%.0f single_img_per_s=%.0f efficiency=%s bytes_per_image=%s%s\n' \
-        "$1" "$2" "$3" "$4" "$5" "$eff" "$(bytes_per_image "$6" $((2048 * epochs)))" "${7:-}"
+    printf 'bench cluster %s %s %s img_per_s=%.0f single_img_per_s=%.0f efficiency=%s %s%s\n' \
+        "$1" "$2" "$3" "$4" "$5" "$eff" "$(traffic_and_share "$6" $((2048 * epochs)))" "${7:-}"
 }
 
 runs=0
@@ -75,6 +79,9 @@ while read -r shape job; do
     single=$(fastest "$out/single")
     cluster 10g 10000 0.1 ""
     line "$shape" 10Gb/s sync "$(fastest "$out/10g")" "$single" 10g
+    # the same with the node pinned to a chunk of every batch: what the deal's choice avoids
+    cluster 10g-pinned 10000 0.1 "" --set placement.all_nodes=on
+    line "$shape" 10Gb/s sync-node-pinned "$(fastest "$out/10g-pinned")" "$single" 10g-pinned
     tested=(--set data.test_images=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
             --set data.test_labels=/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz
             --set data.test_limit=1000)
