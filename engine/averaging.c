@@ -8,7 +8,8 @@
  *             machine's per worker. A share may end part way through a chunk: that machine has
  *             the chunk in the round's first batches, the next machine in the others (with 2
  *             chunks a batch, a node a third as fast would otherwise get half the work or none)
- *   send      every node with a range gets the parameters (PARAMS) and its range (ROUND)
+ *   send      every node with a range gets the parameters (PARAMS; with compress = on, a
+ *             DELTA from the round before's to a node that holds those) and its range (ROUND)
  *   train     this machine takes K local steps on its chunks (trainer_train_share), the nodes
  *             the same on theirs, each from the same parameters with its own momentum
  *   average   once every node's MODEL is in (or the node lost), the models are averaged,
@@ -18,6 +19,7 @@
  * round takes its share of that round with it: those samples are not trained on this epoch, and
  * the round is averaged without it. A node that joins starts with the next round. */
 #include "engine/coordinator_internal.h"
+#include "engine/model_delta.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -66,11 +68,19 @@ static int send_round(coordinator *c, node *n, const msg_round *w, long size)
 {
     if (!n->model && !(n->model = malloc(sizeof(float) * (size_t)c->nparams)))
         return -1;
-    uint8_t head[PROTO_PARAMS_HEAD], round[48];
-    for (int i = 0; i < 8; i++)
-        head[i] = (uint8_t)(w->seq >> (8 * i));
-    if (send_to(c, n, MSG_PARAMS, head, sizeof head, c->params, sizeof(float) * (size_t)c->nparams) ||
-        send_to(c, n, MSG_ROUND, round, proto_round_encode(w, round, sizeof round), NULL, 0))
+    uint8_t head[PROTO_DELTA_HEAD], round[48];
+    int rc;
+    if (c->delta_ready && n->params_seq == c->start_seq) {   /* it holds the round before's */
+        msg_delta d = {w->seq, c->start_seq, NULL};
+        rc = send_to(c, n, MSG_DELTA, head, proto_delta_head(&d, head, sizeof head), c->delta,
+                     c->delta_len);
+    } else {
+        for (int i = 0; i < 8; i++)
+            head[i] = (uint8_t)(w->seq >> (8 * i));
+        rc = send_to(c, n, MSG_PARAMS, head, PROTO_PARAMS_HEAD, c->params,
+                     sizeof(float) * (size_t)c->nparams);
+    }
+    if (rc || send_to(c, n, MSG_ROUND, round, proto_round_encode(w, round, sizeof round), NULL, 0))
         return -1;
     n->params_seq = n->round_seq = w->seq;
     n->in_round = 1, n->round_done = 0;
@@ -204,6 +214,28 @@ static int finish_round(coordinator *c, const pass_result *local, pass_result *o
     return trainer_set_params(c->t, c->params, err, errlen);
 }
 
+/* With compress = on, before a round: the parameters rounded to what a delta from the round
+ * before's carries (when a node holds those), so that this machine starts the round from what
+ * such a node rebuilds; the delta kept for those nodes, and the round's start kept for the
+ * deltas its nodes send back. 0, or -1 with err. */
+static int round_to_delta(coordinator *c, char *err, size_t errlen)
+{
+    int wanted = 0;
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < c->nnodes && c->start_seq; i++)
+        wanted |= c->nodes[i].ready && !c->nodes[i].gone && c->nodes[i].params_seq == c->start_seq;
+    pthread_mutex_unlock(&c->lock);
+    c->delta_ready = wanted;
+    if (wanted) {
+        delta_encode(c->round_start, c->params, c->layer_params, c->nlayers, c->delta);
+        if (delta_apply(c->round_start, c->delta, c->layer_params, c->nlayers, c->params) ||
+            trainer_set_params(c->t, c->params, err, errlen))
+            return -1;
+    }
+    memcpy(c->round_start, c->params, sizeof(float) * (size_t)c->nparams);
+    return 0;
+}
+
 int coordinator_average_epoch(coordinator *c, int epoch, long first_batch, pass_result *out,
                               char *err, size_t errlen)
 {
@@ -213,10 +245,12 @@ int coordinator_average_epoch(coordinator *c, int epoch, long first_batch, pass_
     memset(out, 0, sizeof *out);
     for (long b = first_batch; b < nbatches && !out->stopped; b += every) {
         long batches = nbatches - b < every ? nbatches - b : every;
-        if (trainer_get_params(c->t, c->params, err, errlen))
+        if (trainer_get_params(c->t, c->params, err, errlen) ||
+            (c->cfg->compress && round_to_delta(c, err, errlen)))
             return -1;
         pthread_mutex_lock(&c->lock);
         boundary here = start_round(c, epoch, b, batches, p->nchunks, (double)p->batch / p->nchunks);
+        c->start_seq = (uint64_t)c->rounds;
         boundary end = {p->nchunks, 0};
         pthread_mutex_unlock(&c->lock);
         pass_result mine;
@@ -241,11 +275,15 @@ void averaging_on_model(coordinator *c, node *n, const uint8_t *p, size_t len)
 {
     msg_result r;
     char why[200];
-    if (proto_model_decode(&r, p, len, c->nparams, why, sizeof why))
+    size_t body = c->cfg->compress ? c->delta_len : sizeof(float) * (size_t)c->nparams;
+    if (proto_model_decode(&r, p, len, body, why, sizeof why))
         return refuse(c, n, why);
     if (!n->in_round || n->round_done || r.seq != n->round_seq)
         return refuse(c, n, "a model for a round it was not sent");
-    memcpy(n->model, r.grads, sizeof(float) * (size_t)c->nparams);
+    if (!c->cfg->compress)
+        memcpy(n->model, r.body, body);
+    else if (delta_apply(c->round_start, r.body, c->layer_params, c->nlayers, n->model))
+        return refuse(c, n, "a model whose delta has a negative or infinite scale");
     trace_node(c, n, "round: sent, trained, returned", n->round_sent_at, now_s());
     double took = now_s() - n->round_sent_at, computing = r.compute_s / (r.workers ? r.workers : 1);
     n->round = r, n->round.grads = NULL;

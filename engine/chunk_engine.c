@@ -1,5 +1,7 @@
 #include "engine/chunk_engine.h"
 
+#include "engine/model_delta.h"
+
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,7 +13,7 @@ int chunk_engine_open(chunk_engine *e, const job_config *cfg, const dataset *tra
 {
     memset(e, 0, sizeof *e);
     e->cfg = cfg;
-    e->seq = e->loading = UINT64_MAX;
+    e->seq = e->loading = e->start_seq = UINT64_MAX;
     if (model_build(&e->m, cfg, train->c, train->h, train->w, train->classes, 1, err, errlen))
         return -1;
     e->have_model = 1;
@@ -28,7 +30,11 @@ int chunk_engine_open(chunk_engine *e, const job_config *cfg, const dataset *tra
     }
     if (!(e->t = trainer_create(cfg, &e->m, e->rt, train, NULL, err, errlen)))
         return -1;
-    if (!(e->grads = malloc(sizeof(float) * (size_t)e->m.nparams))) {
+    e->delta_len = delta_bytes(e->layer_params, e->nlayers);
+    if (!(e->grads = malloc(sizeof(float) * (size_t)e->m.nparams)) ||
+        (cfg->compress && cfg->sync_every &&
+         (!(e->round_start = malloc(sizeof(float) * (size_t)e->m.nparams)) ||
+          !(e->delta = malloc(e->delta_len))))) {
         snprintf(err, errlen, "out of memory for a gradient of %ld parameters", e->m.nparams);
         return -1;
     }
@@ -42,6 +48,8 @@ void chunk_engine_close(chunk_engine *e)
     if (e->have_model)
         model_free(&e->m);
     free(e->grads);
+    free(e->round_start);
+    free(e->delta);
     memset(e, 0, sizeof *e);
 }
 
@@ -53,6 +61,26 @@ int chunk_engine_params(chunk_engine *e, uint64_t seq, const void *packed, char 
     if (trainer_set_params(e->t, packed, err, errlen))
         return -1;
     e->seq = seq, e->loading = UINT64_MAX;
+    if (e->round_start)
+        memcpy(e->round_start, packed, sizeof(float) * (size_t)e->m.nparams), e->start_seq = seq;
+    return 0;
+}
+
+int chunk_engine_delta(chunk_engine *e, uint64_t seq, uint64_t base, const uint8_t *delta,
+                       char *err, size_t errlen)
+{
+    if (!e->round_start || base != e->start_seq) {
+        snprintf(err, errlen, "a DELTA from round %llu's parameters, which it does not hold",
+                 (unsigned long long)base);
+        return -1;
+    }
+    if (delta_apply(e->round_start, delta, e->layer_params, e->nlayers, e->round_start)) {
+        snprintf(err, errlen, "a DELTA with a negative or infinite scale");
+        return -1;
+    }
+    if (trainer_set_params(e->t, e->round_start, err, errlen))
+        return -1;
+    e->seq = e->start_seq = seq, e->loading = UINT64_MAX;
     return 0;
 }
 
@@ -126,6 +154,11 @@ int chunk_engine_round(chunk_engine *e, const msg_round *w, msg_result *r, char 
     rt_stats_get(e->rt, &st);
     *r = (msg_result){.seq = w->seq, .chunk = w->chunk0, .correct = (uint32_t)pr.correct,
                       .samples = (uint32_t)pr.samples, .loss = pr.loss, .compute_s = st.busy_s,
-                      .grads = e->grads, .nparams = (size_t)e->m.nparams};
+                      .body = (const uint8_t *)e->grads, .grads = e->grads,
+                      .nparams = (size_t)e->m.nparams};
+    if (e->round_start) {
+        delta_encode(e->round_start, e->grads, e->layer_params, e->nlayers, e->delta);
+        r->body = e->delta, r->grads = NULL, r->nparams = 0;
+    }
     return 0;
 }

@@ -27,6 +27,10 @@ typedef struct chunk_engine {
     float *grads;                /* one chunk's partial gradient, or a round's model, packed */
     int streams;                 /* gradients leave through a sink as they are made */
     double busy_per_chunk;       /* CPU seconds per chunk, the last group's */
+    float *round_start;          /* compress = on: the round's parameters as they came */
+    uint64_t start_seq;          /* their round */
+    uint8_t *delta;              /* the model after a round, from round_start (model_delta.h) */
+    size_t delta_len;
 } chunk_engine;
 
 int chunk_engine_open(chunk_engine *e, const job_config *cfg, const dataset *train,
@@ -39,6 +43,10 @@ int chunk_engine_params(chunk_engine *e, uint64_t seq, const void *packed, char 
                         size_t errlen);
 int chunk_engine_layer(chunk_engine *e, uint64_t seq, int layer, const void *values, char *err,
                        size_t errlen);
+/* compress = on: the parameters of round seq as a delta from those of round base, which it
+ * must hold. */
+int chunk_engine_delta(chunk_engine *e, uint64_t seq, uint64_t base, const uint8_t *delta,
+                       char *err, size_t errlen);
 /* Computes chunks (of the loaded batch) on every worker; claims (NULL: none), per chunk, let
  * another machine take it before it starts (trainer_node_chunk). 0, or -1 with err. */
 int chunk_engine_run(chunk_engine *e, const msg_work *w, _Atomic int *const *claims, int n,
@@ -49,7 +57,8 @@ void chunk_engine_stream(chunk_engine *e, const trainer_gradient_sink *s);
  * (none when the gradients were streamed). */
 void chunk_engine_result(chunk_engine *e, const msg_work *w, msg_result *r);
 /* Periodic averaging: trains on the round's chunks from the loaded parameters, with local steps,
- * and fills r with its figures and the parameters after it (r->grads, into the engine). */
+ * and fills r with its figures and the parameters after it (r->body, into the engine: floats,
+ * or with compress = on their delta from the round's start, r->nparams then 0). */
 int chunk_engine_round(chunk_engine *e, const msg_round *w, msg_result *r, char *err,
                        size_t errlen);
 

@@ -19,7 +19,7 @@ void proto_limits(frame_limits *l, int coordinator, long nparams, long largest)
         l->max_payload[MSG_FETCH] = 40;
         l->max_payload[MSG_READY] = 8;
         l->max_payload[MSG_RESULT] = floats ? RESULT_HEAD : 0;
-        l->max_payload[MSG_MODEL] = floats ? RESULT_HEAD + floats : 0;
+        l->max_payload[MSG_MODEL] = floats ? RESULT_HEAD + floats + 4 * CONFIG_MAX_LAYERS : 0;
         l->max_payload[MSG_GRAD] = floats && largest > 0 ? PROTO_LAYER_HEAD + 4 * (uint32_t)largest : 0;
         l->max_payload[MSG_RECALLED] = 16;
     } else {
@@ -29,6 +29,7 @@ void proto_limits(frame_limits *l, int coordinator, long nparams, long largest)
         l->max_payload[MSG_LAYER] = floats && largest > 0 ? PROTO_LAYER_HEAD + 4 * (uint32_t)largest : 0;
         l->max_payload[MSG_WORK] = 24;
         l->max_payload[MSG_ROUND] = 36;
+        l->max_payload[MSG_DELTA] = floats ? PROTO_DELTA_HEAD + floats + 4 * CONFIG_MAX_LAYERS : 0;
         l->max_payload[MSG_RECALL] = 16;
         l->max_payload[MSG_DONE] = PROTO_TEXT;
     }
@@ -49,7 +50,7 @@ const char *proto_msg_name(unsigned type)
         [MSG_READY] = "READY", [MSG_PARAMS] = "PARAMS", [MSG_WORK] = "WORK",
         [MSG_RESULT] = "RESULT", [MSG_DONE] = "DONE", [MSG_ROUND] = "ROUND", [MSG_MODEL] = "MODEL",
         [MSG_GRAD] = "GRAD", [MSG_LAYER] = "LAYER", [MSG_RECALL] = "RECALL",
-        [MSG_RECALLED] = "RECALLED"};
+        [MSG_RECALLED] = "RECALLED", [MSG_DELTA] = "DELTA"};
     return type < MSG_TYPES && names[type] ? names[type] : "?";
 }
 
@@ -143,6 +144,14 @@ size_t proto_result_head(const msg_result *m, uint8_t *out, size_t cap)
     wire_f64(&w, m->joules);
     wire_f64(&w, m->watts);
     wire_f64(&w, m->carbon_g_per_kwh);
+    return wire_length(&w);
+}
+
+size_t proto_delta_head(const msg_delta *m, uint8_t *out, size_t cap)
+{
+    wire_writer w = {out, 0, cap};
+    wire_u64(&w, m->seq);
+    wire_u64(&w, m->base);
     return wire_length(&w);
 }
 
@@ -342,13 +351,13 @@ int proto_round_decode(msg_round *m, const uint8_t *p, size_t len, char *why, si
     return 0;
 }
 
-/* RESULT and MODEL: the same figures, then nparams floats. */
-static int figures_decode(msg_result *m, const uint8_t *p, size_t len, long nparams,
+/* RESULT and MODEL: the same figures, then `body` bytes (a MODEL's parameters). */
+static int figures_decode(msg_result *m, const uint8_t *p, size_t len, size_t body,
                           const char *name, char *why, size_t whylen)
 {
-    if (len != RESULT_HEAD + 4 * (size_t)nparams)
-        return snprintf(why, whylen, "a %s message of %zu bytes for %ld parameters", name, len,
-                        nparams), -1;
+    if (len != RESULT_HEAD + body)
+        return snprintf(why, whylen, "a %s message of %zu bytes where %zu were due", name, len,
+                        RESULT_HEAD + body), -1;
     wire_reader r = {p, len, 0, 0};
     m->seq = wire_get_u64(&r);
     m->chunk = wire_get_u32(&r);
@@ -361,8 +370,9 @@ static int figures_decode(msg_result *m, const uint8_t *p, size_t len, long npar
     m->joules = wire_get_f64(&r);
     m->watts = wire_get_f64(&r);
     m->carbon_g_per_kwh = wire_get_f64(&r);
-    m->grads = (const float *)(p + RESULT_HEAD);
-    m->nparams = (size_t)nparams;
+    m->body = p + RESULT_HEAD;
+    m->grads = (const float *)m->body;
+    m->nparams = body / 4;
     if (m->correct > m->samples || m->estimated > 1 || m->workers < 1 || m->workers > 4096 ||
         !(m->compute_s >= 0) || !(m->joules >= 0) ||
         !(m->watts >= 0 && m->watts < 1e7) || !(m->carbon_g_per_kwh >= 0 && m->carbon_g_per_kwh <= 5000))
@@ -399,10 +409,25 @@ int proto_layer_decode(unsigned type, msg_layer *m, const uint8_t *p, size_t len
     return 0;
 }
 
-int proto_model_decode(msg_result *m, const uint8_t *p, size_t len, long nparams, char *why,
+int proto_model_decode(msg_result *m, const uint8_t *p, size_t len, size_t body, char *why,
                        size_t whylen)
 {
-    return figures_decode(m, p, len, nparams, "MODEL", why, whylen);
+    return figures_decode(m, p, len, body, "MODEL", why, whylen);
+}
+
+int proto_delta_decode(msg_delta *m, const uint8_t *p, size_t len, size_t body, char *why,
+                       size_t whylen)
+{
+    wire_reader r = {p, len, 0, 0};
+    m->seq = wire_get_u64(&r);
+    m->base = wire_get_u64(&r);
+    if (len != PROTO_DELTA_HEAD + body)
+        return snprintf(why, whylen, "a DELTA message of %zu bytes where %zu were due", len,
+                        PROTO_DELTA_HEAD + body), -1;
+    if (m->base >= m->seq)
+        return bad(why, whylen, "a DELTA message from parameters no older than its own");
+    m->body = p + PROTO_DELTA_HEAD;
+    return 0;
 }
 
 int proto_ready_decode(long *nparams, const uint8_t *p, size_t len, char *why, size_t whylen)

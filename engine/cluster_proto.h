@@ -32,7 +32,12 @@
  *                                 of each (chunk0 only from batch chunk0_after on, and chunk1
  *                                 too before batch chunk1_until), to train on with local steps
  *   node -> coordinator  MODEL    the round's figures as in RESULT, then the node's parameters
- *                                 after it (its chunk: the round's chunk0) */
+ *                                 after it (its chunk: the round's chunk0)
+ * With [cluster] compress = on, a MODEL carries the parameters' change since the round's
+ * PARAMS as a delta (engine/model_delta.h), and a node that holds the round before's parameters
+ * gets the next ones as one:
+ *   coordinator -> node  DELTA    the parameters of round `seq` as a delta from those of round
+ *                                 `base`, instead of PARAMS */
 #ifndef FRUGAL_CLUSTER_PROTO_H
 #define FRUGAL_CLUSTER_PROTO_H
 
@@ -43,10 +48,11 @@
 
 enum {
     MSG_JOIN = 1, MSG_JOB, MSG_FETCH, MSG_FILE, MSG_READY, MSG_PARAMS, MSG_WORK, MSG_RESULT,
-    MSG_DONE, MSG_ROUND, MSG_MODEL, MSG_GRAD, MSG_LAYER, MSG_RECALL, MSG_RECALLED, MSG_TYPES
+    MSG_DONE, MSG_ROUND, MSG_MODEL, MSG_GRAD, MSG_LAYER, MSG_RECALL, MSG_RECALLED, MSG_DELTA,
+    MSG_TYPES
 };
 
-#define PROTO_VERSION 8
+#define PROTO_VERSION 9
 #define PROTO_MAX_FILES 8
 #define PROTO_FILE_PIECE (1u << 20)     /* bytes of a file per FILE message */
 #define PROTO_MAX_PARAMS (64L << 20)    /* floats a model may have to train on a cluster */
@@ -109,10 +115,17 @@ typedef struct msg_result {
     double loss, compute_s, joules;     /* joules: the node's total so far */
     double watts;                       /* the node's power while computing this batch's chunks */
     double carbon_g_per_kwh;            /* its grid's intensity now */
-    const float *grads;                 /* into the payload (nparams floats), maybe unaligned:
-                                           the parameters (MODEL); none in a RESULT */
+    const uint8_t *body;                /* into the payload: a MODEL's parameters, as floats
+                                           or a delta (compress); none in a RESULT */
+    const float *grads;                 /* the body as nparams floats, maybe unaligned */
     size_t nparams;
 } msg_result;
+
+typedef struct msg_delta {
+    uint64_t seq, base;                 /* the parameters of round seq, from those of base */
+    const uint8_t *body;                /* into the payload: model_delta.h */
+} msg_delta;
+#define PROTO_DELTA_HEAD 16
 
 /* One layer's floats: a chunk's partial gradient (GRAD) or a batch's parameters (LAYER,
  * chunk 0). */
@@ -141,6 +154,7 @@ size_t proto_recall_encode(const msg_recall *m, uint8_t *out, size_t cap);
 size_t proto_round_encode(const msg_round *m, uint8_t *out, size_t cap);
 size_t proto_result_head(const msg_result *m, uint8_t *out, size_t cap);   /* grads follow */
 size_t proto_layer_head(const msg_layer *m, uint8_t *out, size_t cap);       /* values follow */
+size_t proto_delta_head(const msg_delta *m, uint8_t *out, size_t cap);       /* body follows */
 #define PROTO_PARAMS_HEAD 8                                                /* seq, then floats */
 
 /* Decoders: 0, or -1 with why. */
@@ -159,7 +173,10 @@ int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, char *why, 
 int proto_layer_decode(unsigned type, msg_layer *m, const uint8_t *p, size_t len,
                        const long *layer_params, int nlayers, char *why, size_t whylen);
 int proto_round_decode(msg_round *m, const uint8_t *p, size_t len, char *why, size_t whylen);
-int proto_model_decode(msg_result *m, const uint8_t *p, size_t len, long nparams, char *why,
+/* A MODEL whose parameters take `body` bytes (floats, or a delta). */
+int proto_model_decode(msg_result *m, const uint8_t *p, size_t len, size_t body, char *why,
+                       size_t whylen);
+int proto_delta_decode(msg_delta *m, const uint8_t *p, size_t len, size_t body, char *why,
                        size_t whylen);
 int proto_ready_decode(long *nparams, const uint8_t *p, size_t len, char *why, size_t whylen);
 /* A printable message (DONE), at most PROTO_TEXT bytes. */

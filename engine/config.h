@@ -30,7 +30,9 @@
  *   [cluster]    sync_every (0, the default: every batch's gradients are summed over the
  *                machines, the weights those of one machine; K: periodic averaging, each machine
  *                takes K steps of its own on its share of the batches, then the models are
- *                averaged, for slow links)
+ *                averaged, for slow links), compress (on: under periodic averaging, models
+ *                travel as their change since the round's start in half precision,
+ *                engine/model_delta.h: half the bytes each way)
  *
  * A value runs to the end of its line; '#' or ';' starts a comment at the start of a line or
  * after white space (so "a#b.gz" is a path), and a value in double quotes is taken as it is. */
@@ -105,6 +107,7 @@ typedef struct job_config {
     float node_power_budget_watts; /* 0: none */
     int all_nodes;                 /* every node takes work, whatever the policy */
     int sync_every;                /* 0: gradients every batch; K: models averaged every K */
+    int compress;                  /* averaging: models travel as half-precision deltas */
     float max_slowdown;            /* < 0: none */
     float window_seconds;
 } job_config;

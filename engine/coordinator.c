@@ -6,6 +6,7 @@
 #include "engine/cluster_proto.h"
 #include "engine/cluster_share.h"
 #include "engine/layer.h"
+#include "engine/model_delta.h"
 #include "engine/remote.h"
 #include "common/json.h"
 #include "netio/hub.h"
@@ -1031,10 +1032,19 @@ int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, si
     fprintf(c->log, "cluster: listening on %s (nodes join with: frugal join %s --key KEYFILE); a "
             "node silent for %.0f s is lost\n", c->listen, c->listen, c->timeout_s);
     c->t = t;
+    if (c->cfg->compress && !c->cfg->sync_every) {
+        snprintf(err, errlen, "[cluster] compress = on needs sync_every > 0: synchronous training "
+                 "sends whole gradients, so that its weights stay those of one machine");
+        return -1;
+    }
     if (c->cfg->sync_every) {   /* averaging.c runs the epochs */
         fprintf(c->log, "cluster: periodic averaging: the models are averaged every %d batches "
-                "([cluster] sync_every); every node trains on a share\n", c->cfg->sync_every);
-        if (!(c->params = malloc(sizeof(float) * (size_t)c->nparams))) {
+                "([cluster] sync_every); every node trains on a share%s\n", c->cfg->sync_every,
+                c->cfg->compress ? "; models travel as half-precision deltas ([cluster] compress)" : "");
+        c->delta_len = delta_bytes(c->layer_params, c->nlayers);
+        if (!(c->params = malloc(sizeof(float) * (size_t)c->nparams)) ||
+            (c->cfg->compress && (!(c->round_start = malloc(sizeof(float) * (size_t)c->nparams)) ||
+                                  !(c->delta = malloc(c->delta_len))))) {
             snprintf(err, errlen, "out of memory for %ld parameters", c->nparams);
             return -1;
         }
@@ -1128,10 +1138,10 @@ void coordinator_write_json(coordinator *c, FILE *f, double here_joules, int her
     long all = remote + c->local_chunks + c->fallback_chunks;
     fputs("\"listen\": ", f);
     json_string(f, c->listen);
-    fprintf(f, ", \"mode\": \"%s\", \"sync_every\": %d, \"rounds\": %ld, "
+    fprintf(f, ", \"mode\": \"%s\", \"sync_every\": %d, \"compress\": %s, \"rounds\": %ld, "
             "\"node_rounds_lost\": %ld, \"rounds_sharing_a_chunk\": %ld",
-            c->cfg->sync_every ? "averaging" : "synchronous", c->cfg->sync_every, c->rounds,
-            c->rounds_lost, c->rounds_shared);
+            c->cfg->sync_every ? "averaging" : "synchronous", c->cfg->sync_every,
+            c->cfg->compress ? "true" : "false", c->rounds, c->rounds_lost, c->rounds_shared);
     fprintf(f, ", \"timeout_s\": %g, \"coordinator_chunks\": %ld, \"coordinator_share\": %.4f, "
             "\"nodes_lost\": %ld, \"chunks_resent\": %ld, \"chunks_computed_by_the_fallback\": %ld, "
             "\"chunks_stolen\": %ld, \"chunks_taken_back\": %ld, \"nodes\": [", c->timeout_s,
@@ -1208,6 +1218,8 @@ void coordinator_stop(coordinator *c, const char *why)
         free(c->slots[i].held);
     free(c->slots);
     free(c->params);
+    free(c->round_start);
+    free(c->delta);
     for (int i = 0; i < c->nnodes; i++)
         free(c->nodes[i].model);
     pthread_cond_destroy(&c->fallback_wake);

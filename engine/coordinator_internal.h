@@ -150,6 +150,12 @@ struct coordinator {
     double round_img_s;          /* this machine's samples per second over a round */
     long rounds, rounds_lost;    /* rounds trained; node shares lost with their node */
     long rounds_shared;          /* rounds whose last node shared a chunk with this machine */
+    /* with compress = on (model_delta.h) */
+    float *round_start;          /* the parameters the round started from, as every node got them */
+    uint64_t start_seq;          /* that round (0: none yet) */
+    uint8_t *delta;              /* the next round's parameters from round_start's */
+    size_t delta_len;
+    int delta_ready;             /* nodes holding start_seq's parameters get a DELTA */
 };
 
 /* coordinator.c */

@@ -442,11 +442,12 @@ static void update_carbon(node *n, const energy_reading *now)
         fprintf(n->o->out, "energy: %s; keeping %g g CO2e/kWh\n", why, n->carbon.value);
 }
 
-static int send_figures(node *n, uint16_t type, const msg_result *r)
+/* A RESULT (no body), or a MODEL with the parameters in body. */
+static int send_figures(node *n, uint16_t type, const msg_result *r, const void *body, size_t len)
 {
     uint8_t head[96];
     if (netio_hub_send(n->hub, n->peer, type, head, proto_result_head(r, head, sizeof head),
-                       r->grads, sizeof(float) * r->nparams))
+                       body, len))
         return n->lost = 1, fail(n, "coordinator %s lost while sending results", n->o->coordinator);
     return 0;
 }
@@ -511,7 +512,7 @@ static int compute(node *n, const msg_work *w, _Atomic int *const *claims, int c
         msg_result r;
         chunk_engine_result(&n->e, &w[i], &r);   /* figures only: the gradients went as GRADs */
         add_figures(n, &before, &after, &r);
-        if (send_figures(n, MSG_RESULT, &r))
+        if (send_figures(n, MSG_RESULT, &r, NULL, 0))
             return 1;
     }
     return 0;
@@ -532,17 +533,22 @@ static int train_round(node *n, const queued *q)
     energy_reading after = read_meter(n);
     update_carbon(n, &after);
     add_figures(n, &before, &after, &r);
-    return send_figures(n, MSG_MODEL, &r);
+    return send_figures(n, MSG_MODEL, &r, r.body,
+                        r.grads ? sizeof(float) * r.nparams : n->e.delta_len);
 }
 
-/* PARAMS, or one LAYER of them. */
+/* PARAMS, one LAYER of them, or a DELTA. */
 static int load_params(node *n, const queued *q)
 {
     chunk_engine *e = &n->e;
     uint64_t seq;
     const float *values;
     msg_layer m;
-    int bad = q->e.type == MSG_PARAMS
+    msg_delta d;
+    int bad = q->e.type == MSG_DELTA
+                  ? proto_delta_decode(&d, q->e.payload, q->e.len, e->delta_len, n->err, sizeof n->err) ||
+                        chunk_engine_delta(e, d.seq, d.base, d.body, n->err, sizeof n->err)
+              : q->e.type == MSG_PARAMS
                   ? proto_params_decode(&seq, &values, q->e.payload, q->e.len, chunk_engine_nparams(e),
                                         n->err, sizeof n->err) ||
                         chunk_engine_params(e, seq, values, n->err, sizeof n->err)
@@ -594,7 +600,8 @@ static int serve(node *n)
                 rc = rc ? rc : train_round(n, q);
                 rounds += !rc;
             } else if (q->e.kind == NETIO_MESSAGE &&
-                       (q->e.type == MSG_PARAMS || q->e.type == MSG_LAYER)) {
+                       (q->e.type == MSG_PARAMS || q->e.type == MSG_LAYER ||
+                        q->e.type == MSG_DELTA)) {
                 rc = run_group(n, &g, rc);   /* the chunks of the batch before go first */
                 rc = rc ? rc : load_params(n, q);
             } else {

@@ -10,6 +10,7 @@
  * join --slowdown), which stretches every task without changing a result. */
 #include "engine/checkpoint.h"
 #include "engine/cluster_proto.h"
+#include "engine/model_delta.h"
 #include "fake_rapl.h"
 #include "frugal_cli.h"
 #include "test.h"
@@ -87,6 +88,55 @@ static const char *job_file_with(const char *name, int limit, int filters, int e
 static const char *job_file(const char *name, int limit, int filters, int epochs)
 {
     return job_file_with(name, limit, filters, epochs, 0.9, "");
+}
+
+/* A model's change in half precision (compress = on): every difference down to 2^-29 of its
+ * layer's largest comes back with 11 significant bits (smaller ones to 2^-40 of it, which the
+ * parameters at 0 show: elsewhere a float's own rounding is coarser); a layer that did not change comes back
+ * as it was, a difference that is not a number stays one, and a delta with a scale no encoder
+ * writes is refused, as is a DELTA of the wrong length or from no older parameters. */
+TEST(cluster_model_deltas_keep_11_bits_of_every_difference)
+{
+    enum { N = 2000 };
+    static const long layers[4] = {7, 0, N - 7 - 3, 3};
+    static float base[N], now[N], back[N];
+    uint8_t delta[4 * 4 + 2 * N];
+    unsigned seed = 12345;
+    for (int i = 0; i < N; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        double mag = pow(10.0, -(double)(seed >> 8) / (1 << 24) * 11);   /* 1 down to 1e-11 */
+        base[i] = i % 3 ? (float)((int)(seed % 2001) - 1000) / 997.0f : 0;   /* 0: exact sums */
+        now[i] = i < 7 ? base[i] : base[i] + (float)((seed & 1 ? 1 : -1) * mag);
+    }
+    now[N - 1] = NAN;
+    CHECK(delta_bytes(layers, 4) == 3 * 4 + 2 * N);
+    delta_encode(base, now, layers, 4, delta);
+    CHECK(delta_apply(base, delta, layers, 4, back) == 0);
+    for (int i = 0; i < 7; i++)
+        CHECKF(back[i] == base[i], "an unchanged parameter %d moved: %g against %g", i, back[i], base[i]);
+    CHECK(isnan(back[N - 1]));
+    for (int i = 7; i < N - 1; i++) {
+        double d = (double)now[i] - base[i], err = fabs((double)back[i] - now[i]);
+        double allowed = fabs(d) / 2048 + fabs((double)now[i]) * 0x1p-23 + 0x1p-40;
+        CHECKF(err <= allowed, "parameter %d: %.9g rebuilt as %.9g (difference %.3g, off by %.3g)",
+               i, now[i], back[i], d, err);
+    }
+    float scale = -1.0f;   /* the third layer's scale, after the first's 4 + 14 bytes */
+    memcpy(delta + 4 + 2 * 7, &scale, 4);
+    CHECK(delta_apply(base, delta, layers, 4, back) == -1);
+    scale = INFINITY;
+    memcpy(delta + 4 + 2 * 7, &scale, 4);
+    CHECK(delta_apply(base, delta, layers, 4, back) == -1);
+    uint8_t msg[PROTO_DELTA_HEAD + 8];
+    msg_delta d = {5, 4, NULL};
+    char why[200];
+    CHECK(proto_delta_head(&d, msg, sizeof msg) == PROTO_DELTA_HEAD);
+    CHECK(proto_delta_decode(&d, msg, sizeof msg, 8, why, sizeof why) == 0 && d.seq == 5 &&
+          d.base == 4 && d.body == msg + PROTO_DELTA_HEAD);
+    CHECK(proto_delta_decode(&d, msg, sizeof msg - 1, 8, why, sizeof why) == -1);
+    d = (msg_delta){4, 4, NULL};
+    proto_delta_head(&d, msg, sizeof msg);
+    CHECK(proto_delta_decode(&d, msg, sizeof msg, 8, why, sizeof why) == -1);
 }
 
 /* A message encoded into a buffer too small for it comes out as nothing, which its decoder
@@ -803,6 +853,45 @@ TEST(cluster_averaging_every_step_without_momentum_is_the_synchronous_step)
            strstr(out, "rounds of local steps trained"), "%s", out);
     double diff = weight_difference("single-average-1", "average-1");
     CHECKF(diff >= 0 && diff < 1e-4, "weights %g apart (relative)\n%s", diff, out);
+}
+
+/* Bytes per round the node took part in, both ways, from the node's log line in out. */
+static double bytes_per_node_round(const char *name)
+{
+    const char *at = strstr(out, " rounds of local steps trained");
+    const char *line = at;
+    while (line && line > out && line[-1] != '\n')
+        line--;
+    long rounds = line ? atol(line) : 0;
+    return rounds > 0 ? (nodes_sum(name, "bytes_sent") + nodes_sum(name, "bytes_received")) / rounds
+                      : -1;
+}
+
+/* compress = on: the models travel as half-precision deltas both ways (a DELTA to a node that
+ * holds the round before's parameters), so a round costs about half the bytes, and training is
+ * the same up to the deltas' rounding (every step averaged without momentum: the synchronous
+ * step, whichever machine trained on what). Both machines slowed down alike, so that the node
+ * takes part in every round. */
+TEST(cluster_averaging_compressed_sends_half_the_bytes_and_trains_alike)
+{
+    char j[700];
+    double per_round[2];
+    const char *names[2] = {"average-whole", "average-half"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(j, sizeof j, "%s", job_file_with(k ? "average-half.cfg" : "average-whole.cfg", 768,
+                                                  4, 1, 0, k ? "[cluster]\nsync_every = 1\ncompress = on\n"
+                                                             : "[cluster]\nsync_every = 1\n"));
+        int rc = average_with_nodes(j, names[k], 12, 1, 1);
+        CHECKF(rc == 0 && (!k || strstr(out, "half-precision deltas")), "%s", out);
+        per_round[k] = bytes_per_node_round(names[k]);
+    }
+    CHECKF(per_round[0] > 0 && per_round[1] > 0.4 * per_round[0] && per_round[1] < 0.6 * per_round[0],
+           "%.0f bytes a round compressed, %.0f not\n%s", per_round[1], per_round[0], out);
+    double diff = weight_difference("average-whole", "average-half");
+    CHECKF(diff >= 0 && diff < 1e-4, "weights %g apart (relative)\n%s", diff, out);
+    snprintf(j, sizeof j, "%s", job_file_with("sync-half.cfg", 768, 4, 1, 0, "[cluster]\ncompress = on\n"));
+    int rc = coordinate_run(&(coordinator_run){j, "sync-half", 12, 0, "20", 0, 0, NULL, NULL});
+    CHECKF(rc != 0 && strstr(out, "compress = on needs sync_every > 0"), "%s", out);
 }
 
 /* Every 4 steps, 2 chunks a batch, two nodes 2-3x slower than the coordinator (all slowed down, so

@@ -5,6 +5,7 @@
 #include "engine/cluster_proto.h"
 #include "engine/config.h"
 #include "engine/dataset.h"
+#include "engine/model_delta.h"
 #include "engine/run_log.h"
 
 #include <stdio.h>
@@ -209,8 +210,10 @@ int fuzz_cluster_message(const uint8_t *data, size_t size)
         msg_round round;
         msg_result result;
         msg_layer layer;
+        msg_delta delta;
         char text[PROTO_TEXT + 1];
     } m;
+    static float rebuilt[NPARAMS];
     uint64_t seq;
     const float *values;
     long nparams;
@@ -232,7 +235,15 @@ int fuzz_cluster_message(const uint8_t *data, size_t size)
     case MSG_LAYER: proto_layer_decode(type, &m.layer, p, n, layer_params, 3, why, sizeof why); break;
     case MSG_DONE: proto_text_decode(m.text, sizeof m.text, p, n, why, sizeof why); break;
     case MSG_ROUND: proto_round_decode(&m.round, p, n, why, sizeof why); break;
-    case MSG_MODEL: proto_model_decode(&m.result, p, n, NPARAMS, why, sizeof why); break;
+    case MSG_MODEL:   /* its parameters as floats, and as a delta (compress = on) rebuilt */
+        proto_model_decode(&m.result, p, n, 4 * NPARAMS, why, sizeof why);
+        if (proto_model_decode(&m.result, p, n, delta_bytes(layer_params, 3), why, sizeof why) == 0)
+            delta_apply(rebuilt, m.result.body, layer_params, 3, rebuilt);
+        break;
+    case MSG_DELTA:
+        if (proto_delta_decode(&m.delta, p, n, delta_bytes(layer_params, 3), why, sizeof why) == 0)
+            delta_apply(rebuilt, m.delta.body, layer_params, 3, rebuilt);
+        break;
     default: break;
     }
     return 0;
