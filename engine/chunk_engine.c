@@ -31,10 +31,13 @@ int chunk_engine_open(chunk_engine *e, const job_config *cfg, const dataset *tra
     if (!(e->t = trainer_create(cfg, &e->m, e->rt, train, NULL, err, errlen)))
         return -1;
     e->delta_len = delta_bytes(e->layer_params, e->nlayers);
-    if (!(e->grads = malloc(sizeof(float) * (size_t)e->m.nparams)) ||
-        (cfg->compress && cfg->sync_every &&
-         (!(e->round_start = malloc(sizeof(float) * (size_t)e->m.nparams)) ||
-          !(e->delta = malloc(e->delta_len))))) {
+    size_t bytes = sizeof(float) * (size_t)e->m.nparams;
+    int averaging = cfg->sync_every > 0, late = averaging && cfg->overlap;
+    if (!(e->grads = malloc(bytes)) ||
+        (averaging && cfg->compress && !late && !(e->round_start = malloc(bytes))) ||
+        (averaging && cfg->compress && !(e->delta = malloc(e->delta_len))) ||
+        (late && (!(e->late = malloc(sizeof *e->late)) || late_open(e->late, e->m.nparams) ||
+                  !(e->mean = malloc(bytes))))) {
         snprintf(err, errlen, "out of memory for a gradient of %ld parameters", e->m.nparams);
         return -1;
     }
@@ -50,6 +53,10 @@ void chunk_engine_close(chunk_engine *e)
     free(e->grads);
     free(e->round_start);
     free(e->delta);
+    if (e->late)
+        late_close(e->late);
+    free(e->late);
+    free(e->mean);
     memset(e, 0, sizeof *e);
 }
 
@@ -63,6 +70,8 @@ int chunk_engine_params(chunk_engine *e, uint64_t seq, const void *packed, char 
     e->seq = seq, e->loading = UINT64_MAX;
     if (e->round_start)
         memcpy(e->round_start, packed, sizeof(float) * (size_t)e->m.nparams), e->start_seq = seq;
+    if (e->late)
+        late_reset(e->late, packed, seq);
     return 0;
 }
 
@@ -148,6 +157,9 @@ int chunk_engine_round(chunk_engine *e, const msg_round *w, msg_result *r, char 
     rt_stats st;
     rt_stats_reset(e->rt);
     round_share s = {(int)w->chunk0, (int)w->chunk1, w->chunk0_after, w->chunk1_until};
+    if (e->late && (trainer_get_params(e->t, e->grads, err, errlen) ||
+                    late_round_begin(e->late, e->grads, w->seq, err, errlen)))
+        return -1;
     if (trainer_train_share(e->t, (int)w->epoch, w->first_batch, w->batches, &s, &pr, err, errlen) ||
         trainer_get_params(e->t, e->grads, err, errlen))
         return -1;
@@ -156,9 +168,32 @@ int chunk_engine_round(chunk_engine *e, const msg_round *w, msg_result *r, char 
                       .samples = (uint32_t)pr.samples, .loss = pr.loss, .compute_s = st.busy_s,
                       .body = (const uint8_t *)e->grads, .grads = e->grads,
                       .nparams = (size_t)e->m.nparams};
-    if (e->round_start) {
-        delta_encode(e->round_start, e->grads, e->layer_params, e->nlayers, e->delta);
+    const float *start = e->late ? e->late->start : e->round_start;
+    if (e->delta) {
+        delta_encode(start, e->grads, e->layer_params, e->nlayers, e->delta);
         r->body = e->delta, r->grads = NULL, r->nparams = 0;
+    } else if (e->late) {
+        late_change(e->late, e->grads, e->grads);
     }
     return 0;
+}
+
+int chunk_engine_average(chunk_engine *e, uint64_t seq, const uint8_t *body, char *err,
+                         size_t errlen)
+{
+    if (!e->late || e->seq == UINT64_MAX) {
+        snprintf(err, errlen, "an AVERAGE %s", e->late ? "before any PARAMS"
+                                                      : "while averages are not overlapped");
+        return -1;
+    }
+    if (e->delta && delta_apply(NULL, body, e->layer_params, e->nlayers, e->mean)) {
+        snprintf(err, errlen, "an AVERAGE with a negative or infinite scale");
+        return -1;
+    }
+    if (!e->delta)
+        memcpy(e->mean, body, sizeof(float) * (size_t)e->m.nparams);
+    return trainer_get_params(e->t, e->grads, err, errlen) ||
+                   late_apply(e->late, seq, e->mean, e->grads, err, errlen) ||
+                   trainer_set_params(e->t, e->grads, err, errlen)
+               ? -1 : 0;
 }

@@ -9,6 +9,7 @@
 #include "engine/cluster_proto.h"
 #include "engine/config.h"
 #include "engine/dataset.h"
+#include "engine/late_model.h"
 #include "engine/model.h"
 #include "engine/trainer.h"
 
@@ -31,6 +32,8 @@ typedef struct chunk_engine {
     uint64_t start_seq;          /* their round */
     uint8_t *delta;              /* the model after a round, from round_start (model_delta.h) */
     size_t delta_len;
+    late_model *late;            /* overlap = on: the model one average behind (late_model.h) */
+    float *mean;                 /* and a round's mean change, as it came */
 } chunk_engine;
 
 int chunk_engine_open(chunk_engine *e, const job_config *cfg, const dataset *train,
@@ -58,8 +61,12 @@ void chunk_engine_stream(chunk_engine *e, const trainer_gradient_sink *s);
 void chunk_engine_result(chunk_engine *e, const msg_work *w, msg_result *r);
 /* Periodic averaging: trains on the round's chunks from the loaded parameters, with local steps,
  * and fills r with its figures and the parameters after it (r->body, into the engine: floats,
- * or with compress = on their delta from the round's start, r->nparams then 0). */
+ * or with compress = on their delta from the round's start, r->nparams then 0; overlap = on:
+ * their change over the round, as floats or a delta from zeros). */
 int chunk_engine_round(chunk_engine *e, const msg_round *w, msg_result *r, char *err,
                        size_t errlen);
+/* overlap = on: round seq's mean change (body: floats, maybe unaligned, or a delta) applied. */
+int chunk_engine_average(chunk_engine *e, uint64_t seq, const uint8_t *body, char *err,
+                         size_t errlen);
 
 #endif

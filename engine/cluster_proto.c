@@ -30,6 +30,7 @@ void proto_limits(frame_limits *l, int coordinator, long nparams, long largest)
         l->max_payload[MSG_WORK] = 24;
         l->max_payload[MSG_ROUND] = 36;
         l->max_payload[MSG_DELTA] = floats ? PROTO_DELTA_HEAD + floats + 4 * CONFIG_MAX_LAYERS : 0;
+        l->max_payload[MSG_AVERAGE] = floats ? PROTO_PARAMS_HEAD + floats + 4 * CONFIG_MAX_LAYERS : 0;
         l->max_payload[MSG_RECALL] = 16;
         l->max_payload[MSG_DONE] = PROTO_TEXT;
     }
@@ -50,7 +51,7 @@ const char *proto_msg_name(unsigned type)
         [MSG_READY] = "READY", [MSG_PARAMS] = "PARAMS", [MSG_WORK] = "WORK",
         [MSG_RESULT] = "RESULT", [MSG_DONE] = "DONE", [MSG_ROUND] = "ROUND", [MSG_MODEL] = "MODEL",
         [MSG_GRAD] = "GRAD", [MSG_LAYER] = "LAYER", [MSG_RECALL] = "RECALL",
-        [MSG_RECALLED] = "RECALLED", [MSG_DELTA] = "DELTA"};
+        [MSG_RECALLED] = "RECALLED", [MSG_DELTA] = "DELTA", [MSG_AVERAGE] = "AVERAGE"};
     return type < MSG_TYPES && names[type] ? names[type] : "?";
 }
 
@@ -427,6 +428,20 @@ int proto_delta_decode(msg_delta *m, const uint8_t *p, size_t len, size_t body, 
     if (m->base >= m->seq)
         return bad(why, whylen, "a DELTA message from parameters no older than its own");
     m->body = p + PROTO_DELTA_HEAD;
+    return 0;
+}
+
+int proto_average_decode(uint64_t *seq, const uint8_t **values, const uint8_t *p, size_t len,
+                         size_t body, char *why, size_t whylen)
+{
+    if (len != PROTO_PARAMS_HEAD + body)
+        return snprintf(why, whylen, "an AVERAGE message of %zu bytes where %zu were due", len,
+                        PROTO_PARAMS_HEAD + body), -1;
+    wire_reader r = {p, len, 0, 0};
+    *seq = wire_get_u64(&r);
+    if (*seq == 0)
+        return bad(why, whylen, "an AVERAGE message of round 0, before any round");
+    *values = p + PROTO_PARAMS_HEAD;
     return 0;
 }
 

@@ -37,7 +37,12 @@
  * PARAMS as a delta (engine/model_delta.h), and a node that holds the round before's parameters
  * gets the next ones as one:
  *   coordinator -> node  DELTA    the parameters of round `seq` as a delta from those of round
- *                                 `base`, instead of PARAMS */
+ *                                 `base`, instead of PARAMS
+ * With [cluster] overlap = on (engine/late_model.h), PARAMS go only to a node that holds none
+ * (their `seq`: the last round averaged in them); a MODEL carries the node's change over the
+ * round (floats, or a delta from zeros with compress = on), and every node holding parameters
+ * gets each round's mean change, which it applies after the round it trains meanwhile:
+ *   coordinator -> node  AVERAGE  round `seq`, then its mean change (floats, or a delta) */
 #ifndef FRUGAL_CLUSTER_PROTO_H
 #define FRUGAL_CLUSTER_PROTO_H
 
@@ -49,10 +54,11 @@
 enum {
     MSG_JOIN = 1, MSG_JOB, MSG_FETCH, MSG_FILE, MSG_READY, MSG_PARAMS, MSG_WORK, MSG_RESULT,
     MSG_DONE, MSG_ROUND, MSG_MODEL, MSG_GRAD, MSG_LAYER, MSG_RECALL, MSG_RECALLED, MSG_DELTA,
+    MSG_AVERAGE,
     MSG_TYPES
 };
 
-#define PROTO_VERSION 9
+#define PROTO_VERSION 10
 #define PROTO_MAX_FILES 8
 #define PROTO_FILE_PIECE (1u << 20)     /* bytes of a file per FILE message */
 #define PROTO_MAX_PARAMS (64L << 20)    /* floats a model may have to train on a cluster */
@@ -178,6 +184,9 @@ int proto_model_decode(msg_result *m, const uint8_t *p, size_t len, size_t body,
                        size_t whylen);
 int proto_delta_decode(msg_delta *m, const uint8_t *p, size_t len, size_t body, char *why,
                        size_t whylen);
+/* An AVERAGE whose mean change takes `body` bytes (floats, or a delta). */
+int proto_average_decode(uint64_t *seq, const uint8_t **values, const uint8_t *p, size_t len,
+                         size_t body, char *why, size_t whylen);
 int proto_ready_decode(long *nparams, const uint8_t *p, size_t len, char *why, size_t whylen);
 /* A printable message (DONE), at most PROTO_TEXT bytes. */
 int proto_text_decode(char *out, size_t outlen, const uint8_t *p, size_t len, char *why,

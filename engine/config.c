@@ -74,6 +74,7 @@ static const key_spec placement_keys[] = {
 static const key_spec cluster_keys[] = {
     {"sync_every", V_INT, JOB(sync_every), 0, 1 << 20},
     {"compress", V_ONOFF, JOB(compress), 0, 0},
+    {"overlap", V_ONOFF, JOB(overlap), 0, 0},
     {0},
 };
 

@@ -32,7 +32,10 @@
  *                takes K steps of its own on its share of the batches, then the models are
  *                averaged, for slow links), compress (on: under periodic averaging, models
  *                travel as their change since the round's start in half precision,
- *                engine/model_delta.h: half the bytes each way)
+ *                engine/model_delta.h: half the bytes each way), overlap (on: under periodic
+ *                averaging, a round's average travels while the machines train the next
+ *                round, and is applied after it, engine/late_model.h: no machine waits for
+ *                the network, each round starts one average late)
  *
  * A value runs to the end of its line; '#' or ';' starts a comment at the start of a line or
  * after white space (so "a#b.gz" is a path), and a value in double quotes is taken as it is. */
@@ -108,6 +111,7 @@ typedef struct job_config {
     int all_nodes;                 /* every node takes work, whatever the policy */
     int sync_every;                /* 0: gradients every batch; K: models averaged every K */
     int compress;                  /* averaging: models travel as half-precision deltas */
+    int overlap;                   /* averaging: a round's average applied one round late */
     float max_slowdown;            /* < 0: none */
     float window_seconds;
 } job_config;

@@ -1032,19 +1032,25 @@ int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, si
     fprintf(c->log, "cluster: listening on %s (nodes join with: frugal join %s --key KEYFILE); a "
             "node silent for %.0f s is lost\n", c->listen, c->listen, c->timeout_s);
     c->t = t;
-    if (c->cfg->compress && !c->cfg->sync_every) {
-        snprintf(err, errlen, "[cluster] compress = on needs sync_every > 0: synchronous training "
-                 "sends whole gradients, so that its weights stay those of one machine");
+    if ((c->cfg->compress || c->cfg->overlap) && !c->cfg->sync_every) {
+        snprintf(err, errlen, "[cluster] %s = on needs sync_every > 0: synchronous training "
+                 "sends whole gradients, so that its weights stay those of one machine",
+                 c->cfg->compress ? "compress" : "overlap");
         return -1;
     }
     if (c->cfg->sync_every) {   /* averaging.c runs the epochs */
         fprintf(c->log, "cluster: periodic averaging: the models are averaged every %d batches "
-                "([cluster] sync_every); every node trains on a share%s\n", c->cfg->sync_every,
-                c->cfg->compress ? "; models travel as half-precision deltas ([cluster] compress)" : "");
+                "([cluster] sync_every); every node trains on a share%s%s\n", c->cfg->sync_every,
+                c->cfg->compress ? "; models travel as half-precision deltas ([cluster] compress)" : "",
+                c->cfg->overlap ? "; each round's average travels while the next round trains, "
+                                  "and is applied after it ([cluster] overlap)" : "");
         c->delta_len = delta_bytes(c->layer_params, c->nlayers);
-        if (!(c->params = malloc(sizeof(float) * (size_t)c->nparams)) ||
-            (c->cfg->compress && (!(c->round_start = malloc(sizeof(float) * (size_t)c->nparams)) ||
-                                  !(c->delta = malloc(c->delta_len))))) {
+        size_t bytes = sizeof(float) * (size_t)c->nparams;
+        if (!(c->params = malloc(bytes)) ||
+            (c->cfg->compress && (!(c->round_start = malloc(bytes)) ||
+                                  !(c->delta = malloc(c->delta_len)))) ||
+            (c->cfg->overlap && (late_open(&c->late, c->nparams) ||
+                                 !(c->own_change = malloc(bytes)) || !(c->mean = malloc(bytes))))) {
             snprintf(err, errlen, "out of memory for %ld parameters", c->nparams);
             return -1;
         }
@@ -1138,10 +1144,11 @@ void coordinator_write_json(coordinator *c, FILE *f, double here_joules, int her
     long all = remote + c->local_chunks + c->fallback_chunks;
     fputs("\"listen\": ", f);
     json_string(f, c->listen);
-    fprintf(f, ", \"mode\": \"%s\", \"sync_every\": %d, \"compress\": %s, \"rounds\": %ld, "
-            "\"node_rounds_lost\": %ld, \"rounds_sharing_a_chunk\": %ld",
+    fprintf(f, ", \"mode\": \"%s\", \"sync_every\": %d, \"compress\": %s, \"overlap\": %s, "
+            "\"rounds\": %ld, \"node_rounds_lost\": %ld, \"rounds_sharing_a_chunk\": %ld",
             c->cfg->sync_every ? "averaging" : "synchronous", c->cfg->sync_every,
-            c->cfg->compress ? "true" : "false", c->rounds, c->rounds_lost, c->rounds_shared);
+            c->cfg->compress ? "true" : "false", c->cfg->overlap ? "true" : "false", c->rounds,
+            c->rounds_lost, c->rounds_shared);
     fprintf(f, ", \"timeout_s\": %g, \"coordinator_chunks\": %ld, \"coordinator_share\": %.4f, "
             "\"nodes_lost\": %ld, \"chunks_resent\": %ld, \"chunks_computed_by_the_fallback\": %ld, "
             "\"chunks_stolen\": %ld, \"chunks_taken_back\": %ld, \"nodes\": [", c->timeout_s,
@@ -1221,7 +1228,10 @@ void coordinator_stop(coordinator *c, const char *why)
     free(c->round_start);
     free(c->delta);
     for (int i = 0; i < c->nnodes; i++)
-        free(c->nodes[i].model);
+        free(c->nodes[i].rounds[0].model), free(c->nodes[i].rounds[1].model);
+    late_close(&c->late);
+    free(c->own_change);
+    free(c->mean);
     pthread_cond_destroy(&c->fallback_wake);
     pthread_cond_destroy(&c->round_over);
     pthread_cond_destroy(&c->joined);

@@ -10,6 +10,7 @@
 #include "engine/cluster_proto.h"
 #include "engine/cluster_share.h"
 #include "engine/coordinator.h"
+#include "engine/late_model.h"
 #include "engine/remote.h"
 #include "netio/hub.h"
 
@@ -20,6 +21,16 @@
 #define PROBE_EVERY 16           /* batches between the chunks a parked node gets to stay measured */
 #define POWER_WINDOW_S 0.25      /* the shortest interval this machine's power is measured over */
 #define MAX_SHARE_DECISIONS 16
+
+/* A node's share of a round under periodic averaging, and what came of it. */
+typedef struct node_round {
+    int in, done;                /* it has a share of round seq; its MODEL came */
+    uint64_t seq;
+    int chunks;                  /* chunks of the round: per batch, times batches */
+    double sent_at;
+    msg_result figures;          /* its figures for the round (grads unused) */
+    float *model;                /* its parameters after the round (overlap = on: their change) */
+} node_round;
 
 typedef struct node {
     int peer, ready, gone;
@@ -50,14 +61,13 @@ typedef struct node {
     netio_peer_stats net;
     int track;                   /* 1 + its track in the trace; 0: not made yet; -1: no trace */
     /* periodic averaging (averaging.c) */
-    int in_round, round_done;    /* it has a share of the round under way; its MODEL came */
-    uint64_t round_seq;
-    int round_chunks;            /* chunks of the round: per batch, times batches */
-    double round_sent_at;
+    node_round rounds[2];        /* by the round's parity: with overlap = on a node is sent the
+                                    next round before its MODEL of this one comes */
     double round_cost, round_lag;   /* over its rounds: seconds computing per sample on its
                                        workers, and what a round adds (the models' travel) */
-    msg_result round;            /* its figures for the round (grads unused) */
-    float *model;                /* its parameters after the round */
+    double model_at;             /* when its last MODEL came */
+    int following;               /* overlap = on: it holds parameters and gets every average */
+    uint64_t synced;             /* the last round whose average (or PARAMS) it was sent */
 } node;
 
 typedef struct share_decision {
@@ -153,9 +163,17 @@ struct coordinator {
     /* with compress = on (model_delta.h) */
     float *round_start;          /* the parameters the round started from, as every node got them */
     uint64_t start_seq;          /* that round (0: none yet) */
-    uint8_t *delta;              /* the next round's parameters from round_start's */
+    uint8_t *delta;              /* the next round's parameters from round_start's (overlap:
+                                    the mean change of a round) */
     size_t delta_len;
     int delta_ready;             /* nodes holding start_seq's parameters get a DELTA */
+    /* with overlap = on (late_model.h): this machine's model, its change in round own_seq (its
+       samples, 0: none posted), the mean change of round mean_seq and the nodes' figures of it */
+    late_model late;
+    float *own_change, *mean;
+    uint64_t own_seq, mean_seq;
+    double own_samples;
+    pass_result mean_figures;
 };
 
 /* coordinator.c */

@@ -60,6 +60,9 @@ static uint32_t get_le(const uint8_t *in, int bytes)
     return v;
 }
 
+/* A base's value, none being zeros. */
+static float at(const float *base, long i) { return base ? base[i] : 0; }
+
 void delta_encode(const float *base, const float *now, const long *layer_params, int nlayers,
                   uint8_t *out)
 {
@@ -69,7 +72,7 @@ void delta_encode(const float *base, const float *now, const long *layer_params,
             continue;
         float top = 0;
         for (long i = 0; i < n; i++) {
-            float d = fabsf(now[i] - base[i]);
+            float d = fabsf(now[i] - at(base, i));
             if (isfinite(d) && d > top)
                 top = d;
         }
@@ -79,10 +82,10 @@ void delta_encode(const float *base, const float *now, const long *layer_params,
         put_le(out, bits, 4);
         out += 4;
         for (long i = 0; i < n; i++) {
-            float d = now[i] - base[i];   /* a non-finite one stays so: nothing is hidden */
+            float d = now[i] - at(base, i);   /* a non-finite one stays so: nothing is hidden */
             put_le(out + 2 * i, half_from(isfinite(d) ? d * inverse : d), 2);
         }
-        out += 2 * n, base += n, now += n;
+        out += 2 * n, now += n, base = base ? base + n : NULL;
     }
 }
 
@@ -100,8 +103,8 @@ int delta_apply(const float *base, const uint8_t *in, const long *layer_params, 
             return -1;
         in += 4;
         for (long i = 0; i < n; i++)
-            out[i] = base[i] + scale * half_to((uint16_t)get_le(in + 2 * i, 2));
-        in += 2 * n, base += n, out += n;
+            out[i] = at(base, i) + scale * half_to((uint16_t)get_le(in + 2 * i, 2));
+        in += 2 * n, out += n, base = base ? base + n : NULL;
     }
     return 0;
 }

@@ -524,7 +524,9 @@ static int train_round(node *n, const queued *q)
 {
     msg_round w;
     msg_result r;
-    if (proto_round_decode(&w, q->e.payload, q->e.len, n->err, sizeof n->err) || w.seq != n->e.seq)
+    if (proto_round_decode(&w, q->e.payload, q->e.len, n->err, sizeof n->err) ||
+        (n->e.late ? n->e.seq == UINT64_MAX : w.seq != n->e.seq))   /* overlapped: the engine
+                                                                        checks the rounds' order */
         return fail(n, "coordinator %s: %s", n->o->coordinator,
                     n->err[0] ? n->err : "ROUND for parameters it did not send");
     energy_reading before = read_meter(n);
@@ -537,15 +539,21 @@ static int train_round(node *n, const queued *q)
                         r.grads ? sizeof(float) * r.nparams : n->e.delta_len);
 }
 
-/* PARAMS, one LAYER of them, or a DELTA. */
+/* PARAMS, one LAYER of them, a DELTA or an AVERAGE. */
 static int load_params(node *n, const queued *q)
 {
     chunk_engine *e = &n->e;
     uint64_t seq;
     const float *values;
+    const uint8_t *body;
     msg_layer m;
     msg_delta d;
-    int bad = q->e.type == MSG_DELTA
+    int bad = q->e.type == MSG_AVERAGE
+                  ? proto_average_decode(&seq, &body, q->e.payload, q->e.len,
+                                         e->delta ? e->delta_len : sizeof(float) * (size_t)e->m.nparams,
+                                         n->err, sizeof n->err) ||
+                        chunk_engine_average(e, seq, body, n->err, sizeof n->err)
+              : q->e.type == MSG_DELTA
                   ? proto_delta_decode(&d, q->e.payload, q->e.len, e->delta_len, n->err, sizeof n->err) ||
                         chunk_engine_delta(e, d.seq, d.base, d.body, n->err, sizeof n->err)
               : q->e.type == MSG_PARAMS
@@ -601,7 +609,7 @@ static int serve(node *n)
                 rounds += !rc;
             } else if (q->e.kind == NETIO_MESSAGE &&
                        (q->e.type == MSG_PARAMS || q->e.type == MSG_LAYER ||
-                        q->e.type == MSG_DELTA)) {
+                        q->e.type == MSG_DELTA || q->e.type == MSG_AVERAGE)) {
                 rc = run_group(n, &g, rc);   /* the chunks of the batch before go first */
                 rc = rc ? rc : load_params(n, q);
             } else {

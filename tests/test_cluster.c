@@ -10,6 +10,7 @@
  * join --slowdown), which stretches every task without changing a result. */
 #include "engine/checkpoint.h"
 #include "engine/cluster_proto.h"
+#include "engine/late_model.h"
 #include "engine/model_delta.h"
 #include "fake_rapl.h"
 #include "frugal_cli.h"
@@ -137,6 +138,56 @@ TEST(cluster_model_deltas_keep_11_bits_of_every_difference)
     d = (msg_delta){4, 4, NULL};
     proto_delta_head(&d, msg, sizeof msg);
     CHECK(proto_delta_decode(&d, msg, sizeof msg, 8, why, sizeof why) == -1);
+}
+
+/* Overlapped averaging on two machines by hand: each trains round 2 before round 1's average
+ * comes; applied after it, the average leaves each machine the global model plus its own change
+ * of round 2, and round 2's average leaves both on the same model. A machine with no part in a
+ * round just adds its mean change; averages out of order, and a third round while two are due,
+ * are refused. A mean change as a delta from zeros comes back to 11 bits. */
+TEST(cluster_late_model_applies_each_average_after_the_next_round)
+{
+    late_model a, b;
+    char err[200];
+    CHECK(late_open(&a, 2) == 0 && late_open(&b, 2) == 0);
+    float wa[2] = {1, 2}, wb[2] = {1, 2};
+    late_reset(&a, wa, 0), late_reset(&b, wb, 0);
+    CHECK(late_round_begin(&a, wa, 1, err, sizeof err) == 0 && late_round_begin(&b, wb, 1, err, sizeof err) == 0);
+    wa[0] += 1, wb[1] += 2;   /* round 1: a changes by (1, 0), b by (0, 2) */
+    float mean1[2] = {0.5f, 1}, change[2];
+    CHECK(late_round_begin(&a, wa, 2, err, sizeof err) == 0 && late_round_begin(&b, wb, 2, err, sizeof err) == 0);
+    CHECK(late_round_begin(&a, wa, 3, err, sizeof err) == -1);   /* rounds 1 and 2 are due */
+    wa[0] += 1, wa[1] += 1, wb[0] -= 1;   /* round 2: a by (1, 1), b by (-1, 0) */
+    late_change(&a, wa, change);
+    CHECK(change[0] == 1 && change[1] == 1);
+    CHECK(late_apply(&a, 2, mean1, wa, err, sizeof err) == -1 && strstr(err, "round 2 after that of round 0"));
+    CHECK(late_apply(&a, 1, mean1, wa, err, sizeof err) == 0 && late_apply(&b, 1, mean1, wb, err, sizeof err) == 0);
+    CHECKF(wa[0] == 2.5f && wa[1] == 4 && wb[0] == 0.5f && wb[1] == 3,
+           "after round 1's average: a (%g, %g), b (%g, %g)", wa[0], wa[1], wb[0], wb[1]);
+    late_change(&a, wa, change);   /* round 2's change stays what it was */
+    CHECK(change[0] == 1 && change[1] == 1);
+    float mean2[2] = {0, 0.5f};
+    CHECK(late_apply(&a, 2, mean2, wa, err, sizeof err) == 0 && late_apply(&b, 2, mean2, wb, err, sizeof err) == 0);
+    CHECKF(wa[0] == 1.5f && wa[1] == 3.5f && wb[0] == wa[0] && wb[1] == wa[1],
+           "after round 2's average: a (%g, %g), b (%g, %g)", wa[0], wa[1], wb[0], wb[1]);
+    CHECK(late_apply(&b, 3, mean2, wb, err, sizeof err) == 0 && wb[0] == 1.5f && wb[1] == 4);
+    CHECK(late_round_begin(&b, wb, 3, err, sizeof err) == -1);   /* not after the last average */
+    late_close(&a), late_close(&b);
+    static const long layers[2] = {3, 2};
+    float mean[5] = {1e-3f, -2e-4f, 0, 7, -0.5f}, back[5];
+    uint8_t delta[2 * 4 + 2 * 5];
+    delta_encode(NULL, mean, layers, 2, delta);
+    CHECK(delta_apply(NULL, delta, layers, 2, back) == 0);
+    for (int i = 0; i < 5; i++)
+        CHECKF(fabsf(back[i] - mean[i]) <= fabsf(mean[i]) / 2048, "%g came back as %g", mean[i], back[i]);
+    uint8_t msg[PROTO_PARAMS_HEAD + 6] = {3};
+    uint64_t seq;
+    const uint8_t *body;
+    CHECK(proto_average_decode(&seq, &body, msg, sizeof msg, 6, err, sizeof err) == 0 && seq == 3 &&
+          body == msg + PROTO_PARAMS_HEAD);
+    CHECK(proto_average_decode(&seq, &body, msg, sizeof msg, 8, err, sizeof err) == -1);
+    msg[0] = 0;
+    CHECK(proto_average_decode(&seq, &body, msg, sizeof msg, 6, err, sizeof err) == -1);
 }
 
 /* A message encoded into a buffer too small for it comes out as nothing, which its decoder
@@ -974,5 +1025,40 @@ TEST(cluster_averaging_every_4_steps_survives_a_lost_node_and_trains_like_one_ma
            "%s", summary);
     double one = train_accuracy("single-average-4"), averaged = train_accuracy("average-4");
     CHECKF(one > 0.5 && averaged > one - 0.05, "train accuracy %.3f averaged, %.3f on one "
+           "machine\n%s", averaged, one, out);
+}
+
+/* Overlapped averaging every 4 steps, the deltas compressed: one node from the start, another
+ * joining mid-run (it gets the global model and the average already out after it). Every chunk
+ * of every batch is trained on once, and the model trains about as well as one machine's. */
+TEST(cluster_averaging_overlapped_takes_a_late_node_and_trains_like_one_machine)
+{
+    char j[700];
+    snprintf(j, sizeof j, "%s", job_file_with("average-late.cfg", 1536, 4, 4, 0.9,
+                                              "[cluster]\nsync_every = 4\noverlap = on\ncompress = on\n"));
+    single("single-average-late", j);
+    pid_t first = start_node(16, "average-late-a", key(), "20", slowdown());
+    pid_t helper = fork();
+    if (helper == 0) {   /* once the first trains (its first epoch of four): a second node */
+        int ok = wait_for_text(tmp("average-late-a.log"), "ready:");
+        pid_t second = start_node(16, "average-late-b", key(), "20", slowdown());
+        _exit(ok && wait_node(second, "average-late-b") == 0 ? 0 : 99);
+    }
+    int rc = coordinate_run(&(coordinator_run){j, "average-late", 16, 1, "20", 1, 0, NULL,
+                                                "execution.grain=16"});
+    int status = 0;
+    waitpid(helper, &status, 0);
+    rc |= wait_node(first, "average-late-a") != 0;
+    CHECKF(rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+           strstr(out, "applied after it ([cluster] overlap)"), "%s", out);
+    char late[4096];
+    test_read_text(tmp("average-late-b.log"), late, sizeof late);
+    CHECKF(strstr(late, " rounds of local steps trained"), "the late node trained nothing:\n%s", late);
+    long here = (long)summary_figure("average-late", "coordinator_chunks");
+    long there = (long)nodes_sum("average-late", "chunks");
+    CHECKF(here + there == 4 * 48 * 2 && there > 0 && summary_figure("average-late", "node_rounds_lost") == 0,
+           "%ld chunks here and %ld on the nodes, of %d\n%s", here, there, 4 * 48 * 2, out);
+    double one = train_accuracy("single-average-late"), averaged = train_accuracy("average-late");
+    CHECKF(one > 0.5 && averaged > one - 0.05, "train accuracy %.3f overlapped, %.3f on one "
            "machine\n%s", averaged, one, out);
 }

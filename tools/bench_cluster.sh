@@ -9,7 +9,8 @@
 # batch ([placement] all_nodes = on), against which the deal's own choice can be judged.
 # Periodic averaging ([cluster] sync_every = 8) runs at 1 Gb/s beside the synchronous run, both
 # evaluated on 1000 test images after every epoch: their last test accuracies are printed; then
-# the same with the models sent as half-precision deltas ([cluster] compress = on).
+# the same with the models sent as half-precision deltas ([cluster] compress = on), and then
+# with each round's average travelling while the next round trains ([cluster] overlap = on).
 # img/s is the fastest epoch's (metrics.csv); bytes per image counts both directions.
 # Prints: bench cluster WORKLOAD LINK MODE img_per_s=N single_img_per_s=N efficiency=X bytes_per_image=N
 #         nodes_share=S (the share of the chunks the nodes computed: the deal gives a node none when
@@ -94,6 +95,10 @@ while read -r shape job; do
     cluster 1g-half 1000 0.5 "" "${tested[@]}" --set cluster.sync_every=8 --set cluster.compress=on
     line "$shape" 1Gb/s sync_every=8,compress "$(fastest "$out/1g-half")" "$single" 1g-half \
         " test_acc=$(test_acc "$out/1g-half") sync_test_acc=$(test_acc "$out/1g")"
+    cluster 1g-late 1000 0.5 "" "${tested[@]}" --set cluster.sync_every=8 --set cluster.compress=on \
+        --set cluster.overlap=on
+    line "$shape" 1Gb/s sync_every=8,compress,overlap "$(fastest "$out/1g-late")" "$single" 1g-late \
+        " test_acc=$(test_acc "$out/1g-late") sync_test_acc=$(test_acc "$out/1g")"
     # heterogeneous: the node 2x slower, against the two machines' solo speeds added
     train solo-fast --set execution.workers=1
     train solo-slow --set execution.workers=1 --set execution.slowdown=2

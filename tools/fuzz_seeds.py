@@ -94,6 +94,7 @@ delta = struct.pack("<f10e", 1e-4, *range(10)) + struct.pack("<f6e", 2e-4, *rang
 put("cluster_message", "delta", frame(0, 16, u64(7, 6) + delta))
 put("cluster_message", "model_delta", frame(1, 11, u64(7) + u32(2, 20, 32, 1, 2) +
                                             struct.pack("<5d", 40.0, 0.5, 9.0, 30.0, 400.0) + delta))
+put("cluster_message", "average", frame(0, 17, u64(7) + delta))   # overlap = on: a mean change
 put("cluster_message", "recall", frame(0, 14, u64(7) + u32(3, 0)))
 put("cluster_message", "recalled", frame(1, 15, u64(7) + u32(3, 1)))
 put("cluster_message", "ping", frame(1, 0, b""))

@@ -244,6 +244,13 @@ int fuzz_cluster_message(const uint8_t *data, size_t size)
         if (proto_delta_decode(&m.delta, p, n, delta_bytes(layer_params, 3), why, sizeof why) == 0)
             delta_apply(rebuilt, m.delta.body, layer_params, 3, rebuilt);
         break;
+    case MSG_AVERAGE: {   /* a mean change as floats, and as a delta from zeros rebuilt */
+        const uint8_t *body;
+        proto_average_decode(&seq, &body, p, n, 4 * NPARAMS, why, sizeof why);
+        if (proto_average_decode(&seq, &body, p, n, delta_bytes(layer_params, 3), why, sizeof why) == 0)
+            delta_apply(NULL, body, layer_params, 3, rebuilt);
+        break;
+    }
     default: break;
     }
     return 0;
