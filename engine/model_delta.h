@@ -5,7 +5,8 @@
  * difference travels as a half-precision float of difference / scale. Scaled so, the largest is
  * 2^15 and the smallest a half holds at full precision is 2^-14, so every difference down to
  * 2^-29 of the layer's largest keeps 11 significant bits. Both ends rebuild base + scale * half
- * with the same float operations, so a model rebuilt from a delta is the same on every machine.
+ * with the same float operations, so a model rebuilt from a delta is the same on every machine
+ * (CPUs with F16C convert 8 at a time, to the same bits: tested against the portable loops).
  *
  *   wire:  per layer with parameters, its scale (float, little endian), then one half (little
  *          endian) per parameter */

@@ -12,6 +12,7 @@
 #include "engine/cluster_proto.h"
 #include "engine/late_model.h"
 #include "engine/model_delta.h"
+#include "ops/cpu.h"
 #include "fake_rapl.h"
 #include "frugal_cli.h"
 #include "test.h"
@@ -128,6 +129,24 @@ TEST(cluster_model_deltas_keep_11_bits_of_every_difference)
     scale = INFINITY;
     memcpy(delta + 4 + 2 * 7, &scale, 4);
     CHECK(delta_apply(base, delta, layers, 4, back) == -1);
+    /* F16C's conversions (AVX2 CPUs) make the same bytes and floats as the portable loops */
+    static float odd[N], fast_back[N];
+    static uint8_t fast[sizeof delta];
+    memcpy(odd, now, sizeof odd);
+    odd[100] = INFINITY, odd[101] = -NAN, odd[102] = -0.0f, odd[103] = 1e-30f;
+    ops_isa was = ops_isa_active();
+    for (int zeros = 0; zeros < 2 && ops_isa_supported() >= OPS_ISA_AVX2; zeros++) {
+        const float *from = zeros ? NULL : base;
+        ops_isa_set(OPS_ISA_AVX2);
+        delta_encode(from, odd, layers, 4, fast);
+        delta_apply(from, fast, layers, 4, fast_back);
+        ops_isa_set(OPS_ISA_PORTABLE);
+        delta_encode(from, odd, layers, 4, delta);
+        delta_apply(from, delta, layers, 4, back);
+        CHECKF(!memcmp(fast, delta, delta_bytes(layers, 4)) && !memcmp(fast_back, back, sizeof back),
+               "F16C's delta differs from the portable one (from %s)", zeros ? "zeros" : "a base");
+    }
+    ops_isa_set(was);
     uint8_t msg[PROTO_DELTA_HEAD + 8];
     msg_delta d = {5, 4, NULL};
     char why[200];
