@@ -1047,8 +1047,8 @@ int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, si
         c->delta_len = delta_bytes(c->layer_params, c->nlayers);
         size_t bytes = sizeof(float) * (size_t)c->nparams;
         if (!(c->params = malloc(bytes)) ||
-            (c->cfg->compress && (!(c->round_start = malloc(bytes)) ||
-                                  !(c->delta = malloc(c->delta_len)))) ||
+            (c->cfg->compress && !c->cfg->overlap && !(c->round_start = malloc(bytes))) ||
+            (c->cfg->compress && !(c->delta = malloc(c->delta_len))) ||
             (c->cfg->overlap && (late_open(&c->late, c->nparams) ||
                                  !(c->own_change = malloc(bytes)) || !(c->mean = malloc(bytes))))) {
             snprintf(err, errlen, "out of memory for %ld parameters", c->nparams);
