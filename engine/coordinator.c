@@ -673,12 +673,27 @@ static void choose_nodes(coordinator *c, double per_chunk)
     fprintf(c->log, "placement: %s\n", d->why);
 }
 
+/* Locked. This machine's CPU seconds per chunk: measured over past batches; before that, the
+ * busy seconds of this batch so far over the chunks started here (it grows as they run), so
+ * that a machine slower than its nodes is seen as such in its first batch; 1 ms before any. */
+static double here_cost(const coordinator *c)
+{
+    if (c->local_cost > 0)
+        return c->local_cost;
+    int started = 0;
+    for (int i = 0; c->claims && i < c->here_chunks; i++)
+        started += atomic_load(&c->claims[i]) == RT_CLAIM_HERE;
+    rt_stats st;
+    rt_stats_get(c->rt, &st);
+    double busy = st.busy_s - c->last_busy;
+    return started > 0 && busy > started * 1e-3 ? busy / started : 1e-3;
+}
+
 /* Seconds until this machine would finish its `chunks`-th chunk from now: rounds on its
- * workers at its CPU seconds per chunk (a guess before it was measured). */
+ * workers at its CPU seconds per chunk. */
 static double here_finishes(const coordinator *c, int chunks)
 {
-    double cost = c->local_cost > 0 ? c->local_cost : 1e-3;
-    return ceil((double)chunks / rt_active_workers(c->rt)) * cost;
+    return ceil((double)chunks / rt_active_workers(c->rt)) * here_cost(c);
 }
 
 /* The same for node n: rounds on its workers at its own cost (as fast as a worker here until
