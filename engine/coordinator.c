@@ -1132,9 +1132,13 @@ void coordinator_print_nodes(coordinator *c, FILE *f, double here_joules, int he
             continue;
         if (!n->gone)
             netio_hub_peer_stats(c->hub, n->peer, &n->net);
-        fprintf(f, "  node %s (%s): %ld chunks (%ld stolen, %ld given back; dealt some in %ld of %ld batches), %.0f img/s, %.1f MB sent, %.1f MB received, "
+        char dealing[120] = "";   /* synchronous: how its chunks came to it */
+        if (!c->cfg->sync_every)
+            snprintf(dealing, sizeof dealing, " (%ld stolen, %ld given back; dealt some in %ld of %ld batches)",
+                     n->stolen, n->given_back, n->batches_dealt, n->batches_present);
+        fprintf(f, "  node %s (%s): %ld chunks%s, %.0f img/s, %.1f MB sent, %.1f MB received, "
                 "%.2f s waiting on the network (%.2f ms a round trip), %.1f J %s%s%s%s\n", n->addr,
-                n->host, n->chunks, n->stolen, n->given_back, n->batches_dealt, n->batches_present, n->active_s > 0 ? (double)n->samples / n->active_s : 0,
+                n->host, n->chunks, dealing, n->active_s > 0 ? (double)n->samples / n->active_s : 0,
                 n->net.received / 1e6, n->net.sent / 1e6, n->wait_s, 1e3 * n->lag, n->joules, n->estimated ? "estimated" : "measured",
                 n->parked && !n->gone ? "; parked by the placement policy" : "",
                 n->gone ? "; lost: " : "", n->gone ? n->left_why : "");

@@ -1047,6 +1047,40 @@ TEST(cluster_averaging_every_4_steps_survives_a_lost_node_and_trains_like_one_ma
            "machine\n%s", averaged, one, out);
 }
 
+/* The same overlapped run, its one node killed with kill -9 in the second epoch: the round it
+ * was in is averaged without it (no average waits for it), the coordinator trains on alone,
+ * and the model trains about as well as one machine's. */
+TEST(cluster_averaging_overlapped_survives_a_lost_node)
+{
+    char j[700];
+    snprintf(j, sizeof j, "%s", job_file_with("average-late.cfg", 1536, 4, 4, 0.9,
+                                              "[cluster]\nsync_every = 4\noverlap = on\ncompress = on\n"));
+    single("single-average-late", j);
+    pid_t doomed = start_node(14, "average-late-doomed", key(), "20", slowdown());
+    pid_t helper = fork();
+    if (helper == 0) {   /* 0.1 s into the second epoch (of 0.3 s or more), so in a round: kill -9 */
+        int ok = wait_for_text(tmp("average-late-lost/metrics.csv"), "\n1,");
+        usleep(100 * 1000);
+        kill(doomed, SIGKILL);
+        _exit(ok ? 0 : 99);
+    }
+    int rc = coordinate_run(&(coordinator_run){j, "average-late-lost", 14, 1, "20", 1, 0, NULL,
+                                                "execution.grain=16"});
+    int status = 0;
+    waitpid(helper, &status, 0);
+    waitpid(doomed, NULL, 0);
+    CHECKF(rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", out);
+    const char *lost = strstr(out, ") lost: "), *end = strstr(out, "tasks of the whole run");
+    CHECKF(lost && end && lost < end, "the node was not lost mid-run:\n%s", out);
+    /* in a round, nearly always (between two, when it finished its share first) */
+    double rounds_lost = summary_figure("average-late-lost", "node_rounds_lost");
+    CHECKF(rounds_lost >= 0 && (rounds_lost > 0) == !!strstr(out, "'s share of round "),
+           "%.0f rounds lost\n%s", rounds_lost, out);
+    double one = train_accuracy("single-average-late"), averaged = train_accuracy("average-late-lost");
+    CHECKF(one > 0.5 && averaged > one - 0.05, "train accuracy %.3f overlapped, %.3f on one "
+           "machine\n%s", averaged, one, out);
+}
+
 /* Overlapped averaging every 4 steps, the deltas compressed: one node from the start, another
  * joining mid-run (it gets the global model and the average already out after it). Every chunk
  * of every batch is trained on once, and the model trains about as well as one machine's. */
