@@ -1,14 +1,15 @@
+/* A cluster's coordinator: nodes joining and leaving (the hub's events), the job and its files
+ * sent to them, and synchronous training's chunks sent out and returned as runtime tasks, or
+ * computed here on the fallback engine when no node is left (coordinator_internal.h). */
 #include "engine/coordinator_internal.h"
 
 #include "energy/carbon.h"
-#include "energy/meter.h"
 #include "engine/chunk_engine.h"
 #include "engine/cluster_proto.h"
 #include "engine/cluster_share.h"
 #include "engine/layer.h"
 #include "engine/model_delta.h"
 #include "engine/remote.h"
-#include "common/json.h"
 #include "netio/hub.h"
 #include "ops/cpu.h"
 
@@ -17,7 +18,6 @@
 #include <math.h>
 #include <pthread.h>
 #include <sodium.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -84,16 +84,9 @@ int send_to(coordinator *c, node *n, uint16_t type, const void *head, size_t hea
     return netio_hub_send(c->hub, n->peer, type, head, headlen, body, bodylen);
 }
 
-static void steal_for(coordinator *c, node *n);
-static void on_tick(coordinator *c);
-/* A RECALL of chunk s answered, or moot: outcome 0 (given back, or its node lost), 2 (refused). */
-static void recall_over(coordinator *c, slot *s, int outcome);
+int takes_work(const node *n) { return n->ready && !n->gone && !n->parked; }
 
-/* A node the policy keeps: it is sent each batch's parameters and may be dealt chunks. */
-static int takes_work(const node *n) { return n->ready && !n->gone && !n->parked; }
-
-/* The slot in that state that comes first in the fixed order, or NULL. */
-static slot *first_in(coordinator *c, int state)
+slot *first_in(coordinator *c, int state)
 {
     slot *best = NULL;
     for (int i = 0; i < c->nslots; i++) {
@@ -105,7 +98,7 @@ static slot *first_in(coordinator *c, int state)
     return best;
 }
 
-static int send_chunk(coordinator *c, node *n, slot *s)
+int send_chunk(coordinator *c, node *n, slot *s)
 {
     uint8_t head[PROTO_PARAMS_HEAD], work[32];
     msg_work w = {s->a.seq, (uint32_t)s->a.epoch, (uint32_t)s->a.batch, (uint32_t)s->a.chunk,
@@ -250,9 +243,7 @@ static void params_ready(remote_sink *sink, uint64_t seq, int layer, const float
 
 /* ---- the local fallback: chunks no node is left to compute, and those taken back ---- */
 
-/* Locked. Chunk s waits on a node behind at least one per worker there, and was not asked back
- * yet: a RECALL may take it elsewhere. */
-static int waits_behind(const coordinator *c, const slot *s)
+int waits_behind(const coordinator *c, const slot *s)
 {
     return s->state == SLOT_SENT && s->node >= 0 && !s->recalled &&
            s->ahead >= c->nodes[s->node].running;
@@ -268,9 +259,7 @@ static int recall_possible(const coordinator *c)
     return 0;
 }
 
-/* The fallback engine's seconds per chunk on that many workers: its CPU seconds per chunk (a
- * worker's here until measured) spread over them. */
-static double fallback_cost(const coordinator *c, int workers)
+double fallback_cost(const coordinator *c, int workers)
 {
     double cpu = c->fallback_cpu > 0 ? c->fallback_cpu : c->local_cost > 0 ? c->local_cost : 1e-3;
     return cpu / (workers > 1 ? workers : 1);
@@ -603,312 +592,6 @@ static void on_event(void *ctx, const netio_event *e)
     pthread_mutex_unlock(&c->lock);
 }
 
-/* ---- which nodes take work, and how many chunks go to them ---- */
-
-/* This machine's CPU seconds per chunk (from the runtime's busy time) and its power (from its
- * meter, over at least POWER_WINDOW_S). */
-static void measure_here(coordinator *c)
-{
-    rt_stats st;
-    rt_stats_get(c->rt, &st);
-    if (c->last_local > 0 && st.busy_s > c->last_busy)
-        c->local_cost = running(c->local_cost, (st.busy_s - c->last_busy) / (double)c->last_local);
-    c->last_busy = st.busy_s;
-    double now = now_s();   /* the meter reads every sensor: not on every batch */
-    if (!c->meter || now - c->last_power_at < POWER_WINDOW_S)
-        return;
-    c->last_power_at = now;
-    energy_reading r;
-    energy_meter_read(c->meter, &r);
-    if (c->last_power.t > 0)
-        c->local_w = running(c->local_w, (r.total_j - c->last_power.total_j) / (r.t - c->last_power.t));
-    c->last_power = r;
-    char why[600];   /* a failing file is said by the run's energy report (energy_run.c) */
-    carbon_update(&c->carbon, r.t, r.total_j, why, sizeof why);
-    c->limits.carbon_g_per_kwh = c->carbon.value;
-}
-
-static double img_per_s(double workers, double cost, double per_chunk)
-{
-    return cost > 0 ? workers / cost * per_chunk : 0;
-}
-
-/* Locked. The policy's choice of nodes (cluster_share.h), said when it changes. */
-static void choose_nodes(coordinator *c, double per_chunk)
-{
-    member_figures m[MAX_NODES + 1];
-    int index[MAX_NODES + 1], in[MAX_NODES + 1], n = 1;
-    c->local_img_s = img_per_s(rt_active_workers(c->rt), c->local_cost, per_chunk);
-    m[0] = (member_figures){c->local_img_s, c->local_w, c->carbon.value};
-    for (int i = 0; i < c->nnodes; i++) {
-        node *x = &c->nodes[i];
-        if (x->ready && !x->gone)
-            index[n] = i, m[n++] = (member_figures){img_per_s(x->running, x->cost, per_chunk),
-                                                    x->watts, x->carbon};
-    }
-    cluster_choose(&c->limits, m, n, in);
-    char taking[160] = "", parked[160] = "";
-    int changed = 0, ntaking = 0;
-    for (int k = 1; k < n; k++) {
-        node *x = &c->nodes[index[k]];
-        changed |= x->parked != !in[k];
-        x->parked = !in[k];
-        ntaking += in[k];
-        char *list = in[k] ? taking : parked;
-        size_t len = strlen(list);
-        snprintf(list + len, 160 - len, "%s%s %.3g J/img", len ? ", " : "", x->addr,
-                 m[k].img_per_s > 0 ? m[k].watts / m[k].img_per_s : 0);
-        if (x->parked && c->batches - x->probed_at >= PROBE_EVERY)
-            x->probe = 1, x->probed_at = c->batches;
-    }
-    if (!changed)
-        return;
-    share_decision *d = &c->decisions[c->ndecisions < MAX_SHARE_DECISIONS ? c->ndecisions++
-                                                                           : MAX_SHARE_DECISIONS - 1];
-    d->t = now_s() - c->start, d->taking = ntaking;
-    snprintf(d->why, sizeof d->why, "%s policy: here %.3g J/img; nodes taking work: %s; parked: %s",
-             policy_name(c->limits.policy), m[0].img_per_s > 0 ? m[0].watts / m[0].img_per_s : 0,
-             taking[0] ? taking : "none", parked[0] ? parked : "none");
-    c->decisions_total++;
-    fprintf(c->log, "placement: %s\n", d->why);
-}
-
-/* Locked. This machine's CPU seconds per chunk: measured over past batches; before that, the
- * busy seconds of this batch so far over the chunks started here (it grows as they run), so
- * that a machine slower than its nodes is seen as such in its first batch; 1 ms before any. */
-static double here_cost(const coordinator *c)
-{
-    if (c->local_cost > 0)
-        return c->local_cost;
-    int started = 0;
-    for (int i = 0; c->claims && i < c->here_chunks; i++)
-        started += atomic_load(&c->claims[i]) == RT_CLAIM_HERE;
-    rt_stats st;
-    rt_stats_get(c->rt, &st);
-    double busy = st.busy_s - c->last_busy;
-    return started > 0 && busy > started * 1e-3 ? busy / started : 1e-3;
-}
-
-/* Seconds until this machine would finish its `chunks`-th chunk from now: rounds on its
- * workers at its CPU seconds per chunk. */
-static double here_finishes(const coordinator *c, int chunks)
-{
-    return ceil((double)chunks / rt_active_workers(c->rt)) * here_cost(c);
-}
-
-/* The same for node n: rounds on its workers at its own cost (as fast as a worker here until
- * measured) after its lag, what a round trip adds (the link, the coordinator's update). */
-static double node_finishes(const coordinator *c, const node *n, int chunks)
-{
-    double cost = n->cost > 0 ? n->cost : c->local_cost > 0 ? c->local_cost : 1e-3;
-    return n->lag + ceil((double)chunks / n->running) * cost;
-}
-
-/* Locked. The batch's chunks dealt one by one to whichever member would finish its share first.
- * So a fast link or a fast node gets more, and a node whose lag outweighs a chunk gets fewer.
- * At least one chunk stays here, so that its speed stays measured. Returns the chunks the
- * nodes take; each node's share is its quota. */
-static int deal_chunks(coordinator *c, int nchunks)
-{
-    int here = 1, remote = 0;
-    for (int i = 0; i < c->nnodes; i++)
-        c->nodes[i].quota = c->nodes[i].taken = 0;
-    for (int k = 1; k < nchunks; k++) {
-        double best = here_finishes(c, here + 1);
-        node *to = NULL;
-        for (int i = 0; i < c->nnodes; i++) {
-            node *n = &c->nodes[i];
-            if (!takes_work(n))
-                continue;
-            double t = node_finishes(c, n, n->quota + 1);
-            if (t < best)
-                best = t, to = n;
-        }
-        if (to)
-            to->quota++, remote++;
-        else
-            here++;
-    }
-    /* pinned by hand, every node takes work; else one chunk keeps measured a parked node due for
-     * a probe, and a node this deal left without work for PROBE_EVERY batches */
-    for (int i = 0; i < c->nnodes && remote < nchunks - 1; i++) {
-        node *n = &c->nodes[i];
-        if (n->ready && !n->gone && !n->quota &&
-            (c->cfg->all_nodes || (n->parked ? n->probe : c->batches - n->fed_at >= PROBE_EVERY)))
-            n->quota = 1, remote++;
-    }
-    for (int i = 0; i < c->nnodes; i++) {
-        node *n = &c->nodes[i];
-        n->batches_present += n->ready && !n->gone;
-        n->batches_dealt += n->quota > 0;
-    }
-    return remote;
-}
-
-/* Chunks node n has yet to start: those in flight or owed to it, and those it is recalling. */
-static int ahead_of(const node *n)
-{
-    return n->inflight + (n->quota > n->taken ? n->quota - n->taken : 0) + n->recalls;
-}
-
-/* Locked. Node n, holding the batch's parameters with a worker that nothing is owed to, steals
- * chunks dealt here that have not started, the last first, while it would finish one before
- * this machine gets to it. The claim keeps this machine's tasks off a stolen chunk. */
-static void steal_here_for(coordinator *c, node *n)
-{
-    while (c->claims && takes_work(n) && n->params_seq == c->batch.seq) {
-        int waiting = 0, k = -1;
-        for (int i = 0; i < c->here_chunks; i++)
-            if (atomic_load(&c->claims[i]) == RT_CLAIM_OPEN)
-                waiting++, k = i;
-        int ahead = ahead_of(n);
-        if (k < 0 || ahead >= n->running ||
-            node_finishes(c, n, ahead + 1) >= here_finishes(c, waiting))
-            return;
-        remote_args a = {c->batch.seq, c->batch.epoch, k, c->batch.size, 0, -1, c->batch.batch,
-                         &c->claims[k]};
-        slot *s = slot_new(c, &a, c->batch.packed, SLOT_QUEUED);
-        if (!s || !(s->held = malloc(sizeof(float) * (size_t)c->nparams))) {
-            if (s)
-                slot_free(s);
-            return;   /* no room to hold what it sends: this machine computes it */
-        }
-        int open = RT_CLAIM_OPEN;
-        if (!atomic_compare_exchange_strong(&c->claims[k], &open, RT_CLAIM_ELSEWHERE)) {
-            slot_free(s);
-            continue;   /* a worker here started it meanwhile */
-        }
-        n->stolen++, c->stolen_chunks++;
-        c->last_local--, c->local_chunks--;
-        if (send_chunk(c, n, s))
-            return;   /* the hub closes that node; the chunk waits in the queue */
-    }
-}
-
-/* Seconds from now until node v returns chunk s: the estimate when it was sent (the chunks
- * ahead of it on v's workers, at v's cost), with that cost stretched when v's oldest chunk in
- * flight is already later than its own estimate (a node slower than measured, or not yet
- * measured). */
-static double node_returns(const coordinator *c, const node *v, const slot *s, const slot *oldest,
-                           double now)
-{
-    double cost = v->cost > 0 ? v->cost : c->local_cost > 0 ? c->local_cost : 1e-3;
-    double rounds = ceil((oldest->ahead + 1.0) / v->running), waited = now - oldest->sent_at - v->lag;
-    if (waited > rounds * cost)
-        cost = waited / rounds;
-    return s->sent_at + v->lag + ceil((s->ahead + 1.0) / v->running) * cost - now;
-}
-
-/* Locked. The chunk worth asking back (RECALL) for `thief` (a node's index, or THIEF_HERE),
- * which would return one `mine` seconds from now: of the chunks of batch seq (UINT64_MAX: any)
- * waiting on another node behind at least one per worker there, the one that node would return
- * last, if later than `mine` even after the RECALL's round trip. NULL: none. */
-static slot *worth_recalling(coordinator *c, int thief, uint64_t seq, double mine)
-{
-    const slot *oldest[MAX_NODES] = {NULL};
-    for (int i = 0; i < c->nslots; i++) {
-        const slot *s = &c->slots[i];
-        if (s->state == SLOT_SENT && s->node >= 0 &&
-            (!oldest[s->node] || s->sent_at < oldest[s->node]->sent_at))
-            oldest[s->node] = s;
-    }
-    double now = now_s(), gain = 0;
-    slot *best = NULL;
-    for (int i = 0; i < c->nslots; i++) {
-        slot *s = &c->slots[i];
-        if (!waits_behind(c, s) || s->node == thief || (seq != UINT64_MAX && s->a.seq != seq))
-            continue;
-        const node *v = &c->nodes[s->node];
-        double g = node_returns(c, v, s, oldest[s->node], now) - v->lag - mine;
-        if (g > gain)
-            gain = g, best = s;
-    }
-    return best;
-}
-
-/* Locked. The node holding s is asked for it back; it gives it back only if it has not
- * started it. */
-static void send_recall(coordinator *c, slot *s, int thief)
-{
-    uint8_t buf[16];
-    msg_recall r = {s->a.seq, (uint32_t)s->a.chunk, 0};
-    if (send_to(c, &c->nodes[s->node], MSG_RECALL, buf, proto_recall_encode(&r, buf, sizeof buf),
-                NULL, 0))
-        return;   /* the hub closes that node: its chunks come back then */
-    s->recalled = 1, s->thief = thief;
-    if (thief >= 0)
-        c->nodes[thief].recalls++;
-    else
-        c->here_recalls++;
-}
-
-/* Locked. Node n, with a worker free still, asks for a chunk back that it would return sooner
- * than the node holding it. */
-static void recall_for(coordinator *c, node *n)
-{
-    int ahead = ahead_of(n);
-    if (!takes_work(n) || ahead >= n->running)
-        return;
-    slot *s = worth_recalling(c, (int)(n - c->nodes), n->params_seq, node_finishes(c, n, ahead + 1));
-    if (s)
-        send_recall(c, s, (int)(n - c->nodes));
-}
-
-/* Locked, each tick of the fallback while a chunk waits on a node behind others: an idle node
- * that has reported nothing since may ask for it, and so may this machine while one of its
- * workers sleeps for want of tasks and its fallback engine is free (one chunk at a time). */
-static void on_tick(coordinator *c)
-{
-    for (int i = 0; i < c->nnodes; i++)
-        recall_for(c, &c->nodes[i]);
-    if (c->here_recalls || first_in(c, SLOT_BACK) || rt_idle_workers(c->rt) < 1)
-        return;
-    slot *s = worth_recalling(c, THIEF_HERE, UINT64_MAX, fallback_cost(c, rt_idle_workers(c->rt)));
-    if (s)
-        send_recall(c, s, THIEF_HERE);
-}
-
-static void steal_for(coordinator *c, node *n)
-{
-    steal_here_for(c, n);
-    recall_for(c, n);
-}
-
-static void recall_over(coordinator *c, slot *s, int outcome)
-{
-    if (s->thief >= 0)
-        c->nodes[s->thief].recalls--;
-    else if (s->thief == THIEF_HERE)
-        c->here_recalls--;
-    s->recalled = outcome;
-}
-
-/* Asked for each training batch: how many of its chunks the nodes take (deal_chunks); when
- * some do, the nodes may steal the others. */
-static int remote_chunks(void *ctx, const remote_batch *b)
-{
-    coordinator *c = ctx;
-    int nchunks = b->nchunks;
-    pthread_mutex_lock(&c->lock);
-    int remote = 0;
-    c->batches++;
-    if (ready_nodes(c) && nchunks > 1) {
-        measure_here(c);
-        if (!c->cfg->all_nodes)   /* else the machines are pinned by hand */
-            choose_nodes(c, (double)c->cfg->batch / nchunks);
-        remote = deal_chunks(c, nchunks);
-    }
-    c->last_local = nchunks - remote;
-    c->local_chunks += nchunks - remote;
-    for (int k = 0; k < nchunks; k++)   /* under the lock: no steal from the batch before */
-        atomic_store(&b->claims[k], RT_CLAIM_OPEN);
-    c->batch = *b;
-    c->here_chunks = nchunks - remote;
-    c->claims = remote ? b->claims : NULL;
-    pthread_mutex_unlock(&c->lock);
-    return remote;
-}
-
 /* ---- starting and stopping ---- */
 
 static int hash_file(const char *path, proto_file *f, char *err, size_t errlen)
@@ -1102,122 +785,6 @@ int coordinator_wait_for(coordinator *c, int nodes, double seconds)
     int got = ready_nodes(c);
     pthread_mutex_unlock(&c->lock);
     return got;
-}
-
-/* Locked. Every machine's joules added up (a node's as it last reported them), and how they
- * were come by: "measured", "estimated", or "partly estimated". */
-static double all_machines(const coordinator *c, double here_joules, int here_estimated,
-                           const char **how)
-{
-    double joules = here_joules;
-    int estimated = here_estimated, measured = !here_estimated;
-    for (int i = 0; i < c->nnodes; i++)
-        if (c->nodes[i].ready) {
-            joules += c->nodes[i].joules;
-            estimated |= c->nodes[i].estimated, measured |= !c->nodes[i].estimated;
-        }
-    *how = !estimated ? "measured" : measured ? "partly estimated" : "estimated";
-    return joules;
-}
-
-void coordinator_print_nodes(coordinator *c, FILE *f, double here_joules, int here_estimated)
-{
-    pthread_mutex_lock(&c->lock);
-    if (!c->cfg->sync_every)
-        fprintf(f, "  here: %ld chunks (%ld taken back from nodes, %ld computed for lost nodes)\n",
-                c->local_chunks + c->fallback_chunks, c->taken_back, c->fallback_chunks - c->taken_back);
-    for (int i = 0; i < c->nnodes; i++) {
-        node *n = &c->nodes[i];
-        if (!n->ready)
-            continue;
-        if (!n->gone)
-            netio_hub_peer_stats(c->hub, n->peer, &n->net);
-        char dealing[120] = "";   /* synchronous: how its chunks came to it */
-        if (!c->cfg->sync_every)
-            snprintf(dealing, sizeof dealing, " (%ld stolen, %ld given back; dealt some in %ld of %ld batches)",
-                     n->stolen, n->given_back, n->batches_dealt, n->batches_present);
-        fprintf(f, "  node %s (%s): %ld chunks%s, %.0f img/s, %.1f MB sent, %.1f MB received, "
-                "%.2f s waiting on the network (%.2f ms a round trip), %.1f J %s%s%s%s\n", n->addr,
-                n->host, n->chunks, dealing, n->active_s > 0 ? (double)n->samples / n->active_s : 0,
-                n->net.received / 1e6, n->net.sent / 1e6, n->wait_s, 1e3 * n->lag, n->joules, n->estimated ? "estimated" : "measured",
-                n->parked && !n->gone ? "; parked by the placement policy" : "",
-                n->gone ? "; lost: " : "", n->gone ? n->left_why : "");
-    }
-    const char *how;
-    double joules = all_machines(c, here_joules, here_estimated, &how);
-    fprintf(f, "  every machine: %.1f J %s (here %.1f J, nodes %.1f J)\n", joules, how, here_joules,
-            joules - here_joules);
-    pthread_mutex_unlock(&c->lock);
-}
-
-void coordinator_write_json(coordinator *c, FILE *f, double here_joules, int here_estimated)
-{
-    pthread_mutex_lock(&c->lock);
-    const char *how;
-    double joules = all_machines(c, here_joules, here_estimated, &how);
-    fprintf(f, "\"joules_every_machine\": %.3f, \"joules_here\": %.3f, \"joules_nodes\": %.3f, "
-            "\"joules_how\": \"%s\", ", joules, here_joules, joules - here_joules, how);
-    long remote = 0;
-    for (int i = 0; i < c->nnodes; i++)
-        remote += c->nodes[i].chunks;
-    long all = remote + c->local_chunks + c->fallback_chunks;
-    fputs("\"listen\": ", f);
-    json_string(f, c->listen);
-    fprintf(f, ", \"mode\": \"%s\", \"sync_every\": %d, \"compress\": %s, \"overlap\": %s, "
-            "\"rounds\": %ld, \"node_rounds_lost\": %ld, \"rounds_sharing_a_chunk\": %ld",
-            c->cfg->sync_every ? "averaging" : "synchronous", c->cfg->sync_every,
-            c->cfg->compress ? "true" : "false", c->cfg->overlap ? "true" : "false", c->rounds,
-            c->rounds_lost, c->rounds_shared);
-    fprintf(f, ", \"timeout_s\": %g, \"coordinator_chunks\": %ld, \"coordinator_share\": %.4f, "
-            "\"nodes_lost\": %ld, \"chunks_resent\": %ld, \"chunks_computed_by_the_fallback\": %ld, "
-            "\"chunks_stolen\": %ld, \"chunks_taken_back\": %ld, \"nodes\": [", c->timeout_s,
-            c->local_chunks + c->fallback_chunks,
-            all ? (double)(c->local_chunks + c->fallback_chunks) / (double)all : 1.0, c->lost_nodes,
-            c->resent_chunks, c->fallback_chunks, c->stolen_chunks, c->taken_back);
-    for (int i = 0, first = 1; i < c->nnodes; i++) {
-        node *n = &c->nodes[i];
-        if (!n->ready)
-            continue;
-        if (!n->gone)
-            netio_hub_peer_stats(c->hub, n->peer, &n->net);
-        fprintf(f, "%s{\"address\": ", first ? "" : ", ");
-        json_string(f, n->addr);
-        fputs(", \"host\": ", f);
-        json_string(f, n->host);
-        fprintf(f, ", \"workers\": %d, \"active_workers\": %d, \"kernel_path\": \"%s\", "
-                "\"joined_after_s\": %.2f, "
-                "\"chunks\": %ld, \"chunks_stolen\": %ld, \"chunks_given_back\": %ld, \"batches_dealt\": %ld, \"batches_present\": %ld, "
-                "\"share\": %.4f, \"img_per_s\": %.1f, \"bytes_sent\": %llu, "
-                "\"bytes_received\": %llu, \"network_wait_s\": %.3f, \"compute_s\": %.3f, "
-                "\"chunk_cost_ms\": %.3f, \"round_trip_lag_ms\": %.3f, \"joules\": %.3f, \"watts_computing\": %.3f, \"carbon_g_per_kwh\": %g, "
-                "\"parked\": %s, \"energy\": ", n->workers, n->running, ops_isa_name((ops_isa)n->isa),
-                n->joined_at, n->chunks, n->stolen, n->given_back, n->batches_dealt, n->batches_present, all ? (double)n->chunks / (double)all : 0,
-                n->active_s > 0 ? (double)n->samples / n->active_s : 0,
-                (unsigned long long)n->net.received, (unsigned long long)n->net.sent, n->wait_s,
-                n->compute_s, 1e3 * n->cost, 1e3 * n->lag, n->joules, n->watts, n->carbon, n->parked ? "true" : "false");
-        json_string(f, n->energy);
-        fprintf(f, ", \"estimated\": %s, \"lost\": ", n->estimated ? "true" : "false");
-        if (n->gone)
-            json_string(f, n->left_why);
-        else
-            fputs("null", f);
-        fputc('}', f);
-        first = 0;
-    }
-    fprintf(f, "], \"placement\": {\"policy\": \"%s\", \"nodes_pinned\": %s, "
-            "\"power_budget_watts\": %g, \"max_slowdown\": %g, \"coordinator_img_per_s\": %.1f, \"coordinator_watts\": %.3f, "
-            "\"coordinator_carbon_g_per_kwh\": %g, \"probe_every_batches\": %d, "
-            "\"decisions_total\": %d, \"decisions\": [", policy_name(c->limits.policy),
-            c->cfg->all_nodes ? "true" : "false", c->limits.budget_w, c->limits.max_slowdown,
-            c->local_img_s, c->local_w, c->carbon.value, PROBE_EVERY, c->decisions_total);
-    for (int i = 0; i < c->ndecisions; i++) {
-        fprintf(f, "%s{\"t\": %.3f, \"nodes_taking_work\": %d, \"why\": ", i ? ", " : "",
-                c->decisions[i].t, c->decisions[i].taking);
-        json_string(f, c->decisions[i].why);
-        fputc('}', f);
-    }
-    fputs("]}", f);
-    pthread_mutex_unlock(&c->lock);
 }
 
 void coordinator_stop(coordinator *c, const char *why)

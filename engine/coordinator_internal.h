@@ -1,8 +1,9 @@
 /* The coordinator's state, shared by its files: coordinator.c (nodes joining and leaving, and
- * synchronous training: chunks of each batch sent out as runtime tasks, or stolen by nodes),
- * coordinator_slots.c (what comes back of each chunk meeting its tasks) and averaging.c
- * (periodic averaging: rounds of local steps, then the models averaged). Every field is
- * guarded by `lock`; messages arrive on the hub's thread. */
+ * synchronous training: chunks of each batch sent out as runtime tasks), coordinator_deal.c
+ * (how many chunks go to which node; steals and recalls), coordinator_slots.c (what comes back
+ * of each chunk meeting its tasks), coordinator_report.c (its lines and summary) and
+ * averaging.c (periodic averaging: rounds of local steps, then the models averaged). Every
+ * field is guarded by `lock`; messages arrive on the hub's thread. */
 #ifndef FRUGAL_COORDINATOR_INTERNAL_H
 #define FRUGAL_COORDINATOR_INTERNAL_H
 
@@ -186,6 +187,25 @@ void trace_node(coordinator *c, node *n, const char *what, double start, double 
 /* netio_hub_send, marked on the node's track. */
 int send_to(coordinator *c, node *n, uint16_t type, const void *head, size_t headlen,
             const void *body, size_t bodylen);
+
+/* The synchronous mode's sending of chunks, locked. */
+/* A node the policy keeps: it is sent each batch's parameters and may be dealt chunks. */
+int takes_work(const node *n);
+slot *first_in(coordinator *c, int state);        /* in that state, first in the fixed order */
+int send_chunk(coordinator *c, node *n, slot *s);  /* nonzero: the hub closes that node */
+/* Chunk s waits on a node behind at least one per worker there, and was not asked back yet: a
+ * RECALL may take it elsewhere. */
+int waits_behind(const coordinator *c, const slot *s);
+/* The fallback engine's seconds per chunk on that many workers: its CPU seconds per chunk (a
+ * worker's here until measured) spread over them. */
+double fallback_cost(const coordinator *c, int workers);
+
+/* coordinator_deal.c, locked but remote_chunks (the trainer's question for each batch). */
+void steal_for(coordinator *c, node *n);   /* node n may take chunks dealt elsewhere */
+void on_tick(coordinator *c);              /* the fallback's tick: RECALLs worth sending */
+/* A RECALL of chunk s answered, or moot: outcome 0 (given back, or its node lost), 2 (refused). */
+void recall_over(coordinator *c, slot *s, int outcome);
+int remote_chunks(void *ctx, const remote_batch *b);
 
 /* coordinator_slots.c, locked. Each returns the tasks it put in done (at most SLOT_PARTS), for
  * the caller to complete unlocked; a slot whose parts all met their tasks is free. */
