@@ -1047,14 +1047,15 @@ TEST(cluster_averaging_every_4_steps_survives_a_lost_node_and_trains_like_one_ma
            "machine\n%s", averaged, one, out);
 }
 
-/* The same overlapped run, its one node killed with kill -9 in the second epoch: the round it
- * was in is averaged without it (no average waits for it), the coordinator trains on alone,
- * and the model trains about as well as one machine's. */
+/* The overlapped run below, the changes sent as floats (compress off), its one node killed with
+ * kill -9 in the second epoch: the round it was in is averaged without it (no average waits
+ * for it), the coordinator trains on alone, and the model trains about as well as one
+ * machine's (the same job: one machine ignores [cluster]). */
 TEST(cluster_averaging_overlapped_survives_a_lost_node)
 {
     char j[700];
-    snprintf(j, sizeof j, "%s", job_file_with("average-late.cfg", 1536, 4, 4, 0.9,
-                                              "[cluster]\nsync_every = 4\noverlap = on\ncompress = on\n"));
+    snprintf(j, sizeof j, "%s", job_file_with("average-late-floats.cfg", 1536, 4, 4, 0.9,
+                                              "[cluster]\nsync_every = 4\noverlap = on\n"));
     single("single-average-late", j);
     pid_t doomed = start_node(14, "average-late-doomed", key(), "20", slowdown());
     pid_t helper = fork();
