@@ -288,11 +288,15 @@ static void compute_here(coordinator *c, chunk_engine *e, int open, slot *s, cha
     double start = now_s();
     pthread_mutex_unlock(&c->lock);
     msg_result r;
+    rt_stats work = {0};   /* the chunk's (chunk_engine_run counts from its start) */
     int ok = open && (e->seq == w.seq || !chunk_engine_params(e, w.seq, s->params, err, errlen)) &&
              !chunk_engine_run(e, &w, NULL, 1, err, errlen);
-    if (ok)
+    if (ok) {
         chunk_engine_result(e, &w, &r);
+        rt_stats_get(e->rt, &work);
+    }
     pthread_mutex_lock(&c->lock);
+    rt_stats_add_work(&c->fallback_work, &work);
     int n = ok ? slot_result(c, s, &r, r.grads, done) : slot_fail(s, done);
     c->fallback_chunks++, c->taken_back += taken_back;
     c->fallback_cpu = ok ? running(c->fallback_cpu, workers * (now_s() - start)) : c->fallback_cpu;
@@ -332,6 +336,15 @@ static void *fallback_main(void *arg)
     if (open || e.rt)
         chunk_engine_close(&e);
     return NULL;
+}
+
+int coordinator_fallback_stats(coordinator *c, rt_stats *out)
+{
+    pthread_mutex_lock(&c->lock);
+    *out = c->fallback_work;
+    c->fallback_work = (rt_stats){0};
+    pthread_mutex_unlock(&c->lock);
+    return out->tasks > 0;
 }
 
 /* ---- messages from nodes (on the hub's thread) ---- */

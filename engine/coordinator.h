@@ -58,6 +58,10 @@ void coordinator_print_nodes(coordinator *c, FILE *f, double here_joules, int he
 /* The cluster as JSON members (no braces) for summary.json: every node that took part, and the
  * energy of every machine added up. */
 void coordinator_write_json(coordinator *c, FILE *f, double here_joules, int here_estimated);
+/* The work of the engine that computes chunks taken back from nodes, or lost nodes', since the
+ * last call (as run statistics over the same span as this machine's runtime): 1, or 0 when it
+ * computed nothing. */
+int coordinator_fallback_stats(coordinator *c, rt_stats *out);
 /* Tells the nodes training is over, closes every connection. */
 void coordinator_stop(coordinator *c, const char *why);
 

@@ -142,6 +142,7 @@ struct coordinator {
     int here_recalls;
     long taken_back;
     double fallback_cpu;
+    rt_stats fallback_work;      /* its runtime's work since coordinator_fallback_stats */
     /* the placement policy over machines (cluster_share.h) */
     policy_limits limits;
     carbon_source carbon;

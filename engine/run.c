@@ -278,6 +278,9 @@ static int train_epoch(run *r, int e, epoch_record *rec)
         return fail(r, "epoch %d, test pass: %s", e, r->err);
     energy_run_pass_end(&r->er, test.samples, &en->test);
     rt_stats_get(r->rt, &r->st);
+    rt_stats fallback;   /* chunks taken back from nodes ran on a second engine, on these cores */
+    if (r->cluster && coordinator_fallback_stats(r->cluster, &fallback))
+        rt_stats_add_work(&r->st, &fallback);
     rt_stats_add(&r->total, &r->st);
     energy_run_split_kinds(&r->er, &r->st, en);
     device_energy_epoch(&r->device_energy, &r->devices, r->rt, &r->er, &r->st, en, r->out);

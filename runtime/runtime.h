@@ -282,6 +282,9 @@ void rt_park_devices(rt_runtime *rt, int parked);
 void rt_stats_get(rt_runtime *rt, rt_stats *out);
 void rt_stats_reset(rt_runtime *rt);
 void rt_stats_add(rt_stats *sum, const rt_stats *s);   /* e.g. epochs into a whole run */
+/* Another runtime's work over the same span (a second engine on these cores): its tasks, busy
+ * time and kinds are added; sum's span, workers and share of worker time stay. */
+void rt_stats_add_work(rt_stats *sum, const rt_stats *s);
 void rt_stats_print(const rt_stats *s, FILE *f);
 /* Chrome trace JSON (chrome://tracing, Perfetto). Needs cfg.trace. Returns 0 or -1 (errno).
  * Events past cfg.trace_max_events are counted, not kept: otherData.events_dropped. */

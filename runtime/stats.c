@@ -98,14 +98,11 @@ static void add_transfers(rt_transfer_stats *sum, const rt_transfer_stats *t)
     sum->count += t->count, sum->bytes += t->bytes, sum->seconds += t->seconds;
 }
 
-void rt_stats_add(rt_stats *sum, const rt_stats *s)
+void rt_stats_add_work(rt_stats *sum, const rt_stats *s)
 {
-    double wall = sum->wall_s + s->wall_s;   /* the CPU workers are the same: weigh by wall */
-    sum->task_share = wall > 0 ? (sum->task_share * sum->wall_s + s->task_share * s->wall_s) / wall : 0;
-    sum->workers = s->workers;
     sum->tasks += s->tasks, sum->steals += s->steals, sum->parks += s->parks;
     sum->late_wakeups += s->late_wakeups;
-    sum->wall_s = wall, sum->busy_s += s->busy_s;
+    sum->busy_s += s->busy_s;
     add_transfers(&sum->to_device, &s->to_device);
     add_transfers(&sum->to_host, &s->to_host);
     for (int k = 0; k < s->nkinds; k++) {
@@ -122,6 +119,15 @@ void rt_stats_add(rt_stats *sum, const rt_stats *s)
         for (int w = 0; w < RT_WORKER_KINDS; w++)
             a->count_by[w] += b->count_by[w], a->busy_by[w] += b->busy_by[w];
     }
+}
+
+void rt_stats_add(rt_stats *sum, const rt_stats *s)
+{
+    double wall = sum->wall_s + s->wall_s;   /* the CPU workers are the same: weigh by wall */
+    sum->task_share = wall > 0 ? (sum->task_share * sum->wall_s + s->task_share * s->wall_s) / wall : 0;
+    sum->workers = s->workers;
+    sum->wall_s = wall;
+    rt_stats_add_work(sum, s);
 }
 
 void rt_stats_print(const rt_stats *s, FILE *f)

@@ -742,7 +742,8 @@ TEST(cluster_idle_node_takes_back_chunks_waiting_on_a_slow_node)
 /* The same slow node alone beside a coordinator of two workers: the coordinator, done with its
  * share of the first batch, its workers asleep for want of tasks, asks for the chunks still
  * waiting on the node and computes those given back on its fallback engine (as many workers as
- * sleep); the weights stay those of one machine of one worker. */
+ * sleep; its tasks counted with the run's); the weights stay those of one machine of one
+ * worker. */
 TEST(cluster_idle_coordinator_takes_back_chunks_waiting_on_a_slow_node)
 {
     char j[700];
@@ -753,6 +754,13 @@ TEST(cluster_idle_coordinator_takes_back_chunks_waiting_on_a_slow_node)
     long here = (long)summary_figure("take-back", "chunks_taken_back");
     CHECKF(given > 0 && here == given, "%ld chunks given back, %ld taken back by the coordinator\n%s",
            given, here, out);
+    /* those ran on the fallback engine, and count among the run's tasks: a conv_forward a chunk */
+    long chunks_here = (long)summary_figure("take-back", "coordinator_chunks");
+    const char *whole = strstr(out, "tasks of the whole run");
+    const char *conv = whole ? strstr(whole, "\n  conv_forward ") : NULL;
+    long convs = conv ? atol(conv + strlen("\n  conv_forward ")) : -1;
+    CHECKF(convs == chunks_here, "%ld conv_forward tasks, %ld chunks computed here\n%s", convs,
+           chunks_here, out);
     check_identical("single-take-back", "take-back");
     /* the peer worker's wait for the node is none of this machine's energy */
     char summary[1 << 15];
