@@ -1022,6 +1022,31 @@ static double train_accuracy(const char *name)
     return last;
 }
 
+/* A helper process that kills node `doomed` with kill -9 `after_ms` after `text` appears in
+ * the file at path (it exits 99 if the text never comes). */
+static pid_t kill_after(pid_t doomed, const char *path, const char *text, int after_ms)
+{
+    pid_t helper = fork();
+    if (helper == 0) {
+        int ok = wait_for_text(path, text);
+        usleep((useconds_t)after_ms * 1000);
+        kill(doomed, SIGKILL);
+        _exit(ok ? 0 : 99);
+    }
+    return helper;
+}
+
+/* Reaps the helper and its node; 1 when the coordinator (its output in out) lost the node while
+ * training and the helper saw its text. */
+static int lost_mid_run(pid_t helper, pid_t doomed)
+{
+    int status = 0;
+    waitpid(helper, &status, 0);
+    waitpid(doomed, NULL, 0);
+    const char *lost = strstr(out, ") lost: "), *end = strstr(out, "tasks of the whole run");
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 && lost && end && lost < end;
+}
+
 /* Every 4 steps, with momentum, one node killed with kill -9 mid-run: its round is averaged
  * without it, the run goes on, and the model trains about as well as one machine's
  * (Fashion-MNIST, 3072 images, 3 epochs). */
@@ -1032,20 +1057,9 @@ TEST(cluster_averaging_every_4_steps_survives_a_lost_node_and_trains_like_one_ma
                                               "[cluster]\nsync_every = 4\n"));
     single("single-average-4", j);
     pid_t doomed = start_node(11, "average-doomed", key(), "20", slowdown());
-    pid_t helper = fork();
-    if (helper == 0) {   /* soon after it is ready: kill -9 */
-        int ok = wait_for_text(tmp("average-doomed.log"), "ready:");
-        usleep(1000 * 1000);
-        kill(doomed, SIGKILL);
-        _exit(ok ? 0 : 99);
-    }
+    pid_t helper = kill_after(doomed, tmp("average-doomed.log"), "ready:", 1000);
     int rc = average_with_nodes(j, "average-4", 11, 1, 1);
-    int status = 0;
-    waitpid(helper, &status, 0);
-    waitpid(doomed, NULL, 0);
-    CHECKF(rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", out);
-    const char *lost = strstr(out, ") lost: "), *end = strstr(out, "tasks of the whole run");
-    CHECKF(lost && end && lost < end, "the node was not lost mid-run:\n%s", out);
+    CHECKF(lost_mid_run(helper, doomed) && rc == 0, "the node was not lost mid-run:\n%s", out);
     char path[760], summary[1 << 15];
     snprintf(path, sizeof path, "%s/summary.json", tmp("average-4"));
     CHECKF(strstr(test_read_text(path, summary, sizeof summary), "\"mode\": \"averaging\""),
@@ -1066,21 +1080,11 @@ TEST(cluster_averaging_overlapped_survives_a_lost_node)
                                               "[cluster]\nsync_every = 4\noverlap = on\n"));
     single("single-average-late", j);
     pid_t doomed = start_node(14, "average-late-doomed", key(), "20", slowdown());
-    pid_t helper = fork();
-    if (helper == 0) {   /* 0.1 s into the second epoch (of 0.3 s or more), so in a round: kill -9 */
-        int ok = wait_for_text(tmp("average-late-lost/metrics.csv"), "\n1,");
-        usleep(100 * 1000);
-        kill(doomed, SIGKILL);
-        _exit(ok ? 0 : 99);
-    }
+    /* 0.1 s into the second epoch (of 0.3 s or more), so in a round */
+    pid_t helper = kill_after(doomed, tmp("average-late-lost/metrics.csv"), "\n1,", 100);
     int rc = coordinate_run(&(coordinator_run){j, "average-late-lost", 14, 1, "20", 1, 0, NULL,
                                                 "execution.grain=16"});
-    int status = 0;
-    waitpid(helper, &status, 0);
-    waitpid(doomed, NULL, 0);
-    CHECKF(rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", out);
-    const char *lost = strstr(out, ") lost: "), *end = strstr(out, "tasks of the whole run");
-    CHECKF(lost && end && lost < end, "the node was not lost mid-run:\n%s", out);
+    CHECKF(lost_mid_run(helper, doomed) && rc == 0, "the node was not lost mid-run:\n%s", out);
     /* in a round, nearly always (between two, when it finished its share first) */
     double rounds_lost = summary_figure("average-late-lost", "node_rounds_lost");
     CHECKF(rounds_lost >= 0 && (rounds_lost > 0) == !!strstr(out, "'s share of round "),
