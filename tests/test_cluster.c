@@ -1022,6 +1022,14 @@ static double train_accuracy(const char *name)
     return last;
 }
 
+/* NAME's last train accuracy is within 5 points of the one-machine run ONE's (itself over 0.5). */
+static void check_trains_like(const char *one_name, const char *name)
+{
+    double one = train_accuracy(one_name), averaged = train_accuracy(name);
+    CHECKF(one > 0.5 && averaged > one - 0.05, "train accuracy %.3f for %s, %.3f on one machine\n%s",
+           averaged, name, one, out);
+}
+
 /* A helper process that kills node `doomed` with kill -9 `after_ms` after `text` appears in
  * the file at path (it exits 99 if the text never comes). */
 static pid_t kill_after(pid_t doomed, const char *path, const char *text, int after_ms)
@@ -1064,9 +1072,7 @@ TEST(cluster_averaging_every_4_steps_survives_a_lost_node_and_trains_like_one_ma
     snprintf(path, sizeof path, "%s/summary.json", tmp("average-4"));
     CHECKF(strstr(test_read_text(path, summary, sizeof summary), "\"mode\": \"averaging\""),
            "%s", summary);
-    double one = train_accuracy("single-average-4"), averaged = train_accuracy("average-4");
-    CHECKF(one > 0.5 && averaged > one - 0.05, "train accuracy %.3f averaged, %.3f on one "
-           "machine\n%s", averaged, one, out);
+    check_trains_like("single-average-4", "average-4");
 }
 
 /* The overlapped run below, the changes sent as floats (compress off), its one node killed with
@@ -1089,9 +1095,7 @@ TEST(cluster_averaging_overlapped_survives_a_lost_node)
     double rounds_lost = summary_figure("average-late-lost", "node_rounds_lost");
     CHECKF(rounds_lost >= 0 && (rounds_lost > 0) == !!strstr(out, "'s share of round "),
            "%.0f rounds lost\n%s", rounds_lost, out);
-    double one = train_accuracy("single-average-late"), averaged = train_accuracy("average-late-lost");
-    CHECKF(one > 0.5 && averaged > one - 0.05, "train accuracy %.3f overlapped, %.3f on one "
-           "machine\n%s", averaged, one, out);
+    check_trains_like("single-average-late", "average-late-lost");
 }
 
 /* Overlapped averaging every 4 steps, the deltas compressed: one node from the start, another
@@ -1124,7 +1128,5 @@ TEST(cluster_averaging_overlapped_takes_a_late_node_and_trains_like_one_machine)
     long there = (long)nodes_sum("average-late", "chunks");
     CHECKF(here + there == 4 * 48 * 2 && there > 0 && summary_figure("average-late", "node_rounds_lost") == 0,
            "%ld chunks here and %ld on the nodes, of %d\n%s", here, there, 4 * 48 * 2, out);
-    double one = train_accuracy("single-average-late"), averaged = train_accuracy("average-late");
-    CHECKF(one > 0.5 && averaged > one - 0.05, "train accuracy %.3f overlapped, %.3f on one "
-           "machine\n%s", averaged, one, out);
+    check_trains_like("single-average-late", "average-late");
 }
