@@ -566,7 +566,9 @@ static void on_event(void *ctx, const netio_event *e)
         snprintf(n->addr, sizeof n->addr, "%s", e->addr);
         break;
     case NETIO_DOWN:
-        if (n)
+        if (n && c->stopping)   /* it leaves on the DONE: not lost */
+            n->gone = 1;
+        else if (n)
             node_lost(c, n, e->why);
         break;
     case NETIO_MESSAGE:

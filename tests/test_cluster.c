@@ -1099,6 +1099,40 @@ TEST(cluster_averaging_overlapped_survives_a_lost_node)
     check_trains_like("single-average-late", "average-late-lost");
 }
 
+/* Overlapped averaging with compressed deltas, the coordinator killed with kill -9 after its
+ * first checkpoint: the node tries to rejoin, `--resume` continues from that checkpoint, the
+ * node rejoins as new (no average or base of the dead run left on it) and trains rounds again,
+ * it leaves when training ends without being called lost, and the model trains about as well
+ * as one machine's. */
+TEST(cluster_averaging_overlapped_coordinator_killed_and_resumed)
+{
+    char j[700];
+    snprintf(j, sizeof j, "%s", job_file_with("average-resume.cfg", 1536, 4, 4, 0.9,
+                                              "[cluster]\nsync_every = 4\noverlap = on\ncompress = on\n"));
+    single("single-average-resume", j);
+    pid_t patient = start_node(10, "average-patient", key(), "60", slowdown());
+    const char *args[24];
+    char bufs[4][760];
+    coordinator_run c = {j, "average-resumed", 10, 1, "20", 1, 0, NULL, "execution.grain=16"};
+    coordinator_args(&c, args, bufs);
+    pid_t first = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, tmp("average-first.log"), args);
+    int saved = wait_for_text(tmp("average-resumed/metrics.csv"), "\n1,");
+    kill(first, SIGKILL);
+    waitpid(first, NULL, 0);
+    CHECKF(saved, "the first coordinator wrote no epoch");
+    c.resume = 1;
+    int rc = coordinate_run(&c);
+    int patient_rc = wait_node(patient, "average-patient");
+    char log[4096];
+    test_read_text(tmp("average-patient.log"), log, sizeof log);
+    const char *rejoin = strstr(log, "trying to rejoin");
+    CHECKF(rc == 0 && patient_rc == 0 && strstr(out, "resuming after epoch 1") && rejoin &&
+           strstr(rejoin, " rounds of local steps trained") && !strstr(rejoin, "\n0 rounds"),
+           "the node did not train again after the coordinator came back:\n%s\n%s", log, out);
+    CHECKF(!strstr(out, ") lost: "), "a node leaving on the end of training was called lost:\n%s", out);
+    check_trains_like("single-average-resume", "average-resumed");
+}
+
 /* Overlapped averaging every 4 steps, the deltas compressed: one node from the start, another
  * joining mid-run (it gets the global model and the average already out after it). Every chunk
  * of every batch is trained on once, and the model trains about as well as one machine's. */
