@@ -189,8 +189,8 @@ void trace_node(coordinator *c, node *n, const char *what, double start, double 
 int send_to(coordinator *c, node *n, uint16_t type, const void *head, size_t headlen,
             const void *body, size_t bodylen);
 
-/* The synchronous mode's sending of chunks, locked. */
-/* A node the policy keeps: it is sent each batch's parameters and may be dealt chunks. */
+/* The synchronous mode's sending of chunks, locked. takes_work: a node the policy keeps, sent
+ * each batch's parameters, that may be dealt chunks. */
 int takes_work(const node *n);
 slot *first_in(coordinator *c, int state);        /* in that state, first in the fixed order */
 int send_chunk(coordinator *c, node *n, slot *s);  /* nonzero: the hub closes that node */

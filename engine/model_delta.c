@@ -70,8 +70,8 @@ static uint32_t get_le(const uint8_t *in, int bytes)
 /* A base's value, none being zeros. */
 static float at(const float *base, long i) { return base ? base[i] : 0; }
 
-/* The conversions 8 at a time where the CPU has F16C (every AVX2 one), bit for bit what the
- * loops below make of the same floats; each returns how many it did (a multiple of 8). */
+/* The passes 8 at a time where the CPU has F16C (every AVX2 one), bit for bit what the loops
+ * below make of the same floats; each returns how many it did (a multiple of 8). */
 #if defined(__x86_64__)
 __attribute__((target("avx,f16c"))) static long encode_f16c(const float *base, const float *now,
                                                            long n, float inverse, uint8_t *out)
@@ -85,6 +85,27 @@ __attribute__((target("avx,f16c"))) static long encode_f16c(const float *base, c
         __m256 v = _mm256_blendv_ps(d, _mm256_mul_ps(d, inv), finite);
         _mm_storeu_si128((__m128i *)(out + 2 * i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
     }
+    return i;
+}
+
+/* The largest finite |now - base| of the first (multiple of 8) values into *top, which it
+ * raises only: a maximum, so the same whatever the order. */
+__attribute__((target("avx"))) static long largest_avx(const float *base, const float *now, long n,
+                                                       float *top)
+{
+    const __m256 largest = _mm256_set1_ps(FLT_MAX), sign = _mm256_set1_ps(-0.0f);
+    __m256 m = _mm256_setzero_ps();
+    long i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 d = _mm256_sub_ps(_mm256_loadu_ps(now + i),
+                                 base ? _mm256_loadu_ps(base + i) : _mm256_setzero_ps());
+        __m256 a = _mm256_andnot_ps(sign, d);
+        m = _mm256_max_ps(m, _mm256_and_ps(a, _mm256_cmp_ps(a, largest, _CMP_LE_OQ)));
+    }
+    float lanes[8];
+    _mm256_storeu_ps(lanes, m);
+    for (int k = 0; k < 8; k++)
+        *top = lanes[k] > *top ? lanes[k] : *top;
     return i;
 }
 
@@ -115,6 +136,12 @@ static long apply_f16c(const float *base, const uint8_t *in, long n, float scale
     return 0;
 }
 
+static long largest_avx(const float *base, const float *now, long n, float *top)
+{
+    (void)base, (void)now, (void)n, (void)top;
+    return 0;
+}
+
 static int have_f16c(void) { return 0; }
 #endif
 
@@ -126,7 +153,7 @@ void delta_encode(const float *base, const float *now, const long *layer_params,
         if (n <= 0)
             continue;
         float top = 0;
-        for (long i = 0; i < n; i++) {
+        for (long i = have_f16c() ? largest_avx(base, now, n, &top) : 0; i < n; i++) {
             float d = fabsf(now[i] - at(base, i));
             if (isfinite(d) && d > top)
                 top = d;
