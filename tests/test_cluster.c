@@ -1133,35 +1133,56 @@ TEST(cluster_averaging_overlapped_coordinator_killed_and_resumed)
     check_trains_like("single-average-resume", "average-resumed");
 }
 
-/* Overlapped averaging every 4 steps, the deltas compressed: one node from the start, another
- * joining mid-run (it gets the global model and the average already out after it). Every chunk
- * of every batch is trained on once, and the model trains about as well as one machine's. */
-TEST(cluster_averaging_overlapped_takes_a_late_node_and_trains_like_one_machine)
+/* Averaging every 4 steps ([cluster] lines `cluster`, the run's mode line saying `mode`), the
+ * job NAME.cfg into folder NAME: one node from the start, another joining mid-run. The late node
+ * trains rounds, every chunk of every batch is trained on once, and the model trains about as
+ * well as one machine's. */
+static void takes_a_late_node(const char *name, int which, const char *cluster, const char *mode)
 {
-    char j[700];
-    snprintf(j, sizeof j, "%s", job_file_with("average-late.cfg", 1536, 4, 4, 0.9,
-                                              "[cluster]\nsync_every = 4\noverlap = on\ncompress = on\n"));
+    char j[700], cfg[80], first_name[80], second_name[80];
+    snprintf(cfg, sizeof cfg, "%s.cfg", name);
+    snprintf(first_name, sizeof first_name, "%s-a", name);
+    snprintf(second_name, sizeof second_name, "%s-b", name);
+    snprintf(j, sizeof j, "%s", job_file_with(cfg, 1536, 4, 4, 0.9, cluster));
     single("single-average-late", j);
-    pid_t first = start_node(16, "average-late-a", key(), "20", slowdown());
+    pid_t first = start_node(which, first_name, key(), "20", slowdown());
     pid_t helper = fork();
     if (helper == 0) {   /* once the first trains (its first epoch of four): a second node */
-        int ok = wait_for_text(tmp("average-late-a.log"), "ready:");
-        pid_t second = start_node(16, "average-late-b", key(), "20", slowdown());
-        _exit(ok && wait_node(second, "average-late-b") == 0 ? 0 : 99);
+        char log[100];
+        snprintf(log, sizeof log, "%s.log", first_name);
+        int ok = wait_for_text(tmp(log), "ready:");
+        pid_t second = start_node(which, second_name, key(), "20", slowdown());
+        _exit(ok && wait_node(second, second_name) == 0 ? 0 : 99);
     }
-    int rc = coordinate_run(&(coordinator_run){j, "average-late", 16, 1, "20", 1, 0, NULL,
+    int rc = coordinate_run(&(coordinator_run){j, name, which, 1, "20", 1, 0, NULL,
                                                 "execution.grain=16"});
     int status = 0;
     waitpid(helper, &status, 0);
-    rc |= wait_node(first, "average-late-a") != 0;
-    CHECKF(rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-           strstr(out, "applied after it ([cluster] overlap)"), "%s", out);
-    char late[4096];
-    test_read_text(tmp("average-late-b.log"), late, sizeof late);
-    CHECKF(strstr(late, " rounds of local steps trained"), "the late node trained nothing:\n%s", late);
-    long here = (long)summary_figure("average-late", "coordinator_chunks");
-    long there = (long)nodes_sum("average-late", "chunks");
-    CHECKF(here + there == 4 * 48 * 2 && there > 0 && summary_figure("average-late", "node_rounds_lost") == 0,
+    rc |= wait_node(first, first_name) != 0;
+    CHECKF(rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && strstr(out, mode), "%s", out);
+    char late[4096], log[100];
+    snprintf(log, sizeof log, "%s.log", second_name);
+    test_read_text(tmp(log), late, sizeof late);
+    CHECKF(strstr(late, " rounds of local steps trained") && !strstr(late, "\n0 rounds"),
+           "the late node trained nothing:\n%s", late);
+    long here = (long)summary_figure(name, "coordinator_chunks");
+    long there = (long)nodes_sum(name, "chunks");
+    CHECKF(here + there == 4 * 48 * 2 && there > 0 && summary_figure(name, "node_rounds_lost") == 0,
            "%ld chunks here and %ld on the nodes, of %d\n%s", here, there, 4 * 48 * 2, out);
-    check_trains_like("single-average-late", "average-late");
+    check_trains_like("single-average-late", name);
+}
+
+/* Overlapped: the late node gets the global model and the average already out after it. */
+TEST(cluster_averaging_overlapped_takes_a_late_node_and_trains_like_one_machine)
+{
+    takes_a_late_node("average-late", 16, "[cluster]\nsync_every = 4\noverlap = on\ncompress = on\n",
+                      "applied after it ([cluster] overlap)");
+}
+
+/* Not overlapped, compressed: the late node, which holds no round's parameters, gets whole ones
+ * at its first round and DELTAs after. */
+TEST(cluster_averaging_compressed_takes_a_late_node_and_trains_like_one_machine)
+{
+    takes_a_late_node("average-late-plain", 2, "[cluster]\nsync_every = 4\ncompress = on\n",
+                      "travel as half-precision deltas ([cluster] compress)\n");
 }
