@@ -154,7 +154,9 @@ static int least_power_count(const worker_tuner *t)
 
 /* Under the lock. A budget's last resort: when the count that draws the least power is still
  * over it, the devices are parked too (for the rest of the run: their power is not told apart
- * to know when they would fit again). */
+ * to know when they would fit again). The counts were measured with the devices working
+ * beside them (a device's host threads can make one worker draw what two do), so they are
+ * measured again. */
 static void park_devices_if_over(worker_control *c, double watts)
 {
     if (c->budget_w <= 0 || watts <= c->budget_w || c->devices_parked || !rt_devices(c->rt) ||
@@ -162,10 +164,12 @@ static void park_devices_if_over(worker_control *c, double watts)
         return;
     rt_park_devices(c->rt, 1);
     c->devices_parked = 1;
+    tuner_forget(&c->tuner);
     c->skip = SKIP_WINDOWS;   /* the device's tasks already placed still finish */
     char why[200];
     snprintf(why, sizeof why, "%d workers draw %.1f W, over the %g W budget even so: the devices "
-             "are parked for the rest of the run", c->tuner.current, watts, c->budget_w);
+             "are parked for the rest of the run; measuring the counts again", c->tuner.current,
+             watts, c->budget_w);
     decide(c, c->tuner.current, why);
 }
 

@@ -53,6 +53,14 @@ static void record(option_figures *o, double s_per_sample, double watts, long sa
     o->samples += samples;
 }
 
+void tuner_forget(worker_tuner *t)
+{
+    memset(t->opt, 0, sizeof t->opt);
+    t->exploring = 1;
+    t->explorations++;
+    t->drifted = 0;
+}
+
 static int far(double now, double learned) { return fabs(now - learned) > TUNER_DRIFT * learned; }
 
 int tuner_observe(worker_tuner *t, double seconds, double joules, long samples, char *why,
@@ -71,11 +79,8 @@ int tuner_observe(worker_tuner *t, double seconds, double joules, long samples, 
         record(o, sps, watts, samples, EXPLOIT_WEIGHT);
         if (t->drifted >= TUNER_DRIFT_WINDOWS) {   /* forget everything but the count in use */
             option_figures keep = *o;
-            memset(t->opt, 0, sizeof t->opt);
+            tuner_forget(t);
             t->opt[t->current - 1] = keep;
-            t->exploring = 1;
-            t->explorations++;
-            t->drifted = 0;
             snprintf(why, whylen, "%d workers now measure %.3g ms/sample at %.1f W, away from "
                      "what was learned: exploring again", t->current, 1e3 * sps, watts);
         }

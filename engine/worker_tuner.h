@@ -36,6 +36,9 @@ int tuner_observe(worker_tuner *t, double seconds, double joules, long samples, 
                   size_t whylen);
 /* The count the policy prefers among those measured (t->current when none is). */
 int tuner_best(const worker_tuner *t);
+/* Forgets every figure and explores again from t->current: what was measured no longer describes
+ * the machine (the devices were parked, say). */
+void tuner_forget(worker_tuner *t);
 
 /* Lines "KEY WORKERS S_PER_SAMPLE WATTS SAMPLES": save replaces KEY's lines in what `in` holds
  * (may be NULL) and writes the result to out; load reads KEY's lines as measured figures, ending
