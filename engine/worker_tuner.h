@@ -5,8 +5,9 @@
  * wastes little (all workers, then halving down to one, then the untried neighbours of the best
  * so far). Then it exploits the count the policy prefers (policy.h), keeps updating that
  * count's figures, and explores again when they drift from what was learned (other load on the
- * machine, a thermal limit) or when the engine says they no longer hold (tuner_forget). What it learned can be saved and loaded, so a later run of the same
- * workload on the same machine starts from it. */
+ * machine, a thermal limit) or when the engine says they no longer hold (tuner_forget). What
+ * it learned can be saved and loaded, so a later run of the same workload on the same machine
+ * starts from it. */
 #ifndef FRUGAL_WORKER_TUNER_H
 #define FRUGAL_WORKER_TUNER_H
 
