@@ -354,7 +354,7 @@ static void start_control(node *n)
     c->workers = n->o->workers_pinned ? n->o->workers : 0;
     char key[128] = "node-";   /* its figures include waiting for the coordinator */
     worker_control_key(key + 5, sizeof key - 5, c, n->train.c, n->train.h, n->train.w,
-                       ops_isa_name(ops_isa_active()));
+                       ops_isa_name(ops_isa_active()), NULL);   /* a node runs no devices */
     worker_control_begin(&n->control, c, n->e.rt, n->e.t, n->meter, key, n->o->out);
     worker_control_pass(&n->control, 1);
 }

@@ -201,9 +201,12 @@ static int run_open(run *r, const run_options *o)
     power_log_begin(&r->power_log, r->power, o->resume, r->er.meter, r->out);
     if (tb_open(&r->tb, cfg->output, o->resume, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
-    char key[128];
+    char key[128], devices[OCL_MAX_DEVICES * 256] = "";
+    for (int i = 0; i < r->devices.n && rt_devices(r->rt); i++)
+        snprintf(devices + strlen(devices), sizeof devices - strlen(devices), "%s;",
+                 r->devices.used[i]->name);
     worker_control_key(key, sizeof key, cfg, r->train.c, r->train.h, r->train.w,
-                       ops_isa_name(ops_isa_active()));
+                       ops_isa_name(ops_isa_active()), devices);
     worker_control_begin(&r->placement, cfg, r->rt, r->t, r->er.meter, key, r->out);
     if (r->cluster)
         coordinator_use_meter(r->cluster, r->er.meter);

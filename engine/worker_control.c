@@ -104,18 +104,28 @@ void worker_control_begin(worker_control *c, const job_config *cfg, rt_runtime *
     c->running = 1;
 }
 
+#define FNV_START 1469598103934665603ULL
+#define FNV_STEP(hash, v) (((hash) ^ (v)) * 1099511628211ULL)
+#define DEVICES_MARK "+devices-"
+
 void worker_control_key(char *out, size_t n, const job_config *cfg, int c, int h, int w,
-                        const char *isa)
+                        const char *isa, const char *devices)
 {
-    uint64_t hash = 1469598103934665603ULL;   /* FNV-1a over the layers' shapes (not their lines) */
+    uint64_t hash = FNV_START;   /* over the layers' shapes (not their lines) */
     for (int l = 0; l < cfg->nlayers; l++) {
         const layer_config *lc = &cfg->layers[l];
         int shape[] = {lc->type, lc->filters, lc->size, lc->stride, lc->padding, lc->outputs};
         for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++)
-            hash = (hash ^ (uint32_t)shape[i]) * 1099511628211ULL;
+            hash = FNV_STEP(hash, (uint32_t)shape[i]);
     }
-    snprintf(out, n, "%dx%dx%d-%016llx-b%d-%s-s%g", h, w, c, (unsigned long long)hash,
-             cfg->batch, isa, (double)cfg->slowdown);
+    int len = snprintf(out, n, "%dx%dx%d-%016llx-b%d-%s-s%g", h, w, c, (unsigned long long)hash,
+                       cfg->batch, isa, (double)cfg->slowdown);
+    if (!devices || !devices[0] || len < 0 || (size_t)len >= n)
+        return;
+    uint64_t names = FNV_START;   /* the names have spaces: the key is one word of a line */
+    for (const char *d = devices; *d; d++)
+        names = FNV_STEP(names, (uint8_t)*d);
+    snprintf(out + len, n - (size_t)len, DEVICES_MARK "%016llx", (unsigned long long)names);
 }
 
 /* Under the lock: a window from reading r on (NULL: the meter now). */
@@ -165,6 +175,9 @@ static void park_devices_if_over(worker_control *c, double watts)
     rt_park_devices(c->rt, 1);
     c->devices_parked = 1;
     tuner_forget(&c->tuner);
+    char *devices = strstr(c->key, DEVICES_MARK);   /* what is measured now is saved as the */
+    if (devices)                                     /* workers' alone */
+        *devices = 0;
     c->skip = SKIP_WINDOWS;   /* the device's tasks already placed still finish */
     char why[200];
     snprintf(why, sizeof why, "%d workers draw %.1f W, over the %g W budget even so: the devices "

@@ -52,9 +52,11 @@ typedef struct worker_control {
  * (worker_control_key). */
 void worker_control_begin(worker_control *c, const job_config *cfg, rt_runtime *rt,
                           const trainer *t, energy_meter *meter, const char *key, FILE *log);
-/* "SHAPE-LAYERSHASH-bBATCH-KERNELS-sSLOWDOWN" for the job and its data's shape. */
+/* "SHAPE-LAYERSHASH-bBATCH-KERNELS-sSLOWDOWN" for the job and its data's shape, then
+ * "+devices-HASH" where OpenCL devices (their names in `devices`; NULL or "": none) work beside
+ * the workers: their figures are not the workers' alone. */
 void worker_control_key(char *out, size_t n, const job_config *cfg, int c, int h, int w,
-                        const char *isa);
+                        const char *isa, const char *devices);
 /* Training passes are measured; test passes (another cost per sample) are not. */
 void worker_control_pass(worker_control *c, int training);
 /* Stops the thread and saves what was learned. */

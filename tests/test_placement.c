@@ -8,6 +8,7 @@
 #include "engine/cluster_share.h"
 #include "engine/device_energy.h"
 #include "engine/policy.h"
+#include "engine/worker_control.h"
 #include "engine/worker_tuner.h"
 #include "fake_rapl.h"
 #include "frugal_cli.h"
@@ -324,6 +325,30 @@ TEST(placement_budget_below_one_core_parks_the_device_too)
     const char *whole = strstr(json, "\"runtime_this_process\"");
     const char *opencl = last ? strstr(last, "\"opencl\": ") : NULL;
     CHECKF(last && whole && (!opencl || opencl > whole), "%s", json);
+    /* the counts measured after the park are saved as the workers' alone, not under the key of
+     * runs with the device working */
+    static char log[1 << 16], saved[1 << 12];
+    snprintf(path, sizeof path, "%s/park.log", test_tmpdir());
+    test_read_text(path, log, sizeof log);
+    const char *kept = strstr(log, "kept in ");
+    CHECKF(kept && sscanf(kept, "kept in %699[^\n]", path) == 1, "%s", log);
+    test_read_text(path, saved, sizeof saved);
+    CHECKF(saved[0] && !strstr(saved, "+devices-"), "%s", saved);
+}
+
+/* Runs with devices beside the workers keep their figures apart from the workers' alone, and
+ * apart from other devices'; the key stays one word of its line. */
+TEST(placement_worker_figures_are_kept_per_set_of_devices)
+{
+    static job_config cfg;   /* the key reads its layers, batch and slowdown */
+    cfg.batch = 32, cfg.slowdown = 1;
+    char alone[128], pocl[128], other[128];
+    worker_control_key(alone, sizeof alone, &cfg, 1, 28, 28, "avx2", NULL);
+    worker_control_key(pocl, sizeof pocl, &cfg, 1, 28, 28, "avx2", "pthread-skylake CPU;");
+    worker_control_key(other, sizeof other, &cfg, 1, 28, 28, "avx2", "NVIDIA H100;");
+    CHECKF(!strstr(alone, "+devices-") && !strncmp(pocl, alone, strlen(alone)) &&
+           strstr(pocl, "+devices-") && strcmp(pocl, other) && !strchr(pocl, ' '),
+           "%s / %s / %s", alone, pocl, other);
 }
 
 /* A subset of members (bit i: member i takes work; member 0 always does) as one option. */
