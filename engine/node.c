@@ -49,7 +49,7 @@ typedef struct queued {
     long work;                   /* a WORK: its arrival number (recall ring below); else -1 */
     netio_event e;
     char why[200];
-    uint8_t payload[];
+    void *payload;               /* kept from the hub (netio_event_keep): not copied */
 } queued;
 
 typedef struct node {
@@ -91,7 +91,7 @@ static void on_event(void *ctx, const netio_event *e)
         return answer_recall(n, e);
     if (e->kind == NETIO_MESSAGE && e->type == MSG_WORK && register_work(n, e, &work))
         return;
-    queued *q = malloc(sizeof *q + e->len);
+    queued *q = malloc(sizeof *q);
     if (!q) {   /* not dropped unsaid: the connection closes, and its DOWN (no payload) follows */
         if (e->kind == NETIO_MESSAGE)
             netio_hub_close(n->hub, e->peer, "out of memory for a message from the coordinator");
@@ -101,9 +101,8 @@ static void on_event(void *ctx, const netio_event *e)
     q->work = work;
     q->e = *e;
     snprintf(q->why, sizeof q->why, "%s", e->why ? e->why : "");
-    if (e->len)
-        memcpy(q->payload, e->payload, e->len);
-    q->e.payload = q->payload, q->e.why = q->why, q->e.addr = NULL;
+    q->payload = netio_event_keep(e);
+    q->e.why = q->why, q->e.addr = NULL, q->e.block_ = NULL;
     pthread_mutex_lock(&n->lock);
     if (n->tail)
         n->tail->next = q;
@@ -114,7 +113,7 @@ static void on_event(void *ctx, const netio_event *e)
     pthread_mutex_unlock(&n->lock);
 }
 
-/* The next event; with wait 0, NULL when none is queued. The caller frees it. */
+/* The next event; with wait 0, NULL when none is queued. The caller frees it (drop). */
 static queued *next_event(node *n, int wait)
 {
     pthread_mutex_lock(&n->lock);
@@ -125,6 +124,12 @@ static queued *next_event(node *n, int wait)
         n->tail = NULL;
     pthread_mutex_unlock(&n->lock);
     return q;
+}
+
+static void drop(queued *q)
+{
+    free(q->payload);
+    free(q);
 }
 
 static int fail(node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -166,7 +171,7 @@ static int expect(node *n, uint16_t type, const char *waiting_for, queued **out)
         return 0;
     }
     int rc = unexpected(n, q, waiting_for);
-    free(q);
+    drop(q);
     return rc;
 }
 
@@ -194,7 +199,7 @@ static int connect_and_join(node *n)
                     (n->rejoining || strstr(q->why, "refused") || strstr(q->why, "reset"));
         if (!up && !retry)
             fail(n, "cannot join %s: %s", n->o->coordinator, q->why);
-        free(q);
+        drop(q);
         if (up)
             break;
         if (!retry)
@@ -269,7 +274,7 @@ static int fetch(node *n, const proto_file *f, const char *path)
             rc = fail(n, "%s: %s", tmp, strerror(errno));
         if (!rc)
             at += part.len;
-        free(q);
+        drop(q);
     }
     if (fclose(out) && !rc)
         rc = fail(n, "%s: %s", tmp, strerror(errno));
@@ -379,7 +384,7 @@ static int take_job(node *n)
     msg_job job;
     rc = proto_job_decode(&job, q->e.payload, q->e.len, n->err, sizeof n->err)
              ? fail(n, "coordinator %s: %s", n->o->coordinator, n->err) : 0;
-    free(q);
+    drop(q);
     if (!rc && job.isa != PROTO_ANY_ISA && ops_isa_set((ops_isa)job.isa))
         rc = fail(n, "this CPU cannot run the %s kernels the run uses", ops_isa_name((ops_isa)job.isa));
     rc = rc ? rc : parse_job(n, &job);
@@ -615,7 +620,7 @@ static int serve(node *n)
             } else {
                 rc = unexpected(n, q, "training");
             }
-            free(q);
+            drop(q);
             if (rc)
                 break;
         }
@@ -643,7 +648,7 @@ static int session(node *n)
     netio_hub_stop(n->hub);
     n->hub = NULL;
     for (queued *q; (q = next_event(n, 0));)
-        free(q);
+        drop(q);
     worker_control_end(&n->control);
     memset(&n->control, 0, sizeof n->control);
     if (n->have_engine)

@@ -326,7 +326,7 @@ void netio_hub_set_limits(netio_hub *h, const frame_limits *l)
 typedef struct pending_event {
     netio_event e;
     char addr[64], why[200];
-    uint8_t *payload;            /* owned */
+    void *block;                 /* owned (holding e.payload) until a callback keeps it */
 } pending_event;
 
 typedef struct event_list {
@@ -334,53 +334,64 @@ typedef struct event_list {
     int n, cap;
 } event_list;
 
+/* An event for the callback. Its payload is copied, unless `block` (the allocation holding it)
+ * is given: that is taken over, and freed here if the event cannot be kept. */
 static void post(event_list *l, netio_event_kind kind, const peer *p, const char *addr,
-                 const char *why, uint16_t type, const uint8_t *payload, size_t len)
+                 const char *why, uint16_t type, const uint8_t *payload, size_t len, void *block)
 {
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 16;
         pending_event *ev = realloc(l->ev, sizeof *ev * (size_t)cap);
-        if (!ev)
+        if (!ev) {
+            free(block);
             return;   /* out of memory: the event is lost, the connection still closes */
+        }
         l->ev = ev, l->cap = cap;
     }
-    pending_event *pe = &l->ev[l->n];
+    if (len && !block) {
+        if (!(block = malloc(len)))
+            return;
+        payload = memcpy(block, payload, len);
+    }
+    pending_event *pe = &l->ev[l->n++];
     memset(pe, 0, sizeof *pe);
-    uint8_t *copy = len ? malloc(len) : NULL;
-    if (len && !copy)
-        return;
-    if (len)
-        memcpy(copy, payload, len);
     snprintf(pe->addr, sizeof pe->addr, "%s", p ? p->addr : addr);
     snprintf(pe->why, sizeof pe->why, "%s", why ? why : "");
-    pe->payload = copy;
-    pe->e = (netio_event){kind, p ? p->id : -1, pe->addr, type, copy, len, pe->why};
-    l->n++;
+    pe->block = block;
+    pe->e = (netio_event){kind, p ? p->id : -1, pe->addr, type, payload, len, pe->why, NULL};
 }
 
 static void deliver(netio_hub *h, event_list *l)
 {
     for (int i = 0; i < l->n; i++) {
-        l->ev[i].e.addr = l->ev[i].addr;
-        l->ev[i].e.why = l->ev[i].why;
-        h->cfg.on_event(h->cfg.ctx, &l->ev[i].e);
-        free(l->ev[i].payload);
+        pending_event *pe = &l->ev[i];   /* the list no longer moves: pointers into it hold */
+        pe->e.addr = pe->addr, pe->e.why = pe->why, pe->e.block_ = &pe->block;
+        h->cfg.on_event(h->cfg.ctx, &pe->e);
+        free(pe->block);
     }
     l->n = 0;
+}
+
+void *netio_event_keep(const netio_event *e)
+{
+    void *block = e->block_ ? *e->block_ : NULL;
+    if (e->block_)
+        *e->block_ = NULL;
+    return block;
 }
 
 /* Ends a connection: DOWN for a peer that was up, REFUSED for one still in its handshake. */
 static void drop(netio_hub *h, peer *p, const char *why, event_list *ev)
 {
     int was_up = p->ph == OPEN;
-    post(ev, was_up ? NETIO_DOWN : NETIO_REFUSED, p, NULL, why, 0, NULL, 0);
+    post(ev, was_up ? NETIO_DOWN : NETIO_REFUSED, p, NULL, why, 0, NULL, 0, NULL);
     free_peer(h, p);
 }
 
 static void became_open(netio_hub *h, peer *p, event_list *ev)
 {
     p->ph = OPEN;
-    post(ev, NETIO_UP, p, NULL, NULL, 0, NULL, 0);
+    post(ev, NETIO_UP, p, NULL, NULL, 0, NULL, 0, NULL);
     (void)h;
 }
 
@@ -421,18 +432,23 @@ static int handshake_step(netio_hub *h, peer *p, event_list *ev, const char **wh
 }
 
 /* A message whole: checked (its bounds are those of now), then delivered. 0, or -1 with why. */
-static int message_arrived(netio_hub *h, peer *p, const uint8_t *msg, size_t len, event_list *ev,
-                           char *why, size_t whylen)
+/* block: msg's own allocation, taken over (NULL: msg is copied if it is posted). */
+static int message_arrived(netio_hub *h, peer *p, const uint8_t *msg, size_t len, void *block,
+                           event_list *ev, char *why, size_t whylen)
 {
     uint16_t type;
     const uint8_t *payload;
     size_t plen;
-    if (frame_check(msg, len, &h->cfg.limits, &type, &payload, &plen, why, whylen))
+    if (frame_check(msg, len, &h->cfg.limits, &type, &payload, &plen, why, whylen)) {
+        free(block);
         return -1;
+    }
     if (p->ph == AWAIT_PROOF)
         became_open(h, p, ev);
     if (type != FRAME_PING)
-        post(ev, NETIO_MESSAGE, p, NULL, NULL, type, payload, plen);
+        post(ev, NETIO_MESSAGE, p, NULL, NULL, type, payload, plen, block);
+    else
+        free(block);
     return 0;
 }
 
@@ -440,8 +456,8 @@ static int message_arrived(netio_hub *h, peer *p, const uint8_t *msg, size_t len
  * A sender takes the lock for each piece it seals, and would otherwise wait while the hub thread
  * decrypts a long message or copies bytes in and out of the kernel (on a coordinator, every
  * node's gradients). This is safe because only the hub thread frees a peer or touches what these
- * use: its socket, the piece being received, the pull stream and the buffer at the head of its
- * queue (senders append at the tail). */
+ * use: its socket, the piece being received, the message it completes, the pull stream and the
+ * buffer at the head of its queue (senders append at the tail). */
 
 static ssize_t recv_unlocked(netio_hub *h, int fd, void *buf, size_t len)
 {
@@ -463,20 +479,53 @@ static ssize_t send_unlocked(netio_hub *h, int fd, const void *buf, size_t len)
     return w;
 }
 
-static int open_unlocked(netio_hub *h, peer *p)
+static int open_unlocked(netio_hub *h, peer *p, uint8_t *out)
 {
     pthread_mutex_unlock(&h->lock);
-    int rc = secure_open(&p->sec, p->frame, p->need, h->opened);
+    int rc = secure_open(&p->sec, p->frame, p->need, out);
     pthread_mutex_lock(&h->lock);
     return rc;
 }
 
-/* A whole sealed piece arrived: opened, then a message whole, or the first or a further piece
- * of a longer one (its header checked before the rest is stored). 0, or -1 with why. */
+/* A message's first piece (opened): the message whole, or the start of a longer one (its
+ * header checked before the rest is stored). 0, or -1 with why. */
+static int first_piece(netio_hub *h, peer *p, size_t len, event_list *ev, char *why,
+                       size_t whylen)
+{
+    uint16_t type;
+    uint32_t plen;
+    if (len < FRAME_HEADER)
+        return message_arrived(h, p, h->opened, len, NULL, ev, why, whylen);   /* says why */
+    if (frame_check_header(h->opened, &h->cfg.limits, &type, &plen, why, whylen))
+        return -1;
+    if (len >= FRAME_HEADER + (size_t)plen)
+        return message_arrived(h, p, h->opened, len, NULL, ev, why, whylen);
+    if (len < FRAME_PIECE) {
+        snprintf(why, whylen, "a message of %u bytes whose first piece holds %zu", plen,
+                 len - FRAME_HEADER);
+        return -1;
+    }
+    if (!(p->msg = malloc(FRAME_HEADER + (size_t)plen))) {
+        snprintf(why, whylen, "out of memory for a message of %u bytes", plen);
+        return -1;
+    }
+    memcpy(p->msg, h->opened, len);
+    p->msg_len = FRAME_HEADER + (size_t)plen, p->msg_have = len;
+    return 0;
+}
+
+/* A whole sealed piece arrived: opened, a first piece into the hub's buffer, a further one
+ * straight into its message, which then goes to the callback without a copy. 0, or -1 with
+ * why. */
 static int piece_arrived(netio_hub *h, peer *p, event_list *ev, char *why, size_t whylen)
 {
     size_t len = p->need - SECURE_OVERHEAD;
-    int rc = open_unlocked(h, p);
+    int further = p->msg != NULL;
+    if (further && len > p->msg_len - p->msg_have) {
+        snprintf(why, whylen, "a piece beyond the end of its message");
+        return -1;
+    }
+    int rc = open_unlocked(h, p, further ? p->msg + p->msg_have : h->opened);
     free(p->frame);
     p->frame = NULL;
     p->have = 0, p->need = 4;
@@ -484,37 +533,14 @@ static int piece_arrived(netio_hub *h, peer *p, event_list *ev, char *why, size_
         snprintf(why, whylen, "a message that fails authentication (corrupted, forged or replayed)");
         return -1;
     }
-    if (!p->msg) {
-        uint16_t type;
-        uint32_t plen;
-        if (len < FRAME_HEADER)
-            return message_arrived(h, p, h->opened, len, ev, why, whylen);   /* says why */
-        if (frame_check_header(h->opened, &h->cfg.limits, &type, &plen, why, whylen))
-            return -1;
-        if (len >= FRAME_HEADER + (size_t)plen)
-            return message_arrived(h, p, h->opened, len, ev, why, whylen);
-        if (len < FRAME_PIECE) {
-            snprintf(why, whylen, "a message of %u bytes whose first piece holds %zu", plen,
-                     len - FRAME_HEADER);
-            return -1;
-        }
-        if (!(p->msg = malloc(FRAME_HEADER + (size_t)plen))) {
-            snprintf(why, whylen, "out of memory for a message of %u bytes", plen);
-            return -1;
-        }
-        p->msg_len = FRAME_HEADER + (size_t)plen, p->msg_have = 0;
-    } else if (len > p->msg_len - p->msg_have) {
-        snprintf(why, whylen, "a piece beyond the end of its message");
-        return -1;
-    }
-    memcpy(p->msg + p->msg_have, h->opened, len);
+    if (!further)
+        return first_piece(h, p, len, ev, why, whylen);
     p->msg_have += len;
     if (p->msg_have < p->msg_len)
         return 0;
-    rc = message_arrived(h, p, p->msg, p->msg_len, ev, why, whylen);
-    free(p->msg);
+    uint8_t *msg = p->msg;
     p->msg = NULL;
-    return rc;
+    return message_arrived(h, p, msg, p->msg_len, msg, ev, why, whylen);
 }
 
 /* Reads what p has sent, step by step. 0, or -1 with why (then p is to be dropped). */
@@ -617,7 +643,7 @@ static void accept_all(netio_hub *h, int lfd, event_list *ev)
         describe((struct sockaddr *)&sa, addr, sizeof addr);
         if (!add_peer(h, fd, 0, addr)) {
             close(fd);
-            post(ev, NETIO_REFUSED, NULL, addr, "too many connections", 0, NULL, 0);
+            post(ev, NETIO_REFUSED, NULL, addr, "too many connections", 0, NULL, 0, NULL);
         }
     }
 }
@@ -715,7 +741,7 @@ static void *hub_main(void *arg)
             free_peer(h, h->peers[i]);
     pthread_mutex_unlock(&h->lock);
     for (int i = 0; i < ev.n; i++)
-        free(ev.ev[i].payload);
+        free(ev.ev[i].block);
     free(ev.ev);
     free(fds);
     free(who);

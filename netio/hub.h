@@ -32,10 +32,16 @@ typedef struct netio_event {
     int peer;
     const char *addr;                 /* "127.0.0.1:4321" */
     uint16_t type;
-    const uint8_t *payload;           /* valid during the callback */
+    const uint8_t *payload;           /* valid during the callback (netio_event_keep: after) */
     size_t len;
     const char *why;
+    void **block_;                    /* the hub's: the allocation holding payload */
 } netio_event;
+
+/* In the callback: the payload is the caller's from now on, valid until it frees the pointer
+ * returned (the allocation holding it; NULL when the event has no payload). A long message then
+ * reaches its reader without a copy. */
+void *netio_event_keep(const netio_event *e);
 
 typedef struct netio_config {
     uint8_t key[NETIO_KEY_BYTES];
