@@ -431,8 +431,8 @@ static int handshake_step(netio_hub *h, peer *p, event_list *ev, const char **wh
     return 0;
 }
 
-/* A message whole: checked (its bounds are those of now), then delivered. 0, or -1 with why. */
-/* block: msg's own allocation, taken over (NULL: msg is copied if it is posted). */
+/* A message whole: checked (its bounds are those of now), then delivered. block: msg's own
+ * allocation, taken over (NULL: msg is copied if it is posted). 0, or -1 with why. */
 static int message_arrived(netio_hub *h, peer *p, const uint8_t *msg, size_t len, void *block,
                            event_list *ev, char *why, size_t whylen)
 {
