@@ -274,6 +274,23 @@ static int workers_chosen(const char *name, ...)
     return workers;
 }
 
+/* The worker count NAME's run measured fastest (summary.json's by_workers), or -1. */
+static int fastest_measured(const char *name)
+{
+    static char json[1 << 16];
+    char path[760];
+    snprintf(path, sizeof path, "%s/%s/summary.json", test_tmpdir(), name);
+    test_read_text(path, json, sizeof json);
+    const char *at = strstr(json, "\"by_workers\": [");
+    int best = -1, workers;
+    double best_rate = 0, rate;
+    for (; at && (at = strstr(at, "{\"workers\": ")); at++)
+        if (sscanf(at, "{\"workers\": %d, \"img_per_s\": %lf", &workers, &rate) == 2 &&
+            rate > best_rate)
+            best = workers, best_rate = rate;
+    return best;
+}
+
 TEST(placement_energy_keeps_one_worker_where_the_second_core_costs_more)
 {
     if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
@@ -286,10 +303,13 @@ TEST(placement_energy_keeps_one_worker_where_the_second_core_costs_more)
     }
     CHECK(workers_chosen("energy", "placement.policy=energy", NULL) == 1);
     /* With batches of 128 (more chunks each) one worker is about twice as slow, so time keeps
-     * two and a 30% cap on the slowdown keeps more. At 32, each batch's 2 chunks and its serial
+     * two (unless this machine's second core was busy elsewhere: then one measured fastest) and
+     * a 30% cap on the slowdown keeps more. At 32, each batch's 2 chunks and its serial
      * gradient sum and step had two workers only 1.05-1.5 times as fast as one on a 2-core VM:
      * within a window's noise, around any cap's edge. */
-    CHECK(workers_chosen("time", "placement.policy=time", "job.batch=128", NULL) >= 2);
+    int time_kept = workers_chosen("time", "placement.policy=time", "job.batch=128", NULL);
+    CHECKF(time_kept >= 2 || fastest_measured("time") == 1,
+           "time kept %d workers where more were measured faster", time_kept);
     CHECK(workers_chosen("capped", "placement.policy=energy", "placement.max_slowdown=0.3",
                          "job.batch=128", NULL) >= 2);
     /* two cores draw 100 W: a 60 W budget keeps one, whatever the policy */
