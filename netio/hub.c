@@ -334,24 +334,19 @@ typedef struct event_list {
     int n, cap;
 } event_list;
 
-/* An event for the callback. Its payload is copied, unless `block` (the allocation holding it)
- * is given: that is taken over, and freed here if the event cannot be kept. */
-static void post(event_list *l, netio_event_kind kind, const peer *p, const char *addr,
-                 const char *why, uint16_t type, const uint8_t *payload, size_t len, void *block)
+/* An event for the callback; its payload lies in `block` (NULL for none), which is taken over.
+ * 0, or -1 when out of memory (the event is lost, block freed). */
+static int post(event_list *l, netio_event_kind kind, const peer *p, const char *addr,
+                const char *why, uint16_t type, const uint8_t *payload, size_t len, void *block)
 {
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 16;
         pending_event *ev = realloc(l->ev, sizeof *ev * (size_t)cap);
         if (!ev) {
             free(block);
-            return;   /* out of memory: the event is lost, the connection still closes */
+            return -1;
         }
         l->ev = ev, l->cap = cap;
-    }
-    if (len && !block) {
-        if (!(block = malloc(len)))
-            return;
-        payload = memcpy(block, payload, len);
     }
     pending_event *pe = &l->ev[l->n++];
     memset(pe, 0, sizeof *pe);
@@ -359,6 +354,7 @@ static void post(event_list *l, netio_event_kind kind, const peer *p, const char
     snprintf(pe->why, sizeof pe->why, "%s", why ? why : "");
     pe->block = block;
     pe->e = (netio_event){kind, p ? p->id : -1, pe->addr, type, payload, len, pe->why, NULL};
+    return 0;
 }
 
 static void deliver(netio_hub *h, event_list *l)
@@ -432,7 +428,8 @@ static int handshake_step(netio_hub *h, peer *p, event_list *ev, const char **wh
 }
 
 /* A message whole: checked (its bounds are those of now), then delivered. block: msg's own
- * allocation, taken over (NULL: msg is copied if it is posted). 0, or -1 with why. */
+ * allocation, taken over (NULL: msg, one piece in the hub's buffer, is copied). 0, or -1 with
+ * why: a message that cannot be delivered ends the connection, it is not skipped. */
 static int message_arrived(netio_hub *h, peer *p, const uint8_t *msg, size_t len, void *block,
                            event_list *ev, char *why, size_t whylen)
 {
@@ -445,10 +442,16 @@ static int message_arrived(netio_hub *h, peer *p, const uint8_t *msg, size_t len
     }
     if (p->ph == AWAIT_PROOF)
         became_open(h, p, ev);
-    if (type != FRAME_PING)
-        post(ev, NETIO_MESSAGE, p, NULL, NULL, type, payload, plen, block);
-    else
+    if (type == FRAME_PING) {
         free(block);
+        return 0;
+    }
+    if (!block && plen && (block = malloc(plen)))
+        payload = memcpy(block, payload, plen);
+    if ((plen && !block) || post(ev, NETIO_MESSAGE, p, NULL, NULL, type, payload, plen, block)) {
+        snprintf(why, whylen, "out of memory for a message of %zu bytes from it", plen);
+        return -1;
+    }
     return 0;
 }
 
