@@ -13,6 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#define UNWIRED_WAIT_MS 50
+
 struct energy_meter {
     pthread_mutex_t lock;            /* guards the sensors' sampling state */
     sensor s[SENSOR_MAX];
@@ -82,6 +84,35 @@ static void append(char *out, size_t n, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(out + used, n - used, fmt, ap);
     va_end(ap);
+}
+
+/* A RAPL or perf counter that reads 0 and stays at 0 is not wired on this machine (psys on most
+ * desktops and servers, and in virtual machines): counted, it would make the total 0 J
+ * "measured". A live one moves every millisecond, so a short wait tells them apart; only
+ * counters at 0 cost it. */
+static void set_aside_unwired(energy_meter *m)
+{
+    int at_zero[SENSOR_MAX] = {0}, any_at_zero = 0;
+    for (int i = 0; i < m->n; i++) {
+        sensor *s = &m->s[i];
+        double v;
+        if (s->status == SENSOR_OK && s->kind == SENSOR_COUNTER &&
+            (!strcmp(s->source, "rapl") || !strcmp(s->source, "perf")) && !sensor_read(s, &v) &&
+            v == 0)
+            at_zero[i] = any_at_zero = 1;
+    }
+    if (!any_at_zero)
+        return;
+    nanosleep(&(struct timespec){0, UNWIRED_WAIT_MS * 1000000L}, NULL);
+    for (int i = 0; i < m->n; i++) {
+        sensor *s = &m->s[i];
+        double v;
+        if (at_zero[i] && !sensor_read(s, &v) && v == 0) {
+            s->status = SENSOR_UNREADABLE;
+            sysfs_format(s->why, sizeof s->why, "%s reads 0 and did not move in %d ms: not "
+                         "wired on this machine, left out", s->path, UNWIRED_WAIT_MS);
+        }
+    }
 }
 
 /* Marks the sensors that make up the total (see meter.h) and writes the source line. */
@@ -157,6 +188,7 @@ energy_meter *energy_meter_open(const energy_options *opts)
     nvml_probe(m->s, &m->n, SENSOR_MAX);
     if (!any(m, SCOPE_CPU, "rapl") && !any(m, SCOPE_SYSTEM, "rapl"))
         perf_power_probe(m->s, &m->n, SENSOR_MAX);
+    set_aside_unwired(m);
     choose_total(m);
     history_init(&m->history, m->n);   /* out of memory: no timeline, the totals still work */
     energy_meter_sample_at(m, 0);   /* every counter's starting point */

@@ -13,7 +13,7 @@
 void fake_rapl_tree(const char *root)
 {
     char path[760];
-    const char *files[][2] = {{"name", "package-0"}, {"energy_uj", "0"},
+    const char *files[][2] = {{"name", "package-0"}, {"energy_uj", "1000000"},
                               {"max_energy_range_uj", "262143328850"}};
     mkdir(root, 0755);
     for (int i = 0; i < 3; i++) {
@@ -52,7 +52,7 @@ int fake_rapl_drive(const char *root, pid_t pid)
     snprintf(zone, sizeof zone, "%s/sys/class/powercap/intel-rapl:0", root);
     snprintf(counter, sizeof counter, "%s/energy_uj", zone);
     snprintf(tmp, sizeof tmp, "%s/energy_uj.tmp", zone);
-    double uj = 0, last_cpu = 0, last_t = clock_now_s();
+    double uj = 1e6, last_cpu = 0, last_t = clock_now_s();
     for (;;) {
         int status;
         if (waitpid(pid, &status, WNOHANG) == pid)

@@ -6,7 +6,7 @@
 
 #include <sys/types.h>
 
-/* root/sys/class/powercap/intel-rapl:0 with a counter at 0 (root: at most 600 bytes). */
+/* root/sys/class/powercap/intel-rapl:0 with a counter at 1 J (root: at most 600 bytes). */
 void fake_rapl_tree(const char *root);
 /* Moves the counter while pid runs, at 10 W idle, 20 W with one core busy and 80 W more for
  * each further core, counting only pid's own CPU time (so other load on the machine does not

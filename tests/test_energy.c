@@ -132,6 +132,23 @@ TEST(energy_intel_zones_by_name_psys_counted_alone)
     energy_meter_close(m);
 }
 
+/* psys on most desktops and servers (and in virtual machines) reads 0 and never moves: left out
+ * with the reason, and the packages with their DRAM make the total instead of "0 J measured". */
+TEST(energy_psys_at_zero_is_not_wired_and_left_out)
+{
+    intel_two_sockets(1);
+    rapl_set("intel-rapl:2", 0);
+    energy_meter *m = energy_meter_open(NULL);
+    sensor s[SENSOR_MAX];
+    int n = energy_meter_sensors(m, s, SENSOR_MAX), psys = find(s, n, "psys");
+    CHECKF(psys >= 0 && s[psys].status == SENSOR_UNREADABLE && !s[psys].in_total &&
+           strstr(s[psys].why, "intel-rapl:2/energy_uj reads 0 and did not move in 50 ms: not "
+                               "wired on this machine"), "%s", psys >= 0 ? s[psys].why : "no psys");
+    CHECKF(!strcmp(energy_meter_source(m), "measured: rapl package-0 + rapl dram (package-0) + "
+                   "rapl package-1 + rapl dram (package-1)"), "%s", energy_meter_source(m));
+    energy_meter_close(m);
+}
+
 TEST(energy_intel_without_psys_sums_packages_and_dram_once)
 {
     intel_two_sockets(0);
@@ -186,13 +203,13 @@ TEST(energy_counter_wraps_at_max_energy_range)
 TEST(energy_unknown_wrap_range_estimates_from_previous_power)
 {
     fake_root();
-    rapl_zone("intel-rapl:0", "package-0", 0, 0);   /* no max_energy_range_uj */
+    rapl_zone("intel-rapl:0", "package-0", 1000000, 0);   /* no max_energy_range_uj */
     energy_meter *m = energy_meter_open(NULL);
     sensor s[SENSOR_MAX];
     energy_meter_sensors(m, s, SENSOR_MAX);
     CHECK(s[0].status == SENSOR_OK && s[0].in_total);
     CHECK(strstr(s[0].why, "max_energy_range_uj") != NULL);
-    rapl_set("intel-rapl:0", 4000000);   /* 4 W for 1 s */
+    rapl_set("intel-rapl:0", 1000000 + 4000000);   /* 4 W for 1 s */
     energy_meter_sample_at(m, 1.0);
     rapl_set("intel-rapl:0", 100);        /* went back: a wrap of unknown size */
     energy_meter_sample_at(m, 1.5);
@@ -205,8 +222,8 @@ TEST(energy_unknown_wrap_range_estimates_from_previous_power)
 TEST(energy_amd_prefers_powercap_over_amd_energy)
 {
     fake_root();
-    rapl_zone("intel-rapl:0", "package-0", 0, 65532610987ull);
-    rapl_zone("intel-rapl:0:0", "core", 0, 65532610987ull);
+    rapl_zone("intel-rapl:0", "package-0", 1000, 65532610987ull);
+    rapl_zone("intel-rapl:0:0", "core", 1000, 65532610987ull);
     put("sys/class/hwmon/hwmon3/name", "amd_energy\n");
     put("sys/class/hwmon/hwmon3/energy1_input", "100\n");
     put("sys/class/hwmon/hwmon3/energy1_label", "Ecore000\n");
@@ -242,7 +259,7 @@ TEST(energy_amd_prefers_powercap_over_amd_energy)
 TEST(energy_hwmon_gpu_power_is_integrated_and_added_to_packages)
 {
     fake_root();
-    rapl_zone("intel-rapl:0", "package-0", 0, INTEL_MAX);
+    rapl_zone("intel-rapl:0", "package-0", 1000000, INTEL_MAX);
     put("sys/class/hwmon/hwmon0/name", "coretemp\n");          /* no power: not a sensor */
     put("sys/class/hwmon/hwmon0/temp1_input", "40000\n");
     put("sys/class/hwmon/hwmon1/name", "amdgpu\n");
@@ -254,7 +271,7 @@ TEST(energy_hwmon_gpu_power_is_integrated_and_added_to_packages)
     int gpu = find(s, n, "amdgpu power1");
     CHECK(gpu >= 0 && s[gpu].in_total && s[gpu].scope == SCOPE_GPU && s[gpu].kind == SENSOR_GAUGE);
     put("sys/class/hwmon/hwmon1/power1_average", "70000000\n");
-    rapl_set("intel-rapl:0", 10000000);
+    rapl_set("intel-rapl:0", 1000000 + 10000000);
     energy_meter_sample_at(m, 2.0);
     energy_meter_sensors(m, s, SENSOR_MAX);
     CHECK_NEAR(s[gpu].joules, 0.5 * (50 + 70) * 2.0, 1e-9, 0);   /* trapezoid */
@@ -480,7 +497,7 @@ TEST(energy_sampler_thread_samples_and_stops)
 TEST(energy_nvml_gpus_by_counter_or_power_gauge)
 {
     fake_root();
-    rapl_zone("intel-rapl:0", "package-0", 0, INTEL_MAX);
+    rapl_zone("intel-rapl:0", "package-0", 1000000, INTEL_MAX);
     char lib[600], dir[600];
     const char *variant = getenv("FRUGAL_TEST_VARIANT");
     snprintf(lib, sizeof lib, "build/%s/libfake_nvml.so", variant ? variant : "release");
@@ -505,7 +522,7 @@ TEST(energy_nvml_gpus_by_counter_or_power_gauge)
     CHECKF(s[c].status == SENSOR_UNREADABLE && strstr(s[c].why, "Not Supported"), "%s", s[c].why);
     put("nvml/energy0", "31000\n");      /* 30 J later */
     put("nvml/power1", "60000\n");
-    rapl_set("intel-rapl:0", 5000000);
+    rapl_set("intel-rapl:0", 1000000 + 5000000);
     energy_meter_sample_at(m, 1.0);
     energy_meter_sensors(m, s, SENSOR_MAX);
     CHECK_NEAR(s[a].joules, 30.0, 1e-9, 0);
@@ -543,6 +560,34 @@ TEST(energy_perf_power_pmu_when_rapl_is_unreadable)
     } else if (pkg >= 0) {
         CHECKF(strstr(s[pkg].why, "perf_event_open(power/energy-pkg/) on cpu 0: "), "%s", s[pkg].why);
         CHECKF(strstr(energy_meter_source(m), "estimated: model"), "%s", energy_meter_source(m));
+    }
+    energy_meter_close(m);
+}
+
+/* The same through perf: an energy-psys event that never counts (the fake PMU's is perf's
+ * dummy software event) is left out, and the package event makes the total. */
+TEST(energy_perf_psys_that_never_counts_is_left_out)
+{
+    fake_root();
+    put("sys/bus/event_source/devices/power/type", "1\n");   /* PERF_TYPE_SOFTWARE */
+    put("sys/bus/event_source/devices/power/cpumask", "0\n");
+    put("sys/bus/event_source/devices/power/events/energy-pkg", "event=0x00\n");    /* cpu-clock */
+    put("sys/bus/event_source/devices/power/events/energy-psys", "event=0x09\n");   /* dummy */
+    put("sys/bus/event_source/devices/power/events/energy-pkg.scale", "1e-9\n");
+    put("sys/bus/event_source/devices/power/events/energy-psys.scale", "1e-9\n");
+    proc_stat(0, 0);
+    energy_meter *m = energy_meter_open(NULL);
+    sensor s[SENSOR_MAX];
+    int n = energy_meter_sensors(m, s, SENSOR_MAX), pkg = find(s, n, "package (cpu 0)");
+    int psys = find(s, n, "psys (cpu 0)");
+    CHECKF(pkg >= 0 && psys >= 0, "%d sensors", n);
+    if (pkg >= 0 && psys >= 0 && s[pkg].status == SENSOR_OK) {
+        CHECKF(s[psys].status == SENSOR_UNREADABLE && strstr(s[psys].why, "did not move"), "%s",
+               s[psys].why);
+        CHECKF(!strcmp(energy_meter_source(m), "measured: perf package (cpu 0)"), "%s",
+               energy_meter_source(m));
+    } else if (pkg >= 0) {   /* perf not allowed here: nothing to tell apart */
+        CHECKF(strstr(s[pkg].why, "perf_event_open(power/energy-pkg/) on cpu 0: "), "%s", s[pkg].why);
     }
     energy_meter_close(m);
 }
