@@ -89,6 +89,12 @@ int main(int argc, char **argv)
 {
     qsort(tests, (size_t)ntests, sizeof tests[0], cmp_tests);
     const char *variant = getenv("FRUGAL_TEST_VARIANT");
+    /* Tests see the sensors they build and no other: on a machine with an NVIDIA driver its GPUs
+     * would join every fake sysfs tree. The fake NVML without FAKE_NVML_DIR has no GPU. */
+    char fake_nvml[256];
+    snprintf(fake_nvml, sizeof fake_nvml, "build/%s/libfake_nvml.so", variant ? variant : "release");
+    setenv("FRUGAL_NVML_LIBRARY", fake_nvml, 0);
+    unsetenv("FAKE_NVML_DIR");
     int passed = 0, failed = 0;
     for (int i = 0; i < ntests; i++) {
         if (!matches(tests[i].name, argc, argv))
