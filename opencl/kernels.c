@@ -111,12 +111,32 @@ int oclk_conv_backward_input(ocl_launch *l, const conv_geom *g, ocl_buf dy, ocl_
                B(dx, 4), GEOM(g));
 }
 
+/* About this many work-items sum the slices of a filter gradient: enough to fill a GPU, while
+ * each still sums a few rows. The slicing depends on the sizes alone, so every device adds in
+ * the same order. */
+#define FILTER_GRADIENT_ITEMS 65536
+
 int oclk_conv_backward_filter(ocl_launch *l, const conv_geom *g, ocl_buf x, ocl_buf dy,
                               ocl_buf part, int n, int f0, int f1)
 {
-    size_t nf = (size_t)(f1 - f0);
-    return RUN(l, "conv_backward_filter", nf * g->c * g->kh * g->kw + nf, B(x, 4), B(dy, 4),
-               B(part, 4), I(n), GEOM(g), I(f0), I(nf));
+    int nf = f1 - f0, nw = nf * g->c * g->kh * g->kw + nf, rows_all = n * g->oh;
+    if (rows_all <= 0 || nw <= 0)
+        return 0;
+    int wanted = FILTER_GRADIENT_ITEMS / nw < 1 ? 1 : FILTER_GRADIENT_ITEMS / nw;
+    int rows = (rows_all + wanted - 1) / wanted, slices = (rows_all + rows - 1) / rows;
+    cl_int rc;
+    cl_mem sums = clCreateBuffer(l->d->ctx, CL_MEM_READ_WRITE,
+                                 sizeof(float) * (size_t)slices * (size_t)nw, NULL, &rc);
+    if (ocl_check(l->d, rc, "allocating a filter gradient's slices", l->err, l->errlen))
+        return -1;
+    ocl_buf slice_sums = {sums, 0};
+    int e = RUN(l, "conv_backward_filter_slices", (size_t)slices * (size_t)nw, B(x, 4), B(dy, 4),
+                B(slice_sums, 4), I(n), GEOM(g), I(f0), I(nf), I(rows));
+    if (!e)
+        e = RUN(l, "conv_backward_filter_total", (size_t)nw, B(slice_sums, 4), B(part, 4), I(nw),
+                I(slices));
+    clReleaseMemObject(sums);   /* freed once the kernels that use it are done */
+    return e;
 }
 
 #define POOL(g) I((g)->c), I((g)->h), I((g)->w), I((g)->size), I((g)->stride), I((g)->oh), \

@@ -78,35 +78,54 @@ __kernel void conv_backward_input(G const float *dy, ulong dyo, G const float *w
 }
 
 /* The gradients of filters [f0, f0 + nf) summed over samples [0, n): their weights then their
- * biases, as one filter group's partial gradient. Global: nf * C * KH * KW + nf. */
-__kernel void conv_backward_filter(G const float *x, ulong xo, G const float *dy, ulong dyo,
-                                   G float *dw, ulong dwo, int n, int C, int H, int W, int F,
-                                   int KH, int KW, int stride, int pad, int OH, int OW, int f0,
-                                   int nf)
+ * biases, as one filter group's partial gradient, in two steps so that a GPU has thousands of
+ * work-items rather than one per weight (a few hundred, each summing a whole chunk). First each
+ * slice of `rows` consecutive (sample, output row) pairs gets its sum per weight: work-item
+ * p * nw + i for weight i (the weights vary fastest, so neighbours read the same rows) writes
+ * sums[p * nw + i]. Global: slices * nw, nw = nf * C * KH * KW + nf. */
+__kernel void conv_backward_filter_slices(G const float *x, ulong xo, G const float *dy,
+                                          ulong dyo, G float *sums, ulong so, int n, int C,
+                                          int H, int W, int F, int KH, int KW, int stride,
+                                          int pad, int OH, int OW, int f0, int nf, int rows)
 {
-    size_t i = get_global_id(0), ckk = (size_t)C * KH * KW;
+    size_t g = get_global_id(0), ckk = (size_t)C * KH * KW, nw = (size_t)nf * ckk + nf;
+    size_t i = g % nw;
+    int first = (int)(g / nw) * rows, last = min(first + rows, n * OH);
     float acc = 0;
     if (i < (size_t)nf * ckk) {
         int f = f0 + (int)(i / ckk), c = (int)(i / ((size_t)KH * KW) % C);
         int ky = (int)(i / KW % KH), kx = (int)(i % KW);
-        for (int s = 0; s < n; s++)
-            for (int oy = 0; oy < OH; oy++) {
-                int iy = oy * stride - pad + ky;
-                if (iy < 0 || iy >= H)
-                    continue;
-                for (int ox = 0; ox < OW; ox++) {
-                    int ix = ox * stride - pad + kx;
-                    if (ix >= 0 && ix < W)
-                        acc += dy[dyo + (((size_t)s * F + f) * OH + oy) * OW + ox] *
-                               x[xo + (((size_t)s * C + c) * H + iy) * W + ix];
-                }
+        for (int r = first; r < last; r++) {
+            int s = r / OH, oy = r % OH, iy = oy * stride - pad + ky;
+            if (iy < 0 || iy >= H)
+                continue;
+            G const float *dyr = dy + dyo + (((size_t)s * F + f) * OH + oy) * OW;
+            G const float *xr = x + xo + (((size_t)s * C + c) * H + iy) * W;
+            for (int ox = 0; ox < OW; ox++) {
+                int ix = ox * stride - pad + kx;
+                if (ix >= 0 && ix < W)
+                    acc += dyr[ox] * xr[ix];
             }
+        }
     } else {
         int f = f0 + (int)(i - (size_t)nf * ckk);
-        for (int s = 0; s < n; s++)
-            for (size_t p = 0; p < (size_t)OH * OW; p++)
-                acc += dy[dyo + ((size_t)s * F + f) * OH * OW + p];
+        for (int r = first; r < last; r++) {
+            G const float *dyr = dy + dyo + (((size_t)(r / OH) * F + f) * OH + r % OH) * OW;
+            for (int ox = 0; ox < OW; ox++)
+                acc += dyr[ox];
+        }
     }
+    sums[so + g] = acc;
+}
+
+/* Then the slices' sums in slice order, one work-item per weight. Global: nw. */
+__kernel void conv_backward_filter_total(G const float *sums, ulong so, G float *dw, ulong dwo,
+                                         int nw, int slices)
+{
+    size_t i = get_global_id(0);
+    float acc = 0;
+    for (int p = 0; p < slices; p++)
+        acc += sums[so + (size_t)p * nw + i];
     dw[dwo + i] = acc;
 }
 
