@@ -12,6 +12,9 @@
 # the same with the models sent as half-precision deltas ([cluster] compress = on), and then
 # with each round's average travelling while the next round trains ([cluster] overlap = on).
 # img/s is the fastest epoch's (metrics.csv); bytes per image counts both directions.
+# FRUGAL_BENCH_WORKERS=N gives each machine N workers (the reference 2N). Where the host has
+# 2N+1 cores or more, each machine is pinned to cores of its own (taskset) and the proxy to one
+# more, so that the two machines do not share cores as they must on a 2-core host.
 # Prints: bench cluster WORKLOAD LINK MODE img_per_s=N single_img_per_s=N efficiency=X bytes_per_image=N
 #         nodes_share=S (the share of the chunks the nodes computed: the deal gives a node none when
 #         its round trip costs more than computing its chunks here)
@@ -22,41 +25,58 @@ out=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$out"' EXIT   # the processes may be gone already
 epochs=3
+workers=${FRUGAL_BENCH_WORKERS:-1}
+pinned=no
+if command -v taskset > /dev/null && [ "$(nproc)" -gt $((2 * workers)) ]; then pinned=yes; fi
+echo "bench cluster: $workers worker(s) per machine, the reference $((2 * workers));" \
+    "each machine on cores of its own: $pinned"
+
+# Runs its arguments on cores FIRST to FIRST+COUNT-1 where machines are pinned.
+on_cores() {
+    local first=$1 count=$2
+    shift 2
+    if [ $pinned = yes ]; then taskset -c "$first-$((first + count - 1))" "$@"; else "$@"; fi
+}
 base=$((30000 + $$ % 300 * 8))   # with its ~60 ports, below the ephemeral range (32768 up)
 ./frugal keygen "$out/key" > /dev/null
 
 # The fastest epoch's img/s of a finished run's metrics.csv.
 fastest() { tail -n +2 "$1/metrics.csv" | sort -t, -k7 -g | tail -n 1 | cut -d, -f7; }
 
-# frugal train with the workload's settings; extra arguments follow.
+# frugal train with the workload's settings on the first machine's cores (COUNT of them);
+# extra arguments follow.
 train() {
-    local name=$1; shift
-    ./frugal train "examples/$job" --set job.epochs=$epochs --set "job.output=$out/$name" \
+    local name=$1 count=$2
+    shift 2
+    on_cores 0 "$count" ./frugal train "examples/$job" --set job.epochs=$epochs \
+        --set "job.output=$out/$name" \
         --set data.test_limit=1 --set energy.baseline_seconds=0 "$@" > "$out/$name.log" 2>&1 ||
         { cat "$out/$name.log" >&2; exit 1; }
 }
 
-# A coordinator (1 worker) and a node (1 worker, join options in $4) through the proxy; more
-# arguments go to the coordinator.
+# A coordinator and a node (join options in $4), each with $workers workers, through the proxy;
+# more arguments go to the coordinator.
 cluster() {
     local name=$1 rate=$2 delay=$3 node_opts=$4 port=$((base + runs * 2))
     shift 4
     runs=$((runs + 1))
-    ./build/release/netproxy "127.0.0.1:$((port + 1))" "127.0.0.1:$port" --rate "$rate" \
-        --delay "$delay" --duration 3000 2> "$out/$name.proxy" &
+    on_cores $((2 * workers)) 1 ./build/release/netproxy "127.0.0.1:$((port + 1))" \
+        "127.0.0.1:$port" --rate "$rate" --delay "$delay" --duration 3000 2> "$out/$name.proxy" &
     pids+=($!)
     # shellcheck disable=SC2086
-    ./frugal join "127.0.0.1:$((port + 1))" --key "$out/key" --workers 1 $node_opts \
+    on_cores "$workers" "$workers" ./frugal join "127.0.0.1:$((port + 1))" --key "$out/key" \
+        --workers "$workers" $node_opts \
         > "$out/$name.node" 2>&1 &
     pids+=($!)
-    train "$name" --set execution.workers=1 --listen "127.0.0.1:$port" --key "$out/key" --wait-for 1 "$@"
+    train "$name" "$workers" --set execution.workers="$workers" --listen "127.0.0.1:$port" \
+        --key "$out/key" --wait-for 1 "$@"
     wait "${pids[-1]}" || { cat "$out/$name.node" >&2; exit 1; }
     kill "${pids[-2]}" 2>/dev/null || true
 }
 
 # Bytes both ways over the images of the run, and the share of the chunks the nodes computed.
 traffic_and_share() {
-    /usr/bin/python3 - "$out/$1/summary.json" "$2" <<'EOF'
+    "${PYTHON:-/usr/bin/python3}" - "$out/$1/summary.json" "$2" <<'EOF'
 import json, sys
 s = json.load(open(sys.argv[1]))
 nodes = s["cluster"]["nodes"]
@@ -77,7 +97,7 @@ line() {   # workload link mode img/s reference name [more fields]
 
 runs=0
 while read -r shape job; do
-    train single --set execution.workers=2
+    train single $((2 * workers)) --set execution.workers=$((2 * workers))
     single=$(fastest "$out/single")
     cluster 10g 10000 0.1 ""
     line "$shape" 10Gb/s sync "$(fastest "$out/10g")" "$single" 10g
@@ -100,8 +120,8 @@ while read -r shape job; do
     line "$shape" 1Gb/s sync_every=8,compress,overlap "$(fastest "$out/1g-late")" "$single" 1g-late \
         " test_acc=$(test_acc "$out/1g-late") sync_test_acc=$(test_acc "$out/1g")"
     # heterogeneous: the node 2x slower, against the two machines' solo speeds added
-    train solo-fast --set execution.workers=1
-    train solo-slow --set execution.workers=1 --set execution.slowdown=2
+    train solo-fast "$workers" --set execution.workers="$workers"
+    train solo-slow "$workers" --set execution.workers="$workers" --set execution.slowdown=2
     solos=$(awk -v a="$(fastest "$out/solo-fast")" -v b="$(fastest "$out/solo-slow")" 'BEGIN { print a + b }')
     cluster slow-node 10000 0.1 "--slowdown 2"
     line "$shape" 10Gb/s sync-node-2x-slower "$(fastest "$out/slow-node")" "$solos" slow-node
