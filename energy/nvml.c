@@ -26,11 +26,6 @@ static struct {
 
 static pthread_mutex_t loading = PTHREAD_MUTEX_INITIALIZER;
 
-/* Each GPU's handle, looked up once: every NVML call is a trip through the driver, and the
- * sampler reads 20 times a second. */
-#define NVML_MAX_GPUS 64
-static nvml_device handles[NVML_MAX_GPUS];
-
 #define LOAD(field, symbol) (*(void **)&nvml.field = dlsym(nvml.lib, symbol))
 
 static void load(void)
@@ -94,10 +89,6 @@ void nvml_probe(sensor *s, int *n, int max)
         char model[96] = "", name[64];
         if (nvml.handle(i, &d) != NVML_SUCCESS)
             continue;
-        pthread_mutex_lock(&loading);   /* another meter's sampler may be reading them */
-        if (i < NVML_MAX_GPUS)
-            handles[i] = d;
-        pthread_mutex_unlock(&loading);
         nvml.name(d, model, sizeof model);
         snprintf(name, sizeof name, "nvidia%u %.40s", i, model);
         if (!(z = add(s, n, max, name)))
@@ -123,10 +114,7 @@ int nvml_read(const sensor *s, double *value)
     nvml_device d;
     if (!nvml.ready || sscanf(s->path, "nvml:%u", &index) != 1)
         return ENODEV;
-    pthread_mutex_lock(&loading);
-    d = index < NVML_MAX_GPUS ? handles[index] : NULL;
-    pthread_mutex_unlock(&loading);
-    int rc = d ? NVML_SUCCESS : nvml.handle(index, &d);
+    int rc = nvml.handle(index, &d);
     if (rc == NVML_SUCCESS && s->kind == SENSOR_COUNTER) {
         unsigned long long mj;
         if ((rc = nvml.energy_mj(d, &mj)) == NVML_SUCCESS)

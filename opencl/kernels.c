@@ -120,8 +120,9 @@ int oclk_conv_backward_filter(ocl_launch *l, const conv_geom *g, ocl_buf x, ocl_
                               ocl_buf part, int n, int f0, int f1)
 {
     int nf = f1 - f0, nw = nf * g->c * g->kh * g->kw + nf, rows_all = n * g->oh;
-    if (rows_all <= 0 || nw <= 0)
+    if (nw <= 0)
         return 0;
+    rows_all = rows_all > 0 ? rows_all : 1;   /* no samples: one empty slice, a zero gradient */
     int wanted = FILTER_GRADIENT_ITEMS / nw < 1 ? 1 : FILTER_GRADIENT_ITEMS / nw;
     int rows = (rows_all + wanted - 1) / wanted, slices = (rows_all + rows - 1) / rows;
     cl_int rc;
