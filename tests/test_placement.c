@@ -222,10 +222,15 @@ TEST(placement_tuner_starts_from_what_it_saved)
 /* TSan slows submitting tasks far more than running them, so one worker (the owner, which
  * submits too) is much slower than half of two, and its timings swing from window to window:
  * there the runs are checked for races and reports, and the choices in the other variants. */
-static int under_tsan(void)
+static int under_variant(const char *name)
 {
     const char *variant = getenv("FRUGAL_TEST_VARIANT");
-    return variant && !strcmp(variant, "tsan");
+    return variant && !strcmp(variant, name);
+}
+
+static int under_tsan(void)
+{
+    return under_variant("tsan");
 }
 
 /* frugal train on DAHL's CNN (part of Fashion-MNIST, each task slowed down 20 times so that the
@@ -274,8 +279,9 @@ static int workers_chosen(const char *name, ...)
     return workers;
 }
 
-/* The worker count NAME's run measured fastest (summary.json's by_workers), or -1. */
-static int fastest_measured(const char *name)
+/* The worker count NAME's run measured best in summary.json's by_workers: the fastest, or the
+ * cheapest in its policy's cost; -1 if none. */
+static int best_measured(const char *name, int cheapest)
 {
     static char json[1 << 16];
     char path[760];
@@ -283,11 +289,15 @@ static int fastest_measured(const char *name)
     test_read_text(path, json, sizeof json);
     const char *at = strstr(json, "\"by_workers\": [");
     int best = -1, workers;
-    double best_rate = 0, rate;
-    for (; at && (at = strstr(at, "{\"workers\": ")); at++)
-        if (sscanf(at, "{\"workers\": %d, \"img_per_s\": %lf", &workers, &rate) == 2 &&
-            rate > best_rate)
-            best = workers, best_rate = rate;
+    double best_score = 0, rate, cost;
+    for (; at && (at = strstr(at, "{\"workers\": ")); at++) {
+        if (sscanf(at, "{\"workers\": %d, \"img_per_s\": %lf", &workers, &rate) != 2 ||
+            !(at = strstr(at, "\"cost\": ")) || sscanf(at, "\"cost\": %lf", &cost) != 1)
+            break;
+        double score = cheapest ? -cost : rate;
+        if (best < 0 || score > best_score)
+            best = workers, best_score = score;
+    }
     return best;
 }
 
@@ -301,14 +311,19 @@ TEST(placement_energy_keeps_one_worker_where_the_second_core_costs_more)
                              NULL) >= 1);
         return;
     }
-    CHECK(workers_chosen("energy", "placement.policy=energy", NULL) == 1);
+    /* Under ASan the main thread's own work (building each batch's graph) can have one
+     * worker's process draw nearly two cores' power from the fake counter: there the policy
+     * must keep what its own figures measured cheapest. */
+    int energy_kept = workers_chosen("energy", "placement.policy=energy", NULL);
+    CHECKF(energy_kept == 1 || (under_variant("asan") && best_measured("energy", 1) == energy_kept),
+           "energy kept %d workers where 1 was measured cheaper", energy_kept);
     /* With batches of 128 (more chunks each) one worker is about twice as slow, so time keeps
      * two (unless this machine's second core was busy elsewhere: then one measured fastest) and
      * a 30% cap on the slowdown keeps more. At 32, each batch's 2 chunks and its serial
      * gradient sum and step had two workers only 1.05-1.5 times as fast as one on a 2-core VM:
      * within a window's noise, around any cap's edge. */
     int time_kept = workers_chosen("time", "placement.policy=time", "job.batch=128", NULL);
-    CHECKF(time_kept >= 2 || fastest_measured("time") == 1,
+    CHECKF(time_kept >= 2 || best_measured("time", 0) == 1,
            "time kept %d workers where more were measured faster", time_kept);
     CHECK(workers_chosen("capped", "placement.policy=energy", "placement.max_slowdown=0.3",
                          "job.batch=128", NULL) >= 2);
