@@ -357,6 +357,17 @@ static node *node_of(coordinator *c, int peer)
     return NULL;
 }
 
+/* Says once per reason (at the start, or as a node joins) why the weights will not be
+ * bit-identical to a run on one machine, and what would make them so; the first reason goes to
+ * summary.json. */
+static void weights_differ(coordinator *c, const char *why, const char *remedy)
+{
+    fprintf(c->log, "cluster: %s, so the weights will not be bit-identical to a run on one "
+            "machine (%s)\n", why, remedy);
+    if (!c->weights_why[0])
+        snprintf(c->weights_why, sizeof c->weights_why, "%s", why);
+}
+
 void refuse(coordinator *c, node *n, const char *why)
 {
     fprintf(c->log, "cluster: node %s refused: %s\n", n->addr, why);
@@ -374,12 +385,15 @@ static void on_join(coordinator *c, node *n, const uint8_t *p, size_t len)
     n->workers = n->running = (int)j.workers, n->isa = j.isa;
     snprintf(n->host, sizeof n->host, "%s", j.host);
     snprintf(n->energy, sizeof n->energy, "%s", j.energy);
-    if (!c->cfg->deterministic && j.isa != (uint32_t)ops_isa_active())
-        fprintf(c->log, "cluster: node %s (%s) computes with %s kernels, this machine with %s: "
-                "they round differently, so the weights will not be bit-identical to a run on "
-                "one machine ([execution] deterministic = on makes every node use %s)\n",
-                n->addr, n->host, ops_isa_name((ops_isa)j.isa), ops_isa_name(ops_isa_active()),
-                ops_isa_name(ops_isa_active()));
+    if (!c->cfg->deterministic && j.isa != (uint32_t)ops_isa_active()) {
+        char why[300], remedy[120];
+        const char *here = ops_isa_name(ops_isa_active());
+        snprintf(why, sizeof why, "node %s (%s) computes with %s kernels, this machine with %s: "
+                 "they round differently", n->addr, n->host, ops_isa_name((ops_isa)j.isa), here);
+        snprintf(remedy, sizeof remedy, "[execution] deterministic = on makes every node use %s",
+                 here);
+        weights_differ(c, why, remedy);
+    }
     size_t cap = 64 + c->job.text_len + PROTO_MAX_FILES * 600;
     uint8_t *buf = malloc(cap);
     msg_job job = c->job;
@@ -708,6 +722,12 @@ coordinator *coordinator_start(const coordinator_options *o, const job_config *c
     if (netio_key_load(o->key_path, c->net.key, err, errlen) || job_text(c, o, err, errlen) ||
         share_files(c, err, errlen))
         goto fail;
+    if (cfg->sync_every)
+        snprintf(c->weights_why, sizeof c->weights_why, "periodic averaging (sync_every = %d): "
+                 "the weights are an average of the machines' models", cfg->sync_every);
+    else if (rc->ndevices > 0)
+        weights_differ(c, "this machine computes some of its chunks on OpenCL devices and every "
+                       "node on its CPU: they round differently", "devices = cpu keeps them so");
     if (rc->ndevices == RT_MAX_DEVICES) {
         snprintf(err, errlen, "no room for the cluster's worker beside %d devices", rc->ndevices);
         goto fail;

@@ -118,6 +118,7 @@ struct coordinator {
     FILE *log;
     netio_config net;            /* the key, limits and callback of the hub */
     char listen_at[256], listen[80];
+    char weights_why[300];       /* why the weights will not be one machine's; "": they will */
     double timeout_s, start;
     msg_job job;
     char *paths[PROTO_MAX_FILES];

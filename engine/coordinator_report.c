@@ -75,6 +75,9 @@ void coordinator_write_json(coordinator *c, FILE *f, double here_joules, int her
             c->cfg->sync_every ? "averaging" : "synchronous", c->cfg->sync_every,
             c->cfg->compress ? "true" : "false", c->cfg->overlap ? "true" : "false", c->rounds,
             c->rounds_lost, c->rounds_shared);
+    fprintf(f, ", \"weights_as_one_machine\": %s, \"weights_why\": ",
+            c->weights_why[0] ? "false" : "true");
+    json_string(f, c->weights_why);
     fprintf(f, ", \"timeout_s\": %g, \"coordinator_chunks\": %ld, \"coordinator_share\": %.4f, "
             "\"nodes_lost\": %ld, \"chunks_resent\": %ld, \"chunks_computed_by_the_fallback\": %ld, "
             "\"chunks_stolen\": %ld, \"chunks_taken_back\": %ld, \"nodes\": [", c->timeout_s,

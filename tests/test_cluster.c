@@ -458,7 +458,9 @@ TEST(cluster_one_two_three_nodes_give_the_same_weights)
     char summary[1 << 14];
     test_read_text(tmp("three/summary.json"), summary, sizeof summary);
     CHECKF(strstr(summary, "\"cluster\"") && strstr(summary, "\"bytes_received\"") &&
-           strstr(summary, "\"energy\": \"estimated"), "%s", summary);
+           strstr(summary, "\"energy\": \"estimated") &&
+           strstr(summary, "\"weights_as_one_machine\": true, \"weights_why\": \"\""), "%s",
+           summary);
     /* every machine's energy: this one's and the nodes' as they reported it, labelled */
     double all = summary_figure("three", "joules_every_machine"), nodes = nodes_sum("three", "joules");
     double here = summary_figure_after("three", "\"this_process\": {", "joules");
@@ -485,6 +487,22 @@ TEST(cluster_one_two_three_nodes_give_the_same_weights)
            trace_spans(t, "node 127.0.0.", "received GRAD"),
            trace_spans(t, "node 127.0.0.", "received RESULT"));
     json_free(t);
+}
+
+/* A coordinator that computes on an OpenCL device (PoCL here) as well as its CPU says at the
+ * start that the weights will not be one machine's, and why; summary.json too. */
+TEST(cluster_says_when_the_weights_will_not_be_one_machines)
+{
+    CHECKF(with_one_node(job(), "opencl", 14, NULL, 0, "execution.devices=cpu+opencl") == 0,
+           "%s", out);
+    const char *why = "this machine computes some of its chunks on OpenCL devices and every node "
+                      "on its CPU: they round differently";
+    char said[400], summary[1 << 15], field[500];
+    snprintf(said, sizeof said, "cluster: %s, so the weights will not be bit-identical", why);
+    snprintf(field, sizeof field, "\"weights_as_one_machine\": false, \"weights_why\": \"%s\"",
+             why);
+    test_read_text(tmp("opencl/summary.json"), summary, sizeof summary);
+    CHECKF(strstr(out, said) && strstr(summary, field), "%s\n%s", out, summary);
 }
 
 /* Raw connections to the coordinator: garbage, an oversized frame length after a valid-looking
@@ -933,6 +951,10 @@ TEST(cluster_averaging_every_step_without_momentum_is_the_synchronous_step)
            strstr(out, "rounds of local steps trained"), "%s", out);
     double diff = weight_difference("single-average-1", "average-1");
     CHECKF(diff >= 0 && diff < 1e-4, "weights %g apart (relative)\n%s", diff, out);
+    char summary[1 << 15];   /* close, but not one machine's, and summary.json says so */
+    test_read_text(tmp("average-1/summary.json"), summary, sizeof summary);
+    CHECKF(strstr(summary, "\"weights_as_one_machine\": false, \"weights_why\": \"periodic "
+                           "averaging (sync_every = 1)"), "%s", summary);
 }
 
 /* Bytes per round the node took part in, both ways, from the node's log line in out. */
