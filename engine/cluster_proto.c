@@ -9,6 +9,17 @@
 
 #define RESULT_HEAD (8 + 5 * 4 + 5 * 8)
 
+int proto_cipher_from_env(netio_config *nc, char *err, size_t errlen)
+{
+    const char *v = getenv("FRUGAL_NET_CIPHER");
+    nc->no_aes = v && !strcmp(v, "xchacha20poly1305");
+    if (v && !nc->no_aes && strcmp(v, "auto")) {
+        snprintf(err, errlen, "FRUGAL_NET_CIPHER=%s: expected auto or xchacha20poly1305", v);
+        return -1;
+    }
+    return 0;
+}
+
 void proto_limits(frame_limits *l, int coordinator, long nparams, long largest)
 {
     memset(l, 0, sizeof *l);

@@ -47,6 +47,7 @@
 #define FRUGAL_CLUSTER_PROTO_H
 
 #include "netio/frame.h"
+#include "netio/hub.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -146,6 +147,9 @@ typedef struct msg_layer {
 /* What a receiver accepts, per message type (nparams: the model's, 0 before it is known;
  * largest: its largest layer's count, the bound of a GRAD or a LAYER). */
 void proto_limits(frame_limits *l, int coordinator, long nparams, long largest);
+/* FRUGAL_NET_CIPHER: unset or "auto" (AES-256-GCM where both ends have it, netio/secure.h), or
+ * "xchacha20poly1305" (nc->no_aes). 0, or -1 with err for another value. */
+int proto_cipher_from_env(netio_config *nc, char *err, size_t errlen);
 /* "PARAMS", "RESULT", ...: for logs and traces ("?" for an unknown type). */
 const char *proto_msg_name(unsigned type);
 

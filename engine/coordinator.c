@@ -600,8 +600,9 @@ static void on_event(void *ctx, const netio_event *e)
                 refuse(c, n, np != c->nparams ? "its model has other parameters" : why);
             else if (!n->ready) {
                 n->ready = 1;
-                fprintf(c->log, "cluster: node %s (%s, %d workers, %s) joined\n", n->addr,
-                        n->host, n->workers, n->energy);
+                netio_hub_peer_stats(c->hub, n->peer, &n->net);
+                fprintf(c->log, "cluster: node %s (%s, %d workers, %s; traffic %s) joined\n",
+                        n->addr, n->host, n->workers, n->energy, n->net.cipher);
                 pthread_cond_broadcast(&c->joined);
                 pump(c);
             }
@@ -759,6 +760,8 @@ int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, si
     c->net.on_event = on_event;
     c->net.timeout_s = c->timeout_s;
     proto_limits(&c->net.limits, 1, c->nparams, c->largest);
+    if (proto_cipher_from_env(&c->net, err, errlen))
+        return -1;
     c->hub = netio_hub_start(&c->net, err, errlen);
     if (!c->hub || netio_hub_listen(c->hub, c->listen_at, c->listen, sizeof c->listen, err, errlen))
         return -1;

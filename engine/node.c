@@ -179,7 +179,8 @@ static int connect_and_join(node *n)
 {
     netio_config nc = {.timeout_s = n->o->timeout_s, .on_event = on_event, .ctx = n};
     proto_limits(&nc.limits, 0, 0, 0);
-    if (netio_key_load(n->o->key_path, nc.key, n->err, sizeof n->err) ||
+    if (proto_cipher_from_env(&nc, n->err, sizeof n->err) ||
+        netio_key_load(n->o->key_path, nc.key, n->err, sizeof n->err) ||
         !(n->hub = netio_hub_start(&nc, n->err, sizeof n->err)) ||
         (n->peer = netio_hub_connect(n->hub, n->o->coordinator, n->err, sizeof n->err)) < 0) {
         sodium_memzero(nc.key, sizeof nc.key);

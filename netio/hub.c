@@ -145,7 +145,7 @@ static peer *add_peer(netio_hub *h, int fd, int ours, const char *addr)
         if (h->peers[i])
             continue;
         peer *p = calloc(1, sizeof *p);
-        if (!p || secure_init(&p->sec, h->cfg.key, !ours)) {
+        if (!p || secure_init(&p->sec, h->cfg.key, !ours, !h->cfg.no_aes)) {
             free(p);
             return NULL;
         }
@@ -386,6 +386,7 @@ static void drop(netio_hub *h, peer *p, const char *why, event_list *ev)
 
 static void became_open(netio_hub *h, peer *p, event_list *ev)
 {
+    snprintf(p->st.cipher, sizeof p->st.cipher, "%s", secure_cipher(&p->sec));
     p->ph = OPEN;
     post(ev, NETIO_UP, p, NULL, NULL, 0, NULL, 0, NULL);
     (void)h;

@@ -49,12 +49,14 @@ typedef struct netio_config {
     size_t max_queued;                /* bytes waiting for one peer; 0: 64 MiB */
     int max_peers;                    /* 0: 64 */
     frame_limits limits;              /* what peers may send */
+    int no_aes;                       /* offer XChaCha20-Poly1305 only (secure.h) */
     void (*on_event)(void *ctx, const netio_event *e);
     void *ctx;
 } netio_config;
 
 typedef struct netio_peer_stats {
     uint64_t sent, received;          /* bytes on the wire, both ways */
+    char cipher[24];                  /* the streams' (secure.h), once the handshake is done */
 } netio_peer_stats;
 
 netio_hub *netio_hub_start(const netio_config *cfg, char *err, size_t errlen);

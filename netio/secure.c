@@ -3,14 +3,19 @@
 #include <string.h>
 
 #define MAGIC "FRGL"
-#define VERSION 2u   /* 2: messages sealed in pieces (frame.h) */
+#define VERSION 3u   /* 2: messages sealed in pieces (frame.h); 3: AES-256-GCM offered */
+#define OFFERS_AES 1u   /* byte 6 of a hello */
 
-int secure_init(secure *s, const uint8_t key[NETIO_KEY_BYTES], int server)
+_Static_assert(crypto_aead_aes256gcm_ABYTES + 1 == SECURE_OVERHEAD,
+               "both ciphers' pieces have one size on the wire");
+
+int secure_init(secure *s, const uint8_t key[NETIO_KEY_BYTES], int server, int offer_aes)
 {
     memset(s, 0, sizeof *s);
     if (sodium_init() < 0)
         return -1;
     s->server = server;
+    s->aes_here = offer_aes && crypto_aead_aes256gcm_is_available();
     memcpy(s->key, key, NETIO_KEY_BYTES);
     crypto_kx_keypair(s->pk, s->sk);
     return 0;
@@ -36,7 +41,7 @@ static void hello_mac(const secure *s, const uint8_t *head, int from_server,
 void secure_hello(secure *s, uint8_t out[SECURE_HELLO_BYTES])
 {
     memcpy(out, MAGIC, 4);
-    out[4] = 0, out[5] = 0, out[6] = 0, out[7] = VERSION;
+    out[4] = 0, out[5] = 0, out[6] = s->aes_here ? OFFERS_AES : 0, out[7] = VERSION;
     memcpy(out + 8, s->pk, crypto_kx_PUBLICKEYBYTES);
     hello_mac(s, out, s->server, s->server ? s->peer_pk : s->pk, out + 40);
 }
@@ -48,7 +53,7 @@ int secure_check_hello(secure *s, const uint8_t in[SECURE_HELLO_BYTES], const ch
         *why = "not a frugal peer";
         return -1;
     }
-    if (in[4] || in[5] || in[6] || in[7] != VERSION) {
+    if (in[4] || in[5] || (in[6] & ~OFFERS_AES) || in[7] != VERSION) {
         *why = "another version of frugal's protocol";
         return -1;
     }
@@ -58,6 +63,7 @@ int secure_check_hello(secure *s, const uint8_t in[SECURE_HELLO_BYTES], const ch
         return -1;
     }
     memcpy(s->peer_pk, in + 8, crypto_kx_PUBLICKEYBYTES);
+    s->aes = s->aes_here && (in[6] & OFFERS_AES);
     int rc = s->server ? crypto_kx_server_session_keys(s->rx, s->tx, s->pk, s->sk, s->peer_pk)
                        : crypto_kx_client_session_keys(s->rx, s->tx, s->pk, s->sk, s->peer_pk);
     if (rc) {
@@ -71,19 +77,53 @@ int secure_check_hello(secure *s, const uint8_t in[SECURE_HELLO_BYTES], const ch
     return 0;
 }
 
+/* AES-256-GCM's nonce: the first 4 bytes of the stream's header (random), then its count of
+ * pieces; the session key is fresh for each connection, so no nonce repeats under a key. */
+static void aes_start(secure_stream *st, const uint8_t header[SECURE_HEADER_BYTES],
+                      const uint8_t key[crypto_kx_SESSIONKEYBYTES])
+{
+    st->aes = 1;
+    crypto_aead_aes256gcm_beforenm(&st->aes_key, key);
+    memset(st->nonce, 0, sizeof st->nonce);
+    memcpy(st->nonce, header, 4);
+}
+
+static void aes_next_nonce(secure_stream *st)
+{
+    sodium_increment(st->nonce + 4, sizeof st->nonce - 4);
+}
+
 void secure_push_header(secure *s, uint8_t out[SECURE_HEADER_BYTES])
 {
-    crypto_secretstream_xchacha20poly1305_init_push(&s->push, out, s->tx);
+    crypto_secretstream_xchacha20poly1305_init_push(&s->push.chacha, out, s->tx);
+    if (s->aes)
+        aes_start(&s->push, out, s->tx);
 }
 
 int secure_pull_header(secure *s, const uint8_t in[SECURE_HEADER_BYTES])
 {
-    return crypto_secretstream_xchacha20poly1305_init_pull(&s->pull, in, s->rx) ? -1 : 0;
+    if (s->aes) {
+        aes_start(&s->pull, in, s->rx);
+        return 0;
+    }
+    return crypto_secretstream_xchacha20poly1305_init_pull(&s->pull.chacha, in, s->rx) ? -1 : 0;
+}
+
+const char *secure_cipher(const secure *s)
+{
+    return s->aes ? "aes256gcm" : "xchacha20poly1305";
 }
 
 void secure_seal(secure_stream *push, const uint8_t *plain, size_t len, uint8_t *out)
 {
-    crypto_secretstream_xchacha20poly1305_push(push, out, NULL, plain, len, NULL, 0, 0);
+    if (!push->aes) {
+        crypto_secretstream_xchacha20poly1305_push(&push->chacha, out, NULL, plain, len, NULL, 0, 0);
+        return;
+    }
+    out[0] = 0;
+    crypto_aead_aes256gcm_encrypt_afternm(out + 1, NULL, plain, len, out, 1, NULL, push->nonce,
+                                          &push->aes_key);
+    aes_next_nonce(push);
 }
 
 int secure_open(secure *s, const uint8_t *cipher, size_t clen, uint8_t *out)
@@ -91,6 +131,13 @@ int secure_open(secure *s, const uint8_t *cipher, size_t clen, uint8_t *out)
     unsigned char tag;
     if (clen < SECURE_OVERHEAD)
         return -1;
-    return crypto_secretstream_xchacha20poly1305_pull(&s->pull, out, NULL, &tag, cipher, clen,
-                                                      NULL, 0) ? -1 : 0;
+    if (!s->pull.aes)
+        return crypto_secretstream_xchacha20poly1305_pull(&s->pull.chacha, out, NULL, &tag, cipher,
+                                                          clen, NULL, 0) ? -1 : 0;
+    if (cipher[0] || crypto_aead_aes256gcm_decrypt_afternm(out, NULL, NULL, cipher + 1, clen - 1,
+                                                           cipher, 1, s->pull.nonce,
+                                                           &s->pull.aes_key))
+        return -1;
+    aes_next_nonce(&s->pull);
+    return 0;
 }

@@ -22,6 +22,7 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -459,8 +460,10 @@ TEST(cluster_one_two_three_nodes_give_the_same_weights)
     test_read_text(tmp("three/summary.json"), summary, sizeof summary);
     CHECKF(strstr(summary, "\"cluster\"") && strstr(summary, "\"bytes_received\"") &&
            strstr(summary, "\"energy\": \"estimated") &&
-           strstr(summary, "\"weights_as_one_machine\": true, \"weights_why\": \"\""), "%s",
-           summary);
+           strstr(summary, "\"weights_as_one_machine\": true, \"weights_why\": \"\"") &&
+           strstr(summary, sodium_init() >= 0 && crypto_aead_aes256gcm_is_available()
+                               ? "\"cipher\": \"aes256gcm\""
+                               : "\"cipher\": \"xchacha20poly1305\""), "%s", summary);
     /* every machine's energy: this one's and the nodes' as they reported it, labelled */
     double all = summary_figure("three", "joules_every_machine"), nodes = nodes_sum("three", "joules");
     double here = summary_figure_after("three", "\"this_process\": {", "joules");
@@ -503,6 +506,28 @@ TEST(cluster_says_when_the_weights_will_not_be_one_machines)
              why);
     test_read_text(tmp("opencl/summary.json"), summary, sizeof summary);
     CHECKF(strstr(out, said) && strstr(summary, field), "%s\n%s", out, summary);
+}
+
+/* A node that asks for XChaCha20-Poly1305 gets it (AES-256-GCM otherwise, where both ends
+ * have AES-NI: checked above); summary.json names it per node, and an unknown
+ * FRUGAL_NET_CIPHER is an error that names it. */
+TEST(cluster_cipher_is_agreed_and_recorded)
+{
+    const char *bad_env[] = {"FRUGAL_NET_CIPHER=rot13", NULL};
+    const char *join[] = {"join", addr_of(15), "--key", key(), NULL};
+    CHECKF(frugal_run(&(frugal_call){(uid_t)-1, bad_env, 0}, out, sizeof out, join) != 0 &&
+           strstr(out, "FRUGAL_NET_CIPHER=rot13: expected auto or xchacha20poly1305"), "%s", out);
+    const char *chacha_env[] = {"FRUGAL_NET_CIPHER=xchacha20poly1305", NULL};
+    const char *args[] = {"join", addr_of(15), "--key", key(), "--workers", "1", "--timeout",
+                          "20", NULL};
+    pid_t node = frugal_spawn(&(frugal_call){(uid_t)-1, chacha_env, 0}, tmp("chacha-node.log"),
+                              args);
+    int rc = coordinate_run(&(coordinator_run){job(), "chacha", 15, 1, "20", 0, 0, NULL, NULL});
+    CHECKF(wait_node(node, "chacha-node") == 0 && rc == 0 &&
+           strstr(out, "; traffic xchacha20poly1305) joined"), "%s", out);
+    char summary[1 << 15];
+    test_read_text(tmp("chacha/summary.json"), summary, sizeof summary);
+    CHECKF(strstr(summary, "\"cipher\": \"xchacha20poly1305\""), "%s", summary);
 }
 
 /* Raw connections to the coordinator: garbage, an oversized frame length after a valid-looking

@@ -7,6 +7,7 @@
 #include "netio/hub.h"
 
 #include <pthread.h>
+#include <sodium.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,9 +120,10 @@ static void *send_all(void *arg)
     return NULL;
 }
 
-static netio_hub *start(inbox *in, const uint8_t key[NETIO_KEY_BYTES], char *err, size_t errlen)
+static netio_hub *start(inbox *in, const uint8_t key[NETIO_KEY_BYTES], int no_aes, char *err,
+                        size_t errlen)
 {
-    netio_config c = {.timeout_s = 10, .on_event = on_event, .ctx = in};
+    netio_config c = {.timeout_s = 10, .on_event = on_event, .ctx = in, .no_aes = no_aes};
     memcpy(c.key, key, NETIO_KEY_BYTES);
     c.limits.ntypes = 3;
     c.limits.max_payload[LONG] = 2u << 20;
@@ -131,18 +133,26 @@ static netio_hub *start(inbox *in, const uint8_t key[NETIO_KEY_BYTES], char *err
     return netio_hub_start(&c, err, errlen);
 }
 
-TEST(netio_long_messages_arrive_whole_from_concurrent_senders)
+/* Messages of every size from concurrent senders, with the cipher both ends agree on:
+ * AES-256-GCM where this CPU has it, unless the client offers XChaCha20-Poly1305 only. */
+static void long_messages(int client_no_aes)
 {
     uint8_t key[NETIO_KEY_BYTES];
     for (int i = 0; i < NETIO_KEY_BYTES; i++)
         key[i] = (uint8_t)(i * 37 + 1);
     inbox server = {0}, client = {0};
     char err[300] = "", addr[80];
-    netio_hub *a = start(&server, key, err, sizeof err), *b = a ? start(&client, key, err, sizeof err) : NULL;
+    netio_hub *a = start(&server, key, 0, err, sizeof err);
+    netio_hub *b = a ? start(&client, key, client_no_aes, err, sizeof err) : NULL;
     CHECKF(a && b && netio_hub_listen(a, "127.0.0.1:0", addr, sizeof addr, err, sizeof err) == 0, "%s", err);
     int peer = b ? netio_hub_connect(b, addr, err, sizeof err) : -1;
     CHECKF(peer >= 0 && wait_for(&server, &server.up, 1) == 1 && wait_for(&client, &client.up, 1) == 1,
            "%s", err);
+    const char *cipher = !client_no_aes && crypto_aead_aes256gcm_is_available()
+                             ? "aes256gcm" : "xchacha20poly1305";
+    netio_peer_stats st = {0};
+    CHECKF(peer >= 0 && netio_hub_peer_stats(b, peer, &st) == 0 && !strcmp(st.cipher, cipher),
+           "the client's cipher: %s, expected %s", st.cipher, cipher);
     sender_args s[SENDERS];
     pthread_t th[SENDERS];
     for (int i = 0; i < SENDERS; i++) {
@@ -174,4 +184,14 @@ TEST(netio_long_messages_arrive_whole_from_concurrent_senders)
            server.why);
     netio_hub_stop(a);
     netio_hub_stop(b);
+}
+
+TEST(netio_long_messages_arrive_whole_from_concurrent_senders)
+{
+    long_messages(0);
+}
+
+TEST(netio_long_messages_arrive_whole_with_xchacha20poly1305_too)
+{
+    long_messages(1);
 }
