@@ -95,9 +95,12 @@ static void aes_next_nonce(secure_stream *st)
 
 void secure_push_header(secure *s, uint8_t out[SECURE_HEADER_BYTES])
 {
-    crypto_secretstream_xchacha20poly1305_init_push(&s->push.chacha, out, s->tx);
-    if (s->aes)
-        aes_start(&s->push, out, s->tx);
+    if (!s->aes) {
+        crypto_secretstream_xchacha20poly1305_init_push(&s->push.chacha, out, s->tx);
+        return;
+    }
+    randombytes_buf(out, SECURE_HEADER_BYTES);
+    aes_start(&s->push, out, s->tx);
 }
 
 int secure_pull_header(secure *s, const uint8_t in[SECURE_HEADER_BYTES])
