@@ -9,7 +9,7 @@
 #include <string.h>
 
 int chunk_engine_open(chunk_engine *e, const job_config *cfg, const dataset *train,
-                      char *err, size_t errlen)
+                      const rt_config *rc, char *err, size_t errlen)
 {
     memset(e, 0, sizeof *e);
     e->cfg = cfg;
@@ -24,7 +24,8 @@ int chunk_engine_open(chunk_engine *e, const job_config *cfg, const dataset *tra
         e->largest = e->layer_params[l] > e->largest ? e->layer_params[l] : e->largest;
     }
     model_init(&e->m, cfg->seed);
-    if (!(e->rt = rt_create(&(rt_config){.workers = cfg->workers, .slowdown = cfg->slowdown}))) {
+    rt_config cpu_only = {.workers = cfg->workers, .slowdown = cfg->slowdown};
+    if (!(e->rt = rt_create(rc ? rc : &cpu_only))) {
         snprintf(err, errlen, "cannot start the runtime's %d workers", cfg->workers);
         return -1;
     }

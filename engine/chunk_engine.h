@@ -36,8 +36,9 @@ typedef struct chunk_engine {
     float *mean;                 /* and a round's mean change, as it came */
 } chunk_engine;
 
+/* rc: the runtime's workers and devices (NULL: cfg's workers, on the CPU). */
 int chunk_engine_open(chunk_engine *e, const job_config *cfg, const dataset *train,
-                      char *err, size_t errlen);
+                      const rt_config *rc, char *err, size_t errlen);
 void chunk_engine_close(chunk_engine *e);
 long chunk_engine_nparams(const chunk_engine *e);
 /* The parameters of batch seq (packed, possibly unaligned); or one layer's, the batch's being

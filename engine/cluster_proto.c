@@ -28,7 +28,7 @@ void proto_limits(frame_limits *l, int coordinator, long nparams, long largest)
     if (coordinator) {
         l->max_payload[MSG_JOIN] = 12 + 64 + PROTO_TEXT;
         l->max_payload[MSG_FETCH] = 40;
-        l->max_payload[MSG_READY] = 8;
+        l->max_payload[MSG_READY] = 8 + PROTO_TEXT;
         l->max_payload[MSG_RESULT] = floats ? RESULT_HEAD : 0;
         l->max_payload[MSG_MODEL] = floats ? RESULT_HEAD + floats + 4 * CONFIG_MAX_LAYERS : 0;
         l->max_payload[MSG_GRAD] = floats && largest > 0 ? PROTO_LAYER_HEAD + 4 * (uint32_t)largest : 0;
@@ -74,6 +74,14 @@ size_t proto_join_encode(const msg_join *m, uint8_t *out, size_t cap)
     wire_u32(&w, m->isa);
     wire_put(&w, m->host, sizeof m->host);
     wire_put(&w, m->energy, sizeof m->energy);
+    return wire_length(&w);
+}
+
+size_t proto_ready_encode(const msg_ready *m, uint8_t *out, size_t cap)
+{
+    wire_writer w = {out, 0, cap};
+    wire_u64(&w, (uint64_t)m->nparams);
+    wire_put(&w, m->devices, sizeof m->devices);
     return wire_length(&w);
 }
 
@@ -456,15 +464,18 @@ int proto_average_decode(uint64_t *seq, const uint8_t **values, const uint8_t *p
     return 0;
 }
 
-int proto_ready_decode(long *nparams, const uint8_t *p, size_t len, char *why, size_t whylen)
+int proto_ready_decode(msg_ready *m, const uint8_t *p, size_t len, char *why, size_t whylen)
 {
     wire_reader r = {p, len, 0, 0};
+    memset(m, 0, sizeof *m);
     uint64_t n = wire_get_u64(&r);
+    if (fixed_text(&r, m->devices, sizeof m->devices))
+        return bad(why, whylen, "a READY message with malformed devices");
     if (done(&r, why, whylen, "READY"))
         return -1;
     if (n == 0 || n > (uint64_t)PROTO_MAX_PARAMS)
         return bad(why, whylen, "a READY message with an impossible parameter count");
-    *nparams = (long)n;
+    m->nparams = (long)n;
     return 0;
 }
 

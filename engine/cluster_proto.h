@@ -8,7 +8,8 @@
  *                                 any)
  *   node -> coordinator  FETCH    a part of a file it lacks (by hash, from an offset)
  *   coordinator -> node  FILE     that part
- *   node -> coordinator  READY    the parameter count of the model it built
+ *   node -> coordinator  READY    the parameter count of the model it built, and what it
+ *                                 computes on (its CPU, OpenCL devices)
  *   coordinator -> node  LAYER    one layer's parameters of batch `seq`, sent as soon as the
  *                                 batch before has updated that layer (the last layer first,
  *                                 while the nodes still compute the layers before it)
@@ -59,7 +60,7 @@ enum {
     MSG_TYPES
 };
 
-#define PROTO_VERSION 10
+#define PROTO_VERSION 11
 #define PROTO_MAX_FILES 8
 #define PROTO_FILE_PIECE (1u << 20)     /* bytes of a file per FILE message */
 #define PROTO_MAX_PARAMS (64L << 20)    /* floats a model may have to train on a cluster */
@@ -69,6 +70,11 @@ typedef struct msg_join {
     uint32_t version, workers, isa;
     char host[64], energy[PROTO_TEXT];
 } msg_join;
+
+typedef struct msg_ready {
+    long nparams;
+    char devices[PROTO_TEXT];           /* devices_describe (engine/devices.h) */
+} msg_ready;
 
 typedef struct proto_file {
     char name[512];                     /* the path in the job file */
@@ -156,6 +162,7 @@ const char *proto_msg_name(unsigned type);
 /* Encoders write into a buffer of cap bytes and return the length, 0 when it is too small (a
  * message of nothing, which the receiver refuses). */
 size_t proto_join_encode(const msg_join *m, uint8_t *out, size_t cap);
+size_t proto_ready_encode(const msg_ready *m, uint8_t *out, size_t cap);
 size_t proto_job_encode(const msg_job *m, uint8_t *out, size_t cap);
 size_t proto_fetch_encode(const msg_fetch *m, uint8_t *out, size_t cap);
 size_t proto_file_head(const msg_file *m, uint8_t *out, size_t cap);       /* bytes follow */
@@ -191,7 +198,7 @@ int proto_delta_decode(msg_delta *m, const uint8_t *p, size_t len, size_t body, 
 /* An AVERAGE whose mean change takes `body` bytes (floats, or a delta). */
 int proto_average_decode(uint64_t *seq, const uint8_t **values, const uint8_t *p, size_t len,
                          size_t body, char *why, size_t whylen);
-int proto_ready_decode(long *nparams, const uint8_t *p, size_t len, char *why, size_t whylen);
+int proto_ready_decode(msg_ready *m, const uint8_t *p, size_t len, char *why, size_t whylen);
 /* A printable message (DONE), at most PROTO_TEXT bytes. */
 int proto_text_decode(char *out, size_t outlen, const uint8_t *p, size_t len, char *why,
                       size_t whylen);

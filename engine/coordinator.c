@@ -317,7 +317,7 @@ static void *fallback_main(void *arg)
     cfg.workers = rt_workers(c->rt);
     chunk_engine e;
     char err[512] = "";
-    int open = chunk_engine_open(&e, &cfg, c->train, err, sizeof err) == 0;
+    int open = chunk_engine_open(&e, &cfg, c->train, NULL, err, sizeof err) == 0;
     pthread_mutex_lock(&c->lock);
     while (!c->stopping) {
         slot *s = first_in(c, SLOT_BACK);
@@ -401,6 +401,30 @@ static void on_join(coordinator *c, node *n, const uint8_t *p, size_t len)
     if (!buf || send_to(c, n, MSG_JOB, buf, proto_job_encode(&job, buf, cap), NULL, 0))
         refuse(c, n, "cannot send it the job");
     free(buf);
+}
+
+/* The node built the model: it takes work from the next batch on. What it computes on is said,
+ * and so is a device that makes its chunks round otherwise than this machine's CPU. */
+static void on_ready(coordinator *c, node *n, const uint8_t *p, size_t len)
+{
+    msg_ready r;
+    char why[400];
+    if (proto_ready_decode(&r, p, len, why, sizeof why) || r.nparams != c->nparams)
+        return refuse(c, n, r.nparams != c->nparams ? "its model has other parameters" : why);
+    if (n->ready)
+        return;
+    n->ready = 1;
+    snprintf(n->devices, sizeof n->devices, "%s", r.devices);
+    netio_hub_peer_stats(c->hub, n->peer, &n->net);
+    fprintf(c->log, "cluster: node %s (%s, %d workers, %s; computing on %s; traffic %s) joined\n",
+            n->addr, n->host, n->workers, n->energy, n->devices, n->net.cipher);
+    if (strcmp(n->devices, "cpu")) {
+        snprintf(why, sizeof why, "node %s (%s) computes on OpenCL devices (%s): they round "
+                 "differently from CPUs", n->addr, n->host, n->devices);
+        weights_differ(c, why, "frugal join --devices cpu keeps a node on its CPU");
+    }
+    pthread_cond_broadcast(&c->joined);
+    pump(c);
 }
 
 static void on_fetch(coordinator *c, node *n, const uint8_t *p, size_t len)
@@ -593,20 +617,9 @@ static void on_event(void *ctx, const netio_event *e)
             on_join(c, n, e->payload, e->len);
         else if (e->type == MSG_FETCH)
             on_fetch(c, n, e->payload, e->len);
-        else if (e->type == MSG_READY) {
-            long np;
-            char why[200];
-            if (proto_ready_decode(&np, e->payload, e->len, why, sizeof why) || np != c->nparams)
-                refuse(c, n, np != c->nparams ? "its model has other parameters" : why);
-            else if (!n->ready) {
-                n->ready = 1;
-                netio_hub_peer_stats(c->hub, n->peer, &n->net);
-                fprintf(c->log, "cluster: node %s (%s, %d workers, %s; traffic %s) joined\n",
-                        n->addr, n->host, n->workers, n->energy, n->net.cipher);
-                pthread_cond_broadcast(&c->joined);
-                pump(c);
-            }
-        } else if (e->type == MSG_GRAD && n->ready && !c->cfg->sync_every)
+        else if (e->type == MSG_READY)
+            on_ready(c, n, e->payload, e->len);
+        else if (e->type == MSG_GRAD && n->ready && !c->cfg->sync_every)
             on_grad(c, n, e->payload, e->len);
         else if (e->type == MSG_RESULT && n->ready && !c->cfg->sync_every)
             on_result(c, n, e->payload, e->len);

@@ -35,7 +35,7 @@ typedef struct node_round {
 
 typedef struct node {
     int peer, ready, gone;
-    char addr[64], host[64], energy[PROTO_TEXT], left_why[200];
+    char addr[64], host[64], energy[PROTO_TEXT], devices[PROTO_TEXT], left_why[200];
     int workers, running;         /* its workers, and those its own power budget leaves running */
     uint32_t isa;
     uint64_t params_seq;         /* whose parameters it holds; UINT64_MAX: none */
@@ -118,7 +118,7 @@ struct coordinator {
     FILE *log;
     netio_config net;            /* the key, limits and callback of the hub */
     char listen_at[256], listen[80];
-    char weights_why[300];       /* why the weights will not be one machine's; "": they will */
+    char weights_why[400];       /* why the weights will not be one machine's; "": they will */
     double timeout_s, start;
     msg_job job;
     char *paths[PROTO_MAX_FILES];

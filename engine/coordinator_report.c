@@ -106,6 +106,8 @@ void coordinator_write_json(coordinator *c, FILE *f, double here_joules, int her
                 (unsigned long long)n->net.received, (unsigned long long)n->net.sent, n->wait_s,
                 n->compute_s, 1e3 * n->cost, 1e3 * n->lag, n->joules, n->watts, n->carbon, n->parked ? "true" : "false");
         json_string(f, n->energy);
+        fputs(", \"devices\": ", f);
+        json_string(f, n->devices);
         fprintf(f, ", \"estimated\": %s, \"cipher\": \"%s\", \"lost\": ",
                 n->estimated ? "true" : "false", n->net.cipher);
         if (n->gone)

@@ -40,10 +40,14 @@ slot *slot_new(coordinator *c, const remote_args *a, const float *params, int st
     return NULL;
 }
 
-/* Part p meets its task: the data in place, the task to complete. */
-static int meet(slot *s, int p, const void *data, size_t bytes, rt_task **done)
+/* Part p meets its task: the data in place (a gradient in this machine's filter groups), the
+ * task to complete. */
+static int meet(const coordinator *c, slot *s, int p, const void *data, rt_task **done)
 {
-    memcpy(s->dst[p], data, bytes);
+    if (p)
+        trainer_grad_from_wire(c->t, p - 1, data, s->dst[p]);
+    else
+        memcpy(s->dst[p], data, part_bytes(c, p));
     *done = s->task[p];
     s->task[p] = NULL;
     s->met++;
@@ -53,7 +57,7 @@ static int meet(slot *s, int p, const void *data, size_t bytes, rt_task **done)
 int slot_task(coordinator *c, slot *s, int p, void *dst, rt_task *task, rt_task **done)
 {
     s->dst[p] = dst, s->task[p] = task;
-    int n = s->came[p] ? meet(s, p, held_part(s, c, p), part_bytes(c, p), done) : 0;
+    int n = s->came[p] ? meet(c, s, p, held_part(s, c, p), done) : 0;
     if (s->met == s->expected)
         slot_free(s);
     return n;
@@ -65,7 +69,7 @@ int slot_arrived(coordinator *c, slot *s, int p, const void *data, rt_task **don
         return 0;   /* it came before the chunk was sent again */
     s->came[p] = 1;
     if (s->task[p])
-        return meet(s, p, data, part_bytes(c, p), done);
+        return meet(c, s, p, data, done);
     if (s->held || !p)   /* a stolen chunk's: its task has yet to start */
         memcpy(held_part(s, c, p), data, part_bytes(c, p));
     return 0;

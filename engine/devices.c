@@ -206,6 +206,13 @@ void devices_models_save(run_devices *rd, rt_runtime *rt, FILE *log)
     }
 }
 
+void devices_describe(const run_devices *rd, char *out, size_t cap)
+{
+    size_t at = (size_t)snprintf(out, cap, "%s", rd->n == 0 ? "cpu" : rd->pinned ? "opencl" : "cpu+opencl");
+    for (int i = 0; i < rd->n && at < cap; i++)
+        at += (size_t)snprintf(out + at, cap - at, "%s%s", i ? ", " : ": ", rd->used[i]->name);
+}
+
 void devices_write_json(const run_devices *rd, FILE *f)
 {
     fputs("\"opencl\": [", f);

@@ -37,6 +37,8 @@ void devices_models_save(run_devices *rd, rt_runtime *rt, FILE *log);
 /* frugal info: every platform and device, each opened to run CLBlast's self-check, or why
  * none was found. */
 int devices_print_info(FILE *out);
+/* What computes, in a few words: "cpu", "opencl: NAME[, NAME]" (pinned) or "cpu+opencl: NAME...". */
+void devices_describe(const run_devices *rd, char *out, size_t cap);
 /* The devices as JSON members (no braces), for summary.json. */
 void devices_write_json(const run_devices *rd, FILE *f);
 

@@ -44,11 +44,14 @@ static signed char add_chunk(access_list *al, const chunked *c, int k, rt_mode m
 /* Where a task may run. With devices = opencl, on a device when it has a device implementation;
  * deterministic, by chunk (even chunks on the CPU, odd ones on the devices; the updates on the
  * CPU), so the same kernel computes the same thing every run; else anywhere, the runtime
- * placing it by expected finish time. chunk: -1 for a batch's update tasks. */
+ * placing it by expected finish time. A cluster's tasks (remote.h) run on its peer worker
+ * alone, whatever the rest. chunk: -1 for a batch's update tasks. */
 static unsigned placement(const trainer *t, const rt_kind *kind, int chunk)
 {
     const exec_plan *p = &t->plan;
     int on_device = kind->opencl != NULL;
+    if (kind->peer)
+        return 0;
     if (p->pinned)
         return on_device ? RT_ON(RT_WORKER_OPENCL) : RT_ON(RT_WORKER_CPU);
     if (p->deterministic)
@@ -242,7 +245,7 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
 static void submit_ship(trainer *t, const batch_ref *r, int l, int k)
 {
     int groups = t->plan.groups[l];
-    ship_args a = {t->gradients, k, l, t->m->layers[l].nparams};
+    ship_args a = {t, t->gradients, k, l, t->m->layers[l].nparams};
     access_list al = {.n = 0};
     for (int g = 0; g < groups; g++)
         add(&al, t->hpartial_part[l][k * groups + g], RT_R);

@@ -36,10 +36,11 @@ static int usage(FILE *f)
                "            --listen ADDR:PORT --key KEYFILE [--timeout S] [--wait-for N]: other\n"
                "            machines may join (at any time; N of them waited for, up to 60 s) and\n"
                "            compute part of every batch (same weights as on one machine)\n"
-               "  join HOST:PORT --key KEYFILE [--workers N] [--timeout S] [--slowdown F]\n"
-               "            [--power-profile IDLE,ONE,ALL] [--carbon G | --carbon-file FILE]\n"
-               "            [--power-budget W]\n"
-               "            compute chunks for the coordinator at HOST:PORT until it ends training;\n"
+               "  join HOST:PORT --key KEYFILE [--workers N] [--devices D] [--timeout S]\n"
+               "            [--slowdown F] [--power-profile IDLE,ONE,ALL]\n"
+               "            [--carbon G | --carbon-file FILE] [--power-budget W]\n"
+               "            compute chunks for the coordinator at HOST:PORT until it ends training,\n"
+               "            on this machine's CPU and the OpenCL devices D (default: the job's);\n"
                "            this machine's power profile (watts) and grid carbon (g CO2e/kWh, or a\n"
                "            file re-read for it) feed the coordinator's placement policy; under its\n"
                "            own power budget it parks workers (unless --workers pins them)\n"
@@ -154,6 +155,14 @@ static int cmd_join(int argc, char **argv)
             }
         } else if (!strcmp(argv[i], "--carbon-file") && has_value) {
             o.carbon_file = argv[++i];
+        } else if (!strcmp(argv[i], "--devices") && has_value) {
+            o.devices = argv[++i];
+            if (strcmp(o.devices, "auto") && strcmp(o.devices, "cpu") &&
+                strcmp(o.devices, "opencl") && strcmp(o.devices, "cpu+opencl")) {
+                fprintf(stderr, "frugal join: --devices %s: expected auto, cpu, opencl or "
+                        "cpu+opencl\n", o.devices);
+                return 2;
+            }
         } else if (argv[i][0] != '-' && !o.coordinator) {
             o.coordinator = argv[i];
         } else {
@@ -162,8 +171,8 @@ static int cmd_join(int argc, char **argv)
         }
     }
     if (!o.coordinator || !o.key_path) {
-        fprintf(stderr, "usage: frugal join HOST:PORT --key KEYFILE [--workers N] [--timeout S] "
-                        "[--slowdown F] [--power-profile IDLE,ONE,ALL] [--carbon G | "
+        fprintf(stderr, "usage: frugal join HOST:PORT --key KEYFILE [--workers N] [--devices D] "
+                        "[--timeout S] [--slowdown F] [--power-profile IDLE,ONE,ALL] [--carbon G | "
                         "--carbon-file FILE] [--power-budget W]\n");
         return 2;
     }

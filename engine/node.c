@@ -24,6 +24,7 @@
 #include "engine/cache_dir.h"
 #include "engine/chunk_engine.h"
 #include "engine/cluster_proto.h"
+#include "engine/devices.h"
 #include "engine/job_data.h"
 #include "engine/worker_control.h"
 #include "netio/hub.h"
@@ -63,6 +64,8 @@ typedef struct node {
     dataset train;
     chunk_engine e;
     int have_engine;
+    run_devices devices;         /* this machine's OpenCL devices the engine computes on */
+    int have_devices;
     _Atomic int send_failed;     /* a GRAD could not be queued (on a worker) */
     job_config control_cfg;      /* what the worker control goes by: this machine's budget */
     worker_control control;
@@ -306,12 +309,12 @@ static int find_file(node *n, const proto_file *f, char *path, size_t pathlen)
     return fetch(n, f, path);
 }
 
-/* The job as the coordinator runs it, with this node's workers and slowdown and the files
- * found here. */
+/* The job as the coordinator runs it, with this node's workers, devices and slowdown and the
+ * files found here. */
 static int parse_job(node *n, const msg_job *job)
 {
     const char *overrides[64];
-    char *text = job->text, *workers = NULL, slowdown[64];
+    char *text = job->text, *workers = NULL, slowdown[64], devices[64];
     int no = 0;
     for (char *line = strstr(text, "\n#--set "); line && no < 59; line = strstr(line + 1, "\n#--set "))
         overrides[no++] = line + 8;
@@ -322,7 +325,10 @@ static int parse_job(node *n, const msg_job *job)
     overrides[no++] = workers;
     snprintf(slowdown, sizeof slowdown, "execution.slowdown=%g", n->o->slowdown);
     overrides[no++] = slowdown;
-    overrides[no++] = "execution.devices=cpu";
+    if (n->o->devices) {
+        snprintf(devices, sizeof devices, "execution.devices=%s", n->o->devices);
+        overrides[no++] = devices;
+    }
     overrides[no] = NULL;
     int rc = config_parse(&n->cfg, "the coordinator's job", text, strlen(text), overrides, n->err,
                           sizeof n->err);
@@ -392,10 +398,15 @@ static int take_job(node *n)
     proto_job_free(&job);
     if (rc)
         return rc;
-    if (job_load_train(&n->cfg, &n->train, n->err, sizeof n->err) ||
-        chunk_engine_open(&n->e, &n->cfg, &n->train, n->err, sizeof n->err))
+    if (job_load_train(&n->cfg, &n->train, n->err, sizeof n->err))
+        return fail(n, "%s", n->err);
+    rt_config here = {.workers = n->cfg.workers, .slowdown = n->cfg.slowdown};
+    n->have_devices = 1;   /* devices_open starts by clearing them: closing them is safe */
+    if (devices_open(&n->devices, &n->cfg, &here, n->o->out, n->err, sizeof n->err) ||
+        chunk_engine_open(&n->e, &n->cfg, &n->train, &here, n->err, sizeof n->err))
         return fail(n, "%s", n->err);
     n->have_engine = 1;
+    devices_models_load(&n->devices, n->e.rt, n->cfg.deterministic, n->o->out);
     n->ring = 4L * trainer_plan(n->e.t)->nchunks;   /* a coordinator keeps two batches' at most */
     n->works_in = 0;
     atomic_store(&n->works_done, 0);
@@ -407,14 +418,14 @@ static int take_job(node *n)
     frame_limits l;
     proto_limits(&l, 0, chunk_engine_nparams(&n->e), n->e.largest);
     netio_hub_set_limits(n->hub, &l);
-    uint8_t ready[8];
-    uint64_t np = (uint64_t)chunk_engine_nparams(&n->e);
-    for (int i = 0; i < 8; i++)
-        ready[i] = (uint8_t)(np >> (8 * i));
-    if (netio_hub_send(n->hub, n->peer, MSG_READY, ready, sizeof ready, NULL, 0))
+    msg_ready r = {chunk_engine_nparams(&n->e), ""};
+    devices_describe(&n->devices, r.devices, sizeof r.devices);
+    uint8_t ready[8 + PROTO_TEXT];
+    if (netio_hub_send(n->hub, n->peer, MSG_READY, ready, proto_ready_encode(&r, ready, sizeof ready),
+                       NULL, 0))
         return n->lost = 1, fail(n, "coordinator %s lost", n->o->coordinator);
-    fprintf(n->o->out, "ready: %ld images %dx%dx%d, %ld parameters\n", n->train.n, n->train.h,
-            n->train.w, n->train.c, np);
+    fprintf(n->o->out, "ready: %ld images %dx%dx%d, %ld parameters; computing on %s\n",
+            n->train.n, n->train.h, n->train.w, n->train.c, r.nparams, r.devices);
     fflush(n->o->out);
     return 0;
 }
@@ -652,9 +663,14 @@ static int session(node *n)
         drop(q);
     worker_control_end(&n->control);
     memset(&n->control, 0, sizeof n->control);
-    if (n->have_engine)
+    if (n->have_engine) {
+        devices_models_save(&n->devices, n->e.rt, n->o->out);
         chunk_engine_close(&n->e);
+    }
     n->have_engine = 0;
+    if (n->have_devices)
+        devices_close(&n->devices);
+    n->have_devices = 0;
     free(n->claims);
     free(n->ring_work);
     n->claims = NULL, n->ring_work = NULL, n->ring = 0;

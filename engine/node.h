@@ -1,4 +1,4 @@
-/* frugal join HOST:PORT --key KEYFILE [--workers N] [--slowdown F] [--power-profile I,O,A]
+/* frugal join HOST:PORT --key KEYFILE [--workers N] [--devices D] [--slowdown F] [--power-profile I,O,A]
  * [--carbon G | --carbon-file F] [--power-budget W]: a machine that computes chunks of a
  * coordinator's batches (engine/coordinator.h) until the coordinator says training is over or
  * is lost. Under a power budget of its own (--power-budget, else the job's
@@ -16,6 +16,8 @@ typedef struct node_options {
     const char *key_path;
     int workers;
     int workers_pinned;          /* --workers given: a power budget does not park any */
+    const char *devices;         /* this machine's OpenCL devices (auto, cpu, opencl, cpu+opencl);
+                                    NULL: the job's [execution] devices */
     double power_budget_w;       /* this machine's own (else the job's node_power_budget_watts) */
     double timeout_s;
     double slowdown;             /* 1, or > 1 to emulate slower hardware (runtime.h) */

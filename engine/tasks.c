@@ -7,6 +7,7 @@
 #include "engine/remote.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int load(const rt_ctx *ctx, void *p)
@@ -145,7 +146,16 @@ rt_kind sgd_kind = {.name = "sgd", .cpu = sgd, .opencl = sgd_cl};
 static int ship(const rt_ctx *ctx, void *p)
 {
     const ship_args *a = p;
-    a->sink.ready(a->sink.ctx, a->chunk, a->layer, rt_ptr(ctx, 0), a->n);
+    const float *grad = rt_ptr(ctx, 0);
+    float *wire = NULL;
+    if (a->t->plan.groups[a->layer] > 1) {   /* a convolution's: its parameters are few */
+        if (!(wire = malloc(sizeof(float) * (size_t)a->n)))
+            return -1;   /* said as this task failing */
+        trainer_grad_to_wire(a->t, a->layer, grad, wire);
+        grad = wire;
+    }
+    a->sink.ready(a->sink.ctx, a->chunk, a->layer, grad, a->n);
+    free(wire);
     return 0;
 }
 

@@ -19,6 +19,42 @@ void group_units(const layer *l, int groups, int g, int *u0, int *u1)
 
 const exec_plan *trainer_plan(const trainer *t) { return &t->plan; }
 
+/* Group g's part of a layer's partial gradient (its units' weights, then their biases) to or
+ * from the layer's order. */
+static void regroup(const trainer *t, int l, const float *in, float *out, int to_wire)
+{
+    const layer *ly = &t->m->layers[l];
+    int groups = t->plan.groups[l];
+    if (groups == 1) {
+        memcpy(out, in, sizeof(float) * (size_t)ly->nparams);
+        return;
+    }
+    long per = ly->nweights / (ly->nparams - ly->nweights);
+    for (int g = 0; g < groups; g++) {
+        int u0, u1;
+        group_units(ly, groups, g, &u0, &u1);
+        long part = u0 * (per + 1), weights = u0 * per, biases = ly->nweights + u0;
+        size_t nw = (size_t)((u1 - u0) * per), nb = (size_t)(u1 - u0);
+        if (to_wire) {
+            memcpy(out + weights, in + part, sizeof(float) * nw);
+            memcpy(out + biases, in + part + nw, sizeof(float) * nb);
+        } else {
+            memcpy(out + part, in + weights, sizeof(float) * nw);
+            memcpy(out + part + nw, in + biases, sizeof(float) * nb);
+        }
+    }
+}
+
+void trainer_grad_to_wire(const trainer *t, int layer, const float *groups, float *wire)
+{
+    regroup(t, layer, groups, wire, 1);
+}
+
+void trainer_grad_from_wire(const trainer *t, int layer, const float *wire, float *groups)
+{
+    regroup(t, layer, wire, groups, 0);
+}
+
 void trainer_on_progress(trainer *t, progress_fn fn, void *ctx)
 {
     t->progress = fn;
@@ -368,7 +404,7 @@ void trainer_node_result(trainer *t, int chunk, double *loss, int *correct, int 
     for (int l = 0; grads && l < t->m->nlayers; l++) {
         long n = t->m->layers[l].nparams;
         if (n)
-            memcpy(grads + t->pack_offset[l], t->partial[l] + (size_t)chunk * (size_t)n,
-                   sizeof(float) * (size_t)n);
+            trainer_grad_to_wire(t, l, t->partial[l] + (size_t)chunk * (size_t)n,
+                                 grads + t->pack_offset[l]);
     }
 }

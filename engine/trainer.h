@@ -97,9 +97,16 @@ typedef struct trainer_gradient_sink {
 } trainer_gradient_sink;
 void trainer_stream_gradients(trainer *t, const trainer_gradient_sink *s);
 /* The chunk's loss figures, and its partial gradient packed in layer order into grads (unless
- * grads is NULL). */
+ * grads is NULL), each layer in wire order (trainer_grad_to_wire). */
 void trainer_node_result(trainer *t, int chunk, double *loss, int *correct, int *samples,
                          float *grads);
+
+/* A layer's partial gradient travels in the layer's own order, every weight then every bias,
+ * whatever filter groups the machines computing it use (a device-pinned run does not fuse a
+ * convolution with its max-pool, and so may split it where a CPU run does not). Here it is
+ * computed per group, each group's weights then its biases: these convert between the two. */
+void trainer_grad_to_wire(const trainer *t, int layer, const float *groups, float *wire);
+void trainer_grad_from_wire(const trainer *t, int layer, const float *wire, float *groups);
 
 /* The model's parameters back in host memory (before a checkpoint). */
 int trainer_sync(trainer *t, char *err, size_t errlen);

@@ -117,6 +117,7 @@ typedef struct sgd_args {
 
 /* Accesses: the chunk's partial gradient of the layer, every group's part (R). */
 typedef struct ship_args {
+    const trainer *t;
     trainer_gradient_sink sink;
     int chunk, layer;
     long n;

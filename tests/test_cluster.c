@@ -383,6 +383,56 @@ static double summary_figure(const char *name, const char *field)
     return summary_figure_after(name, NULL, field);
 }
 
+/* The train accuracy of NAME's last epoch (metrics.csv), or -1. */
+static double train_accuracy(const char *name)
+{
+    char path[760], csv[1 << 14];
+    snprintf(path, sizeof path, "%s/metrics.csv", tmp(name));
+    double loss, acc, last = -1;
+    int epoch;
+    for (const char *line = test_read_text(path, csv, sizeof csv); line;) {
+        if (sscanf(line, "%d,%lf,%lf", &epoch, &loss, &acc) == 3)
+            last = acc;
+        if ((line = strchr(line, '\n')))
+            line++;
+    }
+    return last;
+}
+
+/* NAME's last train accuracy is within 5 points of the one-machine run ONE's (itself over 0.5). */
+static void check_trains_like(const char *one_name, const char *name)
+{
+    double one = train_accuracy(one_name), averaged = train_accuracy(name);
+    CHECKF(one > 0.5 && averaged > one - 0.05, "train accuracy %.3f for %s, %.3f on one machine\n%s",
+           averaged, name, one, out);
+}
+
+/* How far apart two runs' first-layer parameters are: the largest difference over the largest
+ * parameter (model.bin), or 1 when either cannot be read. */
+static double first_layer_apart(const char *a, const char *b)
+{
+    model m[2];
+    checkpoint_state st[2];
+    char path[760], err[300];
+    int opened = 0;
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/model.bin", tmp(i ? b : a));
+        if (checkpoint_open_model(&m[opened], &st[opened], path, err, sizeof err) == 0)
+            free(st[opened++].log);
+    }
+    double apart = 1, largest = 0, diff = 0;
+    if (opened == 2 && m[0].layers[0].nparams == m[1].layers[0].nparams) {
+        for (long i = 0; i < m[0].layers[0].nparams; i++) {
+            largest = fmax(largest, fabs(m[0].layers[0].params[i]));
+            diff = fmax(diff, fabs(m[0].layers[0].params[i] - m[1].layers[0].params[i]));
+        }
+        apart = largest > 0 ? diff / largest : 1;
+    }
+    for (int i = 0; i < opened; i++)
+        model_free(&m[i]);
+    return apart;
+}
+
 /* The sum over a run's nodes of a figure in their summary.json entries (-1: none). */
 static double nodes_sum(const char *name, const char *field)
 {
@@ -492,12 +542,45 @@ TEST(cluster_one_two_three_nodes_give_the_same_weights)
     json_free(t);
 }
 
-/* A coordinator that computes on an OpenCL device (PoCL here) as well as its CPU says at the
- * start that the weights will not be one machine's, and why; summary.json too. */
+/* The cluster job with its convolution in two filter groups, fused with its max-pool where the
+ * machine allows it: a CPU does, a machine pinned to its OpenCL devices does not (and so splits
+ * it where the other does not). Its single-machine run is "single-grouped". */
+static const char *grouped_job(void)
+{
+    static char j[700];
+    char text[2048];
+    snprintf(j, sizeof j, "%s", job_file_with("grouped.cfg", 1536, 8, 3, 0.9,
+                                              "[placement]\nall_nodes = on\n"));
+    char *at = strstr(test_read_text(j, text, sizeof text), "[energy]"), rest[1024];
+    snprintf(rest, sizeof rest, "%s", at ? at : "");
+    if (at)   /* the [execution] section, which comes before [energy], gains two lines */
+        snprintf(at, sizeof text - (size_t)(at - text), "filter_groups = 2\nfuse = on\n%s", rest);
+    FILE *f = fopen(j, "w");
+    CHECK(at && f && fputs(text, f) >= 0 && fclose(f) == 0);
+    single("single-grouped", j);
+    return j;
+}
+
+/* NAME's first layer ends as the single-machine run's but for rounding: PoCL rounds otherwise
+ * (measured: 5e-7 apart), where gradients in another filter group order would leave it 0.2. */
+static void check_first_layer_as_one_machine(const char *name)
+{
+    double apart = first_layer_apart("single-grouped", name);
+    CHECKF(apart < 1e-2, "%s's first layer is %g apart from one machine's", name, apart);
+}
+
+/* A coordinator that computes on an OpenCL device (PoCL here) says at the start that the weights
+ * will not be one machine's, and why; summary.json too. Pinned to it (devices = opencl, which
+ * its node would follow but for --devices cpu), it splits the convolution in filter groups that
+ * the node does not, yet the node's gradients land in its groups. */
 TEST(cluster_says_when_the_weights_will_not_be_one_machines)
 {
-    CHECKF(with_one_node(job(), "opencl", 14, NULL, 0, "execution.devices=cpu+opencl") == 0,
-           "%s", out);
+    const char *j = grouped_job();
+    pid_t node = start_node_with(14, "opencl-node", key(), "20", NULL,
+                                 (const char *[]){"--devices", "cpu", NULL});
+    int rc = coordinate_run(&(coordinator_run){j, "opencl", 14, 1, "20", 0, 0, NULL,
+                                               "execution.devices=opencl"});
+    CHECKF(wait_node(node, "opencl-node") == 0 && rc == 0, "%s", out);
     const char *why = "this machine computes some of its chunks on OpenCL devices and every node "
                       "on its CPU: they round differently";
     char said[400], summary[1 << 15], field[500];
@@ -506,6 +589,32 @@ TEST(cluster_says_when_the_weights_will_not_be_one_machines)
              why);
     test_read_text(tmp("opencl/summary.json"), summary, sizeof summary);
     CHECKF(strstr(out, said) && strstr(summary, field), "%s\n%s", out, summary);
+    check_first_layer_as_one_machine("opencl");
+}
+
+/* A node may compute on its own OpenCL devices (join --devices; PoCL here): pinned to them, it
+ * splits the convolution in filter groups where the coordinator fuses it whole, yet its
+ * gradients arrive in the layer's order. The coordinator says the node's devices and that the
+ * weights will not be one machine's; summary.json names them. */
+TEST(cluster_node_computes_on_its_own_opencl_devices)
+{
+    const char *j = grouped_job();
+    pid_t node = start_node_with(14, "node-opencl-node", key(), "20", NULL,
+                                 (const char *[]){"--devices", "opencl", NULL});
+    int rc = coordinate_run(&(coordinator_run){j, "node-opencl", 14, 1, "20", 0, 0, NULL, NULL});
+    CHECKF(wait_node(node, "node-opencl-node") == 0 && rc == 0, "%s", out);
+    char log[1 << 14], summary[1 << 15];
+    test_read_text(tmp("node-opencl-node.log"), log, sizeof log);
+    CHECKF(strstr(log, "computing on opencl: "), "%s", log);
+    CHECKF(strstr(out, "; computing on opencl: ") &&
+           strstr(out, ") computes on OpenCL devices (opencl: ") &&
+           strstr(out, "so the weights will not be bit-identical to a run on one machine "
+                       "(frugal join --devices cpu keeps a node on its CPU)"), "%s", out);
+    test_read_text(tmp("node-opencl/summary.json"), summary, sizeof summary);
+    CHECKF(strstr(summary, "\"devices\": \"opencl: ") &&
+           strstr(summary, "\"weights_as_one_machine\": false"), "%s", summary);
+    CHECKF(summary_figure("node-opencl", "share") > 0.1, "%s", summary);   /* all_nodes: 1 chunk in 8 */
+    check_first_layer_as_one_machine("node-opencl");
 }
 
 /* A node that asks for XChaCha20-Poly1305 gets it (AES-256-GCM otherwise, where both ends
@@ -1053,30 +1162,6 @@ TEST(cluster_averaging_shares_chunks_with_slower_nodes)
         CHECKF(fabs(seconds * rate - 1536) < 2, "epoch %d trained on %.1f samples, not 1536\n%s",
                e, seconds * rate, out);
     }
-}
-
-/* The train accuracy of NAME's last epoch (metrics.csv), or -1. */
-static double train_accuracy(const char *name)
-{
-    char path[760], csv[1 << 14];
-    snprintf(path, sizeof path, "%s/metrics.csv", tmp(name));
-    double loss, acc, last = -1;
-    int epoch;
-    for (const char *line = test_read_text(path, csv, sizeof csv); line;) {
-        if (sscanf(line, "%d,%lf,%lf", &epoch, &loss, &acc) == 3)
-            last = acc;
-        if ((line = strchr(line, '\n')))
-            line++;
-    }
-    return last;
-}
-
-/* NAME's last train accuracy is within 5 points of the one-machine run ONE's (itself over 0.5). */
-static void check_trains_like(const char *one_name, const char *name)
-{
-    double one = train_accuracy(one_name), averaged = train_accuracy(name);
-    CHECKF(one > 0.5 && averaged > one - 0.05, "train accuracy %.3f for %s, %.3f on one machine\n%s",
-           averaged, name, one, out);
 }
 
 /* A helper process that kills node `doomed` with kill -9 `after_ms` after `text` appears in

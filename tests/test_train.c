@@ -2,6 +2,7 @@
  * number of workers or on how tasks are cut, a loss that is not finite ends the run with a
  * clear error, and one step matches PyTorch. */
 #include "engine/checkpoint.h"
+#include "engine/chunk_engine.h"
 #include "engine/config.h"
 #include "engine/dataset.h"
 #include "engine/model.h"
@@ -112,6 +113,48 @@ TEST(train_filter_groups_give_the_same_weights)
         CHECKF(!memcmp(whole.params, split.params, sizeof(float) * (size_t)whole.nparams),
                "weights differ with 2 filter groups on %d workers", workers[i]);
     }
+}
+
+/* Chunk 0 of the first batch computed as a node computes it; its partial gradient as it would
+ * travel (layer after layer, each in wire order) into grads. Returns layer 0's filter groups. */
+static int chunk_gradient(const char *job, float *grads, long *nparams)
+{
+    static job_config cfg;
+    dataset train;
+    chunk_engine e;
+    char err[512];
+    CHECKF(config_load(&cfg, job, NULL, err, sizeof err) == 0, "%s", err);
+    CHECKF(dataset_load_idx(&train, cfg.train_images, cfg.train_labels, 0, err, sizeof err) == 0, "%s", err);
+    CHECKF(chunk_engine_open(&e, &cfg, &train, NULL, err, sizeof err) == 0, "%s", err);
+    msg_work w = {0, 1, 0, 0, (uint32_t)cfg.batch};
+    msg_result r;
+    CHECKF(chunk_engine_run(&e, &w, NULL, 1, err, sizeof err) == 0, "%s", err);
+    chunk_engine_result(&e, &w, &r);
+    *nparams = (long)r.nparams;
+    memcpy(grads, r.grads, sizeof(float) * r.nparams);
+    int groups = trainer_plan(e.t)->groups[0];
+    /* back into this machine's groups and out again: the same bytes */
+    static float mine[4096], again[4096];
+    trainer_grad_from_wire(e.t, 0, grads, mine);
+    trainer_grad_to_wire(e.t, 0, mine, again);
+    CHECK(!memcmp(grads, again, sizeof(float) * (size_t)e.layer_params[0]));
+    chunk_engine_close(&e);
+    dataset_free(&train);
+    return groups;
+}
+
+/* A chunk's partial gradient leaves a machine in the layer's own order whatever filter groups
+ * computed it (a device-pinned machine does not fuse, and may split where a CPU does not): two
+ * groups send the bytes one group sends, as they compute every filter alike. */
+TEST(train_chunk_gradient_travels_in_layer_order_whatever_the_groups)
+{
+    static float whole[4096], split[4096];
+    long nwhole, nsplit;
+    CHECK(chunk_gradient(make_job("filter_groups = 1\nfuse = off\n"), whole, &nwhole) == 1);
+    CHECK(chunk_gradient(make_job("filter_groups = 2\nfuse = off\n"), split, &nsplit) == 2);
+    CHECK(nwhole == nsplit && nwhole > 100 && nwhole <= 4096);
+    CHECKF(!memcmp(whole, split, sizeof(float) * (size_t)nwhole),
+           "a chunk's gradient differs as sent from 1 and 2 filter groups");
 }
 
 /* A first convolution reading the data set's bytes in place trains exactly as one reading the

@@ -77,7 +77,7 @@ put("cluster_message", "job", frame(0, 2, u32(0xffffffff, 1) + text(b"train.idx"
                                     bytes(32) + text(b"[job]\nepochs = 1\n#--set job.batch=4\n")))
 put("cluster_message", "fetch", frame(1, 3, bytes(32) + u64(0)))
 put("cluster_message", "file", frame(0, 4, bytes(32) + u64(0, 4) + b"abcd"))
-put("cluster_message", "ready", frame(1, 5, u64(16)))
+put("cluster_message", "ready", frame(1, 5, u64(16) + b"cpu+opencl: Portable device".ljust(160, b"\0")))
 put("cluster_message", "params", frame(0, 6, u64(7) + struct.pack("<16f", *range(16))))
 put("cluster_message", "work", frame(0, 7, u64(7) + u32(1, 2, 3, 4)))
 put("cluster_message", "result", frame(1, 8, u64(7) + u32(3, 2, 4, 1, 2) +

@@ -211,12 +211,12 @@ int fuzz_cluster_message(const uint8_t *data, size_t size)
         msg_result result;
         msg_layer layer;
         msg_delta delta;
+        msg_ready ready;
         char text[PROTO_TEXT + 1];
     } m;
     static float rebuilt[NPARAMS];
     uint64_t seq;
     const float *values;
-    long nparams;
     switch (type) {
     case MSG_JOIN: proto_join_decode(&m.join, p, n, why, sizeof why); break;
     case MSG_JOB:
@@ -225,7 +225,7 @@ int fuzz_cluster_message(const uint8_t *data, size_t size)
         break;
     case MSG_FETCH: proto_fetch_decode(&m.fetch, p, n, why, sizeof why); break;
     case MSG_FILE: proto_file_decode(&m.file, p, n, why, sizeof why); break;
-    case MSG_READY: proto_ready_decode(&nparams, p, n, why, sizeof why); break;
+    case MSG_READY: proto_ready_decode(&m.ready, p, n, why, sizeof why); break;
     case MSG_PARAMS: proto_params_decode(&seq, &values, p, n, NPARAMS, why, sizeof why); break;
     case MSG_WORK: proto_work_decode(&m.work, p, n, why, sizeof why); break;
     case MSG_RECALL:
