@@ -592,12 +592,14 @@ TEST(cluster_says_when_the_weights_will_not_be_one_machines)
     check_first_layer_as_one_machine("opencl");
 }
 
-/* A node may compute on its own OpenCL devices (join --devices; PoCL here): pinned to them, it
- * splits the convolution in filter groups where the coordinator fuses it whole, yet its
- * gradients arrive in the layer's order. The coordinator says the node's devices and that the
- * weights will not be one machine's; summary.json names them. */
+/* A node may compute on its own OpenCL devices (join --devices; PoCL here; a name that is none
+ * is refused): pinned to them, it splits the convolution in filter groups where the coordinator
+ * fuses it whole, yet its gradients arrive in the layer's order. The coordinator says the node's
+ * devices and that the weights will not be one machine's; summary.json names them. */
 TEST(cluster_node_computes_on_its_own_opencl_devices)
 {
+    CHECKF(FRUGAL(out, "join", addr_of(14), "--key", key(), "--devices", "gpu") == 2 &&
+           strstr(out, "--devices gpu: expected auto, cpu, opencl or cpu+opencl"), "%s", out);
     const char *j = grouped_job();
     pid_t node = start_node_with(14, "node-opencl-node", key(), "20", NULL,
                                  (const char *[]){"--devices", "opencl", NULL});
