@@ -220,14 +220,11 @@ static int set_value(parser *p, const char *section, const key_spec *k, void *ba
             return fail(p, "[%s] type = '%s': only sgd is supported", section, value);
         return 0;
     case V_DEVICES: {
-        static const char *const names[] = {"auto", "cpu", "opencl", "cpu+opencl"};
-        for (int i = 0; i < 4; i++)
-            if (!strcmp(value, names[i])) {
-                *(int *)field = i;
-                return 0;
-            }
-        return fail(p, "[%s] %s = '%s': expected auto, cpu, opencl or cpu+opencl", section,
-                    k->name, value);
+        int devices = config_devices(value);
+        if (devices < 0)
+            return fail(p, "[%s] %s = '%s': expected %s", section, k->name, value, CONFIG_DEVICES);
+        *(int *)field = devices;
+        return 0;
     }
     case V_TEXT:
         if (strlen(value) >= sizeof p->cfg->device_filter)
@@ -497,6 +494,15 @@ int config_parse(job_config *cfg, const char *path, const char *text, size_t len
     for (int i = 0; !rc && overrides && overrides[i]; i++)
         rc = apply_override(&p, overrides[i]);
     return rc ? rc : check_complete(&p);
+}
+
+int config_devices(const char *name)
+{
+    static const char *const names[] = {"auto", "cpu", "opencl", "cpu+opencl"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(name, names[i]))
+            return i;
+    return -1;
 }
 
 int config_load(job_config *cfg, const char *path, const char *const *overrides, char *err,

@@ -157,10 +157,9 @@ static int cmd_join(int argc, char **argv)
             o.carbon_file = argv[++i];
         } else if (!strcmp(argv[i], "--devices") && has_value) {
             o.devices = argv[++i];
-            if (strcmp(o.devices, "auto") && strcmp(o.devices, "cpu") &&
-                strcmp(o.devices, "opencl") && strcmp(o.devices, "cpu+opencl")) {
-                fprintf(stderr, "frugal join: --devices %s: expected auto, cpu, opencl or "
-                        "cpu+opencl\n", o.devices);
+            if (config_devices(o.devices) < 0) {
+                fprintf(stderr, "frugal join: --devices %s: expected %s\n", o.devices,
+                        CONFIG_DEVICES);
                 return 2;
             }
         } else if (argv[i][0] != '-' && !o.coordinator) {
