@@ -18,7 +18,8 @@
 # Prints: bench cluster WORKLOAD LINK MODE img_per_s=N single_img_per_s=N efficiency=X bytes_per_image=N
 #         nodes_share=S (the share of the chunks the nodes computed: the deal gives a node none when
 #         its round trip costs more than computing its chunks here)
-#         (and at 1 Gb/s test_acc=A, with sync_every=8 also sync_test_acc=B)
+#         (and at 1 Gb/s test_acc=A, with sync_every=8 also sync_test_acc=B; with the node
+#         2x slower, best_split_efficiency=E: the best whole-chunk split with a free network)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)
@@ -85,6 +86,19 @@ print("bytes_per_image=%d nodes_share=%.2f" % (round(total / float(sys.argv[2]))
 EOF
 }
 
+# What the best split of whole chunks between the two machines would give, against their solo
+# speeds added, were the network free: chunks are the unit of work (a batch's gradient is summed
+# chunk by chunk in a fixed order), so with few chunks per batch no split is near the speeds'.
+best_split() {   # fast img/s, slow img/s, run name
+    "${PYTHON:-/usr/bin/python3}" - "$1" "$2" "$out/$3/summary.json" <<'EOF'
+import json, sys
+fast, slow = float(sys.argv[1]), float(sys.argv[2])
+n = json.load(open(sys.argv[3]))["execution"]["chunks_per_batch"]
+best = max(1 / max((n - k) / n / fast, k / n / slow) for k in range(n))
+print("%.2f" % (best / (fast + slow)))
+EOF
+}
+
 # The last epoch's test accuracy.
 test_acc() { tail -n 1 "$1/metrics.csv" | cut -d, -f5; }
 
@@ -124,7 +138,8 @@ while read -r shape job; do
     train solo-slow "$workers" --set execution.workers="$workers" --set execution.slowdown=2
     solos=$(awk -v a="$(fastest "$out/solo-fast")" -v b="$(fastest "$out/solo-slow")" 'BEGIN { print a + b }')
     cluster slow-node 10000 0.1 "--slowdown 2"
-    line "$shape" 10Gb/s sync-node-2x-slower "$(fastest "$out/slow-node")" "$solos" slow-node
+    line "$shape" 10Gb/s sync-node-2x-slower "$(fastest "$out/slow-node")" "$solos" slow-node \
+        " best_split_efficiency=$(best_split "$(fastest "$out/solo-fast")" "$(fastest "$out/solo-slow")" slow-node)"
 done <<'EOF_WORKLOADS'
 116x158x3 dahl-fashion-mnist-116x158x3.cfg
 270x360x3 dahl-fashion-mnist-270x360x3.cfg

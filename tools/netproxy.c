@@ -137,6 +137,14 @@ static int follow_frames(conn *c, direction *d, uint8_t *p, size_t n, uint64_t b
     for (size_t i = 0; i < n; i++) {
         if (base + i < HANDSHAKE_BYTES)
             continue;
+        if (d->frame_left > 1 && !fault_for(c, REPLAY, d->frame)) {
+            /* the body of a frame no fault follows: skipped whole, not byte by byte (the
+             * benchmark's megabytes per batch go through here) */
+            size_t skip = d->frame_left - 1 < n - i ? d->frame_left - 1 : n - i;
+            d->frame_left -= (uint32_t)skip;
+            i += skip - 1;
+            continue;
+        }
         if (d->frame_left == 0) {   /* a length byte */
             static const uint8_t huge[4] = {0x7f, 0xff, 0xff, 0xff};
             if (d->have_head == 0)
