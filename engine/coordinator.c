@@ -131,14 +131,33 @@ int send_chunk(coordinator *c, node *n, slot *s)
     return 0;
 }
 
+/* The probe waiting for its batch's parameters goes once they are packed: a copy of the first
+ * chunk, which this machine computes as well (its claim is not taken), so that no batch waits
+ * for it. */
+void send_probe(coordinator *c)
+{
+    if (c->probe_seq != c->batch.seq || c->packed_seq != c->batch.seq ||
+        c->packed_layers < c->param_layers)
+        return;
+    node *n = &c->nodes[c->probe_node];
+    c->probe_seq = UINT64_MAX;
+    remote_args a = {c->batch.seq, c->batch.epoch, 0, c->batch.size, 0, -1, c->batch.batch, NULL};
+    slot *s = n->ready && !n->gone ? slot_new(c, &a, c->batch.packed, SLOT_QUEUED) : NULL;
+    if (!s)
+        return;
+    s->probe = 1;
+    if (!send_chunk(c, n, s))
+        n->probe = 0, n->probes++;   /* else the hub closes that node; node_lost frees the slot */
+}
+
 /* A node may take chunks (its quota of the batch, or as many as it has workers) unless the policy
- * parked it; a parked one takes a probe chunk, or any when every ready node is parked (chunks
- * queued before it was parked still need a home). */
+ * parked it; a parked one takes any when every ready node is parked (chunks queued before it
+ * was parked still need a home). */
 static int may_take(const coordinator *c, const node *n)
 {
     if (!n->ready || n->gone || (n->inflight >= n->workers && n->taken >= n->quota))
         return 0;
-    if (!n->parked || n->probe)
+    if (!n->parked)
         return 1;
     for (int i = 0; i < c->nnodes; i++)
         if (takes_work(&c->nodes[i]))
@@ -168,7 +187,6 @@ static void pump(coordinator *c)
         }
         if (send_chunk(c, best, s))
             return;   /* the hub closes that node: its chunks come back then */
-        best->probe = 0;
     }
 }
 
@@ -213,6 +231,9 @@ static void params_ready(remote_sink *sink, uint64_t seq, int layer, const float
     coordinator *c = (coordinator *)sink;
     int to[MAX_NODES], peer[MAX_NODES], sent[MAX_NODES], m = 0;
     pthread_mutex_lock(&c->lock);
+    if (c->packed_seq != seq)
+        c->packed_seq = seq, c->packed_layers = 0;
+    c->packed_layers++;
     for (int i = 0; i < c->nnodes; i++) {
         node *x = &c->nodes[i];
         if (takes_work(x)) {
@@ -238,6 +259,7 @@ static void params_ready(remote_sink *sink, uint64_t seq, int layer, const float
             steal_for(c, x);
         }
     }
+    send_probe(c);   /* after the LAYERs: a node sent them all needs no PARAMS */
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -245,7 +267,7 @@ static void params_ready(remote_sink *sink, uint64_t seq, int layer, const float
 
 int waits_behind(const coordinator *c, const slot *s)
 {
-    return s->state == SLOT_SENT && s->node >= 0 && !s->recalled &&
+    return s->state == SLOT_SENT && s->node >= 0 && !s->recalled && !s->probe &&
            s->ahead >= c->nodes[s->node].running;
 }
 
@@ -496,9 +518,11 @@ static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
         if (c->layer_params[l] && !s->came[1 + l])
             return refuse(c, n, "a result before the chunk's gradients");
     double rtt = now_s() - s->sent_at;
-    trace_node(c, n, "chunk: sent, computed, returned", s->sent_at, s->sent_at + rtt);
+    trace_node(c, n, s->probe ? "probe (a chunk computed here too): sent, computed, returned"
+                              : "chunk: sent, computed, returned", s->sent_at, s->sent_at + rtt);
     rt_task *done[SLOT_PARTS];
-    n->chunks++, n->samples += r.samples, n->compute_s += r.compute_s;
+    n->chunks += !s->probe;
+    n->samples += r.samples, n->compute_s += r.compute_s;
     n->wait_s += rtt > r.compute_s ? rtt - r.compute_s : 0;
     n->joules = r.joules, n->estimated = (int)r.estimated, n->carbon = r.carbon_g_per_kwh;
     n->running = r.workers < (uint32_t)n->workers ? (int)r.workers : n->workers;
@@ -563,7 +587,9 @@ static void node_lost(coordinator *c, node *n, const char *why)
     int back = 0, me = (int)(n - c->nodes);
     for (int i = 0; i < c->nslots; i++) {
         slot *s = &c->slots[i];
-        if (s->state == SLOT_SENT && s->node == me) {
+        if (s->state == SLOT_SENT && s->node == me && s->probe) {
+            slot_free(s);   /* computed here anyway */
+        } else if (s->state == SLOT_SENT && s->node == me) {
             s->state = SLOT_QUEUED, back++;
             if (s->recalled == 1)
                 recall_over(c, s, 0);
@@ -758,7 +784,8 @@ int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, si
 {
     c->rt = rt;
     c->nparams = trainer_nparams(t);
-    c->nslots = 2 * trainer_plan(t)->nchunks;
+    c->nslots = 2 * trainer_plan(t)->nchunks + 1;   /* two batches' chunks, and a probe */
+    c->probe_seq = c->packed_seq = UINT64_MAX;
     if (!(c->slots = calloc((size_t)c->nslots, sizeof *c->slots))) {
         snprintf(err, errlen, "out of memory");
         return -1;

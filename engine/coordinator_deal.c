@@ -115,10 +115,19 @@ static double node_finishes(const coordinator *c, const node *n, int chunks)
     return n->lag + ceil((double)chunks / n->running) * cost;
 }
 
+/* Locked. Whether a probe is out (a slot holds one). */
+static int probe_out(const coordinator *c)
+{
+    for (int i = 0; i < c->nslots; i++)
+        if (c->slots[i].state != SLOT_FREE && c->slots[i].probe)
+            return 1;
+    return 0;
+}
+
 /* Locked. The batch's chunks dealt one by one to whichever member would finish its share first.
  * So a fast link or a fast node gets more, and a node whose lag outweighs a chunk gets fewer.
  * At least one chunk stays here, so that its speed stays measured. Returns the chunks the
- * nodes take; each node's share is its quota. */
+ * nodes take; each node's share is its quota. A node due a probe is named in probe_node. */
 static int deal_chunks(coordinator *c, int nchunks)
 {
     int here = 1, remote = 0;
@@ -140,13 +149,18 @@ static int deal_chunks(coordinator *c, int nchunks)
         else
             here++;
     }
-    /* pinned by hand, every node takes work; else one chunk keeps measured a parked node due for
-     * a probe, and a node this deal left without work for PROBE_EVERY batches */
-    for (int i = 0; i < c->nnodes && remote < nchunks - 1; i++) {
+    /* pinned by hand, every node takes work; else a probe keeps measured a parked node due for
+     * one, or a node this deal left without work for PROBE_EVERY batches */
+    c->probe_node = -1;
+    for (int i = 0; i < c->nnodes; i++) {
         node *n = &c->nodes[i];
-        if (n->ready && !n->gone && !n->quota &&
-            (c->cfg->all_nodes || (n->parked ? n->probe : c->batches - n->fed_at >= PROBE_EVERY)))
+        if (!n->ready || n->gone || n->quota)
+            continue;
+        if (c->cfg->all_nodes && remote < nchunks - 1)
             n->quota = 1, remote++;
+        else if (!c->cfg->all_nodes && c->probe_node < 0 && !probe_out(c) &&
+                 (n->parked ? n->probe : c->batches - n->fed_at >= PROBE_EVERY))
+            c->probe_node = i;
     }
     for (int i = 0; i < c->nnodes; i++) {
         node *n = &c->nodes[i];
@@ -170,8 +184,10 @@ static void steal_here_for(coordinator *c, node *n)
     while (c->claims && takes_work(n) && n->params_seq == c->batch.seq) {
         int waiting = 0, k = -1;
         for (int i = 0; i < c->here_chunks; i++)
-            if (atomic_load(&c->claims[i]) == RT_CLAIM_OPEN)
-                waiting++, k = i;
+            if (atomic_load(&c->claims[i]) == RT_CLAIM_OPEN) {
+                waiting++;
+                k = slot_of(c, c->batch.seq, i) ? k : i;   /* not one out as a probe */
+            }
         int ahead = ahead_of(n);
         if (k < 0 || ahead >= n->running ||
             node_finishes(c, n, ahead + 1) >= here_finishes(c, waiting))
@@ -296,13 +312,14 @@ void recall_over(coordinator *c, slot *s, int outcome)
 
 /* Asked for each training batch: how many of its chunks the nodes take (deal_chunks); when
  * some do, the nodes may steal the others. */
-int remote_chunks(void *ctx, const remote_batch *b)
+int remote_chunks(void *ctx, remote_batch *b)
 {
     coordinator *c = ctx;
     int nchunks = b->nchunks;
     pthread_mutex_lock(&c->lock);
     int remote = 0;
     c->batches++;
+    c->probe_node = -1;
     if (ready_nodes(c) && nchunks > 1) {
         measure_here(c);
         if (!c->cfg->all_nodes)   /* else the machines are pinned by hand */
@@ -316,6 +333,9 @@ int remote_chunks(void *ctx, const remote_batch *b)
     c->batch = *b;
     c->here_chunks = nchunks - remote;
     c->claims = remote ? b->claims : NULL;
+    c->probe_seq = c->probe_node >= 0 ? b->seq : UINT64_MAX;
+    b->params_wanted = c->probe_node >= 0;
+    send_probe(c);   /* now if the nodes were sent the batch's parameters already */
     pthread_mutex_unlock(&c->lock);
     return remote;
 }

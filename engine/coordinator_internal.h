@@ -19,7 +19,7 @@
 
 #define MAX_NODES 64
 #define COST_WEIGHT 0.3          /* of a new measurement in a running cost */
-#define PROBE_EVERY 16           /* batches between the chunks a parked node gets to stay measured */
+#define PROBE_EVERY 16           /* batches between the probes that keep a node measured */
 #define POWER_WINDOW_S 0.25      /* the shortest interval this machine's power is measured over */
 #define MAX_SHARE_DECISIONS 16
 
@@ -56,8 +56,10 @@ typedef struct node {
     double compute_s, wait_s, joules, joined_at, active_s;
     double watts, carbon;        /* while computing (running average), its grid's intensity */
     int estimated;
-    int parked, probe;           /* the policy leaves it out; it may take one chunk to be measured */
+    int parked, probe;           /* the policy leaves it out; it is due a probe */
     long probed_at;              /* the batch of its last probe */
+    long probes;                 /* probes it was sent: chunks computed here too, which measure
+                                    it and nothing else (not counted in chunks) */
     long fed_at;                 /* the batch of the last chunk it was sent */
     netio_peer_stats net;
     int track;                   /* 1 + its track in the trace; 0: not made yet; -1: no trace */
@@ -103,6 +105,8 @@ typedef struct slot {
     int recalled;                /* RECALL: 0 not sent, 1 under way (for `thief`), 2 refused (the
                                     chunk had started) */
     int thief;                   /* a node's index, THIEF_HERE, or -1: that node left */
+    int probe;                   /* a chunk dealt here, sent to a node too: what comes back
+                                    measures the node, and meets no task */
     double sent_at;
 } slot;
 
@@ -136,6 +140,13 @@ struct coordinator {
     remote_batch batch;
     int here_chunks;
     _Atomic int *claims;
+    /* a probe: a node that has taken no chunk for a while (or that the policy parked) is sent a
+       copy of a chunk dealt here, so that it stays measured while no batch waits for it. One at
+       a time: the slots hold two batches' chunks and one probe. */
+    int probe_node;              /* whose probe waits for the parameters of batch probe_seq */
+    uint64_t probe_seq;          /* UINT64_MAX: none waits */
+    uint64_t packed_seq;         /* the batch whose layers packed_layers were packed */
+    int packed_layers;
     long stolen_chunks;
     long lost_nodes, resent_chunks, fallback_chunks;
     /* chunks taken back from nodes for the fallback engine while workers here idle: RECALLs
@@ -195,6 +206,7 @@ int send_to(coordinator *c, node *n, uint16_t type, const void *head, size_t hea
 int takes_work(const node *n);
 slot *first_in(coordinator *c, int state);        /* in that state, first in the fixed order */
 int send_chunk(coordinator *c, node *n, slot *s);  /* nonzero: the hub closes that node */
+void send_probe(coordinator *c);                   /* the probe waiting, if its batch is packed */
 /* Chunk s waits on a node behind at least one per worker there, and was not asked back yet: a
  * RECALL may take it elsewhere. */
 int waits_behind(const coordinator *c, const slot *s);
@@ -207,7 +219,7 @@ void steal_for(coordinator *c, node *n);   /* node n may take chunks dealt elsew
 void on_tick(coordinator *c);              /* the fallback's tick: RECALLs worth sending */
 /* A RECALL of chunk s answered, or moot: outcome 0 (given back, or its node lost), 2 (refused). */
 void recall_over(coordinator *c, slot *s, int outcome);
-int remote_chunks(void *ctx, const remote_batch *b);
+int remote_chunks(void *ctx, remote_batch *b);
 
 /* coordinator_slots.c, locked. Each returns the tasks it put in done (at most SLOT_PARTS), for
  * the caller to complete unlocked; a slot whose parts all met their tasks is free. */

@@ -83,7 +83,7 @@ int slot_result(coordinator *c, slot *s, const msg_result *r, const float *grads
             n += slot_arrived(c, s, 1 + l, grads + c->layer_offset[l], done + n);
     chunk_stats st = {r->loss, (int)r->correct, (int)r->samples};
     n += slot_arrived(c, s, 0, &st, done + n);
-    if (s->met == s->expected)
+    if (s->met == s->expected || s->probe)   /* a probe's parts meet no task */
         slot_free(s);
     else
         s->state = SLOT_ARRIVED;

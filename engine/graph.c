@@ -385,24 +385,27 @@ static int batch_chunks(const trainer *t, const batch_ref *r)
 }
 
 /* Asks the coordinator, if any, how many of the batch's chunks other machines compute; when
- * some do, the chunks left here carry claims, for nodes to take the ones not yet started. */
-static int share_batch(trainer *t, batch_ref *r, int chunks)
+ * some do, the chunks left here carry claims, for nodes to take the ones not yet started.
+ * *packs: whether the batch's parameters are to be packed for other machines. */
+static int share_batch(trainer *t, batch_ref *r, int chunks, int *packs)
 {
+    *packs = 0;
     if (r->split != SPLIT_TRAIN || !t->remote.chunks)
         return 0;
     remote_batch b = {t->seq, r->epoch, r->size, chunks, r->index, r->b->claims,
-                      t->pack[t->seq & 1]};
+                      t->pack[t->seq & 1], 0};
     int elsewhere = t->remote.chunks(t->remote.ctx, &b);
     r->claims = elsewhere ? r->b->claims : NULL;
+    *packs = elsewhere || b.params_wanted;
     return elsewhere;
 }
 
 static void submit_batch(trainer *t, batch_ref *r)
 {
-    int chunks = batch_chunks(t, r), elsewhere = share_batch(t, r, chunks);
+    int packs, chunks = batch_chunks(t, r), elsewhere = share_batch(t, r, chunks, &packs);
     /* the remote chunks first: they wait on the network the longest, and the submitting thread
      * may run local tasks before it submits anything after them */
-    if (elsewhere && t->packed_seq != t->seq)
+    if (packs && t->packed_seq != t->seq)
         submit_packs(t);
     if (elsewhere)
         submit_remote(t, r, chunks - elsewhere, chunks);

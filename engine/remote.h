@@ -38,6 +38,8 @@ typedef struct remote_batch {
     long batch;
     _Atomic int *claims;         /* per chunk, the claim on it, reset by the callee */
     const float *packed;         /* the batch's parameters, packed, once the nodes were sent them */
+    int params_wanted;           /* set by the callee: pack them though no chunk goes elsewhere
+                                    (a node is sent a probe, a chunk computed here too) */
 } remote_batch;
 
 /* What the peer worker's device ctx is. started() is called on the peer worker when a remote

@@ -70,7 +70,7 @@ int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_re
  * runtime must have a peer worker whose device ctx is a remote_sink. */
 typedef struct trainer_remote {
     void *ctx;
-    int (*chunks)(void *ctx, const remote_batch *b);
+    int (*chunks)(void *ctx, remote_batch *b);
 } trainer_remote;
 int trainer_share_work(trainer *t, const trainer_remote *r, char *err, size_t errlen);
 /* The parameter count of the model; its layers' counts (the packed order: layers in order). */
