@@ -32,11 +32,13 @@ if command -v taskset > /dev/null && [ "$(nproc)" -gt $((2 * workers)) ]; then p
 echo "bench cluster: $workers worker(s) per machine, the reference $((2 * workers));" \
     "each machine on cores of its own: $pinned"
 
-# Runs its arguments on cores FIRST to FIRST+COUNT-1 where machines are pinned.
+# Becomes its arguments, on cores FIRST to FIRST+COUNT-1 where machines are pinned; called in a
+# subshell, so that a process started in the background has $! as its own pid (and is killed
+# by it, not left running).
 on_cores() {
     local first=$1 count=$2
     shift 2
-    if [ $pinned = yes ]; then taskset -c "$first-$((first + count - 1))" "$@"; else "$@"; fi
+    if [ $pinned = yes ]; then exec taskset -c "$first-$((first + count - 1))" "$@"; else exec "$@"; fi
 }
 base=$((30000 + $$ % 300 * 8))   # with its ~60 ports, below the ephemeral range (32768 up)
 ./frugal keygen "$out/key" > /dev/null
@@ -49,9 +51,9 @@ fastest() { tail -n +2 "$1/metrics.csv" | sort -t, -k7 -g | tail -n 1 | cut -d, 
 train() {
     local name=$1 count=$2
     shift 2
-    on_cores 0 "$count" ./frugal train "examples/$job" --set job.epochs=$epochs \
+    (on_cores 0 "$count" ./frugal train "examples/$job" --set job.epochs=$epochs \
         --set "job.output=$out/$name" \
-        --set data.test_limit=1 --set energy.baseline_seconds=0 "$@" > "$out/$name.log" 2>&1 ||
+        --set data.test_limit=1 --set energy.baseline_seconds=0 "$@") > "$out/$name.log" 2>&1 ||
         { cat "$out/$name.log" >&2; exit 1; }
 }
 
@@ -61,13 +63,12 @@ cluster() {
     local name=$1 rate=$2 delay=$3 node_opts=$4 port=$((base + runs * 2))
     shift 4
     runs=$((runs + 1))
-    on_cores $((2 * workers)) 1 ./build/release/netproxy "127.0.0.1:$((port + 1))" \
-        "127.0.0.1:$port" --rate "$rate" --delay "$delay" --duration 3000 2> "$out/$name.proxy" &
+    (on_cores $((2 * workers)) 1 ./build/release/netproxy "127.0.0.1:$((port + 1))" \
+        "127.0.0.1:$port" --rate "$rate" --delay "$delay" --duration 3000) 2> "$out/$name.proxy" &
     pids+=($!)
     # shellcheck disable=SC2086
-    on_cores "$workers" "$workers" ./frugal join "127.0.0.1:$((port + 1))" --key "$out/key" \
-        --workers "$workers" $node_opts \
-        > "$out/$name.node" 2>&1 &
+    (on_cores "$workers" "$workers" ./frugal join "127.0.0.1:$((port + 1))" --key "$out/key" \
+        --workers "$workers" $node_opts) > "$out/$name.node" 2>&1 &
     pids+=($!)
     train "$name" "$workers" --set execution.workers="$workers" --listen "127.0.0.1:$port" \
         --key "$out/key" --wait-for 1 "$@"
