@@ -146,8 +146,10 @@ void send_probe(coordinator *c)
     if (!s)
         return;
     s->probe = 1;
-    if (!send_chunk(c, n, s))
-        n->probe = 0, n->probes++;   /* else the hub closes that node; node_lost frees the slot */
+    if (send_chunk(c, n, s))
+        slot_free(s);   /* the hub closes that node; this machine computes the chunk anyway */
+    else
+        n->probe = 0, n->probes++;
 }
 
 /* A node may take chunks (its quota of the batch, or as many as it has workers) unless the policy

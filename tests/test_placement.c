@@ -279,26 +279,46 @@ static int workers_chosen(const char *name, ...)
     return workers;
 }
 
-/* The worker count NAME's run measured best in summary.json's by_workers: the fastest, or the
- * cheapest in its policy's cost; -1 if none. */
-static int best_measured(const char *name, int cheapest)
+/* What NAME's run measured per worker count (summary.json's by_workers), at most 16: how many. */
+static int measured(const char *name, int *workers, double *rate, double *cost)
 {
     static char json[1 << 16];
     char path[760];
     snprintf(path, sizeof path, "%s/%s/summary.json", test_tmpdir(), name);
     test_read_text(path, json, sizeof json);
     const char *at = strstr(json, "\"by_workers\": [");
-    int best = -1, workers;
-    double best_score = 0, rate, cost;
-    for (; at && (at = strstr(at, "{\"workers\": ")); at++) {
-        if (sscanf(at, "{\"workers\": %d, \"img_per_s\": %lf", &workers, &rate) != 2 ||
-            !(at = strstr(at, "\"cost\": ")) || sscanf(at, "\"cost\": %lf", &cost) != 1)
+    int n = 0;
+    for (; n < 16 && at && (at = strstr(at, "{\"workers\": ")); at++, n++)
+        if (sscanf(at, "{\"workers\": %d, \"img_per_s\": %lf", &workers[n], &rate[n]) != 2 ||
+            !(at = strstr(at, "\"cost\": ")) || sscanf(at, "\"cost\": %lf", &cost[n]) != 1)
             break;
-        double score = cheapest ? -cost : rate;
+    return n;
+}
+
+/* The worker count NAME's run measured best: the fastest, or the cheapest in its policy's
+ * cost; -1 if none. */
+static int best_measured(const char *name, int cheapest)
+{
+    int workers[16], best = -1;
+    double rate[16], cost[16], best_score = 0;
+    for (int i = 0, n = measured(name, workers, rate, cost); i < n; i++) {
+        double score = cheapest ? -cost[i] : rate[i];
         if (best < 0 || score > best_score)
-            best = workers, best_score = score;
+            best = workers[i], best_score = score;
     }
     return best;
+}
+
+/* Whether NAME's run measured one worker within `slowdown` of its fastest count. */
+static int one_within(const char *name, double slowdown)
+{
+    int workers[16];
+    double rate[16], cost[16], one = 0, fastest = 0;
+    for (int i = 0, n = measured(name, workers, rate, cost); i < n; i++) {
+        one = workers[i] == 1 ? rate[i] : one;
+        fastest = rate[i] > fastest ? rate[i] : fastest;
+    }
+    return one > 0 && one * (1 + slowdown) >= fastest;
 }
 
 TEST(placement_energy_keeps_one_worker_where_the_second_core_costs_more)
@@ -325,8 +345,11 @@ TEST(placement_energy_keeps_one_worker_where_the_second_core_costs_more)
     int time_kept = workers_chosen("time", "placement.policy=time", "job.batch=128", NULL);
     CHECKF(time_kept >= 2 || best_measured("time", 0) == 1,
            "time kept %d workers where more were measured faster", time_kept);
-    CHECK(workers_chosen("capped", "placement.policy=energy", "placement.max_slowdown=0.3",
-                         "job.batch=128", NULL) >= 2);
+    /* (unless this machine's windows measured one worker within the cap: under ASan, seen) */
+    int capped = workers_chosen("capped", "placement.policy=energy", "placement.max_slowdown=0.3",
+                                "job.batch=128", NULL);
+    CHECKF(capped >= 2 || one_within("capped", 0.3),
+           "the 30%% cap kept %d workers where one was measured more than 30%% slower", capped);
     /* two cores draw 100 W: a 60 W budget keeps one, whatever the policy */
     CHECK(workers_chosen("budget", "placement.policy=time", "placement.power_budget_watts=60",
                          NULL) == 1);
