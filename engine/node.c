@@ -129,6 +129,19 @@ static queued *next_event(node *n, int wait)
     return q;
 }
 
+/* Whether the coordinator's DONE waits in the queue: it ended training (and closed) while this
+ * node still computed a chunk it no longer needed, a probe, so a send that fails then is no
+ * lost coordinator. */
+static int done_queued(node *n)
+{
+    pthread_mutex_lock(&n->lock);
+    const queued *q = n->head;
+    while (q && !(q->e.kind == NETIO_MESSAGE && q->e.type == MSG_DONE))
+        q = q->next;
+    pthread_mutex_unlock(&n->lock);
+    return q != NULL;
+}
+
 static void drop(queued *q)
 {
     free(q->payload);
@@ -464,7 +477,7 @@ static int send_figures(node *n, uint16_t type, const msg_result *r, const void 
 {
     uint8_t head[96];
     if (netio_hub_send(n->hub, n->peer, type, head, proto_result_head(r, head, sizeof head),
-                       body, len))
+                       body, len) && !done_queued(n))
         return n->lost = 1, fail(n, "coordinator %s lost while sending results", n->o->coordinator);
     return 0;
 }
@@ -517,7 +530,7 @@ static int compute(node *n, const msg_work *w, _Atomic int *const *claims, int c
     energy_reading before = read_meter(n);
     if (chunk_engine_run(&n->e, w, claims, count, n->err, sizeof n->err))
         return fail(n, "%s", n->err);
-    if (atomic_load(&n->send_failed))
+    if (atomic_load(&n->send_failed) && !done_queued(n))
         return n->lost = 1, fail(n, "coordinator %s lost while sending gradients", n->o->coordinator);
     energy_reading after = read_meter(n);
     update_carbon(n, &after);
