@@ -131,11 +131,11 @@ typedef struct key_spec {
     double lo, hi;
 } key_spec;
 
-/* Reads and checks path; overrides are "section.key=value" strings applied on top (NULL-ended
- * list, may be NULL). Returns 0, or -1 with a message in err. */
 /* [execution] devices: DEVICES_AUTO... for its name, or -1 (names: CONFIG_DEVICES). */
 #define CONFIG_DEVICES "auto, cpu, opencl or cpu+opencl"
 int config_devices(const char *name);
+/* Reads and checks path; overrides are "section.key=value" strings applied on top (NULL-ended
+ * list, may be NULL). Returns 0, or -1 with a message in err. */
 int config_load(job_config *cfg, const char *path, const char *const *overrides, char *err,
                 size_t errlen);
 /* The same from text already in memory (len bytes, need not end with a 0); `path` names it in

@@ -127,7 +127,8 @@ static int probe_out(const coordinator *c)
 /* Locked. The batch's chunks dealt one by one to whichever member would finish its share first.
  * So a fast link or a fast node gets more, and a node whose lag outweighs a chunk gets fewer.
  * At least one chunk stays here, so that its speed stays measured. Returns the chunks the
- * nodes take; each node's share is its quota. A node due a probe is named in probe_node. */
+ * nodes take; each node's share is its quota. A node due a probe is named in probe_node (which
+ * the caller cleared). */
 static int deal_chunks(coordinator *c, int nchunks)
 {
     int here = 1, remote = 0;
@@ -151,15 +152,14 @@ static int deal_chunks(coordinator *c, int nchunks)
     }
     /* pinned by hand, every node takes work; else a probe keeps measured a parked node due for
      * one, or a node this deal left without work for PROBE_EVERY batches */
-    c->probe_node = -1;
     for (int i = 0; i < c->nnodes; i++) {
         node *n = &c->nodes[i];
         if (!n->ready || n->gone || n->quota)
             continue;
         if (c->cfg->all_nodes && remote < nchunks - 1)
             n->quota = 1, remote++;
-        else if (!c->cfg->all_nodes && c->probe_node < 0 && !probe_out(c) &&
-                 (n->parked ? n->probe : c->batches - n->fed_at >= PROBE_EVERY))
+        else if (!c->cfg->all_nodes && c->probe_node < 0 &&
+                 (n->parked ? n->probe : c->batches - n->fed_at >= PROBE_EVERY) && !probe_out(c))
             c->probe_node = i;
     }
     for (int i = 0; i < c->nnodes; i++) {

@@ -861,6 +861,24 @@ TEST(cluster_far_node_is_dealt_only_probes)
     check_identical("single-far", "far");
 }
 
+/* A node 100x slower is still computing its probe when training ends: 18 batches, the probe
+ * goes with the 17th, and a chunk of 256 samples takes the node (about a second) far longer than
+ * the coordinator's end of the run and the 100 ms it leaves between its DONE and closing. The node's results find the connection
+ * closed, and it ends cleanly on the DONE before them, not as a node that lost its coordinator
+ * (which would try to rejoin, and fail). */
+TEST(cluster_node_ends_cleanly_with_a_probe_under_way)
+{
+    char j[700];
+    snprintf(j, sizeof j, "%s", job_file_batch("probe-end.cfg", 18 * 512, 16, 1, 512, 0.9, ""));
+    const char *variant = getenv("FRUGAL_TEST_VARIANT");   /* sanitizers slow the chunk already */
+    const char *node_slowdown = !variant || !strcmp(variant, "release") ? "100"
+                                : !strcmp(variant, "tsan") ? "5" : "30";
+    CHECKF(with_one_node(j, "probe-end", 15, node_slowdown, 0, "execution.grain=256") == 0, "%s",
+           out);
+    long probes = (long)nodes_sum("probe-end", "probe_chunks");
+    CHECKF(probes >= 1 && !strstr(out, "trying to rejoin"), "%ld probes\n%s", probes, out);
+}
+
 /* A coordinator 20x slower than its node: the first batch (32 chunks) is dealt half and half,
  * the node not being measured yet, so the node, done with its share, takes (steals) the chunks
  * dealt to the coordinator that have not started there; the weights stay those of one machine.
