@@ -117,10 +117,16 @@ int chunk_engine_run(chunk_engine *e, const msg_work *w, _Atomic int *const *cla
 {
     rt_stats st;
     rt_stats_reset(e->rt);
+    node_chunk c[MAX_GROUP];
+    if (n > MAX_GROUP) {
+        snprintf(err, errlen, "%d chunks computed at once (at most %d)", n, MAX_GROUP);
+        return -1;
+    }
     for (int i = 0; i < n; i++)
-        if (trainer_node_chunk(e->t, (int)w[i].epoch, w[i].batch, (int)w[i].chunk, (int)w[i].size,
-                               claims ? claims[i] : NULL, err, errlen))
-            return -1;
+        c[i] = (node_chunk){(int)w[i].epoch, w[i].batch, (int)w[i].chunk, (int)w[i].size,
+                            claims ? claims[i] : NULL, (int)w[i].probe};
+    if (trainer_node_chunks(e->t, c, n, err, errlen))
+        return -1;
     if (rt_wait_all(e->rt)) {
         snprintf(err, errlen, "%s", rt_error(e->rt));
         return -1;

@@ -51,8 +51,10 @@ int chunk_engine_layer(chunk_engine *e, uint64_t seq, int layer, const void *val
  * must hold. */
 int chunk_engine_delta(chunk_engine *e, uint64_t seq, uint64_t base, const uint8_t *delta,
                        char *err, size_t errlen);
-/* Computes chunks (of the loaded batch) on every worker; claims (NULL: none), per chunk, let
- * another machine take it before it starts (trainer_node_chunk). 0, or -1 with err. */
+/* Computes chunks (of the loaded batch, at most MAX_GROUP) on every worker; claims (NULL:
+ * none), per chunk, let another machine take it before it starts (trainer_node_chunks). 0, or
+ * -1 with err. */
+#define MAX_GROUP 256
 int chunk_engine_run(chunk_engine *e, const msg_work *w, _Atomic int *const *claims, int n,
                      char *err, size_t errlen);
 /* Each chunk's gradients handed to the sink layer by layer during chunk_engine_run (a node's). */

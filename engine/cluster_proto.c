@@ -38,7 +38,7 @@ void proto_limits(frame_limits *l, int coordinator, long nparams, long largest)
         l->max_payload[MSG_FILE] = 48 + PROTO_FILE_PIECE;
         l->max_payload[MSG_PARAMS] = floats ? PROTO_PARAMS_HEAD + floats : 0;
         l->max_payload[MSG_LAYER] = floats && largest > 0 ? PROTO_LAYER_HEAD + 4 * (uint32_t)largest : 0;
-        l->max_payload[MSG_WORK] = 24;
+        l->max_payload[MSG_WORK] = 28;
         l->max_payload[MSG_ROUND] = 36;
         l->max_payload[MSG_DELTA] = floats ? PROTO_DELTA_HEAD + floats + 4 * CONFIG_MAX_LAYERS : 0;
         l->max_payload[MSG_AVERAGE] = floats ? PROTO_PARAMS_HEAD + floats + 4 * CONFIG_MAX_LAYERS : 0;
@@ -124,6 +124,7 @@ size_t proto_work_encode(const msg_work *m, uint8_t *out, size_t cap)
     wire_u32(&w, m->batch);
     wire_u32(&w, m->chunk);
     wire_u32(&w, m->size);
+    wire_u32(&w, m->probe);
     return wire_length(&w);
 }
 
@@ -181,6 +182,7 @@ size_t proto_layer_head(const msg_layer *m, uint8_t *out, size_t cap)
     wire_u64(&w, m->seq);
     wire_u32(&w, m->chunk);
     wire_u32(&w, m->layer);
+    wire_u32(&w, m->chunks);
     return wire_length(&w);
 }
 
@@ -320,7 +322,10 @@ int proto_work_decode(msg_work *m, const uint8_t *p, size_t len, char *why, size
     m->batch = wire_get_u32(&r);
     m->chunk = wire_get_u32(&r);
     m->size = wire_get_u32(&r);
-    return done(&r, why, whylen, "WORK");
+    m->probe = wire_get_u32(&r);
+    if (done(&r, why, whylen, "WORK"))
+        return -1;
+    return m->probe > 1 ? bad(why, whylen, "a WORK message neither a probe nor not") : 0;
 }
 
 int proto_recall_decode(unsigned type, msg_recall *m, const uint8_t *p, size_t len, char *why,
@@ -413,10 +418,14 @@ int proto_layer_decode(unsigned type, msg_layer *m, const uint8_t *p, size_t len
     m->seq = wire_get_u64(&r);
     m->chunk = wire_get_u32(&r);
     m->layer = wire_get_u32(&r);
+    m->chunks = wire_get_u32(&r);
     if (r.bad)
         return snprintf(why, whylen, "a %s message of %zu bytes (shorter than its head)", name, len), -1;
-    if (type == MSG_LAYER && m->chunk)
-        return snprintf(why, whylen, "a LAYER message for chunk %u (parameters are no chunk's)",
+    if (type == MSG_LAYER && (m->chunk || m->chunks != 1))
+        return snprintf(why, whylen, "a LAYER message for chunks %u to %u (parameters are no "
+                        "chunk's)", m->chunk, m->chunk + m->chunks), -1;
+    if (!m->chunks || m->chunks > PROTO_MAX_CHUNKS || m->chunk >= PROTO_MAX_CHUNKS)
+        return snprintf(why, whylen, "a GRAD message for %u chunks from chunk %u", m->chunks,
                         m->chunk), -1;
     if (m->layer >= (uint32_t)nlayers || !layer_params[m->layer])
         return snprintf(why, whylen, "a %s message for layer %u, which has no parameters", name,

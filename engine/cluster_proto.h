@@ -15,10 +15,13 @@
  *                                 while the nodes still compute the layers before it)
  *   coordinator -> node  PARAMS   the parameters of batch `seq` (every layer, in order), to a
  *                                 node that missed some of its LAYERs
- *   coordinator -> node  WORK     chunk k of batch `seq` (epoch, batch in the epoch, its size)
- *   node -> coordinator  GRAD     one layer's partial gradient of that chunk, sent as soon as
- *                                 the chunk's backward pass has computed it (the layers nearer
- *                                 the input are still computing meanwhile)
+ *   coordinator -> node  WORK     chunk k of batch `seq` (epoch, batch in the epoch, its size;
+ *                                 whether it is a probe, which the coordinator computes too)
+ *   node -> coordinator  GRAD     one layer's partial gradient of chunks [k, k + n) of the batch,
+ *                                 sent as soon as their backward pass has computed it (the
+ *                                 layers nearer the input are still computing meanwhile). n > 1
+ *                                 only for a batch's last chunks, summed on the node in the
+ *                                 fixed order (from the last chunk down), and no probe
  *   node -> coordinator  RESULT   after the chunk's GRADs: its loss and correct answers, the
  *                                 node's compute time, energy so far, power while computing and
  *                                 grid carbon intensity (the placement policy weighs them)
@@ -60,11 +63,12 @@ enum {
     MSG_TYPES
 };
 
-#define PROTO_VERSION 11
+#define PROTO_VERSION 12
 #define PROTO_MAX_FILES 8
 #define PROTO_FILE_PIECE (1u << 20)     /* bytes of a file per FILE message */
 #define PROTO_MAX_PARAMS (64L << 20)    /* floats a model may have to train on a cluster */
 #define PROTO_TEXT 160
+#define PROTO_MAX_CHUNKS (1u << 20)    /* chunks a batch may have (its samples, at most) */
 
 typedef struct msg_join {
     uint32_t version, workers, isa;
@@ -106,6 +110,7 @@ typedef struct msg_file {
 typedef struct msg_work {
     uint64_t seq;
     uint32_t epoch, batch, chunk, size;
+    uint32_t probe;                     /* 1: computed on the coordinator too (summed with none) */
 } msg_work;
 
 /* RECALL (given 0) and RECALLED */
@@ -140,15 +145,15 @@ typedef struct msg_delta {
 } msg_delta;
 #define PROTO_DELTA_HEAD 16
 
-/* One layer's floats: a chunk's partial gradient (GRAD) or a batch's parameters (LAYER,
- * chunk 0). */
+/* One layer's floats: the partial gradient of chunks [chunk, chunk + chunks) summed (GRAD), or
+ * a batch's parameters (LAYER: chunk 0, chunks 1). */
 typedef struct msg_layer {
     uint64_t seq;
-    uint32_t chunk, layer;
+    uint32_t chunk, layer, chunks;
     const float *values;                /* into the payload, maybe unaligned */
     size_t n;                           /* the layer's parameter count */
 } msg_layer;
-#define PROTO_LAYER_HEAD 16
+#define PROTO_LAYER_HEAD 20
 
 /* What a receiver accepts, per message type (nparams: the model's, 0 before it is known;
  * largest: its largest layer's count, the bound of a GRAD or a LAYER). */

@@ -102,7 +102,7 @@ int send_chunk(coordinator *c, node *n, slot *s)
 {
     uint8_t head[PROTO_PARAMS_HEAD], work[32];
     msg_work w = {s->a.seq, (uint32_t)s->a.epoch, (uint32_t)s->a.batch, (uint32_t)s->a.chunk,
-                  (uint32_t)s->a.size};
+                  (uint32_t)s->a.size, (uint32_t)s->probe};
     size_t len = proto_work_encode(&w, work, sizeof work);
     if (n->params_seq != s->a.seq) {   /* no LAYER of the next batch between PARAMS and WORK */
         for (int i = 0; i < 8; i++)
@@ -247,7 +247,8 @@ static void params_ready(remote_sink *sink, uint64_t seq, int layer, const float
     }
     pthread_mutex_unlock(&c->lock);
     uint8_t head[PROTO_LAYER_HEAD];
-    size_t headlen = proto_layer_head(&(msg_layer){seq, 0, (uint32_t)layer, NULL, 0}, head, sizeof head);
+    size_t headlen = proto_layer_head(&(msg_layer){.seq = seq, .layer = (uint32_t)layer, .chunks = 1},
+                                     head, sizeof head);
     pthread_mutex_lock(&c->params_lock);
     for (int k = 0; k < m; k++)
         sent[k] = !netio_hub_send(c->hub, peer[k], MSG_LAYER, head, headlen, values,
@@ -308,7 +309,7 @@ static void compute_here(coordinator *c, chunk_engine *e, int open, slot *s, cha
     int taken_back = s->state == SLOT_BACK;
     s->state = SLOT_SENT, s->node = -1;
     msg_work w = {s->a.seq, (uint32_t)s->a.epoch, (uint32_t)s->a.batch, (uint32_t)s->a.chunk,
-                  (uint32_t)s->a.size};
+                  (uint32_t)s->a.size, 0};
     double start = now_s();
     pthread_mutex_unlock(&c->lock);
     msg_result r;
@@ -489,22 +490,60 @@ static slot *sent_slot(coordinator *c, const node *n, uint64_t seq, uint32_t chu
     return NULL;
 }
 
-/* A layer's gradient of a chunk: its task completes now, so that layer's sum and update need
- * not wait for the rest of the chunk. */
+/* The last chunk of a batch of `size` samples. */
+static int last_chunk(const coordinator *c, int size)
+{
+    const exec_plan *p = trainer_plan(c->t);
+    int k = p->nchunks - 1, s0, s1;
+    for (plan_chunk(p, k, size, &s0, &s1); s1 <= s0 && k > 0; plan_chunk(p, --k, size, &s0, &s1))
+        ;
+    return k;
+}
+
+/* Locked. Whether node n may send the sum of chunks [g->chunk, g->chunk + g->chunks) (one
+ * chunk, or the batch's last chunks, none a probe: the only sum the fixed order allows a node,
+ * graph.c), all sent to it; their slots into out. */
+static int summed_slots(coordinator *c, const node *n, const msg_layer *g, slot **out)
+{
+    for (uint32_t i = 0; i < g->chunks; i++) {
+        slot *s = sent_slot(c, n, g->seq, g->chunk + i);
+        if (!s || (g->chunks > 1 && (s->probe || (i == g->chunks - 1 &&
+                                                   s->a.chunk != last_chunk(c, s->a.size)))))
+            return 0;
+        out[i] = s;
+    }
+    return 1;
+}
+
+/* A layer's gradient of a chunk, or of a batch's last chunks summed on the node: their tasks
+ * complete now, so that the layer's sum and update need not wait for the rest of the chunks.
+ * Of a sum, the first chunk's part holds it, the others' -0.0. */
 static void on_grad(coordinator *c, node *n, const uint8_t *p, size_t len)
 {
     msg_layer g;
     char why[200];
     if (proto_layer_decode(MSG_GRAD, &g, p, len, c->layer_params, c->nlayers, why, sizeof why))
         return refuse(c, n, why);
-    slot *s = sent_slot(c, n, g.seq, g.chunk);
-    if (!s)
-        return refuse(c, n, "a gradient for a chunk it was not sent");
-    rt_task *done[1];
-    int ndone = slot_arrived(c, s, 1 + (int)g.layer, g.values, done);
-    pthread_mutex_unlock(&c->lock);
-    complete(c, done, ndone);
-    pthread_mutex_lock(&c->lock);
+    if (g.chunks > (uint32_t)trainer_plan(c->t)->nchunks)
+        return refuse(c, n, "a gradient summed over more chunks than a batch has");
+    slot **s = malloc(sizeof *s * g.chunks);
+    rt_task **done = malloc(sizeof *done * g.chunks);
+    int ndone = 0, ok = s && done && summed_slots(c, n, &g, s);
+    for (uint32_t i = 0; ok && i < g.chunks; i++) {
+        s[i]->summed |= i > 0;
+        ndone += slot_arrived(c, s[i], 1 + (int)g.layer, i ? NULL : g.values, done + ndone);
+    }
+    if (ok) {
+        pthread_mutex_unlock(&c->lock);
+        complete(c, done, ndone);
+        pthread_mutex_lock(&c->lock);
+    } else {
+        refuse(c, n, !s || !done ? "out of memory for a gradient's chunks"
+                                 : "a gradient for chunks it was not sent, or summed over others "
+                                   "than the batch's last ones");
+    }
+    free(s);
+    free(done);
 }
 
 static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
@@ -523,7 +562,7 @@ static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
     trace_node(c, n, s->probe ? "probe (a chunk computed here too): sent, computed, returned"
                               : "chunk: sent, computed, returned", s->sent_at, s->sent_at + rtt);
     rt_task *done[SLOT_PARTS];
-    n->chunks += !s->probe;
+    n->chunks += !s->probe, n->summed += s->summed;
     n->samples += r.samples, n->compute_s += r.compute_s;
     n->wait_s += rtt > r.compute_s ? rtt - r.compute_s : 0;
     n->joules = r.joules, n->estimated = (int)r.estimated, n->carbon = r.carbon_g_per_kwh;

@@ -53,6 +53,7 @@ typedef struct node {
     double lag;                  /* seconds a round trip adds to computing (the network, the
                                     coordinator's update), 0 until measured */
     long chunks, samples;
+    long summed;                 /* chunks whose gradients it summed into another's (GRAD) */
     double compute_s, wait_s, joules, joined_at, active_s;
     double watts, carbon;        /* while computing (running average), its grid's intensity */
     int estimated;
@@ -107,6 +108,7 @@ typedef struct slot {
     int thief;                   /* a node's index, THIEF_HERE, or -1: that node left */
     int probe;                   /* a chunk dealt here, sent to a node too: what comes back
                                     measures the node, and meets no task */
+    int summed;                  /* its gradients came summed into another chunk's */
     double sent_at;
 } slot;
 
@@ -226,6 +228,7 @@ int remote_chunks(void *ctx, remote_batch *b);
 slot *slot_of(coordinator *c, uint64_t seq, int chunk);     /* NULL: none */
 slot *slot_new(coordinator *c, const remote_args *a, const float *params, int state);
 int slot_task(coordinator *c, slot *s, int part, void *dst, rt_task *task, rt_task **done);
+/* data NULL: a gradient the node summed into another chunk's (GRAD over several chunks) */
 int slot_arrived(coordinator *c, slot *s, int part, const void *data, rt_task **done);
 /* A RESULT: the figures, and the gradients unless grads is NULL (they came as GRADs). */
 int slot_result(coordinator *c, slot *s, const msg_result *r, const float *grads, rt_task **done);

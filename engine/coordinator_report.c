@@ -41,9 +41,9 @@ void coordinator_print_nodes(coordinator *c, FILE *f, double here_joules, int he
             netio_hub_peer_stats(c->hub, n->peer, &n->net);
         char dealing[120] = "";   /* synchronous: how its chunks came to it */
         if (!c->cfg->sync_every)
-            snprintf(dealing, sizeof dealing, " (%ld stolen, %ld given back; dealt some in %ld of %ld "
-                     "batches; %ld probes)", n->stolen, n->given_back, n->batches_dealt,
-                     n->batches_present, n->probes);
+            snprintf(dealing, sizeof dealing, " (%ld stolen, %ld given back, %ld summed there; "
+                     "dealt some in %ld of %ld batches; %ld probes)", n->stolen, n->given_back,
+                     n->summed, n->batches_dealt, n->batches_present, n->probes);
         fprintf(f, "  node %s (%s): %ld chunks%s, %.0f img/s, %.1f MB sent, %.1f MB received, "
                 "%.2f s waiting on the network (%.2f ms a round trip), %.1f J %s%s%s%s\n", n->addr,
                 n->host, n->chunks, dealing, n->active_s > 0 ? (double)n->samples / n->active_s : 0,
@@ -97,12 +97,15 @@ void coordinator_write_json(coordinator *c, FILE *f, double here_joules, int her
         json_string(f, n->host);
         fprintf(f, ", \"workers\": %d, \"active_workers\": %d, \"kernel_path\": \"%s\", "
                 "\"joined_after_s\": %.2f, "
-                "\"chunks\": %ld, \"probe_chunks\": %ld, \"chunks_stolen\": %ld, \"chunks_given_back\": %ld, \"batches_dealt\": %ld, \"batches_present\": %ld, "
+                "\"chunks\": %ld, \"probe_chunks\": %ld, \"chunks_stolen\": %ld, "
+                "\"chunks_given_back\": %ld, \"chunks_summed_there\": %ld, "
+                "\"batches_dealt\": %ld, \"batches_present\": %ld, "
                 "\"share\": %.4f, \"img_per_s\": %.1f, \"bytes_sent\": %llu, "
                 "\"bytes_received\": %llu, \"network_wait_s\": %.3f, \"compute_s\": %.3f, "
                 "\"chunk_cost_ms\": %.3f, \"round_trip_lag_ms\": %.3f, \"joules\": %.3f, \"watts_computing\": %.3f, \"carbon_g_per_kwh\": %g, "
                 "\"parked\": %s, \"energy\": ", n->workers, n->running, ops_isa_name((ops_isa)n->isa),
-                n->joined_at, n->chunks, n->probes, n->stolen, n->given_back, n->batches_dealt, n->batches_present, all ? (double)n->chunks / (double)all : 0,
+                n->joined_at, n->chunks, n->probes, n->stolen, n->given_back, n->summed,
+                n->batches_dealt, n->batches_present, all ? (double)n->chunks / (double)all : 0,
                 n->active_s > 0 ? (double)n->samples / n->active_s : 0,
                 (unsigned long long)n->net.received, (unsigned long long)n->net.sent, n->wait_s,
                 n->compute_s, 1e3 * n->cost, 1e3 * n->lag, n->joules, n->watts, n->carbon, n->parked ? "true" : "false");

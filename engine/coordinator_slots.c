@@ -40,14 +40,25 @@ slot *slot_new(coordinator *c, const remote_args *a, const float *params, int st
     return NULL;
 }
 
-/* Part p meets its task: the data in place (a gradient in this machine's filter groups), the
- * task to complete. */
+/* Part p's data into dst, a gradient in this machine's filter groups if to_groups (else as it
+ * came); NULL data, a gradient a node summed into another chunk's: -0.0 everywhere, which adds
+ * nothing to any sum (-0 + x is x, x = +0 or -0 included). */
+static void put(const coordinator *c, int p, const void *data, void *dst, int to_groups)
+{
+    if (!data) {
+        for (long i = 0; i < c->layer_params[p - 1]; i++)
+            ((float *)dst)[i] = -0.0f;
+    } else if (p && to_groups) {
+        trainer_grad_from_wire(c->t, p - 1, data, dst);
+    } else {
+        memcpy(dst, data, part_bytes(c, p));
+    }
+}
+
+/* Part p meets its task: the data in place, the task to complete. */
 static int meet(const coordinator *c, slot *s, int p, const void *data, rt_task **done)
 {
-    if (p)
-        trainer_grad_from_wire(c->t, p - 1, data, s->dst[p]);
-    else
-        memcpy(s->dst[p], data, part_bytes(c, p));
+    put(c, p, data, s->dst[p], 1);
     *done = s->task[p];
     s->task[p] = NULL;
     s->met++;
@@ -71,7 +82,7 @@ int slot_arrived(coordinator *c, slot *s, int p, const void *data, rt_task **don
     if (s->task[p])
         return meet(c, s, p, data, done);
     if (s->held || !p)   /* a stolen chunk's: its task has yet to start */
-        memcpy(held_part(s, c, p), data, part_bytes(c, p));
+        put(c, p, data, held_part(s, c, p), 0);
     return 0;
 }
 

@@ -82,7 +82,7 @@ typedef struct batch_ref {
     int size;
     batch_set *b;
     int mean_over;      /* samples the gradient is the mean over: 0, the batch's size */
-    int ship;           /* a node's chunk: its gradients go to the sink layer by layer */
+    const ship_role *ship;   /* a node's chunk: its gradients go to the sink layer by layer */
     int epoch;
     long index;         /* in the epoch */
     _Atomic int *claims;   /* a coordinator's batch that nodes may take chunks of (remote.h) */
@@ -239,31 +239,33 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
 }
 
 /* A node's chunk k gradient of layer l handed to its sink (trainer_stream_gradients) once the
- * layer's backward tasks have it. It also takes the layer's input gradient (RW, unchanged), so
- * that the layer before waits for it: the gradient leaves before the rest of the backward pass
- * runs, not after it. */
+ * layer's backward tasks have it, alone or summed with the group's chunks before it (tasks.c).
+ * It also takes the layer's input gradient (RW, unchanged), so that the layer before waits for
+ * it: the gradient leaves before the rest of the backward pass runs, not after it. */
 static void submit_ship(trainer *t, const batch_ref *r, int l, int k)
 {
     int groups = t->plan.groups[l];
-    ship_args a = {t, t->gradients, k, l, t->m->layers[l].nparams};
+    ship_args a = {t, r->recall, t->m->layers[l].nparams, k, l, 0, *r->ship};
     access_list al = {.n = 0};
     for (int g = 0; g < groups; g++)
         add(&al, t->hpartial_part[l][k * groups + g], RT_R);
     if (t->plan.need_dx[l])
         add(&al, r->b->grad[l].part[k], RT_RW);
-    submit_claimed(t, &ship_kind, &a, sizeof a, PRIO_BACKWARD, &al, k, r->recall);
+    a.sum_at = add(&al, t->hgrad[l], RT_RW);
+    submit(t, &ship_kind, &a, sizeof a, PRIO_BACKWARD, &al, k);
 }
 
-/* The partial gradients of chunks [k0, k1) of layer l summed in chunk order (a fixed order:
- * the same weights whatever the workers), then the update. */
+/* The partial gradients of chunks [k0, k1) of layer l summed in a fixed order, from the last
+ * chunk down (the same weights whatever the workers; and a node computing a batch's last
+ * chunks may sum them itself, tasks.c), then the update. */
 static void submit_update(trainer *t, int l, int k0, int k1)
 {
     const layer *ly = &t->m->layers[l];
     int groups = t->plan.groups[l];
-    for (int k = k0; k < k1; k++) {
-        gradsum_args a = {ly, groups, k == k0};
+    for (int k = k1 - 1; k >= k0; k--) {
+        gradsum_args a = {ly, groups, k == k1 - 1};
         access_list al = {.n = 0};
-        add(&al, t->hgrad[l], k > k0 ? RT_RW : RT_W);
+        add(&al, t->hgrad[l], k < k1 - 1 ? RT_RW : RT_W);
         for (int g = 0; g < groups; g++)
             add(&al, t->hpartial_part[l][k * groups + g], RT_R);
         submit(t, &gradsum_kind, &a, sizeof a, PRIO_UPDATE, &al, -1);
@@ -592,21 +594,56 @@ int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_re
 
 /* ---- a node of a cluster: chunks of batches the coordinator sends ---- */
 
-int trainer_node_chunk(trainer *t, int epoch, long batch, int chunk, int size, _Atomic int *claim,
-                       char *err, size_t errlen)
+/* Whether c names a chunk of the training set's batches. */
+static int chunk_exists(const trainer *t, const node_chunk *c, char *err, size_t errlen)
 {
-    const dataset *d = t->data[SPLIT_TRAIN].d;
-    long first = batch * t->plan.batch;
-    if (chunk < 0 || chunk >= t->plan.nchunks || size < 1 || size > t->plan.batch || first < 0 ||
-        first + size > d->n || epoch < 1 || (first + size < d->n && size != t->plan.batch)) {
-        snprintf(err, errlen, "no chunk %d of batch %ld (%d samples) in a data set of %ld", chunk,
-                 batch, size, d->n);
-        return -1;
+    long first = c->batch * t->plan.batch, n = t->data[SPLIT_TRAIN].d->n;
+    int s0 = 0, s1 = 0;
+    if (c->chunk >= 0 && c->chunk < t->plan.nchunks && c->size >= 1 && c->size <= t->plan.batch)
+        plan_chunk(&t->plan, c->chunk, c->size, &s0, &s1);
+    if (s1 > s0 && first >= 0 && first + c->size <= n && c->epoch >= 1 &&
+        (first + c->size == n || c->size == t->plan.batch))
+        return 1;
+    snprintf(err, errlen, "no chunk %d of batch %ld (%d samples) in a data set of %ld", c->chunk,
+             c->batch, c->size, n);
+    return 0;
+}
+
+int trainer_node_chunks(trainer *t, const node_chunk *c, int n, char *err, size_t errlen)
+{
+    for (int i = 0; i < n; i++) {
+        if (!chunk_exists(t, &c[i], err, errlen))
+            return -1;
+        if (c[i].epoch != c[0].epoch || c[i].batch != c[0].batch || c[i].size != c[0].size) {
+            snprintf(err, errlen, "chunks of batches %ld and %ld computed as one", c[0].batch,
+                     c[i].batch);
+            return -1;
+        }
+        for (int j = 0; j < i; j++)
+            if (c[j].chunk == c[i].chunk) {
+                snprintf(err, errlen, "chunk %d of batch %ld twice", c[i].chunk, c[i].batch);
+                return -1;
+            }
     }
-    if (shuffle_once(t, epoch, err, errlen))
+    if (n < 1)
+        return 0;
+    if (shuffle_once(t, c[0].epoch, err, errlen))
         return -1;
-    batch_ref r = {SPLIT_TRAIN, first, size, &t->set[0], 0, t->gradients.ready != NULL, epoch,
-                   batch, NULL, claim};
-    submit_chunks(t, &r, chunk, chunk + 1);
+    batch_ref r = {SPLIT_TRAIN, c[0].batch * t->plan.batch, c[0].size, &t->set[0], 0, NULL,
+                   c[0].epoch, c[0].batch, NULL, NULL};
+    ship_role role = {batch_chunks(t, &r) - 1, 1, 0, 0};
+    /* from the last chunk down, as the batch is summed */
+    for (int done = 0, above = t->plan.nchunks; done < n; done++) {
+        int next = -1;
+        for (int i = 0; i < n; i++)
+            if (c[i].chunk < above && (next < 0 || c[i].chunk > c[next].chunk))
+                next = i;
+        above = c[next].chunk;
+        role.last = done == n - 1, role.probe = c[next].probe != 0;
+        r.ship = t->gradients.ready ? &role : NULL;
+        r.recall = c[next].claim;
+        submit_chunks(t, &r, above, above + 1);
+        role.first = 0;
+    }
     return 0;
 }

@@ -43,8 +43,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_BATCH_WORK 256
-
 typedef struct queued {
     struct queued *next;
     long work;                   /* a WORK: its arrival number (recall ring below); else -1 */
@@ -384,12 +382,13 @@ static void start_control(node *n)
     worker_control_pass(&n->control, 1);
 }
 
-/* A chunk's gradient of one layer, as soon as the backward pass has it (on a worker). */
-static void send_gradient(void *ctx, int chunk, int layer, const float *grad, long count)
+/* Chunks' gradient of one layer, as soon as the backward pass has it (on a worker). */
+static void send_gradient(void *ctx, int chunk, int chunks, int layer, const float *grad,
+                          long count)
 {
     node *n = ctx;
     uint8_t head[PROTO_LAYER_HEAD];
-    msg_layer g = {n->e.seq, (uint32_t)chunk, (uint32_t)layer, NULL, 0};
+    msg_layer g = {n->e.seq, (uint32_t)chunk, (uint32_t)layer, (uint32_t)chunks, NULL, 0};
     if (netio_hub_send(n->hub, n->peer, MSG_GRAD, head, proto_layer_head(&g, head, sizeof head),
                        grad, sizeof(float) * (size_t)count))
         atomic_store(&n->send_failed, 1);
@@ -598,8 +597,8 @@ static int load_params(node *n, const queued *q)
 
 /* The WORK gathered for one run of the chunk engine. */
 typedef struct work_group {
-    msg_work w[MAX_BATCH_WORK];
-    _Atomic int *claim[MAX_BATCH_WORK];
+    msg_work w[MAX_GROUP];
+    _Atomic int *claim[MAX_GROUP];
     int count;
     long last;                   /* the arrival number of the last, -1: none registered */
     long served, given;
@@ -623,7 +622,7 @@ static int serve(node *n)
     for (;;) {
         int rc = 0;
         /* what is queued: parameters first apply, then WORK of that batch gathers */
-        for (queued *q = next_event(n, 1); q; q = g.count < MAX_BATCH_WORK ? next_event(n, 0) : NULL) {
+        for (queued *q = next_event(n, 1); q; q = g.count < MAX_GROUP ? next_event(n, 0) : NULL) {
             if (q->e.kind == NETIO_MESSAGE && q->e.type == MSG_WORK) {
                 msg_work *w = &g.w[g.count];
                 if (proto_work_decode(w, q->e.payload, q->e.len, n->err, sizeof n->err) ||

@@ -142,19 +142,46 @@ rt_kind tally_kind = {.name = "tally", .cpu = tally};
 rt_kind gradsum_kind = {.name = "gradient_sum", .cpu = gradsum, .opencl = gradsum_cl};
 rt_kind sgd_kind = {.name = "sgd", .cpu = sgd, .opencl = sgd_cl};
 
-/* A node's chunk gradient of one layer, handed to its sink (the first part starts the chunk's). */
+/* The run of summed chunks handed to the sink, if it holds any. */
+static void ship_run_out(const ship_args *a, ship_run *run, const float *sum)
+{
+    const trainer_gradient_sink *sink = &a->t->gradients;
+    if (run->count)
+        sink->ready(sink->ctx, run->next + 1, run->count, a->layer, sum, a->n);
+    run->count = 0;
+}
+
+/* A node's chunk gradient of one layer, handed to its sink: alone, or summed with the batch's
+ * last chunks computed here when it is the next of them down (the order a batch is summed in,
+ * graph.c), the sum handed over once no chunk of the group can extend it. */
 static int ship(const rt_ctx *ctx, void *p)
 {
     const ship_args *a = p;
+    ship_run *run = &a->t->ship_runs[a->layer];
+    const trainer_gradient_sink *sink = &a->t->gradients;
+    float *sum = rt_ptr(ctx, a->sum_at), *wire = NULL;
     const float *grad = rt_ptr(ctx, 0);
-    float *wire = NULL;
-    if (a->t->plan.groups[a->layer] > 1) {   /* a convolution's: its parameters are few */
+    if (a->role.first)
+        *run = (ship_run){a->role.batch_last, 0};
+    int ran = !a->claim || atomic_load(a->claim) != RT_CLAIM_ELSEWHERE;
+    if (ran && a->t->plan.groups[a->layer] > 1) {   /* a convolution's: its parameters are few */
         if (!(wire = malloc(sizeof(float) * (size_t)a->n)))
             return -1;   /* said as this task failing */
         trainer_grad_to_wire(a->t, a->layer, grad, wire);
         grad = wire;
     }
-    a->sink.ready(a->sink.ctx, a->chunk, a->layer, grad, a->n);
+    int joins = ran && !a->role.probe && a->chunk == run->next;
+    if (joins && (run->count || !a->role.last)) {   /* (a run of one goes as it is) */
+        copy_or_add(sum, grad, a->n, !run->count);
+        run->count++, run->next--;
+    } else {
+        ship_run_out(a, run, sum);
+        run->next = -1;   /* after a gap, no chunk below extends it */
+        if (ran)
+            sink->ready(sink->ctx, a->chunk, 1, a->layer, grad, a->n);
+    }
+    if (a->role.last)
+        ship_run_out(a, run, sum);
     free(wire);
     return 0;
 }

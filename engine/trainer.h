@@ -81,19 +81,29 @@ int trainer_layer_params(const trainer *t, long *per_layer);
 int trainer_set_params(trainer *t, const void *packed, char *err, size_t errlen);
 int trainer_set_layer_params(trainer *t, int layer, const void *values, char *err, size_t errlen);
 int trainer_get_params(trainer *t, float *packed, char *err, size_t errlen);
-/* On a node: submits chunk `chunk` of training batch `batch` of `epoch` (size samples), forward
- * and backward; after rt_wait_all its figures and partial gradient are read with
- * trainer_node_result. claim (NULL: none) lets the coordinator take the chunk back before it
- * starts (runtime.h): then none of its tasks runs, and nothing of it is streamed. 0, or -1 with
- * err for a chunk that does not exist. */
-int trainer_node_chunk(trainer *t, int epoch, long batch, int chunk, int size, _Atomic int *claim,
-                       char *err, size_t errlen);
-/* On a node: each chunk's partial gradient of a layer handed over, on a worker, as soon as it is
- * complete, while the backward pass goes on through the layers before it (so it can travel
- * meanwhile). grad holds n floats, valid until the chunk's next pass. */
+/* One chunk a node computes: chunk `chunk` of training batch `batch` of `epoch` (size samples).
+ * claim (NULL: none) lets the coordinator take the chunk back before it starts (runtime.h):
+ * then none of its tasks runs, and nothing of it is streamed. A probe is computed on the
+ * coordinator too: its gradient goes alone. */
+typedef struct node_chunk {
+    int epoch;
+    long batch;
+    int chunk, size;
+    _Atomic int *claim;
+    int probe;
+} node_chunk;
+/* On a node: submits n chunks of one training batch, forward and backward; after rt_wait_all
+ * their figures and partial gradients are read with trainer_node_result. 0, or -1 with err for
+ * a chunk that does not exist. */
+int trainer_node_chunks(trainer *t, const node_chunk *c, int n, char *err, size_t errlen);
+/* On a node: each layer's partial gradient handed over, on a worker, as soon as it is complete,
+ * while the backward pass goes on through the layers before it (so it can travel meanwhile):
+ * that of chunks [chunk, chunk + chunks) summed. Chunks go summed when they are the batch's
+ * last chunks (none a probe), summed as a batch is, from the last chunk down; any other goes
+ * alone. grad holds n floats, valid during the call. */
 typedef struct trainer_gradient_sink {
     void *ctx;
-    void (*ready)(void *ctx, int chunk, int layer, const float *grad, long n);
+    void (*ready)(void *ctx, int chunk, int chunks, int layer, const float *grad, long n);
 } trainer_gradient_sink;
 void trainer_stream_gradients(trainer *t, const trainer_gradient_sink *s);
 /* The chunk's loss figures, and its partial gradient packed in layer order into grads (unless

@@ -42,6 +42,20 @@ typedef struct data_handles {
     rt_handle *pixels, *labels;
 } data_handles;
 
+/* A node's group of chunks (trainer_node_chunks), submitted from the last chunk down: where a
+ * chunk stands in it. */
+typedef struct ship_role {
+    int batch_last;                 /* the batch's last chunk */
+    unsigned char first, last;      /* the group's first and last submitted */
+    unsigned char probe;            /* computed on the coordinator too: its gradient goes alone */
+} ship_role;
+
+/* Per layer, the batch's last chunks summed so far by a group's ship tasks. */
+typedef struct ship_run {
+    int next;                       /* the chunk that would extend it (-1: none can) */
+    int count;                      /* chunks in it */
+} ship_run;
+
 struct trainer {
     const job_config *cfg;
     model *m;
@@ -64,6 +78,7 @@ struct trainer {
     uint64_t packed_seq;                   /* the batch whose parameters are packed (or being) */
     trainer_remote remote;                 /* who computes chunks elsewhere, if anyone */
     trainer_gradient_sink gradients;       /* a node's: where each chunk's gradients go */
+    ship_run ship_runs[CONFIG_MAX_LAYERS]; /* and the sums of its batch's last chunks */
     int shuffled_epoch;                    /* the epoch whose order is shuffled */
     pass_totals totals;
     rt_handle *htotals;
@@ -115,12 +130,15 @@ typedef struct sgd_args {
     float lr, momentum, weight_decay;
 } sgd_args;
 
-/* Accesses: the chunk's partial gradient of the layer, every group's part (R). */
+/* Accesses: the chunk's partial gradient of the layer, every group's part (R), then the
+ * layer's gradient buffer (RW, at sum_at: the run's sum; it chains a group's ship tasks of the
+ * layer in the order submitted). Not claimed: a chunk given back still closes the run. */
 typedef struct ship_args {
-    const trainer *t;
-    trainer_gradient_sink sink;
-    int chunk, layer;
+    trainer *t;                     /* its sink, and the layer's run (ship_runs) */
+    _Atomic int *claim;
     long n;
+    int chunk, layer, sum_at;
+    ship_role role;
 } ship_args;
 
 extern rt_kind load_kind, load_pointers_kind, tally_kind, gradsum_kind, sgd_kind, ship_kind;

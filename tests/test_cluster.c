@@ -228,6 +228,33 @@ TEST(cluster_messages_too_long_for_their_buffer_come_out_as_nothing)
     CHECK(proto_recall_encode(&r, buf, 15) == 0 && proto_recall_encode(&r, buf, 16) == 16);
 }
 
+/* A GRAD names the chunks its gradient sums; none, or a LAYER (parameters) naming any but one,
+ * is refused, and so is a WORK that is neither a probe nor not. */
+TEST(cluster_gradients_name_the_chunks_they_sum)
+{
+    long params[2] = {0, 2};
+    uint8_t buf[64];
+    char why[200];
+    msg_layer g = {7, 5, 1, 3, NULL, 0}, back;
+    size_t len = proto_layer_head(&g, buf, sizeof buf);
+    memset(buf + len, 0, 8);
+    CHECKF(len == PROTO_LAYER_HEAD && !proto_layer_decode(MSG_GRAD, &back, buf, len + 8, params, 2,
+                                                         why, sizeof why) &&
+           back.chunk == 5 && back.chunks == 3 && back.n == 2, "%s", why);
+    CHECK(proto_layer_decode(MSG_LAYER, &back, buf, len + 8, params, 2, why, sizeof why) &&
+          strstr(why, "LAYER message for chunks 5 to 8"));
+    g.chunks = 0;
+    proto_layer_head(&g, buf, sizeof buf);
+    CHECKF(proto_layer_decode(MSG_GRAD, &back, buf, len + 8, params, 2, why, sizeof why) &&
+           strstr(why, "for 0 chunks"), "%s", why);
+    msg_work w = {7, 1, 2, 3, 4, 1}, wb;
+    len = proto_work_encode(&w, buf, sizeof buf);
+    CHECK(len == 28 && !proto_work_decode(&wb, buf, len, why, sizeof why) && wb.probe == 1);
+    buf[24] = 2;
+    CHECKF(proto_work_decode(&wb, buf, len, why, sizeof why) && strstr(why, "neither a probe"),
+           "%s", why);
+}
+
 /* A job that takes a tenth of a second, and one that takes seconds at the slowdown below. */
 /* Nodes pinned by hand: each takes chunks of every batch, however little a fast loopback node
  * would be dealt beside a coordinator whose chunks take microseconds. */
@@ -534,11 +561,14 @@ TEST(cluster_one_two_three_nodes_give_the_same_weights)
            trace_spans(t, "node 127.0.0.", "chunk: sent, computed, returned"),
            trace_spans(t, "node 127.0.0.", "received RESULT"));
     CHECK(trace_spans(t, "node 127.0.0.", "received RESULT") > 0 && trace_spans(t, "worker", NULL) > 0);
-    /* each chunk's gradients came layer by layer (the conv's and the dense's), before its RESULT */
+    /* each chunk's gradients came layer by layer (the conv's and the dense's), before its
+     * RESULT, unless they came summed into another chunk's (a node's batch's last chunks) */
+    long summed = (long)nodes_sum("three", "chunks_summed_there");
     CHECKF(trace_spans(t, "node 127.0.0.", "received GRAD") ==
-           2 * trace_spans(t, "node 127.0.0.", "received RESULT"), "%d GRADs, %d RESULTs",
+           2 * (trace_spans(t, "node 127.0.0.", "received RESULT") - summed),
+           "%d GRADs, %d RESULTs, %ld chunks summed on the nodes",
            trace_spans(t, "node 127.0.0.", "received GRAD"),
-           trace_spans(t, "node 127.0.0.", "received RESULT"));
+           trace_spans(t, "node 127.0.0.", "received RESULT"), summed);
     json_free(t);
 }
 
@@ -881,8 +911,11 @@ TEST(cluster_node_ends_cleanly_with_a_probe_under_way)
 
 /* A coordinator 20x slower than its node: the first batch (32 chunks) is dealt half and half,
  * the node not being measured yet, so the node, done with its share, takes (steals) the chunks
- * dealt to the coordinator that have not started there; the weights stay those of one machine.
- * (The variants' usual slowdown, 3 under TSan, can leave nothing worth stealing.) */
+ * dealt to the coordinator that have not started there. Dealt most of each batch after that,
+ * its last chunks among them, the node sums those itself before they travel (the fixed order
+ * sums a batch from its last chunk down): one GRAD per layer for them all. The weights stay
+ * those of one machine. (The variants' usual slowdown, 3 under TSan, can leave nothing worth
+ * stealing.) */
 TEST(cluster_idle_node_steals_chunks_not_started_here)
 {
     char j[700];
@@ -891,7 +924,10 @@ TEST(cluster_idle_node_steals_chunks_not_started_here)
     CHECKF(with_one_node(j, "steal", 14, NULL, 0, "execution.slowdown=20") == 0, "%s", out);
     long stolen = (long)summary_figure("steal", "chunks_stolen");
     CHECKF(stolen > 0, "%ld chunks stolen\n%s", stolen, out);
-    CHECKF(strstr(out, " given back; dealt some in "), "%s", out);
+    long summed = (long)nodes_sum("steal", "chunks_summed_there");
+    long chunks = (long)nodes_sum("steal", "chunks");
+    CHECKF(summed > chunks / 4 && summed < chunks && strstr(out, " summed there; dealt some in "),
+           "%ld of %ld chunks summed on the node\n%s", summed, chunks, out);
     check_identical("single-steal", "steal");
 }
 

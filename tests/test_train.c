@@ -126,7 +126,7 @@ static int chunk_gradient(const char *job, float *grads, long *nparams)
     CHECKF(config_load(&cfg, job, NULL, err, sizeof err) == 0, "%s", err);
     CHECKF(dataset_load_idx(&train, cfg.train_images, cfg.train_labels, 0, err, sizeof err) == 0, "%s", err);
     CHECKF(chunk_engine_open(&e, &cfg, &train, NULL, err, sizeof err) == 0, "%s", err);
-    msg_work w = {0, 1, 0, 0, (uint32_t)cfg.batch};
+    msg_work w = {0, 1, 0, 0, (uint32_t)cfg.batch, 0};
     msg_result r;
     CHECKF(chunk_engine_run(&e, &w, NULL, 1, err, sizeof err) == 0, "%s", err);
     chunk_engine_result(&e, &w, &r);
