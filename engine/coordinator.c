@@ -524,26 +524,19 @@ static void on_grad(coordinator *c, node *n, const uint8_t *p, size_t len)
     char why[200];
     if (proto_layer_decode(MSG_GRAD, &g, p, len, c->layer_params, c->nlayers, why, sizeof why))
         return refuse(c, n, why);
-    if (g.chunks > (uint32_t)trainer_plan(c->t)->nchunks)
-        return refuse(c, n, "a gradient summed over more chunks than a batch has");
-    slot **s = malloc(sizeof *s * g.chunks);
-    rt_task **done = malloc(sizeof *done * g.chunks);
-    int ndone = 0, ok = s && done && summed_slots(c, n, &g, s);
-    for (uint32_t i = 0; ok && i < g.chunks; i++) {
-        s[i]->summed |= i > 0;
-        ndone += slot_arrived(c, s[i], 1 + (int)g.layer, i ? NULL : g.values, done + ndone);
+    /* a batch's chunks at most (the slots hold two batches' and a probe) */
+    if (g.chunks > (uint32_t)(c->nslots / 2) || !summed_slots(c, n, &g, c->summed))
+        return refuse(c, n, "a gradient for chunks it was not sent, or summed over others than "
+                            "the batch's last ones");
+    rt_task **done = c->summed_done;
+    int ndone = 0;
+    for (uint32_t i = 0; i < g.chunks; i++) {
+        c->summed[i]->summed |= i > 0;
+        ndone += slot_arrived(c, c->summed[i], 1 + (int)g.layer, i ? NULL : g.values, done + ndone);
     }
-    if (ok) {
-        pthread_mutex_unlock(&c->lock);
-        complete(c, done, ndone);
-        pthread_mutex_lock(&c->lock);
-    } else {
-        refuse(c, n, !s || !done ? "out of memory for a gradient's chunks"
-                                 : "a gradient for chunks it was not sent, or summed over others "
-                                   "than the batch's last ones");
-    }
-    free(s);
-    free(done);
+    pthread_mutex_unlock(&c->lock);
+    complete(c, done, ndone);
+    pthread_mutex_lock(&c->lock);
 }
 
 static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
@@ -827,7 +820,10 @@ int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, si
     c->nparams = trainer_nparams(t);
     c->nslots = 2 * trainer_plan(t)->nchunks + 1;   /* two batches' chunks, and a probe */
     c->probe_seq = c->packed_seq = UINT64_MAX;
-    if (!(c->slots = calloc((size_t)c->nslots, sizeof *c->slots))) {
+    size_t nchunks = (size_t)trainer_plan(t)->nchunks;
+    if (!(c->slots = calloc((size_t)c->nslots, sizeof *c->slots)) ||
+        !(c->summed = calloc(nchunks, sizeof *c->summed)) ||
+        !(c->summed_done = calloc(nchunks, sizeof *c->summed_done))) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -929,6 +925,8 @@ void coordinator_stop(coordinator *c, const char *why)
     for (int i = 0; c->slots && i < c->nslots; i++)   /* stopped with stolen chunks under way */
         free(c->slots[i].held);
     free(c->slots);
+    free(c->summed);
+    free(c->summed_done);
     free(c->params);
     free(c->round_start);
     free(c->delta);

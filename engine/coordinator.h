@@ -7,9 +7,10 @@
  * chunk numbers; it returns each chunk's partial gradient, which goes into the same place a
  * local chunk's would, so the gradients are summed in the same fixed order and the weights are
  * the same as on one machine (a node computing a batch's last chunks sums them first, as that
- * order does, and the chunks summed into the first of them get -0.0, which adds nothing). Under a placement policy other than plain time, or a power budget,
- * only the machines worth their joules take work: the others are parked (they stay connected
- * and get a chunk now and then to stay measured). Nodes may join at any time (they start with the next chunk they
+ * order does, and the chunks summed into the first of them get -0.0, which adds nothing).
+ * Under a placement policy other than plain time, or a power budget, only the machines worth
+ * their joules take work: the others are parked (they stay connected and get a chunk now and
+ * then to stay measured). Nodes may join at any time (they start with the next chunk they
  * are sent, with the current parameters) and leave at any time: the chunks a lost node had are
  * sent to another, or computed here when none is left. Under periodic averaging
  * ([cluster] sync_every) nodes train on their share with local steps instead, and their models

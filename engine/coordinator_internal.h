@@ -131,6 +131,8 @@ struct coordinator {
     node nodes[MAX_NODES];
     int nnodes;
     slot *slots;
+    slot **summed;               /* a GRAD's chunks' slots and the tasks they complete (the hub */
+    rt_task **summed_done;       /* thread's, one GRAD at a time): as many as a batch's chunks */
     int nslots;
     rt_runtime *rt;
     long nparams, layer_params[CONFIG_MAX_LAYERS], layer_offset[CONFIG_MAX_LAYERS], largest;
