@@ -124,7 +124,7 @@ int chunk_engine_run(chunk_engine *e, const msg_work *w, _Atomic int *const *cla
     }
     for (int i = 0; i < n; i++)
         c[i] = (node_chunk){(int)w[i].epoch, w[i].batch, (int)w[i].chunk, (int)w[i].size,
-                            claims ? claims[i] : NULL, (int)w[i].probe};
+                            claims ? claims[i] : NULL, (int)w[i].alone};
     if (trainer_node_chunks(e->t, c, n, err, errlen))
         return -1;
     if (rt_wait_all(e->rt)) {

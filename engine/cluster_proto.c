@@ -124,7 +124,7 @@ size_t proto_work_encode(const msg_work *m, uint8_t *out, size_t cap)
     wire_u32(&w, m->batch);
     wire_u32(&w, m->chunk);
     wire_u32(&w, m->size);
-    wire_u32(&w, m->probe);
+    wire_u32(&w, m->alone);
     return wire_length(&w);
 }
 
@@ -322,10 +322,10 @@ int proto_work_decode(msg_work *m, const uint8_t *p, size_t len, char *why, size
     m->batch = wire_get_u32(&r);
     m->chunk = wire_get_u32(&r);
     m->size = wire_get_u32(&r);
-    m->probe = wire_get_u32(&r);
+    m->alone = wire_get_u32(&r);
     if (done(&r, why, whylen, "WORK"))
         return -1;
-    return m->probe > 1 ? bad(why, whylen, "a WORK message neither a probe nor not") : 0;
+    return m->alone > 1 ? bad(why, whylen, "a WORK whose gradients neither go alone nor not") : 0;
 }
 
 int proto_recall_decode(unsigned type, msg_recall *m, const uint8_t *p, size_t len, char *why,

@@ -16,12 +16,14 @@
  *   coordinator -> node  PARAMS   the parameters of batch `seq` (every layer, in order), to a
  *                                 node that missed some of its LAYERs
  *   coordinator -> node  WORK     chunk k of batch `seq` (epoch, batch in the epoch, its size;
- *                                 whether it is a probe, which the coordinator computes too)
+ *                                 whether its gradients go alone, summed with no other chunk's:
+ *                                 a probe, which the coordinator computes too, or a chunk sent
+ *                                 again with some of its gradients already there)
  *   node -> coordinator  GRAD     one layer's partial gradient of chunks [k, k + n) of the batch,
  *                                 sent as soon as their backward pass has computed it (the
  *                                 layers nearer the input are still computing meanwhile). n > 1
  *                                 only for a batch's last chunks, summed on the node in the
- *                                 fixed order (from the last chunk down), and no probe
+ *                                 fixed order (from the last chunk down), none to go alone
  *   node -> coordinator  RESULT   after the chunk's GRADs: its loss and correct answers, the
  *                                 node's compute time, energy so far, power while computing and
  *                                 grid carbon intensity (the placement policy weighs them)
@@ -110,7 +112,7 @@ typedef struct msg_file {
 typedef struct msg_work {
     uint64_t seq;
     uint32_t epoch, batch, chunk, size;
-    uint32_t probe;                     /* 1: computed on the coordinator too (summed with none) */
+    uint32_t alone;                     /* 1: its gradients go summed with no other chunk's */
 } msg_work;
 
 /* RECALL (given 0) and RECALLED */

@@ -101,8 +101,9 @@ slot *first_in(coordinator *c, int state)
 int send_chunk(coordinator *c, node *n, slot *s)
 {
     uint8_t head[PROTO_PARAMS_HEAD], work[32];
+    s->alone = s->probe || slot_has_gradients(c, s);   /* a sum with them would count them twice */
     msg_work w = {s->a.seq, (uint32_t)s->a.epoch, (uint32_t)s->a.batch, (uint32_t)s->a.chunk,
-                  (uint32_t)s->a.size, (uint32_t)s->probe};
+                  (uint32_t)s->a.size, (uint32_t)s->alone};
     size_t len = proto_work_encode(&w, work, sizeof work);
     if (n->params_seq != s->a.seq) {   /* no LAYER of the next batch between PARAMS and WORK */
         for (int i = 0; i < 8; i++)
@@ -500,19 +501,26 @@ static int last_chunk(const coordinator *c, int size)
     return k;
 }
 
-/* Locked. Whether node n may send the sum of chunks [g->chunk, g->chunk + g->chunks) (one
- * chunk, or the batch's last chunks, none a probe: the only sum the fixed order allows a node,
- * graph.c), all sent to it; their slots into out. */
-static int summed_slots(coordinator *c, const node *n, const msg_layer *g, slot **out)
+/* Locked. Why node n may not send layer g->layer's gradient summed over chunks [g->chunk,
+ * g->chunk + g->chunks), or NULL: it may when they were all sent to it and they are one chunk,
+ * or the batch's last chunks (the only sum the fixed order allows a node, graph.c), none sent to
+ * go alone and none whose gradient is here already. Their slots into out. */
+static const char *summed_slots(coordinator *c, const node *n, const msg_layer *g, slot **out)
 {
+    if (g->chunks > (uint32_t)(c->nslots / 2))   /* the slots hold two batches' and a probe */
+        return "a gradient summed over more chunks than a batch has";
     for (uint32_t i = 0; i < g->chunks; i++) {
-        slot *s = sent_slot(c, n, g->seq, g->chunk + i);
-        if (!s || (g->chunks > 1 && (s->probe || (i == g->chunks - 1 &&
-                                                   s->a.chunk != last_chunk(c, s->a.size)))))
-            return 0;
-        out[i] = s;
+        slot *s = out[i] = sent_slot(c, n, g->seq, g->chunk + i);
+        if (!s)
+            return "a gradient for a chunk it was not sent";
+        if (g->chunks > 1 && s->alone)
+            return "a gradient summed over a chunk sent to go alone";
+        if (g->chunks > 1 && s->came[1 + g->layer])
+            return "a gradient summed over a chunk whose gradient came before";
     }
-    return 1;
+    if (g->chunks > 1 && out[g->chunks - 1]->a.chunk != last_chunk(c, out[0]->a.size))
+        return "a gradient summed over chunks that do not end with the batch's last";
+    return NULL;
 }
 
 /* A layer's gradient of a chunk, or of a batch's last chunks summed on the node: their tasks
@@ -524,10 +532,9 @@ static void on_grad(coordinator *c, node *n, const uint8_t *p, size_t len)
     char why[200];
     if (proto_layer_decode(MSG_GRAD, &g, p, len, c->layer_params, c->nlayers, why, sizeof why))
         return refuse(c, n, why);
-    /* a batch's chunks at most (the slots hold two batches' and a probe) */
-    if (g.chunks > (uint32_t)(c->nslots / 2) || !summed_slots(c, n, &g, c->summed))
-        return refuse(c, n, "a gradient for chunks it was not sent, or summed over others than "
-                            "the batch's last ones");
+    const char *not_allowed = summed_slots(c, n, &g, c->summed);
+    if (not_allowed)
+        return refuse(c, n, not_allowed);
     rt_task **done = c->summed_done;
     int ndone = 0;
     for (uint32_t i = 0; i < g.chunks; i++) {

@@ -109,6 +109,8 @@ typedef struct slot {
     int probe;                   /* a chunk dealt here, sent to a node too: what comes back
                                     measures the node, and meets no task */
     int summed;                  /* its gradients came summed into another chunk's */
+    int alone;                   /* SLOT_SENT: its gradients must come alone (a probe, or a
+                                    chunk sent again with some of them here already) */
     double sent_at;
 } slot;
 
@@ -230,6 +232,8 @@ int remote_chunks(void *ctx, remote_batch *b);
 slot *slot_of(coordinator *c, uint64_t seq, int chunk);     /* NULL: none */
 slot *slot_new(coordinator *c, const remote_args *a, const float *params, int state);
 int slot_task(coordinator *c, slot *s, int part, void *dst, rt_task *task, rt_task **done);
+/* Whether some layer's gradient of the chunk is here already (from a node since lost). */
+int slot_has_gradients(const coordinator *c, const slot *s);
 /* data NULL: a gradient the node summed into another chunk's (GRAD over several chunks) */
 int slot_arrived(coordinator *c, slot *s, int part, const void *data, rt_task **done);
 /* A RESULT: the figures, and the gradients unless grads is NULL (they came as GRADs). */

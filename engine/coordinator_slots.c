@@ -74,6 +74,14 @@ int slot_task(coordinator *c, slot *s, int p, void *dst, rt_task *task, rt_task 
     return n;
 }
 
+int slot_has_gradients(const coordinator *c, const slot *s)
+{
+    for (int l = 0; l < c->nlayers; l++)
+        if (s->came[1 + l])
+            return 1;
+    return 0;
+}
+
 int slot_arrived(coordinator *c, slot *s, int p, const void *data, rt_task **done)
 {
     if (s->came[p])

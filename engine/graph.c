@@ -639,7 +639,7 @@ int trainer_node_chunks(trainer *t, const node_chunk *c, int n, char *err, size_
             if (c[i].chunk < above && (next < 0 || c[i].chunk > c[next].chunk))
                 next = i;
         above = c[next].chunk;
-        role.last = done == n - 1, role.probe = c[next].probe != 0;
+        role.last = done == n - 1, role.alone = c[next].alone != 0;
         r.ship = t->gradients.ready ? &role : NULL;
         r.recall = c[next].claim;
         submit_chunks(t, &r, above, above + 1);

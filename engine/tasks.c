@@ -170,7 +170,7 @@ static int ship(const rt_ctx *ctx, void *p)
         trainer_grad_to_wire(a->t, a->layer, grad, wire);
         grad = wire;
     }
-    int joins = ran && !a->role.probe && a->chunk == run->next;
+    int joins = ran && !a->role.alone && a->chunk == run->next;
     if (joins && (run->count || !a->role.last)) {   /* (a run of one goes as it is) */
         copy_or_add(sum, grad, a->n, !run->count);
         run->count++, run->next--;

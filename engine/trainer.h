@@ -83,14 +83,14 @@ int trainer_set_layer_params(trainer *t, int layer, const void *values, char *er
 int trainer_get_params(trainer *t, float *packed, char *err, size_t errlen);
 /* One chunk a node computes: chunk `chunk` of training batch `batch` of `epoch` (size samples).
  * claim (NULL: none) lets the coordinator take the chunk back before it starts (runtime.h):
- * then none of its tasks runs, and nothing of it is streamed. A probe is computed on the
- * coordinator too: its gradient goes alone. */
+ * then none of its tasks runs, and nothing of it is streamed. alone: its gradients go summed
+ * with no other chunk's (the coordinator has some of them, or computes the chunk too). */
 typedef struct node_chunk {
     int epoch;
     long batch;
     int chunk, size;
     _Atomic int *claim;
-    int probe;
+    int alone;
 } node_chunk;
 /* On a node: submits n chunks of one training batch, forward and backward; after rt_wait_all
  * their figures and partial gradients are read with trainer_node_result. 0, or -1 with err for
@@ -99,7 +99,7 @@ int trainer_node_chunks(trainer *t, const node_chunk *c, int n, char *err, size_
 /* On a node: each layer's partial gradient handed over, on a worker, as soon as it is complete,
  * while the backward pass goes on through the layers before it (so it can travel meanwhile):
  * that of chunks [chunk, chunk + chunks) summed. Chunks go summed when they are the batch's
- * last chunks (none a probe), summed as a batch is, from the last chunk down; any other goes
+ * last chunks (none to go alone), summed as a batch is, from the last chunk down; any other goes
  * alone. grad holds n floats, valid during the call. */
 typedef struct trainer_gradient_sink {
     void *ctx;

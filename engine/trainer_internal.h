@@ -47,7 +47,7 @@ typedef struct data_handles {
 typedef struct ship_role {
     int batch_last;                 /* the batch's last chunk */
     unsigned char first, last;      /* the group's first and last submitted */
-    unsigned char probe;            /* computed on the coordinator too: its gradient goes alone */
+    unsigned char alone;            /* its gradients go summed with no other chunk's */
 } ship_role;
 
 /* Per layer, the batch's last chunks summed so far by a group's ship tasks. */

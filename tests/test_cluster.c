@@ -9,12 +9,15 @@
  * The runs that must last long enough for faults to land mid-run use execution.slowdown (and
  * join --slowdown), which stretches every task without changing a result. */
 #include "engine/checkpoint.h"
+#include "engine/config.h"
+#include "engine/model.h"
 #include "engine/cluster_proto.h"
 #include "engine/late_model.h"
 #include "engine/model_delta.h"
 #include "ops/cpu.h"
 #include "fake_rapl.h"
 #include "frugal_cli.h"
+#include "scripted_node.h"
 #include "test.h"
 #include "trace_check.h"
 
@@ -229,7 +232,7 @@ TEST(cluster_messages_too_long_for_their_buffer_come_out_as_nothing)
 }
 
 /* A GRAD names the chunks its gradient sums; none, or a LAYER (parameters) naming any but one,
- * is refused, and so is a WORK that is neither a probe nor not. */
+ * is refused, and so is a WORK whose gradients neither go alone nor not. */
 TEST(cluster_gradients_name_the_chunks_they_sum)
 {
     long params[2] = {0, 2};
@@ -249,9 +252,9 @@ TEST(cluster_gradients_name_the_chunks_they_sum)
            strstr(why, "for 0 chunks"), "%s", why);
     msg_work w = {7, 1, 2, 3, 4, 1}, wb;
     len = proto_work_encode(&w, buf, sizeof buf);
-    CHECK(len == 28 && !proto_work_decode(&wb, buf, len, why, sizeof why) && wb.probe == 1);
+    CHECK(len == 28 && !proto_work_decode(&wb, buf, len, why, sizeof why) && wb.alone == 1);
     buf[24] = 2;
-    CHECKF(proto_work_decode(&wb, buf, len, why, sizeof why) && strstr(why, "neither a probe"),
+    CHECKF(proto_work_decode(&wb, buf, len, why, sizeof why) && strstr(why, "neither go alone"),
            "%s", why);
 }
 
@@ -702,19 +705,15 @@ static void hostile_connections(int which)
             close(fds[i]);
 }
 
-TEST(cluster_refuses_strangers_and_goes_on)
+/* coordinate() in a child process; its output goes to NAME.out when it ends. */
+static pid_t coordinate_in_background(int which, const char *name, int nodes, const char *timeout)
 {
-    single("single", job());
-    char other[760];
-    snprintf(other, sizeof other, "%s/other.key", test_tmpdir());
-    unlink(other);
-    CHECKF(FRUGAL(out, "keygen", other) == 0, "%s", out);
-    pid_t stranger = start_node(3, "stranger", other, "20", NULL);   /* fixes the ports before the fork */
-    pid_t coordinator = fork();
-    if (coordinator == 0) {
-        int rc = coordinate(3, "hostile", 1, "2");
+    key(), port(which);   /* the key made and the ports fixed before the fork, for both sides */
+    pid_t pid = fork();
+    if (pid == 0) {
+        int rc = coordinate(which, name, nodes, timeout);
         char path[760];
-        snprintf(path, sizeof path, "%s/hostile.out", test_tmpdir());
+        snprintf(path, sizeof path, "%s/%s.out", test_tmpdir(), name);
         FILE *f = fopen(path, "w");
         if (f) {
             fputs(out, f);
@@ -722,20 +721,198 @@ TEST(cluster_refuses_strangers_and_goes_on)
         }
         _exit(rc);
     }
+    return pid;
+}
+
+/* Waits for coordinate_in_background's child: whether it ended with 0; its output in log. */
+static int coordinator_ended_well(pid_t pid, const char *name, char *log, size_t loglen)
+{
+    int status = 0;
+    waitpid(pid, &status, 0);
+    char path[760];
+    snprintf(path, sizeof path, "%s/%s.out", test_tmpdir(), name);
+    test_read_text(path, log, loglen);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+TEST(cluster_refuses_strangers_and_goes_on)
+{
+    single("single", job());
+    char other[760];
+    snprintf(other, sizeof other, "%s/other.key", test_tmpdir());
+    unlink(other);
+    CHECKF(FRUGAL(out, "keygen", other) == 0, "%s", out);
+    pid_t stranger = start_node(3, "stranger", other, "20", NULL);
+    pid_t coordinator = coordinate_in_background(3, "hostile", 1, "2");
     hostile_connections(3);
     int stranger_rc = wait_node(stranger, "stranger");
     pid_t node = start_node(3, "friend", key(), "20", NULL);
-    int status = 0;
-    waitpid(coordinator, &status, 0);
+    char log[1 << 14];
+    int coordinator_ok = coordinator_ended_well(coordinator, "hostile", log, sizeof log);
     int node_rc = wait_node(node, "friend");
-    char path[760], log[1 << 14] = "";
-    snprintf(path, sizeof path, "%s/hostile.out", test_tmpdir());
-    test_read_text(path, log, sizeof log);
-    CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0 && node_rc == 0, "%s\n%s", log, out);
+    CHECKF(coordinator_ok && node_rc == 0, "%s\n%s", log, out);
     CHECKF(stranger_rc != 0, "%s", out);
     CHECKF(strstr(log, "refused: handshake: wrong key") && strstr(log, "not a frugal peer") &&
            strstr(log, "handshake not done within") && strstr(log, "127.0.0.1:"), "%s", log);
     check_identical("single", "hostile");
+}
+
+/* ---- gradients summed against the fixed order, from nodes scripted by hand ---- */
+
+enum { JOB_CHUNKS = 8 };   /* job()'s batch of 32 in chunks of grain 4 */
+
+/* What job()'s model sends: its parameter count, its largest layer's, and its last layer with
+ * parameters (the first whose gradient a node sends) with that layer's count. */
+typedef struct model_shape {
+    long nparams, largest, last_n;
+    int last;
+} model_shape;
+
+static model_shape job_model(void)
+{
+    job_config cfg;
+    model m;
+    char err[400] = "";
+    model_shape shape = {0, 0, 0, -1};
+    if (config_load(&cfg, job(), NULL, err, sizeof err) ||
+        model_build(&m, &cfg, 1, 28, 28, 10, 0, err, sizeof err)) {
+        CHECKF(0, "%s", err);
+        return shape;
+    }
+    shape.nparams = m.nparams;
+    for (int l = 0; l < m.nlayers; l++)
+        if (m.layers[l].nparams) {
+            shape.last = l, shape.last_n = m.layers[l].nparams;
+            shape.largest = shape.largest > shape.last_n ? shape.largest : shape.last_n;
+        }
+    model_free(&m);
+    return shape;
+}
+
+/* Scripted nodes joined to a coordinator started in the background on port `which` (into NAME,
+ * waiting for `nodes`), each with the workers given; they have the first batch's chunks they
+ * were dealt once the last chunk's WORK came (they all came then: WORKs go in chunk order). */
+typedef struct scripted_run {
+    scripted *s;
+    pid_t coordinator;
+    model_shape m;
+    uint64_t seq;                         /* the first batch */
+    int dealt[2];
+    msg_work work[2][JOB_CHUNKS];         /* in chunk order */
+    char err[300];
+} scripted_run;
+
+static int scripted_begin(scripted_run *r, int which, const char *name, int nodes, const int *workers)
+{
+    memset(r, 0, sizeof *r);
+    r->m = job_model();
+    r->coordinator = coordinate_in_background(which, name, nodes, "10");
+    if (!(r->s = scripted_start(key(), r->m.nparams, r->m.largest, r->err, sizeof r->err)))
+        return -1;
+    for (int i = 0; i < nodes; i++)
+        if (scripted_join(r->s, addr_of(which), workers[i], r->err, sizeof r->err) != i)
+            return -1;
+    msg_work last;
+    int holder = -1;
+    for (int tries = 0; tries < 200 && holder < 0; tries++)   /* 20 s */
+        for (int i = 0; i < nodes && holder < 0; i++)
+            holder = scripted_wait_work(r->s, i, JOB_CHUNKS - 1, 0.1 / nodes, &last) ? -1 : i;
+    if (holder < 0) {
+        snprintf(r->err, sizeof r->err, "no node was sent the batch's last chunk");
+        return -1;
+    }
+    r->seq = last.seq;
+    for (int i = 0; i < nodes; i++)
+        r->dealt[i] = scripted_works(r->s, i, r->seq, r->work[i], JOB_CHUNKS);
+    return 0;
+}
+
+/* The scripted nodes gone, the coordinator's end: whether it ended well and refused a node
+ * for `reason`, naming it; its output in log. */
+static int scripted_end(scripted_run *r, const char *name, const char *reason, char *log, size_t loglen)
+{
+    scripted_stop(r->s);
+    int ok = coordinator_ended_well(r->coordinator, name, log, loglen);
+    char refused[300];
+    snprintf(refused, sizeof refused, " refused: %s\n", reason);
+    const char *at = strstr(log, refused), *line = at;
+    while (line && line > log && line[-1] != '\n')
+        line--;
+    return ok && at && !strncmp(line, "cluster: node 127.0.0.1:", 24);
+}
+
+/* Which sum a scripted node sends: over chunks past the batch's end; over chunks that do not end
+ * with the batch's last; over a chunk whose gradient it sent before, alone. */
+typedef enum { PAST_THE_END, NOT_THE_LAST, SENT_BEFORE } bad_sum;
+
+static void refuse_sum(int which, const char *name, bad_sum how, const char *reason)
+{
+    scripted_run r;
+    char why[200], log[1 << 14] = "";
+    int ok = scripted_begin(&r, which, name, 1, (int[]){8}) == 0;
+    const msg_work *w = r.work[0];
+    int n = r.dealt[0], top = JOB_CHUNKS - 1, layer = r.m.last;
+    /* unmeasured, a node of 8 workers looks 8 times as fast as this machine: it gets the batch
+     * but for the chunk that stays here */
+    CHECKF(!ok || (n >= 3 && w[0].chunk == (uint32_t)(top + 1 - n)), "%d chunks dealt", n);
+    if (ok && how == PAST_THE_END)
+        ok = !scripted_grad(r.s, 0, r.seq, (uint32_t)top, 2, layer, r.m.last_n);
+    else if (ok && how == NOT_THE_LAST)
+        ok = !scripted_grad(r.s, 0, r.seq, w[0].chunk, (uint32_t)n - 1, layer, r.m.last_n);
+    else if (ok)
+        ok = !scripted_grad(r.s, 0, r.seq, (uint32_t)top, 1, layer, r.m.last_n) &&
+             !scripted_grad(r.s, 0, r.seq, (uint32_t)top - 1, 2, layer, r.m.last_n);
+    ok = ok && !scripted_wait_down(r.s, 0, 20, why, sizeof why);
+    CHECKF(ok, "%s", r.err[0] ? r.err : "a message not sent, or the node not dropped in 20 s");
+    CHECKF(scripted_end(&r, name, reason, log, sizeof log), "%s", log);
+}
+
+/* A sum a node may not send (the fixed order sums a batch from its last chunk down, graph.c) is
+ * refused with the reason, the node named, and the run goes on: with the weights of one machine
+ * where nothing of the sum was taken. */
+TEST(cluster_refuses_gradients_summed_against_the_fixed_order)
+{
+    single("single", job());
+    refuse_sum(4, "past-the-end", PAST_THE_END, "a gradient for a chunk it was not sent");
+    check_identical("single", "past-the-end");
+    refuse_sum(4, "not-the-last", NOT_THE_LAST,
+               "a gradient summed over chunks that do not end with the batch's last");
+    check_identical("single", "not-the-last");
+    refuse_sum(4, "sent-before", SENT_BEFORE, "a gradient summed over a chunk whose gradient came before");
+}
+
+/* A node lost after sending one layer's gradient of a chunk: the chunk is sent again, to go
+ * alone (the layer's gradient is here already: in a sum it would count twice), the lost node's
+ * other chunks (if any) to be summed; a sum over it is refused. (The lost node's gradient, zeros
+ * here, stays in the run: a node with the key is trusted with what it computes.) */
+TEST(cluster_chunk_sent_again_with_a_gradient_here_goes_alone)
+{
+    scripted_run r;
+    char why[200], log[1 << 14] = "";
+    int ok = scripted_begin(&r, 5, "again", 2, (int[]){1, 8}) == 0;
+    int lost = 0, other = 1, layer = r.m.last;
+    CHECKF(!ok || (r.dealt[lost] >= 1 && r.work[lost][0].chunk < r.work[other][0].chunk),
+           "%s: dealt %d and %d", r.err, r.dealt[lost], r.dealt[other]);
+    ok = ok && r.dealt[lost] >= 1;
+    uint32_t first = ok ? r.work[lost][0].chunk : 0;
+    /* one layer of its first chunk, then a second JOIN, which has the coordinator drop it */
+    ok = ok && !scripted_grad(r.s, lost, r.seq, first, 1, layer, r.m.last_n) &&
+         !scripted_join_again(r.s, lost) && !scripted_wait_down(r.s, lost, 20, why, sizeof why);
+    msg_work again[JOB_CHUNKS];
+    for (int i = 0; ok && i < r.dealt[lost]; i++) {
+        ok = !scripted_wait_work(r.s, other, r.work[lost][i].chunk, 20, &again[i]);
+        CHECKF(ok, "chunk %u of %d of the lost node not sent to the other (it has %d from %u)",
+               r.work[lost][i].chunk, r.dealt[lost], r.dealt[other], r.work[other][0].chunk);
+        CHECKF(!ok || again[i].alone == (i == 0), "chunk %u sent again %s", again[i].chunk,
+               again[i].alone ? "to go alone" : "to be summed");
+    }
+    for (int i = 0; i < r.dealt[other]; i++)
+        CHECKF(!r.work[other][i].alone, "chunk %u sent first to go alone", r.work[other][i].chunk);
+    ok = ok && !scripted_grad(r.s, other, r.seq, first, JOB_CHUNKS - first, layer, r.m.last_n) &&
+         !scripted_wait_down(r.s, other, 20, why, sizeof why);
+    CHECKF(ok, "%s", r.err[0] ? r.err : "a message not sent, or the node not dropped in 20 s");
+    CHECKF(scripted_end(&r, "again", "a gradient summed over a chunk sent to go alone", log,
+                        sizeof log), "%s", log);
 }
 
 /* Through tools/netproxy, the node's first four connections are broken in four ways; each time

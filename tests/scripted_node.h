@@ -1,0 +1,37 @@
+/* Nodes that speak the cluster protocol by hand, for tests of what a coordinator refuses: each
+ * joins, takes the job, says it is ready, and then sends only what the test tells it to. They
+ * compute nothing. All of them are peers of one netio hub in the test's process. */
+#ifndef FRUGAL_TESTS_SCRIPTED_NODE_H
+#define FRUGAL_TESTS_SCRIPTED_NODE_H
+
+#include "engine/cluster_proto.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct scripted scripted;
+
+/* A hub holding the key in keyfile, for a model of nparams parameters whose largest layer has
+ * `largest` (what the coordinator's PARAMS and LAYERs need). NULL with err on failure. */
+scripted *scripted_start(const char *keyfile, long nparams, long largest, char *err, size_t errlen);
+void scripted_stop(scripted *s);
+
+/* A node joining the coordinator at addr with `workers` workers, once it said READY: its
+ * number (0, 1, ...), or -1 with err. */
+int scripted_join(scripted *s, const char *addr, int workers, char *err, size_t errlen);
+/* Waits (up to timeout_s) for node i's WORK of chunk `chunk`: 0 with it in w, or -1. */
+int scripted_wait_work(scripted *s, int i, uint32_t chunk, double timeout_s, msg_work *w);
+/* Node i's WORKs of batch seq so far, in chunk order: how many (at most max) into w. */
+int scripted_works(scripted *s, int i, uint64_t seq, msg_work *w, int max);
+/* Node i sends a GRAD: layer's gradient (n zeros) of chunks [chunk, chunk + chunks) of batch
+ * seq. 0, or -1. */
+int scripted_grad(scripted *s, int i, uint64_t seq, uint32_t chunk, uint32_t chunks, int layer,
+                  long n);
+/* Waits (up to timeout_s) until the coordinator closed node i's connection: 0 with its reason
+ * in why, or -1. */
+int scripted_wait_down(scripted *s, int i, double timeout_s, char *why, size_t whylen);
+/* Node i sends a second JOIN, which a coordinator refuses (closing the connection) once it has
+ * dealt with what the node sent before. 0, or -1. */
+int scripted_join_again(scripted *s, int i);
+
+#endif
