@@ -215,6 +215,14 @@ int scripted_grad(scripted *s, int i, uint64_t seq, uint32_t chunk, uint32_t chu
     return rc ? -1 : 0;
 }
 
+int scripted_result(scripted *s, int i, uint64_t seq, uint32_t chunk)
+{
+    msg_result r = {.seq = seq, .chunk = chunk, .samples = 4, .workers = 1};
+    uint8_t head[96];
+    return netio_hub_send(s->hub, s->peer[i], MSG_RESULT, head,
+                          proto_result_head(&r, head, sizeof head), NULL, 0) ? -1 : 0;
+}
+
 int scripted_wait_down(scripted *s, int i, double timeout_s, char *why, size_t whylen)
 {
     connection *c = &s->conn[s->peer[i]];

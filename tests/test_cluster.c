@@ -841,11 +841,12 @@ static int scripted_end(scripted_run *r, const char *name, const char *reason, c
     return ok && at && !strncmp(line, "cluster: node 127.0.0.1:", 24);
 }
 
-/* Which sum a scripted node sends: over chunks past the batch's end; over chunks that do not end
- * with the batch's last; over a chunk whose gradient it sent before, alone. */
-typedef enum { PAST_THE_END, NOT_THE_LAST, SENT_BEFORE } bad_sum;
+/* What a scripted node sends out of turn: a sum over chunks past the batch's end; over chunks
+ * that do not end with the batch's last; over a chunk whose gradient it sent before, alone; a
+ * RESULT before the chunk's GRADs; a RESULT of a chunk computed here. */
+typedef enum { PAST_THE_END, NOT_THE_LAST, SENT_BEFORE, RESULT_FIRST, RESULT_NOT_SENT } out_of_turn;
 
-static void refuse_sum(int which, const char *name, bad_sum how, const char *reason)
+static void refuse(int which, const char *name, out_of_turn how, const char *reason)
 {
     scripted_run r;
     char why[200], log[1 << 14] = "";
@@ -859,9 +860,11 @@ static void refuse_sum(int which, const char *name, bad_sum how, const char *rea
         ok = !scripted_grad(r.s, 0, r.seq, (uint32_t)top, 2, layer, r.m.last_n);
     else if (ok && how == NOT_THE_LAST)
         ok = !scripted_grad(r.s, 0, r.seq, w[0].chunk, (uint32_t)n - 1, layer, r.m.last_n);
-    else if (ok)
+    else if (ok && how == SENT_BEFORE)
         ok = !scripted_grad(r.s, 0, r.seq, (uint32_t)top, 1, layer, r.m.last_n) &&
              !scripted_grad(r.s, 0, r.seq, (uint32_t)top - 1, 2, layer, r.m.last_n);
+    else if (ok)
+        ok = !scripted_result(r.s, 0, r.seq, how == RESULT_FIRST ? (uint32_t)top : 0);
     ok = ok && !scripted_wait_down(r.s, 0, 20, why, sizeof why);
     CHECKF(ok, "%s", r.err[0] ? r.err : "a message not sent, or the node not dropped in 20 s");
     CHECKF(scripted_end(&r, name, reason, log, sizeof log), "%s", log);
@@ -873,12 +876,22 @@ static void refuse_sum(int which, const char *name, bad_sum how, const char *rea
 TEST(cluster_refuses_gradients_summed_against_the_fixed_order)
 {
     single("single", job());
-    refuse_sum(4, "past-the-end", PAST_THE_END, "a gradient for a chunk it was not sent");
+    refuse(4, "past-the-end", PAST_THE_END, "a gradient for a chunk it was not sent");
     check_identical("single", "past-the-end");
-    refuse_sum(4, "not-the-last", NOT_THE_LAST,
-               "a gradient summed over chunks that do not end with the batch's last");
+    refuse(4, "not-the-last", NOT_THE_LAST,
+           "a gradient summed over chunks that do not end with the batch's last");
     check_identical("single", "not-the-last");
-    refuse_sum(4, "sent-before", SENT_BEFORE, "a gradient summed over a chunk whose gradient came before");
+    refuse(4, "sent-before", SENT_BEFORE, "a gradient summed over a chunk whose gradient came before");
+}
+
+/* So is a RESULT before its chunk's gradients, or of a chunk the node was not sent. */
+TEST(cluster_refuses_results_out_of_turn)
+{
+    single("single", job());
+    refuse(6, "result-first", RESULT_FIRST, "a result before the chunk's gradients");
+    check_identical("single", "result-first");
+    refuse(6, "result-not-sent", RESULT_NOT_SENT, "a result for a chunk it was not sent");
+    check_identical("single", "result-not-sent");
 }
 
 /* A node lost after sending one layer's gradient of a chunk: the chunk is sent again, to go
