@@ -83,7 +83,8 @@ scripted *scripted_start(const char *keyfile, long nparams, long largest, char *
     pthread_cond_init(&s->changed, NULL);
     netio_config nc = {.timeout_s = 10, .on_event = on_event, .ctx = s};
     proto_limits(&nc.limits, 0, nparams, largest);
-    if (netio_key_load(keyfile, nc.key, err, errlen) || !(s->hub = netio_hub_start(&nc, err, errlen))) {
+    if (netio_key_load(keyfile, nc.key, err, errlen) ||
+        !(s->hub = netio_hub_start(&nc, err, errlen))) {
         sodium_memzero(nc.key, sizeof nc.key);
         scripted_stop(s);
         return NULL;
@@ -130,7 +131,8 @@ static int send_join(scripted *s, int peer, int workers)
 {
     msg_join j = {PROTO_VERSION, (uint32_t)workers, (uint32_t)ops_isa_supported(), "scripted", ""};
     uint8_t buf[512];
-    return netio_hub_send(s->hub, peer, MSG_JOIN, buf, proto_join_encode(&j, buf, sizeof buf), NULL, 0);
+    return netio_hub_send(s->hub, peer, MSG_JOIN, buf, proto_join_encode(&j, buf, sizeof buf),
+                          NULL, 0);
 }
 
 int scripted_join(scripted *s, const char *addr, int workers, char *err, size_t errlen)
@@ -146,7 +148,6 @@ int scripted_join(scripted *s, const char *addr, int workers, char *err, size_t 
         snprintf(err, errlen, "%s: cannot send JOIN", addr);
         return -1;
     }
-    uint8_t buf[8 + PROTO_TEXT];
     pthread_mutex_lock(&s->lock);
     struct timespec until = deadline(10);
     connection *c = &s->conn[peer];
@@ -156,10 +157,12 @@ int scripted_join(scripted *s, const char *addr, int workers, char *err, size_t 
     if (!job)
         snprintf(err, errlen, "%s: no JOB came (%s)", addr, c->why);
     pthread_mutex_unlock(&s->lock);
-    msg_ready r = {s->nparams, "cpu"};
     if (!job)
         return -1;
-    if (netio_hub_send(s->hub, peer, MSG_READY, buf, proto_ready_encode(&r, buf, sizeof buf), NULL, 0)) {
+    msg_ready r = {s->nparams, "cpu"};
+    uint8_t buf[8 + PROTO_TEXT];
+    if (netio_hub_send(s->hub, peer, MSG_READY, buf, proto_ready_encode(&r, buf, sizeof buf),
+                       NULL, 0)) {
         snprintf(err, errlen, "%s: cannot send READY", addr);
         return -1;
     }

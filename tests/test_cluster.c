@@ -802,7 +802,8 @@ typedef struct scripted_run {
     char err[300];
 } scripted_run;
 
-static int scripted_begin(scripted_run *r, int which, const char *name, int nodes, const int *workers)
+static int scripted_begin(scripted_run *r, int which, const char *name, int nodes,
+                          const int *workers)
 {
     memset(r, 0, sizeof *r);
     r->m = job_model();
@@ -829,7 +830,8 @@ static int scripted_begin(scripted_run *r, int which, const char *name, int node
 
 /* The scripted nodes gone, the coordinator's end: whether it ended well and refused a node
  * for `reason`, naming it; its output in log. */
-static int scripted_end(scripted_run *r, const char *name, const char *reason, char *log, size_t loglen)
+static int scripted_end(scripted_run *r, const char *name, const char *reason, char *log,
+                        size_t loglen)
 {
     scripted_stop(r->s);
     int ok = coordinator_ended_well(r->coordinator, name, log, loglen);
@@ -881,7 +883,8 @@ TEST(cluster_refuses_gradients_summed_against_the_fixed_order)
     refuse(4, "not-the-last", NOT_THE_LAST,
            "a gradient summed over chunks that do not end with the batch's last");
     check_identical("single", "not-the-last");
-    refuse(4, "sent-before", SENT_BEFORE, "a gradient summed over a chunk whose gradient came before");
+    refuse(4, "sent-before", SENT_BEFORE,
+           "a gradient summed over a chunk whose gradient came before");
 }
 
 /* So is a RESULT before its chunk's gradients, or of a chunk the node was not sent. */
