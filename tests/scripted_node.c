@@ -226,7 +226,7 @@ int scripted_result(scripted *s, int i, uint64_t seq, uint32_t chunk)
                           proto_result_head(&r, head, sizeof head), NULL, 0) ? -1 : 0;
 }
 
-int scripted_wait_down(scripted *s, int i, double timeout_s, char *why, size_t whylen)
+int scripted_wait_down(scripted *s, int i, double timeout_s)
 {
     connection *c = &s->conn[s->peer[i]];
     struct timespec until = deadline(timeout_s);
@@ -234,7 +234,6 @@ int scripted_wait_down(scripted *s, int i, double timeout_s, char *why, size_t w
     while (!c->down && !wait_change(s, &until))
         ;
     int down = c->down;
-    snprintf(why, whylen, "%s", c->why);
     pthread_mutex_unlock(&s->lock);
     return down ? 0 : -1;
 }

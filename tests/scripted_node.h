@@ -30,9 +30,9 @@ int scripted_grad(scripted *s, int i, uint64_t seq, uint32_t chunk, uint32_t chu
 /* Node i sends chunk `chunk`'s RESULT of batch seq (the figures of 4 samples, nothing learnt).
  * 0, or -1. */
 int scripted_result(scripted *s, int i, uint64_t seq, uint32_t chunk);
-/* Waits (up to timeout_s) until the coordinator closed node i's connection: 0 with its reason
- * in why, or -1. */
-int scripted_wait_down(scripted *s, int i, double timeout_s, char *why, size_t whylen);
+/* Waits (up to timeout_s) until the coordinator closed node i's connection (its log says why):
+ * 0, or -1. */
+int scripted_wait_down(scripted *s, int i, double timeout_s);
 /* Node i sends a second JOIN, which a coordinator refuses (closing the connection) once it has
  * dealt with what the node sent before. 0, or -1. */
 int scripted_join_again(scripted *s, int i);

@@ -848,10 +848,10 @@ static int scripted_end(scripted_run *r, const char *name, const char *reason, c
  * RESULT before the chunk's GRADs; a RESULT of a chunk computed here. */
 typedef enum { PAST_THE_END, NOT_THE_LAST, SENT_BEFORE, RESULT_FIRST, RESULT_NOT_SENT } out_of_turn;
 
-static void refuse(int which, const char *name, out_of_turn how, const char *reason)
+static void check_refused(int which, const char *name, out_of_turn how, const char *reason)
 {
     scripted_run r;
-    char why[200], log[1 << 14] = "";
+    char log[1 << 14] = "";
     int ok = scripted_begin(&r, which, name, 1, (int[]){8}) == 0;
     const msg_work *w = r.work[0];
     int n = r.dealt[0], top = JOB_CHUNKS - 1, layer = r.m.last;
@@ -867,7 +867,7 @@ static void refuse(int which, const char *name, out_of_turn how, const char *rea
              !scripted_grad(r.s, 0, r.seq, (uint32_t)top - 1, 2, layer, r.m.last_n);
     else if (ok)
         ok = !scripted_result(r.s, 0, r.seq, how == RESULT_FIRST ? (uint32_t)top : 0);
-    ok = ok && !scripted_wait_down(r.s, 0, 20, why, sizeof why);
+    ok = ok && !scripted_wait_down(r.s, 0, 20);
     CHECKF(ok, "%s", r.err[0] ? r.err : "a message not sent, or the node not dropped in 20 s");
     CHECKF(scripted_end(&r, name, reason, log, sizeof log), "%s", log);
 }
@@ -878,22 +878,22 @@ static void refuse(int which, const char *name, out_of_turn how, const char *rea
 TEST(cluster_refuses_gradients_summed_against_the_fixed_order)
 {
     single("single", job());
-    refuse(4, "past-the-end", PAST_THE_END, "a gradient for a chunk it was not sent");
+    check_refused(4, "past-the-end", PAST_THE_END, "a gradient for a chunk it was not sent");
     check_identical("single", "past-the-end");
-    refuse(4, "not-the-last", NOT_THE_LAST,
-           "a gradient summed over chunks that do not end with the batch's last");
+    check_refused(4, "not-the-last", NOT_THE_LAST,
+                  "a gradient summed over chunks that do not end with the batch's last");
     check_identical("single", "not-the-last");
-    refuse(4, "sent-before", SENT_BEFORE,
-           "a gradient summed over a chunk whose gradient came before");
+    check_refused(4, "sent-before", SENT_BEFORE,
+                  "a gradient summed over a chunk whose gradient came before");
 }
 
 /* So is a RESULT before its chunk's gradients, or of a chunk the node was not sent. */
 TEST(cluster_refuses_results_out_of_turn)
 {
     single("single", job());
-    refuse(6, "result-first", RESULT_FIRST, "a result before the chunk's gradients");
+    check_refused(6, "result-first", RESULT_FIRST, "a result before the chunk's gradients");
     check_identical("single", "result-first");
-    refuse(6, "result-not-sent", RESULT_NOT_SENT, "a result for a chunk it was not sent");
+    check_refused(6, "result-not-sent", RESULT_NOT_SENT, "a result for a chunk it was not sent");
     check_identical("single", "result-not-sent");
 }
 
@@ -904,7 +904,7 @@ TEST(cluster_refuses_results_out_of_turn)
 TEST(cluster_chunk_sent_again_with_a_gradient_here_goes_alone)
 {
     scripted_run r;
-    char why[200], log[1 << 14] = "";
+    char log[1 << 14] = "";
     int ok = scripted_begin(&r, 5, "again", 2, (int[]){1, 8}) == 0;
     int lost = 0, other = 1, layer = r.m.last;
     CHECKF(!ok || (r.dealt[lost] >= 1 && r.work[lost][0].chunk < r.work[other][0].chunk),
@@ -913,7 +913,7 @@ TEST(cluster_chunk_sent_again_with_a_gradient_here_goes_alone)
     uint32_t first = ok ? r.work[lost][0].chunk : 0;
     /* one layer of its first chunk, then a second JOIN, which has the coordinator drop it */
     ok = ok && !scripted_grad(r.s, lost, r.seq, first, 1, layer, r.m.last_n) &&
-         !scripted_join_again(r.s, lost) && !scripted_wait_down(r.s, lost, 20, why, sizeof why);
+         !scripted_join_again(r.s, lost) && !scripted_wait_down(r.s, lost, 20);
     msg_work again[JOB_CHUNKS];
     for (int i = 0; ok && i < r.dealt[lost]; i++) {
         ok = !scripted_wait_work(r.s, other, r.work[lost][i].chunk, 20, &again[i]);
@@ -925,7 +925,7 @@ TEST(cluster_chunk_sent_again_with_a_gradient_here_goes_alone)
     for (int i = 0; i < r.dealt[other]; i++)
         CHECKF(!r.work[other][i].alone, "chunk %u sent first to go alone", r.work[other][i].chunk);
     ok = ok && !scripted_grad(r.s, other, r.seq, first, JOB_CHUNKS - first, layer, r.m.last_n) &&
-         !scripted_wait_down(r.s, other, 20, why, sizeof why);
+         !scripted_wait_down(r.s, other, 20);
     CHECKF(ok, "%s", r.err[0] ? r.err : "a message not sent, or the node not dropped in 20 s");
     CHECKF(scripted_end(&r, "again", "a gradient summed over a chunk sent to go alone", log,
                         sizeof log), "%s", log);
