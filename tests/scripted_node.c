@@ -14,13 +14,14 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { MAX_CONNECTIONS = 256, MAX_WORKS = 64, MAX_SCRIPTED = 8 };
+enum { MAX_CONNECTIONS = 256, MAX_WORKS = 64, MAX_ROUNDS = 16, MAX_SCRIPTED = 8 };
 
 typedef struct connection {
     int up, down, job;
     char why[200];
-    int nworks;
+    int nworks, nrounds;
     msg_work works[MAX_WORKS];
+    msg_round rounds[MAX_ROUNDS];
 } connection;
 
 struct scripted {
@@ -50,6 +51,9 @@ static void on_event(void *ctx, const netio_event *e)
     else if (e->type == MSG_WORK && c->nworks < MAX_WORKS &&
              !proto_work_decode(&c->works[c->nworks], e->payload, e->len, why, sizeof why))
         c->nworks++;
+    else if (e->type == MSG_ROUND && c->nrounds < MAX_ROUNDS &&
+             !proto_round_decode(&c->rounds[c->nrounds], e->payload, e->len, why, sizeof why))
+        c->nrounds++;
     pthread_cond_broadcast(&s->changed);
     pthread_mutex_unlock(&s->lock);
 }
@@ -236,6 +240,24 @@ int scripted_wait_down(scripted *s, int i, double timeout_s)
     int down = c->down;
     pthread_mutex_unlock(&s->lock);
     return down ? 0 : -1;
+}
+
+int scripted_wait_rounds(scripted *s, int i, int n, double timeout_s, msg_round *r)
+{
+    connection *c = &s->conn[s->peer[i]];
+    struct timespec until = deadline(timeout_s);
+    pthread_mutex_lock(&s->lock);
+    while (c->nrounds < n && !c->down && !wait_change(s, &until))
+        ;
+    int got = c->nrounds < n ? c->nrounds : n;
+    memcpy(r, c->rounds, sizeof *r * (size_t)got);
+    pthread_mutex_unlock(&s->lock);
+    return got;
+}
+
+void scripted_leave(scripted *s, int i)
+{
+    netio_hub_close(s->hub, s->peer[i], "the test's script ends here");
 }
 
 int scripted_join_again(scripted *s, int i)

@@ -1,6 +1,7 @@
-/* Nodes that speak the cluster protocol by hand, for tests of what a coordinator refuses: each
- * joins, takes the job, says it is ready, and then sends only what the test tells it to. They
- * compute nothing. All of them are peers of one netio hub in the test's process. */
+/* Nodes that speak the cluster protocol by hand, for tests of what a coordinator refuses and of
+ * nodes gone at a chosen moment: each joins, takes the job, says it is ready, and then sends only
+ * what the test tells it to. They compute nothing. All of them are peers of one netio hub in the
+ * test's process. */
 #ifndef FRUGAL_TESTS_SCRIPTED_NODE_H
 #define FRUGAL_TESTS_SCRIPTED_NODE_H
 
@@ -33,6 +34,10 @@ int scripted_result(scripted *s, int i, uint64_t seq, uint32_t chunk);
 /* Waits (up to timeout_s) until the coordinator closed node i's connection (its log says why):
  * 0, or -1. */
 int scripted_wait_down(scripted *s, int i, double timeout_s);
+/* Waits (up to timeout_s) for node i's first n ROUNDs: how many came (at most n) into r. */
+int scripted_wait_rounds(scripted *s, int i, int n, double timeout_s, msg_round *r);
+/* Node i closes its connection, as a node killed would. */
+void scripted_leave(scripted *s, int i);
 /* Node i sends a second JOIN, which a coordinator refuses (closing the connection) once it has
  * dealt with what the node sent before. 0, or -1. */
 int scripted_join_again(scripted *s, int i);

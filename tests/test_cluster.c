@@ -705,15 +705,15 @@ static void hostile_connections(int which)
             close(fds[i]);
 }
 
-/* coordinate() in a child process; its output goes to NAME.out when it ends. */
-static pid_t coordinate_in_background(int which, const char *name, int nodes, const char *timeout)
+/* coordinate_run() in a child process; its output goes to NAME.out when it ends. */
+static pid_t coordinate_in_background(const coordinator_run *c)
 {
-    key(), port(which);   /* the key made and the ports fixed before the fork, for both sides */
+    key(), port(c->which);   /* the key made and the ports fixed before the fork, for both sides */
     pid_t pid = fork();
     if (pid == 0) {
-        int rc = coordinate(which, name, nodes, timeout);
+        int rc = coordinate_run(c);
         char path[760];
-        snprintf(path, sizeof path, "%s/%s.out", test_tmpdir(), name);
+        snprintf(path, sizeof path, "%s/%s.out", test_tmpdir(), c->name);
         FILE *f = fopen(path, "w");
         if (f) {
             fputs(out, f);
@@ -743,7 +743,8 @@ TEST(cluster_refuses_strangers_and_goes_on)
     unlink(other);
     CHECKF(FRUGAL(out, "keygen", other) == 0, "%s", out);
     pid_t stranger = start_node(3, "stranger", other, "20", NULL);
-    pid_t coordinator = coordinate_in_background(3, "hostile", 1, "2");
+    pid_t coordinator = coordinate_in_background(
+        &(coordinator_run){.job = job(), .name = "hostile", .which = 3, .nodes = 1, .timeout = "2"});
     hostile_connections(3);
     int stranger_rc = wait_node(stranger, "stranger");
     pid_t node = start_node(3, "friend", key(), "20", NULL);
@@ -768,13 +769,13 @@ typedef struct model_shape {
     int last;
 } model_shape;
 
-static model_shape job_model(void)
+static model_shape job_model(const char *jobpath)
 {
     job_config cfg;
     model m;
     char err[400] = "";
     model_shape shape = {0, 0, 0, -1};
-    if (config_load(&cfg, job(), NULL, err, sizeof err) ||
+    if (config_load(&cfg, jobpath, NULL, err, sizeof err) ||
         model_build(&m, &cfg, 1, 28, 28, 10, 0, err, sizeof err)) {
         CHECKF(0, "%s", err);
         return shape;
@@ -806,8 +807,9 @@ static int scripted_begin(scripted_run *r, int which, const char *name, int node
                           const int *workers)
 {
     memset(r, 0, sizeof *r);
-    r->m = job_model();
-    r->coordinator = coordinate_in_background(which, name, nodes, "10");
+    r->m = job_model(job());
+    r->coordinator = coordinate_in_background(
+        &(coordinator_run){.job = job(), .name = name, .which = which, .nodes = nodes, .timeout = "10"});
     if (!(r->s = scripted_start(key(), r->m.nparams, r->m.largest, r->err, sizeof r->err)))
         return -1;
     for (int i = 0; i < nodes; i++)
@@ -1485,6 +1487,60 @@ TEST(cluster_averaging_overlapped_survives_a_lost_node)
     CHECKF(rounds_lost >= 0 && (rounds_lost > 0) == !!strstr(out, "'s share of round "),
            "%.0f rounds lost\n%s", rounds_lost, out);
     check_trains_like("single-average-late", "average-late-lost");
+}
+
+/* Periodic averaging with one scripted node of 8 workers (so it is dealt most of each round),
+ * which leaves once it holds the rounds the coordinator deals before it must wait for its model
+ * (`held`: 1, or 2 overlapped, where the next round is dealt while the nodes train one): those
+ * rounds, and only those, are lost, named and counted; their epoch trains on every sample but
+ * their shares' (4 per chunk), and the run ends well with the coordinator alone. */
+static void check_rounds_lost(int which, const char *name, const char *cluster, int held)
+{
+    char cfgname[80], jobpath[760], log[1 << 14] = "", err[300] = "";
+    snprintf(cfgname, sizeof cfgname, "%s.cfg", name);
+    snprintf(jobpath, sizeof jobpath, "%s", job_file_with(cfgname, 1536, 4, 2, 0.9, cluster));
+    model_shape m = job_model(jobpath);
+    pid_t coordinator = coordinate_in_background(&(coordinator_run){
+        .job = jobpath, .name = name, .which = which, .nodes = 1, .timeout = "10",
+        .set = "execution.grain=4"});
+    scripted *s = scripted_start(key(), m.nparams, m.largest, err, sizeof err);
+    msg_round r[2];
+    int got = 0;
+    if (s && scripted_join(s, addr_of(which), 8, err, sizeof err) == 0) {
+        got = scripted_wait_rounds(s, 0, held, 20, r);
+        scripted_leave(s, 0);
+    }
+    scripted_stop(s);
+    CHECKF(coordinator_ended_well(coordinator, name, log, sizeof log) && got == held,
+           "%d rounds of %d came %s\n%s", got, held, err, log);
+    long lost = 0;
+    for (int k = 0; k < got; k++) {
+        char line[120];
+        snprintf(line, sizeof line, "'s share of round %llu is lost with it",
+                 (unsigned long long)r[k].seq);
+        CHECKF(strstr(log, line), "no%s\n%s", line, log);
+        lost += 4 * ((long)(r[k].chunk1 - r[k].chunk0) * r[k].batches + r[k].chunk1_until -
+                     r[k].chunk0_after);
+    }
+    double counted = summary_figure(name, "node_rounds_lost");
+    CHECKF(counted == held, "%.0f rounds counted lost, not %d\n%s", counted, held, log);
+    for (int e = 1; got && e <= 2; e++) {   /* samples trained: images per second times seconds */
+        char after[40];
+        snprintf(after, sizeof after, "{\"epoch\": %d, ", e);
+        double trained = summary_figure_after(name, after, "seconds") *
+                         summary_figure_after(name, after, "images_per_s");
+        long wanted = 1536 - ((uint32_t)e == r[0].epoch ? lost : 0);
+        CHECKF(fabs(trained - (double)wanted) < 2, "epoch %d trained on %.1f samples, not %ld",
+               e, trained, wanted);
+    }
+}
+
+/* A node gone with a round of periodic averaging on it: certainly mid-round (above, kill -9
+ * lands where it may); overlapped or not. */
+TEST(cluster_averaging_loses_just_the_rounds_of_a_node_gone_mid_round)
+{
+    check_rounds_lost(4, "round-lost", "[cluster]\nsync_every = 4\n", 1);
+    check_rounds_lost(5, "round-lost-overlapped", "[cluster]\nsync_every = 4\noverlap = on\n", 2);
 }
 
 /* Overlapped averaging with compressed deltas, the coordinator killed with kill -9 after its
