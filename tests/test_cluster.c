@@ -413,6 +413,15 @@ static double summary_figure(const char *name, const char *field)
     return summary_figure_after(name, NULL, field);
 }
 
+/* The samples run NAME trained on in epoch e (from 1): its images per second times seconds. */
+static double epoch_samples(const char *name, int e)
+{
+    char after[40];
+    snprintf(after, sizeof after, "{\"epoch\": %d, ", e);
+    return summary_figure_after(name, after, "seconds") *
+           summary_figure_after(name, after, "images_per_s");
+}
+
 /* The train accuracy of NAME's last epoch (metrics.csv), or -1. */
 static double train_accuracy(const char *name)
 {
@@ -1411,13 +1420,10 @@ TEST(cluster_averaging_shares_chunks_with_slower_nodes)
     long there = (long)nodes_sum("average-share", "chunks");
     CHECKF(shared > 0 && here + there == 2 * 48 * 2, "%ld rounds shared a chunk; %ld chunks here "
            "and %ld on the node, of %d\n%s", shared, here, there, 2 * 48 * 2, out);
-    for (int e = 1; e <= 2; e++) {   /* the samples trained on: images per second times seconds */
-        char after[40];
-        snprintf(after, sizeof after, "{\"epoch\": %d, ", e);
-        double seconds = summary_figure_after("average-share", after, "seconds");
-        double rate = summary_figure_after("average-share", after, "images_per_s");
-        CHECKF(fabs(seconds * rate - 1536) < 2, "epoch %d trained on %.1f samples, not 1536\n%s",
-               e, seconds * rate, out);
+    for (int e = 1; e <= 2; e++) {
+        double trained = epoch_samples("average-share", e);
+        CHECKF(fabs(trained - 1536) < 2, "epoch %d trained on %.1f samples, not 1536\n%s", e,
+               trained, out);
     }
 }
 
@@ -1524,11 +1530,8 @@ static void check_rounds_lost(int which, const char *name, const char *cluster, 
     }
     double counted = summary_figure(name, "node_rounds_lost");
     CHECKF(counted == held, "%.0f rounds counted lost, not %d\n%s", counted, held, log);
-    for (int e = 1; got && e <= 2; e++) {   /* samples trained: images per second times seconds */
-        char after[40];
-        snprintf(after, sizeof after, "{\"epoch\": %d, ", e);
-        double trained = summary_figure_after(name, after, "seconds") *
-                         summary_figure_after(name, after, "images_per_s");
+    for (int e = 1; got && e <= 2; e++) {
+        double trained = epoch_samples(name, e);
         long wanted = 1536 - ((uint32_t)e == r[0].epoch ? lost : 0);
         CHECKF(fabs(trained - (double)wanted) < 2, "epoch %d trained on %.1f samples, not %ld",
                e, trained, wanted);
