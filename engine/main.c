@@ -14,6 +14,7 @@
 #include "ops/cpu.h"
 #include "ops/peak.h"
 #include "netio/key.h"
+#include "netio/secure_speed.h"
 #include "runtime/clock.h"
 #include "runtime/runtime.h"
 
@@ -54,12 +55,27 @@ static int usage(FILE *f)
                "            accuracy and confusion matrix of a trained model\n"
                "  predict CHECKPOINT IMAGES.idx | CHECKPOINT IMAGE.pgm|.ppm...\n"
                "            the class of each image\n"
-               "  info      this machine: CPUs, timer, kernel path, measured peak, OpenCL devices\n"
+               "  info      this machine: CPUs, timer, kernel path, measured peak, cipher speeds, OpenCL devices\n"
                "  energy [--seconds N] [--rate HZ]\n"
                "            every energy sensor found (readable or not, and why), where the\n"
                "            figures come from, and N seconds of live power\n"
                "  help      this text\n");
     return f == stderr ? 2 : 0;
+}
+
+/* What protecting a cluster's traffic costs this CPU (netio/secure_speed.h). */
+static void print_cipher_speeds(void)
+{
+    double aes = secure_speed(1, 0.1), chacha = secure_speed(0, 0.1);
+    printf("cluster traffic, sealed and opened by one core: aes256gcm ");
+    if (aes > 0)
+        printf("%.2f GB/s (used where both ends have AES-NI)", aes / 1e9);
+    else
+        printf(aes == 0 ? "not here (no AES-NI)" : "unmeasured (libsodium failed)");
+    if (chacha > 0)
+        printf(", xchacha20poly1305 %.2f GB/s\n", chacha / 1e9);
+    else
+        printf(", xchacha20poly1305 unmeasured (libsodium failed)\n");
 }
 
 static int cmd_info(void)
@@ -70,6 +86,7 @@ static int cmd_info(void)
     printf("kernel path: %s (best this CPU supports: %s)\n", ops_isa_name(isa),
            ops_isa_name(ops_isa_supported()));
     printf("measured FMA peak, one core: %.1f GFLOP/s\n", ops_peak_gflops(isa, 0.2));
+    print_cipher_speeds();
     fflush(stdout);
     return devices_print_info(stdout);
 }

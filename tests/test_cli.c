@@ -101,3 +101,13 @@ TEST(cli_trains_in_an_empty_environment)
     CHECKF(frugal_run(&(frugal_call){(uid_t)-1, NULL, 1}, out, sizeof out, args) == 0, "%s", out);
     CHECKF(strstr(out, "epoch 1/1"), "%s", out);
 }
+
+/* `frugal info` says what this machine can do, the cost of a cluster's cipher included. */
+TEST(cli_info_says_what_this_machine_can_do)
+{
+    CHECK(FRUGAL(out, "info") == 0);
+    CHECKF(strstr(out, "cpus online: ") && strstr(out, "kernel path: ") &&
+           strstr(out, "measured FMA peak, one core: ") &&
+           strstr(out, "cluster traffic, sealed and opened by one core: aes256gcm ") &&
+           strstr(out, " GB/s\n"), "%s", out);
+}

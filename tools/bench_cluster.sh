@@ -19,7 +19,9 @@
 #         nodes_share=S (the share of the chunks the nodes computed: the deal gives a node none when
 #         its round trip costs more than computing its chunks here)
 #         (and at 1 Gb/s test_acc=A, with sync_every=8 also sync_test_acc=B; with the node
-#         2x slower, best_split_efficiency=E: the best whole-chunk split with a free network)
+#         2x slower, best_split_efficiency=E: the best whole-chunk split with a free network;
+#         with the node pinned, crypto_bound=C: the efficiency that split could reach were
+#         sealing and opening its bytes, at the speed `frugal info` measures, its only cost)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)
@@ -42,6 +44,10 @@ on_cores() {
 }
 base=$((30000 + $$ % 300 * 8))   # with its ~60 ports, below the ephemeral range (32768 up)
 ./frugal keygen "$out/key" > /dev/null
+# GB/s one core seals and opens with the cipher the cluster uses (AES-256-GCM where there is
+# AES-NI: the line's first figure)
+cipher=$(./frugal info | awk '/^cluster traffic/ { for (i = 1; i < NF; i++) if ($(i + 1) == "GB/s") { print $i; exit } }')
+echo "bench cluster: traffic sealed and opened at $cipher GB/s by one core (frugal info)"
 
 # The fastest epoch's img/s of a finished run's metrics.csv.
 fastest() { tail -n +2 "$1/metrics.csv" | sort -t, -k7 -g | tail -n 1 | cut -d, -f7; }
@@ -100,6 +106,14 @@ print("%.2f" % (best / (fast + slow)))
 EOF
 }
 
+# The efficiency a split could reach were the CPU time that sealing and opening its bytes take
+# (bytes per image, at $cipher) its only cost: the reference's cores compute an image in
+# 2 x workers / its img/s, the cluster's as many cores add the cipher's time to that.
+crypto_bound() {   # bytes per image, reference img/s
+    awk -v b="$1" -v r="$2" -v w="$workers" -v s="$cipher" \
+        'BEGIN { printf "%.2f", 1 / (1 + b * r / (2 * w * s * 1e9)) }'
+}
+
 # The last epoch's test accuracy.
 test_acc() { tail -n 1 "$1/metrics.csv" | cut -d, -f5; }
 
@@ -118,7 +132,9 @@ while read -r shape job; do
     line "$shape" 10Gb/s sync "$(fastest "$out/10g")" "$single" 10g
     # the same with the node pinned to a chunk of every batch: what the deal's choice avoids
     cluster 10g-pinned 10000 0.1 "" --set placement.all_nodes=on
-    line "$shape" 10Gb/s sync-node-pinned "$(fastest "$out/10g-pinned")" "$single" 10g-pinned
+    pinned_bytes=$(traffic_and_share 10g-pinned $((2048 * epochs)) | sed 's/bytes_per_image=\([0-9]*\).*/\1/')
+    line "$shape" 10Gb/s sync-node-pinned "$(fastest "$out/10g-pinned")" "$single" 10g-pinned \
+        " crypto_bound=$(crypto_bound "$pinned_bytes" "$single")"
     tested=(--set data.test_images=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
             --set data.test_labels=/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz
             --set data.test_limit=1000)
