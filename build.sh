@@ -74,7 +74,7 @@ build() {
 run_tests() {
     local total_pass=0 total_fail=0 line
     # variant | make flags | test filter | FRUGAL_TEST_SCALE (sanitizers run fewer seeds)
-    local runs=("release||1" "asan||4" "tsan|runtime run_ train energy opencl_train cluster placement trace|4")
+    local runs=("release||1" "asan||4" "tsan|runtime run_ train energy opencl_train cluster netio placement trace|4")
     for run in "${runs[@]}"; do
         IFS='|' read -r variant filter scale <<<"$run"
         echo "== tests [$variant]"

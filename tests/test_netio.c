@@ -1,7 +1,8 @@
-/* netio's hub on its own, two hubs in this process over loopback: messages longer than a
- * piece (frame.h) are sealed, carried and opened piece by piece, and arrive whole and in order
- * even when two threads send long messages to the same peer at once, and stay whole where the
- * callback keeps them; a message over its type's bound closes the connection with the reason. */
+/* netio's hub on its own, hubs in this process over loopback: messages longer than a piece
+ * (frame.h) are sealed, carried and opened piece by piece, and arrive whole and in order even
+ * when two threads send long messages to the same peer at once, and stay whole where the
+ * callback keeps them; a message over its type's bound closes the connection with the reason;
+ * three hubs, each listening and connecting, talk pairwise. */
 #include "test.h"
 
 #include "netio/hub.h"
@@ -21,6 +22,9 @@ typedef struct inbox {
     pthread_mutex_t lock;
     pthread_cond_t changed;
     int up, down, received, wrong;
+    int peers[4];                /* the first peers up, in order */
+    int nheard;
+    char heard[4];               /* the first one-byte SHORTs: who sent them */
     int next[SENDERS];           /* the index each sender's next message must have */
     char why[200];
     int nkept;                   /* the odd messages, kept past their callback */
@@ -72,7 +76,9 @@ static void on_event(void *ctx, const netio_event *e)
     pthread_mutex_lock(&in->lock);
     int sender, index;
     if (e->kind == NETIO_UP)
-        in->up++;
+        in->peers[in->up < 4 ? in->up : 3] = e->peer, in->up++;
+    else if (e->type == SHORT && e->len == 1 && in->nheard < 4)
+        in->heard[in->nheard++] = (char)e->payload[0];
     else if (e->kind == NETIO_DOWN || e->kind == NETIO_REFUSED)
         in->down++, snprintf(in->why, sizeof in->why, "%s", e->why);
     else if (e->type == LONG && intact(e->payload, e->len, &sender, &index) &&
@@ -207,4 +213,39 @@ TEST(netio_cipher_speeds_are_measured_through_the_streams)
         CHECKF(aes > 1e6, "aes256gcm: %.0f bytes/s", aes);
     else
         CHECKF(aes == 0, "aes256gcm without AES-NI: %.0f bytes/s", aes);
+}
+
+/* Any two processes with the key talk, not only a coordinator and its nodes: three hubs, each
+ * listening and connecting, every one saying its name to each peer it has, hear each other. */
+TEST(netio_any_two_hubs_talk_in_a_mesh_of_three)
+{
+    uint8_t key[NETIO_KEY_BYTES];
+    randombytes_buf(key, sizeof key);
+    inbox in[3] = {0};
+    netio_hub *h[3] = {0};
+    char err[300] = "", addr[3][80];
+    for (int i = 0; i < 3; i++) {
+        h[i] = start(&in[i], key, 0, err, sizeof err);
+        CHECKF(h[i] && netio_hub_listen(h[i], "127.0.0.1:0", addr[i], sizeof addr[i], err,
+                                        sizeof err) == 0, "%s", err);
+    }
+    for (int from = 0; from < 3; from++)   /* 0 -> 1, 0 -> 2, 1 -> 2 */
+        for (int to = from + 1; to < 3; to++)
+            CHECKF(h[from] && h[to] && netio_hub_connect(h[from], addr[to], err, sizeof err) >= 0,
+                   "%s", err);
+    for (int i = 0; i < 3; i++) {
+        CHECKF(wait_for(&in[i], &in[i].up, 2) == 2, "hub %d has %d peers up", i, in[i].up);
+        char name = (char)('0' + i);
+        for (int p = 0; p < 2 && in[i].up == 2; p++)
+            CHECK(netio_hub_send(h[i], in[i].peers[p], SHORT, &name, 1, NULL, 0) == 0);
+    }
+    for (int i = 0; i < 3; i++) {
+        int heard = wait_for(&in[i], &in[i].nheard, 2);
+        char a = (char)('0' + (i + 1) % 3), b = (char)('0' + (i + 2) % 3);
+        CHECKF(heard == 2 && memchr(in[i].heard, a, 2) && memchr(in[i].heard, b, 2) &&
+               !in[i].down, "hub %d heard %.*s", i, heard, in[i].heard);
+    }
+    for (int i = 0; i < 3; i++)
+        if (h[i])
+            netio_hub_stop(h[i]);
 }
