@@ -752,8 +752,8 @@ TEST(cluster_refuses_strangers_and_goes_on)
     unlink(other);
     CHECKF(FRUGAL(out, "keygen", other) == 0, "%s", out);
     pid_t stranger = start_node(3, "stranger", other, "20", NULL);
-    pid_t coordinator = coordinate_in_background(
-        &(coordinator_run){.job = job(), .name = "hostile", .which = 3, .nodes = 1, .timeout = "2"});
+    pid_t coordinator = coordinate_in_background(&(coordinator_run){
+        .job = job(), .name = "hostile", .which = 3, .nodes = 1, .timeout = "2"});
     hostile_connections(3);
     int stranger_rc = wait_node(stranger, "stranger");
     pid_t node = start_node(3, "friend", key(), "20", NULL);
@@ -817,8 +817,8 @@ static int scripted_begin(scripted_run *r, int which, const char *name, int node
 {
     memset(r, 0, sizeof *r);
     r->m = job_model(job());
-    r->coordinator = coordinate_in_background(
-        &(coordinator_run){.job = job(), .name = name, .which = which, .nodes = nodes, .timeout = "10"});
+    r->coordinator = coordinate_in_background(&(coordinator_run){
+        .job = job(), .name = name, .which = which, .nodes = nodes, .timeout = "10"});
     if (!(r->s = scripted_start(key(), r->m.nparams, r->m.largest, r->err, sizeof r->err)))
         return -1;
     for (int i = 0; i < nodes; i++)

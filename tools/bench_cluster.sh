@@ -46,7 +46,8 @@ base=$((30000 + $$ % 300 * 8))   # with its ~60 ports, below the ephemeral range
 ./frugal keygen "$out/key" > /dev/null
 # GB/s one core seals and opens with the cipher the cluster uses (AES-256-GCM where there is
 # AES-NI: the line's first figure)
-cipher=$(./frugal info | awk '/^cluster traffic/ { for (i = 1; i < NF; i++) if ($(i + 1) == "GB/s") { print $i; exit } }')
+cipher=$(./frugal info |
+    awk '/^cluster traffic/ { for (i = 1; i < NF; i++) if ($(i + 1) == "GB/s") { print $i; exit } }')
 echo "bench cluster: traffic sealed and opened at $cipher GB/s by one core (frugal info)"
 
 # The fastest epoch's img/s of a finished run's metrics.csv.
@@ -132,7 +133,8 @@ while read -r shape job; do
     line "$shape" 10Gb/s sync "$(fastest "$out/10g")" "$single" 10g
     # the same with the node pinned to a chunk of every batch: what the deal's choice avoids
     cluster 10g-pinned 10000 0.1 "" --set placement.all_nodes=on
-    pinned_bytes=$(traffic_and_share 10g-pinned $((2048 * epochs)) | sed 's/bytes_per_image=\([0-9]*\).*/\1/')
+    pinned_bytes=$(traffic_and_share 10g-pinned $((2048 * epochs)) |
+        sed 's/bytes_per_image=\([0-9]*\).*/\1/')
     line "$shape" 10Gb/s sync-node-pinned "$(fastest "$out/10g-pinned")" "$single" 10g-pinned \
         " crypto_bound=$(crypto_bound "$pinned_bytes" "$single")"
     tested=(--set data.test_images=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
