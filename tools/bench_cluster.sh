@@ -111,8 +111,8 @@ EOF
 # (bytes per image, at $cipher) its only cost: the reference's cores compute an image in
 # 2 x workers / its img/s, the cluster's as many cores add the cipher's time to that.
 crypto_bound() {   # bytes per image, reference img/s
-    awk -v b="$1" -v r="$2" -v w="$workers" -v s="$cipher" \
-        'BEGIN { printf "%.2f", 1 / (1 + b * r / (2 * w * s * 1e9)) }'
+    awk -v b="$1" -v r="$2" -v w="$workers" -v s="$cipher" 'BEGIN {
+        if (s > 0) printf "%.2f", 1 / (1 + b * r / (2 * w * s * 1e9)); else printf "unmeasured" }'
 }
 
 # The last epoch's test accuracy.
