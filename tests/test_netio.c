@@ -242,8 +242,10 @@ TEST(netio_any_two_hubs_talk_in_a_mesh_of_three)
     for (int i = 0; i < 3; i++) {
         int heard = wait_for(&in[i], &in[i].nheard, 2);
         char a = (char)('0' + (i + 1) % 3), b = (char)('0' + (i + 2) % 3);
+        pthread_mutex_lock(&in[i].lock);   /* a peer's hub stopped below writes `down` */
         CHECKF(heard == 2 && memchr(in[i].heard, a, 2) && memchr(in[i].heard, b, 2) &&
                !in[i].down, "hub %d heard %.*s", i, heard, in[i].heard);
+        pthread_mutex_unlock(&in[i].lock);
     }
     for (int i = 0; i < 3; i++)
         if (h[i])
