@@ -171,9 +171,11 @@ static void long_messages(int client_no_aes)
         CHECKF(!s[i].failed, "sender %d could not queue a message", i);
     }
     int got = wait_for(&server, &server.received, SENDERS * PER_SENDER);
+    pthread_mutex_lock(&server.lock);   /* the closing below writes `down` and `why` */
     CHECKF(got == SENDERS * PER_SENDER && !server.wrong && !server.down,
            "%d of %d messages whole and in order, %d wrong, %d down (%s)", got,
            SENDERS * PER_SENDER, server.wrong, server.down, server.why);
+    pthread_mutex_unlock(&server.lock);
     /* the messages kept are still whole after their callbacks (the hub freed none of them:
      * ASan would say so), and are the caller's to free */
     int sender, index, whole = 0;
