@@ -6,9 +6,9 @@
 #ifndef FRUGAL_NETIO_SECURE_SPEED_H
 #define FRUGAL_NETIO_SECURE_SPEED_H
 
-/* Measured for about `seconds` with AES-256-GCM (aes) or XChaCha20-Poly1305: bytes per second,
- * 0 when this CPU lacks AES-NI (aes), or -1 when libsodium cannot start or a piece fails to
- * open. */
+/* Measured for about `seconds` of this process's CPU time (call it with one thread running)
+ * with AES-256-GCM (aes) or XChaCha20-Poly1305: bytes per CPU second, 0 when this CPU lacks
+ * AES-NI (aes), or -1 when libsodium cannot start or a piece fails to open. */
 double secure_speed(int aes, double seconds);
 
 #endif
