@@ -271,12 +271,15 @@ static const char *slow_job(void)
     return job_file("slow.cfg", 3072, 8, 3);
 }
 
-/* Long enough for faults to land mid-run: sanitizers slow tasks down already. */
-static const char *slowdown(void)
+/* One of three figures by the build the tests run in (sanitizers slow every task down). */
+static const char *per_variant(const char *release, const char *asan, const char *tsan)
 {
     const char *variant = getenv("FRUGAL_TEST_VARIANT");
-    return !variant || !strcmp(variant, "release") ? "50" : !strcmp(variant, "tsan") ? "3" : "6";
+    return !variant || !strcmp(variant, "release") ? release : !strcmp(variant, "tsan") ? tsan : asan;
 }
+
+/* Long enough for faults to land mid-run: sanitizers slow tasks down already. */
+static const char *slowdown(void) { return per_variant("50", "6", "3"); }
 
 static const char *key(void)
 {
@@ -1060,8 +1063,11 @@ static double node_share(const char *name)
     return share;
 }
 
-/* A node 30 ms away (through tools/netproxy) against a coordinator whose batch takes well under
- * a millisecond: once its round trip is measured (its first batch), it is dealt no chunk again.
+/* A node far away (through tools/netproxy) against a coordinator whose batch takes far less than
+ * its round trip: 30 ms away, a batch well under a millisecond; under the sanitizers, which slow
+ * a batch here to 30-60 ms (TSan) and make a node 30 ms away worth a chunk now and then, 100 ms
+ * (ASan) and 300 ms (TSan). Once its round trip is measured (its first batch), it is dealt no
+ * chunk again.
  * What keeps it measured are probes, chunks this machine computes too, so no batch waits for
  * them and they count once; the weights stay those of one machine. */
 TEST(cluster_far_node_is_dealt_only_probes)
@@ -1069,8 +1075,8 @@ TEST(cluster_far_node_is_dealt_only_probes)
     char j[700];
     snprintf(j, sizeof j, "%s", job_file("far.cfg", 1536, 4, 2));
     single("single-far", j);
-    const char *const proxy_args[] = {addr_of(13), addr_of(12), "--delay", "30", "--duration",
-                                      "60", NULL};
+    const char *const proxy_args[] = {addr_of(13), addr_of(12), "--delay",
+                                      per_variant("30", "100", "300"), "--duration", "60", NULL};
     pid_t proxy = tool_spawn("netproxy", &(frugal_call){(uid_t)-1, NULL, 0}, tmp("far-proxy.log"),
                              proxy_args);
     pid_t node = start_node(13, "far-node", key(), "20", NULL);
@@ -1086,7 +1092,8 @@ TEST(cluster_far_node_is_dealt_only_probes)
     const char *at = strstr(test_read_text(tmp("far/summary.json"), summary, sizeof summary),
                             "\"batches_dealt\": ");
     CHECKF(at && sscanf(at, "\"batches_dealt\": %ld, \"batches_present\": %ld", &dealt, &present) == 2 &&
-           dealt > 0 && dealt <= 2 && present == 96, "dealt in %ld of %ld batches", dealt, present);
+           dealt > 0 && dealt <= 2 && present == 96, "dealt in %ld of %ld batches\n%s", dealt,
+           present, out);
     long probes = (long)nodes_sum("far", "probe_chunks");
     long here = (long)summary_figure("far", "coordinator_chunks");
     long there = (long)nodes_sum("far", "chunks");
@@ -1104,9 +1111,7 @@ TEST(cluster_node_ends_cleanly_with_a_probe_under_way)
 {
     char j[700];
     snprintf(j, sizeof j, "%s", job_file_batch("probe-end.cfg", 18 * 512, 16, 1, 512, 0.9, ""));
-    const char *variant = getenv("FRUGAL_TEST_VARIANT");   /* sanitizers slow the chunk already */
-    const char *node_slowdown = !variant || !strcmp(variant, "release") ? "100"
-                                : !strcmp(variant, "tsan") ? "5" : "30";
+    const char *node_slowdown = per_variant("100", "30", "5");   /* sanitizers slow it already */
     CHECKF(with_one_node(j, "probe-end", 15, node_slowdown, 0, "execution.grain=256") == 0, "%s",
            out);
     long probes = (long)nodes_sum("probe-end", "probe_chunks");
