@@ -24,6 +24,7 @@
 #include <arpa/inet.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -1048,6 +1049,71 @@ TEST(cluster_node_stops_when_the_coordinator_is_gone)
     /* nothing listens there: the node tries for its timeout, then says whom it could not reach */
     int rc = FRUGAL(out, "join", addr, "--key", key(), "--timeout", "1");
     CHECKF(rc == 1 && strstr(out, addr) && strstr(out, "refused"), "%s", out);
+}
+
+/* A loopback TCP socket: listening on port `which` (listen), or connected to it. -1 on failure. */
+static int loopback_socket(int which, int listening)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port(which)),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    int rc = listening ? bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 1)
+                       : connect(fd, (struct sockaddr *)&a, sizeof a);
+    if (fd >= 0 && rc)
+        close(fd), fd = -1;
+    return fd;
+}
+
+/* What fd receives within `seconds`, until its peer closes: the byte count (into buf). */
+static size_t receive_for(int fd, char *buf, size_t cap, double seconds)
+{
+    size_t got = 0;
+    struct pollfd p = {fd, POLLIN, 0};
+    while (got < cap && poll(&p, 1, (int)(seconds * 1000)) == 1) {
+        ssize_t r = recv(fd, buf + got, cap - got, 0);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    return got;
+}
+
+/* tools/netproxy as a link with 300 ms each way, when one end resets the connection: what that
+ * end sent before still arrives, then the close, as on a real link. The server sends "done" and
+ * closes with the client's bytes unread (which resets the connection) while "done" is on its
+ * way. The proxy once dropped it, and in one CI run under TSan the far node below was told its
+ * coordinator was lost instead of done. */
+TEST(cluster_proxy_delivers_what_an_end_sent_before_it_reset)
+{
+    int lfd = loopback_socket(12, 1), cfd = -1, sfd = -1;
+    CHECKF(lfd >= 0, "cannot listen on %s", addr_of(12));
+    const char *const proxy_args[] = {addr_of(13), addr_of(12), "--delay", "300", "--duration",
+                                      "20", NULL};
+    pid_t proxy = tool_spawn("netproxy", &(frugal_call){(uid_t)-1, NULL, 0}, tmp("reset-proxy.log"),
+                             proxy_args);
+    for (int i = 0; i < 500 && cfd < 0; i++)   /* until the proxy listens */
+        if ((cfd = loopback_socket(13, 0)) < 0)
+            usleep(10 * 1000);
+    if (cfd >= 0)
+        sfd = accept(lfd, NULL, NULL);
+    char buf[16] = "";
+    size_t got = 0;
+    if (sfd >= 0) {
+        struct pollfd p = {sfd, POLLIN, 0};
+        CHECK(send(cfd, "hello", 5, MSG_NOSIGNAL) == 5 && poll(&p, 1, 3000) == 1);
+        CHECK(send(sfd, "done", 4, MSG_NOSIGNAL) == 4);
+        usleep(50 * 1000);   /* "done" read by the proxy, "hello" still unread here */
+        close(sfd);          /* a reset, with "done" 250 ms from the client */
+        got = receive_for(cfd, buf, sizeof buf - 1, 3);
+    }
+    kill(proxy, SIGKILL);
+    waitpid(proxy, NULL, 0);
+    CHECKF(got == 4 && !memcmp(buf, "done", 4), "the client got %zu bytes: %.*s", got, (int)got,
+           buf);
+    if (cfd >= 0)
+        close(cfd);
+    close(lfd);
 }
 
 /* A node's share of the work in NAME/summary.json (-1 when it is not there). */

@@ -61,6 +61,7 @@ typedef struct direction {
     double link_free_at;       /* the rate limit: when the emulated link is idle again */
     uint64_t offset;           /* bytes read so far */
     int eof;                   /* `from` closed: close `to`'s sending side once drained */
+    int dead;                  /* `to` reset the connection: nothing more goes this way */
     /* netio framing, client to server only */
     uint64_t frame;            /* the frame being read, from 1 */
     uint8_t head_bytes[4];
@@ -222,15 +223,20 @@ static int queue(direction *d, const uint8_t *p, size_t n)
     return 0;
 }
 
+static void drop_queue(direction *d)
+{
+    while (d->head) {
+        chunk *k = d->head;
+        d->head = k->next;
+        free(k);
+    }
+    d->tail = NULL;
+}
+
 static void close_conn(conn *c)
 {
     for (direction *d = &c->up; d; d = d == &c->up ? &c->down : NULL) {
-        while (d->head) {
-            chunk *k = d->head;
-            d->head = k->next;
-            free(k);
-        }
-        d->tail = NULL;
+        drop_queue(d);
         free(d->copy);
         d->copy = NULL;
     }
@@ -239,7 +245,18 @@ static void close_conn(conn *c)
     c->open = 0;
 }
 
-/* Reads what is there from d->from. -1: the connection is to be closed. */
+/* The peer that `from_it` reads from reset the connection (a read from it or a write to it
+ * failed). As on a real link, what it sent before still arrives, and then the close; what was
+ * on its way to it is lost. */
+static void peer_reset(conn *c, direction *from_it)
+{
+    direction *to_it = from_it == &c->up ? &c->down : &c->up;
+    drop_queue(to_it);
+    to_it->dead = to_it->eof = 1;   /* the other peer is not read any more either */
+    from_it->eof = 1;
+}
+
+/* Reads what is there from d->from. -1: the connection is to be closed (a fault). */
 static int read_side(conn *c, direction *d)
 {
     uint8_t buf[READ_CHUNK];
@@ -248,8 +265,11 @@ static int read_side(conn *c, direction *d)
         d->eof = 1;
         return 0;
     }
-    if (r < 0)
-        return errno == EAGAIN || errno == EINTR ? 0 : -1;
+    if (r < 0) {
+        if (errno != EAGAIN && errno != EINTR)
+            peer_reset(c, d);
+        return 0;
+    }
     uint64_t base = d->offset;
     d->offset += (uint64_t)r;
     uint8_t *extra = NULL;
@@ -265,13 +285,18 @@ static int read_side(conn *c, direction *d)
 }
 
 /* Sends what is due. -1: the connection is to be closed. */
-static int write_side(direction *d, double now)
+static int write_side(conn *c, direction *d, double now)
 {
+    if (d->dead)
+        return 0;
     while (d->head && d->head->due <= now) {
         chunk *k = d->head;
         ssize_t w = send(d->to, k->data + k->off, k->len - k->off, MSG_NOSIGNAL);
-        if (w < 0)
-            return errno == EAGAIN || errno == EINTR ? 0 : -1;
+        if (w < 0) {
+            if (errno != EAGAIN && errno != EINTR)
+                peer_reset(c, d == &c->up ? &c->down : &c->up);
+            return 0;
+        }
         k->off += (size_t)w;
         if (k->off < k->len)
             return 0;
@@ -399,8 +424,10 @@ int main(int argc, char **argv)
                     ev |= POLLOUT;
                 else if (back->head && back->head->due < wake)
                     wake = back->head->due;
-                pf[np] = (struct pollfd){d->from, ev, 0};
-                owner[np++] = c;
+                if (ev) {   /* a socket reset reports POLLERR for ever: poll it for nothing */
+                    pf[np] = (struct pollfd){d->from, ev, 0};
+                    owner[np++] = c;
+                }
             }
         }
         /* ppoll: the emulated delays are tenths of a millisecond, below poll's resolution */
@@ -420,7 +447,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < MAX_CONNS; i++) {
             conn *c = &conns[i];
             if (c->open && c->stalled_until <= now &&
-                (write_side(&c->up, now) || write_side(&c->down, now)))
+                (write_side(c, &c->up, now) || write_side(c, &c->down, now)))
                 close_conn(c);
         }
     }
