@@ -287,14 +287,15 @@ static int read_side(conn *c, direction *d)
 /* Sends what is due. -1: the connection is to be closed. */
 static int write_side(conn *c, direction *d, double now)
 {
+    direction *back = d == &c->up ? &c->down : &c->up;
     if (d->dead)
-        return 0;
+        return back->dead ? -1 : 0;   /* both ends reset: nothing left to carry */
     while (d->head && d->head->due <= now) {
         chunk *k = d->head;
         ssize_t w = send(d->to, k->data + k->off, k->len - k->off, MSG_NOSIGNAL);
         if (w < 0) {
             if (errno != EAGAIN && errno != EINTR)
-                peer_reset(c, d == &c->up ? &c->down : &c->up);
+                peer_reset(c, back);
             return 0;
         }
         k->off += (size_t)w;
