@@ -32,8 +32,8 @@ endif
 SIMD_AVX2 := -mavx2 -mfma
 SIMD_AVX512 := -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma -mavx2
 
-LIB_SRC := $(wildcard common/*.c runtime/*.c ops/*.c energy/*.c opencl/*.c netio/*.c engine/*.c)
-LIB_SRC := $(filter-out engine/main.c,$(LIB_SRC))
+LIB_SRC := $(wildcard common/*.c runtime/*.c ops/*.c energy/*.c opencl/*.c netio/*.c engine/*/*.c)
+LIB_SRC := $(filter-out engine/cli/main.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/*.c) tests/fuzz/targets.c
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
@@ -52,7 +52,7 @@ $(BUILD)/libfake_nvml.so: tests/fake/fake_nvml.c
 $(BUILD)/netproxy: tools/netproxy.c
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
-$(BUILD)/frugal: $(BUILD)/engine/main.o $(LIB_OBJ)
+$(BUILD)/frugal: $(BUILD)/engine/cli/main.o $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/frugal_tests: $(TEST_OBJ) $(LIB_OBJ)

@@ -46,7 +46,7 @@ int oclk_dense_forward(ocl_launch *l, int in, int out, ocl_buf x, ocl_buf params
 /* part gets dW then db; dx (if dx.mem) dy W. */
 int oclk_dense_backward(ocl_launch *l, int in, int out, ocl_buf x, ocl_buf dy, ocl_buf params,
                         ocl_buf part, ocl_buf dx, int n);
-/* The chunk's chunk_stats (engine/layer.h's layout: double loss, int correct, int samples);
+/* The chunk's chunk_stats (engine/model/layer.h's layout: double loss, int correct, int samples);
  * dz and pred when their mem is set. */
 int oclk_softmax_xent(ocl_launch *l, int classes, ocl_buf z, ocl_buf labels, float scale,
                       ocl_buf dz, ocl_buf pred, ocl_buf stats, int n);

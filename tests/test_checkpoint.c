@@ -1,8 +1,8 @@
 /* Checkpoints read as if a stranger wrote them: each field damaged on its own, with the CRC
  * repaired so that the structure checks (not the checksum) must catch it, gives an error that
  * names the problem, never a crash, a huge allocation or a model that runs wrong. */
-#include "engine/checkpoint.h"
-#include "engine/run_log.h"
+#include "engine/model/checkpoint.h"
+#include "engine/job/run_log.h"
 #include "synthetic.h"
 #include "test.h"
 
@@ -40,7 +40,7 @@ static void repair_crc(uint8_t *buf, size_t len)
     memcpy(buf + len - 4, &c, 4);
 }
 
-/* Offsets in the format (engine/checkpoint.c): the header, then 32-byte layer records. */
+/* Offsets in the format (engine/model/checkpoint.c): the header, then 32-byte layer records. */
 enum { EPOCH_AT = 12, NLAYERS_AT = 20, C_AT = 24, CLASSES_AT = 36, RECORDS_AT = 48,
        RECORD = 32 };
 

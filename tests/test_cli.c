@@ -1,6 +1,6 @@
 /* The frugal command as a user meets it: every mistake gets a message naming the file or the
  * argument, and nothing crashes. Runs build/VARIANT/frugal (make tests builds it too). */
-#include "engine/run_folder.h"
+#include "engine/job/run_folder.h"
 #include "frugal_cli.h"
 #include "synthetic.h"
 #include "test.h"

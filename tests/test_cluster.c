@@ -8,12 +8,12 @@
  *
  * The runs that must last long enough for faults to land mid-run use execution.slowdown (and
  * join --slowdown), which stretches every task without changing a result. */
-#include "engine/checkpoint.h"
-#include "engine/config.h"
-#include "engine/model.h"
-#include "engine/cluster_proto.h"
-#include "engine/late_model.h"
-#include "engine/model_delta.h"
+#include "engine/model/checkpoint.h"
+#include "engine/job/config.h"
+#include "engine/model/model.h"
+#include "engine/cluster/cluster_proto.h"
+#include "engine/cluster/late_model.h"
+#include "engine/cluster/model_delta.h"
 #include "ops/cpu.h"
 #include "fake_rapl.h"
 #include "frugal_cli.h"

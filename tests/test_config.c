@@ -1,7 +1,7 @@
 /* Job files: a good one loads; every class of mistake is an error naming file, line and key. */
-#include "engine/config.h"
-#include "engine/policy.h"
-#include "engine/model.h"
+#include "engine/job/config.h"
+#include "engine/placement/policy.h"
+#include "engine/model/model.h"
 #include "test.h"
 
 #include <math.h>

@@ -1,5 +1,5 @@
 /* Dataset readers on files the test writes: IDX raw and gzip, CIFAR-10, and broken variants. */
-#include "engine/dataset.h"
+#include "engine/job/dataset.h"
 #include "test.h"
 
 #include <stdio.h>

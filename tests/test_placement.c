@@ -5,11 +5,11 @@
  * the choice of machines in a cluster against every subset of them, the carbon file, and how a
  * device's power is calibrated (its sensor, the figure). */
 #include "energy/carbon.h"
-#include "engine/cluster_share.h"
-#include "engine/device_energy.h"
-#include "engine/policy.h"
-#include "engine/worker_control.h"
-#include "engine/worker_tuner.h"
+#include "engine/placement/cluster_share.h"
+#include "engine/placement/device_energy.h"
+#include "engine/placement/policy.h"
+#include "engine/placement/worker_control.h"
+#include "engine/placement/worker_tuner.h"
 #include "fake_rapl.h"
 #include "frugal_cli.h"
 #include "ops/layers.h"

@@ -4,8 +4,8 @@
  * and the JSON and CSV readers the report uses. */
 #include "common/json_parse.h"
 #include "energy/history.h"
-#include "engine/csv_table.h"
-#include "engine/tensorboard.h"
+#include "engine/report/csv_table.h"
+#include "engine/report/tensorboard.h"
 #include "frugal_cli.h"
 #include "runtime/clock.h"
 #include "runtime/runtime.h"

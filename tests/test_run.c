@@ -1,12 +1,12 @@
-/* frugal train as a whole (engine/run.c): the run folder stays consistent whatever happens (a
+/* frugal train as a whole (engine/cli/run.c): the run folder stays consistent whatever happens (a
  * stop at a batch boundary, a signal, a second run on the same folder, a killed run's temporary
  * files), a stopped run resumes to the same weights, the summary covers every epoch across
  * resumes, and a diverging run says so. */
-#include "engine/checkpoint.h"
-#include "engine/report.h"
-#include "engine/run.h"
-#include "engine/run_folder.h"
-#include "engine/signals.h"
+#include "engine/model/checkpoint.h"
+#include "engine/report/report.h"
+#include "engine/cli/run.h"
+#include "engine/job/run_folder.h"
+#include "engine/cli/signals.h"
 #include "synthetic.h"
 #include "test.h"
 
@@ -249,7 +249,7 @@ TEST(run_divergence_is_reported_with_its_likely_cause)
     free(summary);
 }
 
-#include "engine/divergence.h"
+#include "engine/cli/divergence.h"
 TEST(run_divergence_check_thresholds)
 {
     char msg[512];
@@ -267,7 +267,7 @@ TEST(run_divergence_check_thresholds)
 
 /* ---- the summary ---- */
 
-#include "engine/trainer.h"
+#include "engine/train/trainer.h"
 
 TEST(train_summary_json_is_complete_and_valid)
 {

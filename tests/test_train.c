@@ -1,12 +1,12 @@
 /* Training end to end on a generated dataset: the loss falls, the weights do not depend on the
  * number of workers or on how tasks are cut, a loss that is not finite ends the run with a
  * clear error, and one step matches PyTorch. */
-#include "engine/checkpoint.h"
-#include "engine/chunk_engine.h"
-#include "engine/config.h"
-#include "engine/dataset.h"
-#include "engine/model.h"
-#include "engine/trainer.h"
+#include "engine/model/checkpoint.h"
+#include "engine/cluster/chunk_engine.h"
+#include "engine/job/config.h"
+#include "engine/job/dataset.h"
+#include "engine/model/model.h"
+#include "engine/train/trainer.h"
 #include "ops/conv.h"
 #include "ops/layers.h"
 #include "synthetic.h"

@@ -3,7 +3,7 @@
  * keeps results equal to a serial run, deterministic mode repeats itself, DAHL's CNN learns as
  * on the CPU, and a missing loader, a missing driver or a device failing mid-run each give a
  * clear message and never a hang. */
-#include "engine/checkpoint.h"
+#include "engine/model/checkpoint.h"
 #include "fake_rapl.h"
 #include "frugal_cli.h"
 #include "synthetic.h"

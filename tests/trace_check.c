@@ -1,6 +1,6 @@
 #include "trace_check.h"
 
-#include "engine/input_file.h"
+#include "common/input_file.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,12 +1,12 @@
 #include "targets.h"
 
 #include "common/json_parse.h"
-#include "engine/checkpoint.h"
-#include "engine/cluster_proto.h"
-#include "engine/config.h"
-#include "engine/dataset.h"
-#include "engine/model_delta.h"
-#include "engine/run_log.h"
+#include "engine/model/checkpoint.h"
+#include "engine/cluster/cluster_proto.h"
+#include "engine/job/config.h"
+#include "engine/job/dataset.h"
+#include "engine/cluster/model_delta.h"
+#include "engine/job/run_log.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,0 +1,54 @@
+#include "common/input_file.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+FILE *input_open(const char *path, const char *what, long long *size, char *err, size_t errlen)
+{
+    if (!path || !*path) {
+        snprintf(err, errlen, "no %s given (an empty path)", what);
+        return NULL;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open the %s: %s", path, what, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: %s, not a %s", path,
+                 S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file", what);
+        fclose(f);
+        return NULL;
+    }
+    *size = (long long)st.st_size;
+    return f;
+}
+
+char *input_read_all(const char *path, size_t max, const char *what, size_t *len, char *err,
+                     size_t errlen)
+{
+    long long size;
+    FILE *f = input_open(path, what, &size, err, errlen);
+    *len = 0;
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    if ((unsigned long long)size > max) {
+        snprintf(err, errlen, "%s: %lld bytes is too large for a %s (at most %zu)", path, size,
+                 what, max);
+    } else if (!(buf = malloc((size_t)size + 1))) {
+        snprintf(err, errlen, "%s: out of memory reading %lld bytes", path, size);
+    } else if (fread(buf, 1, (size_t)size, f) != (size_t)size || ferror(f)) {
+        snprintf(err, errlen, "%s: read error: %s", path, strerror(errno ? errno : EIO));
+        free(buf);
+        buf = NULL;
+    } else {
+        buf[size] = 0;
+        *len = (size_t)size;
+    }
+    fclose(f);
+    return buf;
+}

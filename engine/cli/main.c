@@ -1,0 +1,434 @@
+/* frugal: the command-line entry point. */
+#include "energy/account.h"
+#include "energy/carbon.h"
+#include "energy/model.h"
+#include "engine/model/checkpoint.h"
+#include "engine/job/dataset.h"
+#include "engine/job/devices.h"
+#include "engine/cli/energy_cmd.h"
+#include "engine/report/html_report.h"
+#include "engine/cluster/node.h"
+#include "engine/cli/run.h"
+#include "engine/cli/signals.h"
+#include "engine/train/trainer.h"
+#include "ops/cpu.h"
+#include "ops/peak.h"
+#include "netio/key.h"
+#include "netio/secure_speed.h"
+#include "runtime/clock.h"
+#include "runtime/runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int usage(FILE *f)
+{
+    fprintf(f, "usage: frugal COMMAND [ARGS]\n\n"
+               "commands:\n"
+               "  train JOB.cfg [--set section.key=value]... [--workers N] [--devices D] [--trace FILE]\n"
+               "            [--policy P] [--resume]\n"
+               "            train the model the job file describes; a checkpoint is written\n"
+               "            atomically after every epoch (and on SIGINT, SIGTERM or SIGHUP, at\n"
+               "            the next batch), --resume continues from it; D: auto, cpu, opencl or\n"
+               "            cpu+opencl; P (time, energy, edp or carbon) decides how many workers\n"
+               "            to keep from what it measures\n"
+               "            --listen ADDR:PORT --key KEYFILE [--timeout S] [--wait-for N]: other\n"
+               "            machines may join (at any time; N of them waited for, up to 60 s) and\n"
+               "            compute part of every batch (same weights as on one machine)\n"
+               "  join HOST:PORT --key KEYFILE [--workers N] [--devices D] [--timeout S]\n"
+               "            [--slowdown F] [--power-profile IDLE,ONE,ALL]\n"
+               "            [--carbon G | --carbon-file FILE] [--power-budget W]\n"
+               "            compute chunks for the coordinator at HOST:PORT until it ends training,\n"
+               "            on this machine's CPU and the OpenCL devices D (default: the job's);\n"
+               "            this machine's power profile (watts) and grid carbon (g CO2e/kWh, or a\n"
+               "            file re-read for it) feed the coordinator's placement policy; under its\n"
+               "            own power budget it parks workers (unless --workers pins them)\n"
+               "  report RUN_DIR [RUN_DIR...] [-o REPORT.html]\n"
+               "            one self-contained HTML page (charts, no network) of the runs' output\n"
+               "            folders, overlaid; default RUN_DIR/report.html for one run, report.html\n"
+               "            for several (frugal train writes RUN_DIR/report.html after each epoch)\n"
+               "  keygen KEYFILE\n"
+               "            a new key for a cluster: copy it to every machine (mode 600)\n"
+               "  eval CHECKPOINT IMAGES.idx LABELS.idx | CHECKPOINT CIFAR_BATCH[,BATCH...]\n"
+               "            accuracy and confusion matrix of a trained model\n"
+               "  predict CHECKPOINT IMAGES.idx | CHECKPOINT IMAGE.pgm|.ppm...\n"
+               "            the class of each image\n"
+               "  info      this machine: CPUs, timer, kernel path, measured peak, cipher speeds,\n"
+               "            OpenCL devices\n"
+               "  energy [--seconds N] [--rate HZ]\n"
+               "            every energy sensor found (readable or not, and why), where the\n"
+               "            figures come from, and N seconds of live power\n"
+               "  help      this text\n");
+    return f == stderr ? 2 : 0;
+}
+
+/* What protecting a cluster's traffic costs this CPU (netio/secure_speed.h). */
+static void print_cipher_speeds(void)
+{
+    double aes = secure_speed(1, 0.1), chacha = secure_speed(0, 0.1);
+    printf("cluster traffic, sealed and opened by one core: aes256gcm ");
+    if (aes > 0)
+        printf("%.2f GB/s (used where both ends have AES-NI)", aes / 1e9);
+    else
+        printf(aes == 0 ? "not here (no AES-NI)" : "unmeasured (libsodium failed)");
+    if (chacha > 0)
+        printf(", xchacha20poly1305 %.2f GB/s\n", chacha / 1e9);
+    else
+        printf(", xchacha20poly1305 unmeasured (libsodium failed)\n");
+}
+
+static int cmd_info(void)
+{
+    printf("cpus online: %ld\n", sysconf(_SC_NPROCESSORS_ONLN));
+    printf("task timer: %s\n", clock_source());
+    ops_isa isa = ops_isa_active();
+    printf("kernel path: %s (best this CPU supports: %s)\n", ops_isa_name(isa),
+           ops_isa_name(ops_isa_supported()));
+    printf("measured FMA peak, one core: %.1f GFLOP/s\n", ops_peak_gflops(isa, 0.2));
+    print_cipher_speeds();
+    fflush(stdout);
+    return devices_print_info(stdout);
+}
+
+static int parse_seconds(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (*end || !(v >= 0.1 && v <= 3600)) {
+        fprintf(stderr, "frugal: --timeout %s: seconds from 0.1 to 3600\n", s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int cmd_keygen(int argc, char **argv)
+{
+    char err[600];
+    if (argc != 3) {
+        fprintf(stderr, "usage: frugal keygen KEYFILE\n");
+        return 2;
+    }
+    if (netio_key_generate(argv[2], err, sizeof err)) {
+        fprintf(stderr, "frugal keygen: %s\n", err);
+        return 1;
+    }
+    printf("key written to %s: copy it to every machine of the cluster (keep it mode 600)\n",
+           argv[2]);
+    return 0;
+}
+
+static int cmd_join(int argc, char **argv)
+{
+    node_options o = {.workers = (int)sysconf(_SC_NPROCESSORS_ONLN), .timeout_s = 10, .slowdown = 1,
+                      .carbon_g_per_kwh = CARBON_G_PER_KWH, .out = stdout};
+    for (int i = 2; i < argc; i++) {
+        int has_value = i + 1 < argc;
+        if (!strcmp(argv[i], "--key") && has_value) {
+            o.key_path = argv[++i];
+        } else if (!strcmp(argv[i], "--workers") && has_value) {
+            char *end;
+            long w = strtol(argv[++i], &end, 10);
+            if (*end || w < 1 || w > 4096) {
+                fprintf(stderr, "frugal join: --workers %s: a number from 1 to 4096\n", argv[i]);
+                return 2;
+            }
+            o.workers = (int)w, o.workers_pinned = 1;
+        } else if (!strcmp(argv[i], "--power-budget") && has_value) {
+            char *end;
+            o.power_budget_w = strtod(argv[++i], &end);
+            if (*end || !(o.power_budget_w > 0 && o.power_budget_w <= 1e6)) {
+                fprintf(stderr, "frugal join: --power-budget %s: watts, above 0\n", argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--timeout") && has_value) {
+            if (parse_seconds(argv[++i], &o.timeout_s))
+                return 2;
+        } else if (!strcmp(argv[i], "--slowdown") && has_value) {
+            char *end;
+            o.slowdown = strtod(argv[++i], &end);
+            if (*end || !(o.slowdown >= 1 && o.slowdown <= 100)) {
+                fprintf(stderr, "frugal join: --slowdown %s: a factor from 1 to 100\n", argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--power-profile") && has_value) {
+            double *w = o.profile_w;
+            int used = 0;
+            const char *v = argv[++i];
+            if (sscanf(v, "%lf , %lf , %lf%n", &w[0], &w[1], &w[2], &used) != 3 || v[used] ||
+                !(w[0] >= 0 && w[0] <= w[1] && w[1] <= w[2] && w[2] <= 1e5)) {
+                fprintf(stderr, "frugal join: --power-profile %s: expected IDLE,ONE,ALL in watts "
+                        "(idle, one core busy, all busy), each at least the one before\n", v);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--carbon") && has_value) {
+            char *end;
+            o.carbon_g_per_kwh = strtod(argv[++i], &end);
+            if (*end || !(o.carbon_g_per_kwh >= 0 && o.carbon_g_per_kwh <= CARBON_MAX)) {
+                fprintf(stderr, "frugal join: --carbon %s: grams of CO2e per kWh, 0 to %g\n",
+                        argv[i], CARBON_MAX);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--carbon-file") && has_value) {
+            o.carbon_file = argv[++i];
+        } else if (!strcmp(argv[i], "--devices") && has_value) {
+            o.devices = argv[++i];
+            if (config_devices(o.devices) < 0) {
+                fprintf(stderr, "frugal join: --devices %s: expected %s\n", o.devices,
+                        CONFIG_DEVICES);
+                return 2;
+            }
+        } else if (argv[i][0] != '-' && !o.coordinator) {
+            o.coordinator = argv[i];
+        } else {
+            fprintf(stderr, "frugal join: unexpected argument '%s'\n", argv[i]);
+            return usage(stderr);
+        }
+    }
+    if (!o.coordinator || !o.key_path) {
+        fprintf(stderr, "usage: frugal join HOST:PORT --key KEYFILE [--workers N] [--devices D] "
+                        "[--timeout S] [--slowdown F] [--power-profile IDLE,ONE,ALL] [--carbon G | "
+                        "--carbon-file FILE] [--power-budget W]\n");
+        return 2;
+    }
+    if (o.workers < 1)
+        o.workers = 1;
+    signals_install();
+    int rc = node_run(&o);
+    signals_restore();
+    return rc;
+}
+
+/* frugal train: arguments into run options, signals caught while it runs. */
+static int cmd_train(int argc, char **argv)
+{
+    /* every --set and --workers, in order (argc bounds how many there can be) */
+    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+    char **owned = calloc((size_t)argc + 1, sizeof *owned);
+    int nsets = 0, nowned = 0, rc = 2;
+    run_options o = {.out = stdout, .stop = &stop_signal};
+    if (!sets || !owned) {
+        fprintf(stderr, "frugal: out of memory\n");
+        goto out;
+    }
+    for (int i = 2; i < argc; i++) {
+        int has_value = i + 1 < argc;
+        if (!strcmp(argv[i], "--set") && has_value) {
+            sets[nsets++] = argv[++i];
+        } else if (!strcmp(argv[i], "--workers") && has_value) {
+            if (asprintf(&owned[nowned], "execution.workers=%s", argv[++i]) < 0)
+                goto out;
+            sets[nsets++] = owned[nowned++];
+        } else if (!strcmp(argv[i], "--devices") && has_value) {
+            if (asprintf(&owned[nowned], "execution.devices=%s", argv[++i]) < 0)
+                goto out;
+            sets[nsets++] = owned[nowned++];
+        } else if (!strcmp(argv[i], "--policy") && has_value) {
+            if (asprintf(&owned[nowned], "placement.policy=%s", argv[++i]) < 0)
+                goto out;
+            sets[nsets++] = owned[nowned++];
+        } else if (!strcmp(argv[i], "--trace") && has_value) {
+            o.trace = argv[++i];
+        } else if (!strcmp(argv[i], "--listen") && has_value) {
+            o.listen = argv[++i];
+        } else if (!strcmp(argv[i], "--key") && has_value) {
+            o.key = argv[++i];
+        } else if (!strcmp(argv[i], "--timeout") && has_value) {
+            if (parse_seconds(argv[++i], &o.timeout_s))
+                goto out;
+        } else if (!strcmp(argv[i], "--wait-for") && has_value) {
+            o.wait_for = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--resume")) {
+            o.resume = 1;
+        } else if (!strcmp(argv[i], "--help")) {
+            rc = usage(stdout);
+            goto out;
+        } else if (argv[i][0] != '-' && !o.job) {
+            o.job = argv[i];
+        } else {
+            fprintf(stderr, "frugal train: %s '%s'\n", has_value || argv[i][0] != '-'
+                    ? "unexpected argument" : "missing value after", argv[i]);
+            rc = usage(stderr);
+            goto out;
+        }
+    }
+    if (!o.job) {
+        fprintf(stderr, "frugal train: no job file given\n");
+        rc = usage(stderr);
+        goto out;
+    }
+    o.overrides = sets;
+    signals_install();
+    rc = run_train(&o);
+    signals_restore();
+out:
+    for (int i = 0; i < nowned; i++)
+        free(owned[i]);
+    free(owned);
+    free(sets);
+    return rc;
+}
+
+static void print_confusion(const dataset *d, const int32_t *pred, int classes)
+{
+    printf("confusion matrix (rows: true class, columns: predicted)\n     ");
+    for (int k = 0; k < classes; k++)
+        printf(" %5d", k);
+    printf("\n");
+    for (int r = 0; r < classes; r++) {
+        printf("%4d ", r);
+        for (int k = 0; k < classes; k++) {
+            long count = 0;
+            for (long i = 0; i < d->n; i++)
+                count += d->labels[i] == r && pred[i] == k;
+            printf(" %5ld", count);
+        }
+        printf("\n");
+    }
+}
+
+/* The images to classify, shaped like the model's input. */
+static int load_for(const layer *in, int classes, int argc, char **argv, int with_labels,
+                    int pnm, dataset *d, char *err, size_t errlen)
+{
+    int rc;
+    if (pnm)
+        rc = dataset_load_pnm(d, (const char *const *)argv + 3, argc - 3, in->in_c, in->in_h,
+                              in->in_w, classes, err, errlen);
+    else if (!with_labels)
+        rc = dataset_load_idx(d, argv[3], NULL, 0, err, errlen);
+    else if (argc == 5)
+        rc = dataset_load_idx(d, argv[3], argv[4], 0, err, errlen);
+    else if (dataset_looks_idx(argv[3])) {
+        snprintf(err, errlen, "%s is an IDX image file: eval needs its labels too "
+                 "(frugal eval CHECKPOINT IMAGES LABELS)", argv[3]);
+        rc = -1;
+    } else
+        rc = dataset_load_cifar10(d, argv[3], 0, err, errlen);
+    if (!rc && d->classes != classes) {
+        snprintf(err, errlen, "the data has %d classes, the model %d", d->classes, classes);
+        rc = -1;
+    }
+    return rc ? rc : dataset_reshape(d, in->in_h, in->in_w, in->in_c, err, errlen);
+}
+
+/* eval and predict: the model from the checkpoint, the images shaped like its input, one forward
+ * pass on the runtime. */
+static int cmd_classify(int argc, char **argv, int with_labels)
+{
+    int pnm = !with_labels && argc >= 4 &&
+              (strstr(argv[3], ".pgm") || strstr(argv[3], ".ppm") || argc > 4);
+    if (argc < 4 || (argc > 5 && !pnm)) {
+        fprintf(stderr, "usage: frugal %s\n", with_labels
+                ? "eval CHECKPOINT IMAGES.idx LABELS.idx | CHECKPOINT CIFAR_BATCH[,BATCH...]"
+                : "predict CHECKPOINT IMAGES.idx | CHECKPOINT IMAGE.pgm|.ppm...");
+        return 2;
+    }
+    char err[1024];
+    model m;
+    checkpoint_state st;
+    dataset d = {0};
+    if (checkpoint_open_model(&m, &st, argv[2], err, sizeof err)) {
+        fprintf(stderr, "frugal: %s\n", err);
+        return 1;
+    }
+    free(st.log);
+    if (load_for(&m.layers[0], m.classes, argc, argv, with_labels, pnm, &d, err, sizeof err)) {
+        fprintf(stderr, "frugal: %s\n", err);
+        model_free(&m);
+        dataset_free(&d);
+        return 1;
+    }
+    static job_config cfg;   /* only what evaluation uses */
+    cfg.batch = 64;
+    cfg.epochs = 1;
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 0});
+    trainer *t = trainer_create(&cfg, &m, rt, &d, NULL, err, sizeof err);
+    int32_t *pred = calloc((size_t)d.n, sizeof *pred);
+    pass_result r;
+    int rc = 1;
+    if (!t || !pred || trainer_evaluate(t, &d, pred, &r, err, sizeof err)) {
+        fprintf(stderr, "frugal: %s\n", t && pred ? err : !t ? err : "out of memory");
+        goto out;
+    }
+    if (!with_labels) {
+        for (long i = 0; i < d.n; i++)
+            if (pnm)
+                printf("%s %d\n", argv[3 + i], pred[i]);
+            else
+                printf("%ld %d\n", i, pred[i]);
+    } else {
+        printf("%s (after epoch %d) on %ld images: accuracy %.2f%%, loss %.4f\n", argv[2],
+               st.epoch, d.n, 100.0 * (double)r.correct / (double)r.samples,
+               r.loss / (double)r.samples);
+        print_confusion(&d, pred, m.classes);
+    }
+    rc = 0;
+out:
+    free(pred);
+    trainer_destroy(t);
+    rt_destroy(rt);
+    model_free(&m);
+    dataset_free(&d);
+    return rc;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+    const char *dirs[REPORT_MAX_RUNS], *out = NULL;
+    int n = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+            out = argv[++i];
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "frugal report: unknown option %s\n", argv[i]);
+            return 2;
+        } else if (n == REPORT_MAX_RUNS) {
+            fprintf(stderr, "frugal report: at most %d runs at once\n", REPORT_MAX_RUNS);
+            return 2;
+        } else {
+            dirs[n++] = argv[i];
+        }
+    }
+    if (!n) {
+        fprintf(stderr, "usage: frugal report RUN_DIR [RUN_DIR...] [-o REPORT.html]\n");
+        return 2;
+    }
+    char path[700], err[1024];
+    if (!out)
+        out = n == 1 ? (snprintf(path, sizeof path, "%s/report.html", dirs[0]), path) : "report.html";
+    if (html_report_write(out, dirs, n, err, sizeof err)) {
+        fprintf(stderr, "frugal report: %s\n", err);
+        return 1;
+    }
+    printf("report: %s\n", out);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage(stderr);
+    if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+        return usage(stdout);
+    if (!strcmp(argv[1], "info"))
+        return cmd_info();
+    if (!strcmp(argv[1], "energy"))
+        return cmd_energy(argc, argv);
+    if (!strcmp(argv[1], "train"))
+        return cmd_train(argc, argv);
+    if (!strcmp(argv[1], "join"))
+        return cmd_join(argc, argv);
+    if (!strcmp(argv[1], "report"))
+        return cmd_report(argc, argv);
+    if (!strcmp(argv[1], "keygen"))
+        return cmd_keygen(argc, argv);
+    if (!strcmp(argv[1], "eval"))
+        return cmd_classify(argc, argv, 1);
+    if (!strcmp(argv[1], "predict"))
+        return cmd_classify(argc, argv, 0);
+    fprintf(stderr, "frugal: unknown command '%s'\n", argv[1]);
+    return usage(stderr);
+}

@@ -1,0 +1,461 @@
+/* frugal train, top to bottom:
+ *
+ *   run_open     the job, the data, the model, the output folder (locked), the checkpoint to
+ *                resume from, the runtime, the trainer, the energy meter
+ *   for each epoch:
+ *     train_epoch the training pass (from where an interrupted epoch stopped), the test pass,
+ *                their energy, the divergence check
+ *     run_save   the checkpoint (with the run's log), then metrics.csv and summary.json from it,
+ *                power.csv and report.html; then the epoch's TensorBoard events
+ *   run_close    the last epoch's figures by task kind and sensor, the trace
+ *
+ * The checkpoint is written first and the other files are rewritten from its log, so they are
+ * never ahead of it, whenever the process is killed. */
+#include "engine/cli/run.h"
+
+#include "engine/model/checkpoint.h"
+#include "engine/job/config.h"
+#include "engine/cluster/coordinator.h"
+#include "engine/placement/device_energy.h"
+#include "engine/job/dataset.h"
+#include "engine/job/devices.h"
+#include "engine/cli/divergence.h"
+#include "engine/job/energy_run.h"
+#include "engine/report/html_report.h"
+#include "engine/job/job_data.h"
+#include "engine/model/model.h"
+#include "engine/report/power_log.h"
+#include "engine/report/report.h"
+#include "engine/job/run_folder.h"
+#include "engine/job/run_log.h"
+#include "engine/train/trainer.h"
+#include "engine/placement/worker_control.h"
+#include "ops/cpu.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct run {
+    const run_options *o;
+    FILE *out;
+    job_config cfg;
+    dataset train, test;
+    int have_test;
+    model m;
+    int have_model;
+    run_folder folder;
+    char ckpt[700], weights[700], metrics[700], summary[700], power[700], report[700];
+    run_log log;
+    int resumed_after;                 /* epochs done when the run started */
+    long resume_batch;                 /* batches of the next epoch done then */
+    run_devices devices;
+    coordinator *cluster;              /* when coordinating other machines */
+    rt_runtime *rt;
+    trainer *t;
+    energy_run er;
+    power_log power_log;               /* power.csv */
+    tb_writer tb;                      /* TensorBoard events */
+    worker_control placement;          /* the policy's choice of active workers */
+    device_energy device_energy;       /* the policy's figures for placing tasks on devices */
+    rt_stats st;                       /* the last epoch's */
+    rt_stats total;                    /* every epoch this process ran */
+    epoch_energy last_energy;
+    int tty;
+    double progress_shown;
+    char interrupted[256];
+    char err[1024];
+} run;
+
+static int fail(run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(run *r, const char *fmt, ...)
+{
+    (void)r;   /* errors go to stderr, whatever the run's output */
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("frugal: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+static void show_progress(void *ctx, long done, long total, double seconds);
+
+/* ---- opening ---- */
+
+static int load_data(run *r)
+{
+    return job_load_train(&r->cfg, &r->train, r->err, sizeof r->err) ||
+           job_load_test(&r->cfg, &r->train, &r->test, &r->have_test, r->err, sizeof r->err) ? -1 : 0;
+}
+
+/* The trace is written at the end: make sure now that it can be. */
+static int check_trace_path(run *r)
+{
+    const char *path = r->o->trace;
+    FILE *f = path ? fopen(path, "w") : NULL;
+    if (path && !f)
+        return fail(r, "--trace %s: cannot create: %s", path, strerror(errno));
+    if (f)
+        fclose(f);
+    return 0;
+}
+
+/* The checkpoint and log to continue from, checked against the job. */
+static int resume_from_checkpoint(run *r)
+{
+    checkpoint_state st;
+    if (checkpoint_load(&r->m, &st, r->ckpt, r->err, sizeof r->err))
+        return fail(r, "cannot resume: %s", r->err);
+    int rc = run_log_decode(&r->log, st.log, st.log_len, r->err, sizeof r->err);
+    free(st.log);
+    if (rc)
+        return fail(r, "cannot resume: %s: %s", r->ckpt, r->err);
+    if (r->log.nepochs != st.epoch || r->log.partial.batches != st.batch)
+        return fail(r, "cannot resume: %s: its log has %d epochs and %ld batches, its header "
+                    "says %d and %d", r->ckpt, r->log.nepochs, r->log.partial.batches, st.epoch,
+                    st.batch);
+    long batches = (r->train.n + r->cfg.batch - 1) / r->cfg.batch;
+    if (st.epoch > r->cfg.epochs || (st.epoch == r->cfg.epochs && st.batch == 0))
+        return fail(r, "nothing to resume: %s is after epoch %d of %d (raise job.epochs to "
+                    "train more)", r->ckpt, st.epoch, r->cfg.epochs);
+    if (st.batch >= batches)
+        return fail(r, "cannot resume: %s stopped after batch %d of an epoch, the data has %ld "
+                    "batches: not the same data or batch size", r->ckpt, st.batch, batches);
+    r->resumed_after = st.epoch;
+    r->resume_batch = st.batch;
+    fprintf(r->out, "resuming after epoch %d%s from %s\n", st.epoch, st.batch ? " (and part of "
+            "the next)" : "", r->ckpt);
+    return 0;
+}
+
+static int run_open(run *r, const run_options *o)
+{
+    r->o = o;
+    r->out = o->out ? o->out : stdout;
+    r->tty = isatty(fileno(r->out));
+    job_config *cfg = &r->cfg;
+    if (config_load(cfg, o->job, o->overrides, r->err, sizeof r->err) || load_data(r))
+        return fail(r, "%s", r->err);
+    if (check_trace_path(r))
+        return 1;
+    if (model_build(&r->m, cfg, r->train.c, r->train.h, r->train.w, r->train.classes, 1, r->err,
+                    sizeof r->err))
+        return fail(r, "%s", r->err);
+    r->have_model = 1;
+    if (run_folder_open(&r->folder, cfg->output, o->job, r->err, sizeof r->err))
+        return fail(r, "%s", r->err);
+    run_folder_path(&r->folder, "checkpoint.bin", r->ckpt, sizeof r->ckpt);
+    run_folder_path(&r->folder, "model.bin", r->weights, sizeof r->weights);
+    run_folder_path(&r->folder, "metrics.csv", r->metrics, sizeof r->metrics);
+    run_folder_path(&r->folder, "summary.json", r->summary, sizeof r->summary);
+    run_folder_path(&r->folder, "power.csv", r->power, sizeof r->power);
+    run_folder_path(&r->folder, "report.html", r->report, sizeof r->report);
+    if (run_folder_keep_job(&r->folder, o->job, r->err, sizeof r->err))
+        return fail(r, "%s", r->err);
+    model_init(&r->m, cfg->seed);
+    if (o->resume && resume_from_checkpoint(r))
+        return 1;
+    if (!o->resume && access(r->ckpt, F_OK) == 0)
+        fprintf(r->out, "starting afresh in %s: its checkpoint, metrics and summary will be "
+                "replaced (--resume continues that run instead)\n", cfg->output);
+    if (report_write_metrics(r->metrics, &r->log, r->err, sizeof r->err))   /* as the checkpoint says */
+        return fail(r, "%s", r->err);
+    rt_config rc = {.workers = cfg->workers, .trace = o->trace != NULL, .slowdown = cfg->slowdown};
+    if (devices_open(&r->devices, cfg, &rc, r->out, r->err, sizeof r->err))
+        return fail(r, "%s", r->err);
+    if (o->listen || o->key) {
+        if (!o->listen || !o->key)
+            return fail(r, "a cluster needs both --listen ADDR:PORT and --key KEYFILE");
+        coordinator_options co = {o->listen, o->key, o->timeout_s > 0 ? o->timeout_s : 10, o->job,
+                                  o->overrides};
+        if (!(r->cluster = coordinator_start(&co, cfg, &r->train, &rc, r->out, r->err, sizeof r->err)))
+            return fail(r, "%s", r->err);
+    }
+    r->rt = rt_create(&rc);
+    if (!r->rt)
+        return fail(r, "cannot start the runtime's %d workers", cfg->workers);
+    devices_models_load(&r->devices, r->rt, cfg->deterministic, r->out);
+    r->t = trainer_create(cfg, &r->m, r->rt, &r->train, r->have_test ? &r->test : NULL, r->err,
+                          sizeof r->err);
+    if (!r->t)
+        return fail(r, "%s", r->err);
+    if (r->cluster && coordinator_attach(r->cluster, r->t, r->rt, r->err, sizeof r->err))
+        return fail(r, "%s", r->err);
+    if (r->cluster && o->wait_for > 0) {
+        int got = coordinator_wait_for(r->cluster, o->wait_for, 60);
+        if (got < o->wait_for)
+            fprintf(r->out, "cluster: %d of the %d nodes waited for joined within 60 s; training "
+                    "with them\n", got, o->wait_for);
+    }
+    trainer_stop_when(r->t, o->stop);
+    trainer_on_progress(r->t, show_progress, r);
+    if (energy_run_begin(&r->er, cfg, r->out, r->err, sizeof r->err))
+        return fail(r, "%s", r->err);
+    power_log_begin(&r->power_log, r->power, o->resume, r->er.meter, r->out);
+    if (tb_open(&r->tb, cfg->output, o->resume, r->err, sizeof r->err))
+        return fail(r, "%s", r->err);
+    char key[128], devices[OCL_MAX_DEVICES * 256] = "";
+    for (int i = 0; i < r->devices.n && rt_devices(r->rt); i++)
+        snprintf(devices + strlen(devices), sizeof devices - strlen(devices), "%s;",
+                 r->devices.used[i]->name);
+    worker_control_key(key, sizeof key, cfg, r->train.c, r->train.h, r->train.w,
+                       ops_isa_name(ops_isa_active()), devices);
+    worker_control_begin(&r->placement, cfg, r->rt, r->t, r->er.meter, key, r->out);
+    if (r->cluster)
+        coordinator_use_meter(r->cluster, r->er.meter);
+    device_energy_begin(&r->device_energy, &r->devices, r->rt, cfg, &r->er, r->out);
+    fprintf(r->out, "frugal train %s: %ld images %dx%dx%d, %s%ld test images; %d layers; batch %d, "
+            "%d samples per task; %d workers%s%s, kernels %s\n", o->job, r->train.n, r->train.h,
+            r->train.w, r->train.c, r->have_test ? "" : "no test set, ", r->test.n, r->m.nlayers,
+            cfg->batch, trainer_plan(r->t)->grain, rt_workers(r->rt),
+            rt_devices(r->rt) ? " + OpenCL " : "", rt_devices(r->rt) ? r->devices.used[0]->name : "",
+            ops_isa_name(ops_isa_active()));
+    return 0;
+}
+
+/* ---- an epoch ---- */
+
+/* A live line on a terminal (at most 4 times a second); nothing when the output is a file. */
+static void show_progress(void *ctx, long done, long total, double seconds)
+{
+    run *r = ctx;
+    energy_run_follow_carbon(&r->er);
+    if (!r->tty || seconds - r->progress_shown < 0.25 || done <= 0)
+        return;
+    r->progress_shown = seconds;
+    double rate = (double)done / seconds, joules, watts;
+    energy_run_so_far(&r->er, &joules, &watts);
+    fprintf(r->out, "\r  %3.0f%%  %ld/%ld images  %.0f img/s  %.0f W  %.0f J  ETA %.0f s   ",
+            100.0 * (double)done / (double)total, done, total, rate, watts, joules,
+            (double)(total - done) / rate);
+    fflush(r->out);
+}
+
+/* Adds what an interrupted process did of this epoch (its log's partial record) to figures. */
+static void add_partial(const partial_epoch *p, pass_result *pass, energy_figures *f)
+{
+    pass->loss += p->loss, pass->correct += p->correct, pass->samples += p->samples;
+    pass->seconds += p->seconds;
+    f->joules += p->joules;
+    f->seconds += p->seconds;
+    f->joules_per_image = pass->samples ? f->joules / (double)pass->samples : NAN;
+    f->watts = f->seconds > 0 ? f->joules / f->seconds : 0;
+}
+
+/* Returns 0 with the epoch in rec, 1 on an error, or -1 when stopped (the log's partial record
+ * then holds the epoch so far). */
+static int train_epoch(run *r, int e, epoch_record *rec)
+{
+    memset(rec, 0, sizeof *rec);
+    r->progress_shown = 0;
+    energy_run_epoch_begin(&r->er);
+    rt_stats_reset(r->rt);
+    pass_result train, test = {0};
+    long first = e == r->resumed_after + 1 ? r->resume_batch : 0;
+    worker_control_pass(&r->placement, 1);
+    if (r->cluster && r->cfg.sync_every
+            ? coordinator_average_epoch(r->cluster, e, first, &train, r->err, sizeof r->err)
+            : trainer_train(r->t, e, first, &train, r->err, sizeof r->err))
+        return fail(r, "epoch %d: %s", e, r->err);
+    epoch_energy *en = &rec->energy;
+    energy_run_pass_end(&r->er, train.samples, &en->f);
+    rt_stats_get(r->rt, &r->st);
+    partial_epoch *p = &r->log.partial;
+    if (train.stopped) {   /* keep what was done for the checkpoint */
+        *p = (partial_epoch){p->batches + train.batches, p->loss + train.loss,
+                             p->correct + train.correct, p->samples + train.samples,
+                             p->seconds + train.seconds, p->joules + en->f.joules};
+        return -1;
+    }
+    add_partial(p, &train, &en->f);
+    *p = (partial_epoch){0};
+    worker_control_pass(&r->placement, 0);
+    if (r->have_test && trainer_evaluate(r->t, NULL, NULL, &test, r->err, sizeof r->err))
+        return fail(r, "epoch %d, test pass: %s", e, r->err);
+    energy_run_pass_end(&r->er, test.samples, &en->test);
+    rt_stats_get(r->rt, &r->st);
+    rt_stats fallback;   /* chunks taken back from nodes ran on a second engine, on these cores */
+    if (r->cluster && coordinator_fallback_stats(r->cluster, &fallback))
+        rt_stats_add_work(&r->st, &fallback);
+    rt_stats_add(&r->total, &r->st);
+    energy_run_split_kinds(&r->er, &r->st, en);
+    device_energy_epoch(&r->device_energy, &r->devices, r->rt, &r->er, &r->st, en, r->out);
+    *rec = (epoch_record){.epoch = e, .samples = train.samples, .energy = *en,
+                          .estimated = energy_meter_estimated(r->er.meter)};
+    rec->train_loss = train.samples ? train.loss / (double)train.samples : NAN;
+    rec->train_acc = train.samples ? (double)train.correct / (double)train.samples : NAN;
+    rec->test_loss = test.samples ? test.loss / (double)test.samples : NAN;
+    rec->test_acc = test.samples ? (double)test.correct / (double)test.samples : NAN;
+    rec->seconds = train.seconds;
+    rec->images_per_s = (double)train.samples / train.seconds;
+    rec->task_share = r->st.task_share;
+    double first_loss = r->log.nepochs ? run_log_figures(&r->log.epochs[0]).train_loss : NAN;
+    if (!isfinite(first_loss))
+        first_loss = rec->train_loss;
+    divergence_check(e, first_loss, rec->train_loss, rec->train_acc, r->m.classes,
+                     divergence_chance(r->train.labels, r->train.n, r->train.classes), r->cfg.lr,
+                     rec->warning, sizeof rec->warning);
+    return 0;
+}
+
+static void print_epoch(run *r, const epoch_record *rec)
+{
+    const energy_figures *f = &rec->energy.f;
+    if (r->tty)
+        fprintf(r->out, "\r%*s\r", 96, "");   /* clear the progress line */
+    fprintf(r->out, "epoch %d/%d  loss %.4f  train acc %.2f%%  test acc %.2f%%  %.2f s  %.0f img/s  "
+            "tasks %.0f%% of worker time  %.1f J %s, %.1f W, %.2f mJ/img\n", rec->epoch,
+            r->cfg.epochs, rec->train_loss, 100 * rec->train_acc, 100 * rec->test_acc,
+            rec->seconds, rec->images_per_s, 100 * rec->task_share, f->joules,
+            rec->estimated ? "estimated" : "measured", f->watts, 1e3 * f->joules_per_image);
+    if (rec->warning[0])
+        fprintf(r->out, "%s\n", rec->warning);
+    if (r->cluster) {
+        energy_figures so_far;
+        energy_run_total(&r->er, 0, &so_far);
+        coordinator_print_nodes(r->cluster, r->out, so_far.joules, rec->estimated);
+    }
+    fflush(r->out);
+}
+
+/* ---- saving ---- */
+
+static int run_save(run *r)
+{
+    checkpoint_state st = {.epoch = r->log.nepochs, .batch = (int)r->log.partial.batches};
+    if (trainer_sync(r->t, r->err, sizeof r->err) ||
+        !(st.log = run_log_encode(&r->log, &st.log_len)))
+        return fail(r, "%s", r->err[0] ? r->err : "out of memory encoding the run's log");
+    /* model.bin: the same without the log (and its timings), so the same weights give the same
+     * bytes however they were computed (one machine or several). */
+    checkpoint_state weights_only = {.epoch = st.epoch, .batch = st.batch};
+    int rc = checkpoint_save(&r->m, &st, r->ckpt, r->err, sizeof r->err) ||
+             checkpoint_save(&r->m, &weights_only, r->weights, r->err, sizeof r->err) ||
+             report_write_metrics(r->metrics, &r->log, r->err, sizeof r->err);
+    free(st.log);
+    report_input in = {&r->cfg, &r->train, r->have_test ? &r->test : NULL, &r->m,
+                       trainer_plan(r->t), rt_workers(r->rt), &r->log, &r->st, &r->total,
+                       &r->er, r->resumed_after, r->interrupted[0] ? r->interrupted : NULL, &r->devices,
+                       r->cluster, &r->placement};
+    if (rc || report_write(r->summary, &in, r->err, sizeof r->err) ||
+        power_log_write(&r->power_log, r->power, r->er.meter, r->err, sizeof r->err))
+        return fail(r, "%s", r->err);
+    const char *dir = r->cfg.output;
+    if (html_report_write(r->report, &dir, 1, r->err, sizeof r->err))   /* derived: the run goes on */
+        fprintf(r->out, "warning: the report was not written: %s\n", r->err);
+    return 0;
+}
+
+/* After the checkpoint: TensorBoard's events are never ahead of it. */
+static int log_tensorboard(run *r, const epoch_record *rec)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    r->err[0] = 0;
+    if (report_epoch_tensorboard(&r->tb, rec, &r->er, (double)now.tv_sec + 1e-9 * (double)now.tv_nsec) ||
+        tb_flush(&r->tb, r->err, sizeof r->err))
+        return fail(r, "%s: cannot write the TensorBoard events: %s", r->tb.path,
+                    r->err[0] ? r->err : "write failed");
+    return 0;
+}
+
+static int record_epoch(run *r, const epoch_record *rec)
+{
+    char *csv = report_epoch_csv(rec), *json = report_epoch_json(rec, &r->er, &r->st);
+    int rc = !csv || !json || run_log_add(&r->log, rec->epoch, csv, json);
+    free(csv);
+    free(json);
+    return rc ? fail(r, "out of memory recording epoch %d", rec->epoch) : 0;
+}
+
+/* ---- closing ---- */
+
+static void write_trace(run *r)
+{
+    if (r->er.meter)
+        power_log_trace(r->er.meter, r->rt);
+    if (rt_trace_write(r->rt, r->o->trace)) {
+        fail(r, "%s: cannot write the trace: %s", r->o->trace, strerror(errno));
+        return;
+    }
+    uint64_t dropped = rt_trace_dropped(r->rt);
+    fprintf(r->out, "trace: %s%s", r->o->trace, dropped ? "" : "\n");
+    if (dropped)
+        fprintf(r->out, " is capped at about %d events: %llu more were left out to keep it "
+                "small\n", RT_TRACE_MAX_EVENTS, (unsigned long long)dropped);
+}
+
+static void run_close(run *r, int finished)
+{
+    if (finished) {
+        fprintf(r->out, "tasks of the %s, by kind and where they ran:\n",
+                r->resumed_after ? "epochs since the resume" : "whole run");
+        rt_stats_print(&r->total, r->out);
+        if (r->log.nepochs)
+            energy_run_print(&r->er, &r->last_energy, &r->st, r->train.n, r->out);
+        if (r->o->trace)
+            write_trace(r);
+        fprintf(r->out, "metrics: %s, summary: %s, checkpoint: %s, weights: %s\n", r->metrics,
+                r->summary, r->ckpt, r->weights);
+        fprintf(r->out, "report: %s, power: %s, TensorBoard: %s/tb\n", r->report, r->power,
+                r->cfg.output);
+    }
+    worker_control_end(&r->placement);
+    tb_close(&r->tb);
+    power_log_free(&r->power_log);
+    if (r->cluster)
+        coordinator_use_meter(r->cluster, NULL);
+    if (r->er.meter)
+        energy_run_end(&r->er);
+    if (r->t)
+        rt_wait_all(r->rt);   /* no chunk still out on a node */
+    coordinator_stop(r->cluster, finished ? "training finished" : "the coordinator stopped");
+    trainer_destroy(r->t);
+    if (r->rt)
+        devices_models_save(&r->devices, r->rt, r->out);
+    rt_destroy(r->rt);
+    devices_close(&r->devices);
+    if (r->have_model)
+        model_free(&r->m);
+    dataset_free(&r->train);
+    dataset_free(&r->test);
+    run_log_free(&r->log);
+    run_folder_close(&r->folder);
+}
+
+int run_train(const run_options *o)
+{
+    run *r = calloc(1, sizeof *r);
+    if (!r)
+        return fail(NULL, "out of memory");
+    r->folder.lock_fd = -1;
+    int rc = run_open(r, o);
+    for (int e = r->resumed_after + 1; !rc && e <= r->cfg.epochs; e++) {
+        epoch_record rec;
+        int got = train_epoch(r, e, &rec);
+        if (got > 0) {
+            rc = 1;
+        } else if (got < 0) {   /* stopped: save where it stopped, and say how to go on */
+            long batches = (r->train.n + r->cfg.batch - 1) / r->cfg.batch;
+            snprintf(r->interrupted, sizeof r->interrupted, "stopped by signal %d in epoch %d "
+                     "after batch %ld of %ld", atomic_load(o->stop), e, r->log.partial.batches, batches);
+            rc = run_save(r) ? 1 : 128 + atomic_load(o->stop);
+            fprintf(r->out, "%s: checkpoint, metrics and summary saved in %s; continue with: "
+                    "frugal train %s --resume\n", r->interrupted, r->cfg.output, o->job);
+        } else {
+            print_epoch(r, &rec);
+            r->last_energy = rec.energy;
+            rc = record_epoch(r, &rec) || run_save(r) || log_tensorboard(r, &rec);
+        }
+    }
+    run_close(r, rc == 0);
+    free(r);
+    return rc;
+}

@@ -1,0 +1,450 @@
+/* Periodic averaging ([cluster] sync_every = K) on the coordinator: an epoch in rounds of K
+ * batches, for links too slow to carry a gradient every batch.
+ *
+ *   split     each batch's chunks are cut into contiguous ranges, one per machine (this one
+ *             last), so that all would finish together: a node's share costs its seconds
+ *             computing per sample, plus what a round adds (the models' travel), both measured
+ *             over its rounds; a node not yet measured counts as its workers times this
+ *             machine's per worker. A share may end part way through a chunk: that machine has
+ *             the chunk in the round's first batches, the next machine in the others (with 2
+ *             chunks a batch, a node a third as fast would otherwise get half the work or none)
+ *   send      every node with a range gets the parameters (PARAMS; with compress = on, a
+ *             DELTA from the round before's to a node that holds those) and its range (ROUND)
+ *   train     this machine takes K local steps on its chunks (trainer_train_share), the nodes
+ *             the same on theirs, each from the same parameters with its own momentum
+ *   average   once every node's MODEL is in (or the node lost), the models are averaged,
+ *             weighted by the samples each trained on, and the average goes on
+ *
+ * With overlap = on (late_model.h) no machine waits for a round's average: each sends its change
+ * over the round and trains the next from its own model; the average of the changes is made
+ * when the last comes (maybe_average, on the hub's thread), goes out as AVERAGE, and every
+ * machine applies it after the round it trains meanwhile (this one in finish_late). A node that
+ * holds no parameters gets the global model as far as this machine applied the averages, and
+ * every average from there on. The epoch's last average is waited for, so that it ends alike.
+ *
+ * With K = 1 and no momentum a round is the synchronous step, up to rounding. A node lost in a
+ * round takes its share of that round with it: those samples are not trained on this epoch, and
+ * the round is averaged without it. A node that joins starts with the next round. */
+#include "engine/cluster/coordinator_internal.h"
+#include "engine/cluster/model_delta.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What a machine's share of a round costs: seconds per chunk-batch (a chunk of one batch) once
+ * it computes, and seconds it adds to any share (a node's models travelling). */
+typedef struct share_cost {
+    double per_unit, lag;
+} share_cost;
+
+/* Locked. A node's, measured over its rounds, or until it is, its workers' worth of this
+ * machine's (`here`, on `local_workers`). */
+static share_cost cost_of(const node *n, share_cost here, int local_workers, double per_chunk)
+{
+    if (n->round_cost > 0)
+        return (share_cost){n->round_cost * per_chunk, n->round_lag};
+    return (share_cost){here.per_unit * local_workers / n->running, 0};
+}
+
+/* Shares u of `units` chunk-batches that finish together, at T: u_j = (T - lag_j) / per_unit_j;
+ * a member whose lag alone outlasts T gets none. Member 0 (this machine) has no lag. */
+static void balance(const share_cost *m, int count, double units, double *u)
+{
+    int in[MAX_NODES + 1];
+    for (int j = 0; j < count; j++)
+        in[j] = 1;
+    for (int dropped = 1; dropped;) {
+        double a = units, b = 0;
+        for (int j = 0; j < count; j++)
+            if (in[j])
+                a += m[j].lag / m[j].per_unit, b += 1 / m[j].per_unit;
+        double t = a / b;
+        dropped = 0;
+        for (int j = 0; j < count; j++) {
+            if (in[j] && m[j].lag >= t)
+                in[j] = 0, dropped = 1;
+            u[j] = in[j] ? (t - m[j].lag) / m[j].per_unit : 0;
+        }
+    }
+}
+
+/* A node's state for round seq: a node may be in two rounds at once (overlap = on). */
+static node_round *round_of(node *n, uint64_t seq) { return &n->rounds[seq & 1]; }
+
+/* The head of PARAMS and AVERAGE: the round. */
+static void put_seq(uint8_t head[PROTO_PARAMS_HEAD], uint64_t seq)
+{
+    for (int i = 0; i < 8; i++)
+        head[i] = (uint8_t)(seq >> (8 * i));
+}
+
+/* Locked, overlap = on: the mean change of round q (c->mean, or its delta) to node n. */
+static int send_average(coordinator *c, node *n, uint64_t q)
+{
+    uint8_t head[PROTO_PARAMS_HEAD];
+    put_seq(head, q);
+    n->synced = q;
+    return c->cfg->compress
+               ? send_to(c, n, MSG_AVERAGE, head, sizeof head, c->delta, c->delta_len)
+               : send_to(c, n, MSG_AVERAGE, head, sizeof head, c->mean,
+                         sizeof(float) * (size_t)c->nparams);
+}
+
+/* Locked. The parameters node n starts round `seq` from: a DELTA from the round before's to a
+ * node that holds those (compress = on), else PARAMS; with overlap = on, nothing to a node that
+ * follows the averages, else the global model as far as this machine applied them (and the
+ * mean change after it, if it is out already). */
+static int send_params(coordinator *c, node *n, uint64_t seq)
+{
+    uint8_t head[PROTO_DELTA_HEAD];
+    size_t floats = sizeof(float) * (size_t)c->nparams;
+    if (c->cfg->overlap) {
+        if (n->following)
+            return 0;
+        put_seq(head, c->late.synced);
+        n->following = 1, n->synced = c->late.synced;
+        return send_to(c, n, MSG_PARAMS, head, PROTO_PARAMS_HEAD, c->late.base, floats) ||
+               (c->mean_seq == c->late.synced + 1 && send_average(c, n, c->mean_seq));
+    }
+    if (c->delta_ready && n->params_seq == c->start_seq) {   /* it holds the round before's */
+        msg_delta d = {seq, c->start_seq, NULL};
+        return send_to(c, n, MSG_DELTA, head, proto_delta_head(&d, head, sizeof head), c->delta,
+                       c->delta_len);
+    }
+    put_seq(head, seq);
+    return send_to(c, n, MSG_PARAMS, head, PROTO_PARAMS_HEAD, c->params, floats);
+}
+
+/* Locked. Sends node n its share of the round (w, `size` chunk-batches), from the parameters in
+ * c->params; 0, or -1 when it cannot take part (its memory, or its link). */
+static int send_round(coordinator *c, node *n, const msg_round *w, long size)
+{
+    node_round *r = round_of(n, w->seq);
+    if (!r->model && !(r->model = malloc(sizeof(float) * (size_t)c->nparams)))
+        return -1;
+    uint8_t round[48];
+    if (send_params(c, n, w->seq) ||
+        send_to(c, n, MSG_ROUND, round, proto_round_encode(w, round, sizeof round), NULL, 0))
+        return -1;
+    n->params_seq = r->seq = w->seq;
+    r->in = 1, r->done = 0;
+    r->chunks = (int)size;
+    r->sent_at = now_s();
+    return 0;
+}
+
+/* Chunks of a round's batches, counted in chunk-batches: the place where one machine's share
+ * ends and the next one's starts is chunk `chunk` in its first `until` batches (0: none), the
+ * one before in the others. */
+typedef struct boundary {
+    int chunk;
+    long until;
+} boundary;
+
+/* The boundary at x chunks (a real number) in `batches` batches: a machine a fraction of a
+ * chunk wide shares that chunk with the next instead of taking all or none of it. */
+static boundary boundary_at(double x, long batches)
+{
+    boundary b = {(int)x, lround((x - (int)x) * (double)batches)};
+    if (b.until == batches)
+        b.chunk++, b.until = 0;
+    return b;
+}
+
+/* The share between two boundaries (round_share in trainer.h), and its size in chunk-batches. */
+static round_share share_between(boundary from, boundary to)
+{
+    return (round_share){from.chunk, to.chunk, from.until, to.until};
+}
+
+static long share_size(boundary from, boundary to, long batches)
+{
+    return (to.chunk - from.chunk) * batches + to.until - from.until;
+}
+
+/* Locked. Splits the chunks of `batches` batches from `first` among the ready nodes and this
+ * machine, in chunk-batches, so that all would finish together (balance), and sends the nodes
+ * theirs; returns where this machine's share starts: it has the rest, at least the last chunk
+ * of every batch (and the share of a node that could not take part). */
+static boundary start_round(coordinator *c, int epoch, long first, long batches, int nchunks,
+                            double per_chunk)
+{
+    int local_workers = rt_active_workers(c->rt), members[MAX_NODES + 1], m = 1;
+    share_cost cost[MAX_NODES + 1];
+    double u[MAX_NODES + 1];
+    cost[0] = (share_cost){c->round_img_s > 0 ? per_chunk / c->round_img_s : 1.0 / local_workers, 0};
+    for (int i = 0; i < c->nnodes; i++)
+        if (c->nodes[i].ready && !c->nodes[i].gone)
+            members[m] = i, cost[m++] = cost_of(&c->nodes[i], cost[0], local_workers, per_chunk);
+    balance(cost, m, (double)batches * nchunks, u);
+    c->rounds++;
+    for (int j = 1; j < m; j++)   /* one left out stays measured: a chunk-batch now and then */
+        u[j] = u[j] < 1 && c->rounds % PROBE_EVERY == 0 ? 1 : u[j];
+    double upto = 0;
+    boundary from = {0, 0};
+    int shared = 0;
+    for (int j = 1; j < m; j++) {
+        node *n = &c->nodes[members[j]];
+        upto += u[j] / (double)batches;
+        boundary to = boundary_at(upto < nchunks - 1 ? upto : nchunks - 1, batches);
+        round_share s = share_between(from, to);
+        long size = share_size(from, to, batches);
+        msg_round w = {c->rounds, (uint32_t)epoch, (uint32_t)first, (uint32_t)batches,
+                       (uint32_t)s.k0, (uint32_t)s.k1, (uint32_t)s.k0_after, (uint32_t)s.k1_until};
+        if (size > 0 && send_round(c, n, &w, size) == 0)
+            from = to, shared |= to.until > 0;
+    }
+    c->rounds_shared += shared;
+    return from;
+}
+
+/* Locked. Whether a node of round q has yet to send its model (and is not lost). */
+static int models_due(const coordinator *c, uint64_t q)
+{
+    for (int i = 0; i < c->nnodes; i++) {
+        const node_round *r = &c->nodes[i].rounds[q & 1];
+        if (r->in && r->seq == q && !r->done && !c->nodes[i].gone)
+            return 1;
+    }
+    return 0;
+}
+
+/* A machine's figures of a round added to a pass's. */
+static void add_figures(pass_result *out, double loss, long correct, long samples)
+{
+    out->loss += loss, out->correct += correct, out->samples += samples;
+}
+
+typedef struct model_share {
+    const float *params;
+    double weight;           /* samples trained on */
+} model_share;
+
+/* The average of the models, weighted, into out (which may be the first model). */
+static void average(const model_share *s, int n, long nparams, float *out)
+{
+    double total = 0;
+    for (int k = 0; k < n; k++)
+        total += s[k].weight;
+    if (total <= 0)
+        return;
+    for (long i = 0; i < nparams; i++) {
+        double sum = 0;
+        for (int k = 0; k < n; k++)
+            sum += s[k].weight * (double)s[k].params[i];
+        out[i] = (float)(sum / total);
+    }
+}
+
+/* After this machine's part: the nodes' models in, the average set, the round's figures added
+ * to the pass's. */
+static int finish_round(coordinator *c, const pass_result *local, pass_result *out, char *err,
+                        size_t errlen)
+{
+    model_share shares[MAX_NODES + 1] = {{c->params, (double)local->samples}};
+    int n = 1;
+    uint64_t q = (uint64_t)c->rounds;
+    add_figures(out, local->loss, local->correct, local->samples);
+    pthread_mutex_lock(&c->lock);
+    while (models_due(c, q))
+        pthread_cond_wait(&c->round_over, &c->lock);
+    for (int i = 0; i < c->nnodes; i++) {
+        node_round *r = round_of(&c->nodes[i], q);
+        if (r->in && r->seq == q && r->done)
+            shares[n++] = (model_share){r->model, (double)r->figures.samples},
+            add_figures(out, r->figures.loss, r->figures.correct, r->figures.samples);
+        r->in = 0;   /* a late MODEL is refused from now on */
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (n == 1)
+        return 0;
+    average(shares, n, c->nparams, c->params);
+    return trainer_set_params(c->t, c->params, err, errlen);
+}
+
+/* Locked, overlap = on. Once this machine posted its change of round q (own_seq) and every node
+ * of q sent its own or was lost: their mean, weighted by samples (rounded as a delta carries it,
+ * with compress = on), into c->mean, sent to every node that follows the averages. On the hub's
+ * thread when a node's MODEL is the last to come. */
+static void maybe_average(coordinator *c)
+{
+    uint64_t q = c->own_seq;
+    if (!q || c->mean_seq == q || models_due(c, q))
+        return;
+    model_share shares[MAX_NODES + 1] = {{c->own_change, c->own_samples}};
+    int n = 1;
+    memset(&c->mean_figures, 0, sizeof c->mean_figures);
+    for (int i = 0; i < c->nnodes; i++) {
+        node_round *r = round_of(&c->nodes[i], q);
+        if (r->in && r->seq == q && r->done)
+            shares[n++] = (model_share){r->model, (double)r->figures.samples},
+            add_figures(&c->mean_figures, r->figures.loss, r->figures.correct, r->figures.samples);
+        r->in = r->seq == q ? 0 : r->in;   /* a late MODEL is refused from now on */
+    }
+    memset(c->mean, 0, sizeof(float) * (size_t)c->nparams);   /* none trained: no change */
+    average(shares, n, c->nparams, c->mean);
+    if (c->cfg->compress) {   /* every machine applies the same floats */
+        delta_encode(NULL, c->mean, c->layer_params, c->nlayers, c->delta);
+        delta_apply(NULL, c->delta, c->layer_params, c->nlayers, c->mean);
+    }
+    c->mean_seq = q;
+    for (int i = 0; i < c->nnodes; i++) {
+        node *x = &c->nodes[i];
+        if (x->following && !x->gone && x->synced == q - 1)
+            send_average(c, x, q);   /* a broken link is the hub's to report */
+    }
+    pthread_cond_broadcast(&c->round_over);
+}
+
+/* overlap = on: round q's mean change applied to this machine's model (c->params), once it has
+ * come; the nodes' figures of it added to out. */
+static int apply_mean(coordinator *c, uint64_t q, pass_result *out, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&c->lock);
+    while (c->mean_seq < q)
+        pthread_cond_wait(&c->round_over, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+    add_figures(out, c->mean_figures.loss, c->mean_figures.correct, c->mean_figures.samples);
+    return late_apply(&c->late, q, c->mean, c->params, err, errlen);
+}
+
+/* overlap = on, after this machine's share of round q: the mean change of the round before
+ * applied (waited for, if it has yet to come), this machine's change in q posted to be
+ * averaged; at the epoch's end (last), q's mean applied too, so that every machine ends the
+ * epoch on the same model. */
+static int finish_late(coordinator *c, const pass_result *local, int last, pass_result *out,
+                       char *err, size_t errlen)
+{
+    uint64_t q = (uint64_t)c->rounds;
+    add_figures(out, local->loss, local->correct, local->samples);
+    if (c->late.older && apply_mean(c, c->late.older, out, err, errlen))
+        return -1;
+    late_change(&c->late, c->params, c->own_change);
+    pthread_mutex_lock(&c->lock);
+    c->own_seq = q, c->own_samples = (double)local->samples;
+    maybe_average(c);
+    pthread_mutex_unlock(&c->lock);
+    if (last && apply_mean(c, q, out, err, errlen))
+        return -1;
+    return trainer_set_params(c->t, c->params, err, errlen);
+}
+
+/* With compress = on, before a round: the parameters rounded to what a delta from the round
+ * before's carries (when a node holds those), so that this machine starts the round from what
+ * such a node rebuilds; the delta kept for those nodes, and the round's start kept for the
+ * deltas its nodes send back. 0, or -1 with err. */
+static int round_to_delta(coordinator *c, char *err, size_t errlen)
+{
+    int wanted = 0;
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < c->nnodes && c->start_seq; i++)
+        wanted |= c->nodes[i].ready && !c->nodes[i].gone && c->nodes[i].params_seq == c->start_seq;
+    pthread_mutex_unlock(&c->lock);
+    c->delta_ready = wanted;
+    if (wanted) {
+        delta_encode(c->round_start, c->params, c->layer_params, c->nlayers, c->delta);
+        if (delta_apply(c->round_start, c->delta, c->layer_params, c->nlayers, c->params) ||
+            trainer_set_params(c->t, c->params, err, errlen))
+            return -1;
+    }
+    memcpy(c->round_start, c->params, sizeof(float) * (size_t)c->nparams);
+    return 0;
+}
+
+int coordinator_average_epoch(coordinator *c, int epoch, long first_batch, pass_result *out,
+                              char *err, size_t errlen)
+{
+    const exec_plan *p = trainer_plan(c->t);
+    long nbatches = (c->train->n + p->batch - 1) / p->batch, every = c->cfg->sync_every;
+    double start = now_s();
+    memset(out, 0, sizeof *out);
+    for (long b = first_batch; b < nbatches && !out->stopped; b += every) {
+        long batches = nbatches - b < every ? nbatches - b : every;
+        int late = c->cfg->overlap, last = b + every >= nbatches;
+        if (trainer_get_params(c->t, c->params, err, errlen))
+            return -1;
+        if (late && b == first_batch)   /* every machine ends an epoch on the same model */
+            late_reset(&c->late, c->params, (uint64_t)c->rounds);
+        if (late ? late_round_begin(&c->late, c->params, (uint64_t)c->rounds + 1, err, errlen)
+                 : c->cfg->compress && round_to_delta(c, err, errlen))
+            return -1;
+        pthread_mutex_lock(&c->lock);
+        boundary here = start_round(c, epoch, b, batches, p->nchunks, (double)p->batch / p->nchunks);
+        c->start_seq = (uint64_t)c->rounds;
+        boundary end = {p->nchunks, 0};
+        pthread_mutex_unlock(&c->lock);
+        pass_result mine;
+        round_share s = share_between(here, end);
+        if (trainer_train_share(c->t, epoch, b, batches, &s, &mine, err, errlen) ||
+            trainer_get_params(c->t, c->params, err, errlen))
+            return -1;
+        pthread_mutex_lock(&c->lock);
+        c->local_chunks += share_size(here, end, mine.batches);
+        if (mine.samples && mine.seconds > 0)
+            c->round_img_s = running(c->round_img_s, (double)mine.samples / mine.seconds);
+        pthread_mutex_unlock(&c->lock);
+        if (late ? finish_late(c, &mine, last || mine.stopped, out, err, errlen)
+                 : finish_round(c, &mine, out, err, errlen))
+            return -1;
+        out->batches += mine.batches, out->stopped = mine.stopped;
+    }
+    out->seconds = now_s() - start;
+    return 0;
+}
+
+void averaging_on_model(coordinator *c, node *n, const uint8_t *p, size_t len)
+{
+    msg_result r;
+    char why[200];
+    size_t body = c->cfg->compress ? c->delta_len : sizeof(float) * (size_t)c->nparams;
+    if (proto_model_decode(&r, p, len, body, why, sizeof why))
+        return refuse(c, n, why);
+    node_round *rd = round_of(n, r.seq);
+    if (!rd->in || rd->done || r.seq != rd->seq)
+        return refuse(c, n, "a model for a round it was not sent");
+    const float *base = c->cfg->overlap ? NULL : c->round_start;   /* overlap: the change */
+    if (!c->cfg->compress)
+        memcpy(rd->model, r.body, body);
+    else if (delta_apply(base, r.body, c->layer_params, c->nlayers, rd->model))
+        return refuse(c, n, "a model whose delta has a negative or infinite scale");
+    /* overlapped, a round starts on the node once the one before is done */
+    double begun = rd->sent_at > n->model_at ? rd->sent_at : n->model_at;
+    n->model_at = now_s();
+    trace_node(c, n, "round: sent, trained, returned", begun, n->model_at);
+    double took = n->model_at - begun, computing = r.compute_s / (r.workers ? r.workers : 1);
+    rd->figures = r, rd->figures.grads = NULL, rd->figures.body = NULL;
+    n->chunks += rd->chunks, n->samples += r.samples, n->compute_s += r.compute_s;
+    n->wait_s += took > computing ? took - computing : 0;
+    n->active_s += took;
+    n->joules = r.joules, n->estimated = (int)r.estimated, n->carbon = r.carbon_g_per_kwh;
+    n->running = r.workers < (uint32_t)n->workers ? (int)r.workers : n->workers;
+    if (r.samples && computing > 0) {   /* what computing costs, and what the round adds */
+        n->round_cost = running(n->round_cost, computing / r.samples);
+        /* overlapped, the models travel while the machines compute: they add nothing */
+        n->round_lag = running(n->round_lag, took > computing && !c->cfg->overlap ? took - computing
+                                                                                 : 1e-6);
+    }
+    if (r.watts > 0)
+        n->watts = running(n->watts, r.watts);
+    rd->done = 1;
+    if (c->cfg->overlap)
+        maybe_average(c);
+    pthread_cond_broadcast(&c->round_over);
+}
+
+void averaging_node_lost(coordinator *c, node *n)
+{
+    for (int k = 0; k < 2; k++) {
+        node_round *r = &n->rounds[k];
+        if (r->in && !r->done) {
+            c->rounds_lost++;
+            fprintf(c->log, "cluster: node %s's share of round %llu is lost with it: the round is "
+                    "averaged without it\n", n->addr, (unsigned long long)r->seq);
+            n->active_s += now_s() - r->sent_at;
+        }
+    }
+    if (c->cfg->overlap)
+        maybe_average(c);
+    pthread_cond_broadcast(&c->round_over);
+}

@@ -1,0 +1,33 @@
+/* frugal join HOST:PORT --key KEYFILE [--workers N] [--devices D] [--slowdown F] [--power-profile I,O,A]
+ * [--carbon G | --carbon-file F] [--power-budget W]: a machine that computes chunks of a
+ * coordinator's batches (engine/cluster/coordinator.h) until the coordinator says training is over or
+ * is lost. Under a power budget of its own (--power-budget, else the job's
+ * node_power_budget_watts) it parks workers to stay under it (engine/placement/worker_control.h) and tells
+ * the coordinator how many run. It needs only the binary and the key: the job and the training files come from the
+ * coordinator (files cached by content hash in $FRUGAL_CACHE_DIR, else
+ * $XDG_CACHE_HOME/frugal/data, else ~/.cache/frugal/data). */
+#ifndef FRUGAL_NODE_H
+#define FRUGAL_NODE_H
+
+#include <stdio.h>
+
+typedef struct node_options {
+    const char *coordinator;     /* HOST:PORT */
+    const char *key_path;
+    int workers;
+    int workers_pinned;          /* --workers given: a power budget does not park any */
+    const char *devices;         /* this machine's OpenCL devices (auto, cpu, opencl, cpu+opencl);
+                                    NULL: the job's [execution] devices */
+    double power_budget_w;       /* this machine's own (else the job's node_power_budget_watts) */
+    double timeout_s;
+    double slowdown;             /* 1, or > 1 to emulate slower hardware (runtime.h) */
+    double profile_w[3];         /* this machine's power profile (energy/model.h); 0: none */
+    double carbon_g_per_kwh;     /* its grid's intensity, or a file re-read for it: */
+    const char *carbon_file;     /*   NULL: none */
+    FILE *out;
+} node_options;
+
+/* 0 when the coordinator ended training, 1 on an error (named on stderr). */
+int node_run(const node_options *o);
+
+#endif

@@ -1,0 +1,146 @@
+/* Job files: INI-style sections, read strictly. Every error names the file, the line and the key,
+ * and nothing is trained until the whole file (and every --set override) is valid.
+ *
+ *   [job]        epochs, batch, seed, output
+ *   [data]       format (idx | cifar10), train_images, train_labels, test_images, test_labels,
+ *                train_files, test_file (cifar10), limit, test_limit, resize (HxW), channels
+ *   [conv] [relu] [maxpool] [flatten] [dense] [softmax_xent]
+ *                layers, in order; their keys are in their files (engine/model/layer_*.c)
+ *   [optimizer]  type (sgd), lr, momentum, weight_decay
+ *   [execution]  workers, grain (auto | N samples per task),
+ *                filter_groups (auto | N convolution tasks per chunk, split by filters),
+ *                fuse (auto | on | off: a convolution, the max-pool after it and a relu after
+ *                that as one task),
+ *                devices (auto | cpu | opencl | cpu+opencl), device (which OpenCL devices: their
+ *                indexes in `frugal info`, comma-separated, or a part of their name),
+ *                deterministic (on | off: the same placement, and so the same weights, every run),
+ *                slowdown (1 to 100: every CPU task takes this many times as long, to emulate
+ *                slower hardware in tests and benchmarks)
+ *   [energy]     rate_hz, carbon_g_per_kwh, carbon_file (a file holding the figure, re-read
+ *                while training), baseline_seconds, baseline_watts,
+ *                model_idle_watts, model_core_watts, power_profile (IDLE, ONE, ALL: watts idle,
+ *                with one core busy and with all busy; the fallback model and the prior)
+ *   [placement]  policy (time | energy | edp | carbon: the worker count is then learned while
+ *                training), power_budget_watts (the whole job: every machine together),
+ *                node_power_budget_watts (each machine on its own; `frugal join
+ *                --power-budget` sets one node's), all_nodes (on: every node of a cluster takes
+ *                work, the machines pinned by hand), max_slowdown (energy policies: at most this
+ *                much slower than the fastest count measured, 0.1 = 10%), window_seconds (how
+ *                long each measurement lasts)
+ *   [cluster]    sync_every (0, the default: every batch's gradients are summed over the
+ *                machines, the weights those of one machine; K: periodic averaging, each machine
+ *                takes K steps of its own on its share of the batches, then the models are
+ *                averaged, for slow links), compress (on: under periodic averaging, models
+ *                travel as their change since the round's start in half precision,
+ *                engine/cluster/model_delta.h: half the bytes each way), overlap (on: under periodic
+ *                averaging, a round's average travels while the machines train the next
+ *                round, and is applied after it, engine/cluster/late_model.h: no machine waits for
+ *                the network, each round starts one average late)
+ *
+ * A value runs to the end of its line; '#' or ';' starts a comment at the start of a line or
+ * after white space (so "a#b.gz" is a path), and a value in double quotes is taken as it is. */
+#ifndef FRUGAL_CONFIG_H
+#define FRUGAL_CONFIG_H
+
+#include <stddef.h>
+
+#define CONFIG_MAX_LAYERS 32
+#define CONFIG_PATH 512
+#define CONFIG_MAX_BYTES (1 << 20)   /* a job file larger than this is not a job file */
+
+typedef enum layer_type {
+    LAYER_CONV, LAYER_RELU, LAYER_MAXPOOL, LAYER_FLATTEN, LAYER_DENSE, LAYER_SOFTMAX_XENT,
+    LAYER_TYPES
+} layer_type;
+
+/* A layer as the job describes it. Every field is a number, so a checkpoint stores the same
+ * record for every type, and a layer type's keys say which fields it uses. */
+typedef struct layer_config {
+    layer_type type;
+    int line;                      /* where the section starts, for later shape errors */
+    int filters, size, stride, padding;   /* conv; maxpool uses size and stride */
+    int outputs;                   /* dense */
+} layer_config;
+
+typedef enum data_format { DATA_IDX, DATA_CIFAR10 } data_format;
+
+/* Where tasks may run: auto is the CPU and every OpenCL GPU or accelerator (an OpenCL CPU device
+ * such as PoCL shares the cores frugal already uses: name it to use it). */
+typedef enum devices_choice { DEVICES_AUTO, DEVICES_CPU, DEVICES_OPENCL, DEVICES_CPU_OPENCL } devices_choice;
+
+typedef struct job_config {
+    char path[CONFIG_PATH];
+    /* [job] */
+    int epochs, batch;
+    unsigned long long seed;
+    char output[CONFIG_PATH];
+    /* [data] */
+    data_format format;
+    char train_images[CONFIG_PATH], train_labels[CONFIG_PATH];
+    char test_images[CONFIG_PATH], test_labels[CONFIG_PATH];
+    char train_files[CONFIG_PATH * 2], test_file[CONFIG_PATH];   /* cifar10: comma-separated */
+    long limit, test_limit;        /* 0: all samples */
+    int resize_h, resize_w;        /* 0: keep */
+    int channels;                  /* 0: keep; else replicate to this many */
+    /* layers */
+    int nlayers;
+    layer_config layers[CONFIG_MAX_LAYERS];
+    /* [optimizer] */
+    float lr, momentum, weight_decay;
+    /* [execution] */
+    int workers;                   /* 0: all CPUs */
+    int grain;                     /* 0: auto; else samples per task */
+    int filter_groups;             /* 0: auto; else tasks per chunk for each convolution */
+    int fuse;                      /* 0: auto, 1: on where possible, -1: off */
+    int devices;                   /* DEVICES_AUTO, ... */
+    char device_filter[128];       /* "" (all), "0,2", or a part of a name */
+    int deterministic;
+    float slowdown;                /* 1; > 1 emulates slower hardware (runtime.h) */
+    /* [energy] */
+    float energy_rate_hz;          /* sampler rate */
+    float carbon_g_per_kwh;
+    char carbon_file[CONFIG_PATH]; /* "" or a file re-read for the current figure (energy/carbon.h) */
+    float baseline_seconds;        /* idle power measured this long before training; 0: none */
+    float baseline_watts;          /* configured idle power instead; < 0: measure */
+    float model_idle_watts, model_core_watts;   /* the fallback model (energy/model.h) */
+    float power_profile[3];        /* idle, one core busy, all busy (W); all 0: none */
+    /* [placement] */
+    int policy;                    /* -1: none (all workers), else a placement_policy */
+    float power_budget_watts;      /* 0: none */
+    float node_power_budget_watts; /* 0: none */
+    int all_nodes;                 /* every node takes work, whatever the policy */
+    int sync_every;                /* 0: gradients every batch; K: models averaged every K */
+    int compress;                  /* averaging: models travel as half-precision deltas */
+    int overlap;                   /* averaging: a round's average applied one round late */
+    float max_slowdown;            /* < 0: none */
+    float window_seconds;
+} job_config;
+
+/* How a key's value is read. */
+typedef enum value_kind {
+    V_INT, V_LONG, V_U64, V_FLOAT, V_PATH, V_FORMAT, V_HXW, V_GRAIN, V_OPTIMIZER, V_FUSE,
+    V_DEVICES, V_TEXT, V_ONOFF, V_POLICY, V_PROFILE
+} value_kind;
+
+/* A key of a section: its field (an offset into job_config, or into layer_config for layer
+ * sections) and, for numbers, the range allowed. */
+typedef struct key_spec {
+    const char *name;
+    value_kind kind;
+    size_t offset;
+    double lo, hi;
+} key_spec;
+
+/* [execution] devices: DEVICES_AUTO... for its name, or -1 (names: CONFIG_DEVICES). */
+#define CONFIG_DEVICES "auto, cpu, opencl or cpu+opencl"
+int config_devices(const char *name);
+/* Reads and checks path; overrides are "section.key=value" strings applied on top (NULL-ended
+ * list, may be NULL). Returns 0, or -1 with a message in err. */
+int config_load(job_config *cfg, const char *path, const char *const *overrides, char *err,
+                size_t errlen);
+/* The same from text already in memory (len bytes, need not end with a 0); `path` names it in
+ * messages. */
+int config_parse(job_config *cfg, const char *path, const char *text, size_t len,
+                 const char *const *overrides, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,48 @@
+#include "engine/model/device_task.h"
+
+#include <stdlib.h>
+
+void device_task_start(device_task *dt, const rt_ctx *ctx)
+{
+    dt->err[0] = 0;
+    dt->l = (ocl_launch){rt_device_ctx(ctx), NULL, dt->err, sizeof dt->err};
+}
+
+ocl_buf device_buf(const rt_ctx *ctx, int i, size_t back)
+{
+    size_t offset;
+    cl_mem m = rt_mem(ctx, i, &offset);
+    return (ocl_buf){m, offset - back};
+}
+
+/* What the device's callback needs to complete the task. */
+typedef struct completion {
+    rt_runtime *rt;
+    rt_task *task;
+} completion;
+
+static void CL_CALLBACK done(cl_event e, cl_int status, void *arg)
+{
+    completion *c = arg;
+    rt_task_complete(c->rt, c->task, status != CL_COMPLETE,
+                     status != CL_COMPLETE ? ocl_error_name(status) : NULL);
+    clReleaseEvent(e);
+    free(c);
+}
+
+int device_task_finish(device_task *dt, const rt_ctx *ctx, int rc)
+{
+    completion *c = rc ? NULL : malloc(sizeof *c);
+    if (c) {
+        *c = (completion){ctx->rt, ctx->task};
+        if (!dt->l.done)   /* nothing was enqueued (an empty chunk): done now */
+            return rt_task_complete(ctx->rt, ctx->task, 0, NULL), free(c), RT_PENDING;
+        if (oclk_on_done(&dt->l, done, c) == 0)
+            return RT_PENDING;
+        free(c);
+    }
+    if (dt->l.done)
+        clReleaseEvent(dt->l.done);
+    rt_fail(ctx, "%s", dt->err[0] ? dt->err : "out of memory");
+    return -1;
+}

@@ -1,0 +1,108 @@
+/* Layer types. Everything frugal knows about a type lives in its own file (engine/model/layer_*.c,
+ * after darknet's src/NAME_layer.c): its job-file keys and their defaults, its shape rule and
+ * parameter count, and its task bodies. Checkpoints store a layer as its layer_config, whose
+ * fields the type's keys name; the trainer (engine/train/graph.c) builds every type's tasks the same
+ * way from the roles its accesses play (layer_task.at).
+ *
+ * A task body finds its data through its accesses only (rt_ptr); the layer it works on is
+ * described by a `layer`, which holds shapes, never data. */
+#ifndef FRUGAL_LAYER_H
+#define FRUGAL_LAYER_H
+
+#include "engine/job/config.h"
+#include "ops/conv.h"
+#include "ops/layers.h"
+#include "runtime/runtime.h"
+
+#include <stddef.h>
+
+#define PIXEL_SCALE (1.0f / 255.0f)   /* bytes 0..255 to inputs 0..1 */
+
+typedef struct layer_class layer_class;
+struct layer_place;
+
+/* A layer of a model: its type, its configuration, and the shapes that follow from its input. */
+typedef struct layer {
+    const layer_class *cls;
+    layer_config cfg;
+    int in_c, in_h, in_w, out_c, out_h, out_w;   /* per sample; flat: c = length, h = w = 1 */
+    int flat;                                    /* its output is a vector (flatten, dense) */
+    long in_size, out_size;                      /* floats per sample, below 2^31 */
+    conv_geom conv;
+    pool_geom pool;
+    long nweights, nparams;                      /* weights then bias, contiguous */
+    double flops;                                /* per sample, forward and backward */
+    float *params, *grad, *velocity;
+} layer;
+
+/* Where a layer stands in its model, for shape rules that depend on it. */
+typedef struct layer_place {
+    int index, count;              /* position, and the model's number of layers */
+    int in_flat;                   /* the input is a vector (after flatten or dense) */
+    const layer *prev;             /* NULL for the first */
+    int classes;                   /* of the data */
+} layer_place;
+
+/* What the backward task of a layer reads besides the output gradient. */
+enum { READS_INPUT = 1, READS_OUTPUT = 2, READS_AUX = 4 };
+
+struct layer_class {
+    const char *name;              /* its [section] in job files */
+    layer_type type;
+    const key_spec *keys;          /* ends with a NULL name */
+    void (*defaults)(layer_config *lc);
+    /* After the job file: a default that depends on other keys, or what is missing (NULL if
+     * nothing). */
+    const char *(*complete)(layer_config *lc);
+    /* The shape rule: from l->cfg and l->in_*, fills the output shape, geometry and parameter
+     * counts; a reason in why when the layer cannot be where it is. */
+    int (*plan)(layer *l, const struct layer_place *at, char *why, size_t n);
+    rt_kind *forward, *backward;   /* NULL: no task (flatten is a view of its input) */
+    int backward_reads;
+    size_t aux_bytes;              /* per output value, kept from forward to backward (argmax) */
+};
+
+const layer_class *layer_class_of(layer_type t);
+const layer_class *layer_class_named(const char *name);
+const char *layer_name(layer_type t);
+
+/* The arguments of every layer task: the layer, the chunk, and which access plays which role
+ * (an index into the task's accesses, or -1). A chunk's activation written by a convolution in
+ * filter groups has a part per group; a task reading it names every part, and `in` is the first,
+ * which starts where the chunk starts. */
+typedef struct layer_task {
+    const layer *l;
+    int n;                          /* samples in the chunk */
+    int f0, f1;                     /* convolutions: the filters this task computes */
+    float scale;                    /* the loss: 1 / samples in the batch (a mean loss) */
+    signed char bytes_input;        /* the input is the data set's bytes, through `samples` */
+    signed char want_dx;            /* backward: the input gradient too */
+    signed char relu;               /* a fused convolution: a relu after its max-pool */
+    struct { signed char in, out, aux, params, dy, dx, part, samples, labels, stats; } at;
+} layer_task;
+
+/* What the loss of a chunk comes to (written by softmax_xent's task). */
+typedef struct chunk_stats {
+    double loss;                    /* summed over the chunk's samples */
+    int correct, samples;
+} chunk_stats;
+
+/* A convolution's tasks beyond forward and backward. With filter groups the input gradient is a
+ * task of its own; fused with the max-pool after it, one task does both layers each way. */
+extern rt_kind conv_backward_input_kind, conv_maxpool_forward_kind, conv_maxpool_backward_kind;
+/* Tasks per chunk for a convolution, split by filters: the configured number (0: auto). */
+int conv_filter_groups(const layer *l, int configured, int grain);
+
+/* A kernel's failure (out of scratch memory) as a task failure. */
+int layer_kernel_status(const rt_ctx *ctx, int rc);
+
+/* Overflow-checked size arithmetic for shape rules: a * b, and whether it stays at most max. */
+int size_mul(long a, long b, long max, long *out);
+
+/* The largest tensor one sample may have: kernels index a sample's values with 32-bit ints. */
+#define LAYER_MAX_VALUES 0x7fffffffL
+
+extern const layer_class layer_conv, layer_relu, layer_maxpool, layer_flatten, layer_dense,
+    layer_softmax_xent;
+
+#endif

@@ -1,0 +1,211 @@
+/* [conv]: a 2-D convolution (ops/conv.h), NCHW, with bias. Its tasks may be split by filters
+ * (conv_filter_groups), and a convolution whose output goes only to a max-pool may run fused
+ * with it (the trainer decides: engine/train/plan.c). */
+#include "engine/model/layer.h"
+
+#include "engine/model/device_task.h"
+
+#include <stdio.h>
+
+#define LAYER(f) offsetof(layer_config, f)
+
+static const key_spec keys[] = {
+    {"filters", V_INT, LAYER(filters), 1, 65536},
+    {"size", V_INT, LAYER(size), 1, 64},
+    {"stride", V_INT, LAYER(stride), 1, 64},
+    {"padding", V_INT, LAYER(padding), 0, 64},
+    {NULL, 0, 0, 0, 0}};
+
+static void defaults(layer_config *lc)
+{
+    lc->size = 3;
+    lc->stride = 1;
+}
+
+static const char *complete(layer_config *lc)
+{
+    return lc->filters ? NULL : "[conv] needs filters";
+}
+
+static int plan(layer *l, const layer_place *at, char *why, size_t n)
+{
+    const layer_config *c = &l->cfg;
+    if (at->in_flat) {
+        snprintf(why, n, "a convolution cannot follow flatten or dense");
+        return -1;
+    }
+    if (conv_geom_init(&l->conv, l->in_c, l->in_h, l->in_w, c->filters, c->size, c->size,
+                       c->stride, c->padding)) {
+        snprintf(why, n, "a %dx%d kernel with padding %d does not fit a %dx%d input", c->size,
+                 c->size, c->padding, l->in_h, l->in_w);
+        return -1;
+    }
+    long per_filter = (long)l->in_c * c->size * c->size;   /* at most 2^16 * 64 * 64 */
+    if (!size_mul(c->filters, per_filter, LAYER_MAX_VALUES, &l->nweights)) {
+        snprintf(why, n, "%d filters of %ld weights are more than %ld", c->filters, per_filter,
+                 LAYER_MAX_VALUES);
+        return -1;
+    }
+    l->out_c = c->filters, l->out_h = l->conv.oh, l->out_w = l->conv.ow;
+    l->nparams = l->nweights + c->filters;
+    l->flops = 6.0 * (double)l->nweights * l->conv.oh * l->conv.ow;   /* forward, dx, dW */
+    return 0;
+}
+
+int conv_filter_groups(const layer *l, int configured, int grain)
+{
+    int f = l->conv.f;
+    if (configured > 0)
+        return configured < f ? configured : f;
+    /* As many as keep a task above ~1 MFLOP and every slice a whole number of 4-filter register
+     * blocks (the direct kernel computes 4 filters at a time), at most 4. Like the grain, it
+     * depends on the model only, and splitting never changes a result. */
+    conv_strategy path = conv_path(&l->conv, CONV_FORWARD);
+    if (path == CONV_WINOGRAD || path == CONV_WINOGRAD4)
+        return 1;   /* each group would transform the chunk's input again (measured slower) */
+    double flops = 2.0 * (double)l->nweights * l->conv.oh * l->conv.ow * grain;
+    int g = 1;
+    while (g < 4 && f % (8 * g) == 0 && flops / (2 * g) >= 1e6)
+        g *= 2;
+    return g;
+}
+
+/* ---- tasks ---- */
+
+/* The input: the activation, or for a first layer possibly the data set's bytes in place. */
+static conv_input input_of(const rt_ctx *ctx, const layer_task *a)
+{
+    if (a->bytes_input)
+        return (conv_input){NULL, rt_ptr(ctx, a->at.samples), PIXEL_SCALE};
+    return (conv_input){rt_ptr(ctx, a->at.in), NULL, 0};
+}
+
+/* Filters [f0, f1) of a chunk's output are a part that starts at filter f0 of its first sample;
+ * the kernels take the chunk's start and the filter range. */
+static float *chunk_start(const rt_ctx *ctx, int i, const layer_task *a)
+{
+    return (float *)rt_ptr(ctx, i) - (size_t)a->f0 * a->l->conv.oh * a->l->conv.ow;
+}
+
+static int forward(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    const layer *l = a->l;
+    const float *w = rt_ptr(ctx, a->at.params);
+    return layer_kernel_status(ctx, conv2d_forward_in(&l->conv, input_of(ctx, a), w,
+                                                      w + l->nweights, chunk_start(ctx, a->at.out, a),
+                                                      0, a->n, a->f0, a->f1));
+}
+
+/* The filter gradient of filters [f0, f1) into the group's partial gradient, laid out as their
+ * weights then their biases; with one group, the input gradient too. */
+static int backward(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    const layer *l = a->l;
+    const float *dy = rt_ptr(ctx, a->at.dy);
+    float *dw = rt_ptr(ctx, a->at.part);
+    long per_filter = l->nweights / l->conv.f;
+    if (a->want_dx)   /* one group: all filters */
+        return layer_kernel_status(ctx, conv2d_backward(&l->conv, input_of(ctx, a), dy,
+                                                        rt_ptr(ctx, a->at.params), dw,
+                                                        dw + l->nweights, rt_ptr(ctx, a->at.dx),
+                                                        0, a->n));
+    return layer_kernel_status(ctx, conv2d_backward_filter_in(&l->conv, input_of(ctx, a), dy, dw,
+                                                              dw + (a->f1 - a->f0) * per_filter,
+                                                              0, a->n, a->f0, a->f1, 0));
+}
+
+static int backward_input(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    return layer_kernel_status(ctx, conv2d_backward_input(&a->l->conv, rt_ptr(ctx, a->at.dy),
+                                                          rt_ptr(ctx, a->at.params),
+                                                          rt_ptr(ctx, a->at.dx), 0, a->n));
+}
+
+/* Fused with the max-pool after it (the next layer), and maybe the relu after that: the pooled
+ * output and its argmax. */
+static int fused_forward(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    const layer *l = a->l;
+    const float *w = rt_ptr(ctx, a->at.params);
+    return layer_kernel_status(ctx, conv2d_forward_maxpool(&l->conv, input_of(ctx, a), w,
+                                                           w + l->nweights, &l[1].pool, a->relu,
+                                                           rt_ptr(ctx, a->at.out),
+                                                           rt_ptr(ctx, a->at.aux), 0, a->n));
+}
+
+/* From the pooled gradient (through the relu, if fused: its output is at.out) and the argmax
+ * to the filter gradient, and the input gradient where one is wanted (the Winograd paths only:
+ * engine/train/plan.c). */
+static int fused_backward(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    const layer *l = a->l;
+    float *dw = rt_ptr(ctx, a->at.part);
+    return layer_kernel_status(
+        ctx, conv2d_backward_maxpool(&l->conv, input_of(ctx, a), &l[1].pool,
+                                     a->at.out >= 0 ? rt_ptr(ctx, a->at.out) : NULL,
+                                     rt_ptr(ctx, a->at.dy), rt_ptr(ctx, a->at.aux),
+                                     a->want_dx ? rt_ptr(ctx, a->at.params) : NULL, dw,
+                                     dw + l->nweights, a->want_dx ? rt_ptr(ctx, a->at.dx) : NULL,
+                                     0, a->n, 0));
+}
+
+/* ---- on an OpenCL device: the same work, the same accesses ---- */
+
+static int forward_cl(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    const layer *l = a->l;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    size_t plane = sizeof(float) * (size_t)l->conv.oh * (size_t)l->conv.ow;
+    int rc = oclk_conv_forward(&dt.l, &l->conv, device_buf(ctx, a->at.in, 0),
+                               device_buf(ctx, a->at.params, 0),
+                               device_buf(ctx, a->at.out, (size_t)a->f0 * plane), a->n, a->f0, a->f1);
+    return device_task_finish(&dt, ctx, rc);
+}
+
+static int backward_cl(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    const layer *l = a->l;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    ocl_buf dy = device_buf(ctx, a->at.dy, 0);
+    int rc = oclk_conv_backward_filter(&dt.l, &l->conv, device_buf(ctx, a->at.in, 0), dy,
+                                       device_buf(ctx, a->at.part, 0), a->n, a->f0, a->f1) ||
+             (a->want_dx && oclk_conv_backward_input(&dt.l, &l->conv, dy,
+                                                     device_buf(ctx, a->at.params, 0),
+                                                     device_buf(ctx, a->at.dx, 0), a->n));
+    return device_task_finish(&dt, ctx, rc);
+}
+
+static int backward_input_cl(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    int rc = oclk_conv_backward_input(&dt.l, &a->l->conv, device_buf(ctx, a->at.dy, 0),
+                                      device_buf(ctx, a->at.params, 0),
+                                      device_buf(ctx, a->at.dx, 0), a->n);
+    return device_task_finish(&dt, ctx, rc);
+}
+
+/* The first layer's input as bytes and the fused max-pool run on the CPU only: the plan turns
+ * both off when devices are in use (engine/train/plan.c). */
+static rt_kind forward_kind = {.name = "conv_forward", .cpu = forward, .opencl = forward_cl};
+static rt_kind backward_kind = {.name = "conv_backward", .cpu = backward, .opencl = backward_cl};
+rt_kind conv_backward_input_kind = {.name = "conv_backward_input", .cpu = backward_input,
+                                    .opencl = backward_input_cl};
+rt_kind conv_maxpool_forward_kind = {.name = "conv_maxpool_forward", .cpu = fused_forward};
+rt_kind conv_maxpool_backward_kind = {.name = "conv_maxpool_backward", .cpu = fused_backward};
+
+const layer_class layer_conv = {
+    .name = "conv", .type = LAYER_CONV, .keys = keys, .defaults = defaults, .complete = complete,
+    .plan = plan, .forward = &forward_kind, .backward = &backward_kind,
+    .backward_reads = READS_INPUT,
+};

@@ -1,0 +1,89 @@
+/* [maxpool]: the maximum of each size x size window, `stride` apart (default: size). Forward
+ * keeps each output's winning input (argmax) for backward. */
+#include "engine/model/layer.h"
+
+#include "engine/model/device_task.h"
+
+#include <stdio.h>
+
+#define LAYER(f) offsetof(layer_config, f)
+
+static const key_spec keys[] = {
+    {"size", V_INT, LAYER(size), 1, 64},
+    {"stride", V_INT, LAYER(stride), 1, 64},
+    {NULL, 0, 0, 0, 0}};
+
+static void defaults(layer_config *lc)
+{
+    lc->size = 2;
+    lc->stride = 0;   /* the same as size unless set */
+}
+
+static const char *complete(layer_config *lc)
+{
+    if (!lc->stride)
+        lc->stride = lc->size;
+    return NULL;
+}
+
+static int plan(layer *l, const layer_place *at, char *why, size_t n)
+{
+    if (at->in_flat) {
+        snprintf(why, n, "pooling cannot follow flatten or dense");
+        return -1;
+    }
+    if (pool_geom_init(&l->pool, l->in_c, l->in_h, l->in_w, l->cfg.size, l->cfg.stride)) {
+        snprintf(why, n, "a %dx%d window does not fit a %dx%d input", l->cfg.size, l->cfg.size,
+                 l->in_h, l->in_w);
+        return -1;
+    }
+    l->out_c = l->in_c, l->out_h = l->pool.oh, l->out_w = l->pool.ow;
+    return 0;
+}
+
+static int forward(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    maxpool_forward(&a->l->pool, rt_ptr(ctx, a->at.in), rt_ptr(ctx, a->at.out),
+                    rt_ptr(ctx, a->at.aux), 0, a->n);
+    return 0;
+}
+
+static int backward(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    maxpool_backward(&a->l->pool, rt_ptr(ctx, a->at.dy), rt_ptr(ctx, a->at.aux),
+                     rt_ptr(ctx, a->at.dx), 0, a->n);
+    return 0;
+}
+
+static int forward_cl(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    int rc = oclk_maxpool_forward(&dt.l, &a->l->pool, device_buf(ctx, a->at.in, 0),
+                                  device_buf(ctx, a->at.out, 0), device_buf(ctx, a->at.aux, 0), a->n);
+    return device_task_finish(&dt, ctx, rc);
+}
+
+static int backward_cl(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    int rc = oclk_maxpool_backward(&dt.l, &a->l->pool, device_buf(ctx, a->at.dy, 0),
+                                   device_buf(ctx, a->at.aux, 0), device_buf(ctx, a->at.dx, 0),
+                                   a->n);
+    return device_task_finish(&dt, ctx, rc);
+}
+
+static rt_kind forward_kind = {.name = "maxpool_forward", .cpu = forward, .opencl = forward_cl};
+static rt_kind backward_kind = {.name = "maxpool_backward", .cpu = backward,
+                                .opencl = backward_cl};
+
+const layer_class layer_maxpool = {
+    .name = "maxpool", .type = LAYER_MAXPOOL, .keys = keys, .defaults = defaults,
+    .complete = complete, .plan = plan, .forward = &forward_kind, .backward = &backward_kind,
+    .backward_reads = READS_AUX, .aux_bytes = sizeof(int32_t),
+};

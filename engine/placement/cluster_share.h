@@ -1,0 +1,29 @@
+/* Which machines of a cluster take work under a placement policy (engine/placement/policy.h).
+ *
+ * Each member (member 0 is the coordinator, which always takes work) is measured at a speed and
+ * a power while it computes, and has its grid's carbon intensity. The options are the
+ * coordinator plus the k members with the least policy cost per sample (joules, or grams for
+ * `carbon`), for every k: an option's speed is the sum of its members' (chunks go to each in
+ * proportion to its speed) and its power the sum of theirs. The policy picks among the options
+ * with its budget and slowdown cap, so `energy` leaves out the members whose joules per sample
+ * are not worth the time they save, and a budget parks the most expensive members first. Members
+ * not measured yet always take work: that is how they get measured. */
+#ifndef FRUGAL_CLUSTER_SHARE_H
+#define FRUGAL_CLUSTER_SHARE_H
+
+#include "engine/placement/policy.h"
+
+typedef struct member_figures {
+    double img_per_s, watts;         /* while computing; 0: not measured yet */
+    double carbon_g_per_kwh;         /* 0: the policy limits' figure */
+} member_figures;
+
+/* Sets in[i] to 1 for the members that take work, 0 for those parked; returns how many take
+ * work. With no member measured beyond the coordinator, or a policy of plain time without a
+ * budget, every member does. */
+int cluster_choose(const policy_limits *l, const member_figures *m, int n, int *in);
+
+/* The member's own cost per sample under the policy (joules, grams or seconds). */
+double member_cost(const policy_limits *l, const member_figures *m);
+
+#endif

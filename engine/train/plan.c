@@ -1,0 +1,176 @@
+#include "engine/train/plan.h"
+
+#include "common/json.h"
+#include "engine/placement/policy.h"
+#include "ops/cpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* What a chunk costs per parameter beyond its flops, counted in parameters: writing and summing
+ * its partial gradient (one), and on the Winograd paths transforming the weights in each task,
+ * forward and backward, and the gradient back: three matrices of (m + 2)^2 / 9 times the
+ * weights. */
+static double per_chunk_params(const model *m)
+{
+    double params = 0;
+    for (int l = 0; l < m->nlayers; l++) {
+        const layer *ly = &m->layers[l];
+        conv_strategy s = ly->cfg.type == LAYER_CONV ? conv_path(&ly->conv, CONV_FORWARD)
+                                                     : CONV_AUTO;
+        double points = s == CONV_WINOGRAD4 ? 36 : s == CONV_WINOGRAD ? 16 : 0;
+        params += (1 + 3 * points / 9) * (double)ly->nparams;
+    }
+    return params;
+}
+
+int plan_grain(const job_config *cfg, const model *m)
+{
+    if (cfg->grain > 0)
+        return cfg->grain < cfg->batch ? cfg->grain : cfg->batch;
+    /* Enough samples for ~1 MFLOP per task (tens of microseconds, far above the runtime's per-task
+     * cost), and enough that a chunk's compute outweighs writing and summing its partial
+     * gradients, which are memory-bound: ~2000 flops per parameter (measured on DAHL's CNN from
+     * 28x28 to 270x360, where 4 samples per task ran 20-30% slower than 16; counted as
+     * per_chunk_params does, cifar-shaped and vgg-small take 16 samples, which trained 9% and
+     * 3-8% faster than their 4 and 8 before). At most half a
+     * batch, so that a batch has two chunks to run side by side and the next batch's chunks
+     * overlap its tail. */
+    double per = m->flops_per_sample > 0 ? m->flops_per_sample : 1;
+    double g = 1e6 / per, for_grads = 2000.0 * per_chunk_params(m) / per;
+    long half = (cfg->batch + 1) / 2;
+    if (for_grads > g)
+        g = for_grads;
+    long grain = g < 1 ? 1 : g > (double)half ? half : (long)g + (g > (double)(long)g);
+    /* A power-of-two number of chunks shares evenly among 2, 4, 8... workers (3 chunks on 2
+     * workers leave one idle a third of the time). */
+    long chunks = 1;
+    while (chunks < (cfg->batch + grain - 1) / grain)
+        chunks *= 2;
+    return (int)((cfg->batch + chunks - 1) / chunks);
+}
+
+/* A first convolution reads the data set's bytes when a chunk's inputs as floats would not stay
+ * in cache between the load and the convolution (beyond ~1 MB): then the bytes cost a quarter
+ * of the traffic. Small inputs are cheaper loaded once as floats and reread hot. */
+static void choose_input(exec_plan *p, const model *m)
+{
+    if (p->pinned) {
+        snprintf(p->input_why, sizeof p->input_why, "floats: devices = opencl (bytes are read on "
+                 "the CPU only)");
+        return;
+    }
+    const char *forced = getenv("FRUGAL_INPUT");   /* floats | bytes */
+    int first_conv = m->nlayers > 0 && m->layers[0].cfg.type == LAYER_CONV;
+    double bytes = (double)p->grain * (double)m->layers[0].in_size * sizeof(float);
+    if (forced && (!strcmp(forced, "bytes") || !strcmp(forced, "floats"))) {
+        p->bytes_input = first_conv && !strcmp(forced, "bytes");
+        snprintf(p->input_why, sizeof p->input_why, "FRUGAL_INPUT=%s", forced);
+    } else {
+        p->bytes_input = first_conv && bytes > 1e6;
+        snprintf(p->input_why, sizeof p->input_why, "auto: a chunk's input is %.2f MB as floats%s",
+                 bytes / 1e6, forced ? " (FRUGAL_INPUT ignored: not floats or bytes)" : "");
+    }
+}
+
+void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
+{
+    memset(p, 0, sizeof *p);
+    p->devices = devices;
+    p->deterministic = cfg->deterministic && devices;
+    p->pinned = cfg->devices == DEVICES_OPENCL && devices;
+    p->by_energy = cfg->policy > POLICY_TIME && devices;
+    p->batch = cfg->batch;
+    p->grain = plan_grain(cfg, m);
+    p->nchunks = (p->batch + p->grain - 1) / p->grain;
+    choose_input(p, m);
+    const char *conv = getenv("FRUGAL_CONV"), *isa = getenv("FRUGAL_ISA");
+    snprintf(p->conv_path, sizeof p->conv_path, "%s%s", conv ? "FRUGAL_CONV=" : "auto",
+             conv ? conv : "");
+    snprintf(p->isa_why, sizeof p->isa_why, "%s (best here: %s)%s%s",
+             ops_isa_name(ops_isa_active()), ops_isa_name(ops_isa_supported()),
+             isa ? ", FRUGAL_ISA=" : "", isa ? isa : "");
+    int seen_params = 0;
+    for (int l = 0; l < m->nlayers; l++) {
+        const layer *ly = &m->layers[l];
+        p->need_dx[l] = seen_params;
+        seen_params |= ly->nparams > 0;
+        /* A convolution and the max-pool after it can fuse when nothing needs the convolution's
+         * own output, and its input gradient comes from the pooled gradient too (Winograd) or
+         * is not needed (a first layer): that output is then never stored. Worth it (auto) on
+         * the Winograd paths; on the direct path when a chunk's output would not stay in cache
+         * between the two, or each output sums 27 products or more (3 channels of 3x3: the
+         * pooling is then paid for). Measured with ./build.sh bench train: fused, cifar-shaped's
+         * first layer (3 channels) trains 15% faster, DAHL's 28x28x1 one 33% slower. */
+        int fusable = ly->cfg.type == LAYER_CONV && l + 1 < m->nlayers &&
+                      ly[1].cfg.type == LAYER_MAXPOOL &&
+                      (p->need_dx[l] ? conv_pool_fusable_with_input_gradient(&ly->conv, &ly[1].pool)
+                                     : conv_pool_fusable(&ly->conv, &ly[1].pool));
+        int worth = fusable && (conv_pool_fusable_with_input_gradient(&ly->conv, &ly[1].pool) ||
+                                ly->conv.c * ly->conv.kh * ly->conv.kw >= 27 ||
+                                (double)p->grain * (double)ly->out_size * sizeof(float) > 1e6);
+        /* A relu after the max-pool (engine/model/model.c puts it there) runs in the same tasks:
+         * applied to the pooled output still in cache, instead of in tasks of its own. */
+        int relu_after = l + 3 < m->nlayers && ly[2].cfg.type == LAYER_RELU;
+        if (fusable && !p->pinned && (cfg->fuse > 0 || (cfg->fuse == 0 && worth)))
+            p->fused[l] = 1 + relu_after;
+        p->groups[l] = ly->cfg.type != LAYER_CONV || p->fused[l]
+                           ? 1 : conv_filter_groups(ly, cfg->filter_groups, p->grain);
+    }
+}
+
+int plan_fused_into(const exec_plan *p, int l)
+{
+    for (int k = 1; k <= 2 && l - k >= 0; k++)
+        if (p->fused[l - k] >= k)
+            return l - k;
+    return -1;
+}
+
+void plan_chunk(const exec_plan *p, int k, int size, int *s0, int *s1)
+{
+    *s0 = (int)((long)k * p->batch / p->nchunks);
+    *s1 = (int)((long)(k + 1) * p->batch / p->nchunks);
+    if (*s1 > size)
+        *s1 = size;
+    if (*s0 > *s1)
+        *s0 = *s1;
+}
+
+void plan_write_json(const exec_plan *p, const model *m, FILE *f)
+{
+    /* model FLOPs: 3 x forward (forward, input and weight gradients), as benchmarks count them */
+    fprintf(f, "\"grain\": %d, \"chunks_per_batch\": %d, \"model_flops_per_sample\": %.0f, "
+               "\"input\": ", p->grain, p->nchunks, m->flops_per_sample);
+    json_string(f, p->bytes_input ? "bytes" : "floats");
+    fputs(", \"input_why\": ", f);
+    json_string(f, p->input_why);
+    fputs(", \"convolution\": ", f);
+    json_string(f, p->conv_path);
+    fputs(", \"kernel_path\": ", f);
+    json_string(f, p->isa_why);
+    fprintf(f, ", \"device_workers\": %d, \"task_placement\": \"%s\"", p->devices,
+            p->pinned ? "pinned: device kinds on the devices"
+            : p->deterministic ? "deterministic: by kind and chunk"
+            : p->by_energy ? "by expected joules (placement_energy)"
+            : p->devices ? "by expected finish time" : "cpu");
+    fputs(", \"layers\": [", f);
+    for (int l = 0; l < m->nlayers; l++) {
+        fprintf(f, "%s{\"type\": ", l ? ", " : "");
+        json_string(f, m->layers[l].cls->name);
+        int inside = plan_fused_into(p, l) >= 0, next_inside = plan_fused_into(p, l + 1) >= 0;
+        int with_next = p->fused[l] || (inside && next_inside);
+        fprintf(f, ", \"tasks_per_chunk\": %d, \"fused_with_next\": %s", p->groups[l],
+                with_next ? "true" : "false");
+        if (m->layers[l].cfg.type == LAYER_CONV) {
+            const conv_geom *g = &m->layers[l].conv;
+            fprintf(f, ", \"kernels\": {\"forward\": \"%s\", \"backward_input\": \"%s\", "
+                       "\"backward_filter\": \"%s\"}",
+                    conv_path_name(conv_path(g, CONV_FORWARD)),
+                    conv_path_name(conv_path(g, CONV_BACKWARD_INPUT)),
+                    conv_path_name(conv_path(g, CONV_BACKWARD_FILTER)));
+        }
+        fputc('}', f);
+    }
+    fputc(']', f);
+}

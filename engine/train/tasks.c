@@ -1,0 +1,218 @@
+/* The task bodies that belong to no layer: loading a chunk, tallying its loss, summing partial
+ * gradients in chunk order, and the SGD update. Each finds its data through its accesses, in the
+ * order trainer_internal.h gives for its arguments. */
+#include "engine/train/trainer_internal.h"
+
+#include "engine/model/device_task.h"
+#include "engine/train/remote.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int load(const rt_ctx *ctx, void *p)
+{
+    const load_args *a = p;
+    const uint8_t *pixels = rt_ptr(ctx, 0), *labels = rt_ptr(ctx, 1);
+    void *out = rt_ptr(ctx, 2);
+    uint8_t *chunk_labels = rt_ptr(ctx, 3);
+    const long *order = a->shuffled ? rt_ptr(ctx, 4) : NULL;
+    for (int s = 0; s < a->n; s++) {
+        long idx = order ? order[a->first + s] : a->first + s;
+        const uint8_t *src = pixels + idx * a->per;
+        chunk_labels[s] = labels[idx];
+        if (a->bytes) {   /* the first convolution scales the bytes as it reads them */
+            ((const uint8_t **)out)[s] = src;
+            continue;
+        }
+        float *dst = (float *)out + s * a->per;
+#pragma omp simd
+        for (long i = 0; i < a->per; i++)
+            dst[i] = (float)src[i] * PIXEL_SCALE;
+    }
+    return 0;
+}
+
+static int tally(const rt_ctx *ctx, void *p)
+{
+    const tally_args *a = p;
+    const chunk_stats *c = rt_ptr(ctx, 0);
+    pass_totals *t = rt_ptr(ctx, 1);
+    if (!isfinite(c->loss)) {   /* a device's loss task does not check */
+        rt_fail(ctx, "the loss is %g: training diverged (try a smaller optimizer.lr)", c->loss);
+        return -1;
+    }
+    t->loss += c->loss;
+    t->correct += c->correct;
+    t->samples += c->samples;
+    if (a->evaluating)
+        memcpy((int32_t *)rt_ptr(ctx, 3) + a->first, rt_ptr(ctx, 2), sizeof(int32_t) * (size_t)a->n);
+    atomic_fetch_add_explicit(a->done, a->n, memory_order_relaxed);
+    return 0;
+}
+
+static void copy_or_add(float *dst, const float *src, long n, int copy)
+{
+    if (copy) {
+        memcpy(dst, src, sizeof(float) * (size_t)n);
+        return;
+    }
+#pragma omp simd
+    for (long i = 0; i < n; i++)
+        dst[i] += src[i];
+}
+
+/* Group g's partial gradient holds its units' weights then their biases; the layer's gradient
+ * holds every weight, then every bias. */
+static int gradsum(const rt_ctx *ctx, void *p)
+{
+    const gradsum_args *a = p;
+    const layer *l = a->l;
+    float *grad = rt_ptr(ctx, 0);
+    long units = l->nparams - l->nweights, per = l->nweights / units;
+    for (int g = 0; g < a->groups; g++) {
+        const float *part = rt_ptr(ctx, 1 + g);
+        int u0, u1;
+        group_units(l, a->groups, g, &u0, &u1);
+        copy_or_add(grad + u0 * per, part, (u1 - u0) * per, a->first);
+        copy_or_add(grad + l->nweights + u0, part + (u1 - u0) * per, u1 - u0, a->first);
+    }
+    return 0;
+}
+
+static int sgd(const rt_ctx *ctx, void *p)
+{
+    const sgd_args *a = p;
+    sgd_update(rt_ptr(ctx, 0), rt_ptr(ctx, 1), rt_ptr(ctx, 2), a->lr, a->momentum,
+               a->weight_decay, 0, a->n);
+    return 0;
+}
+
+/* ---- on an OpenCL device ---- */
+
+static int load_cl(const rt_ctx *ctx, void *p)
+{
+    const load_args *a = p;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    ocl_buf none = {NULL, 0};
+    int rc = oclk_load(&dt.l, device_buf(ctx, 0, 0), device_buf(ctx, 1, 0),
+                       a->shuffled ? device_buf(ctx, 4, 0) : none, a->first, a->per, a->n,
+                       PIXEL_SCALE, device_buf(ctx, 2, 0), device_buf(ctx, 3, 0));
+    return device_task_finish(&dt, ctx, rc);
+}
+
+static int gradsum_cl(const rt_ctx *ctx, void *p)
+{
+    const gradsum_args *a = p;
+    const layer *l = a->l;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    ocl_buf grad = device_buf(ctx, 0, 0);
+    long units = l->nparams - l->nweights, per = l->nweights / units;
+    int rc = 0;
+    for (int g = 0; g < a->groups && !rc; g++) {
+        int u0, u1;
+        group_units(l, a->groups, g, &u0, &u1);
+        ocl_buf part = device_buf(ctx, 1 + g, 0);
+        ocl_buf w = {grad.mem, grad.offset + sizeof(float) * (size_t)(u0 * per)};
+        ocl_buf b = {grad.mem, grad.offset + sizeof(float) * (size_t)(l->nweights + u0)};
+        ocl_buf part_b = {part.mem, part.offset + sizeof(float) * (size_t)((u1 - u0) * per)};
+        rc = oclk_copy_or_add(&dt.l, w, part, (u1 - u0) * per, a->first) ||
+             oclk_copy_or_add(&dt.l, b, part_b, u1 - u0, a->first);
+    }
+    return device_task_finish(&dt, ctx, rc);
+}
+
+static int sgd_cl(const rt_ctx *ctx, void *p)
+{
+    const sgd_args *a = p;
+    device_task dt;
+    device_task_start(&dt, ctx);
+    int rc = oclk_sgd(&dt.l, device_buf(ctx, 0, 0), device_buf(ctx, 1, 0), device_buf(ctx, 2, 0),
+                      a->n, a->lr, a->momentum, a->weight_decay);
+    return device_task_finish(&dt, ctx, rc);
+}
+
+/* A chunk's figures are added up on the host, in chunk order. */
+rt_kind load_kind = {.name = "load", .cpu = load, .opencl = load_cl};
+/* The same task when the first layer reads the bytes: it writes host pointers, so CPU only. */
+rt_kind load_pointers_kind = {.name = "load_pointers", .cpu = load};
+rt_kind tally_kind = {.name = "tally", .cpu = tally};
+rt_kind gradsum_kind = {.name = "gradient_sum", .cpu = gradsum, .opencl = gradsum_cl};
+rt_kind sgd_kind = {.name = "sgd", .cpu = sgd, .opencl = sgd_cl};
+
+/* The run of summed chunks handed to the sink, if it holds any. */
+static void ship_run_out(const ship_args *a, ship_run *run, const float *sum)
+{
+    const trainer_gradient_sink *sink = &a->t->gradients;
+    if (run->count)
+        sink->ready(sink->ctx, run->next + 1, run->count, a->layer, sum, a->n);
+    run->count = 0;
+}
+
+/* A node's chunk gradient of one layer, handed to its sink: alone, or summed with the batch's
+ * last chunks computed here when it is the next of them down (the order a batch is summed in,
+ * graph.c), the sum handed over once no chunk of the group can extend it. */
+static int ship(const rt_ctx *ctx, void *p)
+{
+    const ship_args *a = p;
+    ship_run *run = &a->t->ship_runs[a->layer];
+    const trainer_gradient_sink *sink = &a->t->gradients;
+    float *sum = rt_ptr(ctx, a->sum_at), *wire = NULL;
+    const float *grad = rt_ptr(ctx, 0);
+    if (a->role.first)
+        *run = (ship_run){a->role.batch_last, 0};
+    int ran = !a->claim || atomic_load(a->claim) != RT_CLAIM_ELSEWHERE;
+    if (ran && a->t->plan.groups[a->layer] > 1) {   /* a convolution's: its parameters are few */
+        if (!(wire = malloc(sizeof(float) * (size_t)a->n)))
+            return -1;   /* said as this task failing */
+        trainer_grad_to_wire(a->t, a->layer, grad, wire);
+        grad = wire;
+    }
+    int joins = ran && !a->role.alone && a->chunk == run->next;
+    if (joins && (run->count || !a->role.last)) {   /* (a run of one goes as it is) */
+        copy_or_add(sum, grad, a->n, !run->count);
+        run->count++, run->next--;
+    } else {
+        ship_run_out(a, run, sum);
+        run->next = -1;   /* after a gap, no chunk below extends it */
+        if (ran)
+            sink->ready(sink->ctx, a->chunk, 1, a->layer, grad, a->n);
+    }
+    if (a->role.last)
+        ship_run_out(a, run, sum);
+    free(wire);
+    return 0;
+}
+
+rt_kind ship_kind = {.name = "send gradient", .cpu = ship};
+
+/* ---- chunks computed elsewhere (remote.h) ---- */
+
+static int pack(const rt_ctx *ctx, void *p)
+{
+    const pack_args *a = p;
+    float *packed = (float *)rt_ptr(ctx, 1) + a->offset;
+    memcpy(packed, rt_ptr(ctx, 0), sizeof(float) * (size_t)a->n);
+    remote_sink *s = rt_device_ctx(ctx);
+    s->params(s, a->seq, a->layer, packed, a->n);
+    return 0;
+}
+
+/* The destination's first part is access 0, the packed parameters access params_at. A chunk
+ * dealt here passes nothing on unless a node took it. */
+static int remote_started(const rt_ctx *ctx, void *p)
+{
+    const remote_args *a = p;
+    if (a->claim && atomic_load(a->claim) != RT_CLAIM_ELSEWHERE)
+        return 0;
+    remote_sink *s = rt_device_ctx(ctx);
+    s->started(s, a, rt_ptr(ctx, 0), a->params_at >= 0 ? rt_ptr(ctx, a->params_at) : NULL,
+               ctx->rt, ctx->task);
+    return RT_PENDING;
+}
+
+rt_kind pack_kind = {.name = "pack parameters", .peer = pack};
+rt_kind remote_grad_kind = {.name = "remote chunk: gradient", .peer = remote_started};
+rt_kind remote_stats_kind = {.name = "remote chunk: loss", .peer = remote_started};

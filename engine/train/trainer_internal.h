@@ -1,0 +1,146 @@
+/* The trainer's state, shared by its files: trainer.c (its lifetime: buffers and handles),
+ * graph.c (a batch's task graph and the passes), tasks.c (the task bodies that are not a
+ * layer's). */
+#ifndef FRUGAL_TRAINER_INTERNAL_H
+#define FRUGAL_TRAINER_INTERNAL_H
+
+#include "engine/train/trainer.h"
+
+#include <stdatomic.h>
+
+/* Per-sample data of a batch in flight, cut into a part per chunk, and per filter group when a
+ * convolution split by filters writes it: part (k, g) holds filters [f0, f1) of every sample of
+ * chunk k. A flatten's output is a view of its input (`view`: not owned). */
+typedef struct chunked {
+    void *data;
+    size_t per_sample;              /* bytes */
+    int groups;
+    int view;
+    rt_handle *whole;
+    rt_handle **part;               /* [chunk * groups + g], NULL where the chunk is empty */
+} chunked;
+
+/* One batch in flight; two alternate, so batch b+1 loads during batch b's backward pass. */
+typedef struct batch_set {
+    chunked act[CONFIG_MAX_LAYERS + 1];    /* act[l]: the input of layer l */
+    chunked grad[CONFIG_MAX_LAYERS + 1];   /* and its gradient */
+    chunked aux[CONFIG_MAX_LAYERS];        /* a max-pool's argmax; the loss's predictions */
+    chunked samples;                       /* bytes input: each sample's pixels in the data set */
+    chunked labels, stats;
+    _Atomic int *claims;                   /* a coordinator's: per chunk, who computes it */
+} batch_set;
+
+/* A pass's running totals, summed chunk by chunk in a fixed order by the tally tasks. */
+typedef struct pass_totals {
+    double loss;
+    long correct, samples;
+} pass_totals;
+
+/* A data set as the runtime sees it. */
+typedef struct data_handles {
+    const dataset *d;
+    rt_handle *pixels, *labels;
+} data_handles;
+
+/* A node's group of chunks (trainer_node_chunks), submitted from the last chunk down: where a
+ * chunk stands in it. */
+typedef struct ship_role {
+    int batch_last;                 /* the batch's last chunk */
+    unsigned char first, last;      /* the group's first and last submitted */
+    unsigned char alone;            /* its gradients go summed with no other chunk's */
+} ship_role;
+
+/* Per layer, the batch's last chunks summed so far by a group's ship tasks. */
+typedef struct ship_run {
+    int next;                       /* the chunk that would extend it (-1: none can) */
+    int count;                      /* chunks in it */
+} ship_run;
+
+struct trainer {
+    const job_config *cfg;
+    model *m;
+    rt_runtime *rt;
+    exec_plan plan;
+    data_handles data[2];                  /* SPLIT_TRAIN, SPLIT_TEST */
+    long *order;                           /* the training set's shuffled order */
+    rt_handle *horder;
+    batch_set set[2];
+    rt_handle *hparams[CONFIG_MAX_LAYERS], *hgrad[CONFIG_MAX_LAYERS];
+    rt_handle *hvelocity[CONFIG_MAX_LAYERS];
+    float *partial[CONFIG_MAX_LAYERS];     /* per chunk and group: its share of the gradient */
+    rt_handle *hpartial[CONFIG_MAX_LAYERS];
+    rt_handle **hpartial_part[CONFIG_MAX_LAYERS];   /* [chunk * groups + g] */
+    float *pack[2];                        /* every layer's parameters, for other machines, by
+                                              the parity of their batch (remote.h) */
+    long pack_offset[CONFIG_MAX_LAYERS];   /* where layer l's start in it (floats) */
+    rt_handle *hpack[2];
+    uint64_t seq;                          /* training batches submitted */
+    uint64_t packed_seq;                   /* the batch whose parameters are packed (or being) */
+    trainer_remote remote;                 /* who computes chunks elsewhere, if anyone */
+    trainer_gradient_sink gradients;       /* a node's: where each chunk's gradients go */
+    ship_run ship_runs[CONFIG_MAX_LAYERS]; /* and the sums of its batch's last chunks */
+    int shuffled_epoch;                    /* the epoch whose order is shuffled */
+    pass_totals totals;
+    rt_handle *htotals;
+    int32_t *predictions;                  /* evaluation: argmax per sample, or NULL */
+    rt_handle *hpredictions;
+    _Atomic long samples_done;             /* loss computed, this pass */
+    progress_fn progress;
+    void *progress_ctx;
+    const _Atomic int *stop;
+};
+
+/* A data set's pixels and labels as handles (trainer.c). */
+int data_register(trainer *t, data_handles *h, const dataset *d);
+void data_unregister(trainer *t, data_handles *h);
+
+/* The filters (or a dense layer's outputs) of group g of layer l: [*u0, *u1). */
+void group_units(const layer *l, int groups, int g, int *u0, int *u1);
+
+/* tasks.c */
+/* Accesses: the data set's pixels and labels (R), the chunk's input and labels (W), and the
+ * shuffled order (R) when `shuffled`. */
+typedef struct load_args {
+    long first;                     /* index of the chunk's first sample in the pass */
+    long per;                       /* bytes per sample */
+    int n;
+    signed char shuffled, bytes;    /* through the order; pointers to the pixels, not floats */
+} load_args;
+
+/* Accesses: the chunk's stats (R), the pass's totals (RW), and when evaluating the chunk's
+ * predictions (R) and the pass's (RW). */
+typedef struct tally_args {
+    long first;                     /* index of the chunk's first sample in the pass */
+    int n;
+    int evaluating;
+    _Atomic long *done;             /* progress: samples tallied */
+} tally_args;
+
+/* Accesses: the layer's gradient (W for the batch's first chunk, else RW), then the chunk's
+ * partial gradient per group (R). */
+typedef struct gradsum_args {
+    const layer *l;
+    int groups;
+    int first;                      /* the batch's first chunk: copy rather than add */
+} gradsum_args;
+
+/* Accesses: parameters (RW), gradient (R), velocity (RW). */
+typedef struct sgd_args {
+    long n;
+    float lr, momentum, weight_decay;
+} sgd_args;
+
+/* Accesses: the chunk's partial gradient of the layer, every group's part (R), then the
+ * layer's gradient buffer (RW, at sum_at: the run's sum; it chains a group's ship tasks of the
+ * layer in the order submitted). Not claimed: a chunk given back still closes the run. */
+typedef struct ship_args {
+    trainer *t;                     /* its sink, and the layer's run (ship_runs) */
+    _Atomic int *claim;
+    long n;
+    int chunk, layer, sum_at;
+    ship_role role;
+} ship_args;
+
+extern rt_kind load_kind, load_pointers_kind, tally_kind, gradsum_kind, sgd_kind, ship_kind;
+
+#endif
