@@ -1,6 +1,7 @@
 /* Checkpoints read as if a stranger wrote them: each field damaged on its own, with the CRC
  * repaired so that the structure checks (not the checksum) must catch it, gives an error that
  * names the problem, never a crash, a huge allocation or a model that runs wrong. */
+#include "engine/job/config.h"
 #include "engine/model/checkpoint.h"
 #include "engine/job/run_log.h"
 #include "synthetic.h"
@@ -18,7 +19,7 @@ static uint8_t *good_checkpoint(size_t *len, model *m)
     static job_config cfg;
     char err[512], path[600];
     CHECK(config_load(&cfg, make_job(""), NULL, err, sizeof err) == 0);
-    CHECK(model_build(m, &cfg, 1, SYN_SIDE, SYN_SIDE, 10, 1, err, sizeof err) == 0);
+    CHECK(model_build(m, cfg.path, cfg.layers, cfg.nlayers, 1, SYN_SIDE, SYN_SIDE, 10, 1, err, sizeof err) == 0);
     model_init(m, 7);
     snprintf(path, sizeof path, "%s/ck.bin", test_tmpdir());
     char log[sizeof LOG];

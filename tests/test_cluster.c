@@ -789,7 +789,7 @@ static model_shape job_model(const char *jobpath)
     char err[400] = "";
     model_shape shape = {0, 0, 0, -1};
     if (config_load(&cfg, jobpath, NULL, err, sizeof err) ||
-        model_build(&m, &cfg, 1, 28, 28, 10, 0, err, sizeof err)) {
+        model_build(&m, cfg.path, cfg.layers, cfg.nlayers, 1, 28, 28, 10, 0, err, sizeof err)) {
         CHECKF(0, "%s", err);
         return shape;
     }

@@ -22,7 +22,7 @@ static int config_check_shapes(const job_config *cfg, int c, int h, int w, int c
                                char *err, size_t errlen)
 {
     static model m;
-    return model_build(&m, cfg, c, h, w, classes, 0, err, errlen);
+    return model_build(&m, cfg->path, cfg->layers, cfg->nlayers, c, h, w, classes, 0, err, errlen);
 }
 
 static const char *write_cfg(const char *name, const char *text)

@@ -276,7 +276,7 @@ TEST(train_summary_json_is_complete_and_valid)
     CHECK(config_load(&cfg, make_job(""), NULL, err, sizeof err) == 0);
     dataset d = {.n = 300, .c = 1, .h = 10, .w = 10, .classes = 10};
     model m;
-    CHECK(model_build(&m, &cfg, 1, 10, 10, 10, 0, err, sizeof err) == 0);
+    CHECK(model_build(&m, cfg.path, cfg.layers, cfg.nlayers, 1, 10, 10, 10, 0, err, sizeof err) == 0);
     exec_plan plan;
     plan_make(&plan, &cfg, &m, 0);
     epoch_record e[2] = {{.epoch = 4, .train_loss = 1.5, .train_acc = 0.5, .test_loss = NAN,
@@ -354,7 +354,7 @@ TEST(train_summary_reports_energy_by_device_and_task_kind)
     CHECK_NEAR(en->f.joules_per_image, 0.03, 1e-12, 0);
     dataset d = {.n = 300, .c = 1, .h = 10, .w = 10, .classes = 10};
     model m;
-    CHECK(model_build(&m, &cfg, 1, 10, 10, 10, 0, err, sizeof err) == 0);
+    CHECK(model_build(&m, cfg.path, cfg.layers, cfg.nlayers, 1, 10, 10, 10, 0, err, sizeof err) == 0);
     exec_plan plan;
     plan_make(&plan, &cfg, &m, 0);
     run_log log = {0};

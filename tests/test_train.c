@@ -46,7 +46,7 @@ static void train(const char *cfg_path, int workers, int epochs, run *out)
     }
     CHECK(dataset_load_idx(&train, cfg.train_images, cfg.train_labels, 0, out->err, sizeof out->err) == 0);
     CHECK(dataset_load_idx(&test, cfg.test_images, cfg.test_labels, 100, out->err, sizeof out->err) == 0);
-    CHECKF(model_build(&m, &cfg, 1, SYN_SIDE, SYN_SIDE, 10, 1, out->err, sizeof out->err) == 0,
+    CHECKF(model_build(&m, cfg.path, cfg.layers, cfg.nlayers, 1, SYN_SIDE, SYN_SIDE, 10, 1, out->err, sizeof out->err) == 0,
            "%s", out->err);
     model_init(&m, cfg.seed);
     if (poison_weights)
@@ -259,7 +259,7 @@ TEST(train_resume_gives_the_same_weights)
     CHECK(dataset_load_idx(&te, cfg.test_images, cfg.test_labels, 100, err, sizeof err) == 0);
     for (int phase = 0; phase < 2; phase++) {
         model m;
-        CHECK(model_build(&m, &cfg, 1, SYN_SIDE, SYN_SIDE, 10, 1, err, sizeof err) == 0);
+        CHECK(model_build(&m, cfg.path, cfg.layers, cfg.nlayers, 1, SYN_SIDE, SYN_SIDE, 10, 1, err, sizeof err) == 0);
         model_init(&m, cfg.seed);
         int done = 0;
         checkpoint_state st;
@@ -296,7 +296,7 @@ TEST(train_resume_gives_the_same_weights)
     fputc(c ^ 0x40, f);
     fclose(f);
     model m;
-    CHECK(model_build(&m, &cfg, 1, SYN_SIDE, SYN_SIDE, 10, 1, err, sizeof err) == 0);
+    CHECK(model_build(&m, cfg.path, cfg.layers, cfg.nlayers, 1, SYN_SIDE, SYN_SIDE, 10, 1, err, sizeof err) == 0);
     model_init(&m, cfg.seed);
     float before = m.layers[0].params[0];
     checkpoint_state st = {0};
@@ -345,7 +345,7 @@ TEST(train_one_step_of_dahl_cnn_matches_pytorch)
     model m;
     CHECKF(config_load(&cfg, cfg_path, NULL, err, sizeof err) == 0, "%s", err);
     CHECK(dataset_load_idx(&d, img, lbl, 0, err, sizeof err) == 0);
-    CHECK(model_build(&m, &cfg, 1, 28, 28, 10, 1, err, sizeof err) == 0);
+    CHECK(model_build(&m, cfg.path, cfg.layers, cfg.nlayers, 1, 28, 28, 10, 1, err, sizeof err) == 0);
     const char *start[4] = {"conv_w", "conv_b", "dense_w", "dense_b"};
     const char *after[4] = {"conv_w1", "conv_b1", "dense_w1", "dense_b1"};
     layer *owner[4] = {&m.layers[0], &m.layers[0], &m.layers[4], &m.layers[4]};

@@ -145,7 +145,7 @@ static int run_open(run *r, const run_options *o)
         return fail(r, "%s", r->err);
     if (check_trace_path(r))
         return 1;
-    if (model_build(&r->m, cfg, r->train.c, r->train.h, r->train.w, r->train.classes, 1, r->err,
+    if (model_build(&r->m, cfg->path, cfg->layers, cfg->nlayers, r->train.c, r->train.h, r->train.w, r->train.classes, 1, r->err,
                     sizeof r->err))
         return fail(r, "%s", r->err);
     r->have_model = 1;
@@ -327,6 +327,14 @@ static void print_epoch(run *r, const epoch_record *rec)
 
 /* ---- saving ---- */
 
+/* The cluster section of summary.json, with this machine's joules so far (malloc'd). */
+static char *cluster_summary(run *r)
+{
+    energy_figures here;
+    energy_run_total(&r->er, 0, &here);
+    return coordinator_summary_json(r->cluster, here.joules, energy_meter_estimated(r->er.meter));
+}
+
 static int run_save(run *r)
 {
     checkpoint_state st = {.epoch = r->log.nepochs, .batch = (int)r->log.partial.batches};
@@ -340,11 +348,16 @@ static int run_save(run *r)
              checkpoint_save(&r->m, &weights_only, r->weights, r->err, sizeof r->err) ||
              report_write_metrics(r->metrics, &r->log, r->err, sizeof r->err);
     free(st.log);
+    char *cluster_json = NULL;
+    if (!rc && r->cluster && !(cluster_json = cluster_summary(r)))
+        rc = -1, snprintf(r->err, sizeof r->err, "out of memory writing the cluster's summary");
     report_input in = {&r->cfg, &r->train, r->have_test ? &r->test : NULL, &r->m,
                        trainer_plan(r->t), rt_workers(r->rt), &r->log, &r->st, &r->total,
                        &r->er, r->resumed_after, r->interrupted[0] ? r->interrupted : NULL, &r->devices,
-                       r->cluster, &r->placement};
-    if (rc || report_write(r->summary, &in, r->err, sizeof r->err) ||
+                       cluster_json, &r->placement};
+    rc = rc || report_write(r->summary, &in, r->err, sizeof r->err);
+    free(cluster_json);
+    if (rc ||
         power_log_write(&r->power_log, r->power, r->er.meter, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     const char *dir = r->cfg.output;

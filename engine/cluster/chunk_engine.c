@@ -14,7 +14,7 @@ int chunk_engine_open(chunk_engine *e, const job_config *cfg, const dataset *tra
     memset(e, 0, sizeof *e);
     e->cfg = cfg;
     e->seq = e->loading = e->start_seq = UINT64_MAX;
-    if (model_build(&e->m, cfg, train->c, train->h, train->w, train->classes, 1, err, errlen))
+    if (model_build(&e->m, cfg->path, cfg->layers, cfg->nlayers, train->c, train->h, train->w, train->classes, 1, err, errlen))
         return -1;
     e->have_model = 1;
     e->nlayers = e->m.nlayers;

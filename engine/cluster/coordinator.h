@@ -58,8 +58,9 @@ int coordinator_wait_for(coordinator *c, int nodes, double seconds);
  * energy added up: here_joules is this machine's in the run so far (estimated or measured). */
 void coordinator_print_nodes(coordinator *c, FILE *f, double here_joules, int here_estimated);
 /* The cluster as JSON members (no braces) for summary.json: every node that took part, and the
- * energy of every machine added up. */
-void coordinator_write_json(coordinator *c, FILE *f, double here_joules, int here_estimated);
+ * energy of every machine added up. Malloc'd text (the report writes it as it is), or NULL when
+ * out of memory. */
+char *coordinator_summary_json(coordinator *c, double here_joules, int here_estimated);
 /* The work of the engine that computes chunks taken back from nodes, or lost nodes', since the
  * last call (as run statistics over the same span as this machine's runtime): 1, or 0 when it
  * computed nothing. */

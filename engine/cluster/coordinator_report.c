@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 /* Locked. Every machine's joules added up (a node's as it last reported them), and how they
  * were come by: "measured", "estimated", or "partly estimated". */
@@ -58,8 +59,13 @@ void coordinator_print_nodes(coordinator *c, FILE *f, double here_joules, int he
     pthread_mutex_unlock(&c->lock);
 }
 
-void coordinator_write_json(coordinator *c, FILE *f, double here_joules, int here_estimated)
+char *coordinator_summary_json(coordinator *c, double here_joules, int here_estimated)
 {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
     pthread_mutex_lock(&c->lock);
     const char *how;
     double joules = all_machines(c, here_joules, here_estimated, &how);
@@ -135,4 +141,9 @@ void coordinator_write_json(coordinator *c, FILE *f, double here_joules, int her
     }
     fputs("]}", f);
     pthread_mutex_unlock(&c->lock);
+    if (fclose(f)) {
+        free(text);
+        return NULL;
+    }
+    return text;
 }

@@ -4,7 +4,7 @@
 #include "energy/model.h"
 #include "engine/model/layer.h"
 #include "common/input_file.h"
-#include "engine/placement/policy.h"
+#include "engine/job/policy_name.h"
 
 #include <ctype.h>
 #include <errno.h>

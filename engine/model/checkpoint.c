@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -105,7 +106,7 @@ int checkpoint_save(const model *m, const checkpoint_state *st, const char *path
         snprintf(err, errlen, "%s: the run's log (%zu bytes) is too long", path, st->log_len);
         return -1;
     }
-    char tmp[CONFIG_PATH + 64];
+    char tmp[PATH_MAX + 8];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
@@ -130,7 +131,7 @@ int checkpoint_save(const model *m, const checkpoint_state *st, const char *path
         unlink(tmp);
         return -1;
     }
-    char dir[CONFIG_PATH + 64];
+    char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
     int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
     if (dfd >= 0) {   /* make the rename itself durable */
@@ -193,7 +194,7 @@ static int check_record(reader *r, int i, const layer_record *rec, layer_config 
 }
 
 /* The stored configuration as a job's layer list, and the header's shape, checked. */
-static int read_layers(reader *r, const header *h, job_config *cfg, layer_record *rec)
+static int read_layers(reader *r, const header *h, layer_config *layers, layer_record *rec)
 {
     if (h->nlayers < 1 || h->nlayers > CONFIG_MAX_LAYERS)
         return bad(r, "%u layers (1 to %d)", h->nlayers, CONFIG_MAX_LAYERS);
@@ -201,13 +202,11 @@ static int read_layers(reader *r, const header *h, job_config *cfg, layer_record
         h->classes < 1 || h->classes > MODEL_MAX_CLASSES)
         return bad(r, "an input of %ux%ux%u with %u classes is not possible", h->c, h->h, h->w,
                    h->classes);
-    memset(cfg, 0, sizeof *cfg);
-    snprintf(cfg->path, sizeof cfg->path, "%s", r->name);
-    cfg->nlayers = (int)h->nlayers;
+    memset(layers, 0, sizeof(layer_config) * h->nlayers);
     uint64_t values = 0;   /* the parameters and velocities the records claim */
-    for (int i = 0; i < cfg->nlayers; i++) {
+    for (int i = 0; i < (int)h->nlayers; i++) {
         if (take(r, &rec[i], sizeof rec[i], "the layer records") ||
-            check_record(r, i, &rec[i], &cfg->layers[i]))
+            check_record(r, i, &rec[i], &layers[i]))
             return -1;
         if (rec[i].nparams > (uint64_t)LAYER_MAX_VALUES)
             return bad(r, "layer %d claims %llu parameters", i + 1,
@@ -317,13 +316,13 @@ int checkpoint_decode(const uint8_t *buf, size_t len, const char *name, model *m
     r.p += sizeof h, r.left -= sizeof h + sizeof stored;
     if (h.epoch > CHECKPOINT_MAX_EPOCHS || h.batch > (1u << 30))
         return bad(&r, "taken after epoch %u, batch %u: not possible", h.epoch, h.batch);
-    static job_config cfg;   /* large: not on the stack */
+    layer_config layers[CONFIG_MAX_LAYERS];
     layer_record rec[CONFIG_MAX_LAYERS];
-    if (read_layers(&r, &h, &cfg, rec))
+    if (read_layers(&r, &h, layers, rec))
         return -1;
     char why[512];
-    if (build && model_build(m, &cfg, (int)h.c, (int)h.h, (int)h.w, (int)h.classes, 0, why,
-                             sizeof why))
+    if (build && model_build(m, r.name, layers, (int)h.nlayers, (int)h.c, (int)h.h, (int)h.w,
+                             (int)h.classes, 0, why, sizeof why))
         return bad(&r, "describes a model frugal cannot build: %s", why);
     if (!build && (int)h.nlayers != m->nlayers)
         return bad(&r, "has %u layers, the job %d", h.nlayers, m->nlayers);

@@ -9,7 +9,7 @@
 #ifndef FRUGAL_LAYER_H
 #define FRUGAL_LAYER_H
 
-#include "engine/job/config.h"
+#include "engine/model/layer_config.h"
 #include "ops/conv.h"
 #include "ops/layers.h"
 #include "runtime/runtime.h"

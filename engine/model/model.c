@@ -8,10 +8,9 @@
 /* A relu right before a maxpool runs after it instead: max and relu commute exactly, forward and
  * backward (the gradient reaches the window's maximum iff it is positive), and relu then
  * touches a quarter of the data. Returns the config layer model layer i is made from. */
-static const layer_config *source_of(const job_config *cfg, int i)
+static const layer_config *source_of(const layer_config *l, int nlayers, int i)
 {
-    const layer_config *l = cfg->layers;
-    if (i + 1 < cfg->nlayers && l[i].type == LAYER_RELU && l[i + 1].type == LAYER_MAXPOOL)
+    if (i + 1 < nlayers && l[i].type == LAYER_RELU && l[i + 1].type == LAYER_MAXPOOL)
         return &l[i + 1];
     if (i > 0 && l[i - 1].type == LAYER_RELU && l[i].type == LAYER_MAXPOOL)
         return &l[i - 1];
@@ -40,38 +39,38 @@ static int alloc_params(layer *l)
     return l->params && l->grad && l->velocity ? 0 : -1;
 }
 
-int model_build(model *m, const job_config *cfg, int c, int h, int w, int classes, int alloc,
-                char *err, size_t errlen)
+int model_build(model *m, const char *path, const layer_config *layers, int nlayers, int c, int h,
+                int w, int classes, int alloc, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
     long in_size;
     if (c < 1 || h < 1 || w < 1 || !size_mul((long)c * h, w, LAYER_MAX_VALUES, &in_size))
-        return fail(m, err, errlen, "%s: inputs of %dx%dx%d are not possible", cfg->path, c, h, w);
+        return fail(m, err, errlen, "%s: inputs of %dx%dx%d are not possible", path, c, h, w);
     if (classes < 1 || classes > MODEL_MAX_CLASSES)
-        return fail(m, err, errlen, "%s: %d classes (1 to %d)", cfg->path, classes,
+        return fail(m, err, errlen, "%s: %d classes (1 to %d)", path, classes,
                     MODEL_MAX_CLASSES);
-    if (cfg->nlayers < 1 || cfg->nlayers > CONFIG_MAX_LAYERS)
-        return fail(m, err, errlen, "%s: %d layers (1 to %d)", cfg->path, cfg->nlayers,
+    if (nlayers < 1 || nlayers > CONFIG_MAX_LAYERS)
+        return fail(m, err, errlen, "%s: %d layers (1 to %d)", path, nlayers,
                     CONFIG_MAX_LAYERS);
-    m->nlayers = cfg->nlayers;
+    m->nlayers = nlayers;
     m->classes = classes;
     int flat = 0;
     for (int i = 0; i < m->nlayers; i++) {
         layer *l = &m->layers[i];
-        l->cfg = *source_of(cfg, i);
+        l->cfg = *source_of(layers, nlayers, i);
         l->cls = layer_class_of(l->cfg.type);
         if (!l->cls)
-            return fail(m, err, errlen, "%s:%d: layer %d has unknown type %d", cfg->path,
-                        cfg->layers[i].line, i + 1, (int)l->cfg.type);
+            return fail(m, err, errlen, "%s:%d: layer %d has unknown type %d", path,
+                        layers[i].line, i + 1, (int)l->cfg.type);
         l->in_c = c, l->in_h = h, l->in_w = w;
         char why[256];
         layer_place at = {i, m->nlayers, flat, i ? &m->layers[i - 1] : NULL, classes};
         if (l->cls->plan(l, &at, why, sizeof why))
-            return fail(m, err, errlen, "%s:%d: [%s] (layer %d): %s", cfg->path, l->cfg.line,
+            return fail(m, err, errlen, "%s:%d: [%s] (layer %d): %s", path, l->cfg.line,
                         l->cls->name, i + 1, why);
         if (!size_mul((long)l->out_c * l->out_h, l->out_w, LAYER_MAX_VALUES, &l->out_size))
             return fail(m, err, errlen, "%s:%d: [%s] (layer %d): an output of %dx%dx%d values "
-                        "per sample is too large", cfg->path, l->cfg.line, l->cls->name, i + 1,
+                        "per sample is too large", path, l->cfg.line, l->cls->name, i + 1,
                         l->out_c, l->out_h, l->out_w);
         l->in_size = (long)l->in_c * l->in_h * l->in_w;
         c = l->out_c, h = l->out_h, w = l->out_w, flat = l->flat;
@@ -79,7 +78,7 @@ int model_build(model *m, const job_config *cfg, int c, int h, int w, int classe
         m->flops_per_sample += l->flops;
     }
     if (m->layers[m->nlayers - 1].cfg.type != LAYER_SOFTMAX_XENT)
-        return fail(m, err, errlen, "%s: the last layer must be [softmax_xent]", cfg->path);
+        return fail(m, err, errlen, "%s: the last layer must be [softmax_xent]", path);
     return alloc ? model_alloc(m, err, errlen) : 0;
 }
 

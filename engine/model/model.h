@@ -4,7 +4,6 @@
 #ifndef FRUGAL_MODEL_H
 #define FRUGAL_MODEL_H
 
-#include "engine/job/config.h"
 #include "engine/model/layer.h"
 
 #include <stdint.h>
@@ -23,8 +22,8 @@ typedef struct model {
 /* The model cfg describes for inputs of c x h x w and `classes` classes, in one walk over the
  * layers: each layer's shape rule (errors name its line in the job file), then its parameters.
  * With alloc 0 only the shapes are checked. Returns 0, or -1 with err set (m is then empty). */
-int model_build(model *m, const job_config *cfg, int c, int h, int w, int classes, int alloc,
-                char *err, size_t errlen);
+int model_build(model *m, const char *path, const layer_config *layers, int nlayers, int c, int h,
+                int w, int classes, int alloc, char *err, size_t errlen);
 /* The parameters of a model built with alloc 0. Returns 0, or -1 with err set (m is then empty). */
 int model_alloc(model *m, char *err, size_t errlen);
 /* PyTorch's default initialisation from the seed: the same seed, the same weights. */

@@ -12,7 +12,7 @@
 #ifndef FRUGAL_POLICY_H
 #define FRUGAL_POLICY_H
 
-typedef enum placement_policy { POLICY_TIME, POLICY_ENERGY, POLICY_EDP, POLICY_CARBON } placement_policy;
+#include "engine/job/policy_name.h"
 
 typedef struct policy_limits {
     placement_policy policy;
@@ -28,9 +28,6 @@ typedef struct option_figures {
     double carbon_g_per_kwh;         /* 0: the limits' (a mix of machines has its own) */
 } option_figures;
 
-const char *policy_name(placement_policy p);
-/* 0 with *out set, -1 for an unknown name. */
-int policy_parse(const char *name, placement_policy *out);
 /* The policy's cost of one sample (lower is better). */
 double policy_cost(const policy_limits *l, const option_figures *o);
 /* The index of the measured option to keep, or -1 when none is measured. Ties go to the lower

@@ -247,13 +247,8 @@ static void write_job(FILE *f, const report_input *in)
         worker_control_json(in->placement, f);
     }
     fputs("},\n", f);
-    if (in->cluster) {
-        fputs("  \"cluster\": {", f);
-        energy_figures here;
-        energy_run_total(in->er, 0, &here);
-        coordinator_write_json(in->cluster, f, here.joules, energy_meter_estimated(in->er->meter));
-        fputs("},\n", f);
-    }
+    if (in->cluster_json)
+        fprintf(f, "  \"cluster\": {%s},\n", in->cluster_json);
     fputs("  \"run\": {", f);
     fprintf(f, "\"resumed_after_epoch\": %d, \"interrupted\": ", in->resumed_after);
     if (in->interrupted)

@@ -7,7 +7,6 @@
 
 #include "engine/job/config.h"
 #include "engine/job/dataset.h"
-#include "engine/cluster/coordinator.h"
 #include "engine/job/devices.h"
 #include "engine/job/energy_run.h"
 #include "engine/model/model.h"
@@ -53,7 +52,8 @@ typedef struct report_input {
     int resumed_after;               /* epoch the run resumed from (0: a fresh run) */
     const char *interrupted;         /* NULL, or where and why the run stopped early */
     const run_devices *devices;      /* NULL: not looked for */
-    coordinator *cluster;            /* NULL: one machine */
+    const char *cluster_json;        /* the cluster section's members, as the coordinator wrote
+                                        them (coordinator_summary_json); NULL: one machine */
     worker_control *placement;       /* NULL: not run */
 } report_input;
 

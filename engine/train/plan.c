@@ -1,7 +1,7 @@
 #include "engine/train/plan.h"
 
 #include "common/json.h"
-#include "engine/placement/policy.h"
+#include "engine/job/policy_name.h"
 #include "ops/cpu.h"
 
 #include <stdlib.h>
