@@ -66,7 +66,7 @@ static void add_model(energy_meter *m)
     z->kind = SENSOR_MODEL;
     z->scope = SCOPE_CPU;
     sysfs_path(z->path, sizeof z->path, "/proc/stat");
-    int e = cpu_times_read(&m->model_prev);
+    int e = energy_cpu_times_read(&m->model_prev);
     if (e) {
         /* Without /proc/stat the model assumes idle: still an estimate, and said so. */
         sysfs_format(z->why, sizeof z->why, "%s: %s; assuming idle CPUs", z->path,
@@ -213,8 +213,8 @@ static void sample_sensor(energy_meter *m, sensor *s, double t)
     if (s->kind == SENSOR_MODEL) {
         cpu_times now;
         double cores = 0;
-        if (!cpu_times_read(&now)) {
-            cores = cpu_busy_cores(&m->model_prev, &now);
+        if (!energy_cpu_times_read(&now)) {
+            cores = energy_cpu_busy_cores(&m->model_prev, &now);
             m->model_prev = now;
         }
         value = m->opts.profile_w[2] > 0

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int cpu_times_read(cpu_times *out)
+int energy_cpu_times_read(cpu_times *out)
 {
     char path[SYSFS_PATH], line[512];
     sysfs_path(path, sizeof path, "/proc/stat");
@@ -38,7 +38,7 @@ int cpu_times_read(cpu_times *out)
     return found && out->ncpu > 0 ? 0 : EINVAL;
 }
 
-double cpu_busy_cores(const cpu_times *before, const cpu_times *after)
+double energy_cpu_busy_cores(const cpu_times *before, const cpu_times *after)
 {
     if (after->total <= before->total || after->busy < before->busy)
         return 0;

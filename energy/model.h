@@ -17,9 +17,9 @@ typedef struct cpu_times {
 } cpu_times;
 
 /* Reads /proc/stat (under FRUGAL_PROCFS_ROOT). Returns 0 or an errno value. */
-int cpu_times_read(cpu_times *out);
+int energy_cpu_times_read(cpu_times *out);
 /* Cores busy on average between two readings (0 .. ncpu). */
-double cpu_busy_cores(const cpu_times *before, const cpu_times *after);
+double energy_cpu_busy_cores(const cpu_times *before, const cpu_times *after);
 
 double model_watts(double idle_w, double core_w, double busy_cores);
 /* A three-point power profile (SimGrid's format: watts idle, with one core busy, with all ncpu

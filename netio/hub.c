@@ -1,6 +1,7 @@
 #include "netio/hub.h"
 
 #include "netio/secure.h"
+#include "runtime/clock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -66,13 +67,6 @@ struct netio_hub {
     int next_id;
     uint8_t *opened;             /* one opened piece at a time (the hub thread's) */
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void wake(netio_hub *h)
 {
@@ -149,7 +143,7 @@ static peer *add_peer(netio_hub *h, int fd, int ours, const char *addr)
             free(p);
             return NULL;
         }
-        double now = now_s();
+        double now = clock_now_s();
         p->id = h->next_id++, p->fd = fd, p->ours = ours;
         p->ph = ours ? CONNECTING : AWAIT_HELLO;
         p->need = ours ? SECURE_HELLO_BYTES + SECURE_HEADER_BYTES : SECURE_HELLO_BYTES;
@@ -242,7 +236,7 @@ static int send_ping(netio_hub *h, peer *p)
     uint8_t header[FRAME_HEADER];
     frame_header(header, FRAME_PING, 0);
     out_buf *b = seal_piece(&p->sec.push, header, sizeof header);
-    p->last_tx = now_s();
+    p->last_tx = clock_now_s();
     return b ? enqueue(h, p, NULL, 0, b) : -1;
 }
 
@@ -277,7 +271,7 @@ int netio_hub_send(netio_hub *h, int id, uint16_t type, const void *head, size_t
         pthread_mutex_lock(&h->lock);
         if ((p = find(h, id))) {
             p->sec.push = push, p->sealing = at < total;
-            p->last_tx = now_s();
+            p->last_tx = clock_now_s();
             rc = b ? enqueue(h, p, NULL, 0, b) : -1;
             if (rc && !p->closing[0])   /* half a message sent: the connection cannot go on */
                 snprintf(p->closing, sizeof p->closing, "out of memory for a message to it");
@@ -397,7 +391,7 @@ static int handshake_step(netio_hub *h, peer *p, event_list *ev, const char **wh
 {
     uint8_t out[SECURE_HELLO_BYTES + SECURE_HEADER_BYTES];
     p->have = 0;
-    p->deadline = now_s() + h->cfg.timeout_s;
+    p->deadline = clock_now_s() + h->cfg.timeout_s;
     if (p->ph == AWAIT_HELLO && !p->ours) {   /* theirs: the client's hello */
         if (secure_check_hello(&p->sec, p->small, why))
             return -1;
@@ -566,7 +560,7 @@ static int read_peer(netio_hub *h, peer *p, event_list *ev, char *why, size_t wh
             return -1;
         }
         p->have += (size_t)r, p->st.received += (uint64_t)r, budget -= (size_t)r < budget ? (size_t)r : budget;
-        p->last_rx = now_s();
+        p->last_rx = clock_now_s();
         if (p->have < p->need)
             continue;
         const char *hw = "";
@@ -631,7 +625,7 @@ static int connected(netio_hub *h, peer *p, char *why, size_t whylen)
     uint8_t hello[SECURE_HELLO_BYTES];
     secure_hello(&p->sec, hello);
     p->ph = AWAIT_HELLO;
-    p->deadline = now_s() + h->cfg.timeout_s;
+    p->deadline = clock_now_s() + h->cfg.timeout_s;
     return enqueue(h, p, hello, sizeof hello, NULL);
 }
 
@@ -657,7 +651,7 @@ static void accept_all(netio_hub *h, int lfd, event_list *ev)
  * a shorter timeout than ours (down to about 1.5 s) still hears from us. */
 static int check_times(netio_hub *h, event_list *ev)
 {
-    double now = now_s(), t = h->cfg.timeout_s, ka = t / 4 < 1 ? t / 4 : 1, next = now + ka;
+    double now = clock_now_s(), t = h->cfg.timeout_s, ka = t / 4 < 1 ? t / 4 : 1, next = now + ka;
     char why[160];
     for (int i = 0; i < h->cfg.max_peers; i++) {
         peer *p = h->peers[i];

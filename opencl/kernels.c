@@ -85,7 +85,7 @@ static int gemm(ocl_launch *l, int ta, int tb, int M, int N, int K, float alpha,
     return 0;
 }
 
-int oclk_load(ocl_launch *l, ocl_buf pixels, ocl_buf labels_in, ocl_buf order, long first,
+int ocl_kernel_load(ocl_launch *l, ocl_buf pixels, ocl_buf labels_in, ocl_buf order, long first,
               long per, int n, float scale, ocl_buf out, ocl_buf labels)
 {
     ocl_buf ord = order.mem ? order : pixels;   /* a placeholder argument when not shuffled */
@@ -97,14 +97,14 @@ int oclk_load(ocl_launch *l, ocl_buf pixels, ocl_buf labels_in, ocl_buf order, l
 #define GEOM(g) I((g)->c), I((g)->h), I((g)->w), I((g)->f), I((g)->kh), I((g)->kw), \
                 I((g)->stride), I((g)->pad), I((g)->oh), I((g)->ow)
 
-int oclk_conv_forward(ocl_launch *l, const conv_geom *g, ocl_buf x, ocl_buf params, ocl_buf y,
+int ocl_kernel_conv_forward(ocl_launch *l, const conv_geom *g, ocl_buf x, ocl_buf params, ocl_buf y,
                       int n, int f0, int f1)
 {
     return RUN(l, "conv_forward", (size_t)n * (size_t)(f1 - f0) * g->oh * g->ow, B(x, 4),
                B(params, 4), B(y, 4), GEOM(g), I(f0), I(f1 - f0));
 }
 
-int oclk_conv_backward_input(ocl_launch *l, const conv_geom *g, ocl_buf dy, ocl_buf params,
+int ocl_kernel_conv_backward_input(ocl_launch *l, const conv_geom *g, ocl_buf dy, ocl_buf params,
                              ocl_buf dx, int n)
 {
     return RUN(l, "conv_backward_input", (size_t)n * g->c * g->h * g->w, B(dy, 4), B(params, 4),
@@ -116,7 +116,7 @@ int oclk_conv_backward_input(ocl_launch *l, const conv_geom *g, ocl_buf dy, ocl_
  * the same order. */
 #define FILTER_GRADIENT_ITEMS 65536
 
-int oclk_conv_backward_filter(ocl_launch *l, const conv_geom *g, ocl_buf x, ocl_buf dy,
+int ocl_kernel_conv_backward_filter(ocl_launch *l, const conv_geom *g, ocl_buf x, ocl_buf dy,
                               ocl_buf part, int n, int f0, int f1)
 {
     int nf = f1 - f0, nw = nf * g->c * g->kh * g->kw + nf, rows_all = n * g->oh;
@@ -143,33 +143,33 @@ int oclk_conv_backward_filter(ocl_launch *l, const conv_geom *g, ocl_buf x, ocl_
 #define POOL(g) I((g)->c), I((g)->h), I((g)->w), I((g)->size), I((g)->stride), I((g)->oh), \
                 I((g)->ow)
 
-int oclk_maxpool_forward(ocl_launch *l, const pool_geom *g, ocl_buf x, ocl_buf y,
+int ocl_kernel_maxpool_forward(ocl_launch *l, const pool_geom *g, ocl_buf x, ocl_buf y,
                          ocl_buf argmax, int n)
 {
     return RUN(l, "maxpool_forward", (size_t)n * g->c * g->oh * g->ow, B(x, 4), B(y, 4),
                B(argmax, 4), POOL(g));
 }
 
-int oclk_maxpool_backward(ocl_launch *l, const pool_geom *g, ocl_buf dy, ocl_buf argmax,
+int ocl_kernel_maxpool_backward(ocl_launch *l, const pool_geom *g, ocl_buf dy, ocl_buf argmax,
                           ocl_buf dx, int n)
 {
     return RUN(l, "maxpool_backward", (size_t)n * g->c * g->h * g->w, B(dy, 4), B(argmax, 4),
                B(dx, 4), POOL(g));
 }
 
-int oclk_relu_forward(ocl_launch *l, ocl_buf x, ocl_buf y, long count)
+int ocl_kernel_relu_forward(ocl_launch *l, ocl_buf x, ocl_buf y, long count)
 {
     return RUN(l, "relu_forward", (size_t)count, B(x, 4), B(y, 4));
 }
 
-int oclk_relu_backward(ocl_launch *l, ocl_buf y, ocl_buf dy, ocl_buf dx, long count)
+int ocl_kernel_relu_backward(ocl_launch *l, ocl_buf y, ocl_buf dy, ocl_buf dx, long count)
 {
     return RUN(l, "relu_backward", (size_t)count, B(y, 4), B(dy, 4), B(dx, 4));
 }
 
 static ocl_buf at(ocl_buf b, size_t floats) { return (ocl_buf){b.mem, b.offset + 4 * floats}; }
 
-int oclk_dense_forward(ocl_launch *l, int in, int out, ocl_buf x, ocl_buf params, ocl_buf y,
+int ocl_kernel_dense_forward(ocl_launch *l, int in, int out, ocl_buf x, ocl_buf params, ocl_buf y,
                        int n)
 {
     ocl_buf bias = at(params, (size_t)in * out);
@@ -177,7 +177,7 @@ int oclk_dense_forward(ocl_launch *l, int in, int out, ocl_buf x, ocl_buf params
            gemm(l, 0, 1, n, out, in, 1.0f, x, in, params, in, 1.0f, y, out);
 }
 
-int oclk_dense_backward(ocl_launch *l, int in, int out, ocl_buf x, ocl_buf dy, ocl_buf params,
+int ocl_kernel_dense_backward(ocl_launch *l, int in, int out, ocl_buf x, ocl_buf dy, ocl_buf params,
                         ocl_buf part, ocl_buf dx, int n)
 {
     ocl_buf db = at(part, (size_t)in * out);
@@ -205,7 +205,7 @@ static cl_mem scratch(ocl_launch *l, size_t bytes)
     return m;
 }
 
-int oclk_softmax_xent(ocl_launch *l, int classes, ocl_buf z, ocl_buf labels, float scale,
+int ocl_kernel_softmax_xent(ocl_launch *l, int classes, ocl_buf z, ocl_buf labels, float scale,
                       ocl_buf dz, ocl_buf pred, ocl_buf stats, int n)
 {
     /* the losses, then the correct flags, per sample, in the device's scratch buffer */
@@ -220,19 +220,19 @@ int oclk_softmax_xent(ocl_launch *l, int classes, ocl_buf z, ocl_buf labels, flo
            RUN(l, "chunk_stats", 1, per_sample, I(n), B(stats, 4));
 }
 
-int oclk_copy_or_add(ocl_launch *l, ocl_buf dst, ocl_buf src, long count, int copy)
+int ocl_kernel_copy_or_add(ocl_launch *l, ocl_buf dst, ocl_buf src, long count, int copy)
 {
     return RUN(l, "copy_or_add", (size_t)count, B(dst, 4), B(src, 4), I(copy));
 }
 
-int oclk_sgd(ocl_launch *l, ocl_buf w, ocl_buf g, ocl_buf v, long count, float lr,
+int ocl_kernel_sgd(ocl_launch *l, ocl_buf w, ocl_buf g, ocl_buf v, long count, float lr,
              float momentum, float weight_decay)
 {
     return RUN(l, "sgd_update", (size_t)count, B(w, 4), B(g, 4), B(v, 4), F(lr), F(momentum),
                F(weight_decay));
 }
 
-int oclk_on_done(ocl_launch *l, void (CL_CALLBACK *fn)(cl_event, cl_int, void *), void *arg)
+int ocl_kernel_on_done(ocl_launch *l, void (CL_CALLBACK *fn)(cl_event, cl_int, void *), void *arg)
 {
     if (ocl_check(l->d, clSetEventCallback(l->done, CL_COMPLETE, fn, arg), "a task's callback",
                   l->err, l->errlen))

@@ -25,37 +25,37 @@ typedef struct ocl_launch {
 } ocl_launch;
 
 /* floats = bytes * scale through the order (order.mem NULL: samples first..first+n-1). */
-int oclk_load(ocl_launch *l, ocl_buf pixels, ocl_buf labels_in, ocl_buf order, long first,
+int ocl_kernel_load(ocl_launch *l, ocl_buf pixels, ocl_buf labels_in, ocl_buf order, long first,
               long per, int n, float scale, ocl_buf out, ocl_buf labels);
-int oclk_conv_forward(ocl_launch *l, const conv_geom *g, ocl_buf x, ocl_buf params, ocl_buf y,
+int ocl_kernel_conv_forward(ocl_launch *l, const conv_geom *g, ocl_buf x, ocl_buf params, ocl_buf y,
                       int n, int f0, int f1);
-int oclk_conv_backward_input(ocl_launch *l, const conv_geom *g, ocl_buf dy, ocl_buf params,
+int ocl_kernel_conv_backward_input(ocl_launch *l, const conv_geom *g, ocl_buf dy, ocl_buf params,
                              ocl_buf dx, int n);
 /* The gradient of filters [f0, f1): their weights then their biases, into part. */
-int oclk_conv_backward_filter(ocl_launch *l, const conv_geom *g, ocl_buf x, ocl_buf dy,
+int ocl_kernel_conv_backward_filter(ocl_launch *l, const conv_geom *g, ocl_buf x, ocl_buf dy,
                               ocl_buf part, int n, int f0, int f1);
-int oclk_maxpool_forward(ocl_launch *l, const pool_geom *g, ocl_buf x, ocl_buf y,
+int ocl_kernel_maxpool_forward(ocl_launch *l, const pool_geom *g, ocl_buf x, ocl_buf y,
                          ocl_buf argmax, int n);
-int oclk_maxpool_backward(ocl_launch *l, const pool_geom *g, ocl_buf dy, ocl_buf argmax,
+int ocl_kernel_maxpool_backward(ocl_launch *l, const pool_geom *g, ocl_buf dy, ocl_buf argmax,
                           ocl_buf dx, int n);
-int oclk_relu_forward(ocl_launch *l, ocl_buf x, ocl_buf y, long count);
-int oclk_relu_backward(ocl_launch *l, ocl_buf y, ocl_buf dy, ocl_buf dx, long count);
+int ocl_kernel_relu_forward(ocl_launch *l, ocl_buf x, ocl_buf y, long count);
+int ocl_kernel_relu_backward(ocl_launch *l, ocl_buf y, ocl_buf dy, ocl_buf dx, long count);
 /* params: W (out x in) then b; through CLBlast where it passed its self-check. */
-int oclk_dense_forward(ocl_launch *l, int in, int out, ocl_buf x, ocl_buf params, ocl_buf y,
+int ocl_kernel_dense_forward(ocl_launch *l, int in, int out, ocl_buf x, ocl_buf params, ocl_buf y,
                        int n);
 /* part gets dW then db; dx (if dx.mem) dy W. */
-int oclk_dense_backward(ocl_launch *l, int in, int out, ocl_buf x, ocl_buf dy, ocl_buf params,
+int ocl_kernel_dense_backward(ocl_launch *l, int in, int out, ocl_buf x, ocl_buf dy, ocl_buf params,
                         ocl_buf part, ocl_buf dx, int n);
 /* The chunk's chunk_stats (engine/model/layer.h's layout: double loss, int correct, int samples);
  * dz and pred when their mem is set. */
-int oclk_softmax_xent(ocl_launch *l, int classes, ocl_buf z, ocl_buf labels, float scale,
+int ocl_kernel_softmax_xent(ocl_launch *l, int classes, ocl_buf z, ocl_buf labels, float scale,
                       ocl_buf dz, ocl_buf pred, ocl_buf stats, int n);
-int oclk_copy_or_add(ocl_launch *l, ocl_buf dst, ocl_buf src, long count, int copy);
-int oclk_sgd(ocl_launch *l, ocl_buf w, ocl_buf g, ocl_buf v, long count, float lr,
+int ocl_kernel_copy_or_add(ocl_launch *l, ocl_buf dst, ocl_buf src, long count, int copy);
+int ocl_kernel_sgd(ocl_launch *l, ocl_buf w, ocl_buf g, ocl_buf v, long count, float lr,
              float momentum, float weight_decay);
 
 /* Sets a callback that completes an asynchronous task when l->done completes (and releases the
  * event). Returns 0 or -1 with err. */
-int oclk_on_done(ocl_launch *l, void (CL_CALLBACK *fn)(cl_event, cl_int, void *), void *arg);
+int ocl_kernel_on_done(ocl_launch *l, void (CL_CALLBACK *fn)(cl_event, cl_int, void *), void *arg);
 
 #endif

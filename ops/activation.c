@@ -1,6 +1,6 @@
 #include "ops/layers.h"
 
-void relu_forward(const float *x, float *y, long i0, long i1)
+void ops_relu_forward(const float *x, float *y, long i0, long i1)
 {
     /* Written so that NaN passes through, as in PyTorch: a diverged run must not hide. */
 #pragma omp simd
@@ -8,7 +8,7 @@ void relu_forward(const float *x, float *y, long i0, long i1)
         y[i] = x[i] < 0.0f ? 0.0f : x[i];
 }
 
-void relu_backward(const float *y, const float *dy, float *dx, long i0, long i1)
+void ops_relu_backward(const float *y, const float *dy, float *dx, long i0, long i1)
 {
     /* dy read whatever y is: a load under the condition would not vectorise. */
 #pragma omp simd

@@ -274,10 +274,10 @@ static int winograd_tile(const conv_geom *g)
     return conv_path(g, CONV_FORWARD) == CONV_WINOGRAD4 ? 4 : 2;
 }
 
-int conv2d_forward(const conv_geom *g, const float *x, const float *wt, const float *bias,
+int ops_conv2d_forward(const conv_geom *g, const float *x, const float *wt, const float *bias,
                    float *y, int n0, int n1, int f0, int f1)
 {
-    return conv2d_forward_in(g, (conv_input){x, NULL, 0}, wt, bias, y, n0, n1, f0, f1);
+    return ops_conv2d_forward_in(g, (conv_input){x, NULL, 0}, wt, bias, y, n0, n1, f0, f1);
 }
 
 /* One sample of bytes as floats, for the im2col path. */
@@ -291,7 +291,7 @@ static const float *bytes_to_floats(const conv_geom *g, const uint8_t *x, float 
     return f;
 }
 
-int conv2d_forward_in(const conv_geom *g, conv_input x, const float *wt, const float *bias,
+int ops_conv2d_forward_in(const conv_geom *g, conv_input x, const float *wt, const float *bias,
                       float *y, int n0, int n1, int f0, int f1)
 {
     switch (conv_path(g, CONV_FORWARD)) {
@@ -317,7 +317,7 @@ int conv2d_forward_in(const conv_geom *g, conv_input x, const float *wt, const f
     return 0;
 }
 
-int conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt, float *dx,
+int ops_conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt, float *dx,
                           int n0, int n1)
 {
     switch (conv_path(g, CONV_BACKWARD_INPUT)) {
@@ -333,14 +333,14 @@ int conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt, 
     }
 }
 
-int conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy, float *dwt,
+int ops_conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy, float *dwt,
                            float *dbias, int n0, int n1, int f0, int f1, int accumulate)
 {
-    return conv2d_backward_filter_in(g, (conv_input){x, NULL, 0}, dy, dwt, dbias, n0, n1, f0, f1,
+    return ops_conv2d_backward_filter_in(g, (conv_input){x, NULL, 0}, dy, dwt, dbias, n0, n1, f0, f1,
                                      accumulate);
 }
 
-int conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float *dy, float *dwt,
+int ops_conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float *dy, float *dwt,
                               float *dbias, int n0, int n1, int f0, int f1, int accumulate)
 {
     switch (conv_path(g, CONV_BACKWARD_FILTER)) {
@@ -375,15 +375,15 @@ static int uses_winograd(const conv_geom *g)
     return s == CONV_WINOGRAD || s == CONV_WINOGRAD4;
 }
 
-int conv2d_backward(const conv_geom *g, conv_input x, const float *dy, const float *wt,
+int ops_conv2d_backward(const conv_geom *g, conv_input x, const float *dy, const float *wt,
                     float *dwt, float *dbias, float *dx, int n0, int n1)
 {
     if (uses_winograd(g))
         return conv_winograd_backward(g, winograd_tile(g), x, dy, wt, dwt, dbias, dx, n0, n1, 0,
                                       g->f, 0, NULL, NULL);
-    if (conv2d_backward_filter_in(g, x, dy, dwt, dbias, n0, n1, 0, g->f, 0))
+    if (ops_conv2d_backward_filter_in(g, x, dy, dwt, dbias, n0, n1, 0, g->f, 0))
         return -1;
-    return dx ? conv2d_backward_input(g, dy, wt, dx, n0, n1) : 0;
+    return dx ? ops_conv2d_backward_input(g, dy, wt, dx, n0, n1) : 0;
 }
 
 int conv_pool_fusable(const conv_geom *g, const pool_geom *p)
@@ -397,7 +397,7 @@ int conv_pool_fusable_with_input_gradient(const conv_geom *g, const pool_geom *p
     return conv_pool_fusable(g, p) && uses_winograd(g);
 }
 
-int conv2d_forward_maxpool(const conv_geom *g, conv_input x, const float *wt, const float *bias,
+int ops_conv2d_forward_maxpool(const conv_geom *g, conv_input x, const float *wt, const float *bias,
                            const pool_geom *p, int relu, float *y, int32_t *argmax, int n0, int n1)
 {
     int rc = uses_winograd(g)
@@ -406,7 +406,7 @@ int conv2d_forward_maxpool(const conv_geom *g, conv_input x, const float *wt, co
                  : DISPATCH(forward, g, x, wt, bias, y, n0, n1, 0, g->f, p, argmax);
     long pooled = (long)p->c * p->oh * p->ow;
     if (!rc && relu)   /* in place, while the chunk's pooled output is in cache */
-        relu_forward(y, y, n0 * pooled, n1 * pooled);
+        ops_relu_forward(y, y, n0 * pooled, n1 * pooled);
     return rc;
 }
 
@@ -428,7 +428,7 @@ static int backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p
                               accumulate, p, argmax);
 }
 
-int conv2d_backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
+int ops_conv2d_backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
                             const float *relu_y, const float *dy, const int32_t *argmax,
                             const float *wt, float *dwt, float *dbias, float *dx, int n0, int n1,
                             int accumulate)
@@ -441,7 +441,7 @@ int conv2d_backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p
     float *masked = ops_scratch(SCRATCH_MASKED, (size_t)n * pooled);
     if (!masked)
         return -1;
-    relu_backward(relu_y + n0 * pooled, dy + n0 * pooled, masked, 0, n * (long)pooled);
+    ops_relu_backward(relu_y + n0 * pooled, dy + n0 * pooled, masked, 0, n * (long)pooled);
     return backward_maxpool(g, from_sample(g, x, n0), p, masked, argmax + n0 * pooled, wt, dwt,
                             dbias, dx ? dx + n0 * in : NULL, 0, (int)n, accumulate);
 }

@@ -22,15 +22,15 @@ int conv_geom_init(conv_geom *g, int c, int h, int w, int f, int kh, int kw, int
  * written then): a caller must not mistake a skipped kernel for a result. */
 
 /* y[n, f0:f1] = W[f0:f1] * x[n] + b[f0:f1]  (x: N*C*H*W, W: F*C*KH*KW, b: F or NULL) */
-int conv2d_forward(const conv_geom *g, const float *x, const float *wt, const float *bias,
+int ops_conv2d_forward(const conv_geom *g, const float *x, const float *wt, const float *bias,
                     float *y, int n0, int n1, int f0, int f1);
 /* dx[n] = conv_transpose(dy[n], W), overwriting dx for samples [n0, n1). */
-int conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt, float *dx,
+int ops_conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt, float *dx,
                            int n0, int n1);
 /* The filter gradients of filters [f0, f1), summed over samples [n0, n1): dwt holds those
  * filters only (dwt[(f - f0) * C*KH*KW + ...]), db too (db[f - f0]; may be NULL); written when
  * accumulate is 0, added otherwise. Samples are summed in order, so the result is reproducible. */
-int conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy, float *dwt,
+int ops_conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy, float *dwt,
                             float *dbias, int n0, int n1, int f0, int f1, int accumulate);
 
 /* A convolution's input: floats (f: N*C*H*W), or bytes scaled as they are read (b[n]: sample
@@ -45,30 +45,30 @@ typedef struct conv_input {
  * the data set in place, with a quarter of the memory traffic of floats: the direct path
  * converts while it pads, im2col into a buffer first. The results are the float functions' on
  * (float)b[n][i] * scale, bit for bit. */
-int conv2d_forward_in(const conv_geom *g, conv_input x, const float *wt, const float *bias,
+int ops_conv2d_forward_in(const conv_geom *g, conv_input x, const float *wt, const float *bias,
                        float *y, int n0, int n1, int f0, int f1);
-int conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float *dy, float *dwt,
+int ops_conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float *dy, float *dwt,
                                float *dbias, int n0, int n1, int f0, int f1, int accumulate);
 /* A convolution's whole backward pass on samples [n0, n1): conv2d_backward_filter_in's dW and db
  * of all filters (written), then, with dx (else NULL), conv2d_backward_input's. The same
  * results, bit for bit; the Winograd paths transform dy once for both. */
-int conv2d_backward(const conv_geom *g, conv_input x, const float *dy, const float *wt,
+int ops_conv2d_backward(const conv_geom *g, conv_input x, const float *dy, const float *wt,
                     float *dwt, float *dbias, float *dx, int n0, int n1);
 
 /* Convolution then max-pooling in one pass, for windows that do not overlap (size == stride) on
  * the direct path, or 2x2 windows on the Winograd paths: the convolution's output is pooled
  * while it is in cache and never stored; with relu, a relu follows the max-pool. y and argmax
- * are what conv2d_forward, maxpool_forward (and relu_forward) give, bit for bit. Backward takes
+ * are what conv2d_forward, ops_maxpool_forward (and relu_forward) give, bit for bit. Backward takes
  * the gradient of y, the argmax and, after a relu, y (relu_y; else NULL) and gives
  * conv2d_backward_filter's dW and db for (relu_backward's then) maxpool_backward's dx, bit for
  * bit, and with dx (else NULL; the Winograd paths only: conv_pool_fusable_with_input_gradient)
  * conv2d_backward_input's too. All filters. */
 int conv_pool_fusable(const conv_geom *g, const pool_geom *p);
 int conv_pool_fusable_with_input_gradient(const conv_geom *g, const pool_geom *p);
-int conv2d_forward_maxpool(const conv_geom *g, conv_input x, const float *wt, const float *bias,
+int ops_conv2d_forward_maxpool(const conv_geom *g, conv_input x, const float *wt, const float *bias,
                             const pool_geom *p, int relu, float *y, int32_t *argmax, int n0,
                             int n1);
-int conv2d_backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
+int ops_conv2d_backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
                              const float *relu_y, const float *dy, const int32_t *argmax,
                              const float *wt, float *dwt, float *dbias, float *dx, int n0, int n1,
                              int accumulate);

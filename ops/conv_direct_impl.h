@@ -203,7 +203,7 @@ int NAME(conv_direct_forward, ISA)(const conv_geom *g, conv_input x, const float
                             maxpool2_row(o + (size_t)r * wp, o + (size_t)(r + 1) * wp, y + at,
                                          argmax + at, pool->ow, g->ow, first);
                         else
-                            maxpool_row(pool, o + (size_t)r * wp, (size_t)wp, y + at, argmax + at,
+                            ops_maxpool_row(pool, o + (size_t)r * wp, (size_t)wp, y + at, argmax + at,
                                         first);
                     }
                 }

@@ -64,7 +64,7 @@ static void zero_padding(const tiling *t, float *X, int n)
             memset(X + p * plane + (size_t)i * t->cols + t->tiles, 0, pad);
 }
 
-winograd_rows winograd_rows_init(const tiling *t, float *rows, int n)
+winograd_rows ops_winograd_rows_init(const tiling *t, float *rows, int n)
 {
     const conv_geom *g = t->g;
     int len = t->row_len;
@@ -80,7 +80,7 @@ winograd_rows winograd_rows_init(const tiling *t, float *rows, int n)
     return b;
 }
 
-const float *winograd_input_row(const tiling *t, conv_input x, int n, int c, int y,
+const float *ops_winograd_input_row(const tiling *t, conv_input x, int n, int c, int y,
                                 const float *zeros, float *tmp)
 {
     const conv_geom *g = t->g;

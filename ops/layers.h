@@ -6,21 +6,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-void relu_forward(const float *x, float *y, long i0, long i1);
+void ops_relu_forward(const float *x, float *y, long i0, long i1);
 /* dx = dy where the forward output was positive (y may alias x's output buffer). */
-void relu_backward(const float *y, const float *dy, float *dx, long i0, long i1);
+void ops_relu_backward(const float *y, const float *dy, float *dx, long i0, long i1);
 
 typedef struct pool_geom { int c, h, w, size, stride, oh, ow; } pool_geom;
 int pool_geom_init(pool_geom *g, int c, int h, int w, int size, int stride);
 /* y = window max; argmax keeps the winning input offset within the sample, for backward. */
-void maxpool_forward(const pool_geom *g, const float *x, float *y, int32_t *argmax, int n0, int n1);
+void ops_maxpool_forward(const pool_geom *g, const float *x, float *y, int32_t *argmax, int n0, int n1);
 /* One row of outputs: windows over the input rows from `in` (row stride `stride`); argmax gets
  * indices into a plane of the pool's width, counted from `at` (the window row's first element),
  * as maxpool_forward numbers them. The fused convolution pools its output with it. */
-void maxpool_row(const pool_geom *g, const float *in, size_t stride, float *y, int32_t *argmax,
+void ops_maxpool_row(const pool_geom *g, const float *in, size_t stride, float *y, int32_t *argmax,
                  int32_t at);
 /* dx (overwritten for [n0, n1)) gets dy routed back to the winners. */
-void maxpool_backward(const pool_geom *g, const float *dy, const int32_t *argmax, float *dx,
+void ops_maxpool_backward(const pool_geom *g, const float *dy, const int32_t *argmax, float *dx,
                       int n0, int n1);
 
 /* y[n] = W x[n] + b, with W as out x in (PyTorch's Linear layout). The dense functions return
@@ -37,7 +37,7 @@ int dense_backward_weights(int in, int out, const float *x, const float *dy, flo
  * the summed loss, adds correct argmax predictions to *correct (if not NULL), and writes
  * dlogits = (softmax - onehot) * scale (if dlogits not NULL; scale is 1/batch for a mean loss).
  * A label outside [0, classes) makes it return NaN. */
-double softmax_xent(int classes, const float *logits, const uint8_t *labels, float *dlogits,
+double ops_softmax_xent(int classes, const float *logits, const uint8_t *labels, float *dlogits,
                     float scale, int n0, int n1, int *correct);
 
 /* PyTorch SGD: g += wd * w; v = momentum * v + g; w -= lr * v (v starts at zero). */

@@ -2,7 +2,7 @@
 
 #include <math.h>
 
-double softmax_xent(int classes, const float *logits, const uint8_t *labels, float *dlogits,
+double ops_softmax_xent(int classes, const float *logits, const uint8_t *labels, float *dlogits,
                     float scale, int n0, int n1, int *correct)
 {
     double total = 0;

@@ -14,7 +14,7 @@ int pool_geom_init(pool_geom *g, int c, int h, int w, int size, int stride)
 }
 
 
-void maxpool_row(const pool_geom *g, const float *in, size_t stride, float *y, int32_t *argmax,
+void ops_maxpool_row(const pool_geom *g, const float *in, size_t stride, float *y, int32_t *argmax,
                  int32_t at)
 {
     if (g->size == 2 && g->stride == 2) {
@@ -32,7 +32,7 @@ void maxpool_row(const pool_geom *g, const float *in, size_t stride, float *y, i
     }
 }
 
-void maxpool_forward(const pool_geom *g, const float *x, float *y, int32_t *argmax, int n0, int n1)
+void ops_maxpool_forward(const pool_geom *g, const float *x, float *y, int32_t *argmax, int n0, int n1)
 {
     int hw = g->h * g->w, ohw = g->oh * g->ow;
     for (int n = n0; n < n1; n++)
@@ -41,7 +41,7 @@ void maxpool_forward(const pool_geom *g, const float *x, float *y, int32_t *argm
             size_t out = ((size_t)n * g->c + c) * ohw;
             for (int oy = 0; oy < g->oh; oy++) {
                 int y0 = oy * g->stride;
-                maxpool_row(g, xc + (size_t)y0 * g->w, (size_t)g->w, y + out + oy * g->ow,
+                ops_maxpool_row(g, xc + (size_t)y0 * g->w, (size_t)g->w, y + out + oy * g->ow,
                             argmax + out + oy * g->ow, c * hw + y0 * g->w);
             }
         }
@@ -66,7 +66,7 @@ static void maxpool2_backward(const pool_geom *g, const float *dy, const int32_t
     }
 }
 
-void maxpool_backward(const pool_geom *g, const float *dy, const int32_t *argmax, float *dx,
+void ops_maxpool_backward(const pool_geom *g, const float *dy, const int32_t *argmax, float *dx,
                       int n0, int n1)
 {
     size_t chw = (size_t)g->c * g->h * g->w, cohw = (size_t)g->c * g->oh * g->ow;

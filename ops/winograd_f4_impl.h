@@ -125,7 +125,7 @@ static void input_transform(const tiling *t, conv_input x, float *V, float *rows
 {
     const conv_geom *g = t->g;
     size_t plane = plane_of((size_t)g->c * t->cols);   /* from one point to the next */
-    winograd_rows b = winograd_rows_init(t, rows, 6);
+    winograd_rows b = ops_winograd_rows_init(t, rows, 6);
     float *const *s = b.s;
     int lo = b.lo, hi = b.hi;
     float *cols[6][6];
@@ -137,7 +137,7 @@ static void input_transform(const tiling *t, conv_input x, float *V, float *rows
             int n = r / t->th, y0 = 4 * (r % t->th) - g->pad;
             const float *d[6];
             for (int i = 0; i < 6; i++)
-                d[i] = winograd_input_row(t, x, n, c, y0 + i, b.zeros, b.tmp[i]);
+                d[i] = ops_winograd_input_row(t, x, n, c, y0 + i, b.zeros, b.tmp[i]);
             float *s0 = s[0] + lo, *s1 = s[1] + lo, *s2 = s[2] + lo, *s3 = s[3] + lo;
             float *s4 = s[4] + lo, *s5 = s[5] + lo;
 #pragma omp simd

@@ -55,11 +55,11 @@ typedef struct winograd_rows {
     const float *zeros;
     int lo, hi;
 } winograd_rows;
-winograd_rows winograd_rows_init(const tiling *t, float *rows, int n);
+winograd_rows ops_winograd_rows_init(const tiling *t, float *rows, int n);
 
 /* Row y of channel c of sample n, w floats: in place for a float input, converted into tmp for
  * bytes, zeros outside the input. */
-const float *winograd_input_row(const tiling *t, conv_input x, int n, int c, int y,
+const float *ops_winograd_input_row(const tiling *t, conv_input x, int n, int c, int y,
                                 const float *zeros, float *tmp);
 
 /* Where a forward pass puts its output: y, or, fused with the 2x2 stride-2 max-pool after the

@@ -44,7 +44,7 @@ int coherence_attach(rt_runtime *rt, rt_handle *h)
         return 0;
     coherence_full *c = calloc(1, sizeof *c);
     if (!c) {
-        runtime_set_error(rt, "out of memory registering '%s'", h->name);
+        rt_set_error(rt, "out of memory registering '%s'", h->name);
         return -1;
     }
     pthread_mutex_init(&c->c.lock, NULL);
@@ -68,7 +68,7 @@ void coherence_detach(rt_runtime *rt, rt_handle *h)
     h->info->coh = NULL;
 }
 
-void *replica_base(rt_handle *h, int memory)
+void *rt_replica_base(rt_handle *h, int memory)
 {
     rt_handle *w = h->whole;
     return memory == 0 ? (void *)w->reg.start : w->info->coh->replica[memory];
@@ -90,7 +90,7 @@ static int ensure_replica(rt_runtime *rt, rt_handle *h, int m)
     pthread_mutex_unlock(&c->lock);
     if (got)
         return 0;
-    runtime_set_error(rt, "device %s: out of memory for '%s' (%zu bytes)",
+    rt_set_error(rt, "device %s: out of memory for '%s' (%zu bytes)",
                       rt->memories[m].dev.name, w->name, region_extent(&w->reg));
     return -1;
 }
@@ -109,8 +109,8 @@ static void start_copy(rt_runtime *rt, rt_handle *h, int from, int to)
             return;
         }
         const rt_device *d = &rt->memories[dev].dev;
-        rt_copy c = {.to_device = to != 0, .device_base = replica_base(h, dev),
-                     .host_base = replica_base(h, 0), .offset = handle_offset(h), .rows = h->reg.rows,
+        rt_copy c = {.to_device = to != 0, .device_base = rt_replica_base(h, dev),
+                     .host_base = rt_replica_base(h, 0), .offset = handle_offset(h), .rows = h->reg.rows,
                      .row_bytes = h->reg.row_bytes, .stride = h->reg.stride, .done = x};
         if (d->memory->copy(d->ctx, &c, err, sizeof err) == 0)
             return;
@@ -118,7 +118,7 @@ static void start_copy(rt_runtime *rt, rt_handle *h, int from, int to)
     if (x)
         rt_transfer_done(x, 1, err);
     else
-        runtime_set_error(rt, "out of memory starting a copy of '%s'", h->name);
+        rt_set_error(rt, "out of memory starting a copy of '%s'", h->name);
 }
 
 /* Under the lock: which copy brings h to memory m, given what is valid. Returns the source, or
@@ -157,7 +157,7 @@ static int request_copy(rt_runtime *rt, rt_handle *h, int m, rt_task *t)
             rt_task **items = realloc(l->items, sizeof *items * (size_t)cap);
             if (!items) {
                 pthread_mutex_unlock(&c->c.lock);
-                runtime_set_error(rt, "out of memory waiting for a copy of '%s'", h->name);
+                rt_set_error(rt, "out of memory waiting for a copy of '%s'", h->name);
                 return 0;   /* the task runs as skipped: the run has failed */
             }
             l->items = items, l->cap = cap;
@@ -184,7 +184,7 @@ static void release_waiters(rt_runtime *rt, wait_list *done)
 {
     for (int i = 0; i < done->n; i++)
         if (atomic_fetch_sub(&done->items[i]->npending, 1) == 1)
-            task_hand_to(rt, done->items[i]->worker, done->items[i]);
+            rt_task_hand_to(rt, done->items[i]->worker, done->items[i]);
     free(done->items);
 }
 
@@ -224,7 +224,7 @@ void rt_transfer_done(rt_transfer *x, int failed, const char *why)
                           x->start, x->start + ticks);
     free(x);
     if (failed)
-        runtime_set_error(rt, "copying '%s' %s device %s failed: %s", h->name,
+        rt_set_error(rt, "copying '%s' %s device %s failed: %s", h->name,
                           dir ? "to" : "from", rt->memories[dev].dev.name, why ? why : "?");
     int owner_waits;
     uint32_t relay;
@@ -243,13 +243,13 @@ void rt_transfer_done(rt_transfer *x, int failed, const char *why)
         }
     release_waiters(rt, &done);
     if (owner_waits)
-        owner_wake(rt);
+        rt_owner_wake(rt);
     atomic_fetch_sub(&rt->completing, 1);
 }
 
-int data_prepare(rt_runtime *rt, rt_task *t)
+int rt_data_prepare(rt_runtime *rt, rt_task *t)
 {
-    if (t->naccum && !t->holds_accum && !accum_acquire(rt, t))
+    if (t->naccum && !t->holds_accum && !rt_accum_acquire(rt, t))
         return 0;
     if (rt->nmemories == 1)
         return 1;
@@ -269,7 +269,7 @@ int data_prepare(rt_runtime *rt, rt_task *t)
     return atomic_fetch_sub(&t->npending, 1) == 1;
 }
 
-void data_written(rt_runtime *rt, rt_task *t)
+void rt_data_written(rt_runtime *rt, rt_task *t)
 {
     if (rt->nmemories == 1)
         return;
@@ -281,13 +281,13 @@ void data_written(rt_runtime *rt, rt_task *t)
     }
 }
 
-int host_copy_request(rt_runtime *rt, rt_handle *h)
+int rt_host_copy_request(rt_runtime *rt, rt_handle *h)
 {
     return !request_copy(rt, h, 0, NULL);
 }
 
 /* After host_copy_request returned 0 and the owner saw the copy arrive. */
-void host_copy_received(rt_handle *h)
+void rt_host_copy_received(rt_handle *h)
 {
     coherence *c = h->info->coh;
     pthread_mutex_lock(&c->lock);
@@ -300,12 +300,12 @@ void *rt_ptr(const rt_ctx *ctx, int i)
     rt_handle *h = access_handle(ctx->task->access[i]);
     if (ctx->memory == 0)
         return (void *)h->reg.start;
-    return (char *)replica_base(h, ctx->memory) + handle_offset(h);
+    return (char *)rt_replica_base(h, ctx->memory) + handle_offset(h);
 }
 
 void *rt_mem(const rt_ctx *ctx, int i, size_t *offset)
 {
     rt_handle *h = access_handle(ctx->task->access[i]);
     *offset = handle_offset(h);
-    return replica_base(h, ctx->memory);
+    return rt_replica_base(h, ctx->memory);
 }

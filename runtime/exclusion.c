@@ -36,10 +36,10 @@ static void give_back(rt_runtime *rt, accum_group *g)
         g->parked = atomic_load_explicit(&first->ready.next, memory_order_relaxed);
     pthread_mutex_unlock(&g->lock);
     if (first)
-        task_hand_to(rt, first->worker, first);
+        rt_task_hand_to(rt, first->worker, first);
 }
 
-int accum_acquire(rt_runtime *rt, rt_task *t)
+int rt_accum_acquire(rt_runtime *rt, rt_task *t)
 {
     rt_handle *h[RT_MAX_ACCESS];
     int n = accum_handles(t, h);
@@ -66,7 +66,7 @@ int accum_acquire(rt_runtime *rt, rt_task *t)
     return 1;
 }
 
-void accum_release(rt_runtime *rt, rt_task *t)
+void rt_accum_release(rt_runtime *rt, rt_task *t)
 {
     if (!t->holds_accum)
         return;

@@ -56,8 +56,8 @@ static inline int list_add(task_list *l, task_ref r)
 
 static rt_handle *handle_new(rt_runtime *rt, const char *name)
 {
-    if (worker_self(rt) != 0) {
-        runtime_set_error(rt, "handle '%s' registered from a thread that does not own the runtime",
+    if (rt_worker_self(rt) != 0) {
+        rt_set_error(rt, "handle '%s' registered from a thread that does not own the runtime",
                           name ? name : "?");
         return NULL;
     }
@@ -65,7 +65,7 @@ static rt_handle *handle_new(rt_runtime *rt, const char *name)
      * line), and handles registered together lie together, whatever malloc's heap looks like. */
     rt_handle *h = pool_alloc(&rt->handles, 0);
     if (!h) {
-        runtime_set_error(rt, "rt_handle_register: out of memory for handle '%s'", name);
+        rt_set_error(rt, "rt_handle_register: out of memory for handle '%s'", name);
         return NULL;
     }
     memset(h, 0, sizeof *h);
@@ -81,7 +81,7 @@ static handle_info *info_of(rt_runtime *rt, rt_handle *h)
     if (!h->info && (h->info = calloc(1, sizeof *h->info)))
         atomic_init(&h->info->valid, 1u);   /* the host holds the value */
     if (!h->info)
-        runtime_set_error(rt, "out of memory registering '%s'", h->name);
+        rt_set_error(rt, "out of memory registering '%s'", h->name);
     return h->info;
 }
 
@@ -95,9 +95,9 @@ rt_handle *rt_handle_register(rt_runtime *rt, void *ptr, size_t bytes, const cha
         void *other = region_index_add(&rt->buffers, h->reg.start, region_end(&h->reg), h);
         if (other) {
             if (other == (void *)-1)
-                runtime_set_error(rt, "rt_handle_register: out of memory indexing '%s'", h->name);
+                rt_set_error(rt, "rt_handle_register: out of memory indexing '%s'", h->name);
             else
-                runtime_set_error(rt, "rt_handle_register: '%s' (%zu bytes at %p) overlaps "
+                rt_set_error(rt, "rt_handle_register: '%s' (%zu bytes at %p) overlaps "
                                   "'%s' (%zu bytes at %p)", h->name, bytes, ptr,
                                   ((rt_handle *)other)->name, region_extent(&((rt_handle *)other)->reg),
                                   (void *)((rt_handle *)other)->reg.start);
@@ -122,7 +122,7 @@ rt_handle *rt_handle_part(rt_runtime *rt, rt_handle *whole, size_t offset, size_
         __builtin_mul_overflow(rows - 1, stride, &last) ||
         __builtin_add_overflow(last, row_bytes, &span) ||
         __builtin_add_overflow(span, offset, &span) || span > region_extent(&whole->reg)) {
-        runtime_set_error(rt, "rt_handle_part: '%s' (%zu rows of %zu bytes, %zu apart, from "
+        rt_set_error(rt, "rt_handle_part: '%s' (%zu rows of %zu bytes, %zu apart, from "
                           "byte %zu) is not a part of '%s' (%zu bytes)", name ? name : "?", rows,
                           row_bytes, stride, offset, whole->name, region_extent(&whole->reg));
         return NULL;
@@ -133,7 +133,7 @@ rt_handle *rt_handle_part(rt_runtime *rt, rt_handle *whole, size_t offset, size_
         return NULL;
     for (int i = 0; i < wi->nparts; i++)
         if (region_overlap(&reg, &wi->parts[i]->reg)) {
-            runtime_set_error(rt, "rt_handle_part: '%s' overlaps '%s', another part of '%s'",
+            rt_set_error(rt, "rt_handle_part: '%s' overlaps '%s', another part of '%s'",
                               name ? name : "?", wi->parts[i]->name, whole->name);
             return NULL;
         }
@@ -210,7 +210,7 @@ static const task_list *accumulators(const rt_handle *h)
 
 static int wait_ref(rt_runtime *rt, task_ref r)
 {
-    return ref_unfinished(r) ? wait_tasks(rt, &r.task, 1) : 0;
+    return ref_unfinished(r) ? rt_wait_tasks(rt, &r.task, 1) : 0;
 }
 
 static int wait_list(rt_runtime *rt, const task_list *l)
@@ -230,8 +230,8 @@ int rt_wait_handle(rt_runtime *rt, rt_handle *h, rt_mode mode)
     if (mode != RT_R)
         rc |= wait_list(rt, &h->readers);
     if (rt->nmemories > 1 && !handle_nparts(h) && h->reg.rows) {
-        if (!(mode == RT_W) && !host_copy_request(rt, h))
-            rc |= wait_host_copy(rt, h);
+        if (!(mode == RT_W) && !rt_host_copy_request(rt, h))
+            rc |= rt_wait_host_copy(rt, h);
         if (mode != RT_R)   /* the caller is about to change the host copy */
             atomic_store(&h->info->valid, 1u);
     }
@@ -247,7 +247,7 @@ void *rt_handle_ptr(const rt_handle *h) { return (void *)h->reg.start; }
 size_t rt_handle_bytes(const rt_handle *h) { return region_extent(&h->reg); }
 const char *rt_handle_name(const rt_handle *h) { return h->name; }
 
-int task_add_edge(rt_runtime *rt, int worker, rt_task *pred, rt_task *succ)
+int rt_task_add_edge(rt_runtime *rt, int worker, rt_task *pred, rt_task *succ)
 {
     if (pred == succ || task_done(pred))
         return 0;
@@ -272,7 +272,7 @@ int task_add_edge(rt_runtime *rt, int worker, rt_task *pred, rt_task *succ)
 /* An edge from the referred task, unless it is done or the reference is stale. */
 static inline int depend_on(rt_runtime *rt, int w, rt_task *t, task_ref r)
 {
-    return r.task && r.task->gen == r.gen ? task_add_edge(rt, w, r.task, t) : 0;
+    return r.task && r.task->gen == r.gen ? rt_task_add_edge(rt, w, r.task, t) : 0;
 }
 
 static inline int depend_on_list(rt_runtime *rt, int w, rt_task *t, const task_list *l)

@@ -265,34 +265,34 @@ struct rt_runtime {
 };
 
 /* scheduler.c */
-int worker_self(const rt_runtime *rt);
-const char *kind_name(int id);
-void task_make_ready(rt_runtime *rt, int worker, rt_task *t);
-void task_hand_to(rt_runtime *rt, int worker, rt_task *t);
-int wait_tasks(rt_runtime *rt, rt_task *const *tasks, int n);
-int wait_host_copy(rt_runtime *rt, rt_handle *h);
-void owner_wake(rt_runtime *rt);
-void runtime_set_error(rt_runtime *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int rt_worker_self(const rt_runtime *rt);
+const char *rt_kind_name(int id);
+void rt_task_make_ready(rt_runtime *rt, int worker, rt_task *t);
+void rt_task_hand_to(rt_runtime *rt, int worker, rt_task *t);
+int rt_wait_tasks(rt_runtime *rt, rt_task *const *tasks, int n);
+int rt_wait_host_copy(rt_runtime *rt, rt_handle *h);
+void rt_owner_wake(rt_runtime *rt);
+void rt_set_error(rt_runtime *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* handle.c */
 int handle_link(rt_runtime *rt, int worker, rt_task *t, const rt_access *a);
-int task_add_edge(rt_runtime *rt, int worker, rt_task *pred, rt_task *succ);
+int rt_task_add_edge(rt_runtime *rt, int worker, rt_task *pred, rt_task *succ);
 
 /* exclusion.c: one RT_ACCUM task at a time per handle */
-int accum_acquire(rt_runtime *rt, rt_task *t);      /* 1: holds every token; 0: parked, handed back later */
-void accum_release(rt_runtime *rt, rt_task *t);
+int rt_accum_acquire(rt_runtime *rt, rt_task *t);      /* 1: holds every token; 0: parked, handed back later */
+void rt_accum_release(rt_runtime *rt, rt_task *t);
 
 /* coherence.c */
 int coherence_attach(rt_runtime *rt, rt_handle *h);
 void coherence_detach(rt_runtime *rt, rt_handle *h);
 /* 1: t's data is in memory m, it may run; 0: copies are under way and t is handed back to its
  * worker when they complete; -1: failed (error set). */
-int data_prepare(rt_runtime *rt, rt_task *t);
-void data_written(rt_runtime *rt, rt_task *t);   /* after t ran: its writes are in its memory */
+int rt_data_prepare(rt_runtime *rt, rt_task *t);
+void rt_data_written(rt_runtime *rt, rt_task *t);   /* after t ran: its writes are in its memory */
 /* Starts bringing h's current value to the host; returns 1 if it is there already. */
-int host_copy_request(rt_runtime *rt, rt_handle *h);
-void host_copy_received(rt_handle *h);      /* the owner saw the copy it asked for arrive */
-void *replica_base(rt_handle *h, int memory);
+int rt_host_copy_request(rt_runtime *rt, rt_handle *h);
+void rt_host_copy_received(rt_handle *h);      /* the owner saw the copy it asked for arrive */
+void *rt_replica_base(rt_handle *h, int memory);
 
 /* placement.c (only with more than one group of workers) */
 int placement_create(rt_runtime *rt);

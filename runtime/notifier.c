@@ -41,7 +41,7 @@ void notifier_init(notifier *nt, sleeper *sleepers, int n)
         atomic_init(&sleepers[i].state, SLEEP_AWAKE);
 }
 
-void sleep_prepare(notifier *nt, int who)
+void rt_sleep_prepare(notifier *nt, int who)
 {
     atomic_store_explicit(&nt->sleepers[who].state, SLEEP_SLEEPING, memory_order_seq_cst);
     atomic_fetch_add_explicit(&nt->nsleeping, 1, memory_order_seq_cst);
@@ -50,7 +50,7 @@ void sleep_prepare(notifier *nt, int who)
         atomic_store(&nt->sleeper_fences, 0);   /* refused after all: pushers fence from now on */
 }
 
-void sleep_cancel(notifier *nt, int who)
+void rt_sleep_cancel(notifier *nt, int who)
 {
     uint32_t expected = SLEEP_SLEEPING;
     /* If a waker claimed us meanwhile it has already taken us off the count. */
@@ -60,7 +60,7 @@ void sleep_cancel(notifier *nt, int who)
         atomic_store_explicit(&nt->sleepers[who].state, SLEEP_AWAKE, memory_order_relaxed);
 }
 
-int sleep_commit(notifier *nt, int who)
+int rt_sleep_commit(notifier *nt, int who)
 {
     static const struct timespec limit = {0, SLEEP_LIMIT_MS * 1000000L};
     _Atomic uint32_t *state = &nt->sleepers[who].state;
@@ -94,7 +94,7 @@ static int anyone_sleeping(notifier *nt)
     return atomic_fetch_add_explicit(&nt->nsleeping, 0, memory_order_seq_cst) > 0;
 }
 
-void notify_one_slow(notifier *nt, unsigned hint)
+void rt_notify_one_slow(notifier *nt, unsigned hint)
 {
     if (!atomic_load_explicit(&nt->sleeper_fences, memory_order_relaxed) && !anyone_sleeping(nt))
         return;
@@ -109,13 +109,13 @@ void notifier_set_active(notifier *nt, int active)
     atomic_store(&nt->active, active < 1 ? 1 : active > nt->n ? nt->n : active);
 }
 
-void notify_worker(notifier *nt, int who)
+void rt_notify_worker(notifier *nt, int who)
 {
     if (anyone_sleeping(nt))
         claim(nt, who);
 }
 
-void notify_all(notifier *nt)
+void rt_notify_all(notifier *nt)
 {
     if (!anyone_sleeping(nt))
         return;

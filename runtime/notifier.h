@@ -34,14 +34,14 @@ typedef struct notifier {
 } notifier;
 
 void notifier_init(notifier *nt, sleeper *sleepers, int n);
-void sleep_prepare(notifier *nt, int who);
-void sleep_cancel(notifier *nt, int who);
+void rt_sleep_prepare(notifier *nt, int who);
+void rt_sleep_cancel(notifier *nt, int who);
 /* Sleeps until claimed, or SLEEP_LIMIT_MS at most: then returns 1. A sleeper that wakes by the
  * limit and finds what it should have been woken for (a task handed to it, the end of the
  * owner's wait) shows a lost wake-up, which the runtime counts (rt_stats.late_wakeups): the
  * limit turns such a bug, were there one, into a delay instead of a hang. */
-int sleep_commit(notifier *nt, int who);
-void notify_one_slow(notifier *nt, unsigned hint);
+int rt_sleep_commit(notifier *nt, int who);
+void rt_notify_one_slow(notifier *nt, unsigned hint);
 void notifier_set_active(notifier *nt, int active);
 /* Active sleepers (parked ones left out) asleep, or about to be, right now. */
 int notifier_asleep(notifier *nt);
@@ -54,9 +54,9 @@ static inline void notify_one(notifier *nt, unsigned hint)
         if (atomic_load_explicit(&nt->nsleeping, memory_order_relaxed) <= 0)
             return;
     }
-    notify_one_slow(nt, hint);
+    rt_notify_one_slow(nt, hint);
 }
-void notify_worker(notifier *nt, int who);
-void notify_all(notifier *nt);
+void rt_notify_worker(notifier *nt, int who);
+void rt_notify_all(notifier *nt);
 
 #endif

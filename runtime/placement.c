@@ -89,7 +89,7 @@ static perf_model *models_of(placement *p, int k)
 {
     if (!p->resolved[k]) {
         p->resolved[k] = 1;
-        const char *name = kind_name(k);
+        const char *name = rt_kind_name(k);
         for (int i = 0; i < p->nloaded; i++)
             if (!strcmp(p->loaded[i].kind, name))
                 p->model[k][p->loaded[i].worker_kind][p->loaded[i].bucket] = p->loaded[i].m;
@@ -271,7 +271,7 @@ int rt_placement_save(rt_runtime *rt, FILE *f)
             for (int b = 0; b < SIZE_BUCKETS; b++) {
                 perf_model *m = &p->model[k][w][b];
                 if (m->count)
-                    fprintf(f, "%s %s %d %.9g %u\n", kind_name(k),
+                    fprintf(f, "%s %s %d %.9g %u\n", rt_kind_name(k),
                             rt_worker_kind_name((rt_worker_kind)w), b, m->mean_s, m->count);
             }
     pthread_mutex_unlock(&p->lock);

@@ -43,7 +43,7 @@ static _Atomic int next_kind_id = 1;
 static const rt_kind *_Atomic kinds_by_id[RT_MAX_KINDS];
 static _Atomic unsigned char impl_mask[RT_MAX_KINDS];   /* worker kinds with an implementation */
 
-const char *kind_name(int id)
+const char *rt_kind_name(int id)
 {
     const rt_kind *k = atomic_load(&kinds_by_id[id]);
     return k && k->name ? k->name : "?";
@@ -55,12 +55,12 @@ const char *rt_worker_kind_name(rt_worker_kind k)
     return (unsigned)k < RT_WORKER_KINDS ? names[k] : "?";
 }
 
-int worker_self(const rt_runtime *rt)
+int rt_worker_self(const rt_runtime *rt)
 {
     return tl_runtime == rt ? tl_worker : -1;
 }
 
-void runtime_set_error(rt_runtime *rt, const char *fmt, ...)
+void rt_set_error(rt_runtime *rt, const char *fmt, ...)
 {
     pthread_mutex_lock(&rt->error_lock);
     if (!rt->error[0]) {
@@ -82,10 +82,10 @@ void rt_fail(const rt_ctx *ctx, const char *fmt, ...)
     va_end(ap);
     const rt_worker *w = &ctx->rt->workers[ctx->worker];
     if (w->device >= 0)
-        runtime_set_error(ctx->rt, "task '%s' failed on device %s: %s", ctx->task->kind->name,
+        rt_set_error(ctx->rt, "task '%s' failed on device %s: %s", ctx->task->kind->name,
                           WORKER_DEVICE(ctx->rt, w)->name, msg);
     else
-        runtime_set_error(ctx->rt, "task '%s' failed on worker %d: %s", ctx->task->kind->name,
+        rt_set_error(ctx->rt, "task '%s' failed on worker %d: %s", ctx->task->kind->name,
                           ctx->worker, msg);
 }
 
@@ -123,7 +123,7 @@ int rt_set_active_workers(rt_runtime *rt, int n)
     int now = atomic_load(&cpu->idle.active);
     pthread_mutex_unlock(&rt->active_lock);
     for (int slot = was; slot < now; slot++)   /* back to work */
-        notify_worker(&cpu->idle, slot);
+        rt_notify_worker(&cpu->idle, slot);
     return now;
 }
 
@@ -156,7 +156,7 @@ static void task_release_on(rt_runtime *rt, int worker, rt_task *t)
 void rt_task_release(rt_runtime *rt, rt_task *t)
 {
     if (t)
-        task_release_on(rt, worker_self(rt), t);
+        task_release_on(rt, rt_worker_self(rt), t);
 }
 
 /* A queue that cannot grow leaves a ready task nowhere to go: nothing sensible remains. */
@@ -170,7 +170,7 @@ static void push_or_die(deque *q, rt_task *t)
 
 /* ---- inboxes: tasks handed to a worker by other threads ---- */
 
-void task_hand_to(rt_runtime *rt, int worker, rt_task *t)
+void rt_task_hand_to(rt_runtime *rt, int worker, rt_task *t)
 {
     rt_worker *w = &rt->workers[worker];
     rt_task *head = atomic_load_explicit(&w->in.head, memory_order_relaxed);
@@ -178,12 +178,12 @@ void task_hand_to(rt_runtime *rt, int worker, rt_task *t)
         atomic_store_explicit(&t->ready.next, head, memory_order_relaxed);
     while (!atomic_compare_exchange_weak_explicit(&w->in.head, &head, t, memory_order_release,
                                                   memory_order_relaxed));
-    notify_worker(&w->group->idle, w->slot);
+    rt_notify_worker(&w->group->idle, w->slot);
 }
 
-void owner_wake(rt_runtime *rt)
+void rt_owner_wake(rt_runtime *rt)
 {
-    notify_worker(&rt->groups[0].idle, 0);   /* the CPU group comes first; the owner is its 0 */
+    rt_notify_worker(&rt->groups[0].idle, 0);   /* the CPU group comes first; the owner is its 0 */
 }
 
 /* The owner of the inbox moves what arrived into its deques. */
@@ -237,7 +237,7 @@ static worker_group *group_for(rt_runtime *rt, const rt_worker *from, rt_task *t
     return from->group;   /* not reached: submission checked that some group may */
 }
 
-void task_make_ready(rt_runtime *rt, int worker, rt_task *t)
+void rt_task_make_ready(rt_runtime *rt, int worker, rt_task *t)
 {
     rt_worker *me = &rt->workers[worker];
     worker_group *g = rt->ngroups == 1 ? me->group : group_for(rt, me, t);
@@ -246,7 +246,7 @@ void task_make_ready(rt_runtime *rt, int worker, rt_task *t)
         notify_one(&me->group->idle, (unsigned)me->slot + 1);
         return;
     }
-    task_hand_to(rt, worker_in(g), t);
+    rt_task_hand_to(rt, worker_in(g), t);
 }
 
 /* From a thread that is not a worker: the worker that ran the predecessor, if t goes to its
@@ -254,7 +254,7 @@ void task_make_ready(rt_runtime *rt, int worker, rt_task *t)
 static void task_make_ready_elsewhere(rt_runtime *rt, int near, rt_task *t)
 {
     worker_group *g = group_for(rt, &rt->workers[near], t);
-    task_hand_to(rt, g == rt->workers[near].group ? near : worker_in(g), t);
+    rt_task_hand_to(rt, g == rt->workers[near].group ? near : worker_in(g), t);
 }
 
 /* ---- finding work ---- */
@@ -315,9 +315,9 @@ static int work_visible(rt_runtime *rt, rt_worker *me)
 static inline rt_edge *close_successors(rt_runtime *rt, rt_task *t)
 {
     if (rt->nmemories > 1 && !atomic_load_explicit(&rt->failed, memory_order_relaxed))
-        data_written(rt, t);
+        rt_data_written(rt, t);
     if (t->holds_accum)
-        accum_release(rt, t);
+        rt_accum_release(rt, t);
     return atomic_exchange_explicit(&t->successors, EDGES_CLOSED, memory_order_seq_cst);
 }
 
@@ -336,14 +336,14 @@ static inline rt_task *finish_here(rt_runtime *rt, int worker, rt_task *t)
         worker_group *g;
         if (atomic_fetch_sub_explicit(&s->npending, 1, memory_order_acq_rel) == 1) {
             if (!one_kind && (g = group_for(rt, me, s)) != me->group)
-                task_hand_to(rt, worker_in(g), s);
+                rt_task_hand_to(rt, worker_in(g), s);
             else if (!next)
                 next = s;
             else if (s->priority > next->priority) {
-                task_make_ready(rt, worker, next);
+                rt_task_make_ready(rt, worker, next);
                 next = s;
             } else
-                task_make_ready(rt, worker, s);
+                rt_task_make_ready(rt, worker, s);
         }
         e = following;
     }
@@ -356,7 +356,7 @@ static inline rt_task *finish_here(rt_runtime *rt, int worker, rt_task *t)
     /* Release suffices: whoever wakes the owner fences first (notifier.c). */
     atomic_store_explicit(&me->completed, me->completed + 1, memory_order_release);
     if (waited)
-        owner_wake(rt);
+        rt_owner_wake(rt);
     return next;
 }
 
@@ -378,7 +378,7 @@ static void finish_elsewhere(rt_runtime *rt, rt_task *t)
     else
         pool_free_shared(&rt->tasks, t);
     atomic_fetch_add_explicit(&rt->completed_elsewhere, 1, memory_order_release);
-    owner_wake(rt);
+    rt_owner_wake(rt);
 }
 
 void rt_task_complete(rt_runtime *rt, rt_task *t, int failed, const char *why)
@@ -395,10 +395,10 @@ void rt_task_complete(rt_runtime *rt, rt_task *t, int failed, const char *why)
         trace_record_late(rt, t->worker, k, t->ready.start, end);
     if (failed) {
         if (w->device >= 0)
-            runtime_set_error(rt, "task '%s' failed on device %s: %s", t->kind->name,
+            rt_set_error(rt, "task '%s' failed on device %s: %s", t->kind->name,
                               WORKER_DEVICE(rt, w)->name, why ? why : "?");
         else
-            runtime_set_error(rt, "task '%s' failed on worker %d: %s", t->kind->name, t->worker,
+            rt_set_error(rt, "task '%s' failed on worker %d: %s", t->kind->name, t->worker,
                               why ? why : "?");
     }
     finish_elsewhere(rt, t);
@@ -433,7 +433,7 @@ static rt_task *run_task(rt_runtime *rt, rt_worker *me, rt_task *t)
         t->naccess = 0;   /* done elsewhere: it touches no data, every copy stays as it was */
     else if (!atomic_load_explicit(&rt->failed, memory_order_relaxed)) {
         t->worker = (uint16_t)me->id;
-        int ready = rt->nmemories == 1 && !t->naccum ? 1 : data_prepare(rt, t);
+        int ready = rt->nmemories == 1 && !t->naccum ? 1 : rt_data_prepare(rt, t);
         if (ready == 0)
             return NULL;   /* handed back when its data is in place */
         if (ready > 0) {
@@ -448,7 +448,7 @@ static rt_task *run_task(rt_runtime *rt, rt_worker *me, rt_task *t)
                 end = emulate_slower(rt, start, end);
             stats_record(me, t, start, end);
             if (__builtin_expect(rc != 0, 0))
-                runtime_set_error(rt, "task '%s' failed on worker %d (returned %d)",
+                rt_set_error(rt, "task '%s' failed on worker %d (returned %d)",
                                   t->kind->name, me->id, rc);
             else if (rt->placement)
                 placement_learn(rt, t, me->kind, clock_ticks_to_s(end - start));
@@ -464,7 +464,7 @@ static void run_chain(rt_runtime *rt, rt_worker *me, rt_task *t)
     while (t && !parked(me))
         t = run_task(rt, me, t);
     if (t)
-        task_hand_to(rt, worker_in(me->group), t);
+        rt_task_hand_to(rt, worker_in(me->group), t);
 }
 
 /* A parked worker gives what it holds to the active ones, then sleeps until it is active again,
@@ -474,14 +474,14 @@ static void park(rt_runtime *rt, rt_worker *me)
     drain_inbox(me);
     for (int p = 0; p < RT_PRIO_LEVELS; p++)
         for (rt_task *t; (t = deque_take(&me->queues[p]));)
-            task_hand_to(rt, worker_in(me->group), t);
-    sleep_prepare(&me->group->idle, me->slot);
+            rt_task_hand_to(rt, worker_in(me->group), t);
+    rt_sleep_prepare(&me->group->idle, me->slot);
     if (atomic_load(&rt->stop) || !parked(me) || atomic_load(&me->in.head)) {
-        sleep_cancel(&me->group->idle, me->slot);
+        rt_sleep_cancel(&me->group->idle, me->slot);
         return;
     }
     bump(&me->parks, 1);
-    sleep_commit(&me->group->idle, me->slot);
+    rt_sleep_commit(&me->group->idle, me->slot);
 }
 
 /* Look for work a little longer before sleeping: waking a sleeping core costs tens of
@@ -540,24 +540,24 @@ static void *worker_main(void *arg)
         rt_task *t = find_work(rt, me, STEAL_BACKLOG);
         if (!t) {
             /* Out of work: maybe the owner waits for what we just finished. */
-            owner_wake(rt);
+            rt_owner_wake(rt);
             t = find_work_patiently(rt, me, NULL);
         }
         if (t) {
             run_chain(rt, me, t);
             continue;
         }
-        sleep_prepare(&me->group->idle, me->slot);
+        rt_sleep_prepare(&me->group->idle, me->slot);
         if (atomic_load(&rt->stop)) {
-            sleep_cancel(&me->group->idle, me->slot);
+            rt_sleep_cancel(&me->group->idle, me->slot);
             break;
         }
         if (work_visible(rt, me)) {
-            sleep_cancel(&me->group->idle, me->slot);
+            rt_sleep_cancel(&me->group->idle, me->slot);
             continue;
         }
         bump(&me->parks, 1);
-        if (sleep_commit(&me->group->idle, me->slot) && atomic_load(&me->in.head))
+        if (rt_sleep_commit(&me->group->idle, me->slot) && atomic_load(&me->in.head))
             bump(&me->late_wakeups, 1);
     }
     return NULL;
@@ -704,7 +704,7 @@ void rt_destroy(rt_runtime *rt)
         sched_yield();
     atomic_store(&rt->stop, 1);
     for (int i = 0; i < rt->ngroups; i++)
-        notify_all(&rt->groups[i].idle);
+        rt_notify_all(&rt->groups[i].idle);
     for (int w = 1; w < rt->nworkers; w++)
         pthread_join(rt->workers[w].thread, NULL);
     for (int w = 0; w < rt->nworkers; w++) {
@@ -767,7 +767,7 @@ static int validate(rt_runtime *rt, const rt_task_desc *d, int id)
             if (rt->kinds_present & (1u << i))
                 snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s",
                          have[0] ? ", " : "", rt_worker_kind_name((rt_worker_kind)i));
-        runtime_set_error(rt, "rt_submit: task kind '%s' has no implementation for the workers "
+        rt_set_error(rt, "rt_submit: task kind '%s' has no implementation for the workers "
                           "here (%s)%s", d->kind && d->kind->name ? d->kind->name : "?", have,
                           d->kind && d->kinds ? " that it may run on" : "");
         return -1;
@@ -775,7 +775,7 @@ static int validate(rt_runtime *rt, const rt_task_desc *d, int id)
     if ((unsigned)d->naccess > RT_MAX_ACCESS || (unsigned)d->nafter > RT_MAX_AFTER ||
         (unsigned)d->priority >= RT_PRIO_LEVELS || (d->args_size && !d->args) ||
         d->args_size > RT_MAX_ARGS) {
-        runtime_set_error(rt, "rt_submit: malformed description for task '%s'", d->kind->name);
+        rt_set_error(rt, "rt_submit: malformed description for task '%s'", d->kind->name);
         return -1;
     }
     for (int i = 0; i < d->naccess; i++) {
@@ -784,13 +784,13 @@ static int validate(rt_runtime *rt, const rt_task_desc *d, int id)
         __builtin_prefetch(a->handle, 1);
         if (!a->handle || (a->mode != RT_R && a->mode != RT_W && a->mode != RT_RW &&
                            a->mode != RT_ACCUM)) {
-            runtime_set_error(rt, "rt_submit: task '%s' access %d has no handle or a bad mode",
+            rt_set_error(rt, "rt_submit: task '%s' access %d has no handle or a bad mode",
                               d->kind->name, i);
             return -1;
         }
         for (int j = 0; j < i; j++)   /* one mode per handle: RT_RW says read and write */
             if (d->access[j].handle == a->handle) {
-                runtime_set_error(rt, "rt_submit: task '%s' names handle '%s' twice",
+                rt_set_error(rt, "rt_submit: task '%s' names handle '%s' twice",
                                   d->kind->name, a->handle->name);
                 return -1;
             }
@@ -804,7 +804,7 @@ static int names_split_handle(rt_runtime *rt, const rt_task_desc *d)
 {
     for (int i = 0; i < d->naccess; i++)
         if (d->access[i].handle->writer.task == HAS_PARTS) {
-            runtime_set_error(rt, "rt_submit: task '%s' names '%s', which is split into parts: "
+            rt_set_error(rt, "rt_submit: task '%s' names '%s', which is split into parts: "
                               "it must name the parts", d->kind->name, d->access[i].handle->name);
             return 1;
         }
@@ -819,7 +819,7 @@ static int kind_id(rt_runtime *rt, const rt_kind *k)
         return id;
     int fresh = atomic_fetch_add(&next_kind_id, 1);
     if (fresh >= RT_MAX_KINDS) {
-        runtime_set_error(rt, "rt_submit: more than %d task kinds", RT_MAX_KINDS - 1);
+        rt_set_error(rt, "rt_submit: more than %d task kinds", RT_MAX_KINDS - 1);
         return -1;
     }
     int expected = 0;
@@ -836,9 +836,9 @@ static int kind_id(rt_runtime *rt, const rt_kind *k)
 
 static rt_task *submit(rt_runtime *rt, const rt_task_desc *d, int keep)
 {
-    int w = worker_self(rt);
+    int w = rt_worker_self(rt);
     if (w != 0) {
-        runtime_set_error(rt, "rt_submit: called from a thread that does not own the runtime");
+        rt_set_error(rt, "rt_submit: called from a thread that does not own the runtime");
         return NULL;
     }
     int id = d->kind ? kind_id(rt, d->kind) : 0;
@@ -846,7 +846,7 @@ static rt_task *submit(rt_runtime *rt, const rt_task_desc *d, int keep)
         return NULL;
     rt_task *t = pool_alloc(&rt->tasks, w);
     if (!t) {
-        runtime_set_error(rt, "rt_submit: out of memory");
+        rt_set_error(rt, "rt_submit: out of memory");
         return NULL;
     }
     t->gen++;   /* what referred to its previous use now reads as done */
@@ -871,21 +871,21 @@ static rt_task *submit(rt_runtime *rt, const rt_task_desc *d, int keep)
     }
     int rc = 0;
     for (int i = 0; i < d->nafter && !rc; i++)
-        rc = d->after[i] ? task_add_edge(rt, w, d->after[i], t) : 0;
+        rc = d->after[i] ? rt_task_add_edge(rt, w, d->after[i], t) : 0;
     for (int i = 0; i < d->naccess && !rc; i++) {
         rc = handle_link(rt, w, t, &d->access[i]);
         t->access[i] = (uintptr_t)d->access[i].handle | (uintptr_t)d->access[i].mode;
         t->naccum += d->access[i].mode == RT_ACCUM;
     }
     if (rc)
-        runtime_set_error(rt, "rt_submit: out of memory recording dependencies of task '%s'",
+        rt_set_error(rt, "rt_submit: out of memory recording dependencies of task '%s'",
                           d->kind->name);
     rt->submitted++;
     /* Without edges nobody else knows the task: no atomic step needed. */
     int guard = PENDING_GUARD - t->nedges;
     if (t->nedges == 0 ||
         atomic_fetch_sub_explicit(&t->npending, guard, memory_order_acq_rel) == guard)
-        task_make_ready(rt, w, t);
+        rt_task_make_ready(rt, w, t);
     throttle(rt);
     return t;
 }
@@ -919,8 +919,8 @@ static int wait_over(rt_runtime *rt)
 /* The owner runs tasks until its wait is over, sleeping when there is nothing it can run. */
 static int wait_until(rt_runtime *rt, rt_task *const *tasks, int n, rt_handle *h)
 {
-    if (worker_self(rt) != 0) {
-        runtime_set_error(rt, "rt_wait: called from a thread that does not own the runtime");
+    if (rt_worker_self(rt) != 0) {
+        rt_set_error(rt, "rt_wait: called from a thread that does not own the runtime");
         return -1;
     }
     rt->waiting_for = tasks;
@@ -935,30 +935,30 @@ static int wait_until(rt_runtime *rt, rt_task *const *tasks, int n, rt_handle *h
             run_chain(rt, me, t);
             continue;
         }
-        sleep_prepare(&me->group->idle, 0);
+        rt_sleep_prepare(&me->group->idle, 0);
         if (wait_over(rt) || work_visible(rt, me)) {
-            sleep_cancel(&me->group->idle, 0);
+            rt_sleep_cancel(&me->group->idle, 0);
             continue;
         }
         bump(&me->parks, 1);
-        if (sleep_commit(&me->group->idle, 0) && (wait_over(rt) || atomic_load(&me->in.head)))
+        if (rt_sleep_commit(&me->group->idle, 0) && (wait_over(rt) || atomic_load(&me->in.head)))
             bump(&me->late_wakeups, 1);
     }
     rt->waiting_handle = NULL;
     return atomic_load(&rt->failed) ? -1 : 0;
 }
 
-int wait_tasks(rt_runtime *rt, rt_task *const *tasks, int n)
+int rt_wait_tasks(rt_runtime *rt, rt_task *const *tasks, int n)
 {
     for (int i = 0; i < n; i++)
         atomic_store_explicit(&tasks[i]->waited, 1, memory_order_seq_cst);
     return wait_until(rt, tasks, n, NULL);
 }
 
-int wait_host_copy(rt_runtime *rt, rt_handle *h)
+int rt_wait_host_copy(rt_runtime *rt, rt_handle *h)
 {
     int rc = wait_until(rt, NULL, 0, h);
-    host_copy_received(h);
+    rt_host_copy_received(h);
     return rc;
 }
 
@@ -969,5 +969,5 @@ int rt_wait_all(rt_runtime *rt)
 
 int rt_wait_task(rt_runtime *rt, rt_task *t)
 {
-    return wait_tasks(rt, &t, 1);
+    return rt_wait_tasks(rt, &t, 1);
 }

@@ -48,7 +48,7 @@ void rt_stats_get(rt_runtime *rt, rt_stats *s)
         if (!count)
             continue;
         rt_kind_stats *ks = &s->kinds[s->nkinds++];
-        ks->name = kind_name(k);
+        ks->name = rt_kind_name(k);
         for (int wk = 0; wk < RT_WORKER_KINDS; wk++) {
             ks->count_by[wk] = kcount[wk][k];
             ks->busy_by[wk] = clock_ticks_to_s(kticks[wk][k]);

@@ -169,7 +169,7 @@ static void write_events(FILE *f, rt_runtime *rt, const trace_event *ev, size_t 
 {
     for (size_t e = 0; e < n; e++)
         span(f, ev[e].kind == TRACE_COPY_IN ? "copy to device"
-                : ev[e].kind == TRACE_COPY_OUT ? "copy to host" : kind_name(ev[e].kind),
+                : ev[e].kind == TRACE_COPY_OUT ? "copy to host" : rt_kind_name(ev[e].kind),
              ev[e].worker, 1e6 * clock_ticks_to_s(ev[e].start - rt->trace_origin),
              1e6 * clock_ticks_to_s(ev[e].end - ev[e].start));
 }

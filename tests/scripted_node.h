@@ -5,7 +5,7 @@
 #ifndef FRUGAL_TESTS_SCRIPTED_NODE_H
 #define FRUGAL_TESTS_SCRIPTED_NODE_H
 
-#include "engine/cluster/cluster_proto.h"
+#include "engine/cluster/proto.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -11,7 +11,7 @@
 #include "engine/model/checkpoint.h"
 #include "engine/job/config.h"
 #include "engine/model/model.h"
-#include "engine/cluster/cluster_proto.h"
+#include "engine/cluster/proto.h"
 #include "engine/cluster/late_model.h"
 #include "engine/cluster/model_delta.h"
 #include "ops/cpu.h"
@@ -118,9 +118,9 @@ TEST(cluster_model_deltas_keep_11_bits_of_every_difference)
         now[i] = i < 7 ? base[i] : base[i] + (float)((seed & 1 ? 1 : -1) * mag);
     }
     now[N - 1] = NAN;
-    CHECK(delta_bytes(layers, 4) == 3 * 4 + 2 * N);
-    delta_encode(base, now, layers, 4, delta);
-    CHECK(delta_apply(base, delta, layers, 4, back) == 0);
+    CHECK(model_delta_bytes(layers, 4) == 3 * 4 + 2 * N);
+    model_delta_encode(base, now, layers, 4, delta);
+    CHECK(model_delta_apply(base, delta, layers, 4, back) == 0);
     for (int i = 0; i < 7; i++)
         CHECKF(back[i] == base[i], "an unchanged parameter %d moved: %g against %g", i, back[i], base[i]);
     CHECK(isnan(back[N - 1]));
@@ -132,10 +132,10 @@ TEST(cluster_model_deltas_keep_11_bits_of_every_difference)
     }
     float scale = -1.0f;   /* the third layer's scale, after the first's 4 + 14 bytes */
     memcpy(delta + 4 + 2 * 7, &scale, 4);
-    CHECK(delta_apply(base, delta, layers, 4, back) == -1);
+    CHECK(model_delta_apply(base, delta, layers, 4, back) == -1);
     scale = INFINITY;
     memcpy(delta + 4 + 2 * 7, &scale, 4);
-    CHECK(delta_apply(base, delta, layers, 4, back) == -1);
+    CHECK(model_delta_apply(base, delta, layers, 4, back) == -1);
     /* F16C's conversions (AVX2 CPUs) make the same bytes and floats as the portable loops */
     static float odd[N], fast_back[N];
     static uint8_t fast[sizeof delta];
@@ -145,12 +145,12 @@ TEST(cluster_model_deltas_keep_11_bits_of_every_difference)
     for (int zeros = 0; zeros < 2 && ops_isa_supported() >= OPS_ISA_AVX2; zeros++) {
         const float *from = zeros ? NULL : base;
         ops_isa_set(OPS_ISA_AVX2);
-        delta_encode(from, odd, layers, 4, fast);
-        delta_apply(from, fast, layers, 4, fast_back);
+        model_delta_encode(from, odd, layers, 4, fast);
+        model_delta_apply(from, fast, layers, 4, fast_back);
         ops_isa_set(OPS_ISA_PORTABLE);
-        delta_encode(from, odd, layers, 4, delta);
-        delta_apply(from, delta, layers, 4, back);
-        CHECKF(!memcmp(fast, delta, delta_bytes(layers, 4)) && !memcmp(fast_back, back, sizeof back),
+        model_delta_encode(from, odd, layers, 4, delta);
+        model_delta_apply(from, delta, layers, 4, back);
+        CHECKF(!memcmp(fast, delta, model_delta_bytes(layers, 4)) && !memcmp(fast_back, back, sizeof back),
                "F16C's delta differs from the portable one (from %s)", zeros ? "zeros" : "a base");
     }
     ops_isa_set(was);
@@ -202,8 +202,8 @@ TEST(cluster_late_model_applies_each_average_after_the_next_round)
     static const long layers[2] = {3, 2};
     float mean[5] = {1e-3f, -2e-4f, 0, 7, -0.5f}, back[5];
     uint8_t delta[2 * 4 + 2 * 5];
-    delta_encode(NULL, mean, layers, 2, delta);
-    CHECK(delta_apply(NULL, delta, layers, 2, back) == 0);
+    model_delta_encode(NULL, mean, layers, 2, delta);
+    CHECK(model_delta_apply(NULL, delta, layers, 2, back) == 0);
     for (int i = 0; i < 5; i++)
         CHECKF(fabsf(back[i] - mean[i]) <= fabsf(mean[i]) / 2048, "%g came back as %g", mean[i], back[i]);
     uint8_t msg[PROTO_PARAMS_HEAD + 6] = {3};
@@ -887,7 +887,7 @@ static void check_refused(int which, const char *name, out_of_turn how, const ch
     CHECKF(scripted_end(&r, name, reason, log, sizeof log), "%s", log);
 }
 
-/* A sum a node may not send (the fixed order sums a batch from its last chunk down, graph.c) is
+/* A sum a node may not send (the fixed order sums a batch from its last chunk down, trainer_graph.c) is
  * refused with the reason, the node named, and the run goes on: with the weights of one machine
  * where nothing of the sum was taken. */
 TEST(cluster_refuses_gradients_summed_against_the_fixed_order)

@@ -105,16 +105,16 @@ TEST(opencl_convolution_matches_the_cpu)
         float *x = random_floats(nx, 1), *p = random_floats(nw + g.f, 2), *dy = random_floats(ny, 3);
         float *y = calloc(ny, 4), *y_cl = calloc(ny, 4), *dx = calloc(nx, 4), *dx_cl = calloc(nx, 4);
         float *dw = calloc(nf * (per + 1), 4), *dw_cl = calloc(nf * (per + 1), 4);
-        conv2d_forward(&g, x, p, p + nw, y, 0, k->n, k->f0, k->f1);
-        conv2d_backward_input(&g, dy, p, dx, 0, k->n);
-        conv2d_backward_filter(&g, x, dy, dw, dw + nf * per, 0, k->n, k->f0, k->f1, 0);
+        ops_conv2d_forward(&g, x, p, p + nw, y, 0, k->n, k->f0, k->f1);
+        ops_conv2d_backward_input(&g, dy, p, dx, 0, k->n);
+        ops_conv2d_backward_filter(&g, x, dy, dw, dw + nf * per, 0, k->n, k->f0, k->f1, 0);
         ocl_launch l = launch();
         ocl_buf bx = upload(x, nx * 4, 64), bp = upload(p, (nw + g.f) * 4, 32),
                 by = upload(NULL, ny * 4, 16), bdy = upload(dy, ny * 4, 48),
                 bdx = upload(NULL, nx * 4, 8), bdw = upload(NULL, nf * (per + 1) * 4, 4);
-        finish(&l, oclk_conv_forward(&l, &g, bx, bp, by, k->n, k->f0, k->f1) ||
-                       oclk_conv_backward_input(&l, &g, bdy, bp, bdx, k->n) ||
-                       oclk_conv_backward_filter(&l, &g, bx, bdy, bdw, k->n, k->f0, k->f1));
+        finish(&l, ocl_kernel_conv_forward(&l, &g, bx, bp, by, k->n, k->f0, k->f1) ||
+                       ocl_kernel_conv_backward_input(&l, &g, bdy, bp, bdx, k->n) ||
+                       ocl_kernel_conv_backward_filter(&l, &g, bx, bdy, bdw, k->n, k->f0, k->f1));
         download(by, y_cl, ny * 4);
         download(bdx, dx_cl, nx * 4);
         download(bdw, dw_cl, nf * (per + 1) * 4);
@@ -143,13 +143,13 @@ TEST(opencl_pooling_relu_and_dense_match_the_cpu)
         float *x = random_floats(nx, 4), *dy = random_floats(ny, 5), *y = calloc(ny, 4),
               *y_cl = calloc(ny, 4), *dx = calloc(nx, 4), *dx_cl = calloc(nx, 4);
         int32_t *am = calloc(ny, 4), *am_cl = calloc(ny, 4);
-        maxpool_forward(&g, x, y, am, 0, n);
-        maxpool_backward(&g, dy, am, dx, 0, n);
+        ops_maxpool_forward(&g, x, y, am, 0, n);
+        ops_maxpool_backward(&g, dy, am, dx, 0, n);
         ocl_launch l = launch();
         ocl_buf bx = upload(x, nx * 4, 4), by = upload(NULL, ny * 4, 0), ba = upload(NULL, ny * 4, 8),
                 bdy = upload(dy, ny * 4, 12), bdx = upload(NULL, nx * 4, 0);
-        finish(&l, oclk_maxpool_forward(&l, &g, bx, by, ba, n) ||
-                       oclk_maxpool_backward(&l, &g, bdy, ba, bdx, n));
+        finish(&l, ocl_kernel_maxpool_forward(&l, &g, bx, by, ba, n) ||
+                       ocl_kernel_maxpool_backward(&l, &g, bdy, ba, bdx, n));
         download(by, y_cl, ny * 4);
         download(ba, am_cl, ny * 4);
         download(bdx, dx_cl, nx * 4);
@@ -162,13 +162,13 @@ TEST(opencl_pooling_relu_and_dense_match_the_cpu)
     size_t count = 1001;
     float *x = random_floats(count, 6), *dy = random_floats(count, 7), *y = calloc(count, 4),
           *dx = calloc(count, 4), *y_cl = calloc(count, 4), *dx_cl = calloc(count, 4);
-    relu_forward(x, y, 0, (long)count);
-    relu_backward(y, dy, dx, 0, (long)count);
+    ops_relu_forward(x, y, 0, (long)count);
+    ops_relu_backward(y, dy, dx, 0, (long)count);
     ocl_launch l = launch();
     ocl_buf bx = upload(x, count * 4, 0), by = upload(NULL, count * 4, 4),
             bdy = upload(dy, count * 4, 0), bdx = upload(NULL, count * 4, 0);
-    finish(&l, oclk_relu_forward(&l, bx, by, (long)count) ||
-                   oclk_relu_backward(&l, by, bdy, bdx, (long)count));
+    finish(&l, ocl_kernel_relu_forward(&l, bx, by, (long)count) ||
+                   ocl_kernel_relu_backward(&l, by, bdy, bdx, (long)count));
     download(by, y_cl, count * 4);
     download(bdx, dx_cl, count * 4);
     clReleaseMemObject(bx.mem), clReleaseMemObject(bdy.mem);
@@ -193,8 +193,8 @@ TEST(opencl_pooling_relu_and_dense_match_the_cpu)
         ocl_buf bxs = upload(xs, (size_t)n * in * 4, 4), bp = upload(p, ((size_t)out * in + out) * 4, 8),
                 by2 = upload(NULL, (size_t)n * out * 4, 12), bdy2 = upload(dys, (size_t)n * out * 4, 0),
                 bpart = upload(NULL, ((size_t)out * in + out) * 4, 4), bdx2 = upload(NULL, (size_t)n * in * 4, 0);
-        finish(&d, oclk_dense_forward(&d, in, out, bxs, bp, by2, n) ||
-                       oclk_dense_backward(&d, in, out, bxs, bdy2, bp, bpart, bdx2, n));
+        finish(&d, ocl_kernel_dense_forward(&d, in, out, bxs, bp, by2, n) ||
+                       ocl_kernel_dense_backward(&d, in, out, bxs, bdy2, bp, bpart, bdx2, n));
         download(by2, y2, (size_t)n * out * 4);
         download(bpart, part2, ((size_t)out * in + out) * 4);
         download(bdx2, dx2, (size_t)n * in * 4);
@@ -220,7 +220,7 @@ TEST(opencl_loss_update_and_load_match_the_cpu)
     uint8_t labels[7] = {0, 3, 9, 9, 2, 5, 1};
     float *dz = calloc((size_t)n * classes, 4), *dz_cl = calloc((size_t)n * classes, 4);
     int correct = 0;
-    double loss = softmax_xent(classes, z, labels, dz, 1.0f / 32, 0, n, &correct);
+    double loss = ops_softmax_xent(classes, z, labels, dz, 1.0f / 32, 0, n, &correct);
     int32_t pred[7], pred_cl[7];
     for (int s = 0; s < n; s++) {
         int best = 0;
@@ -233,7 +233,7 @@ TEST(opencl_loss_update_and_load_match_the_cpu)
     ocl_buf bz = upload(z, (size_t)n * classes * 4, 4), bl = upload(labels, (size_t)n, 3),
             bdz = upload(NULL, (size_t)n * classes * 4, 0), bpred = upload(NULL, 28, 4),
             bst = upload(NULL, sizeof stats, 16);
-    finish(&l, oclk_softmax_xent(&l, classes, bz, bl, 1.0f / 32, bdz, bpred, bst, n));
+    finish(&l, ocl_kernel_softmax_xent(&l, classes, bz, bl, 1.0f / 32, bdz, bpred, bst, n));
     download(bdz, dz_cl, (size_t)n * classes * 4);
     download(bpred, pred_cl, 28);
     download(bst, &stats, sizeof stats);
@@ -250,8 +250,8 @@ TEST(opencl_loss_update_and_load_match_the_cpu)
     ocl_buf bw = upload(w, count * 4, 4), bg = upload(g, count * 4, 0), bv = upload(v, count * 4, 8),
             bs = upload(w, count * 4, 0);
     sgd_update(w, g, v, 0.1f, 0.9f, 0.01f, 0, (long)count);
-    finish(&u, oclk_sgd(&u, bw, bg, bv, (long)count, 0.1f, 0.9f, 0.01f) ||
-                   oclk_copy_or_add(&u, bs, bg, (long)count, 0));
+    finish(&u, ocl_kernel_sgd(&u, bw, bg, bv, (long)count, 0.1f, 0.9f, 0.01f) ||
+                   ocl_kernel_copy_or_add(&u, bs, bg, (long)count, 0));
     download(bw, w_cl, count * 4);
     download(bv, v_cl, count * 4);
     download(bs, sum, count * 4);
@@ -269,7 +269,7 @@ TEST(opencl_loss_update_and_load_match_the_cpu)
     ocl_launch ld = launch();
     ocl_buf bpx = upload(pixels, 30, 1), bdl = upload(dlabels, 5, 2), bo = upload(order, 40, 8),
             bout = upload(NULL, 48, 4), blab = upload(NULL, 2, 1);
-    finish(&ld, oclk_load(&ld, bpx, bdl, bo, 1, 6, 2, 1.0f / 255, bout, blab));   /* samples 1, 2 */
+    finish(&ld, ocl_kernel_load(&ld, bpx, bdl, bo, 1, 6, 2, 1.0f / 255, bout, blab));   /* samples 1, 2 */
     download(bout, out, 48);
     download(blab, lab, 2);
     clReleaseMemObject(bpx.mem), clReleaseMemObject(bdl.mem), clReleaseMemObject(bo.mem);

@@ -48,21 +48,21 @@ TEST(ops_conv_matches_pytorch)
               *dw = calloc((size_t)dw_ref->n, 4), *db = calloc((size_t)g.f, 4);
         char what[128];
         /* whole range, then per-sample and per-filter pieces must give the same answer */
-        conv2d_forward(&g, x, w, b, y, 0, n, 0, g.f);
+        ops_conv2d_forward(&g, x, w, b, y, 0, n, 0, g.f);
         const char *path = conv_path_name(conv_path(&g, CONV_FORWARD));
         snprintf(what, sizeof what, "%s [%s %s] forward", c->name, ops_isa_name(isa), path);
         fx_close(what, y, y_ref, atol, rtol);
         memset(y, 0, sizeof(float) * (size_t)y_ref->n);
         for (int s = 0; s < n; s++)
             for (int f = 0; f < g.f; f++)
-                conv2d_forward(&g, x, w, b, y, s, s + 1, f, f + 1);
+                ops_conv2d_forward(&g, x, w, b, y, s, s + 1, f, f + 1);
         snprintf(what, sizeof what, "%s [%s %s] forward per sample and filter", c->name,
                  ops_isa_name(isa), path);
         fx_close(what, y, y_ref, atol, rtol);
-        conv2d_backward_input(&g, dy, w, dx, 0, n);
+        ops_conv2d_backward_input(&g, dy, w, dx, 0, n);
         snprintf(what, sizeof what, "%s [%s %s] backward input", c->name, ops_isa_name(isa), path);
         fx_close(what, dx, dx_ref, atol, rtol);
-        conv2d_backward_filter(&g, x, dy, dw, db, 0, n, 0, g.f, 0);
+        ops_conv2d_backward_filter(&g, x, dy, dw, db, 0, n, 0, g.f, 0);
         snprintf(what, sizeof what, "%s [%s %s] backward filter", c->name, ops_isa_name(isa), path);
         fx_close(what, dw, dw_ref, atol, rtol);
         fx_close(what, db, db_ref, atol, rtol);
@@ -70,7 +70,7 @@ TEST(ops_conv_matches_pytorch)
         long per_filter = (long)g.c * g.kh * g.kw;   /* a filter range's own gradients */
         for (int s = 0; s < n; s++)
             for (int f = 0; f < g.f; f++)
-                conv2d_backward_filter(&g, x, dy, dw + f * per_filter, db + f, s, s + 1, f, f + 1,
+                ops_conv2d_backward_filter(&g, x, dy, dw + f * per_filter, db + f, s, s + 1, f, f + 1,
                                        s > 0);
         snprintf(what, sizeof what, "%s [%s %s] backward filter in pieces", c->name,
                  ops_isa_name(isa), path);
@@ -97,9 +97,9 @@ TEST(ops_pool_matches_pytorch)
         float *y = calloc((size_t)y_ref->n, 4), *dx = calloc((size_t)dx_ref->n, 4);
         int32_t *arg = calloc((size_t)y_ref->n, 4);
         for (int s = 0; s < n; s++)
-            maxpool_forward(&g, x, y, arg, s, s + 1);
+            ops_maxpool_forward(&g, x, y, arg, s, s + 1);
         fx_close(c->name, y, y_ref, 0, 0);   /* a max is exact */
-        maxpool_backward(&g, dy, arg, dx, 0, n);
+        ops_maxpool_backward(&g, dy, arg, dx, 0, n);
         fx_close(c->name, dx, dx_ref, ATOL, RTOL);
         free(x), free(dy), free(y), free(dx), free(arg);
     }
@@ -144,11 +144,11 @@ TEST(ops_softmax_xent_relu_sgd_match_pytorch)
         for (int s = 0; s < n; s++)
             labels[s] = (uint8_t)lab[s];
         float *dz = calloc((size_t)n * k, 4);
-        double loss = softmax_xent(k, z, labels, dz, 1.0f / (float)n, 0, n, NULL) / n;
+        double loss = ops_softmax_xent(k, z, labels, dz, 1.0f / (float)n, 0, n, NULL) / n;
         CHECK_NEAR(loss, fx_get(c, "loss")->v[0], 1e-6, 1e-6);
         fx_close(c->name, dz, fx_get(c, "dz"), 1e-7, 1e-5);
         labels[0] = (uint8_t)k;   /* an impossible label is reported, not read past */
-        CHECK(isnan(softmax_xent(k, z, labels, NULL, 1.0f, 0, 1, NULL)));
+        CHECK(isnan(ops_softmax_xent(k, z, labels, NULL, 1.0f, 0, 1, NULL)));
         free(z), free(lab), free(dz);
     }
     fx_free(cs, nc);
@@ -157,11 +157,11 @@ TEST(ops_softmax_xent_relu_sgd_match_pytorch)
     if (nc) {
         float *x = fx_floats(fx_get(cs, "x")), *dy = fx_floats(fx_get(cs, "dy"));
         float y[50], dx[50];
-        relu_forward(x, y, 0, 50);
-        relu_backward(y, dy, dx, 0, 50);
+        ops_relu_forward(x, y, 0, 50);
+        ops_relu_backward(y, dy, dx, 0, 50);
         fx_close("relu forward", y, fx_get(cs, "y"), 0, 0);
         float nan_in = NAN, nan_out = 0;
-        relu_forward(&nan_in, &nan_out, 0, 1);
+        ops_relu_forward(&nan_in, &nan_out, 0, 1);
         CHECK(isnan(nan_out));   /* NaN propagates, as in PyTorch */
         fx_close("relu backward", dx, fx_get(cs, "dx"), 0, 0);
         free(x), free(dy);
@@ -275,7 +275,7 @@ typedef struct conv_fd { conv_geom g; int n; float *x, *w, *b, *y, *r; } conv_fd
 static double conv_loss(void *p)
 {
     conv_fd *c = p;
-    conv2d_forward(&c->g, c->x, c->w, c->b, c->y, 0, c->n, 0, c->g.f);
+    ops_conv2d_forward(&c->g, c->x, c->w, c->b, c->y, 0, c->n, 0, c->g.f);
     return dot(c->y, c->r, (long)c->n * c->g.f * c->g.oh * c->g.ow);
 }
 
@@ -297,8 +297,8 @@ static void conv_fd_case(int c, int h, int w, int f, int kh, int kw, int stride,
     cf.x = random_floats(&r, nx, 1), cf.w = random_floats(&r, nw, 0.5f);
     cf.b = random_floats(&r, f, 0.1f), cf.y = malloc(4 * (size_t)ny), cf.r = random_floats(&r, ny, 1);
     float *dx = malloc(4 * (size_t)nx), *dw = malloc(4 * (size_t)nw), *db = malloc(4 * (size_t)f);
-    conv2d_backward_input(&cf.g, cf.r, cf.w, dx, 0, 2);
-    conv2d_backward_filter(&cf.g, cf.x, cf.r, dw, db, 0, 2, 0, f, 0);
+    ops_conv2d_backward_input(&cf.g, cf.r, cf.w, dx, 0, 2);
+    ops_conv2d_backward_filter(&cf.g, cf.x, cf.r, dw, db, 0, 2, 0, f, 0);
     char what[64];
     snprintf(what, sizeof what, "conv stride %d (%s) dx", stride,
              conv_path_name(conv_path(&cf.g, CONV_BACKWARD_FILTER)));
@@ -351,7 +351,7 @@ typedef struct pool_fd { pool_geom g; float *x, *y, *r; int32_t *arg; } pool_fd;
 static double pool_loss(void *p)
 {
     pool_fd *q = p;
-    maxpool_forward(&q->g, q->x, q->y, q->arg, 0, 1);
+    ops_maxpool_forward(&q->g, q->x, q->y, q->arg, 0, 1);
     return dot(q->y, q->r, (long)q->g.c * q->g.oh * q->g.ow);
 }
 
@@ -359,7 +359,7 @@ typedef struct act_fd { float *x, *y, *r; long n; } act_fd;
 static double relu_loss(void *p)
 {
     act_fd *a = p;
-    relu_forward(a->x, a->y, 0, a->n);
+    ops_relu_forward(a->x, a->y, 0, a->n);
     return dot(a->y, a->r, a->n);
 }
 
@@ -367,7 +367,7 @@ typedef struct xent_fd { float *z; uint8_t labels[4]; } xent_fd;
 static double xent_loss(void *p)
 {
     xent_fd *x = p;
-    return softmax_xent(6, x->z, x->labels, NULL, 1, 0, 4, NULL);
+    return ops_softmax_xent(6, x->z, x->labels, NULL, 1, 0, 4, NULL);
 }
 
 TEST(ops_pool_relu_xent_gradients_match_finite_differences)
@@ -382,8 +382,8 @@ TEST(ops_pool_relu_xent_gradients_match_finite_differences)
         x[i] = 0.05f * (float)((i * 37) % 60) - 1.5f;
     q.x = x, q.y = malloc(4 * 12), q.r = random_floats(&r, 12, 1), q.arg = malloc(4 * 12);
     float dx[60];
-    maxpool_forward(&q.g, q.x, q.y, q.arg, 0, 1);
-    maxpool_backward(&q.g, q.r, q.arg, dx, 0, 1);
+    ops_maxpool_forward(&q.g, q.x, q.y, q.arg, 0, 1);
+    ops_maxpool_backward(&q.g, q.r, q.arg, dx, 0, 1);
     check_fd("maxpool dx", x, 60, pool_loss, &q, dx, 1e-3);
     free(q.y), free(q.r), free(q.arg);
 
@@ -391,14 +391,14 @@ TEST(ops_pool_relu_xent_gradients_match_finite_differences)
     for (int i = 0; i < 40; i++)   /* keep inputs away from the kink at 0 */
         a.x[i] += a.x[i] > 0 ? 0.05f : -0.05f;
     float da[40];
-    relu_forward(a.x, a.y, 0, 40);
-    relu_backward(a.y, a.r, da, 0, 40);
+    ops_relu_forward(a.x, a.y, 0, 40);
+    ops_relu_backward(a.y, a.r, da, 0, 40);
     check_fd("relu dx", a.x, 40, relu_loss, &a, da, 1e-3);
     free(a.x), free(a.y), free(a.r);
 
     xent_fd xf = {random_floats(&r, 24, 2), {0, 5, 2, 2}};
     float dz[24];
-    softmax_xent(6, xf.z, xf.labels, dz, 1, 0, 4, NULL);
+    ops_softmax_xent(6, xf.z, xf.labels, dz, 1, 0, 4, NULL);
     check_fd("softmax_xent dz", xf.z, 24, xent_loss, &xf, dz, 1e-2);
     free(xf.z);
 }
@@ -470,9 +470,9 @@ TEST(ops_simd_paths_agree_with_portable)
             conv_set_strategy(s);
             CHECK(ops_isa_set(isa) == 0);
             float **out = isa == OPS_ISA_PORTABLE ? ref : got;
-            conv2d_forward(&g, x, w, b, out[0], 0, n, 0, 6);
-            conv2d_backward_input(&g, dy, w, out[1], 0, n);
-            conv2d_backward_filter(&g, x, dy, out[2], out[3], 0, n, 0, 6, 0);
+            ops_conv2d_forward(&g, x, w, b, out[0], 0, n, 0, 6);
+            ops_conv2d_backward_input(&g, dy, w, out[1], 0, n);
+            ops_conv2d_backward_filter(&g, x, dy, out[2], out[3], 0, n, 0, 6, 0);
             ops_sgemm(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, out[4], N);
             if (isa == OPS_ISA_PORTABLE)
                 continue;
@@ -531,8 +531,8 @@ TEST(ops_pool_2x2_odd_shapes_and_ties)
             dy[i] = (float)(i + 1);
         for (int i = 0; i < nin; i++)
             dx[i] = NAN;   /* every element must be written */
-        maxpool_forward(&g, x, y, arg, 0, 1);
-        maxpool_backward(&g, dy, arg, dx, 0, 1);
+        ops_maxpool_forward(&g, x, y, arg, 0, 1);
+        ops_maxpool_backward(&g, dy, arg, dx, 0, 1);
         float *want = calloc((size_t)nin, sizeof(float));
         for (int ch = 0; ch < c; ch++)
             for (int oy = 0; oy < g.oh; oy++)
@@ -581,12 +581,12 @@ TEST(ops_conv_reads_bytes_like_floats)
         dy[i] = (float)((int)(i * 5 % 9) - 4) * 0.25f;
     for (conv_strategy p = CONV_DIRECT; p < CONV_STRATEGIES; p++) {
         conv_set_strategy(p);
-        conv2d_forward(&g, xf, w, bias, y1, 0, 2, 1, 6);
+        ops_conv2d_forward(&g, xf, w, bias, y1, 0, 2, 1, 6);
         conv_input bytes = {NULL, samples, 1.0f / 255.0f};
-        conv2d_forward_in(&g, bytes, w, bias, y2, 0, 2, 1, 6);
+        ops_conv2d_forward_in(&g, bytes, w, bias, y2, 0, 2, 1, 6);
         CHECKF(!memcmp(y1, y2, sizeof(float) * 2 * nout), "forward, %s path", conv_path_name(p));
-        conv2d_backward_filter(&g, xf, dy, dw1, dw1 + nw, 0, 2, 0, 6, 0);
-        conv2d_backward_filter_in(&g, bytes, dy, dw2, dw2 + nw, 0, 2, 0, 6, 0);
+        ops_conv2d_backward_filter(&g, xf, dy, dw1, dw1 + nw, 0, 2, 0, 6, 0);
+        ops_conv2d_backward_filter_in(&g, bytes, dy, dw2, dw2 + nw, 0, 2, 0, 6, 0);
         CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + 6)), "filter gradient, %s path", conv_path_name(p));
     }
     conv_set_strategy(CONV_AUTO);
@@ -650,21 +650,21 @@ TEST(ops_conv_maxpool_fused_matches_separate)
         for (size_t i = 0; i < n * npool; i++)
             dy[i] = (float)((int)(i * 5 % 9) - 4) * 0.25f;
         for (int relu = 0; relu < 2; relu++) {   /* then a relu after the max-pool */
-            conv2d_forward(&g, x.f, w, bias, y, 0, n, 0, 6);
-            maxpool_forward(&p, y, y1, a1, 0, n);
+            ops_conv2d_forward(&g, x.f, w, bias, y, 0, n, 0, 6);
+            ops_maxpool_forward(&p, y, y1, a1, 0, n);
             if (relu) {
-                relu_forward(y1, y1, 0, (long)(n * npool));
-                relu_backward(y1, dy, dyr, 0, (long)(n * npool));
+                ops_relu_forward(y1, y1, 0, (long)(n * npool));
+                ops_relu_backward(y1, dy, dyr, 0, (long)(n * npool));
             }
-            maxpool_backward(&p, relu ? dyr : dy, a1, dx, 0, n);
-            conv2d_backward_filter(&g, x.f, dx, dw1, dw1 + nw, 0, n, 0, 6, 0);
+            ops_maxpool_backward(&p, relu ? dyr : dy, a1, dx, 0, n);
+            ops_conv2d_backward_filter(&g, x.f, dx, dw1, dw1 + nw, 0, n, 0, 6, 0);
             for (int in = 0; in < 2; in++) {
-                conv2d_forward_maxpool(&g, x.in[in], w, bias, &p, relu, y2, a2, 0, n);
+                ops_conv2d_forward_maxpool(&g, x.in[in], w, bias, &p, relu, y2, a2, 0, n);
                 CHECKF(!memcmp(y1, y2, sizeof(float) * n * npool), "pooled output, %dx%d, "
                        "input %d, relu %d", pools[k], pools[k], in, relu);
                 CHECKF(!memcmp(a1, a2, 4 * n * npool), "argmax, %dx%d, input %d, relu %d",
                        pools[k], pools[k], in, relu);
-                conv2d_backward_maxpool(&g, x.in[in], &p, relu ? y2 : NULL, dy, a2, NULL, dw2,
+                ops_conv2d_backward_maxpool(&g, x.in[in], &p, relu ? y2 : NULL, dy, a2, NULL, dw2,
                                         dw2 + nw, NULL, 0, n, 0);
                 CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + 6)), "filter gradient, %dx%d, "
                        "input %d, relu %d", pools[k], pools[k], in, relu);
@@ -676,7 +676,7 @@ TEST(ops_conv_maxpool_fused_matches_separate)
     }
 }
 
-/* conv2d_backward (both gradients in one call; the Winograd paths transform dy once for both)
+/* ops_conv2d_backward (both gradients in one call; the Winograd paths transform dy once for both)
  * gives the passes' results apart, bit for bit, on every path: odd sizes, samples from the
  * second on, float and byte inputs, and without dx. */
 TEST(ops_conv_backward_matches_the_passes_apart)
@@ -695,16 +695,16 @@ TEST(ops_conv_backward_matches_the_passes_apart)
     for (conv_strategy s = CONV_DIRECT; s <= CONV_WINOGRAD4; s++) {
         conv_set_strategy(s);
         const char *path = conv_path_name(s);
-        conv2d_backward_filter(&g, x.f, dy, dw1, dw1 + nw, 1, N, 0, F, 0);
-        conv2d_backward_input(&g, dy, w, dx1, 1, N);
+        ops_conv2d_backward_filter(&g, x.f, dy, dw1, dw1 + nw, 1, N, 0, F, 0);
+        ops_conv2d_backward_input(&g, dy, w, dx1, 1, N);
         for (int in = 0; in < 2; in++) {
-            CHECK(conv2d_backward(&g, x.in[in], dy, w, dw2, dw2 + nw, dx2, 1, N) == 0);
+            CHECK(ops_conv2d_backward(&g, x.in[in], dy, w, dw2, dw2 + nw, dx2, 1, N) == 0);
             CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + F)), "%s: filter gradient, input %d",
                    path, in);
             CHECKF(!memcmp(dx1, dx2, sizeof(float) * N * nin), "%s: input gradient, input %d",
                    path, in);
             memset(dw2, 0, sizeof(float) * (nw + F));
-            CHECK(conv2d_backward(&g, x.in[in], dy, w, dw2, dw2 + nw, NULL, 1, N) == 0);
+            CHECK(ops_conv2d_backward(&g, x.in[in], dy, w, dw2, dw2 + nw, NULL, 1, N) == 0);
             CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + F)), "%s: filter gradient alone, "
                    "input %d", path, in);
         }
@@ -743,22 +743,22 @@ TEST(ops_winograd_maxpool_fused_matches_separate)
         CHECK(conv_pool_fusable_with_input_gradient(&g, &p));
         for (int relu = 0; relu < 2; relu++) {   /* then a relu after the max-pool */
             const char *path = conv_path_name(s);
-            conv2d_forward(&g, x.f, w, bias, y, 1, N, 0, F);
-            maxpool_forward(&p, y, y1, a1, 1, N);
+            ops_conv2d_forward(&g, x.f, w, bias, y, 1, N, 0, F);
+            ops_maxpool_forward(&p, y, y1, a1, 1, N);
             if (relu) {
-                relu_forward(y1, y1, (long)npool, (long)(N * npool));
-                relu_backward(y1, dy, dyr, (long)npool, (long)(N * npool));
+                ops_relu_forward(y1, y1, (long)npool, (long)(N * npool));
+                ops_relu_backward(y1, dy, dyr, (long)npool, (long)(N * npool));
             }
-            maxpool_backward(&p, relu ? dyr : dy, a1, dense, 1, N);
-            conv2d_backward_filter(&g, x.f, dense, dw1, dw1 + nw, 1, N, 0, F, 0);
-            conv2d_backward_input(&g, dense, w, dx1, 1, N);
+            ops_maxpool_backward(&p, relu ? dyr : dy, a1, dense, 1, N);
+            ops_conv2d_backward_filter(&g, x.f, dense, dw1, dw1 + nw, 1, N, 0, F, 0);
+            ops_conv2d_backward_input(&g, dense, w, dx1, 1, N);
             for (int in = 0; in < 2; in++) {
-                conv2d_forward_maxpool(&g, x.in[in], w, bias, &p, relu, y2, a2, 1, N);
+                ops_conv2d_forward_maxpool(&g, x.in[in], w, bias, &p, relu, y2, a2, 1, N);
                 CHECKF(!memcmp(y1, y2, sizeof(float) * N * npool), "%s: pooled output, input %d, "
                        "relu %d", path, in, relu);
                 CHECKF(!memcmp(a1, a2, 4 * N * npool), "%s: argmax, input %d, relu %d", path, in,
                        relu);
-                conv2d_backward_maxpool(&g, x.in[in], &p, relu ? y2 : NULL, dy, a2, w, dw2,
+                ops_conv2d_backward_maxpool(&g, x.in[in], &p, relu ? y2 : NULL, dy, a2, w, dw2,
                                         dw2 + nw, dx2, 1, N, 0);
                 CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + F)), "%s: filter gradient, "
                        "input %d, relu %d", path, in, relu);

@@ -126,7 +126,7 @@ static int run_tuner(worker_tuner *t, const machine *m, ops_rng *r, int max_wind
         double s, j;
         long samples;
         measure(m, t->current, r, &s, &j, &samples);
-        tuner_observe(t, s, j, samples, why, sizeof why);
+        worker_tuner_observe(t, s, j, samples, why, sizeof why);
         if (!t->exploring)
             return w + 1;
     }
@@ -144,7 +144,7 @@ TEST(placement_tuner_finds_the_best_worker_count_and_follows_a_drift)
         policy_limits l = {(placement_policy)(trial % 4), trial % 3 ? 0 : uniform(&r, 10, 200),
                            trial % 5 ? -1 : 0.2, 400};
         worker_tuner t;
-        tuner_init(&t, &l, n);
+        worker_tuner_init(&t, &l, n);
         int windows = run_tuner(&t, &m, &r, 64);
         CHECKF(windows > 0 && windows <= 2 * 5 + 2 * n, "trial %d: %d windows to explore %d counts",
                trial, windows, n);
@@ -152,7 +152,7 @@ TEST(placement_tuner_finds_the_best_worker_count_and_follows_a_drift)
         /* within the noise: the cost of the count chosen is within 3% of the best one's */
         option_figures chosen = {m.a / t.current + m.b, m.idle + m.c * t.current, 1, 0};
         option_figures best = {m.a / want + m.b, m.idle + m.c * want, 1, 0};
-        CHECKF(t.current == tuner_best(&t) &&
+        CHECKF(t.current == worker_tuner_best(&t) &&
                policy_cost(&l, &chosen) <= 1.03 * policy_cost(&l, &best),
                "trial %d (%s, %d workers at most): chose %d, brute force %d", trial,
                policy_name(l.policy), n, t.current, want);
@@ -162,7 +162,7 @@ TEST(placement_tuner_finds_the_best_worker_count_and_follows_a_drift)
     machine m = {8e-3, 0, 10, 5};
     policy_limits l = {POLICY_TIME, 0, -1, 0};
     worker_tuner t;
-    tuner_init(&t, &l, 8);
+    worker_tuner_init(&t, &l, 8);
     CHECK(run_tuner(&t, &m, &r, 64) > 0 && t.current == 8);
     machine loaded = {8e-3, 4e-3, 10, 5};   /* a fixed cost per sample: fewer workers lose less */
     int explorations = t.explorations;
@@ -171,7 +171,7 @@ TEST(placement_tuner_finds_the_best_worker_count_and_follows_a_drift)
         double s, j;
         long samples;
         measure(&loaded, t.current, &r, &s, &j, &samples);
-        tuner_observe(&t, s, j, samples, why, sizeof why);
+        worker_tuner_observe(&t, s, j, samples, why, sizeof why);
     }
     CHECKF(t.explorations == explorations + 1 && strstr(why, "exploring again"), "%s", why);
     CHECK(run_tuner(&t, &loaded, &r, 64) > 0 && t.current == best_count(&loaded, &l, 8));
@@ -184,7 +184,7 @@ TEST(placement_tuner_starts_from_what_it_saved)
     machine m = {4e-3, 1e-4, 20, 15};
     policy_limits l = {POLICY_ENERGY, 0, -1, 0};
     worker_tuner t;
-    tuner_init(&t, &l, 6);
+    worker_tuner_init(&t, &l, 6);
     CHECK(run_tuner(&t, &m, &r, 64) > 0);
     char path[600];
     snprintf(path, sizeof path, "%s/workers.txt", test_tmpdir());
@@ -195,14 +195,14 @@ TEST(placement_tuner_starts_from_what_it_saved)
     char tmp[620];
     snprintf(tmp, sizeof tmp, "%s.new", path);
     FILE *out = fopen(tmp, "w");
-    CHECK(tuner_save(&t, "this-workload", old, out) == 0);
+    CHECK(worker_tuner_save(&t, "this-workload", old, out) == 0);
     fclose(old);
     fclose(out);
     CHECK(rename(tmp, path) == 0);
     worker_tuner again;
-    tuner_init(&again, &l, 6);
+    worker_tuner_init(&again, &l, 6);
     FILE *in = fopen(path, "r");
-    int used = tuner_load(&again, "this-workload", in);
+    int used = worker_tuner_load(&again, "this-workload", in);
     fclose(in);
     int measured = 0;
     for (int k = 0; k < 6; k++)
@@ -474,11 +474,11 @@ TEST(placement_cluster_keeps_the_machines_a_search_over_every_subset_keeps)
             for (int i = 0; i < n; i++) {
                 watts += in[i] ? m[i].watts : 0;
                 if (i && in[i])
-                    most_kept = fmax(most_kept, l.policy == POLICY_CARBON ? member_cost(&l, &m[i])
+                    most_kept = fmax(most_kept, l.policy == POLICY_CARBON ? cluster_share_member_cost(&l, &m[i])
                                                                           : member_j(&m[i]));
                 if (!in[i])
                     least_parked = fmin(least_parked, l.policy == POLICY_CARBON
-                                                          ? member_cost(&l, &m[i])
+                                                          ? cluster_share_member_cost(&l, &m[i])
                                                           : member_j(&m[i]));
             }
             CHECKF(watts <= l.budget_w * (1 + 1e-12), "%s: %g W kept against a budget of %g W",

@@ -167,7 +167,7 @@ TEST(run_signals_save_then_a_second_one_exits_at_once)
     if (pid == 0) {
         signals_install();
         kill(getpid(), SIGTERM);   /* before the first batch: stops at once, saves epoch 0 */
-        _exit(train_job(job, NO_BASELINE, 0, &stop_signal));
+        _exit(train_job(job, NO_BASELINE, 0, &signals_stop));
     }
     int status;
     waitpid(pid, &status, 0);
@@ -187,7 +187,7 @@ TEST(run_signals_save_then_a_second_one_exits_at_once)
     if (pid == 0) {
         signals_install();
         CHECK(write(ready[1], "i", 1) == 1);
-        for (int i = 0; i < 10000 && !atomic_load(&stop_signal); i++)
+        for (int i = 0; i < 10000 && !atomic_load(&signals_stop); i++)
             usleep(1000);
         CHECK(write(ready[1], "s", 1) == 1);
         for (int i = 0; i < 10000; i++)

@@ -164,7 +164,7 @@ static void layers_init(layers *L, int c, int h, int w)
     L->d_w = randoms(L->nd), L->d_g = randoms(L->nd), L->vel = randoms(L->nd);
     L->argmax = calloc((size_t)L->np, sizeof *L->argmax);
     L->labels = calloc(CHUNK, 1);
-    maxpool_forward(&L->pg, L->y, L->p, L->argmax, 0, CHUNK);
+    ops_maxpool_forward(&L->pg, L->y, L->p, L->argmax, 0, CHUNK);
     L->X = upload(L->x, 4 * L->nx), L->W = upload(L->w, 4 * L->nw), L->Y = upload(L->y, 4 * L->ny);
     L->DY = upload(L->dy, 4 * L->ny), L->DX = upload(NULL, 4 * L->nx), L->DW = upload(NULL, 4 * L->nw);
     L->P = upload(L->p, 4 * L->np), L->DP = upload(L->dp, 4 * L->np);
@@ -192,33 +192,33 @@ static void layers_free(layers *L)
 #define CPU(name, body) static int name##_cpu(void *p) { layers *L = p; body; return 0; }
 #define DEV(name, body) static int name##_dev(ocl_launch *l, void *p) { layers *L = p; return body; }
 
-CPU(conv_forward, conv2d_forward(&L->cg, L->x, L->w, L->w + L->nw - 4, L->y, 0, CHUNK, 0, 4))
-DEV(conv_forward, oclk_conv_forward(l, &L->cg, L->X, L->W, L->Y, CHUNK, 0, 4))
+CPU(conv_forward, ops_conv2d_forward(&L->cg, L->x, L->w, L->w + L->nw - 4, L->y, 0, CHUNK, 0, 4))
+DEV(conv_forward, ocl_kernel_conv_forward(l, &L->cg, L->X, L->W, L->Y, CHUNK, 0, 4))
 CPU(conv_backward_filter,
-    conv2d_backward_filter(&L->cg, L->x, L->dy, L->dw, L->dw + L->nw - 4, 0, CHUNK, 0, 4, 0))
-DEV(conv_backward_filter, oclk_conv_backward_filter(l, &L->cg, L->X, L->DY, L->DW, CHUNK, 0, 4))
-CPU(conv_backward_input, conv2d_backward_input(&L->cg, L->dy, L->w, L->dx, 0, CHUNK))
-DEV(conv_backward_input, oclk_conv_backward_input(l, &L->cg, L->DY, L->W, L->DX, CHUNK))
-CPU(maxpool_forward, maxpool_forward(&L->pg, L->y, L->p, L->argmax, 0, CHUNK))
-DEV(maxpool_forward, oclk_maxpool_forward(l, &L->pg, L->Y, L->P, L->ARG, CHUNK))
-CPU(maxpool_backward, maxpool_backward(&L->pg, L->dp, L->argmax, L->dy, 0, CHUNK))
-DEV(maxpool_backward, oclk_maxpool_backward(l, &L->pg, L->DP, L->ARG, L->DY, CHUNK))
-CPU(relu_forward, relu_forward(L->y, L->dy, 0, L->ny))
-DEV(relu_forward, oclk_relu_forward(l, L->Y, L->DY, L->ny))
+    ops_conv2d_backward_filter(&L->cg, L->x, L->dy, L->dw, L->dw + L->nw - 4, 0, CHUNK, 0, 4, 0))
+DEV(conv_backward_filter, ocl_kernel_conv_backward_filter(l, &L->cg, L->X, L->DY, L->DW, CHUNK, 0, 4))
+CPU(conv_backward_input, ops_conv2d_backward_input(&L->cg, L->dy, L->w, L->dx, 0, CHUNK))
+DEV(conv_backward_input, ocl_kernel_conv_backward_input(l, &L->cg, L->DY, L->W, L->DX, CHUNK))
+CPU(maxpool_forward, ops_maxpool_forward(&L->pg, L->y, L->p, L->argmax, 0, CHUNK))
+DEV(maxpool_forward, ocl_kernel_maxpool_forward(l, &L->pg, L->Y, L->P, L->ARG, CHUNK))
+CPU(maxpool_backward, ops_maxpool_backward(&L->pg, L->dp, L->argmax, L->dy, 0, CHUNK))
+DEV(maxpool_backward, ocl_kernel_maxpool_backward(l, &L->pg, L->DP, L->ARG, L->DY, CHUNK))
+CPU(relu_forward, ops_relu_forward(L->y, L->dy, 0, L->ny))
+DEV(relu_forward, ocl_kernel_relu_forward(l, L->Y, L->DY, L->ny))
 CPU(dense_forward, dense_forward(L->dense_in, CLASSES, L->p, L->d_w, L->d_w + L->nd - CLASSES,
                                  L->z, 0, CHUNK))
-DEV(dense_forward, oclk_dense_forward(l, L->dense_in, CLASSES, L->P, L->DENSE_W, L->Z, CHUNK))
+DEV(dense_forward, ocl_kernel_dense_forward(l, L->dense_in, CLASSES, L->P, L->DENSE_W, L->Z, CHUNK))
 CPU(dense_backward,
     dense_backward_weights(L->dense_in, CLASSES, L->p, L->dz, L->dd, L->dd + L->nd - CLASSES, 0,
                            CHUNK, 0);
     dense_backward_input(L->dense_in, CLASSES, L->dz, L->d_w, L->dp, 0, CHUNK))
-DEV(dense_backward, oclk_dense_backward(l, L->dense_in, CLASSES, L->P, L->DZ, L->DENSE_W, L->DD,
+DEV(dense_backward, ocl_kernel_dense_backward(l, L->dense_in, CLASSES, L->P, L->DZ, L->DENSE_W, L->DD,
                                         L->DP, CHUNK))
-CPU(softmax_xent, softmax_xent(CLASSES, L->z, L->labels, L->dz, 1.0f / 32, 0, CHUNK, NULL))
-DEV(softmax_xent, oclk_softmax_xent(l, CLASSES, L->Z, L->LAB, 1.0f / 32, L->DZ,
+CPU(softmax_xent, ops_softmax_xent(CLASSES, L->z, L->labels, L->dz, 1.0f / 32, 0, CHUNK, NULL))
+DEV(softmax_xent, ocl_kernel_softmax_xent(l, CLASSES, L->Z, L->LAB, 1.0f / 32, L->DZ,
                                     (ocl_buf){NULL, 0}, L->STATS, CHUNK))
 CPU(sgd, sgd_update(L->d_w, L->d_g, L->vel, 1e-9f, 0.9f, 0, 0, L->nd))
-DEV(sgd, oclk_sgd(l, L->DENSE_W, L->DENSE_G, L->VEL, L->nd, 1e-9f, 0.9f, 0))
+DEV(sgd, ocl_kernel_sgd(l, L->DENSE_W, L->DENSE_G, L->VEL, L->nd, 1e-9f, 0.9f, 0))
 
 typedef struct kernel_case { const char *name; bench_fn cpu; device_call dev; } kernel_case;
 #define CASE(name) {#name, name##_cpu, name##_dev}

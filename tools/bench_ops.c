@@ -94,11 +94,11 @@ static void run_conv(void *p)
 {
     conv_case *c = p;
     if (c->pass == 0)
-        conv2d_forward(&c->g, c->x, c->w, c->b, c->y, 0, c->n, 0, c->g.f);
+        ops_conv2d_forward(&c->g, c->x, c->w, c->b, c->y, 0, c->n, 0, c->g.f);
     else if (c->pass == 1)
-        conv2d_backward_input(&c->g, c->dy, c->w, c->dx, 0, c->n);
+        ops_conv2d_backward_input(&c->g, c->dy, c->w, c->dx, 0, c->n);
     else
-        conv2d_backward_filter(&c->g, c->x, c->dy, c->dw, c->db, 0, c->n, 0, c->g.f, 0);
+        ops_conv2d_backward_filter(&c->g, c->x, c->dy, c->dw, c->db, 0, c->n, 0, c->g.f, 0);
 }
 
 /* Conv2d(C, F, 3, padding=pad) on a batch of n images, each pass separately. */

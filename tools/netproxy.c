@@ -19,6 +19,8 @@
  * connection and let the peer's reconnection through. FRAME knows netio's framing: each side's
  * first 96 bytes are handshake (a 72-byte hello and a 24-byte stream header), then every frame is
  * a 4-byte big-endian length and that many bytes. Each fault is logged to stderr. */
+#include "runtime/clock.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -79,13 +81,6 @@ typedef struct conn {
 static double delay_s, rate_bps;
 static fault faults[32];
 static int nfaults;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int parse_addr(const char *text, struct sockaddr_in *sa)
 {
@@ -189,7 +184,7 @@ static int byte_faults(conn *c, uint8_t *p, size_t n, uint64_t base)
             p[f->at - base] ^= 0x10;
             say(c, "flipped a bit of byte", f->at);
         } else if (f->kind == STALL) {
-            c->stalled_until = now_s() + f->seconds;
+            c->stalled_until = clock_now_s() + f->seconds;
             say(c, "stalled (no bytes either way) at byte", f->at);
         } else if (f->kind == DROP) {
             say(c, "dropped at byte", f->at);
@@ -207,7 +202,7 @@ static int queue(direction *d, const uint8_t *p, size_t n)
         fprintf(stderr, "netproxy: out of memory for %zu bytes: closing the connection\n", n);
         return -1;
     }
-    double t = now_s() + delay_s;
+    double t = clock_now_s() + delay_s;
     if (rate_bps > 0) {
         double start = d->link_free_at > t ? d->link_free_at : t;
         d->link_free_at = start + 8.0 * (double)n / rate_bps;
@@ -405,13 +400,13 @@ int main(int argc, char **argv)
         return 1;
     static conn conns[MAX_CONNS];
     int next_id = 1;
-    double end = now_s() + duration;
-    while (now_s() < end) {
+    double end = clock_now_s() + duration;
+    while (clock_now_s() < end) {
         /* two entries per connection: its client socket, then its server socket */
         struct pollfd pf[1 + 2 * MAX_CONNS] = {{lfd, POLLIN, 0}};
         conn *owner[1 + 2 * MAX_CONNS] = {NULL};
         int np = 1;
-        double now = now_s(), wake = now + 0.1;
+        double now = clock_now_s(), wake = now + 0.1;
         for (int i = 0; i < MAX_CONNS; i++) {
             conn *c = &conns[i];
             if (c->open && c->stalled_until > now && c->stalled_until < wake)
@@ -444,7 +439,7 @@ int main(int argc, char **argv)
                 read_side(c, d))
                 close_conn(c);
         }
-        now = now_s();
+        now = clock_now_s();
         for (int i = 0; i < MAX_CONNS; i++) {
             conn *c = &conns[i];
             if (c->open && c->stalled_until <= now &&

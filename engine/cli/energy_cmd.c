@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-int cmd_energy(int argc, char **argv)
+int energy_cmd_main(int argc, char **argv)
 {
     double seconds = 0, rate = 10;
     for (int i = 2; i < argc; i++) {

@@ -2,6 +2,6 @@
 #ifndef FRUGAL_ENERGY_CMD_H
 #define FRUGAL_ENERGY_CMD_H
 
-int cmd_energy(int argc, char **argv);
+int energy_cmd_main(int argc, char **argv);
 
 #endif

@@ -208,7 +208,7 @@ static int cmd_train(int argc, char **argv)
     const char **sets = calloc((size_t)argc + 1, sizeof *sets);
     char **owned = calloc((size_t)argc + 1, sizeof *owned);
     int nsets = 0, nowned = 0, rc = 2;
-    run_options o = {.out = stdout, .stop = &stop_signal};
+    run_options o = {.out = stdout, .stop = &signals_stop};
     if (!sets || !owned) {
         fprintf(stderr, "frugal: out of memory\n");
         goto out;
@@ -416,7 +416,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "info"))
         return cmd_info();
     if (!strcmp(argv[1], "energy"))
-        return cmd_energy(argc, argv);
+        return energy_cmd_main(argc, argv);
     if (!strcmp(argv[1], "train"))
         return cmd_train(argc, argv);
     if (!strcmp(argv[1], "join"))

@@ -199,7 +199,7 @@ static int run_open(run *r, const run_options *o)
     if (energy_run_begin(&r->er, cfg, r->out, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     power_log_begin(&r->power_log, r->power, o->resume, r->er.meter, r->out);
-    if (tb_open(&r->tb, cfg->output, o->resume, r->err, sizeof r->err))
+    if (tensorboard_open(&r->tb, cfg->output, o->resume, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     char key[128], devices[OCL_MAX_DEVICES * 256] = "";
     for (int i = 0; i < r->devices.n && rt_devices(r->rt); i++)
@@ -261,7 +261,7 @@ static int train_epoch(run *r, int e, epoch_record *rec)
     long first = e == r->resumed_after + 1 ? r->resume_batch : 0;
     worker_control_pass(&r->placement, 1);
     if (r->cluster && r->cfg.sync_every
-            ? coordinator_average_epoch(r->cluster, e, first, &train, r->err, sizeof r->err)
+            ? averaging_epoch(r->cluster, e, first, &train, r->err, sizeof r->err)
             : trainer_train(r->t, e, first, &train, r->err, sizeof r->err))
         return fail(r, "epoch %d: %s", e, r->err);
     epoch_energy *en = &rec->energy;
@@ -373,7 +373,7 @@ static int log_tensorboard(run *r, const epoch_record *rec)
     clock_gettime(CLOCK_REALTIME, &now);
     r->err[0] = 0;
     if (report_epoch_tensorboard(&r->tb, rec, &r->er, (double)now.tv_sec + 1e-9 * (double)now.tv_nsec) ||
-        tb_flush(&r->tb, r->err, sizeof r->err))
+        tensorboard_flush(&r->tb, r->err, sizeof r->err))
         return fail(r, "%s: cannot write the TensorBoard events: %s", r->tb.path,
                     r->err[0] ? r->err : "write failed");
     return 0;
@@ -421,7 +421,7 @@ static void run_close(run *r, int finished)
                 r->cfg.output);
     }
     worker_control_end(&r->placement);
-    tb_close(&r->tb);
+    tensorboard_close(&r->tb);
     power_log_free(&r->power_log);
     if (r->cluster)
         coordinator_use_meter(r->cluster, NULL);

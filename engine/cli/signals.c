@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-_Atomic int stop_signal;
+_Atomic int signals_stop;
 
 static const int handled[] = {SIGINT, SIGTERM, SIGHUP};
 static struct sigaction previous[3];
@@ -17,11 +17,11 @@ static void say(const char *s)
 
 static void on_signal(int sig)
 {
-    if (atomic_load_explicit(&stop_signal, memory_order_relaxed)) {
+    if (atomic_load_explicit(&signals_stop, memory_order_relaxed)) {
         say("\nfrugal: second signal: stopping now, without saving\n");
         _exit(128 + sig);
     }
-    atomic_store_explicit(&stop_signal, sig, memory_order_relaxed);
+    atomic_store_explicit(&signals_stop, sig, memory_order_relaxed);
     say("\nfrugal: stopping at the next batch boundary to save a checkpoint "
         "(signal again to stop at once)\n");
 }
@@ -32,7 +32,7 @@ void signals_install(void)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
-    atomic_store(&stop_signal, 0);
+    atomic_store(&signals_stop, 0);
     for (int i = 0; i < 3; i++)
         sigaction(handled[i], &sa, &previous[i]);
 }

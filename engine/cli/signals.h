@@ -8,7 +8,7 @@
 
 /* 0, or the first signal received. A lock-free atomic: safe to set in a handler, whichever
  * thread the signal lands on, and to read from any other. */
-extern _Atomic int stop_signal;
+extern _Atomic int signals_stop;
 
 void signals_install(void);
 void signals_restore(void);

@@ -86,8 +86,8 @@ static int send_average(coordinator *c, node *n, uint64_t q)
     put_seq(head, q);
     n->synced = q;
     return c->cfg->compress
-               ? send_to(c, n, MSG_AVERAGE, head, sizeof head, c->delta, c->delta_len)
-               : send_to(c, n, MSG_AVERAGE, head, sizeof head, c->mean,
+               ? coordinator_send_to(c, n, MSG_AVERAGE, head, sizeof head, c->delta, c->delta_len)
+               : coordinator_send_to(c, n, MSG_AVERAGE, head, sizeof head, c->mean,
                          sizeof(float) * (size_t)c->nparams);
 }
 
@@ -104,16 +104,16 @@ static int send_params(coordinator *c, node *n, uint64_t seq)
             return 0;
         put_seq(head, c->late.synced);
         n->following = 1, n->synced = c->late.synced;
-        return send_to(c, n, MSG_PARAMS, head, PROTO_PARAMS_HEAD, c->late.base, floats) ||
+        return coordinator_send_to(c, n, MSG_PARAMS, head, PROTO_PARAMS_HEAD, c->late.base, floats) ||
                (c->mean_seq == c->late.synced + 1 && send_average(c, n, c->mean_seq));
     }
     if (c->delta_ready && n->params_seq == c->start_seq) {   /* it holds the round before's */
         msg_delta d = {seq, c->start_seq, NULL};
-        return send_to(c, n, MSG_DELTA, head, proto_delta_head(&d, head, sizeof head), c->delta,
+        return coordinator_send_to(c, n, MSG_DELTA, head, proto_delta_head(&d, head, sizeof head), c->delta,
                        c->delta_len);
     }
     put_seq(head, seq);
-    return send_to(c, n, MSG_PARAMS, head, PROTO_PARAMS_HEAD, c->params, floats);
+    return coordinator_send_to(c, n, MSG_PARAMS, head, PROTO_PARAMS_HEAD, c->params, floats);
 }
 
 /* Locked. Sends node n its share of the round (w, `size` chunk-batches), from the parameters in
@@ -125,12 +125,12 @@ static int send_round(coordinator *c, node *n, const msg_round *w, long size)
         return -1;
     uint8_t round[48];
     if (send_params(c, n, w->seq) ||
-        send_to(c, n, MSG_ROUND, round, proto_round_encode(w, round, sizeof round), NULL, 0))
+        coordinator_send_to(c, n, MSG_ROUND, round, proto_round_encode(w, round, sizeof round), NULL, 0))
         return -1;
     n->params_seq = r->seq = w->seq;
     r->in = 1, r->done = 0;
     r->chunks = (int)size;
-    r->sent_at = now_s();
+    r->sent_at = clock_now_s();
     return 0;
 }
 
@@ -285,8 +285,8 @@ static void maybe_average(coordinator *c)
     memset(c->mean, 0, sizeof(float) * (size_t)c->nparams);   /* none trained: no change */
     average(shares, n, c->nparams, c->mean);
     if (c->cfg->compress) {   /* every machine applies the same floats */
-        delta_encode(NULL, c->mean, c->layer_params, c->nlayers, c->delta);
-        delta_apply(NULL, c->delta, c->layer_params, c->nlayers, c->mean);
+        model_delta_encode(NULL, c->mean, c->layer_params, c->nlayers, c->delta);
+        model_delta_apply(NULL, c->delta, c->layer_params, c->nlayers, c->mean);
     }
     c->mean_seq = q;
     for (int i = 0; i < c->nnodes; i++) {
@@ -343,8 +343,8 @@ static int round_to_delta(coordinator *c, char *err, size_t errlen)
     pthread_mutex_unlock(&c->lock);
     c->delta_ready = wanted;
     if (wanted) {
-        delta_encode(c->round_start, c->params, c->layer_params, c->nlayers, c->delta);
-        if (delta_apply(c->round_start, c->delta, c->layer_params, c->nlayers, c->params) ||
+        model_delta_encode(c->round_start, c->params, c->layer_params, c->nlayers, c->delta);
+        if (model_delta_apply(c->round_start, c->delta, c->layer_params, c->nlayers, c->params) ||
             trainer_set_params(c->t, c->params, err, errlen))
             return -1;
     }
@@ -352,12 +352,12 @@ static int round_to_delta(coordinator *c, char *err, size_t errlen)
     return 0;
 }
 
-int coordinator_average_epoch(coordinator *c, int epoch, long first_batch, pass_result *out,
+int averaging_epoch(coordinator *c, int epoch, long first_batch, pass_result *out,
                               char *err, size_t errlen)
 {
     const exec_plan *p = trainer_plan(c->t);
     long nbatches = (c->train->n + p->batch - 1) / p->batch, every = c->cfg->sync_every;
-    double start = now_s();
+    double start = clock_now_s();
     memset(out, 0, sizeof *out);
     for (long b = first_batch; b < nbatches && !out->stopped; b += every) {
         long batches = nbatches - b < every ? nbatches - b : every;
@@ -382,14 +382,14 @@ int coordinator_average_epoch(coordinator *c, int epoch, long first_batch, pass_
         pthread_mutex_lock(&c->lock);
         c->local_chunks += share_size(here, end, mine.batches);
         if (mine.samples && mine.seconds > 0)
-            c->round_img_s = running(c->round_img_s, (double)mine.samples / mine.seconds);
+            c->round_img_s = coordinator_running_mean(c->round_img_s, (double)mine.samples / mine.seconds);
         pthread_mutex_unlock(&c->lock);
         if (late ? finish_late(c, &mine, last || mine.stopped, out, err, errlen)
                  : finish_round(c, &mine, out, err, errlen))
             return -1;
         out->batches += mine.batches, out->stopped = mine.stopped;
     }
-    out->seconds = now_s() - start;
+    out->seconds = clock_now_s() - start;
     return 0;
 }
 
@@ -399,19 +399,19 @@ void averaging_on_model(coordinator *c, node *n, const uint8_t *p, size_t len)
     char why[200];
     size_t body = c->cfg->compress ? c->delta_len : sizeof(float) * (size_t)c->nparams;
     if (proto_model_decode(&r, p, len, body, why, sizeof why))
-        return refuse(c, n, why);
+        return coordinator_refuse(c, n, why);
     node_round *rd = round_of(n, r.seq);
     if (!rd->in || rd->done || r.seq != rd->seq)
-        return refuse(c, n, "a model for a round it was not sent");
+        return coordinator_refuse(c, n, "a model for a round it was not sent");
     const float *base = c->cfg->overlap ? NULL : c->round_start;   /* overlap: the change */
     if (!c->cfg->compress)
         memcpy(rd->model, r.body, body);
-    else if (delta_apply(base, r.body, c->layer_params, c->nlayers, rd->model))
-        return refuse(c, n, "a model whose delta has a negative or infinite scale");
+    else if (model_delta_apply(base, r.body, c->layer_params, c->nlayers, rd->model))
+        return coordinator_refuse(c, n, "a model whose delta has a negative or infinite scale");
     /* overlapped, a round starts on the node once the one before is done */
     double begun = rd->sent_at > n->model_at ? rd->sent_at : n->model_at;
-    n->model_at = now_s();
-    trace_node(c, n, "round: sent, trained, returned", begun, n->model_at);
+    n->model_at = clock_now_s();
+    coordinator_trace_node(c, n, "round: sent, trained, returned", begun, n->model_at);
     double took = n->model_at - begun, computing = r.compute_s / (r.workers ? r.workers : 1);
     rd->figures = r, rd->figures.grads = NULL, rd->figures.body = NULL;
     n->chunks += rd->chunks, n->samples += r.samples, n->compute_s += r.compute_s;
@@ -420,13 +420,13 @@ void averaging_on_model(coordinator *c, node *n, const uint8_t *p, size_t len)
     n->joules = r.joules, n->estimated = (int)r.estimated, n->carbon = r.carbon_g_per_kwh;
     n->running = r.workers < (uint32_t)n->workers ? (int)r.workers : n->workers;
     if (r.samples && computing > 0) {   /* what computing costs, and what the round adds */
-        n->round_cost = running(n->round_cost, computing / r.samples);
+        n->round_cost = coordinator_running_mean(n->round_cost, computing / r.samples);
         /* overlapped, the models travel while the machines compute: they add nothing */
-        n->round_lag = running(n->round_lag, took > computing && !c->cfg->overlap ? took - computing
+        n->round_lag = coordinator_running_mean(n->round_lag, took > computing && !c->cfg->overlap ? took - computing
                                                                                  : 1e-6);
     }
     if (r.watts > 0)
-        n->watts = running(n->watts, r.watts);
+        n->watts = coordinator_running_mean(n->watts, r.watts);
     rd->done = 1;
     if (c->cfg->overlap)
         maybe_average(c);
@@ -441,7 +441,7 @@ void averaging_node_lost(coordinator *c, node *n)
             c->rounds_lost++;
             fprintf(c->log, "cluster: node %s's share of round %llu is lost with it: the round is "
                     "averaged without it\n", n->addr, (unsigned long long)r->seq);
-            n->active_s += now_s() - r->sent_at;
+            n->active_s += clock_now_s() - r->sent_at;
         }
     }
     if (c->cfg->overlap)

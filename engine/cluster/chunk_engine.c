@@ -31,7 +31,7 @@ int chunk_engine_open(chunk_engine *e, const job_config *cfg, const dataset *tra
     }
     if (!(e->t = trainer_create(cfg, &e->m, e->rt, train, NULL, err, errlen)))
         return -1;
-    e->delta_len = delta_bytes(e->layer_params, e->nlayers);
+    e->delta_len = model_delta_bytes(e->layer_params, e->nlayers);
     size_t bytes = sizeof(float) * (size_t)e->m.nparams;
     int averaging = cfg->sync_every > 0, late = averaging && cfg->overlap;
     if (!(e->grads = malloc(bytes)) ||
@@ -84,7 +84,7 @@ int chunk_engine_delta(chunk_engine *e, uint64_t seq, uint64_t base, const uint8
                  (unsigned long long)base);
         return -1;
     }
-    if (delta_apply(e->round_start, delta, e->layer_params, e->nlayers, e->round_start)) {
+    if (model_delta_apply(e->round_start, delta, e->layer_params, e->nlayers, e->round_start)) {
         snprintf(err, errlen, "a DELTA with a negative or infinite scale");
         return -1;
     }
@@ -177,7 +177,7 @@ int chunk_engine_round(chunk_engine *e, const msg_round *w, msg_result *r, char 
                       .nparams = (size_t)e->m.nparams};
     const float *start = e->late ? e->late->start : e->round_start;
     if (e->delta) {
-        delta_encode(start, e->grads, e->layer_params, e->nlayers, e->delta);
+        model_delta_encode(start, e->grads, e->layer_params, e->nlayers, e->delta);
         r->body = e->delta, r->grads = NULL, r->nparams = 0;
     } else if (e->late) {
         late_change(e->late, e->grads, e->grads);
@@ -193,7 +193,7 @@ int chunk_engine_average(chunk_engine *e, uint64_t seq, const uint8_t *body, cha
                                                       : "while averages are not overlapped");
         return -1;
     }
-    if (e->delta && delta_apply(NULL, body, e->layer_params, e->nlayers, e->mean)) {
+    if (e->delta && model_delta_apply(NULL, body, e->layer_params, e->nlayers, e->mean)) {
         snprintf(err, errlen, "an AVERAGE with a negative or infinite scale");
         return -1;
     }

@@ -6,7 +6,7 @@
 #ifndef FRUGAL_CHUNK_ENGINE_H
 #define FRUGAL_CHUNK_ENGINE_H
 
-#include "engine/cluster/cluster_proto.h"
+#include "engine/cluster/proto.h"
 #include "engine/job/config.h"
 #include "engine/job/dataset.h"
 #include "engine/cluster/late_model.h"

@@ -5,7 +5,7 @@
 
 #include "energy/carbon.h"
 #include "engine/cluster/chunk_engine.h"
-#include "engine/cluster/cluster_proto.h"
+#include "engine/cluster/proto.h"
 #include "engine/placement/cluster_share.h"
 #include "engine/model/layer.h"
 #include "engine/cluster/model_delta.h"
@@ -23,19 +23,12 @@
 #include <time.h>
 #include <unistd.h>
 
-double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-double running(double avg, double x)
+double coordinator_running_mean(double avg, double x)
 {
     return avg > 0 ? (1 - COST_WEIGHT) * avg + COST_WEIGHT * x : x;
 }
 
-int ready_nodes(const coordinator *c)
+int coordinator_ready_nodes(const coordinator *c)
 {
     int n = 0;
     for (int i = 0; i < c->nnodes; i++)
@@ -59,7 +52,7 @@ static int node_track(coordinator *c, node *n)
     return n->track - 1;
 }
 
-void trace_node(coordinator *c, node *n, const char *what, double start, double end)
+void coordinator_trace_node(coordinator *c, node *n, const char *what, double start, double end)
 {
     int track = node_track(c, n);
     if (track >= 0)
@@ -73,20 +66,20 @@ static void trace_message(coordinator *c, node *n, const char *dir, unsigned typ
         return;
     char what[32];
     snprintf(what, sizeof what, "%s %s", dir, proto_msg_name(type));
-    double t = now_s();
-    trace_node(c, n, what, t, t);
+    double t = clock_now_s();
+    coordinator_trace_node(c, n, what, t, t);
 }
 
-int send_to(coordinator *c, node *n, uint16_t type, const void *head, size_t headlen,
+int coordinator_send_to(coordinator *c, node *n, uint16_t type, const void *head, size_t headlen,
             const void *body, size_t bodylen)
 {
     trace_message(c, n, "sent", type);
     return netio_hub_send(c->hub, n->peer, type, head, headlen, body, bodylen);
 }
 
-int takes_work(const node *n) { return n->ready && !n->gone && !n->parked; }
+int coordinator_takes_work(const node *n) { return n->ready && !n->gone && !n->parked; }
 
-slot *first_in(coordinator *c, int state)
+slot *coordinator_first_in(coordinator *c, int state)
 {
     slot *best = NULL;
     for (int i = 0; i < c->nslots; i++) {
@@ -98,10 +91,10 @@ slot *first_in(coordinator *c, int state)
     return best;
 }
 
-int send_chunk(coordinator *c, node *n, slot *s)
+int coordinator_send_chunk(coordinator *c, node *n, slot *s)
 {
     uint8_t head[PROTO_PARAMS_HEAD], work[32];
-    s->alone = s->probe || slot_has_gradients(c, s);   /* a sum with them would count them twice */
+    s->alone = s->probe || coordinator_slot_has_gradients(c, s);   /* a sum with them would count them twice */
     msg_work w = {s->a.seq, (uint32_t)s->a.epoch, (uint32_t)s->a.batch, (uint32_t)s->a.chunk,
                   (uint32_t)s->a.size, (uint32_t)s->alone};
     size_t len = proto_work_encode(&w, work, sizeof work);
@@ -109,13 +102,13 @@ int send_chunk(coordinator *c, node *n, slot *s)
         for (int i = 0; i < 8; i++)
             head[i] = (uint8_t)(s->a.seq >> (8 * i));
         pthread_mutex_lock(&c->params_lock);
-        int rc = send_to(c, n, MSG_PARAMS, head, sizeof head, s->params, sizeof(float) * (size_t)c->nparams) ||
-                 send_to(c, n, MSG_WORK, work, len, NULL, 0);
+        int rc = coordinator_send_to(c, n, MSG_PARAMS, head, sizeof head, s->params, sizeof(float) * (size_t)c->nparams) ||
+                 coordinator_send_to(c, n, MSG_WORK, work, len, NULL, 0);
         pthread_mutex_unlock(&c->params_lock);
         if (rc)
             return -1;
         n->params_seq = s->a.seq, n->layers_seq = UINT64_MAX;
-    } else if (send_to(c, n, MSG_WORK, work, len, NULL, 0)) {
+    } else if (coordinator_send_to(c, n, MSG_WORK, work, len, NULL, 0)) {
         return -1;
     }
     if (n->group_seq != s->a.seq)
@@ -124,7 +117,7 @@ int send_chunk(coordinator *c, node *n, slot *s)
     s->state = SLOT_SENT;
     s->node = (int)(n - c->nodes);
     s->ahead = n->inflight;
-    s->sent_at = now_s();
+    s->sent_at = clock_now_s();
     if (!n->inflight++)
         n->active_s -= s->sent_at;   /* active while it has work: closed when it has none */
     if (s->ahead >= n->running)      /* it waits there behind others: the fallback's ticks start */
@@ -135,7 +128,7 @@ int send_chunk(coordinator *c, node *n, slot *s)
 /* The probe waiting for its batch's parameters goes once they are packed: a copy of the first
  * chunk, which this machine computes as well (its claim is not taken), so that no batch waits
  * for it. */
-void send_probe(coordinator *c)
+void coordinator_send_probe(coordinator *c)
 {
     if (c->probe_seq != c->batch.seq || c->packed_seq != c->batch.seq ||
         c->packed_layers < c->param_layers)
@@ -143,12 +136,12 @@ void send_probe(coordinator *c)
     node *n = &c->nodes[c->probe_node];
     c->probe_seq = UINT64_MAX;
     remote_args a = {c->batch.seq, c->batch.epoch, 0, c->batch.size, 0, -1, c->batch.batch, NULL};
-    slot *s = n->ready && !n->gone ? slot_new(c, &a, c->batch.packed, SLOT_QUEUED) : NULL;
+    slot *s = n->ready && !n->gone ? coordinator_slot_new(c, &a, c->batch.packed, SLOT_QUEUED) : NULL;
     if (!s)
         return;
     s->probe = 1;
-    if (send_chunk(c, n, s))
-        slot_free(s);   /* the hub closes that node; this machine computes the chunk anyway */
+    if (coordinator_send_chunk(c, n, s))
+        coordinator_slot_free(s);   /* the hub closes that node; this machine computes the chunk anyway */
     else
         n->probe = 0, n->probes++;
 }
@@ -163,7 +156,7 @@ static int may_take(const coordinator *c, const node *n)
     if (!n->parked)
         return 1;
     for (int i = 0; i < c->nnodes; i++)
-        if (takes_work(&c->nodes[i]))
+        if (coordinator_takes_work(&c->nodes[i]))
             return 0;
     return 1;
 }
@@ -172,7 +165,7 @@ static int may_take(const coordinator *c, const node *n)
  * most idle; with no node, the fallback. */
 static void pump(coordinator *c)
 {
-    for (slot *s; (s = first_in(c, SLOT_QUEUED));) {
+    for (slot *s; (s = coordinator_first_in(c, SLOT_QUEUED));) {
         node *best = NULL;
         for (int i = 0; i < c->nnodes; i++) {
             node *n = &c->nodes[i];
@@ -184,11 +177,11 @@ static void pump(coordinator *c)
                 best = n;
         }
         if (!best) {
-            if (!ready_nodes(c))
+            if (!coordinator_ready_nodes(c))
                 pthread_cond_signal(&c->fallback_wake);
             return;
         }
-        if (send_chunk(c, best, s))
+        if (coordinator_send_chunk(c, best, s))
             return;   /* the hub closes that node: its chunks come back then */
     }
 }
@@ -208,11 +201,11 @@ static void task_started(remote_sink *sink, const remote_args *a, void *dst, con
     rt_task *done[1];
     int n = 0;
     pthread_mutex_lock(&c->lock);
-    slot *s = slot_of(c, a->seq, a->chunk);
+    slot *s = coordinator_slot_of(c, a->seq, a->chunk);
     if (!s && !a->claim)   /* slots outnumber the chunks of two batches: one is free */
-        s = slot_new(c, a, params, SLOT_STARTING);
+        s = coordinator_slot_new(c, a, params, SLOT_STARTING);
     if (s)
-        n = slot_task(c, s, a->layer + 1, dst, task, done);
+        n = coordinator_slot_task(c, s, a->layer + 1, dst, task, done);
     if (s && s->state == SLOT_STARTING && ++s->started == s->expected) {
         s->state = SLOT_QUEUED;
         pump(c);
@@ -239,7 +232,7 @@ static void params_ready(remote_sink *sink, uint64_t seq, int layer, const float
     c->packed_layers++;
     for (int i = 0; i < c->nnodes; i++) {
         node *x = &c->nodes[i];
-        if (takes_work(x)) {
+        if (coordinator_takes_work(x)) {
             if (x->layers_seq != seq)
                 x->layers_seq = seq, x->layers_sent = 0, x->params_seq = UINT64_MAX;
             trace_message(c, x, "sent", MSG_LAYER);
@@ -260,16 +253,16 @@ static void params_ready(remote_sink *sink, uint64_t seq, int layer, const float
         node *x = &c->nodes[to[k]];
         if (x->peer == peer[k] && x->layers_seq == seq && (x->layers_sent += sent[k]) == c->param_layers) {
             x->params_seq = seq;
-            steal_for(c, x);
+            coordinator_steal_for(c, x);
         }
     }
-    send_probe(c);   /* after the LAYERs: a node sent them all needs no PARAMS */
+    coordinator_send_probe(c);   /* after the LAYERs: a node sent them all needs no PARAMS */
     pthread_mutex_unlock(&c->lock);
 }
 
 /* ---- the local fallback: chunks no node is left to compute, and those taken back ---- */
 
-int waits_behind(const coordinator *c, const slot *s)
+int coordinator_waits_behind(const coordinator *c, const slot *s)
 {
     return s->state == SLOT_SENT && s->node >= 0 && !s->recalled && !s->probe &&
            s->ahead >= c->nodes[s->node].running;
@@ -280,12 +273,12 @@ int waits_behind(const coordinator *c, const slot *s)
 static int recall_possible(const coordinator *c)
 {
     for (int i = 0; i < c->nslots; i++)
-        if (waits_behind(c, &c->slots[i]))
+        if (coordinator_waits_behind(c, &c->slots[i]))
             return 1;
     return 0;
 }
 
-double fallback_cost(const coordinator *c, int workers)
+double coordinator_fallback_cost(const coordinator *c, int workers)
 {
     double cpu = c->fallback_cpu > 0 ? c->fallback_cpu : c->local_cost > 0 ? c->local_cost : 1e-3;
     return cpu / (workers > 1 ? workers : 1);
@@ -311,7 +304,7 @@ static void compute_here(coordinator *c, chunk_engine *e, int open, slot *s, cha
     s->state = SLOT_SENT, s->node = -1;
     msg_work w = {s->a.seq, (uint32_t)s->a.epoch, (uint32_t)s->a.batch, (uint32_t)s->a.chunk,
                   (uint32_t)s->a.size, 0};
-    double start = now_s();
+    double start = clock_now_s();
     pthread_mutex_unlock(&c->lock);
     msg_result r;
     rt_stats work = {0};   /* the chunk's (chunk_engine_run counts from its start) */
@@ -323,9 +316,9 @@ static void compute_here(coordinator *c, chunk_engine *e, int open, slot *s, cha
     }
     pthread_mutex_lock(&c->lock);
     rt_stats_add_work(&c->fallback_work, &work);
-    int n = ok ? slot_result(c, s, &r, r.grads, done) : slot_fail(s, done);
+    int n = ok ? coordinator_slot_result(c, s, &r, r.grads, done) : coordinator_slot_fail(s, done);
     c->fallback_chunks++, c->taken_back += taken_back;
-    c->fallback_cpu = ok ? running(c->fallback_cpu, workers * (now_s() - start)) : c->fallback_cpu;
+    c->fallback_cpu = ok ? coordinator_running_mean(c->fallback_cpu, workers * (clock_now_s() - start)) : c->fallback_cpu;
     pthread_mutex_unlock(&c->lock);
     for (int i = 0; i < n; i++)
         rt_task_complete(c->rt, done[i], !ok, ok ? NULL : err);
@@ -346,13 +339,13 @@ static void *fallback_main(void *arg)
     int open = chunk_engine_open(&e, &cfg, c->train, NULL, err, sizeof err) == 0;
     pthread_mutex_lock(&c->lock);
     while (!c->stopping) {
-        slot *s = first_in(c, SLOT_BACK);
-        s = s ? s : ready_nodes(c) ? NULL : first_in(c, SLOT_QUEUED);
+        slot *s = coordinator_first_in(c, SLOT_BACK);
+        s = s ? s : coordinator_ready_nodes(c) ? NULL : coordinator_first_in(c, SLOT_QUEUED);
         if (s) {
             compute_here(c, &e, open, s, err, sizeof err);
         } else if (recall_possible(c)) {
-            on_tick(c);
-            double tick = fallback_cost(c, 1);
+            coordinator_on_tick(c);
+            double tick = coordinator_fallback_cost(c, 1);
             wait_a_tick(c, tick < 1e-3 ? 1e-3 : tick > 0.05 ? 0.05 : tick);
         } else {
             pthread_cond_wait(&c->fallback_wake, &c->lock);
@@ -394,7 +387,7 @@ static void weights_differ(coordinator *c, const char *why, const char *remedy)
         snprintf(c->weights_why, sizeof c->weights_why, "%s", why);
 }
 
-void refuse(coordinator *c, node *n, const char *why)
+void coordinator_refuse(coordinator *c, node *n, const char *why)
 {
     fprintf(c->log, "cluster: node %s refused: %s\n", n->addr, why);
     netio_hub_close(c->hub, n->peer, why);
@@ -405,9 +398,9 @@ static void on_join(coordinator *c, node *n, const uint8_t *p, size_t len)
     msg_join j;
     char why[200];
     if (n->workers || proto_join_decode(&j, p, len, why, sizeof why))
-        return refuse(c, n, n->workers ? "a second JOIN" : why);
+        return coordinator_refuse(c, n, n->workers ? "a second JOIN" : why);
     if (c->cfg->deterministic && j.isa < (uint32_t)ops_isa_active())
-        return refuse(c, n, "it cannot run this run's kernel path (deterministic = on)");
+        return coordinator_refuse(c, n, "it cannot run this run's kernel path (deterministic = on)");
     n->workers = n->running = (int)j.workers, n->isa = j.isa;
     snprintf(n->host, sizeof n->host, "%s", j.host);
     snprintf(n->energy, sizeof n->energy, "%s", j.energy);
@@ -424,8 +417,8 @@ static void on_join(coordinator *c, node *n, const uint8_t *p, size_t len)
     uint8_t *buf = malloc(cap);
     msg_job job = c->job;
     job.isa = c->cfg->deterministic ? (uint32_t)ops_isa_active() : PROTO_ANY_ISA;
-    if (!buf || send_to(c, n, MSG_JOB, buf, proto_job_encode(&job, buf, cap), NULL, 0))
-        refuse(c, n, "cannot send it the job");
+    if (!buf || coordinator_send_to(c, n, MSG_JOB, buf, proto_job_encode(&job, buf, cap), NULL, 0))
+        coordinator_refuse(c, n, "cannot send it the job");
     free(buf);
 }
 
@@ -436,7 +429,7 @@ static void on_ready(coordinator *c, node *n, const uint8_t *p, size_t len)
     msg_ready r;
     char why[400];
     if (proto_ready_decode(&r, p, len, why, sizeof why) || r.nparams != c->nparams)
-        return refuse(c, n, r.nparams != c->nparams ? "its model has other parameters" : why);
+        return coordinator_refuse(c, n, r.nparams != c->nparams ? "its model has other parameters" : why);
     if (n->ready)
         return;
     n->ready = 1;
@@ -458,7 +451,7 @@ static void on_fetch(coordinator *c, node *n, const uint8_t *p, size_t len)
     msg_fetch f;
     char why[200];
     if (proto_fetch_decode(&f, p, len, why, sizeof why))
-        return refuse(c, n, why);
+        return coordinator_refuse(c, n, why);
     for (uint32_t i = 0; i < c->job.nfiles; i++) {
         const proto_file *pf = &c->job.files[i];
         if (memcmp(pf->hash, f.hash, 32) || f.offset >= pf->size)
@@ -472,13 +465,13 @@ static void on_fetch(coordinator *c, node *n, const uint8_t *p, size_t len)
             close(fd);
         msg_file m = {.offset = f.offset, .total = pf->size};
         memcpy(m.hash, pf->hash, 32);
-        if (!ok || send_to(c, n, MSG_FILE, head, proto_file_head(&m, head, sizeof head),
+        if (!ok || coordinator_send_to(c, n, MSG_FILE, head, proto_file_head(&m, head, sizeof head),
                                   bytes, want))
-            refuse(c, n, "cannot send it a training file");
+            coordinator_refuse(c, n, "cannot send it a training file");
         free(bytes);
         return;
     }
-    refuse(c, n, "it asked for a file this run does not share");
+    coordinator_refuse(c, n, "it asked for a file this run does not share");
 }
 
 /* The chunk of batch seq sent to node n, or NULL. */
@@ -503,7 +496,7 @@ static int last_chunk(const coordinator *c, int size)
 
 /* Locked. Why node n may not send layer g->layer's gradient summed over chunks [g->chunk,
  * g->chunk + g->chunks), or NULL: it may when they were all sent to it and they are one chunk,
- * or the batch's last chunks (the only sum the fixed order allows a node, graph.c), none sent to
+ * or the batch's last chunks (the only sum the fixed order allows a node, trainer_graph.c), none sent to
  * go alone and none whose gradient is here already. Their slots into out. */
 static const char *summed_slots(coordinator *c, const node *n, const msg_layer *g, slot **out)
 {
@@ -531,15 +524,15 @@ static void on_grad(coordinator *c, node *n, const uint8_t *p, size_t len)
     msg_layer g;
     char why[200];
     if (proto_layer_decode(MSG_GRAD, &g, p, len, c->layer_params, c->nlayers, why, sizeof why))
-        return refuse(c, n, why);
+        return coordinator_refuse(c, n, why);
     const char *not_allowed = summed_slots(c, n, &g, c->summed);
     if (not_allowed)
-        return refuse(c, n, not_allowed);
+        return coordinator_refuse(c, n, not_allowed);
     rt_task **done = c->summed_done;
     int ndone = 0;
     for (uint32_t i = 0; i < g.chunks; i++) {
         c->summed[i]->summed |= i > 0;
-        ndone += slot_arrived(c, c->summed[i], 1 + (int)g.layer, i ? NULL : g.values, done + ndone);
+        ndone += coordinator_slot_arrived(c, c->summed[i], 1 + (int)g.layer, i ? NULL : g.values, done + ndone);
     }
     pthread_mutex_unlock(&c->lock);
     complete(c, done, ndone);
@@ -551,15 +544,15 @@ static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
     msg_result r;
     char why[200];
     if (proto_result_decode(&r, p, len, why, sizeof why))
-        return refuse(c, n, why);
+        return coordinator_refuse(c, n, why);
     slot *s = sent_slot(c, n, r.seq, r.chunk);
     if (!s)
-        return refuse(c, n, "a result for a chunk it was not sent");
+        return coordinator_refuse(c, n, "a result for a chunk it was not sent");
     for (int l = 0; l < c->nlayers; l++)
         if (c->layer_params[l] && !s->came[1 + l])
-            return refuse(c, n, "a result before the chunk's gradients");
-    double rtt = now_s() - s->sent_at;
-    trace_node(c, n, s->probe ? "probe (a chunk computed here too): sent, computed, returned"
+            return coordinator_refuse(c, n, "a result before the chunk's gradients");
+    double rtt = clock_now_s() - s->sent_at;
+    coordinator_trace_node(c, n, s->probe ? "probe (a chunk computed here too): sent, computed, returned"
                               : "chunk: sent, computed, returned", s->sent_at, s->sent_at + rtt);
     rt_task *done[SLOT_PARTS];
     n->chunks += !s->probe, n->summed += s->summed;
@@ -567,20 +560,20 @@ static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
     n->wait_s += rtt > r.compute_s ? rtt - r.compute_s : 0;
     n->joules = r.joules, n->estimated = (int)r.estimated, n->carbon = r.carbon_g_per_kwh;
     n->running = r.workers < (uint32_t)n->workers ? (int)r.workers : n->workers;
-    n->cost = running(n->cost, r.compute_s);
+    n->cost = coordinator_running_mean(n->cost, r.compute_s);
     if (r.seq == n->group_seq) {   /* its chunks of the batch ran side by side on its workers */
         double lag = rtt - ceil((double)n->group / n->running) * r.compute_s;
-        n->lag = running(n->lag, lag > 1e-6 ? lag : 1e-6);
+        n->lag = coordinator_running_mean(n->lag, lag > 1e-6 ? lag : 1e-6);
     }
     if (r.watts > 0)
-        n->watts = running(n->watts, r.watts);
+        n->watts = coordinator_running_mean(n->watts, r.watts);
     if (!--n->inflight)
-        n->active_s += now_s();
+        n->active_s += clock_now_s();
     if (s->recalled == 1)   /* it had started: the RECALLED saying so is still on its way */
-        recall_over(c, s, 2);
-    int ndone = slot_result(c, s, &r, NULL, done);
+        coordinator_recall_over(c, s, 2);
+    int ndone = coordinator_slot_result(c, s, &r, NULL, done);
     pump(c);
-    steal_for(c, n);
+    coordinator_steal_for(c, n);
     pthread_mutex_unlock(&c->lock);
     complete(c, done, ndone);
     pthread_mutex_lock(&c->lock);
@@ -594,30 +587,30 @@ static void on_recalled(coordinator *c, node *v, const uint8_t *p, size_t len)
     msg_recall r;
     char why[200];
     if (proto_recall_decode(MSG_RECALLED, &r, p, len, why, sizeof why))
-        return refuse(c, v, why);
+        return coordinator_refuse(c, v, why);
     slot *s = sent_slot(c, v, r.seq, r.chunk);
     if (!s || s->recalled != 1) {
         if (r.given)
-            refuse(c, v, "a chunk given back unasked");
+            coordinator_refuse(c, v, "a chunk given back unasked");
         return;   /* its RESULT came first */
     }
     node *thief = s->thief >= 0 ? &c->nodes[s->thief] : NULL;
     int here = s->thief == THIEF_HERE;
-    recall_over(c, s, r.given ? 0 : 2);
+    coordinator_recall_over(c, s, r.given ? 0 : 2);
     if (!r.given) {
         if (thief)
-            steal_for(c, thief);
+            coordinator_steal_for(c, thief);
         return;
     }
     v->given_back++;
     v->group -= s->a.seq == v->group_seq;   /* what its lag is measured against */
     if (!--v->inflight)
-        v->active_s += now_s();
-    trace_node(c, v, "chunk given back", s->sent_at, now_s());
+        v->active_s += clock_now_s();
+    coordinator_trace_node(c, v, "chunk given back", s->sent_at, clock_now_s());
     s->state = here ? SLOT_BACK : SLOT_QUEUED, s->node = -1;
     if (here)
         pthread_cond_signal(&c->fallback_wake);
-    else if (thief && takes_work(thief) && !send_chunk(c, thief, s))
+    else if (thief && coordinator_takes_work(thief) && !coordinator_send_chunk(c, thief, s))
         thief->stolen++, c->stolen_chunks++;
     pump(c);
 }
@@ -629,17 +622,17 @@ static void node_lost(coordinator *c, node *n, const char *why)
     for (int i = 0; i < c->nslots; i++) {
         slot *s = &c->slots[i];
         if (s->state == SLOT_SENT && s->node == me && s->probe) {
-            slot_free(s);   /* computed here anyway */
+            coordinator_slot_free(s);   /* computed here anyway */
         } else if (s->state == SLOT_SENT && s->node == me) {
             s->state = SLOT_QUEUED, back++;
             if (s->recalled == 1)
-                recall_over(c, s, 0);
+                coordinator_recall_over(c, s, 0);
         }
         if (s->state == SLOT_SENT && s->recalled == 1 && s->thief == me)
             s->thief = -1;
     }
     if (n->inflight)
-        n->active_s += now_s();
+        n->active_s += clock_now_s();
     n->gone = 1, n->inflight = 0;
     netio_hub_peer_stats(c->hub, n->peer, &n->net);
     snprintf(n->left_why, sizeof n->left_why, "%s", why);
@@ -667,7 +660,7 @@ static void on_event(void *ctx, const netio_event *e)
         }
         n = &c->nodes[c->nnodes++];
         memset(n, 0, sizeof *n);
-        n->peer = e->peer, n->params_seq = n->layers_seq = UINT64_MAX, n->joined_at = now_s() - c->start;
+        n->peer = e->peer, n->params_seq = n->layers_seq = UINT64_MAX, n->joined_at = clock_now_s() - c->start;
         snprintf(n->addr, sizeof n->addr, "%s", e->addr);
         break;
     case NETIO_DOWN:
@@ -695,7 +688,7 @@ static void on_event(void *ctx, const netio_event *e)
         else if (e->type == MSG_MODEL && n->ready && c->cfg->sync_every)
             averaging_on_model(c, n, e->payload, e->len);
         else
-            refuse(c, n, "a message out of turn");
+            coordinator_refuse(c, n, "a message out of turn");
         break;
     }
     fflush(c->log);
@@ -784,7 +777,7 @@ coordinator *coordinator_start(const coordinator_options *o, const job_config *c
     }
     c->sink.started = task_started;
     c->sink.params = params_ready;
-    c->cfg = cfg, c->train = train, c->log = log, c->timeout_s = o->timeout_s, c->start = now_s();
+    c->cfg = cfg, c->train = train, c->log = log, c->timeout_s = o->timeout_s, c->start = clock_now_s();
     c->limits = (policy_limits){cfg->policy < 0 ? POLICY_TIME : (placement_policy)cfg->policy,
                                 cfg->power_budget_watts, cfg->max_slowdown, cfg->carbon_g_per_kwh};
     carbon_init(&c->carbon, cfg->carbon_g_per_kwh, cfg->carbon_file);
@@ -864,7 +857,7 @@ int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, si
                 c->cfg->compress ? "; models travel as half-precision deltas ([cluster] compress)" : "",
                 c->cfg->overlap ? "; each round's average travels while the next round trains, "
                                   "and is applied after it ([cluster] overlap)" : "");
-        c->delta_len = delta_bytes(c->layer_params, c->nlayers);
+        c->delta_len = model_delta_bytes(c->layer_params, c->nlayers);
         size_t bytes = sizeof(float) * (size_t)c->nparams;
         if (!(c->params = malloc(bytes)) ||
             (c->cfg->compress && !c->cfg->overlap && !(c->round_start = malloc(bytes))) ||
@@ -882,7 +875,7 @@ int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, si
         return -1;
     }
     c->fallback_started = 1;
-    if (trainer_share_work(t, &(trainer_remote){c, remote_chunks}, err, errlen))
+    if (trainer_share_work(t, &(trainer_remote){c, coordinator_remote_chunks}, err, errlen))
         return -1;
     fflush(c->log);
     return 0;
@@ -902,9 +895,9 @@ int coordinator_wait_for(coordinator *c, int nodes, double seconds)
     until.tv_sec += (time_t)seconds;
     pthread_mutex_lock(&c->lock);
     int rc = 0;
-    while (ready_nodes(c) < nodes && rc == 0)
+    while (coordinator_ready_nodes(c) < nodes && rc == 0)
         rc = pthread_cond_timedwait(&c->joined, &c->lock, &until);
-    int got = ready_nodes(c);
+    int got = coordinator_ready_nodes(c);
     pthread_mutex_unlock(&c->lock);
     return got;
 }

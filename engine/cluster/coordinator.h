@@ -47,7 +47,7 @@ int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, si
 /* Periodic averaging ([cluster] sync_every = K, engine/cluster/averaging.c): the epoch's training
  * pass from first_batch, in rounds of K local steps on this machine and the nodes, the models
  * averaged after each; out counts every machine's samples. 0, or -1 with err. */
-int coordinator_average_epoch(coordinator *c, int epoch, long first_batch, pass_result *out,
+int averaging_epoch(coordinator *c, int epoch, long first_batch, pass_result *out,
                               char *err, size_t errlen);
 /* This machine's energy meter: with it, the placement policy ([placement] policy, budget,
  * slowdown) decides which nodes take work (cluster_share.h); without, every node does. */

@@ -5,7 +5,7 @@
 #include "engine/cluster/coordinator_internal.h"
 
 #include "energy/meter.h"
-#include "engine/cluster/cluster_proto.h"
+#include "engine/cluster/proto.h"
 #include "engine/placement/policy.h"
 #include "runtime/runtime.h"
 
@@ -23,16 +23,16 @@ static void measure_here(coordinator *c)
     rt_stats st;
     rt_stats_get(c->rt, &st);
     if (c->last_local > 0 && st.busy_s > c->last_busy)
-        c->local_cost = running(c->local_cost, (st.busy_s - c->last_busy) / (double)c->last_local);
+        c->local_cost = coordinator_running_mean(c->local_cost, (st.busy_s - c->last_busy) / (double)c->last_local);
     c->last_busy = st.busy_s;
-    double now = now_s();   /* the meter reads every sensor: not on every batch */
+    double now = clock_now_s();   /* the meter reads every sensor: not on every batch */
     if (!c->meter || now - c->last_power_at < POWER_WINDOW_S)
         return;
     c->last_power_at = now;
     energy_reading r;
     energy_meter_read(c->meter, &r);
     if (c->last_power.t > 0)
-        c->local_w = running(c->local_w, (r.total_j - c->last_power.total_j) / (r.t - c->last_power.t));
+        c->local_w = coordinator_running_mean(c->local_w, (r.total_j - c->last_power.total_j) / (r.t - c->last_power.t));
     c->last_power = r;
     char why[600];   /* a failing file is said by the run's energy report (energy_run.c) */
     carbon_update(&c->carbon, r.t, r.total_j, why, sizeof why);
@@ -76,7 +76,7 @@ static void choose_nodes(coordinator *c, double per_chunk)
         return;
     share_decision *d = &c->decisions[c->ndecisions < MAX_SHARE_DECISIONS ? c->ndecisions++
                                                                            : MAX_SHARE_DECISIONS - 1];
-    d->t = now_s() - c->start, d->taking = ntaking;
+    d->t = clock_now_s() - c->start, d->taking = ntaking;
     snprintf(d->why, sizeof d->why, "%s policy: here %.3g J/img; nodes taking work: %s; parked: %s",
              policy_name(c->limits.policy), m[0].img_per_s > 0 ? m[0].watts / m[0].img_per_s : 0,
              taking[0] ? taking : "none", parked[0] ? parked : "none");
@@ -139,7 +139,7 @@ static int deal_chunks(coordinator *c, int nchunks)
         node *to = NULL;
         for (int i = 0; i < c->nnodes; i++) {
             node *n = &c->nodes[i];
-            if (!takes_work(n))
+            if (!coordinator_takes_work(n))
                 continue;
             double t = node_finishes(c, n, n->quota + 1);
             if (t < best)
@@ -181,12 +181,12 @@ static int ahead_of(const node *n)
  * this machine gets to it. The claim keeps this machine's tasks off a stolen chunk. */
 static void steal_here_for(coordinator *c, node *n)
 {
-    while (c->claims && takes_work(n) && n->params_seq == c->batch.seq) {
+    while (c->claims && coordinator_takes_work(n) && n->params_seq == c->batch.seq) {
         int waiting = 0, k = -1;
         for (int i = 0; i < c->here_chunks; i++)
             if (atomic_load(&c->claims[i]) == RT_CLAIM_OPEN) {
                 waiting++;
-                k = slot_of(c, c->batch.seq, i) ? k : i;   /* not one out as a probe */
+                k = coordinator_slot_of(c, c->batch.seq, i) ? k : i;   /* not one out as a probe */
             }
         int ahead = ahead_of(n);
         if (k < 0 || ahead >= n->running ||
@@ -194,20 +194,20 @@ static void steal_here_for(coordinator *c, node *n)
             return;
         remote_args a = {c->batch.seq, c->batch.epoch, k, c->batch.size, 0, -1, c->batch.batch,
                          &c->claims[k]};
-        slot *s = slot_new(c, &a, c->batch.packed, SLOT_QUEUED);
+        slot *s = coordinator_slot_new(c, &a, c->batch.packed, SLOT_QUEUED);
         if (!s || !(s->held = malloc(sizeof(float) * (size_t)c->nparams))) {
             if (s)
-                slot_free(s);
+                coordinator_slot_free(s);
             return;   /* no room to hold what it sends: this machine computes it */
         }
         int open = RT_CLAIM_OPEN;
         if (!atomic_compare_exchange_strong(&c->claims[k], &open, RT_CLAIM_ELSEWHERE)) {
-            slot_free(s);
+            coordinator_slot_free(s);
             continue;   /* a worker here started it meanwhile */
         }
         n->stolen++, c->stolen_chunks++;
         c->last_local--, c->local_chunks--;
-        if (send_chunk(c, n, s))
+        if (coordinator_send_chunk(c, n, s))
             return;   /* the hub closes that node; the chunk waits in the queue */
     }
 }
@@ -239,11 +239,11 @@ static slot *worth_recalling(coordinator *c, int thief, uint64_t seq, double min
             (!oldest[s->node] || s->sent_at < oldest[s->node]->sent_at))
             oldest[s->node] = s;
     }
-    double now = now_s(), gain = 0;
+    double now = clock_now_s(), gain = 0;
     slot *best = NULL;
     for (int i = 0; i < c->nslots; i++) {
         slot *s = &c->slots[i];
-        if (!waits_behind(c, s) || s->node == thief || (seq != UINT64_MAX && s->a.seq != seq))
+        if (!coordinator_waits_behind(c, s) || s->node == thief || (seq != UINT64_MAX && s->a.seq != seq))
             continue;
         const node *v = &c->nodes[s->node];
         double g = node_returns(c, v, s, oldest[s->node], now) - v->lag - mine;
@@ -259,7 +259,7 @@ static void send_recall(coordinator *c, slot *s, int thief)
 {
     uint8_t buf[16];
     msg_recall r = {s->a.seq, (uint32_t)s->a.chunk, 0};
-    if (send_to(c, &c->nodes[s->node], MSG_RECALL, buf, proto_recall_encode(&r, buf, sizeof buf),
+    if (coordinator_send_to(c, &c->nodes[s->node], MSG_RECALL, buf, proto_recall_encode(&r, buf, sizeof buf),
                 NULL, 0))
         return;   /* the hub closes that node: its chunks come back then */
     s->recalled = 1, s->thief = thief;
@@ -274,7 +274,7 @@ static void send_recall(coordinator *c, slot *s, int thief)
 static void recall_for(coordinator *c, node *n)
 {
     int ahead = ahead_of(n);
-    if (!takes_work(n) || ahead >= n->running)
+    if (!coordinator_takes_work(n) || ahead >= n->running)
         return;
     slot *s = worth_recalling(c, (int)(n - c->nodes), n->params_seq, node_finishes(c, n, ahead + 1));
     if (s)
@@ -284,24 +284,24 @@ static void recall_for(coordinator *c, node *n)
 /* Locked, each tick of the fallback while a chunk waits on a node behind others: an idle node
  * that has reported nothing since may ask for it, and so may this machine while one of its
  * workers sleeps for want of tasks and its fallback engine is free (one chunk at a time). */
-void on_tick(coordinator *c)
+void coordinator_on_tick(coordinator *c)
 {
     for (int i = 0; i < c->nnodes; i++)
         recall_for(c, &c->nodes[i]);
-    if (c->here_recalls || first_in(c, SLOT_BACK) || rt_idle_workers(c->rt) < 1)
+    if (c->here_recalls || coordinator_first_in(c, SLOT_BACK) || rt_idle_workers(c->rt) < 1)
         return;
-    slot *s = worth_recalling(c, THIEF_HERE, UINT64_MAX, fallback_cost(c, rt_idle_workers(c->rt)));
+    slot *s = worth_recalling(c, THIEF_HERE, UINT64_MAX, coordinator_fallback_cost(c, rt_idle_workers(c->rt)));
     if (s)
         send_recall(c, s, THIEF_HERE);
 }
 
-void steal_for(coordinator *c, node *n)
+void coordinator_steal_for(coordinator *c, node *n)
 {
     steal_here_for(c, n);
     recall_for(c, n);
 }
 
-void recall_over(coordinator *c, slot *s, int outcome)
+void coordinator_recall_over(coordinator *c, slot *s, int outcome)
 {
     if (s->thief >= 0)
         c->nodes[s->thief].recalls--;
@@ -312,7 +312,7 @@ void recall_over(coordinator *c, slot *s, int outcome)
 
 /* Asked for each training batch: how many of its chunks the nodes take (deal_chunks); when
  * some do, the nodes may steal the others. */
-int remote_chunks(void *ctx, remote_batch *b)
+int coordinator_remote_chunks(void *ctx, remote_batch *b)
 {
     coordinator *c = ctx;
     int nchunks = b->nchunks;
@@ -320,7 +320,7 @@ int remote_chunks(void *ctx, remote_batch *b)
     int remote = 0;
     c->batches++;
     c->probe_node = -1;
-    if (ready_nodes(c) && nchunks > 1) {
+    if (coordinator_ready_nodes(c) && nchunks > 1) {
         measure_here(c);
         if (!c->cfg->all_nodes)   /* else the machines are pinned by hand */
             choose_nodes(c, (double)c->cfg->batch / nchunks);
@@ -335,7 +335,7 @@ int remote_chunks(void *ctx, remote_batch *b)
     c->claims = remote ? b->claims : NULL;
     c->probe_seq = c->probe_node >= 0 ? b->seq : UINT64_MAX;
     b->params_wanted = c->probe_node >= 0;
-    send_probe(c);   /* now if the nodes were sent the batch's parameters already */
+    coordinator_send_probe(c);   /* now if the nodes were sent the batch's parameters already */
     pthread_mutex_unlock(&c->lock);
     return remote;
 }

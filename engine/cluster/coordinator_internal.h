@@ -8,12 +8,13 @@
 #define FRUGAL_COORDINATOR_INTERNAL_H
 
 #include "energy/carbon.h"
-#include "engine/cluster/cluster_proto.h"
+#include "engine/cluster/proto.h"
 #include "engine/placement/cluster_share.h"
 #include "engine/cluster/coordinator.h"
 #include "engine/cluster/late_model.h"
 #include "engine/train/remote.h"
 #include "netio/hub.h"
+#include "runtime/clock.h"
 
 #include <pthread.h>
 
@@ -166,7 +167,7 @@ struct coordinator {
     carbon_source carbon;
     energy_meter *meter;
     energy_reading last_power;
-    double last_power_at;        /* now_s() of last_power */
+    double last_power_at;        /* clock_now_s() of last_power */
     double local_w, local_img_s;
     long batches;
     share_decision decisions[MAX_SHARE_DECISIONS];
@@ -197,49 +198,48 @@ struct coordinator {
 };
 
 /* coordinator.c */
-double now_s(void);                          /* monotonic seconds */
-double running(double avg, double x);        /* a running average of positive figures (0: none) */
-int ready_nodes(const coordinator *c);       /* locked */
-void refuse(coordinator *c, node *n, const char *why);
+double coordinator_running_mean(double avg, double x);        /* a running average of positive figures (0: none) */
+int coordinator_ready_nodes(const coordinator *c);       /* locked */
+void coordinator_refuse(coordinator *c, node *n, const char *why);
 /* A span on the node's track of the trace (its messages, its chunks and rounds); locked. */
-void trace_node(coordinator *c, node *n, const char *what, double start, double end);
+void coordinator_trace_node(coordinator *c, node *n, const char *what, double start, double end);
 /* netio_hub_send, marked on the node's track. */
-int send_to(coordinator *c, node *n, uint16_t type, const void *head, size_t headlen,
+int coordinator_send_to(coordinator *c, node *n, uint16_t type, const void *head, size_t headlen,
             const void *body, size_t bodylen);
 
 /* The synchronous mode's sending of chunks, locked. takes_work: a node the policy keeps, sent
  * each batch's parameters, that may be dealt chunks. */
-int takes_work(const node *n);
-slot *first_in(coordinator *c, int state);        /* in that state, first in the fixed order */
-int send_chunk(coordinator *c, node *n, slot *s);  /* nonzero: the hub closes that node */
-void send_probe(coordinator *c);                   /* the probe waiting, if its batch is packed */
+int coordinator_takes_work(const node *n);
+slot *coordinator_first_in(coordinator *c, int state);        /* in that state, first in the fixed order */
+int coordinator_send_chunk(coordinator *c, node *n, slot *s);  /* nonzero: the hub closes that node */
+void coordinator_send_probe(coordinator *c);                   /* the probe waiting, if its batch is packed */
 /* Chunk s waits on a node behind at least one per worker there, and was not asked back yet: a
  * RECALL may take it elsewhere. */
-int waits_behind(const coordinator *c, const slot *s);
+int coordinator_waits_behind(const coordinator *c, const slot *s);
 /* The fallback engine's seconds per chunk on that many workers: its CPU seconds per chunk (a
  * worker's here until measured) spread over them. */
-double fallback_cost(const coordinator *c, int workers);
+double coordinator_fallback_cost(const coordinator *c, int workers);
 
-/* coordinator_deal.c, locked but remote_chunks (the trainer's question for each batch). */
-void steal_for(coordinator *c, node *n);   /* node n may take chunks dealt elsewhere */
-void on_tick(coordinator *c);              /* the fallback's tick: RECALLs worth sending */
+/* coordinator_deal.c, locked but coordinator_remote_chunks (the trainer's question for each batch). */
+void coordinator_steal_for(coordinator *c, node *n);   /* node n may take chunks dealt elsewhere */
+void coordinator_on_tick(coordinator *c);              /* the fallback's tick: RECALLs worth sending */
 /* A RECALL of chunk s answered, or moot: outcome 0 (given back, or its node lost), 2 (refused). */
-void recall_over(coordinator *c, slot *s, int outcome);
-int remote_chunks(void *ctx, remote_batch *b);
+void coordinator_recall_over(coordinator *c, slot *s, int outcome);
+int coordinator_remote_chunks(void *ctx, remote_batch *b);
 
 /* coordinator_slots.c, locked. Each returns the tasks it put in done (at most SLOT_PARTS), for
  * the caller to complete unlocked; a slot whose parts all met their tasks is free. */
-slot *slot_of(coordinator *c, uint64_t seq, int chunk);     /* NULL: none */
-slot *slot_new(coordinator *c, const remote_args *a, const float *params, int state);
-int slot_task(coordinator *c, slot *s, int part, void *dst, rt_task *task, rt_task **done);
+slot *coordinator_slot_of(coordinator *c, uint64_t seq, int chunk);     /* NULL: none */
+slot *coordinator_slot_new(coordinator *c, const remote_args *a, const float *params, int state);
+int coordinator_slot_task(coordinator *c, slot *s, int part, void *dst, rt_task *task, rt_task **done);
 /* Whether some layer's gradient of the chunk is here already (from a node since lost). */
-int slot_has_gradients(const coordinator *c, const slot *s);
+int coordinator_slot_has_gradients(const coordinator *c, const slot *s);
 /* data NULL: a gradient the node summed into another chunk's (GRAD over several chunks) */
-int slot_arrived(coordinator *c, slot *s, int part, const void *data, rt_task **done);
+int coordinator_slot_arrived(coordinator *c, slot *s, int part, const void *data, rt_task **done);
 /* A RESULT: the figures, and the gradients unless grads is NULL (they came as GRADs). */
-int slot_result(coordinator *c, slot *s, const msg_result *r, const float *grads, rt_task **done);
-int slot_fail(slot *s, rt_task **done);   /* the tasks waiting, to complete as failed */
-void slot_free(slot *s);
+int coordinator_slot_result(coordinator *c, slot *s, const msg_result *r, const float *grads, rt_task **done);
+int coordinator_slot_fail(slot *s, rt_task **done);   /* the tasks waiting, to complete as failed */
+void coordinator_slot_free(slot *s);
 
 /* averaging.c, on the hub's thread, locked */
 void averaging_on_model(coordinator *c, node *n, const uint8_t *p, size_t len);

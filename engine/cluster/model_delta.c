@@ -45,7 +45,7 @@ static float half_to(uint16_t h)
     return f;
 }
 
-size_t delta_bytes(const long *layer_params, int nlayers)
+size_t model_delta_bytes(const long *layer_params, int nlayers)
 {
     size_t n = 0;
     for (int l = 0; l < nlayers; l++)
@@ -145,7 +145,7 @@ static long largest_avx(const float *base, const float *now, long n, float *top)
 static int have_f16c(void) { return 0; }
 #endif
 
-void delta_encode(const float *base, const float *now, const long *layer_params, int nlayers,
+void model_delta_encode(const float *base, const float *now, const long *layer_params, int nlayers,
                   uint8_t *out)
 {
     for (int l = 0; l < nlayers; l++) {
@@ -171,7 +171,7 @@ void delta_encode(const float *base, const float *now, const long *layer_params,
     }
 }
 
-int delta_apply(const float *base, const uint8_t *in, const long *layer_params, int nlayers,
+int model_delta_apply(const float *base, const uint8_t *in, const long *layer_params, int nlayers,
                 float *out)
 {
     for (int l = 0; l < nlayers; l++) {

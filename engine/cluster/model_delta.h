@@ -17,14 +17,14 @@
 #include <stdint.h>
 
 /* The bytes of a delta of a model with nlayers layers of layer_params[l] parameters each. */
-size_t delta_bytes(const long *layer_params, int nlayers);
+size_t model_delta_bytes(const long *layer_params, int nlayers);
 /* now - base (both packed, layer after layer) into out (delta_bytes). A NULL base is zeros: the
  * delta is then of `now` itself. */
-void delta_encode(const float *base, const float *now, const long *layer_params, int nlayers,
+void model_delta_encode(const float *base, const float *now, const long *layer_params, int nlayers,
                   uint8_t *out);
 /* base (NULL: zeros) + the delta in `in` into out (which may be base). 0, or -1 when a scale is negative or
  * not finite (a delta no encoder writes). */
-int delta_apply(const float *base, const uint8_t *in, const long *layer_params, int nlayers,
+int model_delta_apply(const float *base, const uint8_t *in, const long *layer_params, int nlayers,
                 float *out);
 
 #endif

@@ -23,7 +23,7 @@
 #include "energy/model.h"
 #include "engine/job/cache_dir.h"
 #include "engine/cluster/chunk_engine.h"
-#include "engine/cluster/cluster_proto.h"
+#include "engine/cluster/proto.h"
 #include "engine/job/devices.h"
 #include "engine/job/job_data.h"
 #include "engine/placement/worker_control.h"

@@ -95,7 +95,7 @@ void run_folder_close(run_folder *f)
     f->lock_fd = -1;
 }
 
-int write_file_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen)
+int run_folder_write_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen)
 {
     char tmp[700];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -135,12 +135,12 @@ int run_folder_keep_job(const run_folder *f, const char *job, char *err, size_t 
     char *text = input_read_all(job, CONFIG_MAX_BYTES, "job file", &len, err, errlen);
     if (!text)
         return -1;
-    int rc = write_file_atomic(run_folder_path(f, "job.cfg", path, sizeof path), text, len, err, errlen);
+    int rc = run_folder_write_atomic(run_folder_path(f, "job.cfg", path, sizeof path), text, len, err, errlen);
     free(text);
     return rc;
 }
 
-int write_file_atomic_with(const char *path, void (*fill)(FILE *, const void *), const void *arg,
+int run_folder_write_atomic_with(const char *path, void (*fill)(FILE *, const void *), const void *arg,
                            char *err, size_t errlen)
 {
     char *text = NULL;
@@ -152,7 +152,7 @@ int write_file_atomic_with(const char *path, void (*fill)(FILE *, const void *),
     if (!f || fclose(f))
         snprintf(err, errlen, "%s: out of memory", path);
     else
-        rc = write_file_atomic(path, text, len, err, errlen);
+        rc = run_folder_write_atomic(path, text, len, err, errlen);
     free(text);
     return rc;
 }

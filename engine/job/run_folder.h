@@ -20,9 +20,9 @@ const char *run_folder_path(const run_folder *f, const char *name, char *buf, si
 /* A copy of the job file as dir/job.cfg, so that the folder tells what ran. */
 int run_folder_keep_job(const run_folder *f, const char *job, char *err, size_t errlen);
 /* Replaces path with text, atomically. */
-int write_file_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen);
+int run_folder_write_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen);
 /* Replaces path, atomically, with what fill(f, arg) writes. */
-int write_file_atomic_with(const char *path, void (*fill)(FILE *, const void *), const void *arg,
+int run_folder_write_atomic_with(const char *path, void (*fill)(FILE *, const void *), const void *arg,
                            char *err, size_t errlen);
 
 #endif

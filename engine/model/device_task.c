@@ -37,7 +37,7 @@ int device_task_finish(device_task *dt, const rt_ctx *ctx, int rc)
         *c = (completion){ctx->rt, ctx->task};
         if (!dt->l.done)   /* nothing was enqueued (an empty chunk): done now */
             return rt_task_complete(ctx->rt, ctx->task, 0, NULL), free(c), RT_PENDING;
-        if (oclk_on_done(&dt->l, done, c) == 0)
+        if (ocl_kernel_on_done(&dt->l, done, c) == 0)
             return RT_PENDING;
         free(c);
     }

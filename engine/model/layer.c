@@ -36,7 +36,7 @@ int layer_kernel_status(const rt_ctx *ctx, int rc)
     return -1;
 }
 
-int size_mul(long a, long b, long max, long *out)
+int layer_size_mul(long a, long b, long max, long *out)
 {
     long r;
     if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) || r > max)

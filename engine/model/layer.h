@@ -1,7 +1,7 @@
 /* Layer types. Everything frugal knows about a type lives in its own file (engine/model/layer_*.c,
  * after darknet's src/NAME_layer.c): its job-file keys and their defaults, its shape rule and
  * parameter count, and its task bodies. Checkpoints store a layer as its layer_config, whose
- * fields the type's keys name; the trainer (engine/train/graph.c) builds every type's tasks the same
+ * fields the type's keys name; the trainer (engine/train/trainer_graph.c) builds every type's tasks the same
  * way from the roles its accesses play (layer_task.at).
  *
  * A task body finds its data through its accesses only (rt_ptr); the layer it works on is
@@ -89,15 +89,15 @@ typedef struct chunk_stats {
 
 /* A convolution's tasks beyond forward and backward. With filter groups the input gradient is a
  * task of its own; fused with the max-pool after it, one task does both layers each way. */
-extern rt_kind conv_backward_input_kind, conv_maxpool_forward_kind, conv_maxpool_backward_kind;
+extern rt_kind layer_conv_backward_input_kind, layer_conv_maxpool_forward_kind, layer_conv_maxpool_backward_kind;
 /* Tasks per chunk for a convolution, split by filters: the configured number (0: auto). */
-int conv_filter_groups(const layer *l, int configured, int grain);
+int layer_conv_filter_groups(const layer *l, int configured, int grain);
 
 /* A kernel's failure (out of scratch memory) as a task failure. */
 int layer_kernel_status(const rt_ctx *ctx, int rc);
 
 /* Overflow-checked size arithmetic for shape rules: a * b, and whether it stays at most max. */
-int size_mul(long a, long b, long max, long *out);
+int layer_size_mul(long a, long b, long max, long *out);
 
 /* The largest tensor one sample may have: kernels index a sample's values with 32-bit ints. */
 #define LAYER_MAX_VALUES 0x7fffffffL

@@ -41,7 +41,7 @@ static int plan(layer *l, const layer_place *at, char *why, size_t n)
         return -1;
     }
     long per_filter = (long)l->in_c * c->size * c->size;   /* at most 2^16 * 64 * 64 */
-    if (!size_mul(c->filters, per_filter, LAYER_MAX_VALUES, &l->nweights)) {
+    if (!layer_size_mul(c->filters, per_filter, LAYER_MAX_VALUES, &l->nweights)) {
         snprintf(why, n, "%d filters of %ld weights are more than %ld", c->filters, per_filter,
                  LAYER_MAX_VALUES);
         return -1;
@@ -52,7 +52,7 @@ static int plan(layer *l, const layer_place *at, char *why, size_t n)
     return 0;
 }
 
-int conv_filter_groups(const layer *l, int configured, int grain)
+int layer_conv_filter_groups(const layer *l, int configured, int grain)
 {
     int f = l->conv.f;
     if (configured > 0)
@@ -92,7 +92,7 @@ static int forward(const rt_ctx *ctx, void *p)
     const layer_task *a = p;
     const layer *l = a->l;
     const float *w = rt_ptr(ctx, a->at.params);
-    return layer_kernel_status(ctx, conv2d_forward_in(&l->conv, input_of(ctx, a), w,
+    return layer_kernel_status(ctx, ops_conv2d_forward_in(&l->conv, input_of(ctx, a), w,
                                                       w + l->nweights, chunk_start(ctx, a->at.out, a),
                                                       0, a->n, a->f0, a->f1));
 }
@@ -107,11 +107,11 @@ static int backward(const rt_ctx *ctx, void *p)
     float *dw = rt_ptr(ctx, a->at.part);
     long per_filter = l->nweights / l->conv.f;
     if (a->want_dx)   /* one group: all filters */
-        return layer_kernel_status(ctx, conv2d_backward(&l->conv, input_of(ctx, a), dy,
+        return layer_kernel_status(ctx, ops_conv2d_backward(&l->conv, input_of(ctx, a), dy,
                                                         rt_ptr(ctx, a->at.params), dw,
                                                         dw + l->nweights, rt_ptr(ctx, a->at.dx),
                                                         0, a->n));
-    return layer_kernel_status(ctx, conv2d_backward_filter_in(&l->conv, input_of(ctx, a), dy, dw,
+    return layer_kernel_status(ctx, ops_conv2d_backward_filter_in(&l->conv, input_of(ctx, a), dy, dw,
                                                               dw + (a->f1 - a->f0) * per_filter,
                                                               0, a->n, a->f0, a->f1, 0));
 }
@@ -119,7 +119,7 @@ static int backward(const rt_ctx *ctx, void *p)
 static int backward_input(const rt_ctx *ctx, void *p)
 {
     const layer_task *a = p;
-    return layer_kernel_status(ctx, conv2d_backward_input(&a->l->conv, rt_ptr(ctx, a->at.dy),
+    return layer_kernel_status(ctx, ops_conv2d_backward_input(&a->l->conv, rt_ptr(ctx, a->at.dy),
                                                           rt_ptr(ctx, a->at.params),
                                                           rt_ptr(ctx, a->at.dx), 0, a->n));
 }
@@ -131,7 +131,7 @@ static int fused_forward(const rt_ctx *ctx, void *p)
     const layer_task *a = p;
     const layer *l = a->l;
     const float *w = rt_ptr(ctx, a->at.params);
-    return layer_kernel_status(ctx, conv2d_forward_maxpool(&l->conv, input_of(ctx, a), w,
+    return layer_kernel_status(ctx, ops_conv2d_forward_maxpool(&l->conv, input_of(ctx, a), w,
                                                            w + l->nweights, &l[1].pool, a->relu,
                                                            rt_ptr(ctx, a->at.out),
                                                            rt_ptr(ctx, a->at.aux), 0, a->n));
@@ -146,7 +146,7 @@ static int fused_backward(const rt_ctx *ctx, void *p)
     const layer *l = a->l;
     float *dw = rt_ptr(ctx, a->at.part);
     return layer_kernel_status(
-        ctx, conv2d_backward_maxpool(&l->conv, input_of(ctx, a), &l[1].pool,
+        ctx, ops_conv2d_backward_maxpool(&l->conv, input_of(ctx, a), &l[1].pool,
                                      a->at.out >= 0 ? rt_ptr(ctx, a->at.out) : NULL,
                                      rt_ptr(ctx, a->at.dy), rt_ptr(ctx, a->at.aux),
                                      a->want_dx ? rt_ptr(ctx, a->at.params) : NULL, dw,
@@ -163,7 +163,7 @@ static int forward_cl(const rt_ctx *ctx, void *p)
     device_task dt;
     device_task_start(&dt, ctx);
     size_t plane = sizeof(float) * (size_t)l->conv.oh * (size_t)l->conv.ow;
-    int rc = oclk_conv_forward(&dt.l, &l->conv, device_buf(ctx, a->at.in, 0),
+    int rc = ocl_kernel_conv_forward(&dt.l, &l->conv, device_buf(ctx, a->at.in, 0),
                                device_buf(ctx, a->at.params, 0),
                                device_buf(ctx, a->at.out, (size_t)a->f0 * plane), a->n, a->f0, a->f1);
     return device_task_finish(&dt, ctx, rc);
@@ -176,9 +176,9 @@ static int backward_cl(const rt_ctx *ctx, void *p)
     device_task dt;
     device_task_start(&dt, ctx);
     ocl_buf dy = device_buf(ctx, a->at.dy, 0);
-    int rc = oclk_conv_backward_filter(&dt.l, &l->conv, device_buf(ctx, a->at.in, 0), dy,
+    int rc = ocl_kernel_conv_backward_filter(&dt.l, &l->conv, device_buf(ctx, a->at.in, 0), dy,
                                        device_buf(ctx, a->at.part, 0), a->n, a->f0, a->f1) ||
-             (a->want_dx && oclk_conv_backward_input(&dt.l, &l->conv, dy,
+             (a->want_dx && ocl_kernel_conv_backward_input(&dt.l, &l->conv, dy,
                                                      device_buf(ctx, a->at.params, 0),
                                                      device_buf(ctx, a->at.dx, 0), a->n));
     return device_task_finish(&dt, ctx, rc);
@@ -189,7 +189,7 @@ static int backward_input_cl(const rt_ctx *ctx, void *p)
     const layer_task *a = p;
     device_task dt;
     device_task_start(&dt, ctx);
-    int rc = oclk_conv_backward_input(&dt.l, &a->l->conv, device_buf(ctx, a->at.dy, 0),
+    int rc = ocl_kernel_conv_backward_input(&dt.l, &a->l->conv, device_buf(ctx, a->at.dy, 0),
                                       device_buf(ctx, a->at.params, 0),
                                       device_buf(ctx, a->at.dx, 0), a->n);
     return device_task_finish(&dt, ctx, rc);
@@ -199,10 +199,10 @@ static int backward_input_cl(const rt_ctx *ctx, void *p)
  * both off when devices are in use (engine/train/plan.c). */
 static rt_kind forward_kind = {.name = "conv_forward", .cpu = forward, .opencl = forward_cl};
 static rt_kind backward_kind = {.name = "conv_backward", .cpu = backward, .opencl = backward_cl};
-rt_kind conv_backward_input_kind = {.name = "conv_backward_input", .cpu = backward_input,
+rt_kind layer_conv_backward_input_kind = {.name = "conv_backward_input", .cpu = backward_input,
                                     .opencl = backward_input_cl};
-rt_kind conv_maxpool_forward_kind = {.name = "conv_maxpool_forward", .cpu = fused_forward};
-rt_kind conv_maxpool_backward_kind = {.name = "conv_maxpool_backward", .cpu = fused_backward};
+rt_kind layer_conv_maxpool_forward_kind = {.name = "conv_maxpool_forward", .cpu = fused_forward};
+rt_kind layer_conv_maxpool_backward_kind = {.name = "conv_maxpool_backward", .cpu = fused_backward};
 
 const layer_class layer_conv = {
     .name = "conv", .type = LAYER_CONV, .keys = keys, .defaults = defaults, .complete = complete,

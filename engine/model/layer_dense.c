@@ -25,7 +25,7 @@ static int plan(layer *l, const layer_place *at, char *why, size_t n)
                  l->in_w);
         return -1;
     }
-    if (!size_mul(l->cfg.outputs, l->in_c, LAYER_MAX_VALUES, &l->nweights)) {
+    if (!layer_size_mul(l->cfg.outputs, l->in_c, LAYER_MAX_VALUES, &l->nweights)) {
         snprintf(why, n, "%d outputs of %d inputs are more than %ld weights", l->cfg.outputs,
                  l->in_c, LAYER_MAX_VALUES);
         return -1;
@@ -67,7 +67,7 @@ static int forward_cl(const rt_ctx *ctx, void *p)
     const layer_task *a = p;
     device_task dt;
     device_task_start(&dt, ctx);
-    int rc = oclk_dense_forward(&dt.l, a->l->in_c, a->l->out_c, device_buf(ctx, a->at.in, 0),
+    int rc = ocl_kernel_dense_forward(&dt.l, a->l->in_c, a->l->out_c, device_buf(ctx, a->at.in, 0),
                                 device_buf(ctx, a->at.params, 0), device_buf(ctx, a->at.out, 0),
                                 a->n);
     return device_task_finish(&dt, ctx, rc);
@@ -79,7 +79,7 @@ static int backward_cl(const rt_ctx *ctx, void *p)
     device_task dt;
     device_task_start(&dt, ctx);
     ocl_buf none = {NULL, 0};
-    int rc = oclk_dense_backward(&dt.l, a->l->in_c, a->l->out_c, device_buf(ctx, a->at.in, 0),
+    int rc = ocl_kernel_dense_backward(&dt.l, a->l->in_c, a->l->out_c, device_buf(ctx, a->at.in, 0),
                                  device_buf(ctx, a->at.dy, 0),
                                  a->want_dx ? device_buf(ctx, a->at.params, 0) : none,
                                  device_buf(ctx, a->at.part, 0),

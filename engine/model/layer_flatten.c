@@ -13,7 +13,7 @@ static int plan(layer *l, const layer_place *at, char *why, size_t n)
 {
     (void)at;
     long len;
-    if (!size_mul((long)l->in_c * l->in_h, l->in_w, LAYER_MAX_VALUES, &len)) {
+    if (!layer_size_mul((long)l->in_c * l->in_h, l->in_w, LAYER_MAX_VALUES, &len)) {
         snprintf(why, n, "%dx%dx%d values are too many", l->in_c, l->in_h, l->in_w);
         return -1;
     }

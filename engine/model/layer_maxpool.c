@@ -44,7 +44,7 @@ static int plan(layer *l, const layer_place *at, char *why, size_t n)
 static int forward(const rt_ctx *ctx, void *p)
 {
     const layer_task *a = p;
-    maxpool_forward(&a->l->pool, rt_ptr(ctx, a->at.in), rt_ptr(ctx, a->at.out),
+    ops_maxpool_forward(&a->l->pool, rt_ptr(ctx, a->at.in), rt_ptr(ctx, a->at.out),
                     rt_ptr(ctx, a->at.aux), 0, a->n);
     return 0;
 }
@@ -52,7 +52,7 @@ static int forward(const rt_ctx *ctx, void *p)
 static int backward(const rt_ctx *ctx, void *p)
 {
     const layer_task *a = p;
-    maxpool_backward(&a->l->pool, rt_ptr(ctx, a->at.dy), rt_ptr(ctx, a->at.aux),
+    ops_maxpool_backward(&a->l->pool, rt_ptr(ctx, a->at.dy), rt_ptr(ctx, a->at.aux),
                      rt_ptr(ctx, a->at.dx), 0, a->n);
     return 0;
 }
@@ -62,7 +62,7 @@ static int forward_cl(const rt_ctx *ctx, void *p)
     const layer_task *a = p;
     device_task dt;
     device_task_start(&dt, ctx);
-    int rc = oclk_maxpool_forward(&dt.l, &a->l->pool, device_buf(ctx, a->at.in, 0),
+    int rc = ocl_kernel_maxpool_forward(&dt.l, &a->l->pool, device_buf(ctx, a->at.in, 0),
                                   device_buf(ctx, a->at.out, 0), device_buf(ctx, a->at.aux, 0), a->n);
     return device_task_finish(&dt, ctx, rc);
 }
@@ -72,7 +72,7 @@ static int backward_cl(const rt_ctx *ctx, void *p)
     const layer_task *a = p;
     device_task dt;
     device_task_start(&dt, ctx);
-    int rc = oclk_maxpool_backward(&dt.l, &a->l->pool, device_buf(ctx, a->at.dy, 0),
+    int rc = ocl_kernel_maxpool_backward(&dt.l, &a->l->pool, device_buf(ctx, a->at.dy, 0),
                                    device_buf(ctx, a->at.aux, 0), device_buf(ctx, a->at.dx, 0),
                                    a->n);
     return device_task_finish(&dt, ctx, rc);

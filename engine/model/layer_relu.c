@@ -20,14 +20,14 @@ static int plan(layer *l, const layer_place *at, char *why, size_t n)
 static int forward(const rt_ctx *ctx, void *p)
 {
     const layer_task *a = p;
-    relu_forward(rt_ptr(ctx, a->at.in), rt_ptr(ctx, a->at.out), 0, a->n * a->l->in_size);
+    ops_relu_forward(rt_ptr(ctx, a->at.in), rt_ptr(ctx, a->at.out), 0, a->n * a->l->in_size);
     return 0;
 }
 
 static int backward(const rt_ctx *ctx, void *p)
 {
     const layer_task *a = p;
-    relu_backward(rt_ptr(ctx, a->at.out), rt_ptr(ctx, a->at.dy), rt_ptr(ctx, a->at.dx), 0,
+    ops_relu_backward(rt_ptr(ctx, a->at.out), rt_ptr(ctx, a->at.dy), rt_ptr(ctx, a->at.dx), 0,
                   a->n * a->l->in_size);
     return 0;
 }
@@ -37,7 +37,7 @@ static int forward_cl(const rt_ctx *ctx, void *p)
     const layer_task *a = p;
     device_task dt;
     device_task_start(&dt, ctx);
-    int rc = oclk_relu_forward(&dt.l, device_buf(ctx, a->at.in, 0), device_buf(ctx, a->at.out, 0),
+    int rc = ocl_kernel_relu_forward(&dt.l, device_buf(ctx, a->at.in, 0), device_buf(ctx, a->at.out, 0),
                                a->n * a->l->in_size);
     return device_task_finish(&dt, ctx, rc);
 }
@@ -47,7 +47,7 @@ static int backward_cl(const rt_ctx *ctx, void *p)
     const layer_task *a = p;
     device_task dt;
     device_task_start(&dt, ctx);
-    int rc = oclk_relu_backward(&dt.l, device_buf(ctx, a->at.out, 0), device_buf(ctx, a->at.dy, 0),
+    int rc = ocl_kernel_relu_backward(&dt.l, device_buf(ctx, a->at.out, 0), device_buf(ctx, a->at.dy, 0),
                                 device_buf(ctx, a->at.dx, 0), a->n * a->l->in_size);
     return device_task_finish(&dt, ctx, rc);
 }

@@ -41,7 +41,7 @@ static int loss(const rt_ctx *ctx, void *p)
     int classes = a->l->in_c, correct = 0;
     const float *logits = rt_ptr(ctx, a->at.in);
     float *dlogits = a->at.dy >= 0 ? rt_ptr(ctx, a->at.dy) : NULL;
-    double sum = softmax_xent(classes, logits, rt_ptr(ctx, a->at.labels), dlogits, a->scale, 0,
+    double sum = ops_softmax_xent(classes, logits, rt_ptr(ctx, a->at.labels), dlogits, a->scale, 0,
                               a->n, &correct);
     if (!isfinite(sum)) {
         rt_fail(ctx, "the loss is %g: training diverged (try a smaller optimizer.lr)", sum);
@@ -68,7 +68,7 @@ static int loss_cl(const rt_ctx *ctx, void *p)
     device_task dt;
     device_task_start(&dt, ctx);
     ocl_buf none = {NULL, 0};
-    int rc = oclk_softmax_xent(&dt.l, a->l->in_c, device_buf(ctx, a->at.in, 0),
+    int rc = ocl_kernel_softmax_xent(&dt.l, a->l->in_c, device_buf(ctx, a->at.in, 0),
                                device_buf(ctx, a->at.labels, 0), a->scale,
                                a->at.dy >= 0 ? device_buf(ctx, a->at.dy, 0) : none,
                                a->at.aux >= 0 ? device_buf(ctx, a->at.aux, 0) : none,

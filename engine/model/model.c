@@ -44,7 +44,7 @@ int model_build(model *m, const char *path, const layer_config *layers, int nlay
 {
     memset(m, 0, sizeof *m);
     long in_size;
-    if (c < 1 || h < 1 || w < 1 || !size_mul((long)c * h, w, LAYER_MAX_VALUES, &in_size))
+    if (c < 1 || h < 1 || w < 1 || !layer_size_mul((long)c * h, w, LAYER_MAX_VALUES, &in_size))
         return fail(m, err, errlen, "%s: inputs of %dx%dx%d are not possible", path, c, h, w);
     if (classes < 1 || classes > MODEL_MAX_CLASSES)
         return fail(m, err, errlen, "%s: %d classes (1 to %d)", path, classes,
@@ -68,7 +68,7 @@ int model_build(model *m, const char *path, const layer_config *layers, int nlay
         if (l->cls->plan(l, &at, why, sizeof why))
             return fail(m, err, errlen, "%s:%d: [%s] (layer %d): %s", path, l->cfg.line,
                         l->cls->name, i + 1, why);
-        if (!size_mul((long)l->out_c * l->out_h, l->out_w, LAYER_MAX_VALUES, &l->out_size))
+        if (!layer_size_mul((long)l->out_c * l->out_h, l->out_w, LAYER_MAX_VALUES, &l->out_size))
             return fail(m, err, errlen, "%s:%d: [%s] (layer %d): an output of %dx%dx%d values "
                         "per sample is too large", path, l->cfg.line, l->cls->name, i + 1,
                         l->out_c, l->out_h, l->out_w);

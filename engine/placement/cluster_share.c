@@ -7,7 +7,7 @@ static int measured(const member_figures *m)
     return m->img_per_s > 0 && m->watts > 0;
 }
 
-double member_cost(const policy_limits *l, const member_figures *m)
+double cluster_share_member_cost(const policy_limits *l, const member_figures *m)
 {
     option_figures o = {1 / m->img_per_s, m->watts, 1, m->carbon_g_per_kwh};
     return policy_cost(l, &o);
@@ -19,7 +19,7 @@ static double parking_cost(const policy_limits *l, const member_figures *m)
 {
     policy_limits by = *l;
     by.policy = l->policy == POLICY_CARBON ? POLICY_CARBON : POLICY_ENERGY;
-    return member_cost(&by, m);
+    return cluster_share_member_cost(&by, m);
 }
 
 /* Measured members other than the coordinator, cheapest first (ties: the lower index). */

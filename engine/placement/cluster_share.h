@@ -24,6 +24,6 @@ typedef struct member_figures {
 int cluster_choose(const policy_limits *l, const member_figures *m, int n, int *in);
 
 /* The member's own cost per sample under the policy (joules, grams or seconds). */
-double member_cost(const policy_limits *l, const member_figures *m);
+double cluster_share_member_cost(const policy_limits *l, const member_figures *m);
 
 #endif

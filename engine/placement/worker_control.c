@@ -34,7 +34,7 @@ static void load_models(worker_control *c)
     cache_host_name(host, sizeof host);
     snprintf(c->models, sizeof c->models, "%.300s/workers-%.127s.txt", dir, host);
     FILE *f = fopen(c->models, "r");
-    int used = f ? tuner_load(&c->tuner, c->key, f) : 0;
+    int used = f ? worker_tuner_load(&c->tuner, c->key, f) : 0;
     if (f)
         fclose(f);
     if (used)
@@ -73,7 +73,7 @@ void worker_control_begin(worker_control *c, const job_config *cfg, rt_runtime *
     }
     policy_limits l = {cfg->policy < 0 ? POLICY_TIME : (placement_policy)cfg->policy,
                        budget_w, cfg->max_slowdown, cfg->carbon_g_per_kwh};
-    tuner_init(&c->tuner, &l, rt_workers(rt));
+    worker_tuner_init(&c->tuner, &l, rt_workers(rt));
     c->window_s = cfg->window_seconds;
     c->budget_w = budget_w;
     c->skip = SKIP_WINDOWS;
@@ -174,7 +174,7 @@ static void park_devices_if_over(worker_control *c, double watts)
         return;
     rt_park_devices(c->rt, 1);
     c->devices_parked = 1;
-    tuner_forget(&c->tuner);
+    worker_tuner_forget(&c->tuner);
     char *devices = strstr(c->key, DEVICES_MARK);   /* what is measured now is saved as the */
     if (devices)                                     /* workers' alone */
         *devices = 0;
@@ -206,7 +206,7 @@ static void measure(worker_control *c)
     char why[200] = "";
     int before = c->tuner.current, observed = c->skip <= 0;
     int workers = !observed ? (c->skip--, before)
-                            : tuner_observe(&c->tuner, seconds, joules, samples, why, sizeof why);
+                            : worker_tuner_observe(&c->tuner, seconds, joules, samples, why, sizeof why);
     if (workers != before || why[0])
         decide(c, workers, why);
     if (workers != before)
@@ -252,7 +252,7 @@ void worker_control_end(worker_control *c)
     char tmp[760];
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", c->models, (long)getpid());
     FILE *in = fopen(c->models, "r"), *out = fopen(tmp, "w");
-    int bad = !out || tuner_save(&c->tuner, c->key, in, out);
+    int bad = !out || worker_tuner_save(&c->tuner, c->key, in, out);
     if (in)
         fclose(in);
     if (out && fclose(out))

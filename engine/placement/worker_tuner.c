@@ -5,7 +5,7 @@
 
 #define EXPLOIT_WEIGHT 0.2       /* of a new window in the figures of the count in use */
 
-void tuner_init(worker_tuner *t, const policy_limits *l, int max_workers)
+void worker_tuner_init(worker_tuner *t, const policy_limits *l, int max_workers)
 {
     memset(t, 0, sizeof *t);
     t->limits = *l;
@@ -18,7 +18,7 @@ void tuner_init(worker_tuner *t, const policy_limits *l, int max_workers)
 
 static int measured(const worker_tuner *t, int k) { return k >= 1 && k <= t->max_workers && t->opt[k - 1].samples; }
 
-int tuner_best(const worker_tuner *t)
+int worker_tuner_best(const worker_tuner *t)
 {
     int i = policy_choose(&t->limits, t->opt, t->max_workers);
     return i < 0 ? t->current : i + 1;
@@ -34,7 +34,7 @@ static int next_to_explore(const worker_tuner *t)
         if (k == 1)
             break;
     }
-    int best = tuner_best(t);
+    int best = worker_tuner_best(t);
     if (!measured(t, best - 1) && best > 1)
         return best - 1;
     if (!measured(t, best + 1) && best < t->max_workers)
@@ -53,7 +53,7 @@ static void record(option_figures *o, double s_per_sample, double watts, long sa
     o->samples += samples;
 }
 
-void tuner_forget(worker_tuner *t)
+void worker_tuner_forget(worker_tuner *t)
 {
     memset(t->opt, 0, sizeof t->opt);
     t->exploring = 1;
@@ -63,7 +63,7 @@ void tuner_forget(worker_tuner *t)
 
 static int far(double now, double learned) { return fabs(now - learned) > TUNER_DRIFT * learned; }
 
-int tuner_observe(worker_tuner *t, double seconds, double joules, long samples, char *why,
+int worker_tuner_observe(worker_tuner *t, double seconds, double joules, long samples, char *why,
                   size_t whylen)
 {
     why[0] = 0;
@@ -79,7 +79,7 @@ int tuner_observe(worker_tuner *t, double seconds, double joules, long samples, 
         record(o, sps, watts, samples, EXPLOIT_WEIGHT);
         if (t->drifted >= TUNER_DRIFT_WINDOWS) {   /* forget everything but the count in use */
             option_figures keep = *o;
-            tuner_forget(t);
+            worker_tuner_forget(t);
             t->opt[t->current - 1] = keep;
             snprintf(why, whylen, "%d workers now measure %.3g ms/sample at %.1f W, away from "
                      "what was learned: exploring again", t->current, 1e3 * sps, watts);
@@ -98,7 +98,7 @@ int tuner_observe(worker_tuner *t, double seconds, double joules, long samples, 
         t->exploring = 0;
         was = 0;   /* say what exploring found, even the count in use */
     }
-    t->current = tuner_best(t);
+    t->current = worker_tuner_best(t);
     if (t->current != was && !why[0]) {
         const option_figures *b = &t->opt[t->current - 1];
         snprintf(why, whylen, "policy %s: %d workers (%.3g ms/sample, %.1f W, %.3g J/sample)",
@@ -108,7 +108,7 @@ int tuner_observe(worker_tuner *t, double seconds, double joules, long samples, 
     return t->current;
 }
 
-int tuner_save(const worker_tuner *t, const char *key, FILE *in, FILE *out)
+int worker_tuner_save(const worker_tuner *t, const char *key, FILE *in, FILE *out)
 {
     char line[512], k[256];
     while (in && fgets(line, sizeof line, in))   /* other workloads' lines stay */
@@ -121,7 +121,7 @@ int tuner_save(const worker_tuner *t, const char *key, FILE *in, FILE *out)
     return ferror(out) ? -1 : 0;
 }
 
-int tuner_load(worker_tuner *t, const char *key, FILE *in)
+int worker_tuner_load(worker_tuner *t, const char *key, FILE *in)
 {
     char line[512], k[256];
     int used = 0, workers;
@@ -136,7 +136,7 @@ int tuner_load(worker_tuner *t, const char *key, FILE *in)
         }
     if (used && !next_to_explore(t)) {
         t->exploring = 0;
-        t->current = tuner_best(t);
+        t->current = worker_tuner_best(t);
     } else if (used) {
         t->current = next_to_explore(t);
     }

@@ -30,21 +30,21 @@ typedef struct worker_tuner {
 } worker_tuner;
 
 /* Starts exploring from max_workers (1 .. TUNER_MAX_WORKERS). */
-void tuner_init(worker_tuner *t, const policy_limits *l, int max_workers);
+void worker_tuner_init(worker_tuner *t, const policy_limits *l, int max_workers);
 /* A window measured at t->current workers. Returns the count to use from now on, with why it
  * changed or what an exploration found (else ""). */
-int tuner_observe(worker_tuner *t, double seconds, double joules, long samples, char *why,
+int worker_tuner_observe(worker_tuner *t, double seconds, double joules, long samples, char *why,
                   size_t whylen);
 /* The count the policy prefers among those measured (t->current when none is). */
-int tuner_best(const worker_tuner *t);
+int worker_tuner_best(const worker_tuner *t);
 /* Forgets every figure and explores again from t->current: what was measured no longer describes
  * the machine (the devices were parked, say). */
-void tuner_forget(worker_tuner *t);
+void worker_tuner_forget(worker_tuner *t);
 
 /* Lines "KEY WORKERS S_PER_SAMPLE WATTS SAMPLES": save replaces KEY's lines in what `in` holds
  * (may be NULL) and writes the result to out; load reads KEY's lines as measured figures, ending
  * the exploration when every count it would try is known. Load returns the lines it used. */
-int tuner_save(const worker_tuner *t, const char *key, FILE *in, FILE *out);
-int tuner_load(worker_tuner *t, const char *key, FILE *in);
+int worker_tuner_save(const worker_tuner *t, const char *key, FILE *in, FILE *out);
+int worker_tuner_load(worker_tuner *t, const char *key, FILE *in);
 
 #endif

@@ -87,7 +87,7 @@ static void json_scalar(FILE *f, const json_value *v)
     case JSON_FALSE: fputs("no", f); break;
     case JSON_TRUE: fputs("yes", f); break;
     case JSON_NUMBER: fprintf(f, "%.6g", v->number); break;
-    case JSON_STRING: html_text(f, v->string); break;
+    case JSON_STRING: svg_text(f, v->string); break;
     default: json_html(f, v);
     }
 }
@@ -113,7 +113,7 @@ static void json_html(FILE *f, const json_value *v)
         fputs("<table class='kv'>", f);
         for (int i = 0; i < v->n; i++) {
             fputs("<tr><th>", f);
-            html_text(f, v->keys[i]);
+            svg_text(f, v->keys[i]);
             fputs("</th><td>", f);
             json_scalar(f, &v->items[i]);
             fputs("</td></tr>", f);
@@ -125,7 +125,7 @@ static void json_html(FILE *f, const json_value *v)
         fputs("<table class='grid'><tr>", f);
         for (int c = 0; c < nc; c++) {
             fputs("<th>", f);
-            html_text(f, cols[c]);
+            svg_text(f, cols[c]);
             fputs("</th>", f);
         }
         for (int i = 0; i < v->n; i++) {
@@ -157,10 +157,10 @@ static void json_section(report *rp, const char *title, const char *path)
         if (!v)
             continue;
         fputs("<h3>", rp->f);
-        html_text(rp->f, title);
+        svg_text(rp->f, title);
         if (rp->nruns > 1) {
             fputs(": ", rp->f);
-            html_text(rp->f, rp->runs[i].name);
+            svg_text(rp->f, rp->runs[i].name);
         }
         fputs("</h3>\n<div class='scroll'>", rp->f);
         json_html(rp->f, v);
@@ -183,7 +183,7 @@ static void epoch_chart(report *rp, const char *title, const char *ylabel, const
                         const char *const *labels, int ncols)
 {
     chart c;
-    chart_init(&c, title, "epoch", ylabel);
+    svg_chart_init(&c, title, "epoch", ylabel);
     c.whole_x = 1;
     for (int i = 0; i < rp->nruns; i++) {
         const csv_table *m = &rp->runs[i].metrics;
@@ -192,12 +192,12 @@ static void epoch_chart(report *rp, const char *title, const char *ylabel, const
             const double *y = csv_values(m, cols[k]);
             char name[160];
             series_name(name, sizeof name, rp, i, labels[k]);
-            chart_series *s = y ? chart_add(&c, name, cols[k], i, m->nrows, x, y) : NULL;
+            chart_series *s = y ? svg_chart_add(&c, name, cols[k], i, m->nrows, x, y) : NULL;
             if (s)
                 s->points = 1, s->dashed = k > 0;
         }
     }
-    chart_svg(rp->f, &c);
+    svg_chart_draw(rp->f, &c);
 }
 
 static void training_section(report *rp)
@@ -235,7 +235,7 @@ static void bar_add(bar_list *b, const report *rp, int run, const char *what, do
 static void bars_draw(report *rp, const bar_list *b, const char *title, const char *unit)
 {
     if (b->n)
-        bars_svg(rp->f, title, unit, b->n, b->labels, b->values, b->runs);
+        svg_bars(rp->f, title, unit, b->n, b->labels, b->values, b->runs);
 }
 
 static void task_kinds_chart(report *rp)
@@ -261,7 +261,7 @@ static int same_column(const csv_table *t, int a, int b)
 static void power_chart(report *rp)
 {
     chart c;
-    chart_init(&c, "Power over time", "seconds since the run started", "watts");
+    svg_chart_init(&c, "Power over time", "seconds since the run started", "watts");
     for (int i = 0; i < rp->nruns; i++) {
         const csv_table *p = &rp->runs[i].power;
         const double *unix_s = csv_values(p, "unix_s");
@@ -275,7 +275,7 @@ static void power_chart(report *rp)
             series_name(name, sizeof name, rp, i, k == 2 ? "total" : p->names[k]);
             char key[96];
             snprintf(key, sizeof key, "power/%.80s", p->names[k]);
-            chart_add(&c, name, key, i, p->nrows, x, p->cells + (size_t)k * (size_t)p->nrows);
+            svg_chart_add(&c, name, key, i, p->nrows, x, p->cells + (size_t)k * (size_t)p->nrows);
         }
         double base = json_num(json_get(rp->runs[i].summary, "energy.idle_baseline_watts"), 0);
         double *bx = x && base > 0 && p->nrows ? scratch(rp, 2) : NULL, *by = bx ? scratch(rp, 2) : NULL;
@@ -283,19 +283,19 @@ static void power_chart(report *rp)
             bx[1] = x[p->nrows - 1], by[0] = by[1] = base;
             char name[160];
             series_name(name, sizeof name, rp, i, "idle baseline");
-            chart_series *s = chart_add(&c, name, "power/idle_baseline", i, 2, bx, by);
+            chart_series *s = svg_chart_add(&c, name, "power/idle_baseline", i, 2, bx, by);
             if (s)
                 s->dashed = 1;
         }
     }
-    chart_svg(rp->f, &c);
+    svg_chart_draw(rp->f, &c);
 }
 
 /* Joules per epoch of each device (sensor), from summary.json's epochs. */
 static void device_joules_chart(report *rp)
 {
     chart c;
-    chart_init(&c, "Joules per epoch, by device (sensor)", "epoch", "joules");
+    svg_chart_init(&c, "Joules per epoch, by device (sensor)", "epoch", "joules");
     c.whole_x = 1;
     for (int i = 0; i < rp->nruns; i++) {
         const json_value *ep = json_get(rp->runs[i].summary, "epochs");
@@ -312,12 +312,12 @@ static void device_joules_chart(report *rp)
             char name[160], key[96];
             series_name(name, sizeof name, rp, i, first->keys[d]);
             snprintf(key, sizeof key, "device_joules/%.80s", first->keys[d]);
-            chart_series *s = y ? chart_add(&c, name, key, i, ep->n, x, y) : NULL;
+            chart_series *s = y ? svg_chart_add(&c, name, key, i, ep->n, x, y) : NULL;
             if (s)
                 s->points = 1;
         }
     }
-    chart_svg(rp->f, &c);
+    svg_chart_draw(rp->f, &c);
 }
 
 static void sources_table(report *rp)
@@ -327,11 +327,11 @@ static void sources_table(report *rp)
     for (int i = 0; i < rp->nruns; i++) {
         const json_value *e = json_get(rp->runs[i].summary, "energy");
         fputs("<tr><td>", rp->f);
-        html_text(rp->f, rp->runs[i].name);
+        svg_text(rp->f, rp->runs[i].name);
         fputs("</td><td>", rp->f);
-        html_text(rp->f, json_str(json_get(e, "source"), "not recorded"));
+        svg_text(rp->f, json_str(json_get(e, "source"), "not recorded"));
         fprintf(rp->f, "</td><td>%.4g W (", json_num(json_get(e, "idle_baseline_watts"), NAN));
-        html_text(rp->f, json_str(json_get(e, "idle_baseline"), "?"));
+        svg_text(rp->f, json_str(json_get(e, "idle_baseline"), "?"));
         fprintf(rp->f, ")</td><td>%.4g gCO2e/kWh</td></tr>\n",
                 json_num(json_get(e, "carbon_g_per_kwh"), NAN));
     }
@@ -360,7 +360,7 @@ static void energy_section(report *rp)
 static void placement_chart(report *rp)
 {
     chart c;
-    chart_init(&c, "Active workers chosen over time", "seconds", "workers");
+    svg_chart_init(&c, "Active workers chosen over time", "seconds", "workers");
     for (int i = 0; i < rp->nruns; i++) {
         const json_value *d = json_get(rp->runs[i].summary, "execution.placement.decisions");
         if (!d || d->type != JSON_ARRAY || !d->n)
@@ -372,12 +372,12 @@ static void placement_chart(report *rp)
         }
         char name[160];
         series_name(name, sizeof name, rp, i, "active workers");
-        chart_series *s = y ? chart_add(&c, name, "placement/workers", i, d->n, x, y) : NULL;
+        chart_series *s = y ? svg_chart_add(&c, name, "placement/workers", i, d->n, x, y) : NULL;
         if (s)
             s->points = 1;
     }
     if (c.nseries)
-        chart_svg(rp->f, &c);
+        svg_chart_draw(rp->f, &c);
 }
 
 /* One figure of every machine of each cluster run: the coordinator's (here_key, if any), then
@@ -441,11 +441,11 @@ static void job_section(report *rp)
     for (int i = 0; i < rp->nruns; i++) {
         run_data *r = &rp->runs[i];
         fputs("<h3>", rp->f);
-        html_text(rp->f, r->name);
+        svg_text(rp->f, r->name);
         fputs(": ", rp->f);
-        html_text(rp->f, json_str(json_get(r->summary, "job"), "job file not recorded"));
+        svg_text(rp->f, json_str(json_get(r->summary, "job"), "job file not recorded"));
         fputs("</h3>\n<pre>", rp->f);
-        html_text(rp->f, r->job ? r->job : "(no job.cfg in the run folder)");
+        svg_text(rp->f, r->job ? r->job : "(no job.cfg in the run folder)");
         fputs("</pre>\n", rp->f);
     }
     json_section(rp, "Machine", "machine");
@@ -474,9 +474,9 @@ static void page(report *rp)
         run_data *r = &rp->runs[i];
         const double *acc = csv_values(&r->metrics, "test_acc");
         fputs("<tr><td>", f);
-        html_text(f, r->name);
+        svg_text(f, r->name);
         fputs("</td><td>", f);
-        html_text(f, json_str(json_get(r->summary, "job"), "?"));
+        svg_text(f, json_str(json_get(r->summary, "job"), "?"));
         double last = acc && r->metrics.nrows ? acc[r->metrics.nrows - 1] : NAN;
         fprintf(f, "</td><td>%d</td><td>", r->metrics.nrows);
         if (isfinite(last))
@@ -484,7 +484,7 @@ static void page(report *rp)
         else
             fputs("no test set", f);
         fputs("</td><td>", f);
-        html_text(f, json_str(json_get(r->summary, "run.interrupted"), "no"));
+        svg_text(f, json_str(json_get(r->summary, "run.interrupted"), "no"));
         fputs("</td></tr>\n", f);
     }
     fputs("</table>\n", f);
@@ -515,7 +515,7 @@ int html_report_write(const char *path, const char *const *dirs, int ndirs, char
     for (int i = 0; i < ndirs && !rc; i++)
         rc = run_load(&runs[i], dirs[i], err, errlen);
     if (!rc)
-        rc = write_file_atomic_with(path, fill_page, &rp, err, errlen);
+        rc = run_folder_write_atomic_with(path, fill_page, &rp, err, errlen);
     for (int i = 0; i < rp.nscratch; i++)
         free(rp.scratch[i]);
     for (int i = 0; i < ndirs; i++)

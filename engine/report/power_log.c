@@ -117,7 +117,7 @@ static void fill_rows(FILE *f, const void *arg)
 int power_log_write(const power_log *pl, const char *path, energy_meter *m, char *err, size_t errlen)
 {
     power_rows r = {pl, m, header_text(m), malloc((HISTORY_POINTS + 1) * sizeof(history_point))};
-    int rc = r.header && r.points ? write_file_atomic_with(path, fill_rows, &r, err, errlen)
+    int rc = r.header && r.points ? run_folder_write_atomic_with(path, fill_rows, &r, err, errlen)
                                   : (snprintf(err, errlen, "%s: out of memory", path), -1);
     free((char *)r.header);
     free(r.points);

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-const char REPORT_CSV_HEADER[] =
+const char report_csv_header[] =
     "epoch,train_loss,train_acc,test_loss,test_acc,seconds,images_per_s,task_share,energy_j,"
     "power_w,mj_per_image,app_energy_j,edp_js,gco2e,energy_source,test_energy_j";
 
@@ -113,13 +113,13 @@ int report_epoch_tensorboard(tb_writer *tb, const epoch_record *r, energy_run *e
     };
     int rc = 0;
     for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++)
-        rc |= tb_scalar(tb, scalars[i].tag, scalars[i].value, r->epoch, wall_time);
+        rc |= tensorboard_scalar(tb, scalars[i].tag, scalars[i].value, r->epoch, wall_time);
     sensor s[SENSOR_MAX];
     int n = er ? energy_meter_sensors(er->meter, s, SENSOR_MAX) : 0;
     for (int i = 0; i < n && i < f->ndevices; i++) {
         char tag[96];
         snprintf(tag, sizeof tag, "energy_by_device/%.60s", s[i].name);
-        rc |= tb_scalar(tb, tag, f->device_j[i], r->epoch, wall_time);
+        rc |= tensorboard_scalar(tb, tag, f->device_j[i], r->epoch, wall_time);
     }
     return rc;
 }
@@ -279,17 +279,17 @@ static void fill_summary(FILE *f, const void *arg)
 static void fill_metrics(FILE *f, const void *arg)
 {
     const run_log *log = arg;
-    fprintf(f, "%s\n", REPORT_CSV_HEADER);
+    fprintf(f, "%s\n", report_csv_header);
     for (int i = 0; i < log->nepochs; i++)
         fprintf(f, "%s\n", log->epochs[i].csv);
 }
 
 int report_write(const char *path, const report_input *in, char *err, size_t errlen)
 {
-    return write_file_atomic_with(path, fill_summary, in, err, errlen);
+    return run_folder_write_atomic_with(path, fill_summary, in, err, errlen);
 }
 
 int report_write_metrics(const char *path, const run_log *log, char *err, size_t errlen)
 {
-    return write_file_atomic_with(path, fill_metrics, log, err, errlen);
+    return run_folder_write_atomic_with(path, fill_metrics, log, err, errlen);
 }

@@ -16,7 +16,7 @@
 #include "engine/placement/worker_control.h"
 #include "runtime/runtime.h"
 
-extern const char REPORT_CSV_HEADER[];
+extern const char report_csv_header[];
 
 /* One finished epoch. */
 typedef struct epoch_record {

@@ -14,7 +14,7 @@ static const char *const COLOURS[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e"
                                       "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 #define NCOLOURS (int)(sizeof COLOURS / sizeof COLOURS[0])
 
-void html_text(FILE *f, const char *s)
+void svg_text(FILE *f, const char *s)
 {
     for (; s && *s; s++)
         switch (*s) {
@@ -26,13 +26,13 @@ void html_text(FILE *f, const char *s)
         }
 }
 
-void chart_init(chart *c, const char *title, const char *xlabel, const char *ylabel)
+void svg_chart_init(chart *c, const char *title, const char *xlabel, const char *ylabel)
 {
     memset(c, 0, sizeof *c);
     c->title = title, c->xlabel = xlabel, c->ylabel = ylabel;
 }
 
-chart_series *chart_add(chart *c, const char *name, const char *key, int run, int n,
+chart_series *svg_chart_add(chart *c, const char *name, const char *key, int run, int n,
                         const double *x, const double *y)
 {
     if (c->nseries == CHART_MAX_SERIES || n <= 0)
@@ -107,10 +107,10 @@ static void axes(FILE *f, const chart *c, const frame *fr)
     fprintf(f, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='none' stroke='#888'/>\n",
             LEFT, TOP, W - LEFT - RIGHT, H - TOP - BOTTOM);
     fprintf(f, "<text x='%.1f' y='%.1f' text-anchor='middle' font-size='12'>", (LEFT + W - RIGHT) / 2, H - 10);
-    html_text(f, c->xlabel);
+    svg_text(f, c->xlabel);
     fprintf(f, "</text>\n<text x='14' y='%.1f' text-anchor='middle' font-size='12' "
             "transform='rotate(-90 14 %.1f)'>", (TOP + H - BOTTOM) / 2, (TOP + H - BOTTOM) / 2);
-    html_text(f, c->ylabel);
+    svg_text(f, c->ylabel);
     fputs("</text>\n", f);
 }
 
@@ -118,7 +118,7 @@ static void series_svg(FILE *f, const chart_series *s, const char *colour, const
 {
     fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='1.6'%s data-run='%d' data-line='",
             colour, s->dashed ? " stroke-dasharray='5 3'" : "", s->run);
-    html_text(f, s->key);
+    svg_text(f, s->key);
     fputs("' points='", f);
     for (int i = 0; i < s->n; i++)
         if (isfinite(s->x[i]) && isfinite(s->y[i]))
@@ -129,14 +129,14 @@ static void series_svg(FILE *f, const chart_series *s, const char *colour, const
             continue;
         fprintf(f, "<circle class='pt' cx='%.1f' cy='%.1f' r='3' fill='%s' data-run='%d' "
                 "data-series='", px(fr, s->x[i]), py(fr, s->y[i]), colour, s->run);
-        html_text(f, s->key);
+        svg_text(f, s->key);
         fprintf(f, "' data-x='%.9g' data-y='%.9g'><title>", s->x[i], s->y[i]);
-        html_text(f, s->name);
+        svg_text(f, s->name);
         fprintf(f, ": %.6g at %.6g</title></circle>\n", s->y[i], s->x[i]);
     }
 }
 
-void chart_svg(FILE *f, const chart *c)
+void svg_chart_draw(FILE *f, const chart *c)
 {
     frame fr;
     int legend_rows = (c->nseries + 1) / 2;
@@ -144,7 +144,7 @@ void chart_svg(FILE *f, const chart *c)
     fprintf(f, "<figure><svg xmlns='http://www.w3.org/2000/svg' width='%.0f' height='%.0f' "
             "viewBox='0 0 %.0f %.0f' role='img'>\n<text x='%.1f' y='20' font-size='14' "
             "font-weight='bold'>", W, height, W, height, LEFT);
-    html_text(f, c->title);
+    svg_text(f, c->title);
     fputs("</text>\n", f);
     if (data_range(c, &fr)) {
         fprintf(f, "<text x='%.1f' y='%.1f' font-size='12'>no data recorded</text></svg></figure>\n",
@@ -160,13 +160,13 @@ void chart_svg(FILE *f, const chart *c)
         fprintf(f, "<line x1='%.1f' x2='%.1f' y1='%.1f' y2='%.1f' stroke='%s' stroke-width='3'%s/>"
                 "<text x='%.1f' y='%.1f' font-size='11'>", lx, lx + 18, y, y, COLOURS[s % NCOLOURS],
                 c->series[s].dashed ? " stroke-dasharray='5 3'" : "", lx + 24, y + 4);
-        html_text(f, c->series[s].name);
+        svg_text(f, c->series[s].name);
         fputs("</text>\n", f);
     }
     fputs("</svg></figure>\n", f);
 }
 
-void bars_svg(FILE *f, const char *title, const char *unit, int n, const char *const *labels,
+void svg_bars(FILE *f, const char *title, const char *unit, int n, const char *const *labels,
               const double *values, const int *group)
 {
     double top = 0, row = 18, left = 230, height = 34 + row * n + 8;
@@ -175,15 +175,15 @@ void bars_svg(FILE *f, const char *title, const char *unit, int n, const char *c
     fprintf(f, "<figure><svg xmlns='http://www.w3.org/2000/svg' width='%.0f' height='%.0f' "
             "viewBox='0 0 %.0f %.0f' role='img'>\n<text x='10' y='20' font-size='14' "
             "font-weight='bold'>", W, height, W, height);
-    html_text(f, title);
+    svg_text(f, title);
     fputs("</text>\n", f);
     for (int i = 0; i < n; i++) {
         double y = 30 + row * i, w = top > 0 ? values[i] / top * (W - left - 90) : 0;
         fprintf(f, "<text x='%.1f' y='%.1f' text-anchor='end' font-size='11'>", left - 6, y + 12);
-        html_text(f, labels[i]);
+        svg_text(f, labels[i]);
         fprintf(f, "</text><rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='%s'><title>",
                 left, y + 2, fmax(w, 0), row - 4, COLOURS[(group ? group[i] : 0) % NCOLOURS]);
-        html_text(f, labels[i]);
+        svg_text(f, labels[i]);
         fprintf(f, ": %.6g %s</title></rect><text x='%.1f' y='%.1f' font-size='11'>%.4g %s</text>\n",
                 values[i], unit, left + fmax(w, 0) + 4, y + 12, values[i], unit);
     }

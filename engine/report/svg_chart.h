@@ -26,18 +26,18 @@ typedef struct chart {
     chart_series series[CHART_MAX_SERIES];
 } chart;
 
-void chart_init(chart *c, const char *title, const char *xlabel, const char *ylabel);
+void svg_chart_init(chart *c, const char *title, const char *xlabel, const char *ylabel);
 /* Adds a series (silently nothing past CHART_MAX_SERIES: the report says the figures are in the
  * tables too); returns it to set points/dashed, or NULL. */
-chart_series *chart_add(chart *c, const char *name, const char *key, int run, int n,
+chart_series *svg_chart_add(chart *c, const char *name, const char *key, int run, int n,
                         const double *x, const double *y);
-void chart_svg(FILE *f, const chart *c);
+void svg_chart_draw(FILE *f, const chart *c);
 
 /* Horizontal bars: label, value (the unit after it), bar colour by group. */
-void bars_svg(FILE *f, const char *title, const char *unit, int n, const char *const *labels,
+void svg_bars(FILE *f, const char *title, const char *unit, int n, const char *const *labels,
               const double *values, const int *group);
 
 /* Text made safe for HTML. */
-void html_text(FILE *f, const char *s);
+void svg_text(FILE *f, const char *s);
 
 #endif

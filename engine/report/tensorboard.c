@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-uint32_t crc32c(const void *data, size_t n)
+uint32_t tensorboard_crc32c(const void *data, size_t n)
 {
     const unsigned char *p = data;
     uint32_t crc = 0xffffffffu;
@@ -22,7 +22,7 @@ uint32_t crc32c(const void *data, size_t n)
 
 static uint32_t masked_crc(const void *data, size_t n)
 {
-    uint32_t c = crc32c(data, n);
+    uint32_t c = tensorboard_crc32c(data, n);
     return (c >> 15 | c << 17) + 0xa282ead8u;
 }
 
@@ -101,7 +101,7 @@ static int write_record(tb_writer *w, const pb *o)
                    fwrite(tail, 1, 4, w->f) == 4 ? 0 : -1;
 }
 
-int tb_scalar(tb_writer *w, const char *tag, double value, long step, double wall_time)
+int tensorboard_scalar(tb_writer *w, const char *tag, double value, long step, double wall_time)
 {
     if (!w->f || !isfinite(value))
         return 0;   /* a missing figure (no test set) is no point */
@@ -130,7 +130,7 @@ static void remove_old_events(const char *tbdir)
         closedir(d);
 }
 
-int tb_open(tb_writer *w, const char *dir, int resumed, char *err, size_t errlen)
+int tensorboard_open(tb_writer *w, const char *dir, int resumed, char *err, size_t errlen)
 {
     char tbdir[640], host[64] = "host";
     memset(w, 0, sizeof *w);
@@ -155,10 +155,10 @@ int tb_open(tb_writer *w, const char *dir, int resumed, char *err, size_t errlen
     put_bytes(&ev, 3, "brain.Event:2", 13);   /* Event.file_version */
     if (write_record(w, &ev))
         return snprintf(err, errlen, "%s: cannot write", w->path), -1;
-    return tb_flush(w, err, errlen);
+    return tensorboard_flush(w, err, errlen);
 }
 
-int tb_flush(tb_writer *w, char *err, size_t errlen)
+int tensorboard_flush(tb_writer *w, char *err, size_t errlen)
 {
     if (w->f && (fflush(w->f) || fsync(fileno(w->f)))) {
         snprintf(err, errlen, "%s: cannot write: %s", w->path, strerror(errno));
@@ -167,7 +167,7 @@ int tb_flush(tb_writer *w, char *err, size_t errlen)
     return 0;
 }
 
-void tb_close(tb_writer *w)
+void tensorboard_close(tb_writer *w)
 {
     if (w->f)
         fclose(w->f);

@@ -19,14 +19,14 @@ typedef struct tb_writer {
 } tb_writer;
 
 /* Creates dir/tb/ and the event file (its first event names the format version). */
-int tb_open(tb_writer *w, const char *dir, int resumed, char *err, size_t errlen);
+int tensorboard_open(tb_writer *w, const char *dir, int resumed, char *err, size_t errlen);
 /* One scalar: tag ("loss/train"), value, step (the epoch), wall time (Unix seconds). */
-int tb_scalar(tb_writer *w, const char *tag, double value, long step, double wall_time);
+int tensorboard_scalar(tb_writer *w, const char *tag, double value, long step, double wall_time);
 /* Flushes to the disk; 0 or -1 with err set. */
-int tb_flush(tb_writer *w, char *err, size_t errlen);
-void tb_close(tb_writer *w);
+int tensorboard_flush(tb_writer *w, char *err, size_t errlen);
+void tensorboard_close(tb_writer *w);
 
 /* CRC32C (Castagnoli), as TFRecord uses it before masking. */
-uint32_t crc32c(const void *data, size_t n);
+uint32_t tensorboard_crc32c(const void *data, size_t n);
 
 #endif

@@ -115,7 +115,7 @@ void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
         if (fusable && !p->pinned && (cfg->fuse > 0 || (cfg->fuse == 0 && worth)))
             p->fused[l] = 1 + relu_after;
         p->groups[l] = ly->cfg.type != LAYER_CONV || p->fused[l]
-                           ? 1 : conv_filter_groups(ly, cfg->filter_groups, p->grain);
+                           ? 1 : layer_conv_filter_groups(ly, cfg->filter_groups, p->grain);
     }
 }
 

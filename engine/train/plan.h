@@ -23,7 +23,7 @@ typedef struct exec_plan {
     char conv_path[64];              /* "auto" or "FRUGAL_CONV=im2col" */
     char isa_why[64];                /* the kernel path and, if forced, by what */
     int devices;                     /* device workers */
-    int deterministic;               /* tasks pinned per kind and chunk (see graph.c) */
+    int deterministic;               /* tasks pinned per kind and chunk (see trainer_graph.c) */
     int by_energy;                   /* an energy policy weighs devices in joules (devices.h) */
     int pinned;                      /* devices = opencl: tasks a device can run run there, and
                                       * the CPU-only variants (the first layer reading bytes,

@@ -56,13 +56,13 @@ typedef struct remote_sink {
 
 /* Accesses: the destination parts, then the packed parameters (R); a chunk dealt here has its
  * parts RW (after its own tasks) and no packed parameters. */
-extern rt_kind remote_grad_kind, remote_stats_kind;
+extern rt_kind trainer_remote_grad_kind, trainer_remote_stats_kind;
 /* Accesses: a layer's parameters (R), the packed parameters (RW); runs on the peer worker. */
 typedef struct pack_args {
     uint64_t seq;                /* the batch whose parameters they are */
     int layer;
     long offset, n;              /* floats */
 } pack_args;
-extern rt_kind pack_kind;
+extern rt_kind trainer_pack_kind;
 
 #endif

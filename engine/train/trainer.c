@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void group_units(const layer *l, int groups, int g, int *u0, int *u1)
+void trainer_group_units(const layer *l, int groups, int g, int *u0, int *u1)
 {
     int units = l->cfg.type == LAYER_CONV ? l->conv.f : (int)(l->nparams - l->nweights);
     *u0 = (int)((long)g * units / groups);
@@ -32,7 +32,7 @@ static void regroup(const trainer *t, int l, const float *in, float *out, int to
     long per = ly->nweights / (ly->nparams - ly->nweights);
     for (int g = 0; g < groups; g++) {
         int u0, u1;
-        group_units(ly, groups, g, &u0, &u1);
+        trainer_group_units(ly, groups, g, &u0, &u1);
         long part = u0 * (per + 1), weights = u0 * per, biases = ly->nweights + u0;
         size_t nw = (size_t)((u1 - u0) * per), nb = (size_t)(u1 - u0);
         if (to_wire) {
@@ -206,7 +206,7 @@ static int alloc_layer_state(trainer *t, int l)
     for (int k = 0; k < t->plan.nchunks; k++)
         for (int g = 0; g < groups; g++) {
             int u0, u1;
-            group_units(ly, groups, g, &u0, &u1);
+            trainer_group_units(ly, groups, g, &u0, &u1);
             /* chunk k's share, group by group: each group's weights then its biases */
             size_t at = (size_t)k * (size_t)ly->nparams + (size_t)u0 * (size_t)(per + 1);
             size_t len = (size_t)(u1 - u0) * (size_t)(per + 1);
@@ -218,7 +218,7 @@ static int alloc_layer_state(trainer *t, int l)
     return 0;
 }
 
-int data_register(trainer *t, data_handles *h, const dataset *d)
+int trainer_data_register(trainer *t, data_handles *h, const dataset *d)
 {
     size_t per = (size_t)d->c * (size_t)d->h * (size_t)d->w;
     h->d = d;
@@ -227,7 +227,7 @@ int data_register(trainer *t, data_handles *h, const dataset *d)
     return h->pixels && h->labels ? 0 : -1;
 }
 
-void data_unregister(trainer *t, data_handles *h)
+void trainer_data_unregister(trainer *t, data_handles *h)
 {
     rt_handle_unregister(t->rt, h->pixels);
     rt_handle_unregister(t->rt, h->labels);
@@ -246,11 +246,11 @@ static int create_state(trainer *t, const dataset *train, const dataset *test, c
         return -1;
     t->order = malloc(sizeof(long) * (size_t)train->n);
     int ok = t->order != NULL;
-    ok = ok && data_register(t, &t->data[SPLIT_TRAIN], train) == 0;
+    ok = ok && trainer_data_register(t, &t->data[SPLIT_TRAIN], train) == 0;
     if (test == train)   /* one data set, one set of handles */
         t->data[SPLIT_TEST] = t->data[SPLIT_TRAIN];
     else
-        ok = ok && (!test || data_register(t, &t->data[SPLIT_TEST], test) == 0);
+        ok = ok && (!test || trainer_data_register(t, &t->data[SPLIT_TEST], test) == 0);
     ok = ok && (t->horder = rt_handle_register(t->rt, t->order, sizeof(long) * (size_t)train->n,
                                                "order")) != NULL;
     ok = ok && (t->htotals = rt_handle_register(t->rt, &t->totals, sizeof t->totals, "totals"));
@@ -304,8 +304,8 @@ void trainer_destroy(trainer *t)
         free(t->partial[l]);
     }
     if (t->data[SPLIT_TEST].d != t->data[SPLIT_TRAIN].d)
-        data_unregister(t, &t->data[SPLIT_TEST]);
-    data_unregister(t, &t->data[SPLIT_TRAIN]);
+        trainer_data_unregister(t, &t->data[SPLIT_TEST]);
+    trainer_data_unregister(t, &t->data[SPLIT_TRAIN]);
     rt_handle_unregister(t->rt, t->horder);
     rt_handle_unregister(t->rt, t->htotals);
     for (int p = 0; p < 2; p++) {

@@ -3,7 +3,7 @@
  * per-chunk partial gradients reduced in a fixed order, so the same seed gives the same weights
  * whatever the number of workers. Every buffer a task touches is a registered region of its own
  * (engine/train/trainer.c), every task body finds its data through its accesses, and the graph of a
- * batch is built in engine/train/graph.c. */
+ * batch is built in engine/train/trainer_graph.c. */
 #ifndef FRUGAL_TRAINER_H
 #define FRUGAL_TRAINER_H
 

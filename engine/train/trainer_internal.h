@@ -1,5 +1,5 @@
 /* The trainer's state, shared by its files: trainer.c (its lifetime: buffers and handles),
- * graph.c (a batch's task graph and the passes), tasks.c (the task bodies that are not a
+ * trainer_graph.c (a batch's task graph and the passes), trainer_tasks.c (the task bodies that are not a
  * layer's). */
 #ifndef FRUGAL_TRAINER_INTERNAL_H
 #define FRUGAL_TRAINER_INTERNAL_H
@@ -91,13 +91,13 @@ struct trainer {
 };
 
 /* A data set's pixels and labels as handles (trainer.c). */
-int data_register(trainer *t, data_handles *h, const dataset *d);
-void data_unregister(trainer *t, data_handles *h);
+int trainer_data_register(trainer *t, data_handles *h, const dataset *d);
+void trainer_data_unregister(trainer *t, data_handles *h);
 
 /* The filters (or a dense layer's outputs) of group g of layer l: [*u0, *u1). */
-void group_units(const layer *l, int groups, int g, int *u0, int *u1);
+void trainer_group_units(const layer *l, int groups, int g, int *u0, int *u1);
 
-/* tasks.c */
+/* trainer_tasks.c */
 /* Accesses: the data set's pixels and labels (R), the chunk's input and labels (W), and the
  * shuffled order (R) when `shuffled`. */
 typedef struct load_args {
@@ -141,6 +141,6 @@ typedef struct ship_args {
     ship_role role;
 } ship_args;
 
-extern rt_kind load_kind, load_pointers_kind, tally_kind, gradsum_kind, sgd_kind, ship_kind;
+extern rt_kind trainer_load_kind, trainer_load_pointers_kind, trainer_tally_kind, trainer_gradsum_kind, trainer_sgd_kind, trainer_ship_kind;
 
 #endif

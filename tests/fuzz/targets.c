@@ -2,7 +2,7 @@
 
 #include "common/json_parse.h"
 #include "engine/model/checkpoint.h"
-#include "engine/cluster/cluster_proto.h"
+#include "engine/cluster/proto.h"
 #include "engine/job/config.h"
 #include "engine/job/dataset.h"
 #include "engine/cluster/model_delta.h"
@@ -237,18 +237,18 @@ int fuzz_cluster_message(const uint8_t *data, size_t size)
     case MSG_ROUND: proto_round_decode(&m.round, p, n, why, sizeof why); break;
     case MSG_MODEL:   /* its parameters as floats, and as a delta (compress = on) rebuilt */
         proto_model_decode(&m.result, p, n, 4 * NPARAMS, why, sizeof why);
-        if (proto_model_decode(&m.result, p, n, delta_bytes(layer_params, 3), why, sizeof why) == 0)
-            delta_apply(rebuilt, m.result.body, layer_params, 3, rebuilt);
+        if (proto_model_decode(&m.result, p, n, model_delta_bytes(layer_params, 3), why, sizeof why) == 0)
+            model_delta_apply(rebuilt, m.result.body, layer_params, 3, rebuilt);
         break;
     case MSG_DELTA:
-        if (proto_delta_decode(&m.delta, p, n, delta_bytes(layer_params, 3), why, sizeof why) == 0)
-            delta_apply(rebuilt, m.delta.body, layer_params, 3, rebuilt);
+        if (proto_delta_decode(&m.delta, p, n, model_delta_bytes(layer_params, 3), why, sizeof why) == 0)
+            model_delta_apply(rebuilt, m.delta.body, layer_params, 3, rebuilt);
         break;
     case MSG_AVERAGE: {   /* a mean change as floats, and as a delta from zeros rebuilt */
         const uint8_t *body;
         proto_average_decode(&seq, &body, p, n, 4 * NPARAMS, why, sizeof why);
-        if (proto_average_decode(&seq, &body, p, n, delta_bytes(layer_params, 3), why, sizeof why) == 0)
-            delta_apply(NULL, body, layer_params, 3, rebuilt);
+        if (proto_average_decode(&seq, &body, p, n, model_delta_bytes(layer_params, 3), why, sizeof why) == 0)
+            model_delta_apply(NULL, body, layer_params, 3, rebuilt);
         break;
     }
     default: break;

@@ -132,7 +132,7 @@ static void submit_load(trainer *t, const batch_ref *r, int k)
     add(&al, r->b->labels.part[k], RT_W);
     if (a.shuffled)
         add(&al, t->horder, RT_R);
-    submit(t, a.bytes ? &load_pointers_kind : &load_kind, &a, sizeof a, PRIO_LOAD, &al, k);
+    submit(t, a.bytes ? &trainer_load_pointers_kind : &trainer_load_kind, &a, sizeof a, PRIO_LOAD, &al, k);
 }
 
 /* Layer l's forward task for chunk k and filter group g (or, fused, the convolution, the
@@ -142,7 +142,7 @@ static void submit_forward(trainer *t, const batch_ref *r, int l, int k, int g, 
     const layer *ly = &t->m->layers[l];
     int fused = t->plan.fused[l], groups = t->plan.groups[l];
     layer_task a = task_for(t, l, n);
-    group_units(ly, groups, g, &a.f0, &a.f1);
+    trainer_group_units(ly, groups, g, &a.f0, &a.f1);
     access_list al = {.n = 0};
     add_input(t, r, &a, &al, l, k);
     if (fused) {
@@ -157,7 +157,7 @@ static void submit_forward(trainer *t, const batch_ref *r, int l, int k, int g, 
     }
     if (ly->nparams)
         a.at.params = add(&al, t->hparams[l], RT_R);
-    submit_claimed(t, fused ? &conv_maxpool_forward_kind : ly->cls->forward, &a, sizeof a,
+    submit_claimed(t, fused ? &layer_conv_maxpool_forward_kind : ly->cls->forward, &a, sizeof a,
                    PRIO_FORWARD, &al, k, claim_of(r, k));
 }
 
@@ -188,7 +188,7 @@ static void submit_loss(trainer *t, const batch_ref *r, int k)
         add(&tl, r->b->aux[L].part[k], RT_R);
         add(&tl, t->hpredictions, RT_RW);
     }
-    submit_claimed(t, &tally_kind, &ta, sizeof ta, PRIO_TALLY, &tl, -1, r->recall);
+    submit_claimed(t, &trainer_tally_kind, &ta, sizeof ta, PRIO_TALLY, &tl, -1, r->recall);
 }
 
 /* Layer l's backward tasks for chunk k: per filter group the parameter gradient (and, with one
@@ -201,7 +201,7 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
     int dx = t->plan.need_dx[l], out = l + 1 + fused;
     for (int g = 0; g < groups; g++) {
         layer_task a = task_for(t, l, n);
-        group_units(ly, groups, g, &a.f0, &a.f1);
+        trainer_group_units(ly, groups, g, &a.f0, &a.f1);
         access_list al = {.n = 0};
         a.at.dy = add(&al, r->b->grad[out].part[k], RT_R);
         if (fused) {
@@ -224,7 +224,7 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
             if (ly->nparams)
                 a.at.params = add(&al, t->hparams[l], RT_R);
         }
-        submit_claimed(t, fused ? &conv_maxpool_backward_kind : ly->cls->backward, &a, sizeof a,
+        submit_claimed(t, fused ? &layer_conv_maxpool_backward_kind : ly->cls->backward, &a, sizeof a,
                        PRIO_BACKWARD, &al, k, claim_of(r, k));
     }
     if (dx && groups > 1) {
@@ -233,7 +233,7 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
         a.at.dy = add(&al, r->b->grad[l + 1].part[k], RT_R);
         a.at.params = add(&al, t->hparams[l], RT_R);
         a.at.dx = add(&al, r->b->grad[l].part[k], RT_W);
-        submit_claimed(t, &conv_backward_input_kind, &a, sizeof a, PRIO_BACKWARD, &al, k,
+        submit_claimed(t, &layer_conv_backward_input_kind, &a, sizeof a, PRIO_BACKWARD, &al, k,
                        claim_of(r, k));
     }
 }
@@ -252,7 +252,7 @@ static void submit_ship(trainer *t, const batch_ref *r, int l, int k)
     if (t->plan.need_dx[l])
         add(&al, r->b->grad[l].part[k], RT_RW);
     a.sum_at = add(&al, t->hgrad[l], RT_RW);
-    submit(t, &ship_kind, &a, sizeof a, PRIO_BACKWARD, &al, k);
+    submit(t, &trainer_ship_kind, &a, sizeof a, PRIO_BACKWARD, &al, k);
 }
 
 /* The partial gradients of chunks [k0, k1) of layer l summed in a fixed order, from the last
@@ -268,7 +268,7 @@ static void submit_update(trainer *t, int l, int k0, int k1)
         add(&al, t->hgrad[l], k < k1 - 1 ? RT_RW : RT_W);
         for (int g = 0; g < groups; g++)
             add(&al, t->hpartial_part[l][k * groups + g], RT_R);
-        submit(t, &gradsum_kind, &a, sizeof a, PRIO_UPDATE, &al, -1);
+        submit(t, &trainer_gradsum_kind, &a, sizeof a, PRIO_UPDATE, &al, -1);
     }
     const job_config *cfg = t->cfg;
     sgd_args s = {ly->nparams, cfg->lr, cfg->momentum, cfg->weight_decay};
@@ -276,7 +276,7 @@ static void submit_update(trainer *t, int l, int k0, int k1)
     add(&al, t->hparams[l], RT_RW);
     add(&al, t->hgrad[l], RT_R);
     add(&al, t->hvelocity[l], RT_RW);
-    submit(t, &sgd_kind, &s, sizeof s, PRIO_UPDATE, &al, -1);
+    submit(t, &trainer_sgd_kind, &s, sizeof s, PRIO_UPDATE, &al, -1);
 }
 
 /* Whether layer l has a task of its own in direction `backward` (flatten is a view, the
@@ -336,7 +336,7 @@ static void submit_packs(trainer *t)
         access_list al = {.n = 0};
         add(&al, t->hparams[l], RT_R);
         add(&al, t->hpack[p], first ? RT_W : RT_RW);
-        submit(t, &pack_kind, &a, sizeof a, PRIO_UPDATE, &al, -1);
+        submit(t, &trainer_pack_kind, &a, sizeof a, PRIO_UPDATE, &al, -1);
         first = 0;
     }
     t->packed_seq = t->seq;
@@ -356,7 +356,7 @@ static void submit_arrival(trainer *t, const batch_ref *r, int k, int l, rt_mode
         add(&al, t->hpartial_part[l][k * t->plan.groups[l] + g], mode);
     if (mode == RT_W)
         a.params_at = add(&al, t->hpack[t->seq & 1], RT_R);
-    submit(t, l < 0 ? &remote_stats_kind : &remote_grad_kind, &a, sizeof a, PRIO_BACKWARD, &al, -1);
+    submit(t, l < 0 ? &trainer_remote_stats_kind : &trainer_remote_grad_kind, &a, sizeof a, PRIO_BACKWARD, &al, -1);
 }
 
 /* Chunks [k0, k1) of a training batch computed elsewhere: their arrivals and the tally. */
@@ -373,7 +373,7 @@ static void submit_remote(trainer *t, const batch_ref *r, int k0, int k1)
         access_list tl = {.n = 0};
         add(&tl, r->b->stats.part[k], RT_R);
         add(&tl, t->htotals, RT_RW);
-        submit(t, &tally_kind, &ta, sizeof ta, PRIO_TALLY, &tl, -1);
+        submit(t, &trainer_tally_kind, &ta, sizeof ta, PRIO_TALLY, &tl, -1);
     }
 }
 
@@ -563,7 +563,7 @@ int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_re
     int own = d && d != keep.d && d != t->data[SPLIT_TRAIN].d;
     if (d && d == t->data[SPLIT_TRAIN].d)
         t->data[SPLIT_TEST] = t->data[SPLIT_TRAIN];
-    else if (own && data_register(t, &t->data[SPLIT_TEST], d)) {
+    else if (own && trainer_data_register(t, &t->data[SPLIT_TEST], d)) {
         snprintf(err, errlen, "%s", rt_error(t->rt));
         t->data[SPLIT_TEST] = keep;
         return -1;
@@ -587,7 +587,7 @@ int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_re
         t->predictions = NULL;
     }
     if (own)
-        data_unregister(t, &t->data[SPLIT_TEST]);
+        trainer_data_unregister(t, &t->data[SPLIT_TEST]);
     t->data[SPLIT_TEST] = keep;
     return rc;
 }

@@ -73,7 +73,7 @@ static int gradsum(const rt_ctx *ctx, void *p)
     for (int g = 0; g < a->groups; g++) {
         const float *part = rt_ptr(ctx, 1 + g);
         int u0, u1;
-        group_units(l, a->groups, g, &u0, &u1);
+        trainer_group_units(l, a->groups, g, &u0, &u1);
         copy_or_add(grad + u0 * per, part, (u1 - u0) * per, a->first);
         copy_or_add(grad + l->nweights + u0, part + (u1 - u0) * per, u1 - u0, a->first);
     }
@@ -96,7 +96,7 @@ static int load_cl(const rt_ctx *ctx, void *p)
     device_task dt;
     device_task_start(&dt, ctx);
     ocl_buf none = {NULL, 0};
-    int rc = oclk_load(&dt.l, device_buf(ctx, 0, 0), device_buf(ctx, 1, 0),
+    int rc = ocl_kernel_load(&dt.l, device_buf(ctx, 0, 0), device_buf(ctx, 1, 0),
                        a->shuffled ? device_buf(ctx, 4, 0) : none, a->first, a->per, a->n,
                        PIXEL_SCALE, device_buf(ctx, 2, 0), device_buf(ctx, 3, 0));
     return device_task_finish(&dt, ctx, rc);
@@ -113,13 +113,13 @@ static int gradsum_cl(const rt_ctx *ctx, void *p)
     int rc = 0;
     for (int g = 0; g < a->groups && !rc; g++) {
         int u0, u1;
-        group_units(l, a->groups, g, &u0, &u1);
+        trainer_group_units(l, a->groups, g, &u0, &u1);
         ocl_buf part = device_buf(ctx, 1 + g, 0);
         ocl_buf w = {grad.mem, grad.offset + sizeof(float) * (size_t)(u0 * per)};
         ocl_buf b = {grad.mem, grad.offset + sizeof(float) * (size_t)(l->nweights + u0)};
         ocl_buf part_b = {part.mem, part.offset + sizeof(float) * (size_t)((u1 - u0) * per)};
-        rc = oclk_copy_or_add(&dt.l, w, part, (u1 - u0) * per, a->first) ||
-             oclk_copy_or_add(&dt.l, b, part_b, u1 - u0, a->first);
+        rc = ocl_kernel_copy_or_add(&dt.l, w, part, (u1 - u0) * per, a->first) ||
+             ocl_kernel_copy_or_add(&dt.l, b, part_b, u1 - u0, a->first);
     }
     return device_task_finish(&dt, ctx, rc);
 }
@@ -129,18 +129,18 @@ static int sgd_cl(const rt_ctx *ctx, void *p)
     const sgd_args *a = p;
     device_task dt;
     device_task_start(&dt, ctx);
-    int rc = oclk_sgd(&dt.l, device_buf(ctx, 0, 0), device_buf(ctx, 1, 0), device_buf(ctx, 2, 0),
+    int rc = ocl_kernel_sgd(&dt.l, device_buf(ctx, 0, 0), device_buf(ctx, 1, 0), device_buf(ctx, 2, 0),
                       a->n, a->lr, a->momentum, a->weight_decay);
     return device_task_finish(&dt, ctx, rc);
 }
 
 /* A chunk's figures are added up on the host, in chunk order. */
-rt_kind load_kind = {.name = "load", .cpu = load, .opencl = load_cl};
+rt_kind trainer_load_kind = {.name = "load", .cpu = load, .opencl = load_cl};
 /* The same task when the first layer reads the bytes: it writes host pointers, so CPU only. */
-rt_kind load_pointers_kind = {.name = "load_pointers", .cpu = load};
-rt_kind tally_kind = {.name = "tally", .cpu = tally};
-rt_kind gradsum_kind = {.name = "gradient_sum", .cpu = gradsum, .opencl = gradsum_cl};
-rt_kind sgd_kind = {.name = "sgd", .cpu = sgd, .opencl = sgd_cl};
+rt_kind trainer_load_pointers_kind = {.name = "load_pointers", .cpu = load};
+rt_kind trainer_tally_kind = {.name = "tally", .cpu = tally};
+rt_kind trainer_gradsum_kind = {.name = "gradient_sum", .cpu = gradsum, .opencl = gradsum_cl};
+rt_kind trainer_sgd_kind = {.name = "sgd", .cpu = sgd, .opencl = sgd_cl};
 
 /* The run of summed chunks handed to the sink, if it holds any. */
 static void ship_run_out(const ship_args *a, ship_run *run, const float *sum)
@@ -186,7 +186,7 @@ static int ship(const rt_ctx *ctx, void *p)
     return 0;
 }
 
-rt_kind ship_kind = {.name = "send gradient", .cpu = ship};
+rt_kind trainer_ship_kind = {.name = "send gradient", .cpu = ship};
 
 /* ---- chunks computed elsewhere (remote.h) ---- */
 
@@ -213,6 +213,6 @@ static int remote_started(const rt_ctx *ctx, void *p)
     return RT_PENDING;
 }
 
-rt_kind pack_kind = {.name = "pack parameters", .peer = pack};
-rt_kind remote_grad_kind = {.name = "remote chunk: gradient", .peer = remote_started};
-rt_kind remote_stats_kind = {.name = "remote chunk: loss", .peer = remote_started};
+rt_kind trainer_pack_kind = {.name = "pack parameters", .peer = pack};
+rt_kind trainer_remote_grad_kind = {.name = "remote chunk: gradient", .peer = remote_started};
+rt_kind trainer_remote_stats_kind = {.name = "remote chunk: loss", .peer = remote_started};

@@ -1,4 +1,4 @@
-#include "engine/cluster/cluster_proto.h"
+#include "engine/cluster/proto.h"
 
 #include "engine/job/config.h"
 #include "netio/wire.h"
