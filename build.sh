@@ -71,8 +71,21 @@ build() {
     cp build/release/frugal ./frugal
 }
 
+# The layout's rules: engine/'s wings include one another one way, every global name carries
+# its module's prefix (on the release objects just built). Each counts as a test.
+check_layout() {
+    local script
+    for script in tools/check_wings.sh "tools/check_symbols.sh build/release"; do
+        # shellcheck disable=SC2086 # a script and its argument
+        if $script; then layout_pass=$((layout_pass + 1)); else layout_fail=$((layout_fail + 1)); fi
+    done
+}
+
 run_tests() {
-    local total_pass=0 total_fail=0 line
+    local total_pass=0 total_fail=0 line layout_pass=0 layout_fail=0
+    echo "== layout"
+    check_layout
+    total_pass=$layout_pass total_fail=$layout_fail
     # variant | make flags | test filter | FRUGAL_TEST_SCALE (sanitizers run fewer seeds)
     local runs=("release||1" "asan||4" "tsan|runtime run_ train energy opencl_train cluster netio placement trace|4")
     for run in "${runs[@]}"; do

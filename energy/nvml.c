@@ -1,4 +1,5 @@
 #include "energy/nvml.h"
+#include "common/env_switches.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -30,7 +31,7 @@ static pthread_mutex_t loading = PTHREAD_MUTEX_INITIALIZER;
 
 static void load(void)
 {
-    const char *path = getenv("FRUGAL_NVML_LIBRARY");
+    const char *path = env_switch_value(ENV_NVML_LIBRARY);
     nvml.lib = dlopen(path && path[0] ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!nvml.lib)
         return;   /* no NVIDIA driver: nothing to say */

@@ -1,4 +1,5 @@
 #include "energy/sysfs.h"
+#include "common/env_switches.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,7 +21,7 @@ int sysfs_format(char *out, size_t n, const char *fmt, ...)
 
 void sysfs_path(char *out, size_t n, const char *path)
 {
-    const char *root = getenv(strncmp(path, "/proc", 5) ? "FRUGAL_SYSFS_ROOT" : "FRUGAL_PROCFS_ROOT");
+    const char *root = env_switch_value(strncmp(path, "/proc", 5) ? ENV_SYSFS_ROOT : ENV_PROCFS_ROOT);
     snprintf(out, n, "%s%s", root ? root : "", path);
 }
 

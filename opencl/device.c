@@ -1,4 +1,5 @@
 #include "opencl/device.h"
+#include "common/env_switches.h"
 
 #include "opencl/kernels_cl.h"   /* the kernels' source, generated from kernels.cl */
 
@@ -158,7 +159,7 @@ static void check_clblast(ocl_device *d)
 int ocl_open(ocl_device *d, char *err, size_t errlen)
 {
     cl_int rc;
-    const char *inject = getenv("FRUGAL_OPENCL_FAIL_AFTER");
+    const char *inject = env_switch_value(ENV_OPENCL_FAIL_AFTER);
     d->fail_after = inject ? atol(inject) : 0;
     atomic_store(&d->enqueues, 0);
     atomic_store(&d->injected, 0);

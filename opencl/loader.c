@@ -1,4 +1,5 @@
 #include "opencl/loader.h"
+#include "common/env_switches.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -29,7 +30,7 @@ static char failure[512];   /* empty when the loader is in */
 
 static void load(void)
 {
-    const char *lib = getenv("FRUGAL_OPENCL_LOADER");
+    const char *lib = env_switch_value(ENV_OPENCL_LOADER);
     if (!lib || !*lib)
         lib = "libOpenCL.so.1";
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);

@@ -1,4 +1,5 @@
 #include "ops/conv.h"
+#include "common/env_switches.h"
 
 #include "ops/conv_direct.h"
 #include "ops/conv_winograd.h"
@@ -189,7 +190,7 @@ static conv_strategy current_strategy(void)
     int s = __atomic_load_n(&strategy, __ATOMIC_ACQUIRE);
     if (s >= 0)
         return (conv_strategy)s;
-    const char *env = getenv("FRUGAL_CONV");
+    const char *env = env_switch_value(ENV_CONV);
     s = CONV_AUTO;
     for (int i = CONV_DIRECT; env && i < CONV_STRATEGIES; i++)
         if (!strcmp(env, conv_path_name((conv_strategy)i)))

@@ -1,4 +1,5 @@
 #include "ops/cpu.h"
+#include "common/env_switches.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +59,7 @@ ops_isa ops_isa_active(void)
     if (isa >= 0)
         return (ops_isa)isa;
     isa = ops_isa_supported();
-    const char *want = getenv("FRUGAL_ISA");
+    const char *want = env_switch_value(ENV_ISA);
     if (want && *want) {
         int w = -1;
         for (int i = 0; i <= OPS_ISA_AVX512; i++)

@@ -1,4 +1,5 @@
 #include "notifier.h"
+#include "common/env_switches.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -30,7 +31,7 @@ static int barrier_everywhere(int cmd)
 void notifier_init(notifier *nt, sleeper *sleepers, int n)
 {
     atomic_init(&nt->nsleeping, 0);
-    const char *knob = getenv("FRUGAL_MEMBARRIER");   /* "off": behave as where it is missing */
+    const char *knob = env_switch_value(ENV_MEMBARRIER);   /* "off": behave as where it is missing */
     atomic_init(&nt->sleeper_fences,
                 !(knob && !strcmp(knob, "off")) &&
                     barrier_everywhere(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0);

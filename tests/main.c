@@ -1,5 +1,6 @@
 /* Runs the registered tests whose names start with any prefix given on the command line, each in
  * its own child process so that a crash or a hang fails one test rather than the run. */
+#include "common/env_switches.h"
 #include "test.h"
 
 #include <dirent.h>
@@ -95,6 +96,7 @@ int main(int argc, char **argv)
     snprintf(fake_nvml, sizeof fake_nvml, "build/%s/libfake_nvml.so", variant ? variant : "release");
     setenv("FRUGAL_NVML_LIBRARY", fake_nvml, 0);
     unsetenv("FAKE_NVML_DIR");
+    env_switches_read();
     int passed = 0, failed = 0;
     for (int i = 0; i < ntests; i++) {
         if (!matches(tests[i].name, argc, argv))

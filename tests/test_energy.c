@@ -1,6 +1,7 @@
 /* The energy module against fake sysfs and procfs trees (FRUGAL_SYSFS_ROOT, FRUGAL_PROCFS_ROOT):
  * Intel (two sockets, psys, mmio copy), AMD, hwmon, batteries, wrap-around, permission denied,
  * a sensor that vanishes, the fallback model, and attribution. */
+#include "common/env_switches.h"
 #include "test.h"
 
 #include "energy/account.h"
@@ -28,6 +29,7 @@ static void fake_root(void)
     mkdir(root, 0755);
     setenv("FRUGAL_SYSFS_ROOT", root, 1);
     setenv("FRUGAL_PROCFS_ROOT", root, 1);
+    env_switches_read();
 }
 
 /* Writes root/rel (creating its folders) with printf-style content. */
@@ -507,6 +509,7 @@ TEST(energy_nvml_gpus_by_counter_or_power_gauge)
     put("nvml/power1", "40000\n");       /* mW */
     setenv("FRUGAL_NVML_LIBRARY", lib, 1);
     setenv("FAKE_NVML_DIR", dir, 1);
+    env_switches_read();
     energy_meter *m = energy_meter_open(NULL);
     sensor s[SENSOR_MAX];
     int n = energy_meter_sensors(m, s, SENSOR_MAX);

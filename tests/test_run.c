@@ -2,6 +2,7 @@
  * stop at a batch boundary, a signal, a second run on the same folder, a killed run's temporary
  * files), a stopped run resumes to the same weights, the summary covers every epoch across
  * resumes, and a diverging run says so. */
+#include "common/env_switches.h"
 #include "engine/model/checkpoint.h"
 #include "engine/report/report.h"
 #include "engine/cli/run.h"
@@ -293,8 +294,16 @@ TEST(train_summary_json_is_complete_and_valid)
     }
     report_input in = {&cfg, &d, NULL, &m, &plan, 2, &log, &st, &st, NULL, 3, NULL, NULL, NULL, NULL};
     snprintf(path, sizeof path, "%s/summary.json", test_tmpdir());
+    setenv("FRUGAL_INPUT", "fl\"oats", 1);   /* a switch set, and recorded as it was read */
+    env_switches_read();
+    setenv("FRUGAL_INPUT", "bytes", 1);
     CHECKF(report_write(path, &in, err, sizeof err) == 0, "%s", err);
+    unsetenv("FRUGAL_INPUT");
+    env_switches_read();
     char *text = slurp(path, NULL);
+    const char *env = strstr(text, "\"environment\": {"),
+               *input = env ? strstr(env, "\"FRUGAL_INPUT\": \"fl\\\"oats\"") : NULL;
+    CHECKF(input && input < strchr(env, '}'), "%s", text);
     size_t n = text ? strlen(text) : 0;
     CHECK(strstr(text, "\"epoch\": 4") && strstr(text, "\"epoch\": 5"));
     CHECK(strstr(text, "\"test_acc\": null"));            /* no NaN in JSON */
@@ -317,6 +326,7 @@ TEST(train_summary_reports_energy_by_device_and_task_kind)
     cfg.baseline_watts = 2;
     snprintf(tree, sizeof tree, "%s/sys", test_tmpdir());
     setenv("FRUGAL_SYSFS_ROOT", test_tmpdir(), 1);
+    env_switches_read();
     const char *files[][2] = {{"class", NULL}, {"class/powercap", NULL},
                               {"class/powercap/intel-rapl:0", NULL},
                               {"class/powercap/intel-rapl:0/name", "package-0\n"},

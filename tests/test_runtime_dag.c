@@ -1,4 +1,5 @@
 /* Random task DAGs with random access modes: any parallel execution must equal the serial one. */
+#include "common/env_switches.h"
 #include "runtime/runtime.h"
 #include "test.h"
 
@@ -157,8 +158,10 @@ static void run_workers(int workers, int seeds)
 TEST(runtime_dag_without_membarrier)
 {
     setenv("FRUGAL_MEMBARRIER", "off", 1);
+    env_switches_read();
     run_workers(3, test_scale(1000));
     unsetenv("FRUGAL_MEMBARRIER");
+    env_switches_read();
 }
 
 TEST(runtime_dag_1_worker) { run_workers(1, test_scale(2000)); }

@@ -1,6 +1,7 @@
 /* Training end to end on a generated dataset: the loss falls, the weights do not depend on the
  * number of workers or on how tasks are cut, a loss that is not finite ends the run with a
  * clear error, and one step matches PyTorch. */
+#include "common/env_switches.h"
 #include "engine/model/checkpoint.h"
 #include "engine/cluster/chunk_engine.h"
 #include "engine/job/config.h"
@@ -164,10 +165,13 @@ TEST(train_bytes_input_gives_the_same_weights)
     static run floats, bytes;
     const char *job = make_job("");
     setenv("FRUGAL_INPUT", "floats", 1);
+    env_switches_read();
     train(job, 2, 2, &floats);
     setenv("FRUGAL_INPUT", "bytes", 1);
+    env_switches_read();
     train(job, 3, 2, &bytes);
     unsetenv("FRUGAL_INPUT");
+    env_switches_read();
     CHECKF(floats.rc == 0 && bytes.rc == 0, "%s %s", floats.err, bytes.err);
     CHECK(floats.nparams == bytes.nparams && floats.loss[1] == bytes.loss[1]);
     CHECK(!memcmp(floats.params, bytes.params, sizeof(float) * (size_t)floats.nparams));
@@ -419,6 +423,7 @@ TEST(train_kernel_out_of_memory_fails_the_task)
     static run r;
     ops_scratch_limit(1024);   /* far below what a convolution's buffers need */
     setenv("FRUGAL_CONV", "im2col", 1);
+    env_switches_read();
     train(make_job(""), 2, 1, &r);
     ops_scratch_limit(0);
     CHECK(r.rc == -1);

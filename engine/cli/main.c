@@ -1,4 +1,5 @@
 /* frugal: the command-line entry point. */
+#include "common/env_switches.h"
 #include "energy/account.h"
 #include "energy/carbon.h"
 #include "energy/model.h"
@@ -409,6 +410,7 @@ static int cmd_report(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    env_switches_read();   /* once, before any thread: summary.json records them */
     if (argc < 2)
         return usage(stderr);
     if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))

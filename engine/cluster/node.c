@@ -307,7 +307,7 @@ static int fetch(node *n, const proto_file *f, const char *path)
 static int find_file(node *n, const proto_file *f, char *path, size_t pathlen)
 {
     char dir[400], hex[65], why[500];
-    if (cache_folder("FRUGAL_CACHE_DIR", "data", dir, sizeof dir, why, sizeof why))
+    if (cache_folder(ENV_CACHE_DIR, "data", dir, sizeof dir, why, sizeof why))
         return fail(n, "the data cache: %s", why);
     sodium_bin2hex(hex, sizeof hex, f->hash, 32);
     snprintf(path, pathlen, "%s/%s", dir, hex);

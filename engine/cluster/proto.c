@@ -1,4 +1,5 @@
 #include "engine/cluster/proto.h"
+#include "common/env_switches.h"
 
 #include "engine/job/config.h"
 #include "netio/wire.h"
@@ -11,7 +12,7 @@
 
 int proto_cipher_from_env(netio_config *nc, char *err, size_t errlen)
 {
-    const char *v = getenv("FRUGAL_NET_CIPHER");
+    const char *v = env_switch_value(ENV_NET_CIPHER);
     nc->no_aes = v && !strcmp(v, "xchacha20poly1305");
     if (v && !nc->no_aes && strcmp(v, "auto")) {
         snprintf(err, errlen, "FRUGAL_NET_CIPHER=%s: expected auto or xchacha20poly1305", v);

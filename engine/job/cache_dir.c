@@ -21,10 +21,9 @@ static int make_folders(char *path)
     return mkdir(path, 0700) && errno != EEXIST ? -1 : 0;
 }
 
-int cache_folder(const char *env_var, const char *sub, char *dir, size_t n, char *why,
-                 size_t whylen)
+int cache_folder(env_switch sw, const char *sub, char *dir, size_t n, char *why, size_t whylen)
 {
-    const char *env = getenv(env_var), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    const char *env = env_switch_value(sw), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (env && *env)
         snprintf(dir, n, "%s", env);
     else if (xdg && *xdg)
@@ -32,7 +31,7 @@ int cache_folder(const char *env_var, const char *sub, char *dir, size_t n, char
     else if (home && *home)
         snprintf(dir, n, "%s/.cache/frugal/%s", home, sub);
     else {
-        snprintf(why, whylen, "no HOME, XDG_CACHE_HOME or %s", env_var);
+        snprintf(why, whylen, "no HOME, XDG_CACHE_HOME or %s", env_switch_name(sw));
         return -1;
     }
     if (make_folders(dir)) {
@@ -44,7 +43,7 @@ int cache_folder(const char *env_var, const char *sub, char *dir, size_t n, char
 
 int cache_dir(char *dir, size_t n, char *why, size_t whylen)
 {
-    return cache_folder("FRUGAL_PERFMODEL_DIR", "perfmodel", dir, n, why, whylen);
+    return cache_folder(ENV_PERFMODEL_DIR, "perfmodel", dir, n, why, whylen);
 }
 
 void cache_sanitize(char *s)

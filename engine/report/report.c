@@ -1,5 +1,6 @@
 #include "engine/report/report.h"
 
+#include "common/env_switches.h"
 #include "common/json.h"
 #include "engine/job/run_folder.h"
 #include "ops/cpu.h"
@@ -234,6 +235,9 @@ static void write_job(FILE *f, const report_input *in)
             in->train->classes);
     fprintf(f, "  \"machine\": {\"cpus\": %ld, \"kernel_path\": \"%s\", \"timer\": \"%s\"},\n",
             sysconf(_SC_NPROCESSORS_ONLN), ops_isa_name(ops_isa_active()), clock_source());
+    fputs("  \"environment\": ", f);   /* the switches that changed what ran (env_switches.h) */
+    env_switches_write_json(f);
+    fputs(",\n", f);
     fputs("  \"execution\": {", f);
     plan_write_json(in->plan, in->m, f);
     if (in->cfg->slowdown > 1)

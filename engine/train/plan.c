@@ -1,4 +1,5 @@
 #include "engine/train/plan.h"
+#include "common/env_switches.h"
 
 #include "common/json.h"
 #include "engine/job/policy_name.h"
@@ -60,7 +61,7 @@ static void choose_input(exec_plan *p, const model *m)
                  "the CPU only)");
         return;
     }
-    const char *forced = getenv("FRUGAL_INPUT");   /* floats | bytes */
+    const char *forced = env_switch_value(ENV_INPUT);   /* floats | bytes */
     int first_conv = m->nlayers > 0 && m->layers[0].cfg.type == LAYER_CONV;
     double bytes = (double)p->grain * (double)m->layers[0].in_size * sizeof(float);
     if (forced && (!strcmp(forced, "bytes") || !strcmp(forced, "floats"))) {
@@ -84,7 +85,7 @@ void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
     p->grain = plan_grain(cfg, m);
     p->nchunks = (p->batch + p->grain - 1) / p->grain;
     choose_input(p, m);
-    const char *conv = getenv("FRUGAL_CONV"), *isa = getenv("FRUGAL_ISA");
+    const char *conv = env_switch_value(ENV_CONV), *isa = env_switch_value(ENV_ISA);
     snprintf(p->conv_path, sizeof p->conv_path, "%s%s", conv ? "FRUGAL_CONV=" : "auto",
              conv ? conv : "");
     snprintf(p->isa_why, sizeof p->isa_why, "%s (best here: %s)%s%s",

@@ -1,0 +1,38 @@
+/* The environment variables that change what frugal does, read once at start (frugal's main,
+ * or a test after it sets one) into one table that every module asks, and that summary.json
+ * records. A module never calls getenv for a switch of its own.
+ *
+ *   FRUGAL_ISA             portable | avx2 | avx512: the CPU kernels' path (ops/cpu.c)
+ *   FRUGAL_CONV            direct | wide | im2col | winograd | winograd4: the convolution path
+ *   FRUGAL_INPUT           floats | bytes: how a first convolution reads its input (plan.c)
+ *   FRUGAL_MEMBARRIER      off: the runtime's sleepers fence as where membarrier() is missing
+ *   FRUGAL_NET_CIPHER      auto | xchacha20poly1305: the cluster's cipher
+ *   FRUGAL_CACHE_DIR       where a node keeps the coordinator's files
+ *   FRUGAL_PERFMODEL_DIR   where measured task costs and worker counts are kept
+ *   FRUGAL_OPENCL_LOADER   the OpenCL ICD loader to dlopen (default libOpenCL.so.1)
+ *   FRUGAL_OPENCL_FAIL_AFTER  N: the N-th OpenCL enqueue fails (tests of the fallback)
+ *   FRUGAL_NVML_LIBRARY    NVIDIA's NVML to dlopen (default libnvidia-ml.so.1)
+ *   FRUGAL_SYSFS_ROOT, FRUGAL_PROCFS_ROOT  a folder standing for /sys, /proc (the energy tests'
+ *                          fake sensors) */
+#ifndef FRUGAL_ENV_SWITCHES_H
+#define FRUGAL_ENV_SWITCHES_H
+
+#include <stdio.h>
+
+typedef enum env_switch {
+    ENV_ISA, ENV_CONV, ENV_INPUT, ENV_MEMBARRIER, ENV_NET_CIPHER, ENV_CACHE_DIR,
+    ENV_PERFMODEL_DIR, ENV_OPENCL_LOADER, ENV_OPENCL_FAIL_AFTER, ENV_NVML_LIBRARY,
+    ENV_SYSFS_ROOT, ENV_PROCFS_ROOT, ENV_SWITCHES
+} env_switch;
+
+/* Reads every switch from the environment (again). Call it before threads start. */
+void env_switches_read(void);
+/* A switch's value, NULL when it is not set (or empty); the first call reads them all if
+ * env_switches_read was not called. */
+const char *env_switch_value(env_switch s);
+/* Its variable's name ("FRUGAL_CONV"). */
+const char *env_switch_name(env_switch s);
+/* The switches that are set, as a JSON object: {"FRUGAL_CONV": "im2col"} ({} for none). */
+void env_switches_write_json(FILE *f);
+
+#endif
