@@ -60,6 +60,24 @@ struct layer_class {
     rt_kind *forward, *backward;   /* NULL: no task (flatten is a view of its input) */
     int backward_reads;
     size_t aux_bytes;              /* per output value, kept from forward to backward (argmax) */
+
+    /* What the model, the plan and the trainer ask of a type, instead of naming it. */
+    int view;                      /* its output is its input reshaped: no buffer, no gradient */
+    int loss;                      /* computes the loss: the model's last layer */
+    int reads_bytes;               /* first in a model, may read the data set's bytes in place */
+    int max_pool;                  /* takes a window's maximum (commutes with `monotone` ones) */
+    int monotone;                  /* f(max(x)) = max(f(x)), also for the gradient: before a
+                                      max-pool it runs after it, on a quarter of the data */
+    /* The kernel path of a pass (a conv_pass), for layers with a choice of kernels; NULL: none. */
+    conv_strategy (*kernel_path)(const layer *l, int pass);
+    /* Tasks per chunk, its units (filters, outputs) split between them: the configured number
+     * (0: auto). NULL: one. */
+    int (*groups)(const layer *l, int configured, int grain);
+    /* Whether the max-pool after it (next) may run inside its tasks (with its input gradient
+     * when need_dx), and whether that pays for a chunk of `grain` samples. NULL: never. */
+    int (*fuses_pool)(const layer *l, const layer *next, int need_dx, int grain, int *worth);
+    /* Its tasks when fused so, and the input gradient as a task of its own (split by groups). */
+    rt_kind *fused_forward, *fused_backward, *backward_input;
 };
 
 const layer_class *layer_class_of(layer_type t);
@@ -86,12 +104,6 @@ typedef struct chunk_stats {
     double loss;                    /* summed over the chunk's samples */
     int correct, samples;
 } chunk_stats;
-
-/* A convolution's tasks beyond forward and backward. With filter groups the input gradient is a
- * task of its own; fused with the max-pool after it, one task does both layers each way. */
-extern rt_kind layer_conv_backward_input_kind, layer_conv_maxpool_forward_kind, layer_conv_maxpool_backward_kind;
-/* Tasks per chunk for a convolution, split by filters: the configured number (0: auto). */
-int layer_conv_filter_groups(const layer *l, int configured, int grain);
 
 /* A kernel's failure (out of scratch memory) as a task failure. */
 int layer_kernel_status(const rt_ctx *ctx, int rc);

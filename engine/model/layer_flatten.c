@@ -24,5 +24,5 @@ static int plan(layer *l, const layer_place *at, char *why, size_t n)
 
 const layer_class layer_flatten = {
     .name = "flatten", .type = LAYER_FLATTEN, .keys = keys, .defaults = defaults,
-    .complete = complete, .plan = plan,
+    .complete = complete, .plan = plan, .view = 1,
 };

@@ -85,5 +85,5 @@ static rt_kind backward_kind = {.name = "maxpool_backward", .cpu = backward,
 const layer_class layer_maxpool = {
     .name = "maxpool", .type = LAYER_MAXPOOL, .keys = keys, .defaults = defaults,
     .complete = complete, .plan = plan, .forward = &forward_kind, .backward = &backward_kind,
-    .backward_reads = READS_AUX, .aux_bytes = sizeof(int32_t),
+    .backward_reads = READS_AUX, .aux_bytes = sizeof(int32_t), .max_pool = 1,
 };

@@ -58,5 +58,5 @@ static rt_kind backward_kind = {.name = "relu_backward", .cpu = backward, .openc
 const layer_class layer_relu = {
     .name = "relu", .type = LAYER_RELU, .keys = keys, .defaults = defaults, .complete = complete,
     .plan = plan, .forward = &forward_kind, .backward = &backward_kind,
-    .backward_reads = READS_OUTPUT,
+    .backward_reads = READS_OUTPUT, .monotone = 1,
 };

@@ -80,5 +80,5 @@ static rt_kind loss_kind = {.name = "softmax_xent", .cpu = loss, .opencl = loss_
 
 const layer_class layer_softmax_xent = {
     .name = "softmax_xent", .type = LAYER_SOFTMAX_XENT, .keys = keys, .defaults = defaults,
-    .complete = complete, .plan = plan, .forward = &loss_kind,
+    .complete = complete, .plan = plan, .forward = &loss_kind, .loss = 1,
 };

@@ -5,14 +5,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A relu right before a maxpool runs after it instead: max and relu commute exactly, forward and
- * backward (the gradient reaches the window's maximum iff it is positive), and relu then
- * touches a quarter of the data. Returns the config layer model layer i is made from. */
+/* A monotone layer (relu) right before a max-pool runs after it instead: they commute exactly,
+ * forward and backward (the gradient reaches the window's maximum iff it is positive), and the
+ * relu then touches a quarter of the data. */
+static int swaps(const layer_config *l)
+{
+    const layer_class *a = layer_class_of(l[0].type), *b = layer_class_of(l[1].type);
+    return a && b && a->monotone && b->max_pool;
+}
+
+/* The config layer model layer i is made from. */
 static const layer_config *source_of(const layer_config *l, int nlayers, int i)
 {
-    if (i + 1 < nlayers && l[i].type == LAYER_RELU && l[i + 1].type == LAYER_MAXPOOL)
+    if (i + 1 < nlayers && swaps(&l[i]))
         return &l[i + 1];
-    if (i > 0 && l[i - 1].type == LAYER_RELU && l[i].type == LAYER_MAXPOOL)
+    if (i > 0 && swaps(&l[i - 1]))
         return &l[i - 1];
     return &l[i];
 }
@@ -77,7 +84,7 @@ int model_build(model *m, const char *path, const layer_config *layers, int nlay
         m->nparams += l->nparams;
         m->flops_per_sample += l->flops;
     }
-    if (m->layers[m->nlayers - 1].cfg.type != LAYER_SOFTMAX_XENT)
+    if (!m->layers[m->nlayers - 1].cls->loss)
         return fail(m, err, errlen, "%s: the last layer must be [softmax_xent]", path);
     return alloc ? model_alloc(m, err, errlen) : 0;
 }

@@ -17,8 +17,7 @@ static double per_chunk_params(const model *m)
     double params = 0;
     for (int l = 0; l < m->nlayers; l++) {
         const layer *ly = &m->layers[l];
-        conv_strategy s = ly->cfg.type == LAYER_CONV ? conv_path(&ly->conv, CONV_FORWARD)
-                                                     : CONV_AUTO;
+        conv_strategy s = ly->cls->kernel_path ? ly->cls->kernel_path(ly, CONV_FORWARD) : CONV_AUTO;
         double points = s == CONV_WINOGRAD4 ? 36 : s == CONV_WINOGRAD ? 16 : 0;
         params += (1 + 3 * points / 9) * (double)ly->nparams;
     }
@@ -62,7 +61,7 @@ static void choose_input(exec_plan *p, const model *m)
         return;
     }
     const char *forced = env_switch_value(ENV_INPUT);   /* floats | bytes */
-    int first_conv = m->nlayers > 0 && m->layers[0].cfg.type == LAYER_CONV;
+    int first_conv = m->nlayers > 0 && m->layers[0].cls->reads_bytes;
     double bytes = (double)p->grain * (double)m->layers[0].in_size * sizeof(float);
     if (forced && (!strcmp(forced, "bytes") || !strcmp(forced, "floats"))) {
         p->bytes_input = first_conv && !strcmp(forced, "bytes");
@@ -96,27 +95,18 @@ void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
         const layer *ly = &m->layers[l];
         p->need_dx[l] = seen_params;
         seen_params |= ly->nparams > 0;
-        /* A convolution and the max-pool after it can fuse when nothing needs the convolution's
-         * own output, and its input gradient comes from the pooled gradient too (Winograd) or
-         * is not needed (a first layer): that output is then never stored. Worth it (auto) on
-         * the Winograd paths; on the direct path when a chunk's output would not stay in cache
-         * between the two, or each output sums 27 products or more (3 channels of 3x3: the
-         * pooling is then paid for). Measured with ./build.sh bench train: fused, cifar-shaped's
-         * first layer (3 channels) trains 15% faster, DAHL's 28x28x1 one 33% slower. */
-        int fusable = ly->cfg.type == LAYER_CONV && l + 1 < m->nlayers &&
-                      ly[1].cfg.type == LAYER_MAXPOOL &&
-                      (p->need_dx[l] ? conv_pool_fusable_with_input_gradient(&ly->conv, &ly[1].pool)
-                                     : conv_pool_fusable(&ly->conv, &ly[1].pool));
-        int worth = fusable && (conv_pool_fusable_with_input_gradient(&ly->conv, &ly[1].pool) ||
-                                ly->conv.c * ly->conv.kh * ly->conv.kw >= 27 ||
-                                (double)p->grain * (double)ly->out_size * sizeof(float) > 1e6);
-        /* A relu after the max-pool (engine/model/model.c puts it there) runs in the same tasks:
-         * applied to the pooled output still in cache, instead of in tasks of its own. */
-        int relu_after = l + 3 < m->nlayers && ly[2].cfg.type == LAYER_RELU;
+        /* A layer and the max-pool after it in the same tasks (the layer type says when that is
+         * possible and worth it: engine/model/layer_conv.c), and a relu after the max-pool
+         * (engine/model/model.c puts it there) too: applied to the pooled output still in
+         * cache, instead of in tasks of its own. */
+        int worth = 0;
+        int fusable = ly->cls->fuses_pool && l + 1 < m->nlayers && ly[1].cls->max_pool &&
+                      ly->cls->fuses_pool(ly, &ly[1], p->need_dx[l], p->grain, &worth);
+        int relu_after = l + 3 < m->nlayers && ly[2].cls->monotone;
         if (fusable && !p->pinned && (cfg->fuse > 0 || (cfg->fuse == 0 && worth)))
             p->fused[l] = 1 + relu_after;
-        p->groups[l] = ly->cfg.type != LAYER_CONV || p->fused[l]
-                           ? 1 : layer_conv_filter_groups(ly, cfg->filter_groups, p->grain);
+        p->groups[l] = !ly->cls->groups || p->fused[l]
+                           ? 1 : ly->cls->groups(ly, cfg->filter_groups, p->grain);
     }
 }
 
@@ -163,14 +153,13 @@ void plan_write_json(const exec_plan *p, const model *m, FILE *f)
         int with_next = p->fused[l] || (inside && next_inside);
         fprintf(f, ", \"tasks_per_chunk\": %d, \"fused_with_next\": %s", p->groups[l],
                 with_next ? "true" : "false");
-        if (m->layers[l].cfg.type == LAYER_CONV) {
-            const conv_geom *g = &m->layers[l].conv;
+        const layer *ly = &m->layers[l];
+        if (ly->cls->kernel_path)
             fprintf(f, ", \"kernels\": {\"forward\": \"%s\", \"backward_input\": \"%s\", "
                        "\"backward_filter\": \"%s\"}",
-                    conv_path_name(conv_path(g, CONV_FORWARD)),
-                    conv_path_name(conv_path(g, CONV_BACKWARD_INPUT)),
-                    conv_path_name(conv_path(g, CONV_BACKWARD_FILTER)));
-        }
+                    conv_path_name(ly->cls->kernel_path(ly, CONV_FORWARD)),
+                    conv_path_name(ly->cls->kernel_path(ly, CONV_BACKWARD_INPUT)),
+                    conv_path_name(ly->cls->kernel_path(ly, CONV_BACKWARD_FILTER)));
         fputc('}', f);
     }
     fputc(']', f);

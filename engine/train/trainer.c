@@ -12,7 +12,7 @@
 
 void trainer_group_units(const layer *l, int groups, int g, int *u0, int *u1)
 {
-    int units = l->cfg.type == LAYER_CONV ? l->conv.f : (int)(l->nparams - l->nweights);
+    int units = (int)(l->nparams - l->nweights);   /* a bias each: filters, outputs */
     *u0 = (int)((long)g * units / groups);
     *u1 = (int)((long)(g + 1) * units / groups);
 }
@@ -143,10 +143,10 @@ static int alloc_set(trainer *t, batch_set *b)
         int last = l == m->nlayers - 1, inside = plan_fused_into(p, l) >= 0;
         int stores = !p->fused[l] && plan_fused_into(p, l + 1) < 0;   /* its output in act */
         size_t plane = sizeof(float) * (size_t)ly->out_h * (size_t)ly->out_w;
-        if (l > 0 && !inside && m->layers[l - 1].cfg.type != LAYER_FLATTEN &&
+        if (l > 0 && !inside && !m->layers[l - 1].cls->view &&
             (last || p->need_dx[l]))
             rc |= chunked_alloc(t, &b->grad[l], "gradient", sizeof(float) * (size_t)ly->in_size, 1, 0);
-        if (ly->cfg.type == LAYER_FLATTEN) {
+        if (ly->cls->view) {
             b->act[l + 1] = b->act[l], b->act[l + 1].view = 1;
             b->grad[l + 1] = b->grad[l], b->grad[l + 1].view = 1;
         } else if (!last && stores) {

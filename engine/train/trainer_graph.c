@@ -157,7 +157,7 @@ static void submit_forward(trainer *t, const batch_ref *r, int l, int k, int g, 
     }
     if (ly->nparams)
         a.at.params = add(&al, t->hparams[l], RT_R);
-    submit_claimed(t, fused ? &layer_conv_maxpool_forward_kind : ly->cls->forward, &a, sizeof a,
+    submit_claimed(t, fused ? ly->cls->fused_forward : ly->cls->forward, &a, sizeof a,
                    PRIO_FORWARD, &al, k, claim_of(r, k));
 }
 
@@ -224,7 +224,7 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
             if (ly->nparams)
                 a.at.params = add(&al, t->hparams[l], RT_R);
         }
-        submit_claimed(t, fused ? &layer_conv_maxpool_backward_kind : ly->cls->backward, &a, sizeof a,
+        submit_claimed(t, fused ? ly->cls->fused_backward : ly->cls->backward, &a, sizeof a,
                        PRIO_BACKWARD, &al, k, claim_of(r, k));
     }
     if (dx && groups > 1) {
@@ -233,7 +233,7 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
         a.at.dy = add(&al, r->b->grad[l + 1].part[k], RT_R);
         a.at.params = add(&al, t->hparams[l], RT_R);
         a.at.dx = add(&al, r->b->grad[l].part[k], RT_W);
-        submit_claimed(t, &layer_conv_backward_input_kind, &a, sizeof a, PRIO_BACKWARD, &al, k,
+        submit_claimed(t, ly->cls->backward_input, &a, sizeof a, PRIO_BACKWARD, &al, k,
                        claim_of(r, k));
     }
 }
