@@ -6,40 +6,15 @@
  * by the regions they touch, not by barriers, so a chunk enters layer i+1 as soon as it leaves
  * layer i, and the next batch (in the other set of buffers) loads while this one finishes. A
  * batch is submitted layer by layer across its chunks: when the submitting thread stops to run a
- * task, every chunk already has work. On a cluster's coordinator, the chunks dealt elsewhere are
- * tasks that wait for the network (remote.h), and those dealt here carry claims, so that a node
- * may steal the ones not yet started. */
+ * task, every chunk already has work. What other machines of a cluster need of a batch (chunks
+ * computed elsewhere, claims, parameters and gradients for the wire) is trainer_remote.c's,
+ * through the trainer_remote_* calls below. */
 #include "engine/train/trainer_internal.h"
 
-#include "engine/train/remote.h"
 #include "ops/layers.h"
 #include "runtime/clock.h"
 
 #include <string.h>
-
-/* The backward chain first: a layer's gradient sum and update wait behind the backward tasks
- * still to come (only the first layer's update is on the way to the next batch). */
-enum { PRIO_TALLY = 0, PRIO_LOAD = 1, PRIO_FORWARD = 2, PRIO_UPDATE = 2, PRIO_BACKWARD = 3 };
-
-typedef struct access_list {
-    rt_access a[RT_MAX_ACCESS];
-    int n;
-} access_list;
-
-static signed char add(access_list *al, rt_handle *h, rt_mode mode)
-{
-    al->a[al->n] = (rt_access){h, mode};
-    return (signed char)al->n++;
-}
-
-/* Every part of chunk k of a buffer (one per filter group of its writer); returns the first. */
-static signed char add_chunk(access_list *al, const chunked *c, int k, rt_mode mode)
-{
-    signed char first = (signed char)al->n;
-    for (int g = 0; g < c->groups; g++)
-        add(al, c->part[k * c->groups + g], mode);
-    return first;
-}
 
 /* Where a task may run. With devices = opencl, on a device when it has a device implementation;
  * deterministic, by chunk (even chunks on the CPU, odd ones on the devices; the updates on the
@@ -69,35 +44,17 @@ static void submit_claimed(trainer *t, rt_kind *kind, const void *args, size_t s
     rt_submit(t->rt, &d);   /* a failure is reported by the next wait */
 }
 
-static void submit(trainer *t, rt_kind *kind, const void *args, size_t size, int prio,
-                   const access_list *al, int chunk)
+void trainer_submit(trainer *t, rt_kind *kind, const void *args, size_t size, int prio,
+                    const access_list *al, int chunk)
 {
     submit_claimed(t, kind, args, size, prio, al, chunk, NULL);
 }
 
-/* What one batch is: where its samples start, how many, which buffers, which data set. */
-typedef struct batch_ref {
-    int split;
-    long first;
-    int size;
-    batch_set *b;
-    int mean_over;      /* samples the gradient is the mean over: 0, the batch's size */
-    const ship_role *ship;   /* a node's chunk: its gradients go to the sink layer by layer */
-    int epoch;
-    long index;         /* in the epoch */
-    _Atomic int *claims;   /* a coordinator's batch that nodes may take chunks of (remote.h) */
-    _Atomic int *recall;   /* a node's chunk that its coordinator may take back */
-} batch_ref;
-
 /* The claim on chunk k of the batch, if another machine may take it. */
 static _Atomic int *claim_of(const batch_ref *r, int k)
 {
-    return r->claims ? &r->claims[k] : r->recall;
+    return r->remote.claims ? &r->remote.claims[k] : r->remote.recall;
 }
-
-static void submit_arrival(trainer *t, const batch_ref *r, int k, int l, rt_mode mode);
-
-static int chunk_size(const trainer *t, const batch_ref *r, int k, int *s0);
 
 static layer_task task_for(const trainer *t, int l, int n)
 {
@@ -122,7 +79,7 @@ static void add_input(const trainer *t, const batch_ref *r, layer_task *a, acces
 static void submit_load(trainer *t, const batch_ref *r, int k)
 {
     const dataset *d = t->data[r->split].d;
-    int s0, n = chunk_size(t, r, k, &s0);
+    int s0, n = trainer_chunk_size(t, r, k, &s0);
     load_args a = {r->first + s0, (long)d->c * d->h * d->w, n, r->split == SPLIT_TRAIN,
                    (signed char)t->plan.bytes_input};
     access_list al = {.n = 0};
@@ -132,7 +89,7 @@ static void submit_load(trainer *t, const batch_ref *r, int k)
     add(&al, r->b->labels.part[k], RT_W);
     if (a.shuffled)
         add(&al, t->horder, RT_R);
-    submit(t, a.bytes ? &trainer_load_pointers_kind : &trainer_load_kind, &a, sizeof a, PRIO_LOAD, &al, k);
+    trainer_submit(t, a.bytes ? &trainer_load_pointers_kind : &trainer_load_kind, &a, sizeof a, PRIO_LOAD, &al, k);
 }
 
 /* Layer l's forward task for chunk k and filter group g (or, fused, the convolution, the
@@ -164,7 +121,7 @@ static void submit_forward(trainer *t, const batch_ref *r, int l, int k, int g, 
 /* The loss of chunk k, its gradient when training, and the tally of its figures. */
 static void submit_loss(trainer *t, const batch_ref *r, int k)
 {
-    int L = t->m->nlayers - 1, s0, n = chunk_size(t, r, k, &s0);
+    int L = t->m->nlayers - 1, s0, n = trainer_chunk_size(t, r, k, &s0);
     layer_task a = task_for(t, L, n);
     a.scale = 1.0f / (float)(r->mean_over ? r->mean_over : r->size);
     access_list al = {.n = 0};
@@ -177,18 +134,23 @@ static void submit_loss(trainer *t, const batch_ref *r, int k)
         a.at.aux = add(&al, r->b->aux[L].part[k], RT_W);
     submit_claimed(t, t->m->layers[L].cls->forward, &a, sizeof a, PRIO_BACKWARD, &al, k,
                    claim_of(r, k));
-    if (r->claims)
-        submit_arrival(t, r, k, -1, RT_RW);
+    trainer_remote_pass_on(t, r, k, -1);
+    trainer_submit_tally(t, r, k, t->predictions != NULL, r->remote.recall);
+}
 
-    tally_args ta = {r->first + s0, n, t->predictions != NULL, &t->samples_done};
+/* Adds chunk k's loss figures (and, evaluating, its predictions) to the pass's. */
+void trainer_submit_tally(trainer *t, const batch_ref *r, int k, int evaluating, _Atomic int *claim)
+{
+    int s0, n = trainer_chunk_size(t, r, k, &s0);
+    tally_args ta = {r->first + s0, n, evaluating, &t->samples_done};
     access_list tl = {.n = 0};
     add(&tl, r->b->stats.part[k], RT_R);
     add(&tl, t->htotals, RT_RW);
-    if (ta.evaluating) {
-        add(&tl, r->b->aux[L].part[k], RT_R);
+    if (evaluating) {
+        add(&tl, r->b->aux[t->m->nlayers - 1].part[k], RT_R);
         add(&tl, t->hpredictions, RT_RW);
     }
-    submit_claimed(t, &trainer_tally_kind, &ta, sizeof ta, PRIO_TALLY, &tl, -1, r->recall);
+    submit_claimed(t, &trainer_tally_kind, &ta, sizeof ta, PRIO_TALLY, &tl, -1, claim);
 }
 
 /* Layer l's backward tasks for chunk k: per filter group the parameter gradient (and, with one
@@ -238,26 +200,10 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
     }
 }
 
-/* A node's chunk k gradient of layer l handed to its sink (trainer_stream_gradients) once the
- * layer's backward tasks have it, alone or summed with the group's chunks before it (tasks.c).
- * It also takes the layer's input gradient (RW, unchanged), so that the layer before waits for
- * it: the gradient leaves before the rest of the backward pass runs, not after it. */
-static void submit_ship(trainer *t, const batch_ref *r, int l, int k)
-{
-    int groups = t->plan.groups[l];
-    ship_args a = {t, r->recall, t->m->layers[l].nparams, k, l, 0, *r->ship};
-    access_list al = {.n = 0};
-    for (int g = 0; g < groups; g++)
-        add(&al, t->hpartial_part[l][k * groups + g], RT_R);
-    if (t->plan.need_dx[l])
-        add(&al, r->b->grad[l].part[k], RT_RW);
-    a.sum_at = add(&al, t->hgrad[l], RT_RW);
-    submit(t, &trainer_ship_kind, &a, sizeof a, PRIO_BACKWARD, &al, k);
-}
 
 /* The partial gradients of chunks [k0, k1) of layer l summed in a fixed order, from the last
  * chunk down (the same weights whatever the workers; and a node computing a batch's last
- * chunks may sum them itself, tasks.c), then the update. */
+ * chunks may sum them itself, trainer_remote.c), then the update. */
 static void submit_update(trainer *t, int l, int k0, int k1)
 {
     const layer *ly = &t->m->layers[l];
@@ -268,7 +214,7 @@ static void submit_update(trainer *t, int l, int k0, int k1)
         add(&al, t->hgrad[l], k < k1 - 1 ? RT_RW : RT_W);
         for (int g = 0; g < groups; g++)
             add(&al, t->hpartial_part[l][k * groups + g], RT_R);
-        submit(t, &trainer_gradsum_kind, &a, sizeof a, PRIO_UPDATE, &al, -1);
+        trainer_submit(t, &trainer_gradsum_kind, &a, sizeof a, PRIO_UPDATE, &al, -1);
     }
     const job_config *cfg = t->cfg;
     sgd_args s = {ly->nparams, cfg->lr, cfg->momentum, cfg->weight_decay};
@@ -276,7 +222,7 @@ static void submit_update(trainer *t, int l, int k0, int k1)
     add(&al, t->hparams[l], RT_RW);
     add(&al, t->hgrad[l], RT_R);
     add(&al, t->hvelocity[l], RT_RW);
-    submit(t, &trainer_sgd_kind, &s, sizeof s, PRIO_UPDATE, &al, -1);
+    trainer_submit(t, &trainer_sgd_kind, &s, sizeof s, PRIO_UPDATE, &al, -1);
 }
 
 /* Whether layer l has a task of its own in direction `backward` (flatten is a view, the
@@ -292,7 +238,7 @@ static int has_task(const trainer *t, int l, int backward)
 }
 
 /* Samples in chunk k of the batch, and where they start. */
-static int chunk_size(const trainer *t, const batch_ref *r, int k, int *s0)
+int trainer_chunk_size(const trainer *t, const batch_ref *r, int k, int *s0)
 {
     int s1;
     plan_chunk(&t->plan, k, r->size, s0, &s1);
@@ -300,7 +246,7 @@ static int chunk_size(const trainer *t, const batch_ref *r, int k, int *s0)
 }
 
 /* Chunks [k0, k1) of a batch computed here: load, forward, loss and, training, backward. */
-static void submit_chunks(trainer *t, const batch_ref *r, int k0, int k1)
+void trainer_submit_chunks(trainer *t, const batch_ref *r, int k0, int k1)
 {
     const exec_plan *p = &t->plan;
     int s0;
@@ -309,109 +255,39 @@ static void submit_chunks(trainer *t, const batch_ref *r, int k0, int k1)
     for (int l = 0; l < t->m->nlayers; l++)
         for (int k = k0; k < k1 && has_task(t, l, 0); k++)
             for (int g = 0; g < p->groups[l]; g++)
-                submit_forward(t, r, l, k, g, chunk_size(t, r, k, &s0));
+                submit_forward(t, r, l, k, g, trainer_chunk_size(t, r, k, &s0));
     for (int k = k0; k < k1; k++)
         submit_loss(t, r, k);
     if (r->split != SPLIT_TRAIN)
         return;
     for (int l = t->m->nlayers - 1; l >= 0; l--)
         for (int k = k0; k < k1 && has_task(t, l, 1); k++) {
-            submit_backward(t, r, l, k, chunk_size(t, r, k, &s0));
-            if (r->ship && t->m->layers[l].nparams)
-                submit_ship(t, r, l, k);
-            if (r->claims && t->m->layers[l].nparams)
-                submit_arrival(t, r, k, l, RT_RW);
+            submit_backward(t, r, l, k, trainer_chunk_size(t, r, k, &s0));
+            trainer_remote_pass_on(t, r, k, l);
         }
 }
 
-/* The parameters of batch t->seq packed for other machines (remote.h), each layer as soon as
- * its update is done: the last layer first, as the backward pass updates them. */
-static void submit_packs(trainer *t)
-{
-    int p = (int)(t->seq & 1);
-    for (int l = t->m->nlayers - 1, first = 1; l >= 0; l--) {
-        if (!t->m->layers[l].nparams)
-            continue;
-        pack_args a = {t->seq, l, t->pack_offset[l], t->m->layers[l].nparams};
-        access_list al = {.n = 0};
-        add(&al, t->hparams[l], RT_R);
-        add(&al, t->hpack[p], first ? RT_W : RT_RW);
-        submit(t, &trainer_pack_kind, &a, sizeof a, PRIO_UPDATE, &al, -1);
-        first = 0;
-    }
-    t->packed_seq = t->seq;
-}
 
-/* What arrives of chunk k from another machine (remote.h): layer l's partial gradient, or the
- * chunk's loss figures (l = -1). A chunk dealt elsewhere waits for it (W) and reads the packed
- * parameters to send; one dealt here passes it on after its own tasks (RW) if it was taken. */
-static void submit_arrival(trainer *t, const batch_ref *r, int k, int l, rt_mode mode)
-{
-    remote_args a = {t->seq, r->epoch, k, r->size, l, -1, r->index,
-                     mode == RT_W ? NULL : claim_of(r, k)};
-    access_list al = {.n = 0};
-    if (l < 0)
-        add(&al, r->b->stats.part[k], mode);
-    for (int g = 0; l >= 0 && g < t->plan.groups[l]; g++)
-        add(&al, t->hpartial_part[l][k * t->plan.groups[l] + g], mode);
-    if (mode == RT_W)
-        a.params_at = add(&al, t->hpack[t->seq & 1], RT_R);
-    submit(t, l < 0 ? &trainer_remote_stats_kind : &trainer_remote_grad_kind, &a, sizeof a, PRIO_BACKWARD, &al, -1);
-}
 
-/* Chunks [k0, k1) of a training batch computed elsewhere: their arrivals and the tally. */
-static void submit_remote(trainer *t, const batch_ref *r, int k0, int k1)
-{
-    int s0;
-    for (int k = k0; k < k1; k++) {
-        submit_arrival(t, r, k, -1, RT_W);
-        for (int l = 0; l < t->m->nlayers; l++)
-            if (t->m->layers[l].nparams)
-                submit_arrival(t, r, k, l, RT_W);
-        int n = chunk_size(t, r, k, &s0);
-        tally_args ta = {r->first + s0, n, 0, &t->samples_done};
-        access_list tl = {.n = 0};
-        add(&tl, r->b->stats.part[k], RT_R);
-        add(&tl, t->htotals, RT_RW);
-        submit(t, &trainer_tally_kind, &ta, sizeof ta, PRIO_TALLY, &tl, -1);
-    }
-}
 
 /* Chunks in the batch: a short batch has fewer. */
-static int batch_chunks(const trainer *t, const batch_ref *r)
+int trainer_batch_chunks(const trainer *t, const batch_ref *r)
 {
     int s0, chunks = 0;
-    while (chunks < t->plan.nchunks && chunk_size(t, r, chunks, &s0) > 0)
+    while (chunks < t->plan.nchunks && trainer_chunk_size(t, r, chunks, &s0) > 0)
         chunks++;
     return chunks;
 }
 
-/* Asks the coordinator, if any, how many of the batch's chunks other machines compute; when
- * some do, the chunks left here carry claims, for nodes to take the ones not yet started.
- * *packs: whether the batch's parameters are to be packed for other machines. */
-static int share_batch(trainer *t, batch_ref *r, int chunks, int *packs)
-{
-    *packs = 0;
-    if (r->split != SPLIT_TRAIN || !t->remote.chunks)
-        return 0;
-    remote_batch b = {t->seq, r->epoch, r->size, chunks, r->index, r->b->claims,
-                      t->pack[t->seq & 1], 0};
-    int elsewhere = t->remote.chunks(t->remote.ctx, &b);
-    r->claims = elsewhere ? r->b->claims : NULL;
-    *packs = elsewhere || b.params_wanted;
-    return elsewhere;
-}
 
+/* One batch: its chunks (load, forward, loss, backward), then per layer the partial gradients
+ * summed and the update. On a coordinator, other machines may compute the batch's last chunks
+ * (trainer_remote.c): those are submitted first, as they wait on the network the longest. */
 static void submit_batch(trainer *t, batch_ref *r)
 {
-    int packs, chunks = batch_chunks(t, r), elsewhere = share_batch(t, r, chunks, &packs);
-    /* the remote chunks first: they wait on the network the longest, and the submitting thread
-     * may run local tasks before it submits anything after them */
-    if (packs && t->packed_seq != t->seq)
-        submit_packs(t);
-    if (elsewhere)
-        submit_remote(t, r, chunks - elsewhere, chunks);
-    submit_chunks(t, r, 0, chunks - elsewhere);
+    int chunks = trainer_batch_chunks(t, r);
+    int elsewhere = r->split == SPLIT_TRAIN ? trainer_remote_share(t, r, chunks) : 0;
+    trainer_submit_chunks(t, r, 0, chunks - elsewhere);
     if (r->split != SPLIT_TRAIN)
         return;
     t->seq++;
@@ -419,7 +295,7 @@ static void submit_batch(trainer *t, batch_ref *r)
         if (t->m->layers[l].nparams)
             submit_update(t, l, 0, chunks);
     if (elsewhere)   /* the next batch's, likely shared too: they travel as each update ends */
-        submit_packs(t);
+        trainer_remote_pack(t);
 }
 
 /* Periodic averaging: chunks [k0, k1) of a training batch here, this replica's model updated
@@ -427,7 +303,7 @@ static void submit_batch(trainer *t, batch_ref *r)
  * replicas' (counted as done, for the progress line). */
 static void submit_share(trainer *t, batch_ref *r, int k0, int k1)
 {
-    int chunks = batch_chunks(t, r), first, last, unused;
+    int chunks = trainer_batch_chunks(t, r), first, last, unused;
     k1 = k1 < chunks ? k1 : chunks;
     if (k0 >= k1) {
         atomic_fetch_add(&t->samples_done, r->size);
@@ -437,7 +313,7 @@ static void submit_share(trainer *t, batch_ref *r, int k0, int k1)
     plan_chunk(&t->plan, k1 - 1, r->size, &unused, &last);
     r->mean_over = last - first;
     atomic_fetch_add(&t->samples_done, r->size - r->mean_over);
-    submit_chunks(t, r, k0, k1);
+    trainer_submit_chunks(t, r, k0, k1);
     t->seq++;
     for (int l = 0; l < t->m->nlayers; l++)
         if (t->m->layers[l].nparams)
@@ -501,8 +377,8 @@ static int run_pass(trainer *t, int split, int epoch, long first_batch, const pa
             break;
         }
         long first = b * batch;
-        batch_ref r = {split, first, (int)(d->n - first < batch ? d->n - first : batch),
-                       &t->set[b & 1], 0, 0, epoch, b, NULL, NULL};
+        batch_ref r = {.split = split, .first = first, .b = &t->set[b & 1], .epoch = epoch,
+                       .index = b, .size = (int)(d->n - first < batch ? d->n - first : batch)};
         if (split == SPLIT_TRAIN && t->remote.chunks)
             wait_for_parameters(t);
         long i = b - first_batch;   /* the batch's place in the share */
@@ -534,7 +410,7 @@ int trainer_train(trainer *t, int epoch, long first_batch, pass_result *out, cha
 }
 
 /* The epoch's order, unless it is the one shuffled last (nothing reads it now). */
-static int shuffle_once(trainer *t, int epoch, char *err, size_t errlen)
+int trainer_shuffle_once(trainer *t, int epoch, char *err, size_t errlen)
 {
     if (epoch == t->shuffled_epoch)
         return 0;
@@ -551,7 +427,7 @@ int trainer_train_share(trainer *t, int epoch, long first_batch, long batches,
                         const round_share *s, pass_result *out, char *err, size_t errlen)
 {
     pass_share share = {batches, *s};
-    if (shuffle_once(t, epoch, err, errlen))
+    if (trainer_shuffle_once(t, epoch, err, errlen))
         return -1;
     return run_pass(t, SPLIT_TRAIN, epoch, first_batch, &share, out, err, errlen);
 }
@@ -592,58 +468,4 @@ int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_re
     return rc;
 }
 
-/* ---- a node of a cluster: chunks of batches the coordinator sends ---- */
 
-/* Whether c names a chunk of the training set's batches. */
-static int chunk_exists(const trainer *t, const node_chunk *c, char *err, size_t errlen)
-{
-    long first = c->batch * t->plan.batch, n = t->data[SPLIT_TRAIN].d->n;
-    int s0 = 0, s1 = 0;
-    if (c->chunk >= 0 && c->chunk < t->plan.nchunks && c->size >= 1 && c->size <= t->plan.batch)
-        plan_chunk(&t->plan, c->chunk, c->size, &s0, &s1);
-    if (s1 > s0 && first >= 0 && first + c->size <= n && c->epoch >= 1 &&
-        (first + c->size == n || c->size == t->plan.batch))
-        return 1;
-    snprintf(err, errlen, "no chunk %d of batch %ld (%d samples) in a data set of %ld", c->chunk,
-             c->batch, c->size, n);
-    return 0;
-}
-
-int trainer_node_chunks(trainer *t, const node_chunk *c, int n, char *err, size_t errlen)
-{
-    for (int i = 0; i < n; i++) {
-        if (!chunk_exists(t, &c[i], err, errlen))
-            return -1;
-        if (c[i].epoch != c[0].epoch || c[i].batch != c[0].batch || c[i].size != c[0].size) {
-            snprintf(err, errlen, "chunks of batches %ld and %ld computed as one", c[0].batch,
-                     c[i].batch);
-            return -1;
-        }
-        for (int j = 0; j < i; j++)
-            if (c[j].chunk == c[i].chunk) {
-                snprintf(err, errlen, "chunk %d of batch %ld twice", c[i].chunk, c[i].batch);
-                return -1;
-            }
-    }
-    if (n < 1)
-        return 0;
-    if (shuffle_once(t, c[0].epoch, err, errlen))
-        return -1;
-    batch_ref r = {SPLIT_TRAIN, c[0].batch * t->plan.batch, c[0].size, &t->set[0], 0, NULL,
-                   c[0].epoch, c[0].batch, NULL, NULL};
-    ship_role role = {batch_chunks(t, &r) - 1, 1, 0, 0};
-    /* from the last chunk down, as the batch is summed */
-    for (int done = 0, above = t->plan.nchunks; done < n; done++) {
-        int next = -1;
-        for (int i = 0; i < n; i++)
-            if (c[i].chunk < above && (next < 0 || c[i].chunk > c[next].chunk))
-                next = i;
-        above = c[next].chunk;
-        role.last = done == n - 1, role.alone = c[next].alone != 0;
-        r.ship = t->gradients.ready ? &role : NULL;
-        r.recall = c[next].claim;
-        submit_chunks(t, &r, above, above + 1);
-        role.first = 0;
-    }
-    return 0;
-}

@@ -1,6 +1,7 @@
 /* The trainer's state, shared by its files: trainer.c (its lifetime: buffers and handles),
- * trainer_graph.c (a batch's task graph and the passes), trainer_tasks.c (the task bodies that are not a
- * layer's). */
+ * trainer_graph.c (a batch's task graph and the passes), trainer_tasks.c (the task bodies that
+ * are not a layer's), trainer_remote.c (what other machines of a cluster need of a batch, through
+ * the hooks of remote.h). */
 #ifndef FRUGAL_TRAINER_INTERNAL_H
 #define FRUGAL_TRAINER_INTERNAL_H
 
@@ -130,17 +131,80 @@ typedef struct sgd_args {
     float lr, momentum, weight_decay;
 } sgd_args;
 
-/* Accesses: the chunk's partial gradient of the layer, every group's part (R), then the
- * layer's gradient buffer (RW, at sum_at: the run's sum; it chains a group's ship tasks of the
- * layer in the order submitted). Not claimed: a chunk given back still closes the run. */
-typedef struct ship_args {
-    trainer *t;                     /* its sink, and the layer's run (ship_runs) */
-    _Atomic int *claim;
-    long n;
-    int chunk, layer, sum_at;
-    ship_role role;
-} ship_args;
+extern rt_kind trainer_load_kind, trainer_load_pointers_kind, trainer_tally_kind,
+    trainer_gradsum_kind, trainer_sgd_kind;
+/* dst = src (copy), or dst += src. */
+void trainer_copy_or_add(float *dst, const float *src, long n, int copy);
 
-extern rt_kind trainer_load_kind, trainer_load_pointers_kind, trainer_tally_kind, trainer_gradsum_kind, trainer_sgd_kind, trainer_ship_kind;
+/* ---- a batch's task graph (trainer_graph.c) ---- */
+
+/* The backward chain first: a layer's gradient sum and update wait behind the backward tasks
+ * still to come (only the first layer's update is on the way to the next batch). */
+enum { PRIO_TALLY = 0, PRIO_LOAD = 1, PRIO_FORWARD = 2, PRIO_UPDATE = 2, PRIO_BACKWARD = 3 };
+
+/* A task's accesses, added in the order its arguments name them. */
+typedef struct access_list {
+    rt_access a[RT_MAX_ACCESS];
+    int n;
+} access_list;
+
+static inline signed char add(access_list *al, rt_handle *h, rt_mode mode)
+{
+    al->a[al->n] = (rt_access){h, mode};
+    return (signed char)al->n++;
+}
+
+/* Every part of chunk k of a buffer (one per filter group of its writer); returns the first. */
+static inline signed char add_chunk(access_list *al, const chunked *c, int k, rt_mode mode)
+{
+    signed char first = (signed char)al->n;
+    for (int g = 0; g < c->groups; g++)
+        add(al, c->part[k * c->groups + g], mode);
+    return first;
+}
+
+/* Other machines' part in a batch (trainer_remote.c); all NULL on one machine. */
+typedef struct batch_remote {
+    _Atomic int *claims;            /* a coordinator's batch: per chunk, nodes may take it */
+    _Atomic int *recall;            /* a node's chunk: its coordinator may take it back */
+    const ship_role *ship;          /* a node's chunk: its gradients go to the sink */
+} batch_remote;
+
+/* What one batch is: where its samples start, how many, which buffers, which data set. */
+typedef struct batch_ref {
+    int split;
+    long first;
+    int size;
+    batch_set *b;
+    int mean_over;                  /* samples the gradient is the mean over: 0, the batch's */
+    int epoch;
+    long index;                     /* in the epoch */
+    batch_remote remote;
+} batch_ref;
+
+void trainer_submit(trainer *t, rt_kind *kind, const void *args, size_t size, int prio,
+                    const access_list *al, int chunk);
+/* Samples in chunk k of the batch, and where they start; chunks in the batch (a short batch has
+ * fewer). */
+int trainer_chunk_size(const trainer *t, const batch_ref *r, int k, int *s0);
+int trainer_batch_chunks(const trainer *t, const batch_ref *r);
+/* Chunks [k0, k1) of a batch computed here: load, forward, loss and, training, backward. */
+void trainer_submit_chunks(trainer *t, const batch_ref *r, int k0, int k1);
+/* Chunk k's loss figures into the pass's (claim: NULL, or the chunk's). */
+void trainer_submit_tally(trainer *t, const batch_ref *r, int k, int evaluating, _Atomic int *claim);
+/* The epoch's order, unless it is the one shuffled last. */
+int trainer_shuffle_once(trainer *t, int epoch, char *err, size_t errlen);
+
+/* ---- the hooks of a batch for other machines (trainer_remote.c) ---- */
+
+/* Asks the coordinator, if any, how many of the batch's last chunks other machines compute,
+ * and submits what those need (the parameters packed, the chunks' arrivals): their count. The
+ * chunks left here then carry claims, for nodes to take the ones not yet started. */
+int trainer_remote_share(trainer *t, batch_ref *r, int chunks);
+/* After chunk k's layer l (-1: its loss) here: a node's gradient shipped to its sink, or a
+ * coordinator's chunk taken by a node passed on from it. Nothing on one machine. */
+void trainer_remote_pass_on(trainer *t, const batch_ref *r, int k, int l);
+/* The parameters of batch t->seq packed for other machines, layer by layer as updated. */
+void trainer_remote_pack(trainer *t);
 
 #endif

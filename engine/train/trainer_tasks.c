@@ -4,7 +4,6 @@
 #include "engine/train/trainer_internal.h"
 
 #include "engine/model/device_task.h"
-#include "engine/train/remote.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -51,7 +50,7 @@ static int tally(const rt_ctx *ctx, void *p)
     return 0;
 }
 
-static void copy_or_add(float *dst, const float *src, long n, int copy)
+void trainer_copy_or_add(float *dst, const float *src, long n, int copy)
 {
     if (copy) {
         memcpy(dst, src, sizeof(float) * (size_t)n);
@@ -74,8 +73,8 @@ static int gradsum(const rt_ctx *ctx, void *p)
         const float *part = rt_ptr(ctx, 1 + g);
         int u0, u1;
         trainer_group_units(l, a->groups, g, &u0, &u1);
-        copy_or_add(grad + u0 * per, part, (u1 - u0) * per, a->first);
-        copy_or_add(grad + l->nweights + u0, part + (u1 - u0) * per, u1 - u0, a->first);
+        trainer_copy_or_add(grad + u0 * per, part, (u1 - u0) * per, a->first);
+        trainer_copy_or_add(grad + l->nweights + u0, part + (u1 - u0) * per, u1 - u0, a->first);
     }
     return 0;
 }
@@ -141,78 +140,3 @@ rt_kind trainer_load_pointers_kind = {.name = "load_pointers", .cpu = load};
 rt_kind trainer_tally_kind = {.name = "tally", .cpu = tally};
 rt_kind trainer_gradsum_kind = {.name = "gradient_sum", .cpu = gradsum, .opencl = gradsum_cl};
 rt_kind trainer_sgd_kind = {.name = "sgd", .cpu = sgd, .opencl = sgd_cl};
-
-/* The run of summed chunks handed to the sink, if it holds any. */
-static void ship_run_out(const ship_args *a, ship_run *run, const float *sum)
-{
-    const trainer_gradient_sink *sink = &a->t->gradients;
-    if (run->count)
-        sink->ready(sink->ctx, run->next + 1, run->count, a->layer, sum, a->n);
-    run->count = 0;
-}
-
-/* A node's chunk gradient of one layer, handed to its sink: alone, or summed with the batch's
- * last chunks computed here when it is the next of them down (the order a batch is summed in,
- * graph.c), the sum handed over once no chunk of the group can extend it. */
-static int ship(const rt_ctx *ctx, void *p)
-{
-    const ship_args *a = p;
-    ship_run *run = &a->t->ship_runs[a->layer];
-    const trainer_gradient_sink *sink = &a->t->gradients;
-    float *sum = rt_ptr(ctx, a->sum_at), *wire = NULL;
-    const float *grad = rt_ptr(ctx, 0);
-    if (a->role.first)
-        *run = (ship_run){a->role.batch_last, 0};
-    int ran = !a->claim || atomic_load(a->claim) != RT_CLAIM_ELSEWHERE;
-    if (ran && a->t->plan.groups[a->layer] > 1) {   /* a convolution's: its parameters are few */
-        if (!(wire = malloc(sizeof(float) * (size_t)a->n)))
-            return -1;   /* said as this task failing */
-        trainer_grad_to_wire(a->t, a->layer, grad, wire);
-        grad = wire;
-    }
-    int joins = ran && !a->role.alone && a->chunk == run->next;
-    if (joins && (run->count || !a->role.last)) {   /* (a run of one goes as it is) */
-        copy_or_add(sum, grad, a->n, !run->count);
-        run->count++, run->next--;
-    } else {
-        ship_run_out(a, run, sum);
-        run->next = -1;   /* after a gap, no chunk below extends it */
-        if (ran)
-            sink->ready(sink->ctx, a->chunk, 1, a->layer, grad, a->n);
-    }
-    if (a->role.last)
-        ship_run_out(a, run, sum);
-    free(wire);
-    return 0;
-}
-
-rt_kind trainer_ship_kind = {.name = "send gradient", .cpu = ship};
-
-/* ---- chunks computed elsewhere (remote.h) ---- */
-
-static int pack(const rt_ctx *ctx, void *p)
-{
-    const pack_args *a = p;
-    float *packed = (float *)rt_ptr(ctx, 1) + a->offset;
-    memcpy(packed, rt_ptr(ctx, 0), sizeof(float) * (size_t)a->n);
-    remote_sink *s = rt_device_ctx(ctx);
-    s->params(s, a->seq, a->layer, packed, a->n);
-    return 0;
-}
-
-/* The destination's first part is access 0, the packed parameters access params_at. A chunk
- * dealt here passes nothing on unless a node took it. */
-static int remote_started(const rt_ctx *ctx, void *p)
-{
-    const remote_args *a = p;
-    if (a->claim && atomic_load(a->claim) != RT_CLAIM_ELSEWHERE)
-        return 0;
-    remote_sink *s = rt_device_ctx(ctx);
-    s->started(s, a, rt_ptr(ctx, 0), a->params_at >= 0 ? rt_ptr(ctx, a->params_at) : NULL,
-               ctx->rt, ctx->task);
-    return RT_PENDING;
-}
-
-rt_kind trainer_pack_kind = {.name = "pack parameters", .peer = pack};
-rt_kind trainer_remote_grad_kind = {.name = "remote chunk: gradient", .peer = remote_started};
-rt_kind trainer_remote_stats_kind = {.name = "remote chunk: loss", .peer = remote_started};
