@@ -1,7 +1,7 @@
 #include "energy/meter.h"
 
 #include "energy/history.h"
-#include "energy/model.h"
+#include "energy/power_model.h"
 #include "energy/nvml.h"
 #include "energy/perf_power.h"
 
@@ -218,8 +218,8 @@ static void sample_sensor(energy_meter *m, sensor *s, double t)
             m->model_prev = now;
         }
         value = m->opts.profile_w[2] > 0
-                    ? model_profile_watts(m->opts.profile_w, m->model_prev.ncpu, cores)
-                    : model_watts(m->opts.model_idle_w, m->opts.model_core_w, cores);
+                    ? power_model_profile_watts(m->opts.profile_w, m->model_prev.ncpu, cores)
+                    : power_model_watts(m->opts.model_idle_w, m->opts.model_core_w, cores);
         joules = s->have_prev ? value * dt : 0;
         s->watts = value;
     } else {

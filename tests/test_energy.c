@@ -6,7 +6,7 @@
 
 #include "energy/account.h"
 #include "energy/meter.h"
-#include "energy/model.h"
+#include "energy/power_model.h"
 
 #include <errno.h>
 #include <stdarg.h>

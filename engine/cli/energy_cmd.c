@@ -3,7 +3,7 @@
 #include "engine/cli/energy_cmd.h"
 
 #include "energy/meter.h"
-#include "energy/model.h"
+#include "energy/power_model.h"
 
 #include <math.h>
 #include <stdio.h>

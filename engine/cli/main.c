@@ -2,7 +2,7 @@
 #include "common/env_switches.h"
 #include "energy/account.h"
 #include "energy/carbon.h"
-#include "energy/model.h"
+#include "energy/power_model.h"
 #include "engine/model/checkpoint.h"
 #include "engine/job/dataset.h"
 #include "engine/job/devices.h"

@@ -40,7 +40,7 @@ typedef struct share_cost {
 
 /* Locked. A node's, measured over its rounds, or until it is, its workers' worth of this
  * machine's (`here`, on `local_workers`). */
-static share_cost cost_of(const node *n, share_cost here, int local_workers, double per_chunk)
+static share_cost cost_of(const peer_node *n, share_cost here, int local_workers, double per_chunk)
 {
     if (n->round_cost > 0)
         return (share_cost){n->round_cost * per_chunk, n->round_lag};
@@ -70,7 +70,7 @@ static void balance(const share_cost *m, int count, double units, double *u)
 }
 
 /* A node's state for round seq: a node may be in two rounds at once (overlap = on). */
-static node_round *round_of(node *n, uint64_t seq) { return &n->rounds[seq & 1]; }
+static node_round *round_of(peer_node *n, uint64_t seq) { return &n->rounds[seq & 1]; }
 
 /* The head of PARAMS and AVERAGE: the round. */
 static void put_seq(uint8_t head[PROTO_PARAMS_HEAD], uint64_t seq)
@@ -80,7 +80,7 @@ static void put_seq(uint8_t head[PROTO_PARAMS_HEAD], uint64_t seq)
 }
 
 /* Locked, overlap = on: the mean change of round q (c->mean, or its delta) to node n. */
-static int send_average(coordinator *c, node *n, uint64_t q)
+static int send_average(coordinator *c, peer_node *n, uint64_t q)
 {
     uint8_t head[PROTO_PARAMS_HEAD];
     put_seq(head, q);
@@ -95,7 +95,7 @@ static int send_average(coordinator *c, node *n, uint64_t q)
  * node that holds those (compress = on), else PARAMS; with overlap = on, nothing to a node that
  * follows the averages, else the global model as far as this machine applied them (and the
  * mean change after it, if it is out already). */
-static int send_params(coordinator *c, node *n, uint64_t seq)
+static int send_params(coordinator *c, peer_node *n, uint64_t seq)
 {
     uint8_t head[PROTO_DELTA_HEAD];
     size_t floats = sizeof(float) * (size_t)c->nparams;
@@ -118,7 +118,7 @@ static int send_params(coordinator *c, node *n, uint64_t seq)
 
 /* Locked. Sends node n its share of the round (w, `size` chunk-batches), from the parameters in
  * c->params; 0, or -1 when it cannot take part (its memory, or its link). */
-static int send_round(coordinator *c, node *n, const msg_round *w, long size)
+static int send_round(coordinator *c, peer_node *n, const msg_round *w, long size)
 {
     node_round *r = round_of(n, w->seq);
     if (!r->model && !(r->model = malloc(sizeof(float) * (size_t)c->nparams)))
@@ -185,7 +185,7 @@ static boundary start_round(coordinator *c, int epoch, long first, long batches,
     boundary from = {0, 0};
     int shared = 0;
     for (int j = 1; j < m; j++) {
-        node *n = &c->nodes[members[j]];
+        peer_node *n = &c->nodes[members[j]];
         upto += u[j] / (double)batches;
         boundary to = boundary_at(upto < nchunks - 1 ? upto : nchunks - 1, batches);
         round_share s = share_between(from, to);
@@ -263,7 +263,7 @@ static int finish_round(coordinator *c, const pass_result *local, pass_result *o
     return trainer_set_params(c->t, c->params, err, errlen);
 }
 
-/* Locked, overlap = on. Once this machine posted its change of round q (own_seq) and every node
+/* Locked, overlap = on. Once this machine posted its change of round q (own_seq) and every peer_node
  * of q sent its own or was lost: their mean, weighted by samples (rounded as a delta carries it,
  * with compress = on), into c->mean, sent to every node that follows the averages. On the hub's
  * thread when a node's MODEL is the last to come. */
@@ -290,7 +290,7 @@ static void maybe_average(coordinator *c)
     }
     c->mean_seq = q;
     for (int i = 0; i < c->nnodes; i++) {
-        node *x = &c->nodes[i];
+        peer_node *x = &c->nodes[i];
         if (x->following && !x->gone && x->synced == q - 1)
             send_average(c, x, q);   /* a broken link is the hub's to report */
     }
@@ -393,7 +393,7 @@ int averaging_epoch(coordinator *c, int epoch, long first_batch, pass_result *ou
     return 0;
 }
 
-void averaging_on_model(coordinator *c, node *n, const uint8_t *p, size_t len)
+void averaging_on_model(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
 {
     msg_result r;
     char why[200];
@@ -433,7 +433,7 @@ void averaging_on_model(coordinator *c, node *n, const uint8_t *p, size_t len)
     pthread_cond_broadcast(&c->round_over);
 }
 
-void averaging_node_lost(coordinator *c, node *n)
+void averaging_node_lost(coordinator *c, peer_node *n)
 {
     for (int k = 0; k < 2; k++) {
         node_round *r = &n->rounds[k];

@@ -39,7 +39,7 @@ int coordinator_ready_nodes(const coordinator *c)
 /* ---- sending chunks: as nodes have room, queued chunks in order ---- */
 
 /* The node's track in the trace, made on first use; -1 without a trace (or before attach). */
-static int node_track(coordinator *c, node *n)
+static int node_track(coordinator *c, peer_node *n)
 {
     if (!c->rt || n->track < 0)
         return -1;
@@ -52,7 +52,7 @@ static int node_track(coordinator *c, node *n)
     return n->track - 1;
 }
 
-void coordinator_trace_node(coordinator *c, node *n, const char *what, double start, double end)
+void coordinator_trace_node(coordinator *c, peer_node *n, const char *what, double start, double end)
 {
     int track = node_track(c, n);
     if (track >= 0)
@@ -60,7 +60,7 @@ void coordinator_trace_node(coordinator *c, node *n, const char *what, double st
 }
 
 /* A message to or from a node as an instant on its track (nothing to format without a trace). */
-static void trace_message(coordinator *c, node *n, const char *dir, unsigned type)
+static void trace_message(coordinator *c, peer_node *n, const char *dir, unsigned type)
 {
     if (node_track(c, n) < 0)
         return;
@@ -70,14 +70,14 @@ static void trace_message(coordinator *c, node *n, const char *dir, unsigned typ
     coordinator_trace_node(c, n, what, t, t);
 }
 
-int coordinator_send_to(coordinator *c, node *n, uint16_t type, const void *head, size_t headlen,
+int coordinator_send_to(coordinator *c, peer_node *n, uint16_t type, const void *head, size_t headlen,
             const void *body, size_t bodylen)
 {
     trace_message(c, n, "sent", type);
     return netio_hub_send(c->hub, n->peer, type, head, headlen, body, bodylen);
 }
 
-int coordinator_takes_work(const node *n) { return n->ready && !n->gone && !n->parked; }
+int coordinator_takes_work(const peer_node *n) { return n->ready && !n->gone && !n->parked; }
 
 slot *coordinator_first_in(coordinator *c, int state)
 {
@@ -91,7 +91,7 @@ slot *coordinator_first_in(coordinator *c, int state)
     return best;
 }
 
-int coordinator_send_chunk(coordinator *c, node *n, slot *s)
+int coordinator_send_chunk(coordinator *c, peer_node *n, slot *s)
 {
     uint8_t head[PROTO_PARAMS_HEAD], work[32];
     s->alone = s->probe || coordinator_slot_has_gradients(c, s);   /* a sum with them would count them twice */
@@ -133,7 +133,7 @@ void coordinator_send_probe(coordinator *c)
     if (c->probe_seq != c->batch.seq || c->packed_seq != c->batch.seq ||
         c->packed_layers < c->param_layers)
         return;
-    node *n = &c->nodes[c->probe_node];
+    peer_node *n = &c->nodes[c->probe_node];
     c->probe_seq = UINT64_MAX;
     remote_args a = {c->batch.seq, c->batch.epoch, 0, c->batch.size, 0, -1, c->batch.batch, NULL};
     slot *s = n->ready && !n->gone ? coordinator_slot_new(c, &a, c->batch.packed, SLOT_QUEUED) : NULL;
@@ -149,7 +149,7 @@ void coordinator_send_probe(coordinator *c)
 /* A node may take chunks (its quota of the batch, or as many as it has workers) unless the policy
  * parked it; a parked one takes any when every ready node is parked (chunks queued before it
  * was parked still need a home). */
-static int may_take(const coordinator *c, const node *n)
+static int may_take(const coordinator *c, const peer_node *n)
 {
     if (!n->ready || n->gone || (n->inflight >= n->workers && n->taken >= n->quota))
         return 0;
@@ -166,9 +166,9 @@ static int may_take(const coordinator *c, const node *n)
 static void pump(coordinator *c)
 {
     for (slot *s; (s = coordinator_first_in(c, SLOT_QUEUED));) {
-        node *best = NULL;
+        peer_node *best = NULL;
         for (int i = 0; i < c->nnodes; i++) {
-            node *n = &c->nodes[i];
+            peer_node *n = &c->nodes[i];
             if (!may_take(c, n))
                 continue;
             int owed = n->taken < n->quota, best_owed = best && best->taken < best->quota;
@@ -231,7 +231,7 @@ static void params_ready(remote_sink *sink, uint64_t seq, int layer, const float
         c->packed_seq = seq, c->packed_layers = 0;
     c->packed_layers++;
     for (int i = 0; i < c->nnodes; i++) {
-        node *x = &c->nodes[i];
+        peer_node *x = &c->nodes[i];
         if (coordinator_takes_work(x)) {
             if (x->layers_seq != seq)
                 x->layers_seq = seq, x->layers_sent = 0, x->params_seq = UINT64_MAX;
@@ -250,7 +250,7 @@ static void params_ready(remote_sink *sink, uint64_t seq, int layer, const float
     pthread_mutex_unlock(&c->params_lock);
     pthread_mutex_lock(&c->lock);
     for (int k = 0; k < m; k++) {   /* a PARAMS sent meanwhile started the count over */
-        node *x = &c->nodes[to[k]];
+        peer_node *x = &c->nodes[to[k]];
         if (x->peer == peer[k] && x->layers_seq == seq && (x->layers_sent += sent[k]) == c->param_layers) {
             x->params_seq = seq;
             coordinator_steal_for(c, x);
@@ -368,7 +368,7 @@ int coordinator_fallback_stats(coordinator *c, rt_stats *out)
 
 /* ---- messages from nodes (on the hub's thread) ---- */
 
-static node *node_of(coordinator *c, int peer)
+static peer_node *node_of(coordinator *c, int peer)
 {
     for (int i = 0; i < c->nnodes; i++)
         if (c->nodes[i].peer == peer && !c->nodes[i].gone)
@@ -387,13 +387,13 @@ static void weights_differ(coordinator *c, const char *why, const char *remedy)
         snprintf(c->weights_why, sizeof c->weights_why, "%s", why);
 }
 
-void coordinator_refuse(coordinator *c, node *n, const char *why)
+void coordinator_refuse(coordinator *c, peer_node *n, const char *why)
 {
     fprintf(c->log, "cluster: node %s refused: %s\n", n->addr, why);
     netio_hub_close(c->hub, n->peer, why);
 }
 
-static void on_join(coordinator *c, node *n, const uint8_t *p, size_t len)
+static void on_join(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
 {
     msg_join j;
     char why[200];
@@ -424,7 +424,7 @@ static void on_join(coordinator *c, node *n, const uint8_t *p, size_t len)
 
 /* The node built the model: it takes work from the next batch on. What it computes on is said,
  * and so is a device that makes its chunks round otherwise than this machine's CPU. */
-static void on_ready(coordinator *c, node *n, const uint8_t *p, size_t len)
+static void on_ready(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
 {
     msg_ready r;
     char why[400];
@@ -446,7 +446,7 @@ static void on_ready(coordinator *c, node *n, const uint8_t *p, size_t len)
     pump(c);
 }
 
-static void on_fetch(coordinator *c, node *n, const uint8_t *p, size_t len)
+static void on_fetch(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
 {
     msg_fetch f;
     char why[200];
@@ -475,7 +475,7 @@ static void on_fetch(coordinator *c, node *n, const uint8_t *p, size_t len)
 }
 
 /* The chunk of batch seq sent to node n, or NULL. */
-static slot *sent_slot(coordinator *c, const node *n, uint64_t seq, uint32_t chunk)
+static slot *sent_slot(coordinator *c, const peer_node *n, uint64_t seq, uint32_t chunk)
 {
     for (int i = 0; i < c->nslots; i++)
         if (c->slots[i].state == SLOT_SENT && c->slots[i].node == (int)(n - c->nodes) &&
@@ -498,7 +498,7 @@ static int last_chunk(const coordinator *c, int size)
  * g->chunk + g->chunks), or NULL: it may when they were all sent to it and they are one chunk,
  * or the batch's last chunks (the only sum the fixed order allows a node, trainer_graph.c), none sent to
  * go alone and none whose gradient is here already. Their slots into out. */
-static const char *summed_slots(coordinator *c, const node *n, const msg_layer *g, slot **out)
+static const char *summed_slots(coordinator *c, const peer_node *n, const msg_layer *g, slot **out)
 {
     if (g->chunks > (uint32_t)(c->nslots / 2))   /* the slots hold two batches' and a probe */
         return "a gradient summed over more chunks than a batch has";
@@ -519,7 +519,7 @@ static const char *summed_slots(coordinator *c, const node *n, const msg_layer *
 /* A layer's gradient of a chunk, or of a batch's last chunks summed on the node: their tasks
  * complete now, so that the layer's sum and update need not wait for the rest of the chunks.
  * Of a sum, the first chunk's part holds it, the others' -0.0. */
-static void on_grad(coordinator *c, node *n, const uint8_t *p, size_t len)
+static void on_grad(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
 {
     msg_layer g;
     char why[200];
@@ -539,7 +539,7 @@ static void on_grad(coordinator *c, node *n, const uint8_t *p, size_t len)
     pthread_mutex_lock(&c->lock);
 }
 
-static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
+static void on_result(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
 {
     msg_result r;
     char why[200];
@@ -582,7 +582,7 @@ static void on_result(coordinator *c, node *n, const uint8_t *p, size_t len)
 /* Node v's answer to a RECALL: a chunk given back goes to the node it was recalled for (or,
  * gone or busy, to the queue), or to the fallback engine when recalled for this machine; one
  * that had started stays, and that node may try another. */
-static void on_recalled(coordinator *c, node *v, const uint8_t *p, size_t len)
+static void on_recalled(coordinator *c, peer_node *v, const uint8_t *p, size_t len)
 {
     msg_recall r;
     char why[200];
@@ -594,7 +594,7 @@ static void on_recalled(coordinator *c, node *v, const uint8_t *p, size_t len)
             coordinator_refuse(c, v, "a chunk given back unasked");
         return;   /* its RESULT came first */
     }
-    node *thief = s->thief >= 0 ? &c->nodes[s->thief] : NULL;
+    peer_node *thief = s->thief >= 0 ? &c->nodes[s->thief] : NULL;
     int here = s->thief == THIEF_HERE;
     coordinator_recall_over(c, s, r.given ? 0 : 2);
     if (!r.given) {
@@ -616,7 +616,7 @@ static void on_recalled(coordinator *c, node *v, const uint8_t *p, size_t len)
 }
 
 /* A node is gone: what it was computing goes to the others (or the fallback). */
-static void node_lost(coordinator *c, node *n, const char *why)
+static void node_lost(coordinator *c, peer_node *n, const char *why)
 {
     int back = 0, me = (int)(n - c->nodes);
     for (int i = 0; i < c->nslots; i++) {
@@ -648,7 +648,7 @@ static void on_event(void *ctx, const netio_event *e)
 {
     coordinator *c = ctx;
     pthread_mutex_lock(&c->lock);
-    node *n = node_of(c, e->peer);
+    peer_node *n = node_of(c, e->peer);
     switch (e->kind) {
     case NETIO_REFUSED:
         fprintf(c->log, "cluster: connection from %s refused: %s\n", e->addr, e->why);

@@ -52,7 +52,7 @@ static void choose_nodes(coordinator *c, double per_chunk)
     c->local_img_s = img_per_s(rt_active_workers(c->rt), c->local_cost, per_chunk);
     m[0] = (member_figures){c->local_img_s, c->local_w, c->carbon.value};
     for (int i = 0; i < c->nnodes; i++) {
-        node *x = &c->nodes[i];
+        peer_node *x = &c->nodes[i];
         if (x->ready && !x->gone)
             index[n] = i, m[n++] = (member_figures){img_per_s(x->running, x->cost, per_chunk),
                                                     x->watts, x->carbon};
@@ -61,7 +61,7 @@ static void choose_nodes(coordinator *c, double per_chunk)
     char taking[160] = "", parked[160] = "";
     int changed = 0, ntaking = 0;
     for (int k = 1; k < n; k++) {
-        node *x = &c->nodes[index[k]];
+        peer_node *x = &c->nodes[index[k]];
         changed |= x->parked != !in[k];
         x->parked = !in[k];
         ntaking += in[k];
@@ -109,7 +109,7 @@ static double here_finishes(const coordinator *c, int chunks)
 
 /* The same for node n: rounds on its workers at its own cost (as fast as a worker here until
  * measured) after its lag, what a round trip adds (the link, the coordinator's update). */
-static double node_finishes(const coordinator *c, const node *n, int chunks)
+static double node_finishes(const coordinator *c, const peer_node *n, int chunks)
 {
     double cost = n->cost > 0 ? n->cost : c->local_cost > 0 ? c->local_cost : 1e-3;
     return n->lag + ceil((double)chunks / n->running) * cost;
@@ -136,9 +136,9 @@ static int deal_chunks(coordinator *c, int nchunks)
         c->nodes[i].quota = c->nodes[i].taken = 0;
     for (int k = 1; k < nchunks; k++) {
         double best = here_finishes(c, here + 1);
-        node *to = NULL;
+        peer_node *to = NULL;
         for (int i = 0; i < c->nnodes; i++) {
-            node *n = &c->nodes[i];
+            peer_node *n = &c->nodes[i];
             if (!coordinator_takes_work(n))
                 continue;
             double t = node_finishes(c, n, n->quota + 1);
@@ -153,7 +153,7 @@ static int deal_chunks(coordinator *c, int nchunks)
     /* pinned by hand, every node takes work; else a probe keeps measured a parked node due for
      * one, or a node this deal left without work for PROBE_EVERY batches */
     for (int i = 0; i < c->nnodes; i++) {
-        node *n = &c->nodes[i];
+        peer_node *n = &c->nodes[i];
         if (!n->ready || n->gone || n->quota)
             continue;
         if (c->cfg->all_nodes && remote < nchunks - 1)
@@ -163,7 +163,7 @@ static int deal_chunks(coordinator *c, int nchunks)
             c->probe_node = i;
     }
     for (int i = 0; i < c->nnodes; i++) {
-        node *n = &c->nodes[i];
+        peer_node *n = &c->nodes[i];
         n->batches_present += n->ready && !n->gone;
         n->batches_dealt += n->quota > 0;
     }
@@ -171,7 +171,7 @@ static int deal_chunks(coordinator *c, int nchunks)
 }
 
 /* Chunks node n has yet to start: those in flight or owed to it, and those it is recalling. */
-static int ahead_of(const node *n)
+static int ahead_of(const peer_node *n)
 {
     return n->inflight + (n->quota > n->taken ? n->quota - n->taken : 0) + n->recalls;
 }
@@ -179,7 +179,7 @@ static int ahead_of(const node *n)
 /* Locked. Node n, holding the batch's parameters with a worker that nothing is owed to, steals
  * chunks dealt here that have not started, the last first, while it would finish one before
  * this machine gets to it. The claim keeps this machine's tasks off a stolen chunk. */
-static void steal_here_for(coordinator *c, node *n)
+static void steal_here_for(coordinator *c, peer_node *n)
 {
     while (c->claims && coordinator_takes_work(n) && n->params_seq == c->batch.seq) {
         int waiting = 0, k = -1;
@@ -216,7 +216,7 @@ static void steal_here_for(coordinator *c, node *n)
  * ahead of it on v's workers, at v's cost), with that cost stretched when v's oldest chunk in
  * flight is already later than its own estimate (a node slower than measured, or not yet
  * measured). */
-static double node_returns(const coordinator *c, const node *v, const slot *s, const slot *oldest,
+static double node_returns(const coordinator *c, const peer_node *v, const slot *s, const slot *oldest,
                            double now)
 {
     double cost = v->cost > 0 ? v->cost : c->local_cost > 0 ? c->local_cost : 1e-3;
@@ -245,7 +245,7 @@ static slot *worth_recalling(coordinator *c, int thief, uint64_t seq, double min
         slot *s = &c->slots[i];
         if (!coordinator_waits_behind(c, s) || s->node == thief || (seq != UINT64_MAX && s->a.seq != seq))
             continue;
-        const node *v = &c->nodes[s->node];
+        const peer_node *v = &c->nodes[s->node];
         double g = node_returns(c, v, s, oldest[s->node], now) - v->lag - mine;
         if (g > gain)
             gain = g, best = s;
@@ -271,7 +271,7 @@ static void send_recall(coordinator *c, slot *s, int thief)
 
 /* Locked. Node n, with a worker free still, asks for a chunk back that it would return sooner
  * than the node holding it. */
-static void recall_for(coordinator *c, node *n)
+static void recall_for(coordinator *c, peer_node *n)
 {
     int ahead = ahead_of(n);
     if (!coordinator_takes_work(n) || ahead >= n->running)
@@ -281,7 +281,7 @@ static void recall_for(coordinator *c, node *n)
         send_recall(c, s, (int)(n - c->nodes));
 }
 
-/* Locked, each tick of the fallback while a chunk waits on a node behind others: an idle node
+/* Locked, each tick of the fallback while a chunk waits on a node behind others: an idle peer_node
  * that has reported nothing since may ask for it, and so may this machine while one of its
  * workers sleeps for want of tasks and its fallback engine is free (one chunk at a time). */
 void coordinator_on_tick(coordinator *c)
@@ -295,7 +295,7 @@ void coordinator_on_tick(coordinator *c)
         send_recall(c, s, THIEF_HERE);
 }
 
-void coordinator_steal_for(coordinator *c, node *n)
+void coordinator_steal_for(coordinator *c, peer_node *n)
 {
     steal_here_for(c, n);
     recall_for(c, n);

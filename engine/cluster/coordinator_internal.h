@@ -34,7 +34,7 @@ typedef struct node_round {
     float *model;                /* its parameters after the round (overlap = on: their change) */
 } node_round;
 
-typedef struct node {
+typedef struct peer_node {
     int peer, ready, gone;
     char addr[64], host[64], energy[PROTO_TEXT], devices[PROTO_TEXT], left_why[200];
     int workers, running;         /* its workers, and those its own power budget leaves running */
@@ -73,7 +73,7 @@ typedef struct node {
     double model_at;             /* when its last MODEL came */
     int following;               /* overlap = on: it holds parameters and gets every average */
     uint64_t synced;             /* the last round whose average (or PARAMS) it was sent */
-} node;
+} peer_node;
 
 typedef struct share_decision {
     double t;
@@ -131,7 +131,7 @@ struct coordinator {
     double timeout_s, start;
     msg_job job;
     char *paths[PROTO_MAX_FILES];
-    node nodes[MAX_NODES];
+    peer_node nodes[MAX_NODES];
     int nnodes;
     slot *slots;
     slot **summed;               /* a GRAD's chunks' slots and the tasks they complete (the hub */
@@ -179,7 +179,7 @@ struct coordinator {
     trainer *t;
     float *params;               /* this machine's parameters, then their average */
     double round_img_s;          /* this machine's samples per second over a round */
-    long rounds, rounds_lost;    /* rounds trained; node shares lost with their node */
+    long rounds, rounds_lost;    /* rounds trained; node shares lost with their peer_node */
     long rounds_shared;          /* rounds whose last node shared a chunk with this machine */
     /* with compress = on (model_delta.h) */
     float *round_start;          /* the parameters the round started from, as every node got them */
@@ -200,18 +200,18 @@ struct coordinator {
 /* coordinator.c */
 double coordinator_running_mean(double avg, double x);        /* a running average of positive figures (0: none) */
 int coordinator_ready_nodes(const coordinator *c);       /* locked */
-void coordinator_refuse(coordinator *c, node *n, const char *why);
+void coordinator_refuse(coordinator *c, peer_node *n, const char *why);
 /* A span on the node's track of the trace (its messages, its chunks and rounds); locked. */
-void coordinator_trace_node(coordinator *c, node *n, const char *what, double start, double end);
+void coordinator_trace_node(coordinator *c, peer_node *n, const char *what, double start, double end);
 /* netio_hub_send, marked on the node's track. */
-int coordinator_send_to(coordinator *c, node *n, uint16_t type, const void *head, size_t headlen,
+int coordinator_send_to(coordinator *c, peer_node *n, uint16_t type, const void *head, size_t headlen,
             const void *body, size_t bodylen);
 
 /* The synchronous mode's sending of chunks, locked. takes_work: a node the policy keeps, sent
  * each batch's parameters, that may be dealt chunks. */
-int coordinator_takes_work(const node *n);
+int coordinator_takes_work(const peer_node *n);
 slot *coordinator_first_in(coordinator *c, int state);        /* in that state, first in the fixed order */
-int coordinator_send_chunk(coordinator *c, node *n, slot *s);  /* nonzero: the hub closes that node */
+int coordinator_send_chunk(coordinator *c, peer_node *n, slot *s);  /* nonzero: the hub closes that peer_node */
 void coordinator_send_probe(coordinator *c);                   /* the probe waiting, if its batch is packed */
 /* Chunk s waits on a node behind at least one per worker there, and was not asked back yet: a
  * RECALL may take it elsewhere. */
@@ -221,7 +221,7 @@ int coordinator_waits_behind(const coordinator *c, const slot *s);
 double coordinator_fallback_cost(const coordinator *c, int workers);
 
 /* coordinator_deal.c, locked but coordinator_remote_chunks (the trainer's question for each batch). */
-void coordinator_steal_for(coordinator *c, node *n);   /* node n may take chunks dealt elsewhere */
+void coordinator_steal_for(coordinator *c, peer_node *n);   /* node n may take chunks dealt elsewhere */
 void coordinator_on_tick(coordinator *c);              /* the fallback's tick: RECALLs worth sending */
 /* A RECALL of chunk s answered, or moot: outcome 0 (given back, or its node lost), 2 (refused). */
 void coordinator_recall_over(coordinator *c, slot *s, int outcome);
@@ -242,7 +242,7 @@ int coordinator_slot_fail(slot *s, rt_task **done);   /* the tasks waiting, to c
 void coordinator_slot_free(slot *s);
 
 /* averaging.c, on the hub's thread, locked */
-void averaging_on_model(coordinator *c, node *n, const uint8_t *p, size_t len);
-void averaging_node_lost(coordinator *c, node *n);
+void averaging_on_model(coordinator *c, peer_node *n, const uint8_t *p, size_t len);
+void averaging_node_lost(coordinator *c, peer_node *n);
 
 #endif

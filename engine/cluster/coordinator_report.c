@@ -35,7 +35,7 @@ void coordinator_print_nodes(coordinator *c, FILE *f, double here_joules, int he
         fprintf(f, "  here: %ld chunks (%ld taken back from nodes, %ld computed for lost nodes)\n",
                 c->local_chunks + c->fallback_chunks, c->taken_back, c->fallback_chunks - c->taken_back);
     for (int i = 0; i < c->nnodes; i++) {
-        node *n = &c->nodes[i];
+        peer_node *n = &c->nodes[i];
         if (!n->ready)
             continue;
         if (!n->gone)
@@ -92,7 +92,7 @@ char *coordinator_summary_json(coordinator *c, double here_joules, int here_esti
             all ? (double)(c->local_chunks + c->fallback_chunks) / (double)all : 1.0, c->lost_nodes,
             c->resent_chunks, c->fallback_chunks, c->stolen_chunks, c->taken_back);
     for (int i = 0, first = 1; i < c->nnodes; i++) {
-        node *n = &c->nodes[i];
+        peer_node *n = &c->nodes[i];
         if (!n->ready)
             continue;
         if (!n->gone)

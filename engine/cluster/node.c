@@ -20,7 +20,7 @@
 
 #include "energy/carbon.h"
 #include "energy/meter.h"
-#include "energy/model.h"
+#include "energy/power_model.h"
 #include "engine/job/cache_dir.h"
 #include "engine/cluster/chunk_engine.h"
 #include "engine/cluster/proto.h"
@@ -51,7 +51,7 @@ typedef struct queued {
     void *payload;               /* kept from the hub (netio_event_keep): not copied */
 } queued;
 
-typedef struct node {
+typedef struct node_process {
     const node_options *o;
     netio_hub *hub;
     int peer;
@@ -79,14 +79,14 @@ typedef struct node {
     long ring, works_in;
     _Atomic long works_done;
     char err[1024];
-} node;
+} node_process;
 
-static void answer_recall(node *n, const netio_event *e);
-static int register_work(node *n, const netio_event *e, long *work);
+static void answer_recall(node_process *n, const netio_event *e);
+static int register_work(node_process *n, const netio_event *e, long *work);
 
 static void on_event(void *ctx, const netio_event *e)
 {
-    node *n = ctx;
+    node_process *n = ctx;
     long work = -1;
     if (e->kind == NETIO_MESSAGE && e->type == MSG_RECALL)
         return answer_recall(n, e);
@@ -115,7 +115,7 @@ static void on_event(void *ctx, const netio_event *e)
 }
 
 /* The next event; with wait 0, NULL when none is queued. The caller frees it (drop). */
-static queued *next_event(node *n, int wait)
+static queued *next_event(node_process *n, int wait)
 {
     pthread_mutex_lock(&n->lock);
     while (wait && !n->head)
@@ -130,7 +130,7 @@ static queued *next_event(node *n, int wait)
 /* Whether the coordinator's DONE waits in the queue: it ended training (and closed) while this
  * node still computed a chunk it no longer needed, a probe, so a send that fails then is no
  * lost coordinator. */
-static int done_queued(node *n)
+static int done_queued(node_process *n)
 {
     pthread_mutex_lock(&n->lock);
     const queued *q = n->head;
@@ -146,8 +146,8 @@ static void drop(queued *q)
     free(q);
 }
 
-static int fail(node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(node *n, const char *fmt, ...)
+static int fail(node_process *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(node_process *n, const char *fmt, ...)
 {
     (void)n;
     va_list ap;
@@ -160,7 +160,7 @@ static int fail(node *n, const char *fmt, ...)
 }
 
 /* An event that is not the message wanted ends the node: the coordinator lost or refusing. */
-static int unexpected(node *n, const queued *q, const char *waiting_for)
+static int unexpected(node_process *n, const queued *q, const char *waiting_for)
 {
     if (q->e.kind == NETIO_DOWN || q->e.kind == NETIO_REFUSED) {
         n->lost = 1;
@@ -177,7 +177,7 @@ static int unexpected(node *n, const queued *q, const char *waiting_for)
 }
 
 /* Waits for a message of `type`: 0 with it in *out, 1 on an error, -1 for DONE. */
-static int expect(node *n, uint16_t type, const char *waiting_for, queued **out)
+static int expect(node_process *n, uint16_t type, const char *waiting_for, queued **out)
 {
     queued *q = next_event(n, 1);
     if (q->e.kind == NETIO_MESSAGE && q->e.type == type) {
@@ -189,7 +189,7 @@ static int expect(node *n, uint16_t type, const char *waiting_for, queued **out)
     return rc;
 }
 
-static int connect_and_join(node *n)
+static int connect_and_join(node_process *n)
 {
     netio_config nc = {.timeout_s = n->o->timeout_s, .on_event = on_event, .ctx = n};
     proto_limits(&nc.limits, 0, 0, 0);
@@ -263,7 +263,7 @@ static int file_matches(const char *path, const proto_file *f)
 }
 
 /* Fetches f from the coordinator into path (through path.tmp, checked, then renamed). */
-static int fetch(node *n, const proto_file *f, const char *path)
+static int fetch(node_process *n, const proto_file *f, const char *path)
 {
     char tmp[760];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -304,7 +304,7 @@ static int fetch(node *n, const proto_file *f, const char *path)
 
 /* Where file f is here: the cache (by hash), the job's own path if it holds the same bytes, or
  * fetched into the cache. */
-static int find_file(node *n, const proto_file *f, char *path, size_t pathlen)
+static int find_file(node_process *n, const proto_file *f, char *path, size_t pathlen)
 {
     char dir[400], hex[65], why[500];
     if (cache_folder(ENV_CACHE_DIR, "data", dir, sizeof dir, why, sizeof why))
@@ -322,7 +322,7 @@ static int find_file(node *n, const proto_file *f, char *path, size_t pathlen)
 
 /* The job as the coordinator runs it, with this node's workers, devices and slowdown and the
  * files found here. */
-static int parse_job(node *n, const msg_job *job)
+static int parse_job(node_process *n, const msg_job *job)
 {
     const char *overrides[64];
     char *text = job->text, *workers = NULL, slowdown[64], devices[64];
@@ -365,7 +365,7 @@ static int parse_job(node *n, const msg_job *job)
 
 /* Under this machine's power budget (--power-budget, else the job's node budget; never the whole
  * job's, which the coordinator keeps), the job's policy chooses how many workers run here. */
-static void start_control(node *n)
+static void start_control(node_process *n)
 {
     job_config *c = &n->control_cfg;
     *c = n->cfg;
@@ -386,7 +386,7 @@ static void start_control(node *n)
 static void send_gradient(void *ctx, int chunk, int chunks, int layer, const float *grad,
                           long count)
 {
-    node *n = ctx;
+    node_process *n = ctx;
     uint8_t head[PROTO_LAYER_HEAD];
     msg_layer g = {n->e.seq, (uint32_t)chunk, (uint32_t)layer, (uint32_t)chunks, NULL, 0};
     if (netio_hub_send(n->hub, n->peer, MSG_GRAD, head, proto_layer_head(&g, head, sizeof head),
@@ -394,7 +394,7 @@ static void send_gradient(void *ctx, int chunk, int chunks, int layer, const flo
         atomic_store(&n->send_failed, 1);
 }
 
-static int take_job(node *n)
+static int take_job(node_process *n)
 {
     queued *q = NULL;
     int rc = expect(n, MSG_JOB, "waiting for the job", &q);
@@ -444,7 +444,7 @@ static int take_job(node *n)
 
 /* ---- serving chunks ---- */
 
-static energy_reading read_meter(node *n)
+static energy_reading read_meter(node_process *n)
 {
     energy_reading r = {0};
     if (n->meter)
@@ -454,7 +454,7 @@ static energy_reading read_meter(node *n)
 
 /* A result's machine figures: the energy so far, the power drawn while computing it (the
  * meter's total from before to after), the grid's carbon intensity now, the workers running. */
-static void add_figures(node *n, const energy_reading *before, const energy_reading *after,
+static void add_figures(node_process *n, const energy_reading *before, const energy_reading *after,
                         msg_result *r)
 {
     r->joules = after->total_j;
@@ -464,7 +464,7 @@ static void add_figures(node *n, const energy_reading *before, const energy_read
     r->workers = (uint32_t)rt_active_workers(n->e.rt);
 }
 
-static void update_carbon(node *n, const energy_reading *now)
+static void update_carbon(node_process *n, const energy_reading *now)
 {
     char why[600];
     if (carbon_update(&n->carbon, now->t, now->total_j, why, sizeof why))
@@ -472,7 +472,7 @@ static void update_carbon(node *n, const energy_reading *now)
 }
 
 /* A RESULT (no body), or a MODEL with the parameters in body. */
-static int send_figures(node *n, uint16_t type, const msg_result *r, const void *body, size_t len)
+static int send_figures(node_process *n, uint16_t type, const msg_result *r, const void *body, size_t len)
 {
     uint8_t head[96];
     if (netio_hub_send(n->hub, n->peer, type, head, proto_result_head(r, head, sizeof head),
@@ -483,7 +483,7 @@ static int send_figures(node *n, uint16_t type, const msg_result *r, const void 
 
 /* On the hub's thread: a WORK's claim opened in the ring. A coordinator with more chunks here
  * than the ring holds is not following the protocol: its connection is closed. */
-static int register_work(node *n, const netio_event *e, long *work)
+static int register_work(node_process *n, const netio_event *e, long *work)
 {
     msg_work w;
     char why[200];
@@ -502,7 +502,7 @@ static int register_work(node *n, const netio_event *e, long *work)
 
 /* On the hub's thread: a RECALL answered at once, even while chunks are computing. The chunk
  * is given back only if none of its tasks has started (the claim's compare-and-swap). */
-static void answer_recall(node *n, const netio_event *e)
+static void answer_recall(node_process *n, const netio_event *e)
 {
     msg_recall r;
     char why[200];
@@ -523,7 +523,7 @@ static void answer_recall(node *n, const netio_event *e)
 
 /* Runs a batch's chunks (their gradients leave as the backward pass makes them) and sends
  * their figures. */
-static int compute(node *n, const msg_work *w, _Atomic int *const *claims, int count,
+static int compute(node_process *n, const msg_work *w, _Atomic int *const *claims, int count,
                    long *given)
 {
     energy_reading before = read_meter(n);
@@ -549,7 +549,7 @@ static int compute(node *n, const msg_work *w, _Atomic int *const *claims, int c
 
 /* Periodic averaging: a round of local steps from the parameters loaded, and the model after it
  * sent back. */
-static int train_round(node *n, const queued *q)
+static int train_round(node_process *n, const queued *q)
 {
     msg_round w;
     msg_result r;
@@ -569,7 +569,7 @@ static int train_round(node *n, const queued *q)
 }
 
 /* PARAMS, one LAYER of them, a DELTA or an AVERAGE. */
-static int load_params(node *n, const queued *q)
+static int load_params(node_process *n, const queued *q)
 {
     chunk_engine *e = &n->e;
     uint64_t seq;
@@ -605,7 +605,7 @@ typedef struct work_group {
 } work_group;
 
 /* The group computed, its ring entries released for later WORK. */
-static int run_group(node *n, work_group *g, int rc)
+static int run_group(node_process *n, work_group *g, int rc)
 {
     if (g->count && !rc)
         rc = compute(n, g->w, g->claim, g->count, &g->given);
@@ -615,7 +615,7 @@ static int run_group(node *n, work_group *g, int rc)
     return rc;
 }
 
-static int serve(node *n)
+static int serve(node_process *n)
 {
     work_group g = {.last = -1};
     long rounds = 0;
@@ -662,7 +662,7 @@ static int serve(node *n)
 
 /* One connection's life: 0 when the coordinator ended training, 1 otherwise (n->lost says
  * whether the coordinator was lost). Everything it set up is released. */
-static int session(node *n)
+static int session(node_process *n)
 {
     n->lost = 0;
     atomic_store(&n->send_failed, 0);
@@ -694,7 +694,7 @@ static int session(node *n)
 
 int node_run(const node_options *o)
 {
-    node *n = calloc(1, sizeof *n);
+    node_process *n = calloc(1, sizeof *n);
     if (!n)
         return fail(NULL, "out of memory");
     n->o = o;

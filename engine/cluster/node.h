@@ -21,7 +21,7 @@ typedef struct node_options {
     double power_budget_w;       /* this machine's own (else the job's node_power_budget_watts) */
     double timeout_s;
     double slowdown;             /* 1, or > 1 to emulate slower hardware (runtime.h) */
-    double profile_w[3];         /* this machine's power profile (energy/model.h); 0: none */
+    double profile_w[3];         /* this machine's power profile (energy/power_model.h); 0: none */
     double carbon_g_per_kwh;     /* its grid's intensity, or a file re-read for it: */
     const char *carbon_file;     /*   NULL: none */
     FILE *out;

@@ -1,7 +1,7 @@
 #include "engine/job/config.h"
 
 #include "energy/account.h"
-#include "energy/model.h"
+#include "energy/power_model.h"
 #include "engine/model/layer.h"
 #include "common/input_file.h"
 #include "engine/job/policy_name.h"

@@ -89,7 +89,7 @@ typedef struct job_config {
     char carbon_file[CONFIG_PATH]; /* "" or a file re-read for the current figure (energy/carbon.h) */
     float baseline_seconds;        /* idle power measured this long before training; 0: none */
     float baseline_watts;          /* configured idle power instead; < 0: measure */
-    float model_idle_watts, model_core_watts;   /* the fallback model (energy/model.h) */
+    float model_idle_watts, model_core_watts;   /* the fallback model (energy/power_model.h) */
     float power_profile[3];        /* idle, one core busy, all busy (W); all 0: none */
     /* [placement] */
     int policy;                    /* -1: none (all workers), else a placement_policy */

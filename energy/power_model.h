@@ -1,8 +1,8 @@
 /* The fallback when no sensor covers the CPU (virtual machines, locked-down counters): power is
  * idle_w plus core_w for every core kept busy, with busy cores measured from /proc/stat over the
  * sampling interval. The figures it gives are estimates and are always labelled so. */
-#ifndef FRUGAL_ENERGY_MODEL_H
-#define FRUGAL_ENERGY_MODEL_H
+#ifndef FRUGAL_ENERGY_POWER_MODEL_H
+#define FRUGAL_ENERGY_POWER_MODEL_H
 
 #include <stdint.h>
 
@@ -21,9 +21,9 @@ int energy_cpu_times_read(cpu_times *out);
 /* Cores busy on average between two readings (0 .. ncpu). */
 double energy_cpu_busy_cores(const cpu_times *before, const cpu_times *after);
 
-double model_watts(double idle_w, double core_w, double busy_cores);
+double power_model_watts(double idle_w, double core_w, double busy_cores);
 /* A three-point power profile (SimGrid's format: watts idle, with one core busy, with all ncpu
  * busy), linear between the points. */
-double model_profile_watts(const double profile[3], int ncpu, double busy_cores);
+double power_model_profile_watts(const double profile[3], int ncpu, double busy_cores);
 
 #endif

@@ -1,4 +1,4 @@
-#include "energy/model.h"
+#include "energy/power_model.h"
 
 #include "energy/sysfs.h"
 
@@ -46,12 +46,12 @@ double energy_cpu_busy_cores(const cpu_times *before, const cpu_times *after)
     return share * after->ncpu;
 }
 
-double model_watts(double idle_w, double core_w, double busy_cores)
+double power_model_watts(double idle_w, double core_w, double busy_cores)
 {
     return idle_w + core_w * busy_cores;
 }
 
-double model_profile_watts(const double profile[3], int ncpu, double busy_cores)
+double power_model_profile_watts(const double profile[3], int ncpu, double busy_cores)
 {
     if (busy_cores <= 1 || ncpu <= 1)
         return profile[0] + (profile[1] - profile[0]) * (busy_cores < 1 ? busy_cores : 1);
