@@ -77,9 +77,9 @@ int coordinator_send_to(coordinator *c, peer_node *n, uint16_t type, const void 
     return netio_hub_send(c->hub, n->peer, type, head, headlen, body, bodylen);
 }
 
-int coordinator_takes_work(const peer_node *n) { return n->ready && !n->gone && !n->parked; }
+int sync_takes_work(const peer_node *n) { return n->ready && !n->gone && !n->parked; }
 
-slot *coordinator_first_in(coordinator *c, int state)
+slot *sync_first_in(coordinator *c, int state)
 {
     slot *best = NULL;
     for (int i = 0; i < c->nslots; i++) {
@@ -91,10 +91,10 @@ slot *coordinator_first_in(coordinator *c, int state)
     return best;
 }
 
-int coordinator_send_chunk(coordinator *c, peer_node *n, slot *s)
+int sync_send_chunk(coordinator *c, peer_node *n, slot *s)
 {
     uint8_t head[PROTO_PARAMS_HEAD], work[32];
-    s->alone = s->probe || coordinator_slot_has_gradients(c, s);   /* a sum with them would count them twice */
+    s->alone = s->probe || sync_slot_has_gradients(c, s);   /* a sum with them would count them twice */
     msg_work w = {s->a.seq, (uint32_t)s->a.epoch, (uint32_t)s->a.batch, (uint32_t)s->a.chunk,
                   (uint32_t)s->a.size, (uint32_t)s->alone};
     size_t len = proto_work_encode(&w, work, sizeof work);
@@ -128,7 +128,7 @@ int coordinator_send_chunk(coordinator *c, peer_node *n, slot *s)
 /* The probe waiting for its batch's parameters goes once they are packed: a copy of the first
  * chunk, which this machine computes as well (its claim is not taken), so that no batch waits
  * for it. */
-void coordinator_send_probe(coordinator *c)
+void sync_send_probe(coordinator *c)
 {
     if (c->probe_seq != c->batch.seq || c->packed_seq != c->batch.seq ||
         c->packed_layers < c->param_layers)
@@ -136,12 +136,12 @@ void coordinator_send_probe(coordinator *c)
     peer_node *n = &c->nodes[c->probe_node];
     c->probe_seq = UINT64_MAX;
     remote_args a = {c->batch.seq, c->batch.epoch, 0, c->batch.size, 0, -1, c->batch.batch, NULL};
-    slot *s = n->ready && !n->gone ? coordinator_slot_new(c, &a, c->batch.packed, SLOT_QUEUED) : NULL;
+    slot *s = n->ready && !n->gone ? sync_slot_new(c, &a, c->batch.packed, SLOT_QUEUED) : NULL;
     if (!s)
         return;
     s->probe = 1;
-    if (coordinator_send_chunk(c, n, s))
-        coordinator_slot_free(s);   /* the hub closes that node; this machine computes the chunk anyway */
+    if (sync_send_chunk(c, n, s))
+        sync_slot_free(s);   /* the hub closes that node; this machine computes the chunk anyway */
     else
         n->probe = 0, n->probes++;
 }
@@ -156,7 +156,7 @@ static int may_take(const coordinator *c, const peer_node *n)
     if (!n->parked)
         return 1;
     for (int i = 0; i < c->nnodes; i++)
-        if (coordinator_takes_work(&c->nodes[i]))
+        if (sync_takes_work(&c->nodes[i]))
             return 0;
     return 1;
 }
@@ -165,7 +165,7 @@ static int may_take(const coordinator *c, const peer_node *n)
  * most idle; with no node, the fallback. */
 static void pump(coordinator *c)
 {
-    for (slot *s; (s = coordinator_first_in(c, SLOT_QUEUED));) {
+    for (slot *s; (s = sync_first_in(c, SLOT_QUEUED));) {
         peer_node *best = NULL;
         for (int i = 0; i < c->nnodes; i++) {
             peer_node *n = &c->nodes[i];
@@ -181,7 +181,7 @@ static void pump(coordinator *c)
                 pthread_cond_signal(&c->fallback_wake);
             return;
         }
-        if (coordinator_send_chunk(c, best, s))
+        if (sync_send_chunk(c, best, s))
             return;   /* the hub closes that node: its chunks come back then */
     }
 }
@@ -201,11 +201,11 @@ static void task_started(remote_sink *sink, const remote_args *a, void *dst, con
     rt_task *done[1];
     int n = 0;
     pthread_mutex_lock(&c->lock);
-    slot *s = coordinator_slot_of(c, a->seq, a->chunk);
+    slot *s = sync_slot_of(c, a->seq, a->chunk);
     if (!s && !a->claim)   /* slots outnumber the chunks of two batches: one is free */
-        s = coordinator_slot_new(c, a, params, SLOT_STARTING);
+        s = sync_slot_new(c, a, params, SLOT_STARTING);
     if (s)
-        n = coordinator_slot_task(c, s, a->layer + 1, dst, task, done);
+        n = sync_slot_task(c, s, a->layer + 1, dst, task, done);
     if (s && s->state == SLOT_STARTING && ++s->started == s->expected) {
         s->state = SLOT_QUEUED;
         pump(c);
@@ -232,7 +232,7 @@ static void params_ready(remote_sink *sink, uint64_t seq, int layer, const float
     c->packed_layers++;
     for (int i = 0; i < c->nnodes; i++) {
         peer_node *x = &c->nodes[i];
-        if (coordinator_takes_work(x)) {
+        if (sync_takes_work(x)) {
             if (x->layers_seq != seq)
                 x->layers_seq = seq, x->layers_sent = 0, x->params_seq = UINT64_MAX;
             trace_message(c, x, "sent", MSG_LAYER);
@@ -253,16 +253,16 @@ static void params_ready(remote_sink *sink, uint64_t seq, int layer, const float
         peer_node *x = &c->nodes[to[k]];
         if (x->peer == peer[k] && x->layers_seq == seq && (x->layers_sent += sent[k]) == c->param_layers) {
             x->params_seq = seq;
-            coordinator_steal_for(c, x);
+            sync_steal_for(c, x);
         }
     }
-    coordinator_send_probe(c);   /* after the LAYERs: a node sent them all needs no PARAMS */
+    sync_send_probe(c);   /* after the LAYERs: a node sent them all needs no PARAMS */
     pthread_mutex_unlock(&c->lock);
 }
 
 /* ---- the local fallback: chunks no node is left to compute, and those taken back ---- */
 
-int coordinator_waits_behind(const coordinator *c, const slot *s)
+int sync_waits_behind(const coordinator *c, const slot *s)
 {
     return s->state == SLOT_SENT && s->node >= 0 && !s->recalled && !s->probe &&
            s->ahead >= c->nodes[s->node].running;
@@ -273,12 +273,12 @@ int coordinator_waits_behind(const coordinator *c, const slot *s)
 static int recall_possible(const coordinator *c)
 {
     for (int i = 0; i < c->nslots; i++)
-        if (coordinator_waits_behind(c, &c->slots[i]))
+        if (sync_waits_behind(c, &c->slots[i]))
             return 1;
     return 0;
 }
 
-double coordinator_fallback_cost(const coordinator *c, int workers)
+double sync_fallback_cost(const coordinator *c, int workers)
 {
     double cpu = c->fallback_cpu > 0 ? c->fallback_cpu : c->local_cost > 0 ? c->local_cost : 1e-3;
     return cpu / (workers > 1 ? workers : 1);
@@ -316,7 +316,7 @@ static void compute_here(coordinator *c, chunk_engine *e, int open, slot *s, cha
     }
     pthread_mutex_lock(&c->lock);
     rt_stats_add_work(&c->fallback_work, &work);
-    int n = ok ? coordinator_slot_result(c, s, &r, r.grads, done) : coordinator_slot_fail(s, done);
+    int n = ok ? sync_slot_result(c, s, &r, r.grads, done) : sync_slot_fail(s, done);
     c->fallback_chunks++, c->taken_back += taken_back;
     c->fallback_cpu = ok ? coordinator_running_mean(c->fallback_cpu, workers * (clock_now_s() - start)) : c->fallback_cpu;
     pthread_mutex_unlock(&c->lock);
@@ -339,13 +339,13 @@ static void *fallback_main(void *arg)
     int open = chunk_engine_open(&e, &cfg, c->train, NULL, err, sizeof err) == 0;
     pthread_mutex_lock(&c->lock);
     while (!c->stopping) {
-        slot *s = coordinator_first_in(c, SLOT_BACK);
-        s = s ? s : coordinator_ready_nodes(c) ? NULL : coordinator_first_in(c, SLOT_QUEUED);
+        slot *s = sync_first_in(c, SLOT_BACK);
+        s = s ? s : coordinator_ready_nodes(c) ? NULL : sync_first_in(c, SLOT_QUEUED);
         if (s) {
             compute_here(c, &e, open, s, err, sizeof err);
         } else if (recall_possible(c)) {
-            coordinator_on_tick(c);
-            double tick = coordinator_fallback_cost(c, 1);
+            sync_on_tick(c);
+            double tick = sync_fallback_cost(c, 1);
             wait_a_tick(c, tick < 1e-3 ? 1e-3 : tick > 0.05 ? 0.05 : tick);
         } else {
             pthread_cond_wait(&c->fallback_wake, &c->lock);
@@ -532,7 +532,7 @@ static void on_grad(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
     int ndone = 0;
     for (uint32_t i = 0; i < g.chunks; i++) {
         c->summed[i]->summed |= i > 0;
-        ndone += coordinator_slot_arrived(c, c->summed[i], 1 + (int)g.layer, i ? NULL : g.values, done + ndone);
+        ndone += sync_slot_arrived(c, c->summed[i], 1 + (int)g.layer, i ? NULL : g.values, done + ndone);
     }
     pthread_mutex_unlock(&c->lock);
     complete(c, done, ndone);
@@ -570,10 +570,10 @@ static void on_result(coordinator *c, peer_node *n, const uint8_t *p, size_t len
     if (!--n->inflight)
         n->active_s += clock_now_s();
     if (s->recalled == 1)   /* it had started: the RECALLED saying so is still on its way */
-        coordinator_recall_over(c, s, 2);
-    int ndone = coordinator_slot_result(c, s, &r, NULL, done);
+        sync_recall_over(c, s, 2);
+    int ndone = sync_slot_result(c, s, &r, NULL, done);
     pump(c);
-    coordinator_steal_for(c, n);
+    sync_steal_for(c, n);
     pthread_mutex_unlock(&c->lock);
     complete(c, done, ndone);
     pthread_mutex_lock(&c->lock);
@@ -596,10 +596,10 @@ static void on_recalled(coordinator *c, peer_node *v, const uint8_t *p, size_t l
     }
     peer_node *thief = s->thief >= 0 ? &c->nodes[s->thief] : NULL;
     int here = s->thief == THIEF_HERE;
-    coordinator_recall_over(c, s, r.given ? 0 : 2);
+    sync_recall_over(c, s, r.given ? 0 : 2);
     if (!r.given) {
         if (thief)
-            coordinator_steal_for(c, thief);
+            sync_steal_for(c, thief);
         return;
     }
     v->given_back++;
@@ -610,7 +610,7 @@ static void on_recalled(coordinator *c, peer_node *v, const uint8_t *p, size_t l
     s->state = here ? SLOT_BACK : SLOT_QUEUED, s->node = -1;
     if (here)
         pthread_cond_signal(&c->fallback_wake);
-    else if (thief && coordinator_takes_work(thief) && !coordinator_send_chunk(c, thief, s))
+    else if (thief && sync_takes_work(thief) && !sync_send_chunk(c, thief, s))
         thief->stolen++, c->stolen_chunks++;
     pump(c);
 }
@@ -622,11 +622,11 @@ static void node_lost(coordinator *c, peer_node *n, const char *why)
     for (int i = 0; i < c->nslots; i++) {
         slot *s = &c->slots[i];
         if (s->state == SLOT_SENT && s->node == me && s->probe) {
-            coordinator_slot_free(s);   /* computed here anyway */
+            sync_slot_free(s);   /* computed here anyway */
         } else if (s->state == SLOT_SENT && s->node == me) {
             s->state = SLOT_QUEUED, back++;
             if (s->recalled == 1)
-                coordinator_recall_over(c, s, 0);
+                sync_recall_over(c, s, 0);
         }
         if (s->state == SLOT_SENT && s->recalled == 1 && s->thief == me)
             s->thief = -1;
@@ -875,7 +875,7 @@ int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, si
         return -1;
     }
     c->fallback_started = 1;
-    if (trainer_share_work(t, &(trainer_remote){c, coordinator_remote_chunks}, err, errlen))
+    if (trainer_share_work(t, &(trainer_remote){c, sync_remote_chunks}, err, errlen))
         return -1;
     fflush(c->log);
     return 0;

@@ -209,37 +209,37 @@ int coordinator_send_to(coordinator *c, peer_node *n, uint16_t type, const void 
 
 /* The synchronous mode's sending of chunks, locked. takes_work: a node the policy keeps, sent
  * each batch's parameters, that may be dealt chunks. */
-int coordinator_takes_work(const peer_node *n);
-slot *coordinator_first_in(coordinator *c, int state);        /* in that state, first in the fixed order */
-int coordinator_send_chunk(coordinator *c, peer_node *n, slot *s);  /* nonzero: the hub closes that peer_node */
-void coordinator_send_probe(coordinator *c);                   /* the probe waiting, if its batch is packed */
+int sync_takes_work(const peer_node *n);
+slot *sync_first_in(coordinator *c, int state);        /* in that state, first in the fixed order */
+int sync_send_chunk(coordinator *c, peer_node *n, slot *s);  /* nonzero: the hub closes that peer_node */
+void sync_send_probe(coordinator *c);                   /* the probe waiting, if its batch is packed */
 /* Chunk s waits on a node behind at least one per worker there, and was not asked back yet: a
  * RECALL may take it elsewhere. */
-int coordinator_waits_behind(const coordinator *c, const slot *s);
+int sync_waits_behind(const coordinator *c, const slot *s);
 /* The fallback engine's seconds per chunk on that many workers: its CPU seconds per chunk (a
  * worker's here until measured) spread over them. */
-double coordinator_fallback_cost(const coordinator *c, int workers);
+double sync_fallback_cost(const coordinator *c, int workers);
 
-/* coordinator_deal.c, locked but coordinator_remote_chunks (the trainer's question for each batch). */
-void coordinator_steal_for(coordinator *c, peer_node *n);   /* node n may take chunks dealt elsewhere */
-void coordinator_on_tick(coordinator *c);              /* the fallback's tick: RECALLs worth sending */
+/* coordinator_deal.c, locked but sync_remote_chunks (the trainer's question for each batch). */
+void sync_steal_for(coordinator *c, peer_node *n);   /* node n may take chunks dealt elsewhere */
+void sync_on_tick(coordinator *c);              /* the fallback's tick: RECALLs worth sending */
 /* A RECALL of chunk s answered, or moot: outcome 0 (given back, or its node lost), 2 (refused). */
-void coordinator_recall_over(coordinator *c, slot *s, int outcome);
-int coordinator_remote_chunks(void *ctx, remote_batch *b);
+void sync_recall_over(coordinator *c, slot *s, int outcome);
+int sync_remote_chunks(void *ctx, remote_batch *b);
 
 /* coordinator_slots.c, locked. Each returns the tasks it put in done (at most SLOT_PARTS), for
  * the caller to complete unlocked; a slot whose parts all met their tasks is free. */
-slot *coordinator_slot_of(coordinator *c, uint64_t seq, int chunk);     /* NULL: none */
-slot *coordinator_slot_new(coordinator *c, const remote_args *a, const float *params, int state);
-int coordinator_slot_task(coordinator *c, slot *s, int part, void *dst, rt_task *task, rt_task **done);
+slot *sync_slot_of(coordinator *c, uint64_t seq, int chunk);     /* NULL: none */
+slot *sync_slot_new(coordinator *c, const remote_args *a, const float *params, int state);
+int sync_slot_task(coordinator *c, slot *s, int part, void *dst, rt_task *task, rt_task **done);
 /* Whether some layer's gradient of the chunk is here already (from a node since lost). */
-int coordinator_slot_has_gradients(const coordinator *c, const slot *s);
+int sync_slot_has_gradients(const coordinator *c, const slot *s);
 /* data NULL: a gradient the node summed into another chunk's (GRAD over several chunks) */
-int coordinator_slot_arrived(coordinator *c, slot *s, int part, const void *data, rt_task **done);
+int sync_slot_arrived(coordinator *c, slot *s, int part, const void *data, rt_task **done);
 /* A RESULT: the figures, and the gradients unless grads is NULL (they came as GRADs). */
-int coordinator_slot_result(coordinator *c, slot *s, const msg_result *r, const float *grads, rt_task **done);
-int coordinator_slot_fail(slot *s, rt_task **done);   /* the tasks waiting, to complete as failed */
-void coordinator_slot_free(slot *s);
+int sync_slot_result(coordinator *c, slot *s, const msg_result *r, const float *grads, rt_task **done);
+int sync_slot_fail(slot *s, rt_task **done);   /* the tasks waiting, to complete as failed */
+void sync_slot_free(slot *s);
 
 /* averaging.c, on the hub's thread, locked */
 void averaging_on_model(coordinator *c, peer_node *n, const uint8_t *p, size_t len);

@@ -139,7 +139,7 @@ static int deal_chunks(coordinator *c, int nchunks)
         peer_node *to = NULL;
         for (int i = 0; i < c->nnodes; i++) {
             peer_node *n = &c->nodes[i];
-            if (!coordinator_takes_work(n))
+            if (!sync_takes_work(n))
                 continue;
             double t = node_finishes(c, n, n->quota + 1);
             if (t < best)
@@ -181,12 +181,12 @@ static int ahead_of(const peer_node *n)
  * this machine gets to it. The claim keeps this machine's tasks off a stolen chunk. */
 static void steal_here_for(coordinator *c, peer_node *n)
 {
-    while (c->claims && coordinator_takes_work(n) && n->params_seq == c->batch.seq) {
+    while (c->claims && sync_takes_work(n) && n->params_seq == c->batch.seq) {
         int waiting = 0, k = -1;
         for (int i = 0; i < c->here_chunks; i++)
             if (atomic_load(&c->claims[i]) == RT_CLAIM_OPEN) {
                 waiting++;
-                k = coordinator_slot_of(c, c->batch.seq, i) ? k : i;   /* not one out as a probe */
+                k = sync_slot_of(c, c->batch.seq, i) ? k : i;   /* not one out as a probe */
             }
         int ahead = ahead_of(n);
         if (k < 0 || ahead >= n->running ||
@@ -194,20 +194,20 @@ static void steal_here_for(coordinator *c, peer_node *n)
             return;
         remote_args a = {c->batch.seq, c->batch.epoch, k, c->batch.size, 0, -1, c->batch.batch,
                          &c->claims[k]};
-        slot *s = coordinator_slot_new(c, &a, c->batch.packed, SLOT_QUEUED);
+        slot *s = sync_slot_new(c, &a, c->batch.packed, SLOT_QUEUED);
         if (!s || !(s->held = malloc(sizeof(float) * (size_t)c->nparams))) {
             if (s)
-                coordinator_slot_free(s);
+                sync_slot_free(s);
             return;   /* no room to hold what it sends: this machine computes it */
         }
         int open = RT_CLAIM_OPEN;
         if (!atomic_compare_exchange_strong(&c->claims[k], &open, RT_CLAIM_ELSEWHERE)) {
-            coordinator_slot_free(s);
+            sync_slot_free(s);
             continue;   /* a worker here started it meanwhile */
         }
         n->stolen++, c->stolen_chunks++;
         c->last_local--, c->local_chunks--;
-        if (coordinator_send_chunk(c, n, s))
+        if (sync_send_chunk(c, n, s))
             return;   /* the hub closes that node; the chunk waits in the queue */
     }
 }
@@ -243,7 +243,7 @@ static slot *worth_recalling(coordinator *c, int thief, uint64_t seq, double min
     slot *best = NULL;
     for (int i = 0; i < c->nslots; i++) {
         slot *s = &c->slots[i];
-        if (!coordinator_waits_behind(c, s) || s->node == thief || (seq != UINT64_MAX && s->a.seq != seq))
+        if (!sync_waits_behind(c, s) || s->node == thief || (seq != UINT64_MAX && s->a.seq != seq))
             continue;
         const peer_node *v = &c->nodes[s->node];
         double g = node_returns(c, v, s, oldest[s->node], now) - v->lag - mine;
@@ -274,7 +274,7 @@ static void send_recall(coordinator *c, slot *s, int thief)
 static void recall_for(coordinator *c, peer_node *n)
 {
     int ahead = ahead_of(n);
-    if (!coordinator_takes_work(n) || ahead >= n->running)
+    if (!sync_takes_work(n) || ahead >= n->running)
         return;
     slot *s = worth_recalling(c, (int)(n - c->nodes), n->params_seq, node_finishes(c, n, ahead + 1));
     if (s)
@@ -284,24 +284,24 @@ static void recall_for(coordinator *c, peer_node *n)
 /* Locked, each tick of the fallback while a chunk waits on a node behind others: an idle peer_node
  * that has reported nothing since may ask for it, and so may this machine while one of its
  * workers sleeps for want of tasks and its fallback engine is free (one chunk at a time). */
-void coordinator_on_tick(coordinator *c)
+void sync_on_tick(coordinator *c)
 {
     for (int i = 0; i < c->nnodes; i++)
         recall_for(c, &c->nodes[i]);
-    if (c->here_recalls || coordinator_first_in(c, SLOT_BACK) || rt_idle_workers(c->rt) < 1)
+    if (c->here_recalls || sync_first_in(c, SLOT_BACK) || rt_idle_workers(c->rt) < 1)
         return;
-    slot *s = worth_recalling(c, THIEF_HERE, UINT64_MAX, coordinator_fallback_cost(c, rt_idle_workers(c->rt)));
+    slot *s = worth_recalling(c, THIEF_HERE, UINT64_MAX, sync_fallback_cost(c, rt_idle_workers(c->rt)));
     if (s)
         send_recall(c, s, THIEF_HERE);
 }
 
-void coordinator_steal_for(coordinator *c, peer_node *n)
+void sync_steal_for(coordinator *c, peer_node *n)
 {
     steal_here_for(c, n);
     recall_for(c, n);
 }
 
-void coordinator_recall_over(coordinator *c, slot *s, int outcome)
+void sync_recall_over(coordinator *c, slot *s, int outcome)
 {
     if (s->thief >= 0)
         c->nodes[s->thief].recalls--;
@@ -312,7 +312,7 @@ void coordinator_recall_over(coordinator *c, slot *s, int outcome)
 
 /* Asked for each training batch: how many of its chunks the nodes take (deal_chunks); when
  * some do, the nodes may steal the others. */
-int coordinator_remote_chunks(void *ctx, remote_batch *b)
+int sync_remote_chunks(void *ctx, remote_batch *b)
 {
     coordinator *c = ctx;
     int nchunks = b->nchunks;
@@ -335,7 +335,7 @@ int coordinator_remote_chunks(void *ctx, remote_batch *b)
     c->claims = remote ? b->claims : NULL;
     c->probe_seq = c->probe_node >= 0 ? b->seq : UINT64_MAX;
     b->params_wanted = c->probe_node >= 0;
-    coordinator_send_probe(c);   /* now if the nodes were sent the batch's parameters already */
+    sync_send_probe(c);   /* now if the nodes were sent the batch's parameters already */
     pthread_mutex_unlock(&c->lock);
     return remote;
 }

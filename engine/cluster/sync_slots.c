@@ -16,7 +16,7 @@ static void *held_part(slot *s, const coordinator *c, int p)
     return p ? (void *)(s->held + c->layer_offset[p - 1]) : (void *)&s->stats;
 }
 
-slot *coordinator_slot_of(coordinator *c, uint64_t seq, int chunk)
+slot *sync_slot_of(coordinator *c, uint64_t seq, int chunk)
 {
     for (int i = 0; i < c->nslots; i++)
         if (c->slots[i].state != SLOT_FREE && c->slots[i].a.seq == seq && c->slots[i].a.chunk == chunk)
@@ -24,7 +24,7 @@ slot *coordinator_slot_of(coordinator *c, uint64_t seq, int chunk)
     return NULL;
 }
 
-slot *coordinator_slot_new(coordinator *c, const remote_args *a, const float *params, int state)
+slot *sync_slot_new(coordinator *c, const remote_args *a, const float *params, int state)
 {
     for (int i = 0; i < c->nslots; i++) {
         slot *s = &c->slots[i];
@@ -65,16 +65,16 @@ static int meet(const coordinator *c, slot *s, int p, const void *data, rt_task 
     return 1;
 }
 
-int coordinator_slot_task(coordinator *c, slot *s, int p, void *dst, rt_task *task, rt_task **done)
+int sync_slot_task(coordinator *c, slot *s, int p, void *dst, rt_task *task, rt_task **done)
 {
     s->dst[p] = dst, s->task[p] = task;
     int n = s->came[p] ? meet(c, s, p, held_part(s, c, p), done) : 0;
     if (s->met == s->expected)
-        coordinator_slot_free(s);
+        sync_slot_free(s);
     return n;
 }
 
-int coordinator_slot_has_gradients(const coordinator *c, const slot *s)
+int sync_slot_has_gradients(const coordinator *c, const slot *s)
 {
     for (int l = 0; l < c->nlayers; l++)
         if (s->came[1 + l])
@@ -82,7 +82,7 @@ int coordinator_slot_has_gradients(const coordinator *c, const slot *s)
     return 0;
 }
 
-int coordinator_slot_arrived(coordinator *c, slot *s, int p, const void *data, rt_task **done)
+int sync_slot_arrived(coordinator *c, slot *s, int p, const void *data, rt_task **done)
 {
     if (s->came[p])
         return 0;   /* it came before the chunk was sent again */
@@ -94,32 +94,32 @@ int coordinator_slot_arrived(coordinator *c, slot *s, int p, const void *data, r
     return 0;
 }
 
-int coordinator_slot_result(coordinator *c, slot *s, const msg_result *r, const float *grads, rt_task **done)
+int sync_slot_result(coordinator *c, slot *s, const msg_result *r, const float *grads, rt_task **done)
 {
     int n = 0;
     for (int l = 0; grads && l < c->nlayers; l++)
         if (c->layer_params[l])
-            n += coordinator_slot_arrived(c, s, 1 + l, grads + c->layer_offset[l], done + n);
+            n += sync_slot_arrived(c, s, 1 + l, grads + c->layer_offset[l], done + n);
     chunk_stats st = {r->loss, (int)r->correct, (int)r->samples};
-    n += coordinator_slot_arrived(c, s, 0, &st, done + n);
+    n += sync_slot_arrived(c, s, 0, &st, done + n);
     if (s->met == s->expected || s->probe)   /* a probe's parts meet no task */
-        coordinator_slot_free(s);
+        sync_slot_free(s);
     else
         s->state = SLOT_ARRIVED;
     return n;
 }
 
-int coordinator_slot_fail(slot *s, rt_task **done)
+int sync_slot_fail(slot *s, rt_task **done)
 {
     int n = 0;
     for (int p = 0; p < SLOT_PARTS; p++)
         if (s->task[p])
             done[n++] = s->task[p];
-    coordinator_slot_free(s);
+    sync_slot_free(s);
     return n;
 }
 
-void coordinator_slot_free(slot *s)
+void sync_slot_free(slot *s)
 {
     free(s->held);
     s->held = NULL;
