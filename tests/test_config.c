@@ -114,6 +114,10 @@ TEST(config_errors_name_file_line_and_key)
     expect_error("train_labels = b.gz\n", "", "needs train_images and train_labels", NULL);
     expect_error("filters = 4\n", "", "[conv] needs filters", NULL);
     expect_error("[softmax_xent]\n", "", "last layer must be [softmax_xent]", NULL);
+    expect_error("[execution]", "[cluster]\ncompress = on\n[execution]",
+                 "compress = on needs sync_every > 0", NULL);   /* the job's rule, not the cluster's */
+    expect_error("[execution]", "[cluster]\noverlap = on\n[execution]",
+                 "overlap = on needs sync_every > 0", NULL);
     /* impossible shapes, reported at the layer's line */
     expect_error("size = 3\n", "size = 29\n", ":12: [conv] (layer 1)", "does not fit");
     expect_error("outputs = 10", "outputs = 7", "has 7 outputs, the data has 10 classes", NULL);

@@ -260,9 +260,8 @@ static int train_epoch(run *r, int e, epoch_record *rec)
     pass_result train, test = {0};
     long first = e == r->resumed_after + 1 ? r->resume_batch : 0;
     worker_control_pass(&r->placement, 1);
-    if (r->cluster && r->cfg.sync_every
-            ? averaging_epoch(r->cluster, e, first, &train, r->err, sizeof r->err)
-            : trainer_train(r->t, e, first, &train, r->err, sizeof r->err))
+    if (r->cluster ? coordinator_train_epoch(r->cluster, e, first, &train, r->err, sizeof r->err)
+                   : trainer_train(r->t, e, first, &train, r->err, sizeof r->err))
         return fail(r, "epoch %d: %s", e, r->err);
     epoch_energy *en = &rec->energy;
     energy_run_pass_end(&r->er, train.samples, &en->f);
@@ -282,7 +281,7 @@ static int train_epoch(run *r, int e, epoch_record *rec)
     energy_run_pass_end(&r->er, test.samples, &en->test);
     rt_stats_get(r->rt, &r->st);
     rt_stats fallback;   /* chunks taken back from nodes ran on a second engine, on these cores */
-    if (r->cluster && coordinator_fallback_stats(r->cluster, &fallback))
+    if (r->cluster && coordinator_extra_work(r->cluster, &fallback))
         rt_stats_add_work(&r->st, &fallback);
     rt_stats_add(&r->total, &r->st);
     energy_run_split_kinds(&r->er, &r->st, en);

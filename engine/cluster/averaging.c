@@ -26,11 +26,36 @@
  * round takes its share of that round with it: those samples are not trained on this epoch, and
  * the round is averaged without it. A node that joins starts with the next round. */
 #include "engine/cluster/coordinator_internal.h"
+
+#include "engine/cluster/late_model.h"
 #include "engine/cluster/model_delta.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The mode's state (c->mode_state), guarded by the session's lock. */
+typedef struct averaging_state {
+    pthread_cond_t round_over;   /* a node's MODEL came, or a node was lost */
+    float *params;               /* this machine's parameters, then their average */
+    double round_img_s;          /* this machine's samples per second over a round */
+    /* with compress = on (model_delta.h) */
+    float *round_start;          /* the parameters the round started from, as every node got them */
+    uint64_t start_seq;          /* that round (0: none yet) */
+    uint8_t *delta;              /* the next round's parameters from round_start's (overlap:
+                                    the mean change of a round) */
+    size_t delta_len;
+    int delta_ready;             /* nodes holding start_seq's parameters get a DELTA */
+    /* with overlap = on (late_model.h): this machine's model, its change in round own_seq (its
+       samples, 0: none posted), the mean change of round mean_seq and the nodes' figures of it */
+    late_model late;
+    float *own_change, *mean;
+    uint64_t own_seq, mean_seq;
+    double own_samples;
+    pass_result mean_figures;
+} averaging_state;
+
+static averaging_state *averaging_of(const coordinator *c) { return c->mode_state; }
 
 /* What a machine's share of a round costs: seconds per chunk-batch (a chunk of one batch) once
  * it computes, and seconds it adds to any share (a node's models travelling). */
@@ -79,15 +104,15 @@ static void put_seq(uint8_t head[PROTO_PARAMS_HEAD], uint64_t seq)
         head[i] = (uint8_t)(seq >> (8 * i));
 }
 
-/* Locked, overlap = on: the mean change of round q (c->mean, or its delta) to node n. */
+/* Locked, overlap = on: the mean change of round q (averaging_of(c)->mean, or its delta) to node n. */
 static int send_average(coordinator *c, peer_node *n, uint64_t q)
 {
     uint8_t head[PROTO_PARAMS_HEAD];
     put_seq(head, q);
     n->synced = q;
     return c->cfg->compress
-               ? coordinator_send_to(c, n, MSG_AVERAGE, head, sizeof head, c->delta, c->delta_len)
-               : coordinator_send_to(c, n, MSG_AVERAGE, head, sizeof head, c->mean,
+               ? coordinator_send_to(c, n, MSG_AVERAGE, head, sizeof head, averaging_of(c)->delta, averaging_of(c)->delta_len)
+               : coordinator_send_to(c, n, MSG_AVERAGE, head, sizeof head, averaging_of(c)->mean,
                          sizeof(float) * (size_t)c->nparams);
 }
 
@@ -102,22 +127,22 @@ static int send_params(coordinator *c, peer_node *n, uint64_t seq)
     if (c->cfg->overlap) {
         if (n->following)
             return 0;
-        put_seq(head, c->late.synced);
-        n->following = 1, n->synced = c->late.synced;
-        return coordinator_send_to(c, n, MSG_PARAMS, head, PROTO_PARAMS_HEAD, c->late.base, floats) ||
-               (c->mean_seq == c->late.synced + 1 && send_average(c, n, c->mean_seq));
+        put_seq(head, averaging_of(c)->late.synced);
+        n->following = 1, n->synced = averaging_of(c)->late.synced;
+        return coordinator_send_to(c, n, MSG_PARAMS, head, PROTO_PARAMS_HEAD, averaging_of(c)->late.base, floats) ||
+               (averaging_of(c)->mean_seq == averaging_of(c)->late.synced + 1 && send_average(c, n, averaging_of(c)->mean_seq));
     }
-    if (c->delta_ready && n->params_seq == c->start_seq) {   /* it holds the round before's */
-        msg_delta d = {seq, c->start_seq, NULL};
-        return coordinator_send_to(c, n, MSG_DELTA, head, proto_delta_head(&d, head, sizeof head), c->delta,
-                       c->delta_len);
+    if (averaging_of(c)->delta_ready && n->params_seq == averaging_of(c)->start_seq) {   /* it holds the round before's */
+        msg_delta d = {seq, averaging_of(c)->start_seq, NULL};
+        return coordinator_send_to(c, n, MSG_DELTA, head, proto_delta_head(&d, head, sizeof head), averaging_of(c)->delta,
+                       averaging_of(c)->delta_len);
     }
     put_seq(head, seq);
-    return coordinator_send_to(c, n, MSG_PARAMS, head, PROTO_PARAMS_HEAD, c->params, floats);
+    return coordinator_send_to(c, n, MSG_PARAMS, head, PROTO_PARAMS_HEAD, averaging_of(c)->params, floats);
 }
 
 /* Locked. Sends node n its share of the round (w, `size` chunk-batches), from the parameters in
- * c->params; 0, or -1 when it cannot take part (its memory, or its link). */
+ * averaging_of(c)->params; 0, or -1 when it cannot take part (its memory, or its link). */
 static int send_round(coordinator *c, peer_node *n, const msg_round *w, long size)
 {
     node_round *r = round_of(n, w->seq);
@@ -173,7 +198,7 @@ static boundary start_round(coordinator *c, int epoch, long first, long batches,
     int local_workers = rt_active_workers(c->rt), members[MAX_NODES + 1], m = 1;
     share_cost cost[MAX_NODES + 1];
     double u[MAX_NODES + 1];
-    cost[0] = (share_cost){c->round_img_s > 0 ? per_chunk / c->round_img_s : 1.0 / local_workers, 0};
+    cost[0] = (share_cost){averaging_of(c)->round_img_s > 0 ? per_chunk / averaging_of(c)->round_img_s : 1.0 / local_workers, 0};
     for (int i = 0; i < c->nnodes; i++)
         if (c->nodes[i].ready && !c->nodes[i].gone)
             members[m] = i, cost[m++] = cost_of(&c->nodes[i], cost[0], local_workers, per_chunk);
@@ -242,13 +267,13 @@ static void average(const model_share *s, int n, long nparams, float *out)
 static int finish_round(coordinator *c, const pass_result *local, pass_result *out, char *err,
                         size_t errlen)
 {
-    model_share shares[MAX_NODES + 1] = {{c->params, (double)local->samples}};
+    model_share shares[MAX_NODES + 1] = {{averaging_of(c)->params, (double)local->samples}};
     int n = 1;
     uint64_t q = (uint64_t)c->rounds;
     add_figures(out, local->loss, local->correct, local->samples);
     pthread_mutex_lock(&c->lock);
     while (models_due(c, q))
-        pthread_cond_wait(&c->round_over, &c->lock);
+        pthread_cond_wait(&averaging_of(c)->round_over, &c->lock);
     for (int i = 0; i < c->nnodes; i++) {
         node_round *r = round_of(&c->nodes[i], q);
         if (r->in && r->seq == q && r->done)
@@ -259,54 +284,54 @@ static int finish_round(coordinator *c, const pass_result *local, pass_result *o
     pthread_mutex_unlock(&c->lock);
     if (n == 1)
         return 0;
-    average(shares, n, c->nparams, c->params);
-    return trainer_set_params(c->t, c->params, err, errlen);
+    average(shares, n, c->nparams, averaging_of(c)->params);
+    return trainer_set_params(c->t, averaging_of(c)->params, err, errlen);
 }
 
 /* Locked, overlap = on. Once this machine posted its change of round q (own_seq) and every peer_node
  * of q sent its own or was lost: their mean, weighted by samples (rounded as a delta carries it,
- * with compress = on), into c->mean, sent to every node that follows the averages. On the hub's
+ * with compress = on), into averaging_of(c)->mean, sent to every node that follows the averages. On the hub's
  * thread when a node's MODEL is the last to come. */
 static void maybe_average(coordinator *c)
 {
-    uint64_t q = c->own_seq;
-    if (!q || c->mean_seq == q || models_due(c, q))
+    uint64_t q = averaging_of(c)->own_seq;
+    if (!q || averaging_of(c)->mean_seq == q || models_due(c, q))
         return;
-    model_share shares[MAX_NODES + 1] = {{c->own_change, c->own_samples}};
+    model_share shares[MAX_NODES + 1] = {{averaging_of(c)->own_change, averaging_of(c)->own_samples}};
     int n = 1;
-    memset(&c->mean_figures, 0, sizeof c->mean_figures);
+    memset(&averaging_of(c)->mean_figures, 0, sizeof averaging_of(c)->mean_figures);
     for (int i = 0; i < c->nnodes; i++) {
         node_round *r = round_of(&c->nodes[i], q);
         if (r->in && r->seq == q && r->done)
             shares[n++] = (model_share){r->model, (double)r->figures.samples},
-            add_figures(&c->mean_figures, r->figures.loss, r->figures.correct, r->figures.samples);
+            add_figures(&averaging_of(c)->mean_figures, r->figures.loss, r->figures.correct, r->figures.samples);
         r->in = r->seq == q ? 0 : r->in;   /* a late MODEL is refused from now on */
     }
-    memset(c->mean, 0, sizeof(float) * (size_t)c->nparams);   /* none trained: no change */
-    average(shares, n, c->nparams, c->mean);
+    memset(averaging_of(c)->mean, 0, sizeof(float) * (size_t)c->nparams);   /* none trained: no change */
+    average(shares, n, c->nparams, averaging_of(c)->mean);
     if (c->cfg->compress) {   /* every machine applies the same floats */
-        model_delta_encode(NULL, c->mean, c->layer_params, c->nlayers, c->delta);
-        model_delta_apply(NULL, c->delta, c->layer_params, c->nlayers, c->mean);
+        model_delta_encode(NULL, averaging_of(c)->mean, c->layer_params, c->nlayers, averaging_of(c)->delta);
+        model_delta_apply(NULL, averaging_of(c)->delta, c->layer_params, c->nlayers, averaging_of(c)->mean);
     }
-    c->mean_seq = q;
+    averaging_of(c)->mean_seq = q;
     for (int i = 0; i < c->nnodes; i++) {
         peer_node *x = &c->nodes[i];
         if (x->following && !x->gone && x->synced == q - 1)
             send_average(c, x, q);   /* a broken link is the hub's to report */
     }
-    pthread_cond_broadcast(&c->round_over);
+    pthread_cond_broadcast(&averaging_of(c)->round_over);
 }
 
-/* overlap = on: round q's mean change applied to this machine's model (c->params), once it has
+/* overlap = on: round q's mean change applied to this machine's model (averaging_of(c)->params), once it has
  * come; the nodes' figures of it added to out. */
 static int apply_mean(coordinator *c, uint64_t q, pass_result *out, char *err, size_t errlen)
 {
     pthread_mutex_lock(&c->lock);
-    while (c->mean_seq < q)
-        pthread_cond_wait(&c->round_over, &c->lock);
+    while (averaging_of(c)->mean_seq < q)
+        pthread_cond_wait(&averaging_of(c)->round_over, &c->lock);
     pthread_mutex_unlock(&c->lock);
-    add_figures(out, c->mean_figures.loss, c->mean_figures.correct, c->mean_figures.samples);
-    return late_apply(&c->late, q, c->mean, c->params, err, errlen);
+    add_figures(out, averaging_of(c)->mean_figures.loss, averaging_of(c)->mean_figures.correct, averaging_of(c)->mean_figures.samples);
+    return late_apply(&averaging_of(c)->late, q, averaging_of(c)->mean, averaging_of(c)->params, err, errlen);
 }
 
 /* overlap = on, after this machine's share of round q: the mean change of the round before
@@ -318,16 +343,16 @@ static int finish_late(coordinator *c, const pass_result *local, int last, pass_
 {
     uint64_t q = (uint64_t)c->rounds;
     add_figures(out, local->loss, local->correct, local->samples);
-    if (c->late.older && apply_mean(c, c->late.older, out, err, errlen))
+    if (averaging_of(c)->late.older && apply_mean(c, averaging_of(c)->late.older, out, err, errlen))
         return -1;
-    late_change(&c->late, c->params, c->own_change);
+    late_change(&averaging_of(c)->late, averaging_of(c)->params, averaging_of(c)->own_change);
     pthread_mutex_lock(&c->lock);
-    c->own_seq = q, c->own_samples = (double)local->samples;
+    averaging_of(c)->own_seq = q, averaging_of(c)->own_samples = (double)local->samples;
     maybe_average(c);
     pthread_mutex_unlock(&c->lock);
     if (last && apply_mean(c, q, out, err, errlen))
         return -1;
-    return trainer_set_params(c->t, c->params, err, errlen);
+    return trainer_set_params(c->t, averaging_of(c)->params, err, errlen);
 }
 
 /* With compress = on, before a round: the parameters rounded to what a delta from the round
@@ -338,22 +363,22 @@ static int round_to_delta(coordinator *c, char *err, size_t errlen)
 {
     int wanted = 0;
     pthread_mutex_lock(&c->lock);
-    for (int i = 0; i < c->nnodes && c->start_seq; i++)
-        wanted |= c->nodes[i].ready && !c->nodes[i].gone && c->nodes[i].params_seq == c->start_seq;
+    for (int i = 0; i < c->nnodes && averaging_of(c)->start_seq; i++)
+        wanted |= c->nodes[i].ready && !c->nodes[i].gone && c->nodes[i].params_seq == averaging_of(c)->start_seq;
     pthread_mutex_unlock(&c->lock);
-    c->delta_ready = wanted;
+    averaging_of(c)->delta_ready = wanted;
     if (wanted) {
-        model_delta_encode(c->round_start, c->params, c->layer_params, c->nlayers, c->delta);
-        if (model_delta_apply(c->round_start, c->delta, c->layer_params, c->nlayers, c->params) ||
-            trainer_set_params(c->t, c->params, err, errlen))
+        model_delta_encode(averaging_of(c)->round_start, averaging_of(c)->params, c->layer_params, c->nlayers, averaging_of(c)->delta);
+        if (model_delta_apply(averaging_of(c)->round_start, averaging_of(c)->delta, c->layer_params, c->nlayers, averaging_of(c)->params) ||
+            trainer_set_params(c->t, averaging_of(c)->params, err, errlen))
             return -1;
     }
-    memcpy(c->round_start, c->params, sizeof(float) * (size_t)c->nparams);
+    memcpy(averaging_of(c)->round_start, averaging_of(c)->params, sizeof(float) * (size_t)c->nparams);
     return 0;
 }
 
-int averaging_epoch(coordinator *c, int epoch, long first_batch, pass_result *out,
-                              char *err, size_t errlen)
+static int averaging_epoch(coordinator *c, int epoch, long first_batch, pass_result *out,
+                           char *err, size_t errlen)
 {
     const exec_plan *p = trainer_plan(c->t);
     long nbatches = (c->train->n + p->batch - 1) / p->batch, every = c->cfg->sync_every;
@@ -362,27 +387,27 @@ int averaging_epoch(coordinator *c, int epoch, long first_batch, pass_result *ou
     for (long b = first_batch; b < nbatches && !out->stopped; b += every) {
         long batches = nbatches - b < every ? nbatches - b : every;
         int late = c->cfg->overlap, last = b + every >= nbatches;
-        if (trainer_get_params(c->t, c->params, err, errlen))
+        if (trainer_get_params(c->t, averaging_of(c)->params, err, errlen))
             return -1;
         if (late && b == first_batch)   /* every machine ends an epoch on the same model */
-            late_reset(&c->late, c->params, (uint64_t)c->rounds);
-        if (late ? late_round_begin(&c->late, c->params, (uint64_t)c->rounds + 1, err, errlen)
+            late_reset(&averaging_of(c)->late, averaging_of(c)->params, (uint64_t)c->rounds);
+        if (late ? late_round_begin(&averaging_of(c)->late, averaging_of(c)->params, (uint64_t)c->rounds + 1, err, errlen)
                  : c->cfg->compress && round_to_delta(c, err, errlen))
             return -1;
         pthread_mutex_lock(&c->lock);
         boundary here = start_round(c, epoch, b, batches, p->nchunks, (double)p->batch / p->nchunks);
-        c->start_seq = (uint64_t)c->rounds;
+        averaging_of(c)->start_seq = (uint64_t)c->rounds;
         boundary end = {p->nchunks, 0};
         pthread_mutex_unlock(&c->lock);
         pass_result mine;
         round_share s = share_between(here, end);
         if (trainer_train_share(c->t, epoch, b, batches, &s, &mine, err, errlen) ||
-            trainer_get_params(c->t, c->params, err, errlen))
+            trainer_get_params(c->t, averaging_of(c)->params, err, errlen))
             return -1;
         pthread_mutex_lock(&c->lock);
         c->local_chunks += share_size(here, end, mine.batches);
         if (mine.samples && mine.seconds > 0)
-            c->round_img_s = coordinator_running_mean(c->round_img_s, (double)mine.samples / mine.seconds);
+            averaging_of(c)->round_img_s = coordinator_running_mean(averaging_of(c)->round_img_s, (double)mine.samples / mine.seconds);
         pthread_mutex_unlock(&c->lock);
         if (late ? finish_late(c, &mine, last || mine.stopped, out, err, errlen)
                  : finish_round(c, &mine, out, err, errlen))
@@ -393,17 +418,17 @@ int averaging_epoch(coordinator *c, int epoch, long first_batch, pass_result *ou
     return 0;
 }
 
-void averaging_on_model(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
+static void on_model(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
 {
     msg_result r;
     char why[200];
-    size_t body = c->cfg->compress ? c->delta_len : sizeof(float) * (size_t)c->nparams;
+    size_t body = c->cfg->compress ? averaging_of(c)->delta_len : sizeof(float) * (size_t)c->nparams;
     if (proto_model_decode(&r, p, len, body, why, sizeof why))
         return coordinator_refuse(c, n, why);
     node_round *rd = round_of(n, r.seq);
     if (!rd->in || rd->done || r.seq != rd->seq)
         return coordinator_refuse(c, n, "a model for a round it was not sent");
-    const float *base = c->cfg->overlap ? NULL : c->round_start;   /* overlap: the change */
+    const float *base = c->cfg->overlap ? NULL : averaging_of(c)->round_start;   /* overlap: the change */
     if (!c->cfg->compress)
         memcpy(rd->model, r.body, body);
     else if (model_delta_apply(base, r.body, c->layer_params, c->nlayers, rd->model))
@@ -430,10 +455,10 @@ void averaging_on_model(coordinator *c, peer_node *n, const uint8_t *p, size_t l
     rd->done = 1;
     if (c->cfg->overlap)
         maybe_average(c);
-    pthread_cond_broadcast(&c->round_over);
+    pthread_cond_broadcast(&averaging_of(c)->round_over);
 }
 
-void averaging_node_lost(coordinator *c, peer_node *n)
+static void averaging_node_lost(coordinator *c, peer_node *n)
 {
     for (int k = 0; k < 2; k++) {
         node_round *r = &n->rounds[k];
@@ -446,5 +471,107 @@ void averaging_node_lost(coordinator *c, peer_node *n)
     }
     if (c->cfg->overlap)
         maybe_average(c);
-    pthread_cond_broadcast(&c->round_over);
+    pthread_cond_broadcast(&averaging_of(c)->round_over);
 }
+
+/* ---- the mode (mode.h) ---- */
+
+static int averaging_open(coordinator *c, void **peer_ctx, char *err, size_t errlen)
+{
+    averaging_state *a = calloc(1, sizeof *a);
+    if (!a) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    pthread_cond_init(&a->round_over, NULL);
+    c->mode_state = a;
+    *peer_ctx = NULL;   /* no chunk runs elsewhere */
+    snprintf(c->weights_why, sizeof c->weights_why, "periodic averaging (sync_every = %d): the "
+             "weights are an average of the machines' models", c->cfg->sync_every);
+    return 0;
+}
+
+static int averaging_attach(coordinator *c, char *err, size_t errlen)
+{
+    averaging_state *a = averaging_of(c);
+    const job_config *cfg = c->cfg;
+    fprintf(c->log, "cluster: periodic averaging: the models are averaged every %d batches "
+            "([cluster] sync_every); every node trains on a share%s%s\n", cfg->sync_every,
+            cfg->compress ? "; models travel as half-precision deltas ([cluster] compress)" : "",
+            cfg->overlap ? "; each round's average travels while the next round trains, and is "
+                           "applied after it ([cluster] overlap)" : "");
+    a->delta_len = model_delta_bytes(c->layer_params, c->nlayers);
+    size_t bytes = sizeof(float) * (size_t)c->nparams;
+    if (!(a->params = malloc(bytes)) ||
+        (cfg->compress && !cfg->overlap && !(a->round_start = malloc(bytes))) ||
+        (cfg->compress && !(a->delta = malloc(a->delta_len))) ||
+        (cfg->overlap && (late_open(&a->late, c->nparams) || !(a->own_change = malloc(bytes)) ||
+                          !(a->mean = malloc(bytes))))) {
+        snprintf(err, errlen, "out of memory for %ld parameters", c->nparams);
+        return -1;
+    }
+    return 0;
+}
+
+static int averaging_on_message(coordinator *c, peer_node *n, const netio_event *e)
+{
+    if (e->type != MSG_MODEL)
+        return -1;
+    on_model(c, n, e->payload, e->len);
+    return 0;
+}
+
+static void averaging_node_ready(coordinator *c, peer_node *n)
+{
+    (void)c, (void)n;   /* it takes a share from the next round on */
+}
+
+static int averaging_reclaim(coordinator *c, peer_node *n)
+{
+    (void)c, (void)n;   /* its share of a round is lost with it (averaging_node_lost) */
+    return 0;
+}
+
+static void averaging_describe_node(const coordinator *c, const peer_node *n, char *out,
+                                    size_t len)
+{
+    (void)c, (void)n;
+    snprintf(out, len, "%s", "");
+}
+
+static int averaging_extra_work(coordinator *c, rt_stats *out)
+{
+    (void)c, (void)out;
+    return 0;
+}
+
+static void averaging_stop(coordinator *c)
+{
+    (void)c;   /* no thread of its own: the run's thread trained the rounds */
+}
+
+static void averaging_close(coordinator *c)
+{
+    averaging_state *a = averaging_of(c);
+    if (!a)
+        return;
+    free(a->params);
+    free(a->round_start);
+    free(a->delta);
+    for (int i = 0; i < c->nnodes; i++)
+        free(c->nodes[i].rounds[0].model), free(c->nodes[i].rounds[1].model);
+    late_close(&a->late);
+    free(a->own_change);
+    free(a->mean);
+    pthread_cond_destroy(&a->round_over);
+    free(a);
+    c->mode_state = NULL;
+}
+
+const coordinator_mode averaging_mode = {
+    .name = "averaging", .open = averaging_open, .attach = averaging_attach,
+    .on_message = averaging_on_message, .node_ready = averaging_node_ready,
+    .reclaim = averaging_reclaim, .node_lost = averaging_node_lost,
+    .train_epoch = averaging_epoch, .describe_node = averaging_describe_node,
+    .extra_work = averaging_extra_work, .stop = averaging_stop, .close = averaging_close,
+};

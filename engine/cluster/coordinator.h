@@ -44,11 +44,12 @@ coordinator *coordinator_start(const coordinator_options *o, const job_config *c
 /* After trainer_create: starts listening, and the trainer asks it how many chunks of each batch
  * go to nodes. 0, or -1 with err (e.g. the address is taken). */
 int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, size_t errlen);
-/* Periodic averaging ([cluster] sync_every = K, engine/cluster/averaging.c): the epoch's training
- * pass from first_batch, in rounds of K local steps on this machine and the nodes, the models
- * averaged after each; out counts every machine's samples. 0, or -1 with err. */
-int averaging_epoch(coordinator *c, int epoch, long first_batch, pass_result *out,
-                              char *err, size_t errlen);
+/* The epoch's training pass from first_batch, as the training mode has it (engine/cluster/
+ * mode.h): synchronous, the trainer's pass with chunks dealt to the nodes; periodic averaging,
+ * rounds of local steps on this machine and the nodes, the models averaged after each. out
+ * counts every machine's samples. 0, or -1 with err. */
+int coordinator_train_epoch(coordinator *c, int epoch, long first_batch, pass_result *out,
+                            char *err, size_t errlen);
 /* This machine's energy meter: with it, the placement policy ([placement] policy, budget,
  * slowdown) decides which nodes take work (cluster_share.h); without, every node does. */
 void coordinator_use_meter(coordinator *c, energy_meter *meter);
@@ -61,10 +62,10 @@ void coordinator_print_nodes(coordinator *c, FILE *f, double here_joules, int he
  * energy of every machine added up. Malloc'd text (the report writes it as it is), or NULL when
  * out of memory. */
 char *coordinator_summary_json(coordinator *c, double here_joules, int here_estimated);
-/* The work of the engine that computes chunks taken back from nodes, or lost nodes', since the
- * last call (as run statistics over the same span as this machine's runtime): 1, or 0 when it
- * computed nothing. */
-int coordinator_fallback_stats(coordinator *c, rt_stats *out);
+/* The work this machine did outside the trainer's runtime since the last call (synchronous: the
+ * engine that computes chunks taken back from nodes, or lost nodes'), as run statistics over
+ * the same span as this machine's runtime: 1, or 0 when it computed nothing. */
+int coordinator_extra_work(coordinator *c, rt_stats *out);
 /* Tells the nodes training is over, closes every connection. */
 void coordinator_stop(coordinator *c, const char *why);
 

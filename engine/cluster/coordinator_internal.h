@@ -1,9 +1,8 @@
-/* The coordinator's state, shared by its files: coordinator.c (nodes joining and leaving, and
- * synchronous training: chunks of each batch sent out as runtime tasks), coordinator_deal.c
- * (how many chunks go to which node; steals and recalls), coordinator_slots.c (what comes back
- * of each chunk meeting its tasks), coordinator_report.c (its lines and summary) and
- * averaging.c (periodic averaging: rounds of local steps, then the models averaged). Every
- * field is guarded by `lock`; messages arrive on the hub's thread. */
+/* The coordinator's session, shared by its files: coordinator.c (nodes joining and leaving,
+ * the job and its files, routing each node's messages to the training mode) and
+ * coordinator_report.c (its lines and summary). The training modes (mode.h: sync.c, averaging.c)
+ * keep their state in c->mode_state and use the session through the functions below. Locking:
+ * engine/cluster/README.md. */
 #ifndef FRUGAL_COORDINATOR_INTERNAL_H
 #define FRUGAL_COORDINATOR_INTERNAL_H
 
@@ -11,8 +10,7 @@
 #include "engine/cluster/proto.h"
 #include "engine/placement/cluster_share.h"
 #include "engine/cluster/coordinator.h"
-#include "engine/cluster/late_model.h"
-#include "engine/train/remote.h"
+#include "engine/cluster/mode.h"
 #include "netio/hub.h"
 #include "runtime/clock.h"
 
@@ -81,46 +79,10 @@ typedef struct share_decision {
     char why[400];
 } share_decision;
 
-/* SLOT_ARRIVED: every part of a stolen chunk came, some of its tasks have yet to start;
- * SLOT_BACK: a node gave it back for this machine, whose fallback engine computes it */
-enum { SLOT_FREE, SLOT_STARTING, SLOT_QUEUED, SLOT_SENT, SLOT_ARRIVED, SLOT_BACK };
-#define THIEF_HERE (-2)          /* a RECALL for this machine (slot.thief) */
-
-/* A chunk computed on another machine. Its parts (0: the loss figures, 1 + l: layer l's
- * gradient) each meet their task (remote.h), whichever comes first, and the task completes
- * then. A chunk dealt elsewhere is sent once all its tasks started; one stolen from this
- * machine is sent first, and parts that come before their task starts are held. */
-#define SLOT_PARTS (CONFIG_MAX_LAYERS + 1)
-typedef struct slot {
-    int state;
-    remote_args a;
-    int started, expected;       /* tasks started (a chunk dealt elsewhere), and parts */
-    int met;                     /* parts that met their task */
-    void *dst[SLOT_PARTS];
-    rt_task *task[SLOT_PARTS];   /* started and waiting for its part */
-    unsigned char came[SLOT_PARTS];
-    float *held;                 /* a stolen chunk's gradients (packed), until their tasks start */
-    chunk_stats stats;           /* and its figures */
-    const float *params;
-    int node;                    /* SLOT_SENT: index in nodes; -1: the local fallback */
-    int ahead;                   /* chunks in flight at that node when it was sent */
-    int recalled;                /* RECALL: 0 not sent, 1 under way (for `thief`), 2 refused (the
-                                    chunk had started) */
-    int thief;                   /* a node's index, THIEF_HERE, or -1: that node left */
-    int probe;                   /* a chunk dealt here, sent to a node too: what comes back
-                                    measures the node, and meets no task */
-    int summed;                  /* its gradients came summed into another chunk's */
-    int alone;                   /* SLOT_SENT: its gradients must come alone (a probe, or a
-                                    chunk sent again with some of them here already) */
-    double sent_at;
-} slot;
-
+/* The session: what every mode shares. */
 struct coordinator {
-    remote_sink sink;            /* first: the peer worker's device ctx */
     pthread_mutex_t lock;
-    pthread_mutex_t params_lock; /* keeps a node's PARAMS and WORK together, no LAYER between;
-                                    taken inside lock or alone, never the other way round */
-    pthread_cond_t fallback_wake, joined;
+    pthread_cond_t joined;       /* a node became ready */
     netio_hub *hub;
     const job_config *cfg;
     const dataset *train;
@@ -133,35 +95,19 @@ struct coordinator {
     char *paths[PROTO_MAX_FILES];
     peer_node nodes[MAX_NODES];
     int nnodes;
-    slot *slots;
-    slot **summed;               /* a GRAD's chunks' slots and the tasks they complete (the hub */
-    rt_task **summed_done;       /* thread's, one GRAD at a time): as many as a batch's chunks */
-    int nslots;
+    int stopping;
     rt_runtime *rt;
+    trainer *t;
     long nparams, layer_params[CONFIG_MAX_LAYERS], layer_offset[CONFIG_MAX_LAYERS], largest;
     int nlayers, param_layers;
-    double local_cost, last_busy;
-    long local_chunks, last_local;
-    /* the training batch under way: its chunks dealt here that nodes may steal (claims: NULL
-       when none may) */
-    remote_batch batch;
-    int here_chunks;
-    _Atomic int *claims;
-    /* a probe: a node that has taken no chunk for a while (or that the policy parked) is sent a
-       copy of a chunk dealt here, so that it stays measured while no batch waits for it. One at
-       a time: the slots hold two batches' chunks and one probe. */
-    int probe_node;              /* whose probe waits for the parameters of batch probe_seq */
-    uint64_t probe_seq;          /* UINT64_MAX: none waits */
-    uint64_t packed_seq;         /* the batch whose layers packed_layers were packed */
-    int packed_layers;
-    long stolen_chunks;
-    long lost_nodes, resent_chunks, fallback_chunks;
-    /* chunks taken back from nodes for the fallback engine while workers here idle: RECALLs
-       under way, chunks computed; the engine's CPU seconds per chunk */
-    int here_recalls;
-    long taken_back;
-    double fallback_cpu;
-    rt_stats fallback_work;      /* its runtime's work since coordinator_fallback_stats */
+    /* the training mode, and its state (mode.h) */
+    const coordinator_mode *mode;
+    void *mode_state;
+    /* what the run did, for its report: the modes count */
+    long local_chunks;           /* chunks of the batches computed here */
+    long stolen_chunks, lost_nodes, resent_chunks, fallback_chunks, taken_back;
+    long rounds, rounds_lost;    /* rounds trained; node shares lost with their node */
+    long rounds_shared;          /* rounds whose last node shared a chunk with this machine */
     /* the placement policy over machines (cluster_share.h) */
     policy_limits limits;
     carbon_source carbon;
@@ -172,29 +118,6 @@ struct coordinator {
     long batches;
     share_decision decisions[MAX_SHARE_DECISIONS];
     int ndecisions, decisions_total;
-    pthread_t fallback;
-    int fallback_started, stopping;
-    /* periodic averaging (averaging.c) */
-    pthread_cond_t round_over;   /* a node's MODEL came, or a node was lost */
-    trainer *t;
-    float *params;               /* this machine's parameters, then their average */
-    double round_img_s;          /* this machine's samples per second over a round */
-    long rounds, rounds_lost;    /* rounds trained; node shares lost with their peer_node */
-    long rounds_shared;          /* rounds whose last node shared a chunk with this machine */
-    /* with compress = on (model_delta.h) */
-    float *round_start;          /* the parameters the round started from, as every node got them */
-    uint64_t start_seq;          /* that round (0: none yet) */
-    uint8_t *delta;              /* the next round's parameters from round_start's (overlap:
-                                    the mean change of a round) */
-    size_t delta_len;
-    int delta_ready;             /* nodes holding start_seq's parameters get a DELTA */
-    /* with overlap = on (late_model.h): this machine's model, its change in round own_seq (its
-       samples, 0: none posted), the mean change of round mean_seq and the nodes' figures of it */
-    late_model late;
-    float *own_change, *mean;
-    uint64_t own_seq, mean_seq;
-    double own_samples;
-    pass_result mean_figures;
 };
 
 /* coordinator.c */
@@ -203,46 +126,10 @@ int coordinator_ready_nodes(const coordinator *c);       /* locked */
 void coordinator_refuse(coordinator *c, peer_node *n, const char *why);
 /* A span on the node's track of the trace (its messages, its chunks and rounds); locked. */
 void coordinator_trace_node(coordinator *c, peer_node *n, const char *what, double start, double end);
+/* A message to or from a node (dir: "sent", "received") as an instant on its track. */
+void coordinator_trace_message(coordinator *c, peer_node *n, const char *dir, unsigned type);
 /* netio_hub_send, marked on the node's track. */
 int coordinator_send_to(coordinator *c, peer_node *n, uint16_t type, const void *head, size_t headlen,
             const void *body, size_t bodylen);
-
-/* The synchronous mode's sending of chunks, locked. takes_work: a node the policy keeps, sent
- * each batch's parameters, that may be dealt chunks. */
-int sync_takes_work(const peer_node *n);
-slot *sync_first_in(coordinator *c, int state);        /* in that state, first in the fixed order */
-int sync_send_chunk(coordinator *c, peer_node *n, slot *s);  /* nonzero: the hub closes that peer_node */
-void sync_send_probe(coordinator *c);                   /* the probe waiting, if its batch is packed */
-/* Chunk s waits on a node behind at least one per worker there, and was not asked back yet: a
- * RECALL may take it elsewhere. */
-int sync_waits_behind(const coordinator *c, const slot *s);
-/* The fallback engine's seconds per chunk on that many workers: its CPU seconds per chunk (a
- * worker's here until measured) spread over them. */
-double sync_fallback_cost(const coordinator *c, int workers);
-
-/* coordinator_deal.c, locked but sync_remote_chunks (the trainer's question for each batch). */
-void sync_steal_for(coordinator *c, peer_node *n);   /* node n may take chunks dealt elsewhere */
-void sync_on_tick(coordinator *c);              /* the fallback's tick: RECALLs worth sending */
-/* A RECALL of chunk s answered, or moot: outcome 0 (given back, or its node lost), 2 (refused). */
-void sync_recall_over(coordinator *c, slot *s, int outcome);
-int sync_remote_chunks(void *ctx, remote_batch *b);
-
-/* coordinator_slots.c, locked. Each returns the tasks it put in done (at most SLOT_PARTS), for
- * the caller to complete unlocked; a slot whose parts all met their tasks is free. */
-slot *sync_slot_of(coordinator *c, uint64_t seq, int chunk);     /* NULL: none */
-slot *sync_slot_new(coordinator *c, const remote_args *a, const float *params, int state);
-int sync_slot_task(coordinator *c, slot *s, int part, void *dst, rt_task *task, rt_task **done);
-/* Whether some layer's gradient of the chunk is here already (from a node since lost). */
-int sync_slot_has_gradients(const coordinator *c, const slot *s);
-/* data NULL: a gradient the node summed into another chunk's (GRAD over several chunks) */
-int sync_slot_arrived(coordinator *c, slot *s, int part, const void *data, rt_task **done);
-/* A RESULT: the figures, and the gradients unless grads is NULL (they came as GRADs). */
-int sync_slot_result(coordinator *c, slot *s, const msg_result *r, const float *grads, rt_task **done);
-int sync_slot_fail(slot *s, rt_task **done);   /* the tasks waiting, to complete as failed */
-void sync_slot_free(slot *s);
-
-/* averaging.c, on the hub's thread, locked */
-void averaging_on_model(coordinator *c, peer_node *n, const uint8_t *p, size_t len);
-void averaging_node_lost(coordinator *c, peer_node *n);
 
 #endif

@@ -31,20 +31,16 @@ static double all_machines(const coordinator *c, double here_joules, int here_es
 void coordinator_print_nodes(coordinator *c, FILE *f, double here_joules, int here_estimated)
 {
     pthread_mutex_lock(&c->lock);
-    if (!c->cfg->sync_every)
-        fprintf(f, "  here: %ld chunks (%ld taken back from nodes, %ld computed for lost nodes)\n",
-                c->local_chunks + c->fallback_chunks, c->taken_back, c->fallback_chunks - c->taken_back);
+    if (c->mode->print_here)
+        c->mode->print_here(c, f);
     for (int i = 0; i < c->nnodes; i++) {
         peer_node *n = &c->nodes[i];
         if (!n->ready)
             continue;
         if (!n->gone)
             netio_hub_peer_stats(c->hub, n->peer, &n->net);
-        char dealing[120] = "";   /* synchronous: how its chunks came to it */
-        if (!c->cfg->sync_every)
-            snprintf(dealing, sizeof dealing, " (%ld stolen, %ld given back, %ld summed there; "
-                     "dealt some in %ld of %ld batches; %ld probes)", n->stolen, n->given_back,
-                     n->summed, n->batches_dealt, n->batches_present, n->probes);
+        char dealing[160];   /* the mode's words: how its work came to it */
+        c->mode->describe_node(c, n, dealing, sizeof dealing);
         fprintf(f, "  node %s (%s): %ld chunks%s, %.0f img/s, %.1f MB sent, %.1f MB received, "
                 "%.2f s waiting on the network (%.2f ms a round trip), %.1f J %s%s%s%s\n", n->addr,
                 n->host, n->chunks, dealing, n->active_s > 0 ? (double)n->samples / n->active_s : 0,
@@ -79,7 +75,7 @@ char *coordinator_summary_json(coordinator *c, double here_joules, int here_esti
     json_string(f, c->listen);
     fprintf(f, ", \"mode\": \"%s\", \"sync_every\": %d, \"compress\": %s, \"overlap\": %s, "
             "\"rounds\": %ld, \"node_rounds_lost\": %ld, \"rounds_sharing_a_chunk\": %ld",
-            c->cfg->sync_every ? "averaging" : "synchronous", c->cfg->sync_every,
+            c->mode->name, c->cfg->sync_every,
             c->cfg->compress ? "true" : "false", c->cfg->overlap ? "true" : "false", c->rounds,
             c->rounds_lost, c->rounds_shared);
     fprintf(f, ", \"weights_as_one_machine\": %s, \"weights_why\": ",

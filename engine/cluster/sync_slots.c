@@ -1,7 +1,7 @@
 /* The coordinator's slots: chunks computed on other machines, each part meeting its task
  * (coordinator_internal.h). Called with the coordinator's lock held; the tasks they hand back
  * are completed by the caller once it lets go of the lock. */
-#include "engine/cluster/coordinator_internal.h"
+#include "engine/cluster/sync_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +18,16 @@ static void *held_part(slot *s, const coordinator *c, int p)
 
 slot *sync_slot_of(coordinator *c, uint64_t seq, int chunk)
 {
-    for (int i = 0; i < c->nslots; i++)
-        if (c->slots[i].state != SLOT_FREE && c->slots[i].a.seq == seq && c->slots[i].a.chunk == chunk)
-            return &c->slots[i];
+    for (int i = 0; i < sync_of(c)->nslots; i++)
+        if (sync_of(c)->slots[i].state != SLOT_FREE && sync_of(c)->slots[i].a.seq == seq && sync_of(c)->slots[i].a.chunk == chunk)
+            return &sync_of(c)->slots[i];
     return NULL;
 }
 
 slot *sync_slot_new(coordinator *c, const remote_args *a, const float *params, int state)
 {
-    for (int i = 0; i < c->nslots; i++) {
-        slot *s = &c->slots[i];
+    for (int i = 0; i < sync_of(c)->nslots; i++) {
+        slot *s = &sync_of(c)->slots[i];
         if (s->state == SLOT_FREE) {
             memset(s, 0, sizeof *s);
             s->state = state;
