@@ -107,12 +107,13 @@ static void put_seq(uint8_t head[PROTO_PARAMS_HEAD], uint64_t seq)
 /* Locked, overlap = on: the mean change of round q (averaging_of(c)->mean, or its delta) to node n. */
 static int send_average(coordinator *c, peer_node *n, uint64_t q)
 {
+    averaging_state *av = averaging_of(c);
     uint8_t head[PROTO_PARAMS_HEAD];
     put_seq(head, q);
     n->synced = q;
     return c->cfg->compress
-               ? coordinator_send_to(c, n, MSG_AVERAGE, head, sizeof head, averaging_of(c)->delta, averaging_of(c)->delta_len)
-               : coordinator_send_to(c, n, MSG_AVERAGE, head, sizeof head, averaging_of(c)->mean,
+               ? coordinator_send_to(c, n, MSG_AVERAGE, head, sizeof head, av->delta, av->delta_len)
+               : coordinator_send_to(c, n, MSG_AVERAGE, head, sizeof head, av->mean,
                          sizeof(float) * (size_t)c->nparams);
 }
 
@@ -122,23 +123,24 @@ static int send_average(coordinator *c, peer_node *n, uint64_t q)
  * mean change after it, if it is out already). */
 static int send_params(coordinator *c, peer_node *n, uint64_t seq)
 {
+    averaging_state *av = averaging_of(c);
     uint8_t head[PROTO_DELTA_HEAD];
     size_t floats = sizeof(float) * (size_t)c->nparams;
     if (c->cfg->overlap) {
         if (n->following)
             return 0;
-        put_seq(head, averaging_of(c)->late.synced);
-        n->following = 1, n->synced = averaging_of(c)->late.synced;
-        return coordinator_send_to(c, n, MSG_PARAMS, head, PROTO_PARAMS_HEAD, averaging_of(c)->late.base, floats) ||
-               (averaging_of(c)->mean_seq == averaging_of(c)->late.synced + 1 && send_average(c, n, averaging_of(c)->mean_seq));
+        put_seq(head, av->late.synced);
+        n->following = 1, n->synced = av->late.synced;
+        return coordinator_send_to(c, n, MSG_PARAMS, head, PROTO_PARAMS_HEAD, av->late.base, floats) ||
+               (av->mean_seq == av->late.synced + 1 && send_average(c, n, av->mean_seq));
     }
-    if (averaging_of(c)->delta_ready && n->params_seq == averaging_of(c)->start_seq) {   /* it holds the round before's */
-        msg_delta d = {seq, averaging_of(c)->start_seq, NULL};
-        return coordinator_send_to(c, n, MSG_DELTA, head, proto_delta_head(&d, head, sizeof head), averaging_of(c)->delta,
-                       averaging_of(c)->delta_len);
+    if (av->delta_ready && n->params_seq == av->start_seq) {   /* it holds the round before's */
+        msg_delta d = {seq, av->start_seq, NULL};
+        return coordinator_send_to(c, n, MSG_DELTA, head, proto_delta_head(&d, head, sizeof head), av->delta,
+                       av->delta_len);
     }
     put_seq(head, seq);
-    return coordinator_send_to(c, n, MSG_PARAMS, head, PROTO_PARAMS_HEAD, averaging_of(c)->params, floats);
+    return coordinator_send_to(c, n, MSG_PARAMS, head, PROTO_PARAMS_HEAD, av->params, floats);
 }
 
 /* Locked. Sends node n its share of the round (w, `size` chunk-batches), from the parameters in
@@ -195,10 +197,11 @@ static long share_size(boundary from, boundary to, long batches)
 static boundary start_round(coordinator *c, int epoch, long first, long batches, int nchunks,
                             double per_chunk)
 {
+    averaging_state *av = averaging_of(c);
     int local_workers = rt_active_workers(c->rt), members[MAX_NODES + 1], m = 1;
     share_cost cost[MAX_NODES + 1];
     double u[MAX_NODES + 1];
-    cost[0] = (share_cost){averaging_of(c)->round_img_s > 0 ? per_chunk / averaging_of(c)->round_img_s : 1.0 / local_workers, 0};
+    cost[0] = (share_cost){av->round_img_s > 0 ? per_chunk / av->round_img_s : 1.0 / local_workers, 0};
     for (int i = 0; i < c->nnodes; i++)
         if (c->nodes[i].ready && !c->nodes[i].gone)
             members[m] = i, cost[m++] = cost_of(&c->nodes[i], cost[0], local_workers, per_chunk);
@@ -267,13 +270,14 @@ static void average(const model_share *s, int n, long nparams, float *out)
 static int finish_round(coordinator *c, const pass_result *local, pass_result *out, char *err,
                         size_t errlen)
 {
-    model_share shares[MAX_NODES + 1] = {{averaging_of(c)->params, (double)local->samples}};
+    averaging_state *av = averaging_of(c);
+    model_share shares[MAX_NODES + 1] = {{av->params, (double)local->samples}};
     int n = 1;
     uint64_t q = (uint64_t)c->rounds;
     add_figures(out, local->loss, local->correct, local->samples);
     pthread_mutex_lock(&c->lock);
     while (models_due(c, q))
-        pthread_cond_wait(&averaging_of(c)->round_over, &c->lock);
+        pthread_cond_wait(&av->round_over, &c->lock);
     for (int i = 0; i < c->nnodes; i++) {
         node_round *r = round_of(&c->nodes[i], q);
         if (r->in && r->seq == q && r->done)
@@ -284,8 +288,8 @@ static int finish_round(coordinator *c, const pass_result *local, pass_result *o
     pthread_mutex_unlock(&c->lock);
     if (n == 1)
         return 0;
-    average(shares, n, c->nparams, averaging_of(c)->params);
-    return trainer_set_params(c->t, averaging_of(c)->params, err, errlen);
+    average(shares, n, c->nparams, av->params);
+    return trainer_set_params(c->t, av->params, err, errlen);
 }
 
 /* Locked, overlap = on. Once this machine posted its change of round q (own_seq) and every peer_node
@@ -294,44 +298,46 @@ static int finish_round(coordinator *c, const pass_result *local, pass_result *o
  * thread when a node's MODEL is the last to come. */
 static void maybe_average(coordinator *c)
 {
-    uint64_t q = averaging_of(c)->own_seq;
-    if (!q || averaging_of(c)->mean_seq == q || models_due(c, q))
+    averaging_state *av = averaging_of(c);
+    uint64_t q = av->own_seq;
+    if (!q || av->mean_seq == q || models_due(c, q))
         return;
-    model_share shares[MAX_NODES + 1] = {{averaging_of(c)->own_change, averaging_of(c)->own_samples}};
+    model_share shares[MAX_NODES + 1] = {{av->own_change, av->own_samples}};
     int n = 1;
-    memset(&averaging_of(c)->mean_figures, 0, sizeof averaging_of(c)->mean_figures);
+    memset(&av->mean_figures, 0, sizeof av->mean_figures);
     for (int i = 0; i < c->nnodes; i++) {
         node_round *r = round_of(&c->nodes[i], q);
         if (r->in && r->seq == q && r->done)
             shares[n++] = (model_share){r->model, (double)r->figures.samples},
-            add_figures(&averaging_of(c)->mean_figures, r->figures.loss, r->figures.correct, r->figures.samples);
+            add_figures(&av->mean_figures, r->figures.loss, r->figures.correct, r->figures.samples);
         r->in = r->seq == q ? 0 : r->in;   /* a late MODEL is refused from now on */
     }
-    memset(averaging_of(c)->mean, 0, sizeof(float) * (size_t)c->nparams);   /* none trained: no change */
-    average(shares, n, c->nparams, averaging_of(c)->mean);
+    memset(av->mean, 0, sizeof(float) * (size_t)c->nparams);   /* none trained: no change */
+    average(shares, n, c->nparams, av->mean);
     if (c->cfg->compress) {   /* every machine applies the same floats */
-        model_delta_encode(NULL, averaging_of(c)->mean, c->layer_params, c->nlayers, averaging_of(c)->delta);
-        model_delta_apply(NULL, averaging_of(c)->delta, c->layer_params, c->nlayers, averaging_of(c)->mean);
+        model_delta_encode(NULL, av->mean, c->layer_params, c->nlayers, av->delta);
+        model_delta_apply(NULL, av->delta, c->layer_params, c->nlayers, av->mean);
     }
-    averaging_of(c)->mean_seq = q;
+    av->mean_seq = q;
     for (int i = 0; i < c->nnodes; i++) {
         peer_node *x = &c->nodes[i];
         if (x->following && !x->gone && x->synced == q - 1)
             send_average(c, x, q);   /* a broken link is the hub's to report */
     }
-    pthread_cond_broadcast(&averaging_of(c)->round_over);
+    pthread_cond_broadcast(&av->round_over);
 }
 
 /* overlap = on: round q's mean change applied to this machine's model (averaging_of(c)->params), once it has
  * come; the nodes' figures of it added to out. */
 static int apply_mean(coordinator *c, uint64_t q, pass_result *out, char *err, size_t errlen)
 {
+    averaging_state *av = averaging_of(c);
     pthread_mutex_lock(&c->lock);
-    while (averaging_of(c)->mean_seq < q)
-        pthread_cond_wait(&averaging_of(c)->round_over, &c->lock);
+    while (av->mean_seq < q)
+        pthread_cond_wait(&av->round_over, &c->lock);
     pthread_mutex_unlock(&c->lock);
-    add_figures(out, averaging_of(c)->mean_figures.loss, averaging_of(c)->mean_figures.correct, averaging_of(c)->mean_figures.samples);
-    return late_apply(&averaging_of(c)->late, q, averaging_of(c)->mean, averaging_of(c)->params, err, errlen);
+    add_figures(out, av->mean_figures.loss, av->mean_figures.correct, av->mean_figures.samples);
+    return late_apply(&av->late, q, av->mean, av->params, err, errlen);
 }
 
 /* overlap = on, after this machine's share of round q: the mean change of the round before
@@ -341,18 +347,19 @@ static int apply_mean(coordinator *c, uint64_t q, pass_result *out, char *err, s
 static int finish_late(coordinator *c, const pass_result *local, int last, pass_result *out,
                        char *err, size_t errlen)
 {
+    averaging_state *av = averaging_of(c);
     uint64_t q = (uint64_t)c->rounds;
     add_figures(out, local->loss, local->correct, local->samples);
-    if (averaging_of(c)->late.older && apply_mean(c, averaging_of(c)->late.older, out, err, errlen))
+    if (av->late.older && apply_mean(c, av->late.older, out, err, errlen))
         return -1;
-    late_change(&averaging_of(c)->late, averaging_of(c)->params, averaging_of(c)->own_change);
+    late_change(&av->late, av->params, av->own_change);
     pthread_mutex_lock(&c->lock);
-    averaging_of(c)->own_seq = q, averaging_of(c)->own_samples = (double)local->samples;
+    av->own_seq = q, av->own_samples = (double)local->samples;
     maybe_average(c);
     pthread_mutex_unlock(&c->lock);
     if (last && apply_mean(c, q, out, err, errlen))
         return -1;
-    return trainer_set_params(c->t, averaging_of(c)->params, err, errlen);
+    return trainer_set_params(c->t, av->params, err, errlen);
 }
 
 /* With compress = on, before a round: the parameters rounded to what a delta from the round
@@ -361,25 +368,27 @@ static int finish_late(coordinator *c, const pass_result *local, int last, pass_
  * deltas its nodes send back. 0, or -1 with err. */
 static int round_to_delta(coordinator *c, char *err, size_t errlen)
 {
+    averaging_state *av = averaging_of(c);
     int wanted = 0;
     pthread_mutex_lock(&c->lock);
-    for (int i = 0; i < c->nnodes && averaging_of(c)->start_seq; i++)
-        wanted |= c->nodes[i].ready && !c->nodes[i].gone && c->nodes[i].params_seq == averaging_of(c)->start_seq;
+    for (int i = 0; i < c->nnodes && av->start_seq; i++)
+        wanted |= c->nodes[i].ready && !c->nodes[i].gone && c->nodes[i].params_seq == av->start_seq;
     pthread_mutex_unlock(&c->lock);
-    averaging_of(c)->delta_ready = wanted;
+    av->delta_ready = wanted;
     if (wanted) {
-        model_delta_encode(averaging_of(c)->round_start, averaging_of(c)->params, c->layer_params, c->nlayers, averaging_of(c)->delta);
-        if (model_delta_apply(averaging_of(c)->round_start, averaging_of(c)->delta, c->layer_params, c->nlayers, averaging_of(c)->params) ||
-            trainer_set_params(c->t, averaging_of(c)->params, err, errlen))
+        model_delta_encode(av->round_start, av->params, c->layer_params, c->nlayers, av->delta);
+        if (model_delta_apply(av->round_start, av->delta, c->layer_params, c->nlayers, av->params) ||
+            trainer_set_params(c->t, av->params, err, errlen))
             return -1;
     }
-    memcpy(averaging_of(c)->round_start, averaging_of(c)->params, sizeof(float) * (size_t)c->nparams);
+    memcpy(av->round_start, av->params, sizeof(float) * (size_t)c->nparams);
     return 0;
 }
 
 static int averaging_epoch(coordinator *c, int epoch, long first_batch, pass_result *out,
                            char *err, size_t errlen)
 {
+    averaging_state *av = averaging_of(c);
     const exec_plan *p = trainer_plan(c->t);
     long nbatches = (c->train->n + p->batch - 1) / p->batch, every = c->cfg->sync_every;
     double start = clock_now_s();
@@ -387,27 +396,27 @@ static int averaging_epoch(coordinator *c, int epoch, long first_batch, pass_res
     for (long b = first_batch; b < nbatches && !out->stopped; b += every) {
         long batches = nbatches - b < every ? nbatches - b : every;
         int late = c->cfg->overlap, last = b + every >= nbatches;
-        if (trainer_get_params(c->t, averaging_of(c)->params, err, errlen))
+        if (trainer_get_params(c->t, av->params, err, errlen))
             return -1;
         if (late && b == first_batch)   /* every machine ends an epoch on the same model */
-            late_reset(&averaging_of(c)->late, averaging_of(c)->params, (uint64_t)c->rounds);
-        if (late ? late_round_begin(&averaging_of(c)->late, averaging_of(c)->params, (uint64_t)c->rounds + 1, err, errlen)
+            late_reset(&av->late, av->params, (uint64_t)c->rounds);
+        if (late ? late_round_begin(&av->late, av->params, (uint64_t)c->rounds + 1, err, errlen)
                  : c->cfg->compress && round_to_delta(c, err, errlen))
             return -1;
         pthread_mutex_lock(&c->lock);
         boundary here = start_round(c, epoch, b, batches, p->nchunks, (double)p->batch / p->nchunks);
-        averaging_of(c)->start_seq = (uint64_t)c->rounds;
+        av->start_seq = (uint64_t)c->rounds;
         boundary end = {p->nchunks, 0};
         pthread_mutex_unlock(&c->lock);
         pass_result mine;
         round_share s = share_between(here, end);
         if (trainer_train_share(c->t, epoch, b, batches, &s, &mine, err, errlen) ||
-            trainer_get_params(c->t, averaging_of(c)->params, err, errlen))
+            trainer_get_params(c->t, av->params, err, errlen))
             return -1;
         pthread_mutex_lock(&c->lock);
         c->local_chunks += share_size(here, end, mine.batches);
         if (mine.samples && mine.seconds > 0)
-            averaging_of(c)->round_img_s = coordinator_running_mean(averaging_of(c)->round_img_s, (double)mine.samples / mine.seconds);
+            av->round_img_s = coordinator_running_mean(av->round_img_s, (double)mine.samples / mine.seconds);
         pthread_mutex_unlock(&c->lock);
         if (late ? finish_late(c, &mine, last || mine.stopped, out, err, errlen)
                  : finish_round(c, &mine, out, err, errlen))
@@ -420,15 +429,16 @@ static int averaging_epoch(coordinator *c, int epoch, long first_batch, pass_res
 
 static void on_model(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
 {
+    averaging_state *av = averaging_of(c);
     msg_result r;
     char why[200];
-    size_t body = c->cfg->compress ? averaging_of(c)->delta_len : sizeof(float) * (size_t)c->nparams;
+    size_t body = c->cfg->compress ? av->delta_len : sizeof(float) * (size_t)c->nparams;
     if (proto_model_decode(&r, p, len, body, why, sizeof why))
         return coordinator_refuse(c, n, why);
     node_round *rd = round_of(n, r.seq);
     if (!rd->in || rd->done || r.seq != rd->seq)
         return coordinator_refuse(c, n, "a model for a round it was not sent");
-    const float *base = c->cfg->overlap ? NULL : averaging_of(c)->round_start;   /* overlap: the change */
+    const float *base = c->cfg->overlap ? NULL : av->round_start;   /* overlap: the change */
     if (!c->cfg->compress)
         memcpy(rd->model, r.body, body);
     else if (model_delta_apply(base, r.body, c->layer_params, c->nlayers, rd->model))
@@ -455,7 +465,7 @@ static void on_model(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
     rd->done = 1;
     if (c->cfg->overlap)
         maybe_average(c);
-    pthread_cond_broadcast(&averaging_of(c)->round_over);
+    pthread_cond_broadcast(&av->round_over);
 }
 
 static void averaging_node_lost(coordinator *c, peer_node *n)
@@ -478,13 +488,13 @@ static void averaging_node_lost(coordinator *c, peer_node *n)
 
 static int averaging_open(coordinator *c, void **peer_ctx, char *err, size_t errlen)
 {
-    averaging_state *a = calloc(1, sizeof *a);
-    if (!a) {
+    averaging_state *av = calloc(1, sizeof *av);
+    if (!av) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    pthread_cond_init(&a->round_over, NULL);
-    c->mode_state = a;
+    pthread_cond_init(&av->round_over, NULL);
+    c->mode_state = av;
     *peer_ctx = NULL;   /* no chunk runs elsewhere */
     snprintf(c->weights_why, sizeof c->weights_why, "periodic averaging (sync_every = %d): the "
              "weights are an average of the machines' models", c->cfg->sync_every);
@@ -493,20 +503,20 @@ static int averaging_open(coordinator *c, void **peer_ctx, char *err, size_t err
 
 static int averaging_attach(coordinator *c, char *err, size_t errlen)
 {
-    averaging_state *a = averaging_of(c);
+    averaging_state *av = averaging_of(c);
     const job_config *cfg = c->cfg;
     fprintf(c->log, "cluster: periodic averaging: the models are averaged every %d batches "
             "([cluster] sync_every); every node trains on a share%s%s\n", cfg->sync_every,
             cfg->compress ? "; models travel as half-precision deltas ([cluster] compress)" : "",
             cfg->overlap ? "; each round's average travels while the next round trains, and is "
                            "applied after it ([cluster] overlap)" : "");
-    a->delta_len = model_delta_bytes(c->layer_params, c->nlayers);
+    av->delta_len = model_delta_bytes(c->layer_params, c->nlayers);
     size_t bytes = sizeof(float) * (size_t)c->nparams;
-    if (!(a->params = malloc(bytes)) ||
-        (cfg->compress && !cfg->overlap && !(a->round_start = malloc(bytes))) ||
-        (cfg->compress && !(a->delta = malloc(a->delta_len))) ||
-        (cfg->overlap && (late_open(&a->late, c->nparams) || !(a->own_change = malloc(bytes)) ||
-                          !(a->mean = malloc(bytes))))) {
+    if (!(av->params = malloc(bytes)) ||
+        (cfg->compress && !cfg->overlap && !(av->round_start = malloc(bytes))) ||
+        (cfg->compress && !(av->delta = malloc(av->delta_len))) ||
+        (cfg->overlap && (late_open(&av->late, c->nparams) || !(av->own_change = malloc(bytes)) ||
+                          !(av->mean = malloc(bytes))))) {
         snprintf(err, errlen, "out of memory for %ld parameters", c->nparams);
         return -1;
     }
@@ -552,19 +562,19 @@ static void averaging_stop(coordinator *c)
 
 static void averaging_close(coordinator *c)
 {
-    averaging_state *a = averaging_of(c);
-    if (!a)
+    averaging_state *av = averaging_of(c);
+    if (!av)
         return;
-    free(a->params);
-    free(a->round_start);
-    free(a->delta);
+    free(av->params);
+    free(av->round_start);
+    free(av->delta);
     for (int i = 0; i < c->nnodes; i++)
         free(c->nodes[i].rounds[0].model), free(c->nodes[i].rounds[1].model);
-    late_close(&a->late);
-    free(a->own_change);
-    free(a->mean);
-    pthread_cond_destroy(&a->round_over);
-    free(a);
+    late_close(&av->late);
+    free(av->own_change);
+    free(av->mean);
+    pthread_cond_destroy(&av->round_over);
+    free(av);
     c->mode_state = NULL;
 }
 

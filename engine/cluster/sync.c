@@ -20,9 +20,10 @@ int sync_takes_work(const peer_node *n) { return n->ready && !n->gone && !n->par
 
 slot *sync_first_in(coordinator *c, int state)
 {
+    sync_state *ss = sync_of(c);
     slot *best = NULL;
-    for (int i = 0; i < sync_of(c)->nslots; i++) {
-        slot *s = &sync_of(c)->slots[i];
+    for (int i = 0; i < ss->nslots; i++) {
+        slot *s = &ss->slots[i];
         if (s->state == state &&
             (!best || s->a.seq < best->a.seq || (s->a.seq == best->a.seq && s->a.chunk < best->a.chunk)))
             best = s;
@@ -32,6 +33,7 @@ slot *sync_first_in(coordinator *c, int state)
 
 int sync_send_chunk(coordinator *c, peer_node *n, slot *s)
 {
+    sync_state *ss = sync_of(c);
     uint8_t head[PROTO_PARAMS_HEAD], work[32];
     s->alone = s->probe || sync_slot_has_gradients(c, s);   /* a sum with them would count them twice */
     msg_work w = {s->a.seq, (uint32_t)s->a.epoch, (uint32_t)s->a.batch, (uint32_t)s->a.chunk,
@@ -40,10 +42,10 @@ int sync_send_chunk(coordinator *c, peer_node *n, slot *s)
     if (n->params_seq != s->a.seq) {   /* no LAYER of the next batch between PARAMS and WORK */
         for (int i = 0; i < 8; i++)
             head[i] = (uint8_t)(s->a.seq >> (8 * i));
-        pthread_mutex_lock(&sync_of(c)->params_lock);
+        pthread_mutex_lock(&ss->params_lock);
         int rc = coordinator_send_to(c, n, MSG_PARAMS, head, sizeof head, s->params, sizeof(float) * (size_t)c->nparams) ||
                  coordinator_send_to(c, n, MSG_WORK, work, len, NULL, 0);
-        pthread_mutex_unlock(&sync_of(c)->params_lock);
+        pthread_mutex_unlock(&ss->params_lock);
         if (rc)
             return -1;
         n->params_seq = s->a.seq, n->layers_seq = UINT64_MAX;
@@ -60,7 +62,7 @@ int sync_send_chunk(coordinator *c, peer_node *n, slot *s)
     if (!n->inflight++)
         n->active_s -= s->sent_at;   /* active while it has work: closed when it has none */
     if (s->ahead >= n->running)      /* it waits there behind others: the fallback's ticks start */
-        pthread_cond_signal(&sync_of(c)->fallback_wake);
+        pthread_cond_signal(&ss->fallback_wake);
     return 0;
 }
 
@@ -69,13 +71,14 @@ int sync_send_chunk(coordinator *c, peer_node *n, slot *s)
  * for it. */
 void sync_send_probe(coordinator *c)
 {
-    if (sync_of(c)->probe_seq != sync_of(c)->batch.seq || sync_of(c)->packed_seq != sync_of(c)->batch.seq ||
-        sync_of(c)->packed_layers < c->param_layers)
+    sync_state *ss = sync_of(c);
+    if (ss->probe_seq != ss->batch.seq || ss->packed_seq != ss->batch.seq ||
+        ss->packed_layers < c->param_layers)
         return;
-    peer_node *n = &c->nodes[sync_of(c)->probe_node];
-    sync_of(c)->probe_seq = UINT64_MAX;
-    remote_args a = {sync_of(c)->batch.seq, sync_of(c)->batch.epoch, 0, sync_of(c)->batch.size, 0, -1, sync_of(c)->batch.batch, NULL};
-    slot *s = n->ready && !n->gone ? sync_slot_new(c, &a, sync_of(c)->batch.packed, SLOT_QUEUED) : NULL;
+    peer_node *n = &c->nodes[ss->probe_node];
+    ss->probe_seq = UINT64_MAX;
+    remote_args a = {ss->batch.seq, ss->batch.epoch, 0, ss->batch.size, 0, -1, ss->batch.batch, NULL};
+    slot *s = n->ready && !n->gone ? sync_slot_new(c, &a, ss->batch.packed, SLOT_QUEUED) : NULL;
     if (!s)
         return;
     s->probe = 1;
@@ -166,11 +169,12 @@ static void task_started(remote_sink *sink, const remote_args *a, void *dst, con
 static void params_ready(remote_sink *sink, uint64_t seq, int layer, const float *values, long n)
 {
     coordinator *c = ((sync_state *)sink)->c;
+    sync_state *ss = sync_of(c);
     int to[MAX_NODES], peer[MAX_NODES], sent[MAX_NODES], m = 0;
     pthread_mutex_lock(&c->lock);
-    if (sync_of(c)->packed_seq != seq)
-        sync_of(c)->packed_seq = seq, sync_of(c)->packed_layers = 0;
-    sync_of(c)->packed_layers++;
+    if (ss->packed_seq != seq)
+        ss->packed_seq = seq, ss->packed_layers = 0;
+    ss->packed_layers++;
     for (int i = 0; i < c->nnodes; i++) {
         peer_node *x = &c->nodes[i];
         if (sync_takes_work(x)) {
@@ -184,11 +188,11 @@ static void params_ready(remote_sink *sink, uint64_t seq, int layer, const float
     uint8_t head[PROTO_LAYER_HEAD];
     size_t headlen = proto_layer_head(&(msg_layer){.seq = seq, .layer = (uint32_t)layer, .chunks = 1},
                                      head, sizeof head);
-    pthread_mutex_lock(&sync_of(c)->params_lock);
+    pthread_mutex_lock(&ss->params_lock);
     for (int k = 0; k < m; k++)
         sent[k] = !netio_hub_send(c->hub, peer[k], MSG_LAYER, head, headlen, values,
                                   sizeof(float) * (size_t)n);
-    pthread_mutex_unlock(&sync_of(c)->params_lock);
+    pthread_mutex_unlock(&ss->params_lock);
     pthread_mutex_lock(&c->lock);
     for (int k = 0; k < m; k++) {   /* a PARAMS sent meanwhile started the count over */
         peer_node *x = &c->nodes[to[k]];
@@ -213,15 +217,17 @@ int sync_waits_behind(const coordinator *c, const slot *s)
  * pays. */
 static int recall_possible(const coordinator *c)
 {
-    for (int i = 0; i < sync_of(c)->nslots; i++)
-        if (sync_waits_behind(c, &sync_of(c)->slots[i]))
+    sync_state *ss = sync_of(c);
+    for (int i = 0; i < ss->nslots; i++)
+        if (sync_waits_behind(c, &ss->slots[i]))
             return 1;
     return 0;
 }
 
 double sync_fallback_cost(const coordinator *c, int workers)
 {
-    double cpu = sync_of(c)->fallback_cpu > 0 ? sync_of(c)->fallback_cpu : sync_of(c)->local_cost > 0 ? sync_of(c)->local_cost : 1e-3;
+    sync_state *ss = sync_of(c);
+    double cpu = ss->fallback_cpu > 0 ? ss->fallback_cpu : ss->local_cost > 0 ? ss->local_cost : 1e-3;
     return cpu / (workers > 1 ? workers : 1);
 }
 
@@ -239,6 +245,7 @@ static void wait_a_tick(coordinator *c, double seconds)
  * many workers as sleep here for want of tasks. */
 static void compute_here(coordinator *c, chunk_engine *e, int open, slot *s, char *err, size_t errlen)
 {
+    sync_state *ss = sync_of(c);
     rt_task *done[SLOT_PARTS];
     int workers = open ? rt_set_active_workers(e->rt, rt_idle_workers(c->rt)) : 1;
     int taken_back = s->state == SLOT_BACK;
@@ -256,10 +263,10 @@ static void compute_here(coordinator *c, chunk_engine *e, int open, slot *s, cha
         rt_stats_get(e->rt, &work);
     }
     pthread_mutex_lock(&c->lock);
-    rt_stats_add_work(&sync_of(c)->fallback_work, &work);
+    rt_stats_add_work(&ss->fallback_work, &work);
     int n = ok ? sync_slot_result(c, s, &r, r.grads, done) : sync_slot_fail(s, done);
     c->fallback_chunks++, c->taken_back += taken_back;
-    sync_of(c)->fallback_cpu = ok ? coordinator_running_mean(sync_of(c)->fallback_cpu, workers * (clock_now_s() - start)) : sync_of(c)->fallback_cpu;
+    ss->fallback_cpu = ok ? coordinator_running_mean(ss->fallback_cpu, workers * (clock_now_s() - start)) : ss->fallback_cpu;
     pthread_mutex_unlock(&c->lock);
     for (int i = 0; i < n; i++)
         rt_task_complete(c->rt, done[i], !ok, ok ? NULL : err);
@@ -301,8 +308,9 @@ static void *fallback_main(void *arg)
 /* Locked: the fallback engine's work. */
 static int extra_work(coordinator *c, rt_stats *out)
 {
-    *out = sync_of(c)->fallback_work;
-    sync_of(c)->fallback_work = (rt_stats){0};
+    sync_state *ss = sync_of(c);
+    *out = ss->fallback_work;
+    ss->fallback_work = (rt_stats){0};
     return out->tasks > 0;
 }
 
@@ -311,10 +319,11 @@ static int extra_work(coordinator *c, rt_stats *out)
 /* The chunk of batch seq sent to node n, or NULL. */
 static slot *sent_slot(coordinator *c, const peer_node *n, uint64_t seq, uint32_t chunk)
 {
-    for (int i = 0; i < sync_of(c)->nslots; i++)
-        if (sync_of(c)->slots[i].state == SLOT_SENT && sync_of(c)->slots[i].node == (int)(n - c->nodes) &&
-            sync_of(c)->slots[i].a.seq == seq && sync_of(c)->slots[i].a.chunk == (int)chunk)
-            return &sync_of(c)->slots[i];
+    sync_state *ss = sync_of(c);
+    for (int i = 0; i < ss->nslots; i++)
+        if (ss->slots[i].state == SLOT_SENT && ss->slots[i].node == (int)(n - c->nodes) &&
+            ss->slots[i].a.seq == seq && ss->slots[i].a.chunk == (int)chunk)
+            return &ss->slots[i];
     return NULL;
 }
 
@@ -355,18 +364,19 @@ static const char *summed_slots(coordinator *c, const peer_node *n, const msg_la
  * Of a sum, the first chunk's part holds it, the others' -0.0. */
 static void on_grad(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
 {
+    sync_state *ss = sync_of(c);
     msg_layer g;
     char why[200];
     if (proto_layer_decode(MSG_GRAD, &g, p, len, c->layer_params, c->nlayers, why, sizeof why))
         return coordinator_refuse(c, n, why);
-    const char *not_allowed = summed_slots(c, n, &g, sync_of(c)->summed);
+    const char *not_allowed = summed_slots(c, n, &g, ss->summed);
     if (not_allowed)
         return coordinator_refuse(c, n, not_allowed);
-    rt_task **done = sync_of(c)->summed_done;
+    rt_task **done = ss->summed_done;
     int ndone = 0;
     for (uint32_t i = 0; i < g.chunks; i++) {
-        sync_of(c)->summed[i]->summed |= i > 0;
-        ndone += sync_slot_arrived(c, sync_of(c)->summed[i], 1 + (int)g.layer, i ? NULL : g.values, done + ndone);
+        ss->summed[i]->summed |= i > 0;
+        ndone += sync_slot_arrived(c, ss->summed[i], 1 + (int)g.layer, i ? NULL : g.values, done + ndone);
     }
     pthread_mutex_unlock(&c->lock);
     complete(c, done, ndone);
@@ -453,22 +463,22 @@ static void on_recalled(coordinator *c, peer_node *v, const uint8_t *p, size_t l
 
 static int sync_open(coordinator *c, void **peer_ctx, char *err, size_t errlen)
 {
-    sync_state *st = calloc(1, sizeof *st);
-    if (!st) {
+    sync_state *ss = calloc(1, sizeof *ss);
+    if (!ss) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    st->sink.started = task_started;
-    st->sink.params = params_ready;
-    st->c = c;
-    pthread_mutex_init(&st->params_lock, NULL);
+    ss->sink.started = task_started;
+    ss->sink.params = params_ready;
+    ss->c = c;
+    pthread_mutex_init(&ss->params_lock, NULL);
     pthread_condattr_t monotonic;   /* the fallback's ticks: not moved by the wall clock */
     pthread_condattr_init(&monotonic);
     pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
-    pthread_cond_init(&st->fallback_wake, &monotonic);
+    pthread_cond_init(&ss->fallback_wake, &monotonic);
     pthread_condattr_destroy(&monotonic);
-    c->mode_state = st;
-    *peer_ctx = &st->sink;
+    c->mode_state = ss;
+    *peer_ctx = &ss->sink;
     return 0;
 }
 
@@ -476,21 +486,21 @@ static int sync_open(coordinator *c, void **peer_ctx, char *err, size_t errlen)
  * deal (sync_remote_chunks). */
 static int sync_attach(coordinator *c, char *err, size_t errlen)
 {
-    sync_state *st = sync_of(c);
+    sync_state *ss = sync_of(c);
     size_t nchunks = (size_t)trainer_plan(c->t)->nchunks;
-    st->nslots = 2 * (int)nchunks + 1;
-    st->probe_seq = st->packed_seq = UINT64_MAX;
-    if (!(st->slots = calloc((size_t)st->nslots, sizeof *st->slots)) ||
-        !(st->summed = calloc(nchunks, sizeof *st->summed)) ||
-        !(st->summed_done = calloc(nchunks, sizeof *st->summed_done))) {
+    ss->nslots = 2 * (int)nchunks + 1;
+    ss->probe_seq = ss->packed_seq = UINT64_MAX;
+    if (!(ss->slots = calloc((size_t)ss->nslots, sizeof *ss->slots)) ||
+        !(ss->summed = calloc(nchunks, sizeof *ss->summed)) ||
+        !(ss->summed_done = calloc(nchunks, sizeof *ss->summed_done))) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (pthread_create(&st->fallback, NULL, fallback_main, c)) {
+    if (pthread_create(&ss->fallback, NULL, fallback_main, c)) {
         snprintf(err, errlen, "cannot start a thread: %s", strerror(errno));
         return -1;
     }
-    st->fallback_started = 1;
+    ss->fallback_started = 1;
     return trainer_share_work(c->t, &(trainer_remote){c, sync_remote_chunks}, err, errlen);
 }
 
@@ -504,7 +514,8 @@ static int sync_on_message(coordinator *c, peer_node *n, const netio_event *e)
     return -1;
 }
 
-static void sync_node_ready(coordinator *c, peer_node *n)
+/* A node ready, or lost: the queued chunks go to the nodes there are now. */
+static void sync_nodes_changed(coordinator *c, peer_node *n)
 {
     (void)n;
     pump(c);
@@ -513,10 +524,10 @@ static void sync_node_ready(coordinator *c, peer_node *n)
 /* What the node was computing goes back to the queue, for the others (or the fallback). */
 static int sync_reclaim(coordinator *c, peer_node *n)
 {
-    sync_state *st = sync_of(c);
+    sync_state *ss = sync_of(c);
     int back = 0, me = (int)(n - c->nodes);
-    for (int i = 0; i < st->nslots; i++) {
-        slot *s = &st->slots[i];
+    for (int i = 0; i < ss->nslots; i++) {
+        slot *s = &ss->slots[i];
         if (s->state == SLOT_SENT && s->node == me && s->probe) {
             sync_slot_free(s);   /* computed here anyway */
         } else if (s->state == SLOT_SENT && s->node == me) {
@@ -528,12 +539,6 @@ static int sync_reclaim(coordinator *c, peer_node *n)
             s->thief = -1;
     }
     return back;
-}
-
-static void sync_node_lost(coordinator *c, peer_node *n)
-{
-    (void)n;
-    pump(c);
 }
 
 static int sync_train_epoch(coordinator *c, int epoch, long first_batch, pass_result *out,
@@ -559,36 +564,36 @@ static void sync_describe_node(const coordinator *c, const peer_node *n, char *o
 
 static void sync_stop(coordinator *c)
 {
-    sync_state *st = sync_of(c);
-    if (!st)
+    sync_state *ss = sync_of(c);
+    if (!ss)
         return;
     pthread_mutex_lock(&c->lock);
-    pthread_cond_broadcast(&st->fallback_wake);
+    pthread_cond_broadcast(&ss->fallback_wake);
     pthread_mutex_unlock(&c->lock);
-    if (st->fallback_started)
-        pthread_join(st->fallback, NULL);
+    if (ss->fallback_started)
+        pthread_join(ss->fallback, NULL);
 }
 
 static void sync_close(coordinator *c)
 {
-    sync_state *st = sync_of(c);
-    if (!st)
+    sync_state *ss = sync_of(c);
+    if (!ss)
         return;
-    for (int i = 0; st->slots && i < st->nslots; i++)   /* stopped with stolen chunks under way */
-        free(st->slots[i].held);
-    free(st->slots);
-    free(st->summed);
-    free(st->summed_done);
-    pthread_cond_destroy(&st->fallback_wake);
-    pthread_mutex_destroy(&st->params_lock);
-    free(st);
+    for (int i = 0; ss->slots && i < ss->nslots; i++)   /* stopped with stolen chunks under way */
+        free(ss->slots[i].held);
+    free(ss->slots);
+    free(ss->summed);
+    free(ss->summed_done);
+    pthread_cond_destroy(&ss->fallback_wake);
+    pthread_mutex_destroy(&ss->params_lock);
+    free(ss);
     c->mode_state = NULL;
 }
 
 const coordinator_mode sync_mode = {
     .name = "synchronous", .open = sync_open, .attach = sync_attach,
-    .on_message = sync_on_message, .node_ready = sync_node_ready, .reclaim = sync_reclaim,
-    .node_lost = sync_node_lost, .train_epoch = sync_train_epoch, .print_here = sync_print_here,
+    .on_message = sync_on_message, .node_ready = sync_nodes_changed, .reclaim = sync_reclaim,
+    .node_lost = sync_nodes_changed, .train_epoch = sync_train_epoch, .print_here = sync_print_here,
     .describe_node = sync_describe_node, .extra_work = extra_work, .stop = sync_stop,
     .close = sync_close,
 };

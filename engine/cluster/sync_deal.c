@@ -20,11 +20,12 @@
  * meter, over at least POWER_WINDOW_S). */
 static void measure_here(coordinator *c)
 {
+    sync_state *ss = sync_of(c);
     rt_stats st;
     rt_stats_get(c->rt, &st);
-    if (sync_of(c)->last_local > 0 && st.busy_s > sync_of(c)->last_busy)
-        sync_of(c)->local_cost = coordinator_running_mean(sync_of(c)->local_cost, (st.busy_s - sync_of(c)->last_busy) / (double)sync_of(c)->last_local);
-    sync_of(c)->last_busy = st.busy_s;
+    if (ss->last_local > 0 && st.busy_s > ss->last_busy)
+        ss->local_cost = coordinator_running_mean(ss->local_cost, (st.busy_s - ss->last_busy) / (double)ss->last_local);
+    ss->last_busy = st.busy_s;
     double now = clock_now_s();   /* the meter reads every sensor: not on every batch */
     if (!c->meter || now - c->last_power_at < POWER_WINDOW_S)
         return;
@@ -89,14 +90,15 @@ static void choose_nodes(coordinator *c, double per_chunk)
  * that a machine slower than its nodes is seen as such in its first batch; 1 ms before any. */
 static double here_cost(const coordinator *c)
 {
-    if (sync_of(c)->local_cost > 0)
-        return sync_of(c)->local_cost;
+    sync_state *ss = sync_of(c);
+    if (ss->local_cost > 0)
+        return ss->local_cost;
     int started = 0;
-    for (int i = 0; sync_of(c)->claims && i < sync_of(c)->here_chunks; i++)
-        started += atomic_load(&sync_of(c)->claims[i]) == RT_CLAIM_HERE;
+    for (int i = 0; ss->claims && i < ss->here_chunks; i++)
+        started += atomic_load(&ss->claims[i]) == RT_CLAIM_HERE;
     rt_stats st;
     rt_stats_get(c->rt, &st);
-    double busy = st.busy_s - sync_of(c)->last_busy;
+    double busy = st.busy_s - ss->last_busy;
     return started > 0 && busy > started * 1e-3 ? busy / started : 1e-3;
 }
 
@@ -111,15 +113,17 @@ static double here_finishes(const coordinator *c, int chunks)
  * measured) after its lag, what a round trip adds (the link, the coordinator's update). */
 static double node_finishes(const coordinator *c, const peer_node *n, int chunks)
 {
-    double cost = n->cost > 0 ? n->cost : sync_of(c)->local_cost > 0 ? sync_of(c)->local_cost : 1e-3;
+    sync_state *ss = sync_of(c);
+    double cost = n->cost > 0 ? n->cost : ss->local_cost > 0 ? ss->local_cost : 1e-3;
     return n->lag + ceil((double)chunks / n->running) * cost;
 }
 
 /* Locked. Whether a probe is out (a slot holds one). */
 static int probe_out(const coordinator *c)
 {
-    for (int i = 0; i < sync_of(c)->nslots; i++)
-        if (sync_of(c)->slots[i].state != SLOT_FREE && sync_of(c)->slots[i].probe)
+    sync_state *ss = sync_of(c);
+    for (int i = 0; i < ss->nslots; i++)
+        if (ss->slots[i].state != SLOT_FREE && ss->slots[i].probe)
             return 1;
     return 0;
 }
@@ -131,6 +135,7 @@ static int probe_out(const coordinator *c)
  * the caller cleared). */
 static int deal_chunks(coordinator *c, int nchunks)
 {
+    sync_state *ss = sync_of(c);
     int here = 1, remote = 0;
     for (int i = 0; i < c->nnodes; i++)
         c->nodes[i].quota = c->nodes[i].taken = 0;
@@ -158,9 +163,9 @@ static int deal_chunks(coordinator *c, int nchunks)
             continue;
         if (c->cfg->all_nodes && remote < nchunks - 1)
             n->quota = 1, remote++;
-        else if (!c->cfg->all_nodes && sync_of(c)->probe_node < 0 &&
+        else if (!c->cfg->all_nodes && ss->probe_node < 0 &&
                  (n->parked ? n->probe : c->batches - n->fed_at >= PROBE_EVERY) && !probe_out(c))
-            sync_of(c)->probe_node = i;
+            ss->probe_node = i;
     }
     for (int i = 0; i < c->nnodes; i++) {
         peer_node *n = &c->nodes[i];
@@ -181,32 +186,33 @@ static int ahead_of(const peer_node *n)
  * this machine gets to it. The claim keeps this machine's tasks off a stolen chunk. */
 static void steal_here_for(coordinator *c, peer_node *n)
 {
-    while (sync_of(c)->claims && sync_takes_work(n) && n->params_seq == sync_of(c)->batch.seq) {
+    sync_state *ss = sync_of(c);
+    while (ss->claims && sync_takes_work(n) && n->params_seq == ss->batch.seq) {
         int waiting = 0, k = -1;
-        for (int i = 0; i < sync_of(c)->here_chunks; i++)
-            if (atomic_load(&sync_of(c)->claims[i]) == RT_CLAIM_OPEN) {
+        for (int i = 0; i < ss->here_chunks; i++)
+            if (atomic_load(&ss->claims[i]) == RT_CLAIM_OPEN) {
                 waiting++;
-                k = sync_slot_of(c, sync_of(c)->batch.seq, i) ? k : i;   /* not one out as a probe */
+                k = sync_slot_of(c, ss->batch.seq, i) ? k : i;   /* not one out as a probe */
             }
         int ahead = ahead_of(n);
         if (k < 0 || ahead >= n->running ||
             node_finishes(c, n, ahead + 1) >= here_finishes(c, waiting))
             return;
-        remote_args a = {sync_of(c)->batch.seq, sync_of(c)->batch.epoch, k, sync_of(c)->batch.size, 0, -1, sync_of(c)->batch.batch,
-                         &sync_of(c)->claims[k]};
-        slot *s = sync_slot_new(c, &a, sync_of(c)->batch.packed, SLOT_QUEUED);
+        remote_args a = {ss->batch.seq, ss->batch.epoch, k, ss->batch.size, 0, -1, ss->batch.batch,
+                         &ss->claims[k]};
+        slot *s = sync_slot_new(c, &a, ss->batch.packed, SLOT_QUEUED);
         if (!s || !(s->held = malloc(sizeof(float) * (size_t)c->nparams))) {
             if (s)
                 sync_slot_free(s);
             return;   /* no room to hold what it sends: this machine computes it */
         }
         int open = RT_CLAIM_OPEN;
-        if (!atomic_compare_exchange_strong(&sync_of(c)->claims[k], &open, RT_CLAIM_ELSEWHERE)) {
+        if (!atomic_compare_exchange_strong(&ss->claims[k], &open, RT_CLAIM_ELSEWHERE)) {
             sync_slot_free(s);
             continue;   /* a worker here started it meanwhile */
         }
         n->stolen++, c->stolen_chunks++;
-        sync_of(c)->last_local--, c->local_chunks--;
+        ss->last_local--, c->local_chunks--;
         if (sync_send_chunk(c, n, s))
             return;   /* the hub closes that node; the chunk waits in the queue */
     }
@@ -219,7 +225,8 @@ static void steal_here_for(coordinator *c, peer_node *n)
 static double node_returns(const coordinator *c, const peer_node *v, const slot *s, const slot *oldest,
                            double now)
 {
-    double cost = v->cost > 0 ? v->cost : sync_of(c)->local_cost > 0 ? sync_of(c)->local_cost : 1e-3;
+    sync_state *ss = sync_of(c);
+    double cost = v->cost > 0 ? v->cost : ss->local_cost > 0 ? ss->local_cost : 1e-3;
     double rounds = ceil((oldest->ahead + 1.0) / v->running), waited = now - oldest->sent_at - v->lag;
     if (waited > rounds * cost)
         cost = waited / rounds;
@@ -232,17 +239,18 @@ static double node_returns(const coordinator *c, const peer_node *v, const slot 
  * last, if later than `mine` even after the RECALL's round trip. NULL: none. */
 static slot *worth_recalling(coordinator *c, int thief, uint64_t seq, double mine)
 {
+    sync_state *ss = sync_of(c);
     const slot *oldest[MAX_NODES] = {NULL};
-    for (int i = 0; i < sync_of(c)->nslots; i++) {
-        const slot *s = &sync_of(c)->slots[i];
+    for (int i = 0; i < ss->nslots; i++) {
+        const slot *s = &ss->slots[i];
         if (s->state == SLOT_SENT && s->node >= 0 &&
             (!oldest[s->node] || s->sent_at < oldest[s->node]->sent_at))
             oldest[s->node] = s;
     }
     double now = clock_now_s(), gain = 0;
     slot *best = NULL;
-    for (int i = 0; i < sync_of(c)->nslots; i++) {
-        slot *s = &sync_of(c)->slots[i];
+    for (int i = 0; i < ss->nslots; i++) {
+        slot *s = &ss->slots[i];
         if (!sync_waits_behind(c, s) || s->node == thief || (seq != UINT64_MAX && s->a.seq != seq))
             continue;
         const peer_node *v = &c->nodes[s->node];
@@ -315,26 +323,27 @@ void sync_recall_over(coordinator *c, slot *s, int outcome)
 int sync_remote_chunks(void *ctx, remote_batch *b)
 {
     coordinator *c = ctx;
+    sync_state *ss = sync_of(c);
     int nchunks = b->nchunks;
     pthread_mutex_lock(&c->lock);
     int remote = 0;
     c->batches++;
-    sync_of(c)->probe_node = -1;
+    ss->probe_node = -1;
     if (coordinator_ready_nodes(c) && nchunks > 1) {
         measure_here(c);
         if (!c->cfg->all_nodes)   /* else the machines are pinned by hand */
             choose_nodes(c, (double)c->cfg->batch / nchunks);
         remote = deal_chunks(c, nchunks);
     }
-    sync_of(c)->last_local = nchunks - remote;
+    ss->last_local = nchunks - remote;
     c->local_chunks += nchunks - remote;
     for (int k = 0; k < nchunks; k++)   /* under the lock: no steal from the batch before */
         atomic_store(&b->claims[k], RT_CLAIM_OPEN);
-    sync_of(c)->batch = *b;
-    sync_of(c)->here_chunks = nchunks - remote;
-    sync_of(c)->claims = remote ? b->claims : NULL;
-    sync_of(c)->probe_seq = sync_of(c)->probe_node >= 0 ? b->seq : UINT64_MAX;
-    b->params_wanted = sync_of(c)->probe_node >= 0;
+    ss->batch = *b;
+    ss->here_chunks = nchunks - remote;
+    ss->claims = remote ? b->claims : NULL;
+    ss->probe_seq = ss->probe_node >= 0 ? b->seq : UINT64_MAX;
+    b->params_wanted = ss->probe_node >= 0;
     sync_send_probe(c);   /* now if the nodes were sent the batch's parameters already */
     pthread_mutex_unlock(&c->lock);
     return remote;

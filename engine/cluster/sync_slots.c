@@ -18,16 +18,18 @@ static void *held_part(slot *s, const coordinator *c, int p)
 
 slot *sync_slot_of(coordinator *c, uint64_t seq, int chunk)
 {
-    for (int i = 0; i < sync_of(c)->nslots; i++)
-        if (sync_of(c)->slots[i].state != SLOT_FREE && sync_of(c)->slots[i].a.seq == seq && sync_of(c)->slots[i].a.chunk == chunk)
-            return &sync_of(c)->slots[i];
+    sync_state *ss = sync_of(c);
+    for (int i = 0; i < ss->nslots; i++)
+        if (ss->slots[i].state != SLOT_FREE && ss->slots[i].a.seq == seq && ss->slots[i].a.chunk == chunk)
+            return &ss->slots[i];
     return NULL;
 }
 
 slot *sync_slot_new(coordinator *c, const remote_args *a, const float *params, int state)
 {
-    for (int i = 0; i < sync_of(c)->nslots; i++) {
-        slot *s = &sync_of(c)->slots[i];
+    sync_state *ss = sync_of(c);
+    for (int i = 0; i < ss->nslots; i++) {
+        slot *s = &ss->slots[i];
         if (s->state == SLOT_FREE) {
             memset(s, 0, sizeof *s);
             s->state = state;
