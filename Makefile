@@ -49,7 +49,7 @@ $(BUILD)/libfake_nvml.so: tests/fake/fake_nvml.c
 	$(CC) -std=c17 -Wall -Wextra -Werror -O1 -fPIC -shared -o $@ $<
 
 # The fault-injecting proxy the cluster's tests and benchmark put between machines.
-$(BUILD)/netproxy: tools/netproxy.c runtime/clock.c
+$(BUILD)/netproxy: tools/netproxy.c common/clock.c
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
 $(BUILD)/frugal: $(BUILD)/engine/cli/main.o $(LIB_OBJ)

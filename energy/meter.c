@@ -1,4 +1,5 @@
 #include "energy/meter.h"
+#include "common/clock.h"
 
 #include "energy/history.h"
 #include "energy/power_model.h"
@@ -23,24 +24,20 @@ struct energy_meter {
     char source[1024];
     int estimated;
     cpu_times model_prev;            /* the model sensor's previous /proc/stat reading */
-    struct timespec opened;
+    double opened;                   /* clock_now_s() then */
     double opened_unix;              /* the wall clock then */
     long samples;
     power_history history;
 
     pthread_t thread;
     int running;
-    double started;                  /* when the sampler started (now_s) */
+    double started;                  /* when the sampler started (since_open) */
     int stop;                        /* guarded by lock; the thread waits on wake */
     pthread_cond_t wake;
 };
 
-static double now_s(const energy_meter *m)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)(ts.tv_sec - m->opened.tv_sec) + 1e-9 * (double)(ts.tv_nsec - m->opened.tv_nsec);
-}
+/* Seconds since the meter opened. */
+static double since_open(const energy_meter *m) { return clock_now_s() - m->opened; }
 
 static int usable(const sensor *s, sensor_scope scope, const char *source)
 {
@@ -178,7 +175,7 @@ energy_meter *energy_meter_open(const energy_options *opts)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&m->wake, &ca);
     pthread_condattr_destroy(&ca);
-    clock_gettime(CLOCK_MONOTONIC, &m->opened);
+    m->opened = clock_now_s();
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
     m->opened_unix = (double)wall.tv_sec + 1e-9 * (double)wall.tv_nsec;
@@ -293,7 +290,7 @@ double energy_meter_opened_unix(const energy_meter *m) { return m->opened_unix; 
 
 void energy_meter_read(energy_meter *m, energy_reading *out)
 {
-    double t = now_s(m);
+    double t = since_open(m);
     energy_meter_sample_at(m, t);
     pthread_mutex_lock(&m->lock);
     out->t = t;
@@ -326,7 +323,7 @@ static void *sampler(void *arg)
         if (m->stop)
             break;
         pthread_mutex_unlock(&m->lock);
-        energy_meter_sample_at(m, now_s(m));
+        energy_meter_sample_at(m, since_open(m));
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (now.tv_sec > next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec))
@@ -345,7 +342,7 @@ int energy_meter_start(energy_meter *m, char *err, size_t errlen)
         return -1;
     }
     m->running = 1;
-    m->started = now_s(m);
+    m->started = since_open(m);
     return 0;
 }
 
@@ -393,7 +390,7 @@ double energy_meter_sampler_share(energy_meter *m)
 {
     clockid_t id;
     struct timespec ts;
-    double wall = now_s(m) - m->started;
+    double wall = since_open(m) - m->started;
     if (!m->running || wall <= 0 || pthread_getcpuclockid(m->thread, &id) || clock_gettime(id, &ts))
         return 0;
     return ((double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec) / wall;

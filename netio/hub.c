@@ -1,7 +1,7 @@
 #include "netio/hub.h"
 
 #include "netio/secure.h"
-#include "runtime/clock.h"
+#include "common/clock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

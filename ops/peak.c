@@ -1,4 +1,5 @@
 #include "ops/peak.h"
+#include "common/clock.h"
 
 #include <time.h>
 
@@ -22,13 +23,6 @@ double peak_loop_portable(long n, float *sink)
     return 2.0 * CHAINS * WIDTH * (double)n;
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 double ops_peak_gflops(ops_isa isa, double seconds)
 {
     double (*loop)(long, float *) = peak_loop_portable;
@@ -43,10 +37,10 @@ double ops_peak_gflops(ops_isa isa, double seconds)
     double best = 0;
     for (int rep = 0; rep < 5; rep++) {
         long n = seconds < 0.05 ? 1 << 12 : 1 << 16;
-        double t0 = now(), flops = 0, t;
+        double t0 = clock_now_s(), flops = 0, t;
         do {
             flops += loop(n, &sink);
-            t = now() - t0;
+            t = clock_now_s() - t0;
         } while (t < seconds / 5);
         if (flops / t > best)
             best = flops / t;

@@ -13,7 +13,7 @@
  * copy at once, and the first one starts it.
  *
  * On a runtime without devices none of this runs: the host holds everything. */
-#include "clock.h"
+#include "common/clock.h"
 #include "internal.h"
 
 #include <stdlib.h>

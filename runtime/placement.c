@@ -13,7 +13,7 @@
  * Parked devices (rt_park_devices) get only the tasks no other group can run.
  *
  * Runtimes with one group of workers never get here. */
-#include "clock.h"
+#include "common/clock.h"
 #include "internal.h"
 
 #include <math.h>

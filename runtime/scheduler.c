@@ -10,7 +10,7 @@
  * A body that starts work elsewhere (a device kernel, a message) returns RT_PENDING and the task
  * completes when rt_task_complete is called, from any thread; its successors then go to inboxes,
  * since only a worker may push onto its own deques. */
-#include "clock.h"
+#include "common/clock.h"
 #include "internal.h"
 
 #include <sched.h>

@@ -1,5 +1,5 @@
 /* Per-task timing and run statistics (the trace is trace.c's). */
-#include "clock.h"
+#include "common/clock.h"
 #include "internal.h"
 
 

@@ -3,7 +3,7 @@
  * messages, a sampler's power) on tracks and counters the caller adds. Bounded: each worker,
  * and the shared list, keeps at most its share of the event cap; what is past it is counted,
  * not kept, and the trace says so. */
-#include "clock.h"
+#include "common/clock.h"
 #include "internal.h"
 
 #include "common/json.h"

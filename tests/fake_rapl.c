@@ -1,6 +1,6 @@
 #include "fake_rapl.h"
 
-#include "runtime/clock.h"
+#include "common/clock.h"
 #include "test.h"
 
 #include <math.h>

@@ -13,7 +13,7 @@
 #include "fake_rapl.h"
 #include "frugal_cli.h"
 #include "ops/layers.h"
-#include "runtime/clock.h"
+#include "common/clock.h"
 #include "test.h"
 
 #include <math.h>

@@ -7,7 +7,7 @@
 #include "engine/report/csv_table.h"
 #include "engine/report/tensorboard.h"
 #include "frugal_cli.h"
-#include "runtime/clock.h"
+#include "common/clock.h"
 #include "runtime/runtime.h"
 #include "synthetic.h"
 #include "test.h"

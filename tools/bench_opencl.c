@@ -12,7 +12,7 @@
 #include "ops/conv.h"
 #include "ops/gemm.h"
 #include "ops/layers.h"
-#include "runtime/clock.h"
+#include "common/clock.h"
 
 #include <clblast_c.h>
 #include <stdio.h>

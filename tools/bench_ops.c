@@ -9,7 +9,7 @@
 #include "ops/cpu.h"
 #include "ops/gemm.h"
 #include "ops/peak.h"
-#include "runtime/clock.h"
+#include "common/clock.h"
 
 #include <pthread.h>
 #include <stdio.h>

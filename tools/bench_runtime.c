@@ -5,7 +5,7 @@
  * and on stderr the ranges and the ratio of the best runs.
  * Usage: bench_runtime [workers] [scale] [frugal|omp|both] [DAG]
  *        bench_runtime --trace FILE [workers]   one wavefront run, its Chrome trace to FILE */
-#include "runtime/clock.h"
+#include "common/clock.h"
 #include "runtime/runtime.h"
 
 #include <omp.h>

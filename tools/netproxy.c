@@ -19,7 +19,7 @@
  * connection and let the peer's reconnection through. FRAME knows netio's framing: each side's
  * first 96 bytes are handshake (a 72-byte hello and a 24-byte stream header), then every frame is
  * a 4-byte big-endian length and that many bytes. Each fault is logged to stderr. */
-#include "runtime/clock.h"
+#include "common/clock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

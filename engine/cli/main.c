@@ -16,7 +16,7 @@
 #include "ops/peak.h"
 #include "netio/key.h"
 #include "netio/secure_speed.h"
-#include "runtime/clock.h"
+#include "common/clock.h"
 #include "runtime/runtime.h"
 
 #include <stdio.h>

@@ -12,7 +12,7 @@
 #include "engine/cluster/coordinator.h"
 #include "engine/cluster/mode.h"
 #include "netio/hub.h"
-#include "runtime/clock.h"
+#include "common/clock.h"
 
 #include <pthread.h>
 

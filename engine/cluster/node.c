@@ -17,6 +17,7 @@
  * Messages arrive on the hub's thread and wait in a queue for this one, so keepalives flow while
  * chunks are computed. */
 #include "engine/cluster/node.h"
+#include "common/clock.h"
 
 #include "energy/carbon.h"
 #include "energy/meter.h"
@@ -203,13 +204,11 @@ static int connect_and_join(node_process *n)
     sodium_memzero(nc.key, sizeof nc.key);
     /* a coordinator still starting refuses (or resets) connections: try again until the
      * timeout; after a loss, whatever the failure (a stalled link may close instead) */
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = clock_now_s();
     for (;;) {
         queued *q = next_event(n, 1);
         int up = q->e.kind == NETIO_UP;
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        double waited = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        double waited = clock_now_s() - t0;
         int retry = !up && waited < n->o->timeout_s &&
                     (n->rejoining || strstr(q->why, "refused") || strstr(q->why, "reset"));
         if (!up && !retry)

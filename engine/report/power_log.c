@@ -2,7 +2,7 @@
 
 #include "common/input_file.h"
 #include "engine/job/run_folder.h"
-#include "runtime/clock.h"
+#include "common/clock.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 #include "common/json.h"
 #include "engine/job/run_folder.h"
 #include "ops/cpu.h"
-#include "runtime/clock.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <math.h>

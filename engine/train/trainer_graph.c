@@ -12,7 +12,7 @@
 #include "engine/train/trainer_internal.h"
 
 #include "ops/layers.h"
-#include "runtime/clock.h"
+#include "common/clock.h"
 
 #include <string.h>
 

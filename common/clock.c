@@ -1,4 +1,4 @@
-#include "clock.h"
+#include "common/clock.h"
 
 #include <pthread.h>
 #include <time.h>

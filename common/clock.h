@@ -1,4 +1,5 @@
-/* Cheap timestamps for timing every task: the TSC where it is invariant, else CLOCK_MONOTONIC. */
+/* The one monotonic clock every module reads: clock_now_s() for intervals in seconds, and cheap
+ * timestamps for timing every task (the TSC where it is invariant, else CLOCK_MONOTONIC). */
 #ifndef FRUGAL_CLOCK_H
 #define FRUGAL_CLOCK_H
 
