@@ -2,7 +2,7 @@
 # Every global name frugal defines carries its module's prefix (Redis's ae*/anet*, SQLite's
 # sqlite3*), so a name says where it lives. Lists the global symbols of the objects of a build
 # (nm) and fails on one that starts with none of:
-#   its file's name, or that name's first word (engine/cluster/coordinator_deal.o: coordinator_)
+#   its file's name, or that name's first word (engine/cluster/sync_deal.o: sync_)
 #   its folder's prefix: runtime/ rt_, ops/ ops_, energy/ energy_, opencl/ ocl_, netio/ netio_,
 #   common/ common_, an engine/ wing its wing's name (engine/cluster/: cluster_)
 # The OpenCL API itself (cl*, forwarded by opencl/loader.c) is exempt. Run by ./build.sh test.

@@ -1,5 +1,5 @@
 /* Chunks of a batch computed on other machines, as the runtime sees them: tasks that run on
- * the peer worker (a device in host memory, engine/cluster/coordinator.c) and complete when the chunk's
+ * the peer worker (a device in host memory, engine/cluster/sync.c) and complete when the chunk's
  * result arrives over the network. Per remote chunk, one task per layer with parameters writes
  * that layer's partial gradient, and one writes the chunk's loss figures; they all read the
  * batch's parameters packed into one buffer, so none starts before the last update.

@@ -63,7 +63,7 @@ int trainer_train_share(trainer *t, int epoch, long first_batch, long batches,
  * and, if predictions is not NULL, each sample's predicted class (d->n entries). */
 int trainer_evaluate(trainer *t, const dataset *d, int32_t *predictions, pass_result *out,
                      char *err, size_t errlen);
-/* ---- a cluster (engine/cluster/coordinator.c, engine/cluster/node.c) ---- */
+/* ---- a cluster (engine/cluster/sync.c, engine/cluster/node.c) ---- */
 
 /* On the coordinator: asked for every training batch how many of its last chunks other machines
  * compute (remote.h); when some do, the rest may be taken by them too, through the claims. The
