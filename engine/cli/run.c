@@ -326,12 +326,15 @@ static void print_epoch(run *r, const epoch_record *rec)
 
 /* ---- saving ---- */
 
-/* The cluster section of summary.json, with this machine's joules so far (malloc'd). */
-static char *cluster_summary(run *r)
+/* The cluster for summary.json, with this machine's joules so far (malloc'd). */
+static cluster_summary *summarize_cluster(run *r)
 {
+    cluster_summary *s = malloc(sizeof *s);
     energy_figures here;
     energy_run_total(&r->er, 0, &here);
-    return coordinator_summary_json(r->cluster, here.joules, energy_meter_estimated(r->er.meter));
+    if (s)
+        coordinator_summarize(r->cluster, here.joules, energy_meter_estimated(r->er.meter), s);
+    return s;
 }
 
 static int run_save(run *r)
@@ -347,15 +350,15 @@ static int run_save(run *r)
              checkpoint_save(&r->m, &weights_only, r->weights, r->err, sizeof r->err) ||
              report_write_metrics(r->metrics, &r->log, r->err, sizeof r->err);
     free(st.log);
-    char *cluster_json = NULL;
-    if (!rc && r->cluster && !(cluster_json = cluster_summary(r)))
-        rc = -1, snprintf(r->err, sizeof r->err, "out of memory writing the cluster's summary");
+    cluster_summary *cluster = NULL;   /* large: not on the stack */
+    if (!rc && r->cluster && !(cluster = summarize_cluster(r)))
+        rc = -1, snprintf(r->err, sizeof r->err, "out of memory for the cluster's summary");
     report_input in = {&r->cfg, &r->train, r->have_test ? &r->test : NULL, &r->m,
                        trainer_plan(r->t), rt_workers(r->rt), &r->log, &r->st, &r->total,
                        &r->er, r->resumed_after, r->interrupted[0] ? r->interrupted : NULL, &r->devices,
-                       cluster_json, &r->placement};
+                       cluster, &r->placement};
     rc = rc || report_write(r->summary, &in, r->err, sizeof r->err);
-    free(cluster_json);
+    free(cluster);
     if (rc ||
         power_log_write(&r->power_log, r->power, r->er.meter, r->err, sizeof r->err))
         return fail(r, "%s", r->err);

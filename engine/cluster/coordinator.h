@@ -21,6 +21,7 @@
 #include "energy/meter.h"
 #include "engine/job/config.h"
 #include "engine/job/dataset.h"
+#include "engine/report/cluster_summary.h"
 #include "engine/train/trainer.h"
 #include "runtime/runtime.h"
 
@@ -58,10 +59,10 @@ int coordinator_wait_for(coordinator *c, int nodes, double seconds);
 /* One line for this machine and one per node for the progress display, then every machine's
  * energy added up: here_joules is this machine's in the run so far (estimated or measured). */
 void coordinator_print_nodes(coordinator *c, FILE *f, double here_joules, int here_estimated);
-/* The cluster as JSON members (no braces) for summary.json: every node that took part, and the
- * energy of every machine added up. Malloc'd text (the report writes it as it is), or NULL when
- * out of memory. */
-char *coordinator_summary_json(coordinator *c, double here_joules, int here_estimated);
+/* The cluster for summary.json (engine/report/): every node that took part, and the energy of
+ * every machine added up; here_joules is this machine's so far. */
+void coordinator_summarize(coordinator *c, double here_joules, int here_estimated,
+                           cluster_summary *out);
 /* The work this machine did outside the trainer's runtime since the last call (synchronous: the
  * engine that computes chunks taken back from nodes, or lost nodes'), as run statistics over
  * the same span as this machine's runtime: 1, or 0 when it computed nothing. */

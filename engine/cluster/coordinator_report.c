@@ -3,14 +3,16 @@
  * joules added up; the placement policy's decisions). */
 #include "engine/cluster/coordinator_internal.h"
 
-#include "common/json.h"
 #include "engine/placement/policy.h"
 #include "netio/hub.h"
 #include "ops/cpu.h"
 
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(MAX_NODES <= CLUSTER_SUMMARY_NODES && MAX_SHARE_DECISIONS <= CLUSTER_SUMMARY_DECISIONS,
+               "a summary holds every node and decision");
 
 /* Locked. Every machine's joules added up (a node's as it last reported them), and how they
  * were come by: "measured", "estimated", or "partly estimated". */
@@ -55,91 +57,70 @@ void coordinator_print_nodes(coordinator *c, FILE *f, double here_joules, int he
     pthread_mutex_unlock(&c->lock);
 }
 
-char *coordinator_summary_json(coordinator *c, double here_joules, int here_estimated)
+/* Locked: a ready node's figures; `all`: the chunks of every machine. */
+static void summarize_node(coordinator *c, peer_node *n, long all, cluster_node_summary *o)
 {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f)
-        return NULL;
+    if (!n->gone)
+        netio_hub_peer_stats(c->hub, n->peer, &n->net);
+    snprintf(o->address, sizeof o->address, "%s", n->addr);
+    snprintf(o->host, sizeof o->host, "%s", n->host);
+    snprintf(o->energy, sizeof o->energy, "%s", n->energy);
+    snprintf(o->devices, sizeof o->devices, "%s", n->devices);
+    snprintf(o->cipher, sizeof o->cipher, "%s", n->net.cipher);
+    snprintf(o->lost, sizeof o->lost, "%s", n->gone ? n->left_why : "");
+    o->gone = n->gone;
+    o->workers = n->workers, o->active_workers = n->running;
+    o->kernel_path = ops_isa_name((ops_isa)n->isa);
+    o->joined_after_s = n->joined_at;
+    o->chunks = n->chunks, o->probe_chunks = n->probes, o->chunks_stolen = n->stolen;
+    o->chunks_given_back = n->given_back, o->chunks_summed_there = n->summed;
+    o->batches_dealt = n->batches_dealt, o->batches_present = n->batches_present;
+    o->share = all ? (double)n->chunks / (double)all : 0;
+    o->img_per_s = n->active_s > 0 ? (double)n->samples / n->active_s : 0;
+    o->bytes_sent = n->net.received, o->bytes_received = n->net.sent;   /* as the node sees them */
+    o->network_wait_s = n->wait_s, o->compute_s = n->compute_s;
+    o->chunk_cost_ms = 1e3 * n->cost, o->round_trip_lag_ms = 1e3 * n->lag;
+    o->joules = n->joules, o->watts_computing = n->watts, o->carbon_g_per_kwh = n->carbon;
+    o->parked = n->parked, o->estimated = n->estimated;
+}
+
+void coordinator_summarize(coordinator *c, double here_joules, int here_estimated,
+                           cluster_summary *out)
+{
     pthread_mutex_lock(&c->lock);
-    const char *how;
-    double joules = all_machines(c, here_joules, here_estimated, &how);
-    fprintf(f, "\"joules_every_machine\": %.3f, \"joules_here\": %.3f, \"joules_nodes\": %.3f, "
-            "\"joules_how\": \"%s\", ", joules, here_joules, joules - here_joules, how);
+    memset(out, 0, sizeof *out);
+    double joules = all_machines(c, here_joules, here_estimated, &out->joules_how);
+    out->joules_every_machine = joules, out->joules_here = here_joules;
+    out->joules_nodes = joules - here_joules;
     long remote = 0;
     for (int i = 0; i < c->nnodes; i++)
         remote += c->nodes[i].chunks;
-    long all = remote + c->local_chunks + c->fallback_chunks;
-    fputs("\"listen\": ", f);
-    json_string(f, c->listen);
-    fprintf(f, ", \"mode\": \"%s\", \"sync_every\": %d, \"compress\": %s, \"overlap\": %s, "
-            "\"rounds\": %ld, \"node_rounds_lost\": %ld, \"rounds_sharing_a_chunk\": %ld",
-            c->mode->name, c->cfg->sync_every,
-            c->cfg->compress ? "true" : "false", c->cfg->overlap ? "true" : "false", c->rounds,
-            c->rounds_lost, c->rounds_shared);
-    fprintf(f, ", \"weights_as_one_machine\": %s, \"weights_why\": ",
-            c->weights_why[0] ? "false" : "true");
-    json_string(f, c->weights_why);
-    fprintf(f, ", \"timeout_s\": %g, \"coordinator_chunks\": %ld, \"coordinator_share\": %.4f, "
-            "\"nodes_lost\": %ld, \"chunks_resent\": %ld, \"chunks_computed_by_the_fallback\": %ld, "
-            "\"chunks_stolen\": %ld, \"chunks_taken_back\": %ld, \"nodes\": [", c->timeout_s,
-            c->local_chunks + c->fallback_chunks,
-            all ? (double)(c->local_chunks + c->fallback_chunks) / (double)all : 1.0, c->lost_nodes,
-            c->resent_chunks, c->fallback_chunks, c->stolen_chunks, c->taken_back);
-    for (int i = 0, first = 1; i < c->nnodes; i++) {
-        peer_node *n = &c->nodes[i];
-        if (!n->ready)
-            continue;
-        if (!n->gone)
-            netio_hub_peer_stats(c->hub, n->peer, &n->net);
-        fprintf(f, "%s{\"address\": ", first ? "" : ", ");
-        json_string(f, n->addr);
-        fputs(", \"host\": ", f);
-        json_string(f, n->host);
-        fprintf(f, ", \"workers\": %d, \"active_workers\": %d, \"kernel_path\": \"%s\", "
-                "\"joined_after_s\": %.2f, "
-                "\"chunks\": %ld, \"probe_chunks\": %ld, \"chunks_stolen\": %ld, "
-                "\"chunks_given_back\": %ld, \"chunks_summed_there\": %ld, "
-                "\"batches_dealt\": %ld, \"batches_present\": %ld, "
-                "\"share\": %.4f, \"img_per_s\": %.1f, \"bytes_sent\": %llu, "
-                "\"bytes_received\": %llu, \"network_wait_s\": %.3f, \"compute_s\": %.3f, "
-                "\"chunk_cost_ms\": %.3f, \"round_trip_lag_ms\": %.3f, \"joules\": %.3f, \"watts_computing\": %.3f, \"carbon_g_per_kwh\": %g, "
-                "\"parked\": %s, \"energy\": ", n->workers, n->running, ops_isa_name((ops_isa)n->isa),
-                n->joined_at, n->chunks, n->probes, n->stolen, n->given_back, n->summed,
-                n->batches_dealt, n->batches_present, all ? (double)n->chunks / (double)all : 0,
-                n->active_s > 0 ? (double)n->samples / n->active_s : 0,
-                (unsigned long long)n->net.received, (unsigned long long)n->net.sent, n->wait_s,
-                n->compute_s, 1e3 * n->cost, 1e3 * n->lag, n->joules, n->watts, n->carbon, n->parked ? "true" : "false");
-        json_string(f, n->energy);
-        fputs(", \"devices\": ", f);
-        json_string(f, n->devices);
-        fprintf(f, ", \"estimated\": %s, \"cipher\": \"%s\", \"lost\": ",
-                n->estimated ? "true" : "false", n->net.cipher);
-        if (n->gone)
-            json_string(f, n->left_why);
-        else
-            fputs("null", f);
-        fputc('}', f);
-        first = 0;
-    }
-    fprintf(f, "], \"placement\": {\"policy\": \"%s\", \"nodes_pinned\": %s, "
-            "\"power_budget_watts\": %g, \"max_slowdown\": %g, \"coordinator_img_per_s\": %.1f, \"coordinator_watts\": %.3f, "
-            "\"coordinator_carbon_g_per_kwh\": %g, \"probe_every_batches\": %d, "
-            "\"decisions_total\": %d, \"decisions\": [", policy_name(c->limits.policy),
-            c->cfg->all_nodes ? "true" : "false", c->limits.budget_w, c->limits.max_slowdown,
-            c->local_img_s, c->local_w, c->carbon.value, PROBE_EVERY, c->decisions_total);
+    long here = c->local_chunks + c->fallback_chunks, all = remote + here;
+    snprintf(out->listen, sizeof out->listen, "%s", c->listen);
+    out->mode = c->mode->name;
+    out->sync_every = c->cfg->sync_every, out->compress = c->cfg->compress;
+    out->overlap = c->cfg->overlap;
+    out->rounds = c->rounds, out->node_rounds_lost = c->rounds_lost;
+    out->rounds_sharing_a_chunk = c->rounds_shared;
+    snprintf(out->weights_why, sizeof out->weights_why, "%s", c->weights_why);
+    out->timeout_s = c->timeout_s;
+    out->coordinator_chunks = here, out->coordinator_share = all ? (double)here / (double)all : 1.0;
+    out->nodes_lost = c->lost_nodes, out->chunks_resent = c->resent_chunks;
+    out->chunks_by_the_fallback = c->fallback_chunks, out->chunks_stolen = c->stolen_chunks;
+    out->chunks_taken_back = c->taken_back;
+    for (int i = 0; i < c->nnodes; i++)
+        if (c->nodes[i].ready)
+            summarize_node(c, &c->nodes[i], all, &out->nodes[out->nnodes++]);
+    out->policy = policy_name(c->limits.policy), out->nodes_pinned = c->cfg->all_nodes;
+    out->power_budget_watts = c->limits.budget_w, out->max_slowdown = c->limits.max_slowdown;
+    out->coordinator_img_per_s = c->local_img_s, out->coordinator_watts = c->local_w;
+    out->coordinator_carbon_g_per_kwh = c->carbon.value;
+    out->probe_every_batches = PROBE_EVERY, out->decisions_total = c->decisions_total;
+    out->ndecisions = c->ndecisions;
     for (int i = 0; i < c->ndecisions; i++) {
-        fprintf(f, "%s{\"t\": %.3f, \"nodes_taking_work\": %d, \"why\": ", i ? ", " : "",
-                c->decisions[i].t, c->decisions[i].taking);
-        json_string(f, c->decisions[i].why);
-        fputc('}', f);
+        cluster_decision_summary *d = &out->decisions[i];
+        d->t = c->decisions[i].t, d->nodes_taking_work = c->decisions[i].taking;
+        snprintf(d->why, sizeof d->why, "%s", c->decisions[i].why);
     }
-    fputs("]}", f);
     pthread_mutex_unlock(&c->lock);
-    if (fclose(f)) {
-        free(text);
-        return NULL;
-    }
-    return text;
 }

@@ -251,8 +251,11 @@ static void write_job(FILE *f, const report_input *in)
         worker_control_json(in->placement, f);
     }
     fputs("},\n", f);
-    if (in->cluster_json)
-        fprintf(f, "  \"cluster\": {%s},\n", in->cluster_json);
+    if (in->cluster) {
+        fputs("  \"cluster\": {", f);
+        report_cluster_json(f, in->cluster);
+        fputs("},\n", f);
+    }
     fputs("  \"run\": {", f);
     fprintf(f, "\"resumed_after_epoch\": %d, \"interrupted\": ", in->resumed_after);
     if (in->interrupted)
