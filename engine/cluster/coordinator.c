@@ -329,7 +329,7 @@ coordinator *coordinator_start(const coordinator_options *o, const job_config *c
     snprintf(c->listen_at, sizeof c->listen_at, "%s", o->listen);
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->joined, NULL);
-    c->mode = cfg->sync_every ? &averaging_mode : &sync_mode;   /* chosen here alone */
+    c->mode = mode_for_job(cfg);
     void *peer_ctx = NULL;
     if (netio_key_load(o->key_path, c->net.key, err, errlen) || job_text(c, o, err, errlen) ||
         share_files(c, err, errlen) || c->mode->open(c, &peer_ctx, err, errlen))

@@ -53,4 +53,7 @@ typedef struct coordinator_mode {
 
 extern const coordinator_mode sync_mode, averaging_mode;
 
+/* The mode the job asks for ([cluster] sync_every), mode.c. */
+const coordinator_mode *mode_for_job(const job_config *cfg);
+
 #endif
