@@ -1,9 +1,12 @@
 #include "energy/carbon.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void carbon_init(carbon_source *cs, double fixed_g_per_kwh, const char *path)
 {
@@ -13,25 +16,58 @@ void carbon_init(carbon_source *cs, double fixed_g_per_kwh, const char *path)
     snprintf(cs->path, sizeof cs->path, "%s", path ? path : "");
 }
 
-/* The file's figure: 0, or -1 with why. */
+/* The file, at most CARBON_FILE_MAX bytes (NUL-ended, malloc'd): a regular file only, so that a
+ * FIFO or a device cannot hold the reader. NULL with why. */
+static char *read_file(const char *path, char *why, size_t whylen)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st)) {
+        snprintf(why, whylen, "%s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    char *text = NULL;
+    if (!S_ISREG(st.st_mode))
+        snprintf(why, whylen, "%s: not a regular file", path);
+    else if (st.st_size > CARBON_FILE_MAX)
+        snprintf(why, whylen, "%s: %lld bytes, more than a carbon file's %d", path,
+                 (long long)st.st_size, CARBON_FILE_MAX);
+    else if (!(text = malloc((size_t)st.st_size + 1)))
+        snprintf(why, whylen, "%s: out of memory", path);
+    ssize_t got = text ? read(fd, text, (size_t)st.st_size) : -1;
+    close(fd);
+    if (text && got < 0) {
+        snprintf(why, whylen, "%s: %s", path, strerror(errno));
+        free(text);
+        return NULL;
+    }
+    if (text)
+        text[got] = 0;
+    return text;
+}
+
+/* The file's figure: the first line that is not blank or a comment, whatever its length. 0, or
+ * -1 with why. */
 static int read_figure(const char *path, double *out, char *why, size_t whylen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(why, whylen, "%s: %s", path, strerror(errno));
+    char *text = read_file(path, why, whylen);
+    if (!text)
         return -1;
-    }
-    char line[256];
     int lineno = 0, rc = -1;
     snprintf(why, whylen, "%s: no figure in it (expected grams of CO2e per kWh)", path);
-    while (fgets(line, sizeof line, f)) {
+    for (char *line = text, *next; line; line = next) {
         lineno++;
-        char *p = line + strspn(line, " \t"), *end;
-        if (*p == '#' || *p == '\n' || !*p)
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = 0;
+        char *p = line + strspn(line, " \t\r"), *end;
+        if (*p == '#' || !*p)
             continue;
         double v = strtod(p, &end);
-        end += strspn(end, " \t\r\n");
-        int shown = (int)strcspn(p, "\r\n");
+        end += strspn(end, " \t\r");
+        int shown = (int)strcspn(p, "\r");
         if (end == p || *end || !(v >= 0 && v <= CARBON_MAX))
             snprintf(why, whylen, "%s:%d: '%.*s' is not a figure in 0..%g g CO2e per kWh", path,
                      lineno, shown < 40 ? shown : 40, p, CARBON_MAX);
@@ -39,7 +75,7 @@ static int read_figure(const char *path, double *out, char *why, size_t whylen)
             *out = v, rc = 0;
         break;
     }
-    fclose(f);
+    free(text);
     return rc;
 }
 

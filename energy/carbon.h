@@ -9,6 +9,7 @@
 
 #define CARBON_REREAD_S 5.0
 #define CARBON_MAX 5000.0
+#define CARBON_FILE_MAX (64 * 1024)   /* bytes: a figure and its comments */
 
 typedef struct carbon_source {
     double value;                    /* the figure in use */

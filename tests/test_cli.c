@@ -41,6 +41,23 @@ TEST(cli_arguments_missing_or_repeated)
     free(many);
 }
 
+/* A batch larger than the data set is the whole set, said and recorded (no buffers for samples
+ * that are not there); a node's --workers has the job's range. */
+TEST(cli_batch_larger_than_the_data_set_is_the_whole_set)
+{
+    char summary[600], text[16384], batch[64];
+    CHECK(FRUGAL(out, "train", make_job(""), "--set", "job.batch=100000", "--set", "job.epochs=1",
+                 "--set", "energy.baseline_seconds=0") == 0);
+    CHECKF(strstr(out, "the job's batch of 100000 is more than the") && strstr(out, "epoch 1/1"),
+           "%s", out);
+    snprintf(summary, sizeof summary, "%s/run/summary.json", test_tmpdir());
+    snprintf(batch, sizeof batch, "\"batch\": %d, ", SYN_IMAGES);
+    CHECKF(test_read_text(summary, text, sizeof text) && strstr(text, batch) &&
+           strstr(text, "\"batch_asked\": 100000"), "%s", text);
+    CHECK(FRUGAL(out, "join", "127.0.0.1:9", "--key", "k", "--workers", "2000") == 2);
+    CHECKF(strstr(out, "--workers 2000: a number from 1 to 1024"), "%s", out);
+}
+
 TEST(cli_trace_path_is_checked_before_training)
 {
     CHECK(FRUGAL(out, "train", make_job(""), "--trace", "/nonexistent/dir/t.json") == 1);

@@ -521,6 +521,24 @@ TEST(placement_carbon_file_is_reread_and_a_bad_one_keeps_the_last_figure)
     unlink(path);
     CHECK(carbon_update(&cs, 40, 4 * KWH, why, sizeof why) == 0 && cs.value == 560);
     CHECK(fabs(carbon_grams(&cs, 4 * KWH) - (2 * 120 + 2 * 560)) < 1e-9);
+    char comment[1000];   /* a comment of any length is a comment: its tail is no figure */
+    memset(comment, 'x', sizeof comment);
+    comment[0] = '#', comment[sizeof comment - 1] = 0;
+    f = fopen(path, "w");
+    fprintf(f, "%s4999\n  280\r\n", comment);
+    fclose(f);
+    CHECKF(carbon_update(&cs, 50, 4 * KWH, why, sizeof why) == 0 && cs.value == 280, "%g %s",
+           cs.value, why);
+    unlink(path);
+    char dir[720];   /* not a regular file (a FIFO or a device would block or never end) */
+    snprintf(dir, sizeof dir, "%s/grid.d", test_tmpdir());
+    mkdir(dir, 0755);
+    carbon_init(&cs, 300, dir);
+    CHECKF(carbon_update(&cs, 0, 0, why, sizeof why) == 1 && cs.value == 300 &&
+           strstr(why, "not a regular file"), "%s", why);
+    carbon_init(&cs, 300, "/dev/zero");
+    CHECKF(carbon_update(&cs, 0, 0, why, sizeof why) == 1 && strstr(why, "/dev/zero: not a regular"),
+           "%s", why);
     carbon_init(&cs, 300, NULL);
     CHECK(carbon_update(&cs, 0, 0, why, sizeof why) == 0 && cs.value == 300);
     carbon_init(&cs, 300, path);

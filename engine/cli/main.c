@@ -132,8 +132,9 @@ static int cmd_join(int argc, char **argv)
         } else if (!strcmp(argv[i], "--workers") && has_value) {
             char *end;
             long w = strtol(argv[++i], &end, 10);
-            if (*end || w < 1 || w > 4096) {
-                fprintf(stderr, "frugal join: --workers %s: a number from 1 to 4096\n", argv[i]);
+            if (*end || w < 1 || w > CONFIG_MAX_WORKERS) {
+                fprintf(stderr, "frugal join: --workers %s: a number from 1 to %d\n", argv[i],
+                        CONFIG_MAX_WORKERS);
                 return 2;
             }
             o.workers = (int)w, o.workers_pinned = 1;

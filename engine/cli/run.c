@@ -211,6 +211,9 @@ static int run_open(run *r, const run_options *o)
     if (r->cluster)
         coordinator_use_meter(r->cluster, r->er.meter);
     device_energy_begin(&r->device_energy, &r->devices, r->rt, cfg, &r->er, r->out);
+    if (cfg->batch_asked)
+        fprintf(r->out, "data: the job's batch of %d is more than the %ld training images: each "
+                "batch is the whole set\n", cfg->batch_asked, r->train.n);
     fprintf(r->out, "frugal train %s: %ld images %dx%dx%d, %s%ld test images; %d layers; batch %d, "
             "%d samples per task; %d workers%s%s, kernels %s\n", o->job, r->train.n, r->train.h,
             r->train.w, r->train.c, r->have_test ? "" : "no test set, ", r->test.n, r->m.nlayers,

@@ -42,7 +42,7 @@ static const key_spec optimizer_keys[] = {
     {"weight_decay", V_FLOAT, JOB(weight_decay), 0, 1},
     {NULL, 0, 0, 0, 0}};
 static const key_spec execution_keys[] = {
-    {"workers", V_INT, JOB(workers), 0, 1024},
+    {"workers", V_INT, JOB(workers), 0, CONFIG_MAX_WORKERS},
     {"grain", V_GRAIN, JOB(grain), 1, 1 << 20},
     {"filter_groups", V_GRAIN, JOB(filter_groups), 1, 4},
     {"fuse", V_FUSE, JOB(fuse), 0, 0},

@@ -48,6 +48,7 @@
 
 #define CONFIG_PATH 512
 #define CONFIG_MAX_BYTES (1 << 20)   /* a job file larger than this is not a job file */
+#define CONFIG_MAX_WORKERS 1024      /* [execution] workers, and frugal join --workers */
 
 typedef enum data_format { DATA_IDX, DATA_CIFAR10 } data_format;
 
@@ -59,6 +60,8 @@ typedef struct job_config {
     char path[CONFIG_PATH];
     /* [job] */
     int epochs, batch;
+    int batch_asked;               /* 0, or the job's batch when it is more than the data set
+                                      (job_load_train makes the batch the whole set) */
     unsigned long long seed;
     char output[CONFIG_PATH];
     /* [data] */

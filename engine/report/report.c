@@ -221,6 +221,8 @@ static void write_job(FILE *f, const report_input *in)
     json_string(f, cfg->path);
     fprintf(f, ",\n  \"config\": {\"epochs\": %d, \"batch\": %d, \"seed\": %llu", cfg->epochs,
             cfg->batch, cfg->seed);
+    if (cfg->batch_asked)   /* more than the data set: made the whole set */
+        fprintf(f, ", \"batch_asked\": %d", cfg->batch_asked);
     json_number_field(f, "lr", cfg->lr, 0);
     json_number_field(f, "momentum", cfg->momentum, 0);
     json_number_field(f, "weight_decay", cfg->weight_decay, 0);
