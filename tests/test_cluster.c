@@ -11,6 +11,7 @@
 #include "engine/model/checkpoint.h"
 #include "engine/job/config.h"
 #include "engine/model/model.h"
+#include "engine/cluster/file_hash.h"
 #include "engine/cluster/proto.h"
 #include "engine/cluster/late_model.h"
 #include "engine/cluster/model_delta.h"
@@ -31,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1705,4 +1707,34 @@ TEST(cluster_averaging_compressed_takes_a_late_node_and_trains_like_one_machine)
 {
     takes_a_late_node("average-late-plain", 2, "[cluster]\nsync_every = 4\ncompress = on\n",
                       "travel as half-precision deltas ([cluster] compress)\n");
+}
+
+/* A coordinator names the training files a node looks for (by hash, at their path too): the
+ * node reads only a regular file, and never past the size announced, so that naming a device,
+ * a FIFO or a directory cannot hold it (/dev/zero read 453 GB before). */
+TEST(cluster_node_reads_only_regular_files_of_the_announced_size)
+{
+    char path[700], fifo[700];
+    snprintf(path, sizeof path, "%s/data.bin", test_tmpdir());
+    FILE *f = fopen(path, "w");
+    fputs("training bytes", f);
+    fclose(f);
+    uint8_t hash[FILE_HASH_BYTES], other[FILE_HASH_BYTES];
+    uint64_t size;
+    char why[800];
+    CHECKF(file_hash(path, UINT64_MAX, hash, &size, why, sizeof why) == 0 && size == 14, "%s", why);
+    CHECK(file_hash_matches(path, 14, hash));
+    CHECK(!file_hash_matches(path, 13, hash));   /* longer than announced: not read on */
+    CHECKF(file_hash(path, 13, other, &size, why, sizeof why) == -1 &&
+           strstr(why, "larger than expected"), "%s", why);
+    CHECKF(file_hash("/dev/zero", UINT64_MAX, other, &size, why, sizeof why) == -1 &&
+           strstr(why, "/dev/zero: not a regular file"), "%s", why);
+    CHECK(!file_hash_matches("/dev/zero", 14, hash));
+    snprintf(fifo, sizeof fifo, "%s/data.fifo", test_tmpdir());
+    CHECK(mkfifo(fifo, 0600) == 0);
+    CHECK(!file_hash_matches(fifo, 14, hash));   /* no writer: it would block a plain open */
+    CHECK(!file_hash_matches(test_tmpdir(), 14, hash));
+    CHECKF(file_hash("/nonexistent", 14, other, &size, why, sizeof why) == -1 &&
+           strstr(why, "No such file"), "%s", why);
+    unlink(fifo);
 }

@@ -4,6 +4,7 @@
 #include "engine/cluster/coordinator_internal.h"
 
 #include "energy/carbon.h"
+#include "engine/cluster/file_hash.h"
 #include "engine/cluster/proto.h"
 #include "engine/placement/cluster_share.h"
 #include "netio/hub.h"
@@ -243,26 +244,8 @@ static void on_event(void *ctx, const netio_event *e)
 
 static int hash_file(const char *path, proto_file *f, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    crypto_generichash_state st;
-    crypto_generichash_init(&st, NULL, 0, 32);
-    uint8_t buf[1 << 16];
-    ssize_t r;
-    f->size = 0;
-    while ((r = read(fd, buf, sizeof buf)) > 0) {
-        crypto_generichash_update(&st, buf, (size_t)r);
-        f->size += (uint64_t)r;
-    }
-    close(fd);
-    crypto_generichash_final(&st, f->hash, 32);
     snprintf(f->name, sizeof f->name, "%s", path);
-    if (r < 0)
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    return r < 0 ? -1 : 0;
+    return file_hash(path, UINT64_MAX, f->hash, &f->size, err, errlen);
 }
 
 /* The job text as nodes get it: the file, then the --set overrides as comment lines. */

@@ -24,6 +24,7 @@
 #include "energy/power_model.h"
 #include "engine/job/cache_dir.h"
 #include "engine/cluster/chunk_engine.h"
+#include "engine/cluster/file_hash.h"
 #include "engine/cluster/proto.h"
 #include "engine/job/devices.h"
 #include "engine/job/job_data.h"
@@ -242,25 +243,6 @@ static int connect_and_join(node_process *n)
 
 /* ---- the training files, by hash ---- */
 
-static int file_matches(const char *path, const proto_file *f)
-{
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return 0;
-    crypto_generichash_state st;
-    crypto_generichash_init(&st, NULL, 0, 32);
-    uint8_t buf[1 << 16], hash[32];
-    uint64_t size = 0;
-    ssize_t r;
-    while ((r = read(fd, buf, sizeof buf)) > 0) {
-        crypto_generichash_update(&st, buf, (size_t)r);
-        size += (uint64_t)r;
-    }
-    close(fd);
-    crypto_generichash_final(&st, hash, 32);
-    return r == 0 && size == f->size && !memcmp(hash, f->hash, 32);
-}
-
 /* Fetches f from the coordinator into path (through path.tmp, checked, then renamed). */
 static int fetch(node_process *n, const proto_file *f, const char *path)
 {
@@ -292,7 +274,7 @@ static int fetch(node_process *n, const proto_file *f, const char *path)
     }
     if (fclose(out) && !rc)
         rc = fail(n, "%s: %s", tmp, strerror(errno));
-    if (!rc && !file_matches(tmp, f))
+    if (!rc && !file_hash_matches(tmp, f->size, f->hash))
         rc = fail(n, "%s: what the coordinator sent does not match its hash", f->name);
     if (!rc && rename(tmp, path))
         rc = fail(n, "%s: %s", path, strerror(errno));
@@ -310,9 +292,9 @@ static int find_file(node_process *n, const proto_file *f, char *path, size_t pa
         return fail(n, "the data cache: %s", why);
     sodium_bin2hex(hex, sizeof hex, f->hash, 32);
     snprintf(path, pathlen, "%s/%s", dir, hex);
-    if (file_matches(path, f))
+    if (file_hash_matches(path, f->size, f->hash))
         return 0;
-    if (file_matches(f->name, f)) {
+    if (file_hash_matches(f->name, f->size, f->hash)) {
         snprintf(path, pathlen, "%s", f->name);
         return 0;
     }
