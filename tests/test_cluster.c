@@ -1738,3 +1738,31 @@ TEST(cluster_node_reads_only_regular_files_of_the_announced_size)
            strstr(why, "No such file"), "%s", why);
     unlink(fifo);
 }
+
+/* Every figure of a RESULT (and a MODEL) is range-checked in the decoder: a count past the
+ * batch, an infinite or negative figure, too many workers; summary.json then never sees inf
+ * (a sample count of 3e9 and infinite joules went through before). */
+TEST(cluster_results_with_impossible_figures_are_refused_by_the_decoder)
+{
+    uint8_t buf[128];
+    char why[300];
+    msg_result ok = {.seq = 3, .chunk = 1, .correct = 2, .samples = 4, .workers = 2, .loss = 5,
+                     .compute_s = 0.5, .joules = 100, .watts = 30, .carbon_g_per_kwh = 50}, back;
+    size_t len = proto_result_head(&ok, buf, sizeof buf);
+    CHECKF(proto_result_decode(&back, buf, len, 32, why, sizeof why) == 0 && back.samples == 4 &&
+           back.joules == 100, "%s", why);
+    struct { msg_result r; uint32_t max; const char *said; } bad[] = {
+        {ok, 3, "counting 4 samples (2 correct), where at most 3"},
+        {ok, 32, "impossible figures"}, {ok, 32, "impossible figures"},
+        {ok, 32, "impossible figures"}, {ok, 32, "impossible figures"},
+        {ok, 32, "impossible figures"}, {ok, 1u << 31, "counting 3000000000 samples"},
+    };
+    bad[1].r.joules = INFINITY, bad[2].r.compute_s = INFINITY, bad[3].r.loss = NAN;
+    bad[4].r.loss = -1, bad[5].r.workers = 2000, bad[6].r.samples = 3000000000u;
+    bad[6].r.correct = 0, bad[6].r.joules = 1e300;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        len = proto_result_head(&bad[i].r, buf, sizeof buf);
+        CHECKF(proto_result_decode(&back, buf, len, bad[i].max, why, sizeof why) == -1 &&
+               strstr(why, bad[i].said), "case %zu: %s", i, why);
+    }
+}

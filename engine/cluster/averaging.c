@@ -433,7 +433,7 @@ static void on_model(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
     msg_result r;
     char why[200];
     size_t body = c->cfg->compress ? av->delta_len : sizeof(float) * (size_t)c->nparams;
-    if (proto_model_decode(&r, p, len, body, why, sizeof why))
+    if (proto_model_decode(&r, p, len, body, (uint32_t)c->train->n, why, sizeof why))
         return coordinator_refuse(c, n, why);
     node_round *rd = round_of(n, r.seq);
     if (!rd->in || rd->done || r.seq != rd->seq)

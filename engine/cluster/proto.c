@@ -378,8 +378,10 @@ int proto_round_decode(msg_round *m, const uint8_t *p, size_t len, char *why, si
 }
 
 /* RESULT and MODEL: the same figures, then `body` bytes (a MODEL's parameters). */
+/* Every figure a node sends is finite and within what a machine could measure: sums and
+ * averages of them stay finite (summary.json writes no inf), counts fit their chunks. */
 static int figures_decode(msg_result *m, const uint8_t *p, size_t len, size_t body,
-                          const char *name, char *why, size_t whylen)
+                          uint32_t max_samples, const char *name, char *why, size_t whylen)
 {
     if (len != RESULT_HEAD + body)
         return snprintf(why, whylen, "a %s message of %zu bytes where %zu were due", name, len,
@@ -399,16 +401,24 @@ static int figures_decode(msg_result *m, const uint8_t *p, size_t len, size_t bo
     m->body = p + RESULT_HEAD;
     m->grads = (const float *)m->body;
     m->nparams = body / 4;
-    if (m->correct > m->samples || m->estimated > 1 || m->workers < 1 || m->workers > 4096 ||
-        !(m->compute_s >= 0) || !(m->joules >= 0) ||
-        !(m->watts >= 0 && m->watts < 1e7) || !(m->carbon_g_per_kwh >= 0 && m->carbon_g_per_kwh <= 5000))
-        return snprintf(why, whylen, "a %s message with impossible figures", name), -1;
+    if (m->samples > max_samples || m->correct > m->samples)
+        return snprintf(why, whylen, "a %s message counting %u samples (%u correct), where at "
+                        "most %u were possible", name, m->samples, m->correct, max_samples), -1;
+    if (m->estimated > 1 || m->workers < 1 || m->workers > CONFIG_MAX_WORKERS ||
+        !(m->loss >= 0 && m->loss <= PROTO_MAX_LOSS) ||
+        !(m->compute_s >= 0 && m->compute_s <= PROTO_MAX_SECONDS) ||
+        !(m->joules >= 0 && m->joules <= PROTO_MAX_JOULES) || !(m->watts >= 0 && m->watts < 1e7) ||
+        !(m->carbon_g_per_kwh >= 0 && m->carbon_g_per_kwh <= 5000))
+        return snprintf(why, whylen, "a %s message with impossible figures (loss %g, %g s, %g J, "
+                        "%g W, %u workers)", name, m->loss, m->compute_s, m->joules, m->watts,
+                        m->workers), -1;
     return 0;
 }
 
-int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, char *why, size_t whylen)
+int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, uint32_t max_samples,
+                        char *why, size_t whylen)
 {
-    return figures_decode(m, p, len, 0, "RESULT", why, whylen);
+    return figures_decode(m, p, len, 0, max_samples, "RESULT", why, whylen);
 }
 
 int proto_layer_decode(unsigned type, msg_layer *m, const uint8_t *p, size_t len,
@@ -439,10 +449,10 @@ int proto_layer_decode(unsigned type, msg_layer *m, const uint8_t *p, size_t len
     return 0;
 }
 
-int proto_model_decode(msg_result *m, const uint8_t *p, size_t len, size_t body, char *why,
-                       size_t whylen)
+int proto_model_decode(msg_result *m, const uint8_t *p, size_t len, size_t body,
+                       uint32_t max_samples, char *why, size_t whylen)
 {
-    return figures_decode(m, p, len, body, "MODEL", why, whylen);
+    return figures_decode(m, p, len, body, max_samples, "MODEL", why, whylen);
 }
 
 int proto_delta_decode(msg_delta *m, const uint8_t *p, size_t len, size_t body, char *why,

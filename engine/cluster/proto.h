@@ -70,6 +70,9 @@ enum {
 #define PROTO_FILE_PIECE (1u << 20)     /* bytes of a file per FILE message */
 #define PROTO_MAX_PARAMS (64L << 20)    /* floats a model may have to train on a cluster */
 #define PROTO_TEXT 160
+#define PROTO_MAX_LOSS 1e9               /* a chunk's or round's summed loss */
+#define PROTO_MAX_SECONDS 1e6            /* a chunk's or round's computing */
+#define PROTO_MAX_JOULES 1e12            /* a node's total (278 MWh) */
 #define PROTO_MAX_CHUNKS (1u << 20)    /* chunks a batch may have (its samples, at most) */
 
 typedef struct msg_join {
@@ -192,14 +195,17 @@ int proto_recall_decode(unsigned type, msg_recall *m, const uint8_t *p, size_t l
                         size_t whylen);
 int proto_params_decode(uint64_t *seq, const float **values, const uint8_t *p, size_t len,
                         long nparams, char *why, size_t whylen);
-int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, char *why, size_t whylen);
+/* A RESULT or a MODEL: figures within range (PROTO_MAX_*), at most max_samples samples (a
+ * RESULT: its batch's; a MODEL: the training set's). */
+int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, uint32_t max_samples,
+                        char *why, size_t whylen);
 /* A GRAD or a LAYER (type): layer_params holds the model's count per layer (0: none). */
 int proto_layer_decode(unsigned type, msg_layer *m, const uint8_t *p, size_t len,
                        const long *layer_params, int nlayers, char *why, size_t whylen);
 int proto_round_decode(msg_round *m, const uint8_t *p, size_t len, char *why, size_t whylen);
 /* A MODEL whose parameters take `body` bytes (floats, or a delta). */
-int proto_model_decode(msg_result *m, const uint8_t *p, size_t len, size_t body, char *why,
-                       size_t whylen);
+int proto_model_decode(msg_result *m, const uint8_t *p, size_t len, size_t body,
+                       uint32_t max_samples, char *why, size_t whylen);
 int proto_delta_decode(msg_delta *m, const uint8_t *p, size_t len, size_t body, char *why,
                        size_t whylen);
 /* An AVERAGE whose mean change takes `body` bytes (floats, or a delta). */

@@ -387,11 +387,15 @@ static void on_result(coordinator *c, peer_node *n, const uint8_t *p, size_t len
 {
     msg_result r;
     char why[200];
-    if (proto_result_decode(&r, p, len, why, sizeof why))
+    if (proto_result_decode(&r, p, len, (uint32_t)c->cfg->batch, why, sizeof why))
         return coordinator_refuse(c, n, why);
     slot *s = sent_slot(c, n, r.seq, r.chunk);
     if (!s)
         return coordinator_refuse(c, n, "a result for a chunk it was not sent");
+    int s0, s1;
+    plan_chunk(trainer_plan(c->t), s->a.chunk, s->a.size, &s0, &s1);
+    if (r.samples != (uint32_t)(s1 - s0))
+        return coordinator_refuse(c, n, "a result whose sample count is not its chunk's");
     for (int l = 0; l < c->nlayers; l++)
         if (c->layer_params[l] && !s->came[1 + l])
             return coordinator_refuse(c, n, "a result before the chunk's gradients");

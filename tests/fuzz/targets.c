@@ -230,14 +230,15 @@ int fuzz_cluster_message(const uint8_t *data, size_t size)
     case MSG_WORK: proto_work_decode(&m.work, p, n, why, sizeof why); break;
     case MSG_RECALL:
     case MSG_RECALLED: proto_recall_decode(type, &m.recall, p, n, why, sizeof why); break;
-    case MSG_RESULT: proto_result_decode(&m.result, p, n, why, sizeof why); break;
+    case MSG_RESULT: proto_result_decode(&m.result, p, n, 64, why, sizeof why); break;
     case MSG_GRAD:
     case MSG_LAYER: proto_layer_decode(type, &m.layer, p, n, layer_params, 3, why, sizeof why); break;
     case MSG_DONE: proto_text_decode(m.text, sizeof m.text, p, n, why, sizeof why); break;
     case MSG_ROUND: proto_round_decode(&m.round, p, n, why, sizeof why); break;
     case MSG_MODEL:   /* its parameters as floats, and as a delta (compress = on) rebuilt */
-        proto_model_decode(&m.result, p, n, 4 * NPARAMS, why, sizeof why);
-        if (proto_model_decode(&m.result, p, n, model_delta_bytes(layer_params, 3), why, sizeof why) == 0)
+        proto_model_decode(&m.result, p, n, 4 * NPARAMS, 1 << 20, why, sizeof why);
+        if (proto_model_decode(&m.result, p, n, model_delta_bytes(layer_params, 3), 1 << 20, why,
+                               sizeof why) == 0)
             model_delta_apply(rebuilt, m.result.body, layer_params, 3, rebuilt);
         break;
     case MSG_DELTA:
