@@ -1766,3 +1766,24 @@ TEST(cluster_results_with_impossible_figures_are_refused_by_the_decoder)
                strstr(why, bad[i].said), "case %zu: %s", i, why);
     }
 }
+
+/* A job-file comment stays a comment on the nodes too: the coordinator's --set overrides travel
+ * in a field of their own (a comment "#--set ..." was taken by every node as an override, and
+ * the job cut there). The weights are still one machine's with the same override. */
+TEST(cluster_job_comments_stay_comments_and_overrides_travel_apart)
+{
+    char j[700], output[760], text[4096];
+    snprintf(j, sizeof j, "%s", job_file_with("comment.cfg", 256, 4, 1, 0.9, ""));
+    test_read_text(j, text, sizeof text);
+    FILE *f = fopen(j, "w");   /* the comments first: a node that cut the job there has no layer */
+    fprintf(f, "# a job\n#--set optimizer.lr=0.5\n# --set [conv]\n%s", text);
+    fclose(f);
+    snprintf(output, sizeof output, "job.output=%s", tmp("comment-single"));
+    CHECKF(FRUGAL(out, "train", j, "--set", output, "--set", "optimizer.lr=0.02") == 0, "%s", out);
+    pid_t pid = start_node(13, "comment-node0", key(), "20", NULL);
+    int rc = coordinate_run(&(coordinator_run){j, "comment", 13, 1, "20", 0, 0, NULL,
+                                               "optimizer.lr=0.02"});
+    CHECKF(wait_node(pid, "comment-node0") == 0 && rc == 0 && strstr(out, "epoch 1/1") &&
+           strstr(out, "chunks computed"), "%s", out);
+    check_identical("comment-single", "comment");
+}

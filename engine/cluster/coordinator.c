@@ -3,6 +3,7 @@
  * and the run's calls passed on to it (coordinator_internal.h). */
 #include "engine/cluster/coordinator_internal.h"
 
+#include "common/input_file.h"
 #include "energy/carbon.h"
 #include "engine/cluster/file_hash.h"
 #include "engine/cluster/proto.h"
@@ -120,7 +121,7 @@ static void on_join(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
                  here);
         weights_differ(c, why, remedy);
     }
-    size_t cap = 64 + c->job.text_len + PROTO_MAX_FILES * 600;
+    size_t cap = 64 + c->job.text_len + c->job.overrides_len + PROTO_MAX_FILES * 600;
     uint8_t *buf = malloc(cap);
     msg_job job = c->job;
     job.isa = c->cfg->deterministic ? (uint32_t)ops_isa_active() : PROTO_ANY_ISA;
@@ -248,26 +249,33 @@ static int hash_file(const char *path, proto_file *f, char *err, size_t errlen)
     return file_hash(path, UINT64_MAX, f->hash, &f->size, err, errlen);
 }
 
-/* The job text as nodes get it: the file, then the --set overrides as comment lines. */
+/* The job as nodes get it: the file as it is, and the --set overrides apart, one a line (a
+ * comment in the file is only a comment). */
 static int job_text(coordinator *c, const coordinator_options *o, char *err, size_t errlen)
 {
-    FILE *f = fopen(o->job_path, "r");
-    char *text = malloc(CONFIG_MAX_BYTES + 1);
-    size_t len = f && text ? fread(text, 1, CONFIG_MAX_BYTES, f) : 0;
-    if (f)
-        fclose(f);
-    for (int i = 0; text && o->overrides && o->overrides[i]; i++) {
-        int n = snprintf(text + len, CONFIG_MAX_BYTES + 1 - len, "\n#--set %s", o->overrides[i]);
-        len += n > 0 ? (size_t)n : 0;
-        if (len > CONFIG_MAX_BYTES)
-            len = CONFIG_MAX_BYTES + 1;
+    size_t len, olen = 0;
+    char *text = input_read_all(o->job_path, CONFIG_MAX_BYTES, "job file", &len, err, errlen);
+    char *over = malloc(PROTO_OVERRIDES_BYTES + 1);
+    int n = 0;
+    for (; text && over && o->overrides && o->overrides[n]; n++) {
+        const char *s = o->overrides[n];
+        if (strchr(s, '\n') || n == PROTO_MAX_OVERRIDES ||
+            strlen(s) + 1 > PROTO_OVERRIDES_BYTES - olen) {
+            snprintf(err, errlen, "--set %.60s: %s", s, strchr(s, '\n') ? "a line break in it"
+                     : "more overrides than a cluster's job carries");
+            break;
+        }
+        olen += (size_t)sprintf(over + olen, "%s%s", n ? "\n" : "", s);
     }
-    if (!text || len > CONFIG_MAX_BYTES) {
-        snprintf(err, errlen, "%s: cannot read it for the nodes", o->job_path);
-        free(text);
+    if (!text || !over || (o->overrides && o->overrides[n])) {
+        if (text && !over)
+            snprintf(err, errlen, "out of memory for the job's overrides");
+        free(text), free(over);
         return -1;
     }
+    over[olen] = 0;
     c->job.text = text, c->job.text_len = len;
+    c->job.overrides = over, c->job.overrides_len = olen;
     return 0;
 }
 

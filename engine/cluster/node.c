@@ -305,13 +305,14 @@ static int find_file(node_process *n, const proto_file *f, char *path, size_t pa
  * files found here. */
 static int parse_job(node_process *n, const msg_job *job)
 {
-    const char *overrides[64];
-    char *text = job->text, *workers = NULL, slowdown[64], devices[64];
+    const char *overrides[PROTO_MAX_OVERRIDES + 4];
+    char *workers = NULL, slowdown[64], devices[64];
     int no = 0;
-    for (char *line = strstr(text, "\n#--set "); line && no < 59; line = strstr(line + 1, "\n#--set "))
-        overrides[no++] = line + 8;
-    for (int i = 0; i < no; i++)   /* cut each at its end of line */
-        *strchrnul(overrides[i], '\n') = 0;
+    for (char *line = job->overrides; job->overrides_len && line; no++) {   /* one a line */
+        overrides[no] = line;
+        if ((line = strchr(line, '\n')))
+            *line++ = 0;
+    }
     if (asprintf(&workers, "execution.workers=%d", n->o->workers) < 0)
         return fail(n, "out of memory");
     overrides[no++] = workers;
@@ -322,8 +323,8 @@ static int parse_job(node_process *n, const msg_job *job)
         overrides[no++] = devices;
     }
     overrides[no] = NULL;
-    int rc = config_parse(&n->cfg, "the coordinator's job", text, strlen(text), overrides, n->err,
-                          sizeof n->err);
+    int rc = config_parse(&n->cfg, "the coordinator's job", job->text, job->text_len, overrides,
+                          n->err, sizeof n->err);
     free(workers);
     if (rc)
         return fail(n, "%s", n->err);

@@ -97,6 +97,7 @@ size_t proto_job_encode(const msg_job *m, uint8_t *out, size_t cap)
         wire_put(&w, m->files[i].hash, 32);
     }
     put_text(&w, m->text, m->text_len);
+    put_text(&w, m->overrides, m->overrides_len);
     return wire_length(&w);
 }
 
@@ -214,6 +215,26 @@ static int printable(const uint8_t *s, size_t n, int multiline)
     return 1;
 }
 
+/* Lines of printable text, '\n' between them: no other control character. */
+static int printable_lines(const uint8_t *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((s[i] < 0x20 && s[i] != '\n' && s[i] != '\t') || s[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
+/* n bytes as a NUL-ended string (malloc'd), or NULL. */
+static char *copy_text(const uint8_t *s, size_t n)
+{
+    char *t = malloc(n + 1);
+    if (t) {
+        memcpy(t, s, n);
+        t[n] = 0;
+    }
+    return t;
+}
+
 /* A fixed field of n bytes holding a NUL-terminated printable string. */
 static int fixed_text(wire_reader *r, char *out, size_t n)
 {
@@ -270,22 +291,29 @@ int proto_job_decode(msg_job *m, const uint8_t *p, size_t len, char *why, size_t
     const uint8_t *text = n <= CONFIG_MAX_BYTES ? wire_take(&r, n) : NULL;
     if (!text || !printable(text, n, 1))
         return bad(why, whylen, "a JOB message whose job text is malformed");
+    uint32_t no = wire_get_u32(&r), lines = 1;
+    const uint8_t *over = no <= PROTO_OVERRIDES_BYTES ? wire_take(&r, no) : NULL;
+    for (uint32_t i = 0; over && i < no; i++)
+        lines += over[i] == '\n';
+    if (!over || (no && !printable_lines(over, no)) || lines > PROTO_MAX_OVERRIDES)
+        return bad(why, whylen, "a JOB message whose overrides are malformed");
     if (done(&r, why, whylen, "JOB"))
         return -1;
     if (m->isa != PROTO_ANY_ISA && m->isa > 16)
         return bad(why, whylen, "a JOB message with an impossible kernel path");
-    if (!(m->text = malloc((size_t)n + 1)))
+    if (!(m->text = copy_text(text, n)) || !(m->overrides = copy_text(over, no))) {
+        proto_job_free(m);
         return bad(why, whylen, "out of memory for the job");
-    memcpy(m->text, text, n);
-    m->text[n] = 0;
-    m->text_len = n;
+    }
+    m->text_len = n, m->overrides_len = no;
     return 0;
 }
 
 void proto_job_free(msg_job *m)
 {
     free(m->text);
-    m->text = NULL;
+    free(m->overrides);
+    m->text = m->overrides = NULL;
 }
 
 int proto_fetch_decode(msg_fetch *m, const uint8_t *p, size_t len, char *why, size_t whylen)

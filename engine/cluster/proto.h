@@ -65,8 +65,10 @@ enum {
     MSG_TYPES
 };
 
-#define PROTO_VERSION 12
+#define PROTO_VERSION 13
 #define PROTO_MAX_FILES 8
+#define PROTO_MAX_OVERRIDES 48               /* --set overrides a job carries */
+#define PROTO_OVERRIDES_BYTES (64 * 1024)
 #define PROTO_FILE_PIECE (1u << 20)     /* bytes of a file per FILE message */
 #define PROTO_MAX_PARAMS (64L << 20)    /* floats a model may have to train on a cluster */
 #define PROTO_TEXT 160
@@ -93,8 +95,10 @@ typedef struct proto_file {
 
 typedef struct msg_job {
     uint32_t isa;                       /* the kernel path to use, or PROTO_ANY_ISA */
-    char *text;                         /* the job file, then "\n#--set " lines (owned) */
+    char *text;                         /* the job file as it is (owned) */
     size_t text_len;
+    char *overrides;                    /* the --set overrides, one a line (owned) */
+    size_t overrides_len;
     uint32_t nfiles;
     proto_file files[PROTO_MAX_FILES];
 } msg_job;
