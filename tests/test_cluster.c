@@ -1787,3 +1787,35 @@ TEST(cluster_job_comments_stay_comments_and_overrides_travel_apart)
            strstr(out, "chunks computed"), "%s", out);
     check_identical("comment-single", "comment");
 }
+
+/* frugal join leaves on SIGINT or SIGTERM (it carried on before): waiting (for a coordinator
+ * not there yet) it ends at once, with 128 + the signal; computing, it ends within
+ * SIGNALS_LEAVE_S, its chunks go back to the coordinator, which ends with one machine's
+ * weights. */
+TEST(cluster_node_leaves_on_sigint_or_sigterm)
+{
+    const int sigs[] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "leaving-%d", i);
+        pid_t pid = start_node(11, name, key(), "60", NULL);   /* nothing listens: it retries */
+        usleep(300 * 1000);
+        kill(pid, sigs[i]);
+        int rc = wait_node(pid, name);
+        CHECKF(rc == 128 + sigs[i] && strstr(out, "leaving the cluster"), "exit %d\n%s", rc, out);
+    }
+    single("single", job());
+    pid_t node = start_slow_node(11, "leaving-mid", "20");
+    pid_t coordinator = coordinate_in_background(&(coordinator_run){job(), "left", 11, 1, "20", 0,
+                                                                    0, NULL, NULL});
+    char log[760], coordinator_log[1 << 14];
+    snprintf(log, sizeof log, "%s/leaving-mid.log", test_tmpdir());
+    CHECKF(wait_for_text(log, "ready:"), "%s", test_read_text(log, coordinator_log, 4096));
+    usleep(200 * 1000);   /* dealt chunks by now, or soon: either way it leaves */
+    kill(node, SIGTERM);
+    int rc = wait_node(node, "leaving-mid");
+    CHECKF(rc == 128 + SIGTERM, "exit %d\n%s", rc, out);
+    CHECKF(coordinator_ended_well(coordinator, "left", coordinator_log, sizeof coordinator_log) &&
+           strstr(coordinator_log, "lost"), "%s", coordinator_log);
+    check_identical("single", "left");
+}

@@ -197,10 +197,12 @@ static int cmd_join(int argc, char **argv)
     }
     if (o.workers < 1)
         o.workers = 1;
-    signals_install();
+    signals_install_leaving();
+    o.stop = &signals_stop;
     int rc = node_run(&o);
+    int sig = atomic_load(&signals_stop);
     signals_restore();
-    return rc;
+    return sig ? 128 + sig : rc;
 }
 
 /* frugal train: arguments into run options, signals caught while it runs. */

@@ -6,8 +6,8 @@
 
 _Atomic int signals_stop;
 
-static const int handled[] = {SIGINT, SIGTERM, SIGHUP};
-static struct sigaction previous[3];
+static const int handled[] = {SIGINT, SIGTERM, SIGHUP, SIGALRM};
+static struct sigaction previous[4];
 
 static void say(const char *s)
 {
@@ -26,19 +26,41 @@ static void on_signal(int sig)
         "(signal again to stop at once)\n");
 }
 
-void signals_install(void)
+/* A node: the first signal leaves, and SIGALRM ends the process if it has not ended by then. */
+static void on_leave_signal(int sig)
+{
+    int first = atomic_load_explicit(&signals_stop, memory_order_relaxed);
+    if (sig == SIGALRM || first) {
+        if (!first) {   /* an alarm that is not ours (a test's limit): as it would have been */
+            signal(SIGALRM, SIG_DFL);
+            raise(SIGALRM);
+        }
+        _exit(128 + first);
+    }
+    atomic_store_explicit(&signals_stop, sig, memory_order_relaxed);
+    say("\nfrugal join: leaving the cluster (its chunks go back to the coordinator)\n");
+    alarm(SIGNALS_LEAVE_S);
+}
+
+static void install(void (*handler)(int), int count)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
+    sa.sa_handler = handler;
     sigemptyset(&sa.sa_mask);
     atomic_store(&signals_stop, 0);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < count; i++)
         sigaction(handled[i], &sa, &previous[i]);
+    for (int i = count; i < 4; i++)
+        sigaction(handled[i], NULL, &previous[i]);   /* kept as it is, restored as it was */
 }
+
+void signals_install(void) { install(on_signal, 3); }
+
+void signals_install_leaving(void) { install(on_leave_signal, 4); }
 
 void signals_restore(void)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         sigaction(handled[i], &previous[i], NULL);
 }

@@ -71,6 +71,7 @@ typedef struct node_process {
     worker_control control;
     int lost;                    /* the session ended with the coordinator lost */
     int rejoining;               /* any failure to connect is retried, not only a refusal */
+    int stopped;                 /* told to stop (a signal): it leaves, and does not rejoin */
     energy_meter *meter;
     carbon_source carbon;
     /* Until a chunk starts, the coordinator may take it back (RECALL) for an idle machine: each
@@ -117,14 +118,38 @@ static void on_event(void *ctx, const netio_event *e)
 }
 
 /* The next event; with wait 0, NULL when none is queued. The caller frees it (drop). */
+/* What next_event returns once the node is told to stop (no allocation: it may be out of
+ * memory). */
+static queued told_to_stop_event;
+
+/* Whether this node was told to leave (a signal). */
+static int told_to_stop(const node_process *n)
+{
+    return n->o->stop && atomic_load_explicit(n->o->stop, memory_order_relaxed);
+}
+
+/* The next event, waiting for one when `wait`; told to stop, a DOWN saying so (ahead of the
+ * queue: whatever waits there is not served). */
 static queued *next_event(node_process *n, int wait)
 {
     pthread_mutex_lock(&n->lock);
-    while (wait && !n->head)
-        pthread_cond_wait(&n->arrived, &n->lock);
-    queued *q = n->head;
-    if (q && !(n->head = q->next))
+    while (wait && !n->head && !told_to_stop(n)) {
+        struct timespec until;   /* the signal lands on any thread: look again every 100 ms */
+        clock_gettime(CLOCK_REALTIME, &until);
+        long ns = until.tv_nsec + 100 * 1000000L;
+        until.tv_sec += ns / 1000000000L, until.tv_nsec = ns % 1000000000L;
+        pthread_cond_timedwait(&n->arrived, &n->lock, &until);
+    }
+    queued *q = &told_to_stop_event;
+    if (wait && told_to_stop(n)) {
+        q->e.kind = NETIO_DOWN;
+        snprintf(q->why, sizeof q->why, "this node was told to stop (signal %d)",
+                 atomic_load(n->o->stop));
+        q->e.why = q->why;
+        n->stopped = 1;
+    } else if ((q = n->head) && !(n->head = q->next)) {
         n->tail = NULL;
+    }
     pthread_mutex_unlock(&n->lock);
     return q;
 }
@@ -144,6 +169,8 @@ static int done_queued(node_process *n)
 
 static void drop(queued *q)
 {
+    if (q == &told_to_stop_event)
+        return;
     free(q->payload);
     free(q);
 }
@@ -164,6 +191,11 @@ static int fail(node_process *n, const char *fmt, ...)
 /* An event that is not the message wanted ends the node: the coordinator lost or refusing. */
 static int unexpected(node_process *n, const queued *q, const char *waiting_for)
 {
+    if (n->stopped) {
+        fprintf(n->o->out, "left coordinator %s while %s: %s\n", n->o->coordinator, waiting_for,
+                q->why);
+        return 1;
+    }
     if (q->e.kind == NETIO_DOWN || q->e.kind == NETIO_REFUSED) {
         n->lost = 1;
         return fail(n, "coordinator %s lost while %s: %s", n->o->coordinator, waiting_for, q->why);
@@ -211,6 +243,7 @@ static int connect_and_join(node_process *n)
         int up = q->e.kind == NETIO_UP;
         double waited = clock_now_s() - t0;
         int retry = !up && waited < n->o->timeout_s &&
+                    !n->stopped &&
                     (n->rejoining || strstr(q->why, "refused") || strstr(q->why, "reset"));
         if (!up && !retry)
             fail(n, "cannot join %s: %s", n->o->coordinator, q->why);

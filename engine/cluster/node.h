@@ -25,9 +25,11 @@ typedef struct node_options {
     double carbon_g_per_kwh;     /* its grid's intensity, or a file re-read for it: */
     const char *carbon_file;     /*   NULL: none */
     FILE *out;
+    const _Atomic int *stop;     /* nonzero (a signal's number): leave now; NULL: never */
 } node_options;
 
-/* 0 when the coordinator ended training, 1 on an error (named on stderr). */
+/* 0 when the coordinator ended training, 1 on an error (named on stderr) or when told to stop
+ * (o->stop: it closes its connection, and its chunks go back to the coordinator). */
 int node_run(const node_options *o);
 
 #endif
