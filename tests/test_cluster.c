@@ -13,6 +13,7 @@
 #include "engine/model/model.h"
 #include "engine/cluster/file_hash.h"
 #include "engine/cluster/proto.h"
+#include "engine/cluster/refusal_log.h"
 #include "engine/cluster/late_model.h"
 #include "engine/cluster/model_delta.h"
 #include "ops/cpu.h"
@@ -1818,4 +1819,33 @@ TEST(cluster_node_leaves_on_sigint_or_sigterm)
     CHECKF(coordinator_ended_well(coordinator, "left", coordinator_log, sizeof coordinator_log) &&
            strstr(coordinator_log, "lost"), "%s", coordinator_log);
     check_identical("single", "left");
+}
+
+/* Connections refused before authentication are logged within a budget: a flood of them (47,782
+ * lines in 15 s before) gives REFUSAL_LOG_LINES lines a window and one line counting the rest,
+ * with their addresses. */
+TEST(cluster_refusals_are_logged_within_a_budget)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    refusal_log r = {0};
+    for (int i = 0; i < 5000; i++) {   /* 5 s of them */
+        char addr[64];
+        snprintf(addr, sizeof addr, "127.0.0.%d:%d", 1 + i % 6, 40000 + i);
+        refusal_log_add(&r, f, 100.0 + i * 0.001, addr, "handshake: wrong key");
+    }
+    refusal_log_add(&r, f, 111.0, "127.0.0.9:5", "not a frugal peer");   /* the next window */
+    refusal_log_add(&r, f, 111.5, "127.0.0.9:6", "not a frugal peer");
+    refusal_log_flush(&r, f, 112.0);   /* nothing counted: nothing said */
+    fclose(f);
+    int lines = 0;
+    for (const char *p = text; (p = strchr(p, '\n')); p++)
+        lines++;
+    CHECKF(lines == REFUSAL_LOG_LINES + 3, "%d lines:\n%s", lines, text);
+    CHECKF(strstr(text, "connection from 127.0.0.2:40007 refused: handshake: wrong key\n") &&
+           strstr(text, "4992 more connections refused in 11 s, from 127.0.0.3, 127.0.0.4, "
+                        "127.0.0.5, 127.0.0.6 and others\n") &&
+           strstr(text, "connection from 127.0.0.9:6 refused: not a frugal peer\n"), "%s", text);
+    free(text);
 }

@@ -205,7 +205,7 @@ static void on_event(void *ctx, const netio_event *e)
     peer_node *n = node_of(c, e->peer);
     switch (e->kind) {
     case NETIO_REFUSED:
-        fprintf(c->log, "cluster: connection from %s refused: %s\n", e->addr, e->why);
+        refusal_log_add(&c->refusals, c->log, clock_now_s(), e->addr, e->why);
         break;
     case NETIO_UP:
         if (c->nnodes == MAX_NODES || c->stopping) {
@@ -394,6 +394,7 @@ void coordinator_stop(coordinator *c, const char *why)
         return;
     pthread_mutex_lock(&c->lock);
     c->stopping = 1;
+    refusal_log_flush(&c->refusals, c->log, clock_now_s());
     for (int i = 0; why && c->hub && i < c->nnodes; i++)
         if (!c->nodes[i].gone)
             netio_hub_send(c->hub, c->nodes[i].peer, MSG_DONE, why, strlen(why), NULL, 0);

@@ -11,6 +11,7 @@
 #include "engine/placement/cluster_share.h"
 #include "engine/cluster/coordinator.h"
 #include "engine/cluster/mode.h"
+#include "engine/cluster/refusal_log.h"
 #include "netio/hub.h"
 #include "common/clock.h"
 
@@ -96,6 +97,7 @@ struct coordinator {
     peer_node nodes[MAX_NODES];
     int nnodes;
     int stopping;
+    refusal_log refusals;        /* connections refused before authentication */
     rt_runtime *rt;
     trainer *t;
     long nparams, layer_params[CONFIG_MAX_LAYERS], layer_offset[CONFIG_MAX_LAYERS], largest;

@@ -33,6 +33,7 @@ static double all_machines(const coordinator *c, double here_joules, int here_es
 void coordinator_print_nodes(coordinator *c, FILE *f, double here_joules, int here_estimated)
 {
     pthread_mutex_lock(&c->lock);
+    refusal_log_flush(&c->refusals, c->log, clock_now_s());   /* what a window counted so far */
     if (c->mode->print_here)
         c->mode->print_here(c, f);
     for (int i = 0; i < c->nnodes; i++) {
