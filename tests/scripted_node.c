@@ -139,6 +139,30 @@ static int send_join(scripted *s, int peer, int workers)
                           NULL, 0);
 }
 
+/* Waits (10 s at most) for the coordinator's JOB on peer: whether it came; err says why not. */
+static int wait_job(scripted *s, int peer, const char *addr, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&s->lock);
+    struct timespec until = deadline(10);
+    connection *c = &s->conn[peer];
+    while (!c->job && !c->down && !wait_change(s, &until))
+        ;
+    int job = c->job;
+    if (!job)
+        snprintf(err, errlen, "%s: no JOB came (%s)", addr, c->why);
+    pthread_mutex_unlock(&s->lock);
+    return job;
+}
+
+int scripted_join_and_hang_up(scripted *s, const char *addr, char *err, size_t errlen)
+{
+    int peer = connect_up(s, addr, err, errlen);
+    if (peer < 0 || send_join(s, peer, 1) || !wait_job(s, peer, addr, err, errlen))
+        return -1;
+    netio_hub_close(s->hub, peer, "hung up");
+    return 0;
+}
+
 int scripted_join(scripted *s, const char *addr, int workers, char *err, size_t errlen)
 {
     if (s->nnodes == MAX_SCRIPTED) {
@@ -152,16 +176,7 @@ int scripted_join(scripted *s, const char *addr, int workers, char *err, size_t 
         snprintf(err, errlen, "%s: cannot send JOIN", addr);
         return -1;
     }
-    pthread_mutex_lock(&s->lock);
-    struct timespec until = deadline(10);
-    connection *c = &s->conn[peer];
-    while (!c->job && !c->down && !wait_change(s, &until))
-        ;
-    int job = c->job;
-    if (!job)
-        snprintf(err, errlen, "%s: no JOB came (%s)", addr, c->why);
-    pthread_mutex_unlock(&s->lock);
-    if (!job)
+    if (!wait_job(s, peer, addr, err, errlen))
         return -1;
     msg_ready r = {s->nparams, "cpu"};
     uint8_t buf[8 + PROTO_TEXT];

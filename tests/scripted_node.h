@@ -20,6 +20,9 @@ void scripted_stop(scripted *s);
 /* A node joining the coordinator at addr with `workers` workers, once it said READY: its
  * number (0, 1, ...), or -1 with err. */
 int scripted_join(scripted *s, const char *addr, int workers, char *err, size_t errlen);
+/* A session that JOINs, takes the job and hangs up before it is ready (as a key holder could,
+ * over and over). 0, or -1 with err. */
+int scripted_join_and_hang_up(scripted *s, const char *addr, char *err, size_t errlen);
 /* Waits (up to timeout_s) for node i's WORK of chunk `chunk`: 0 with it in w, or -1. */
 int scripted_wait_work(scripted *s, int i, uint32_t chunk, double timeout_s, msg_work *w);
 /* Node i's WORKs of batch seq so far, in chunk order: how many (at most max) into w. */

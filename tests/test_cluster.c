@@ -1849,3 +1849,26 @@ TEST(cluster_refusals_are_logged_within_a_budget)
            strstr(text, "connection from 127.0.0.9:6 refused: not a frugal peer\n"), "%s", text);
     free(text);
 }
+
+/* A key holder's sessions that JOIN and hang up before they are ready (64 of them filled the
+ * node table for good, and later nodes could not join): their slots are reused, and a real node
+ * still joins and trains to one machine's weights. */
+TEST(cluster_slots_of_nodes_gone_before_ready_are_reused)
+{
+    single("single", job());
+    model_shape m = job_model(job());
+    pid_t coordinator = coordinate_in_background(&(coordinator_run){
+        .job = job(), .name = "slots", .which = 10, .nodes = 1, .timeout = "20"});
+    char err[600] = "", log[1 << 14];
+    scripted *s = scripted_start(key(), m.nparams, m.largest, err, sizeof err);
+    int hung_up = 0;
+    while (s && hung_up < 80 && !scripted_join_and_hang_up(s, addr_of(10), err, sizeof err))
+        hung_up++;
+    scripted_stop(s);
+    CHECKF(hung_up == 80, "%d sessions, then: %s", hung_up, err);
+    pid_t node = start_node(10, "slots-friend", key(), "20", NULL);
+    int node_rc = wait_node(node, "slots-friend");
+    CHECKF(coordinator_ended_well(coordinator, "slots", log, sizeof log) && node_rc == 0,
+           "%s\n%s", log, out);
+    check_identical("single", "slots");
+}

@@ -76,6 +76,18 @@ int coordinator_send_to(coordinator *c, peer_node *n, uint16_t type, const void 
 
 /* ---- messages from nodes (on the hub's thread) ---- */
 
+/* A slot for a new connection: the table's next, else one whose node left before it was ready
+ * (it took no part: nothing of it is reported or held by a mode). NULL: full. */
+static peer_node *free_slot(coordinator *c)
+{
+    if (c->nnodes < MAX_NODES)
+        return &c->nodes[c->nnodes++];
+    for (int i = 0; i < c->nnodes; i++)
+        if (c->nodes[i].gone && !c->nodes[i].ready)
+            return &c->nodes[i];
+    return NULL;
+}
+
 static peer_node *node_of(coordinator *c, int peer)
 {
     for (int i = 0; i < c->nnodes; i++)
@@ -208,11 +220,13 @@ static void on_event(void *ctx, const netio_event *e)
         refusal_log_add(&c->refusals, c->log, clock_now_s(), e->addr, e->why);
         break;
     case NETIO_UP:
-        if (c->nnodes == MAX_NODES || c->stopping) {
+        if (c->stopping || !(n = free_slot(c))) {
+            if (!c->stopping)
+                fprintf(c->log, "cluster: connection from %s refused: %d nodes take part already\n",
+                        e->addr, MAX_NODES);
             netio_hub_close(c->hub, e->peer, c->stopping ? "training is over" : "too many nodes");
             break;
         }
-        n = &c->nodes[c->nnodes++];
         memset(n, 0, sizeof *n);
         n->peer = e->peer, n->params_seq = n->layers_seq = UINT64_MAX, n->joined_at = clock_now_s() - c->start;
         snprintf(n->addr, sizeof n->addr, "%s", e->addr);
