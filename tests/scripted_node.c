@@ -227,7 +227,15 @@ int scripted_works(scripted *s, int i, uint64_t seq, msg_work *w, int max)
 int scripted_grad(scripted *s, int i, uint64_t seq, uint32_t chunk, uint32_t chunks, int layer,
                   long n)
 {
-    float *zeros = calloc((size_t)n, sizeof *zeros);
+    return scripted_grad_filled(s, i, seq, chunk, chunks, layer, n, 0);
+}
+
+int scripted_grad_filled(scripted *s, int i, uint64_t seq, uint32_t chunk, uint32_t chunks,
+                         int layer, long n, float value)
+{
+    float *zeros = malloc(sizeof *zeros * (size_t)(n > 0 ? n : 1));
+    for (long k = 0; zeros && k < n; k++)
+        zeros[k] = value;
     uint8_t head[PROTO_LAYER_HEAD];
     msg_layer g = {seq, chunk, (uint32_t)layer, chunks, NULL, 0};
     int rc = !zeros || netio_hub_send(s->hub, s->peer[i], MSG_GRAD, head,

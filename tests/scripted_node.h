@@ -31,6 +31,9 @@ int scripted_works(scripted *s, int i, uint64_t seq, msg_work *w, int max);
  * seq. 0, or -1. */
 int scripted_grad(scripted *s, int i, uint64_t seq, uint32_t chunk, uint32_t chunks, int layer,
                   long n);
+/* The same with every value `value` (a NaN: a node gone wrong). */
+int scripted_grad_filled(scripted *s, int i, uint64_t seq, uint32_t chunk, uint32_t chunks,
+                         int layer, long n, float value);
 /* Node i sends chunk `chunk`'s RESULT of batch seq (the figures of 4 samples, nothing learnt).
  * 0, or -1. */
 int scripted_result(scripted *s, int i, uint64_t seq, uint32_t chunk);

@@ -864,7 +864,9 @@ static int scripted_end(scripted_run *r, const char *name, const char *reason, c
 /* What a scripted node sends out of turn: a sum over chunks past the batch's end; over chunks
  * that do not end with the batch's last; over a chunk whose gradient it sent before, alone; a
  * RESULT before the chunk's GRADs; a RESULT of a chunk computed here. */
-typedef enum { PAST_THE_END, NOT_THE_LAST, SENT_BEFORE, RESULT_FIRST, RESULT_NOT_SENT } out_of_turn;
+typedef enum {
+    PAST_THE_END, NOT_THE_LAST, SENT_BEFORE, RESULT_FIRST, RESULT_NOT_SENT, NOT_FINITE
+} out_of_turn;
 
 static void check_refused(int which, const char *name, out_of_turn how, const char *reason)
 {
@@ -880,6 +882,8 @@ static void check_refused(int which, const char *name, out_of_turn how, const ch
         ok = !scripted_grad(r.s, 0, r.seq, (uint32_t)top, 2, layer, r.m.last_n);
     else if (ok && how == NOT_THE_LAST)
         ok = !scripted_grad(r.s, 0, r.seq, w[0].chunk, (uint32_t)n - 1, layer, r.m.last_n);
+    else if (ok && how == NOT_FINITE)
+        ok = !scripted_grad_filled(r.s, 0, r.seq, (uint32_t)top, 1, layer, r.m.last_n, NAN);
     else if (ok && how == SENT_BEFORE)
         ok = !scripted_grad(r.s, 0, r.seq, (uint32_t)top, 1, layer, r.m.last_n) &&
              !scripted_grad(r.s, 0, r.seq, (uint32_t)top - 1, 2, layer, r.m.last_n);
@@ -903,6 +907,17 @@ TEST(cluster_refuses_gradients_summed_against_the_fixed_order)
     check_identical("single", "not-the-last");
     check_refused(4, "sent-before", SENT_BEFORE,
                   "a gradient summed over a chunk whose gradient came before");
+}
+
+/* So is a gradient with a NaN or an infinity (it ended the run with "training diverged" before,
+ * naming neither the node nor the cause): the node is dropped and named, its chunks computed
+ * elsewhere, and the weights stay one machine's. */
+TEST(cluster_refuses_gradients_that_are_not_finite)
+{
+    single("single", job());
+    check_refused(7, "not-finite", NOT_FINITE,
+                  "a GRAD message with a non-finite value (layer 4, parameter 0)");
+    check_identical("single", "not-finite");
 }
 
 /* So is a RESULT before its chunk's gradients, or of a chunk the node was not sent. */

@@ -474,6 +474,13 @@ int proto_layer_decode(unsigned type, msg_layer *m, const uint8_t *p, size_t len
         return snprintf(why, whylen, "a %s message of %zu bytes for the %zu parameters of layer %u",
                         name, len, m->n, m->layer), -1;
     m->values = (const float *)(p + PROTO_LAYER_HEAD);
+    for (size_t i = 0; type == MSG_GRAD && i < m->n; i++) {   /* maybe unaligned: bytes */
+        uint32_t bits;
+        memcpy(&bits, p + PROTO_LAYER_HEAD + 4 * i, 4);
+        if ((bits & 0x7f800000u) == 0x7f800000u)   /* every exponent bit: inf or nan */
+            return snprintf(why, whylen, "a GRAD message with a non-finite value (layer %u, "
+                            "parameter %zu)", m->layer, i), -1;
+    }
     return 0;
 }
 
