@@ -1,9 +1,26 @@
 #include "common/input_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+int input_open_fd(const char *path, struct stat *st)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int flags = fcntl(fd, F_GETFL);
+    if (fstat(fd, st) || flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK)) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
 
 FILE *input_open(const char *path, const char *what, long long *size, char *err, size_t errlen)
 {
@@ -11,16 +28,18 @@ FILE *input_open(const char *path, const char *what, long long *size, char *err,
         snprintf(err, errlen, "no %s given (an empty path)", what);
         return NULL;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    struct stat st;
+    int fd = input_open_fd(path, &st);
+    if (fd < 0) {
         snprintf(err, errlen, "%s: cannot open the %s: %s", path, what, strerror(errno));
         return NULL;
     }
-    struct stat st;
-    if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+    FILE *f = S_ISREG(st.st_mode) ? fdopen(fd, "rb") : NULL;
+    if (!f) {
         snprintf(err, errlen, "%s: %s, not a %s", path,
-                 S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file", what);
-        fclose(f);
+                 S_ISDIR(st.st_mode) ? "is a directory" : S_ISREG(st.st_mode)
+                 ? strerror(errno) : "is not a regular file", what);
+        close(fd);
         return NULL;
     }
     *size = (long long)st.st_size;

@@ -6,6 +6,11 @@
 #include <stddef.h>
 #include <stdio.h>
 
+struct stat;
+/* Opens path for reading without blocking on it (a FIFO with no writer opens at once), its
+ * status in *st: a descriptor that blocks again (to read), or -1 with errno set. The caller
+ * says what it accepts (regular files, a size). */
+int input_open_fd(const char *path, struct stat *st);
 /* Opens a regular file for reading; `what` names it in errors ("job file", "CIFAR-10 batch").
  * Returns the stream and its size, or NULL with err set. */
 FILE *input_open(const char *path, const char *what, long long *size, char *err, size_t errlen);

@@ -1,7 +1,8 @@
 #include "energy/carbon.h"
 
+#include "common/input_file.h"
+
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +21,10 @@ void carbon_init(carbon_source *cs, double fixed_g_per_kwh, const char *path)
  * FIFO or a device cannot hold the reader. NULL with why. */
 static char *read_file(const char *path, char *why, size_t whylen)
 {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st)) {
+    int fd = input_open_fd(path, &st);
+    if (fd < 0) {
         snprintf(why, whylen, "%s: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
         return NULL;
     }
     char *text = NULL;

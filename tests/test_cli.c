@@ -21,6 +21,17 @@ TEST(cli_a_folder_as_the_job_file)
     CHECKF(strstr(out, test_tmpdir()) && strstr(out, "is a directory, not a job file"), "%s", out);
 }
 
+/* A FIFO as the job file: refused at once (opening one for reading waited for a writer). */
+TEST(cli_a_fifo_as_the_job_file)
+{
+    char fifo[600];
+    snprintf(fifo, sizeof fifo, "%s/job.fifo", test_tmpdir());
+    CHECK(mkfifo(fifo, 0600) == 0);
+    CHECK(FRUGAL(out, "train", fifo) == 1);
+    CHECKF(strstr(out, "job.fifo: is not a regular file, not a job file"), "%s", out);
+    unlink(fifo);
+}
+
 TEST(cli_arguments_missing_or_repeated)
 {
     CHECK(FRUGAL(out, "train", make_job(""), "--workers") == 2);

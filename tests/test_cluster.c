@@ -1815,7 +1815,10 @@ TEST(cluster_node_leaves_on_sigint_or_sigterm)
         char name[32];
         snprintf(name, sizeof name, "leaving-%d", i);
         pid_t pid = start_node(11, name, key(), "60", NULL);   /* nothing listens: it retries */
-        usleep(300 * 1000);
+        char log[760], text[4096];
+        snprintf(log, sizeof log, "%s/%s.log", test_tmpdir(), name);
+        CHECKF(wait_for_text(log, "waiting for coordinator"), "%s",   /* its handlers are in */
+               test_read_text(log, text, sizeof text));
         kill(pid, sigs[i]);
         int rc = wait_node(pid, name);
         CHECKF(rc == 128 + sigs[i] && strstr(out, "leaving the cluster"), "exit %d\n%s", rc, out);

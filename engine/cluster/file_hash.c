@@ -1,7 +1,8 @@
 #include "engine/cluster/file_hash.h"
 
+#include "common/input_file.h"
+
 #include <errno.h>
-#include <fcntl.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,13 +12,10 @@
 int file_hash(const char *path, uint64_t max, uint8_t hash[FILE_HASH_BYTES], uint64_t *size,
               char *why, size_t whylen)
 {
-    /* O_NONBLOCK: opening a FIFO does not wait for a writer (it is refused below) */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st)) {
+    int fd = input_open_fd(path, &st);   /* a FIFO does not hold it: refused below */
+    if (fd < 0) {
         snprintf(why, whylen, "%s: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
         return -1;
     }
     if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {

@@ -238,6 +238,7 @@ static int connect_and_join(node_process *n)
     /* a coordinator still starting refuses (or resets) connections: try again until the
      * timeout; after a loss, whatever the failure (a stalled link may close instead) */
     double t0 = clock_now_s();
+    int said = 0;
     for (;;) {
         queued *q = next_event(n, 1);
         int up = q->e.kind == NETIO_UP;
@@ -247,6 +248,11 @@ static int connect_and_join(node_process *n)
                     (n->rejoining || strstr(q->why, "refused") || strstr(q->why, "reset"));
         if (!up && !retry)
             fail(n, "cannot join %s: %s", n->o->coordinator, q->why);
+        if (retry && !said++) {   /* what it waits for, once */
+            fprintf(n->o->out, "waiting for coordinator %s (%s): trying again for %g s\n",
+                    n->o->coordinator, q->why, n->o->timeout_s);
+            fflush(n->o->out);
+        }
         drop(q);
         if (up)
             break;
