@@ -29,3 +29,17 @@ void json_number_field(FILE *f, const char *name, double v, int first)
     fprintf(f, "%s\"%s\": ", first ? "" : ", ", name);
     json_number(f, v);
 }
+
+void json_fixed(FILE *f, double v, int decimals)
+{
+    if (isfinite(v))
+        fprintf(f, "%.*f", decimals, v);
+    else
+        fputs("null", f);
+}
+
+void json_fixed_field(FILE *f, const char *name, double v, int decimals)
+{
+    fprintf(f, ", \"%s\": ", name);
+    json_fixed(f, v, decimals);
+}

@@ -40,6 +40,8 @@ typedef struct peer {
     int id, fd, ours;
     phase ph;
     char addr[64];
+    char host[56];               /* addr without its port: limits are per address */
+    double born;
     secure sec;
     double deadline;             /* of the handshake step in progress */
     double last_rx, last_tx;
@@ -63,7 +65,8 @@ struct netio_hub {
     int running, stop;
     int wake[2];
     int listen_fd[MAX_LISTEN], nlisten;
-    peer **peers;                /* max_peers slots */
+    peer **peers;                /* nslots: max_peers, and handshakes (admit) */
+    int nslots;
     int next_id;
     uint8_t *opened;             /* one opened piece at a time (the hub thread's) */
 };
@@ -127,15 +130,58 @@ static void tune_socket(netio_hub *h, int fd)
 
 static peer *find(netio_hub *h, int id)
 {
-    for (int i = 0; i < h->cfg.max_peers; i++)
+    for (int i = 0; i < h->nslots; i++)
         if (h->peers[i] && h->peers[i]->id == id)
             return h->peers[i];
     return NULL;
 }
 
+/* "HOST:PORT" without its port. */
+static void host_of(const char *addr, char *host, size_t n)
+{
+    const char *colon = strrchr(addr, ':');
+    snprintf(host, n, "%.*s", (int)(colon ? colon - addr : (ptrdiff_t)strlen(addr)), addr);
+}
+
+/* Incoming connections still in their handshake: how many in all, how many from host, and
+ * the oldest of them. */
+static int count_handshakes(const netio_hub *h, const char *host, int *from_host, peer **oldest)
+{
+    int n = 0;
+    *from_host = 0, *oldest = NULL;
+    for (int i = 0; i < h->nslots; i++) {
+        peer *p = h->peers[i];
+        if (!p || p->ours || p->ph == OPEN || p->closing[0])
+            continue;
+        n++;
+        *from_host += !strcmp(p->host, host);
+        if (!*oldest || p->born < (*oldest)->born)
+            *oldest = p;
+    }
+    return n;
+}
+
+/* Peers that hold one of max_peers places: ours, and theirs once authenticated. */
+static int count_peers(const netio_hub *h)
+{
+    int n = 0;
+    for (int i = 0; i < h->nslots; i++)
+        n += h->peers[i] && (h->peers[i]->ours || h->peers[i]->ph == OPEN);
+    return n;
+}
+
+/* When the handshake step in progress must be done: theirs are short, so that a silent
+ * stranger soon gives its place back; ours may cross a slow network. */
+static double step_deadline(const netio_hub *h, const peer *p)
+{
+    return clock_now_s() + (p->ours ? h->cfg.timeout_s : h->cfg.handshake_s);
+}
+
 static peer *add_peer(netio_hub *h, int fd, int ours, const char *addr)
 {
-    for (int i = 0; i < h->cfg.max_peers; i++) {
+    if (ours && count_peers(h) >= h->cfg.max_peers)
+        return NULL;
+    for (int i = 0; i < h->nslots; i++) {
         if (h->peers[i])
             continue;
         peer *p = calloc(1, sizeof *p);
@@ -147,9 +193,10 @@ static peer *add_peer(netio_hub *h, int fd, int ours, const char *addr)
         p->id = h->next_id++, p->fd = fd, p->ours = ours;
         p->ph = ours ? CONNECTING : AWAIT_HELLO;
         p->need = ours ? SECURE_HELLO_BYTES + SECURE_HEADER_BYTES : SECURE_HELLO_BYTES;
-        p->deadline = now + h->cfg.timeout_s;
-        p->last_rx = p->last_tx = now;
+        p->deadline = step_deadline(h, p);
+        p->last_rx = p->last_tx = p->born = now;
         snprintf(p->addr, sizeof p->addr, "%s", addr);
+        host_of(addr, p->host, sizeof p->host);
         tune_socket(h, fd);
         h->peers[i] = p;
         return p;
@@ -159,7 +206,7 @@ static peer *add_peer(netio_hub *h, int fd, int ours, const char *addr)
 
 static void free_peer(netio_hub *h, peer *p)
 {
-    for (int i = 0; i < h->cfg.max_peers; i++)
+    for (int i = 0; i < h->nslots; i++)
         if (h->peers[i] == p)
             h->peers[i] = NULL;
     close(p->fd);
@@ -378,12 +425,17 @@ static void drop(netio_hub *h, peer *p, const char *why, event_list *ev)
     free_peer(h, p);
 }
 
-static void became_open(netio_hub *h, peer *p, event_list *ev)
+/* Authenticated: a peer, if one of max_peers places is free. 0, or -1 with why. */
+static int became_open(netio_hub *h, peer *p, event_list *ev, char *why, size_t whylen)
 {
+    if (!p->ours && count_peers(h) >= h->cfg.max_peers) {
+        snprintf(why, whylen, "too many peers (at most %d)", h->cfg.max_peers);
+        return -1;
+    }
     snprintf(p->st.cipher, sizeof p->st.cipher, "%s", secure_cipher(&p->sec));
     p->ph = OPEN;
     post(ev, NETIO_UP, p, NULL, NULL, 0, NULL, 0, NULL);
-    (void)h;
+    return 0;
 }
 
 /* A whole handshake step arrived in p->small. 0, or -1 with why. */
@@ -391,7 +443,7 @@ static int handshake_step(netio_hub *h, peer *p, event_list *ev, const char **wh
 {
     uint8_t out[SECURE_HELLO_BYTES + SECURE_HEADER_BYTES];
     p->have = 0;
-    p->deadline = clock_now_s() + h->cfg.timeout_s;
+    p->deadline = step_deadline(h, p);
     if (p->ph == AWAIT_HELLO && !p->ours) {   /* theirs: the client's hello */
         if (secure_check_hello(&p->sec, p->small, why))
             return -1;
@@ -411,7 +463,7 @@ static int handshake_step(netio_hub *h, peer *p, event_list *ev, const char **wh
         if (enqueue(h, p, out, SECURE_HEADER_BYTES, NULL))
             return -1;
         p->need = 4;
-        became_open(h, p, ev);
+        became_open(h, p, ev, NULL, 0);   /* ours: always a place (add_peer) */
         return send_ping(h, p);   /* proof that we are live */
     }
     if (secure_pull_header(&p->sec, p->small)) {   /* theirs: the client's stream header */
@@ -435,8 +487,10 @@ static int message_arrived(netio_hub *h, peer *p, const uint8_t *msg, size_t len
         free(block);
         return -1;
     }
-    if (p->ph == AWAIT_PROOF)
-        became_open(h, p, ev);
+    if (p->ph == AWAIT_PROOF && became_open(h, p, ev, why, whylen)) {
+        free(block);
+        return -1;
+    }
     if (type == FRAME_PING) {
         free(block);
         return 0;
@@ -625,13 +679,37 @@ static int connected(netio_hub *h, peer *p, char *why, size_t whylen)
     uint8_t hello[SECURE_HELLO_BYTES];
     secure_hello(&p->sec, hello);
     p->ph = AWAIT_HELLO;
-    p->deadline = clock_now_s() + h->cfg.timeout_s;
+    p->deadline = step_deadline(h, p);
     return enqueue(h, p, hello, sizeof hello, NULL);
 }
 
+/* Whether a connection from addr may start its handshake: NULL, or why not. With every
+ * handshake place taken, the oldest gives way (a real peer needs a round trip or two; a
+ * stranger who holds places must keep opening connections, and loses the oldest). */
+static const char *admit(netio_hub *h, const char *addr)
+{
+    static _Thread_local char why[96];
+    char host[56];
+    host_of(addr, host, sizeof host);
+    int from_host;
+    peer *oldest;
+    int n = count_handshakes(h, host, &from_host, &oldest);
+    if (from_host >= h->cfg.max_per_address) {
+        snprintf(why, sizeof why, "more than %d handshakes at once from %s",
+                 h->cfg.max_per_address, host);
+        return why;
+    }
+    if (n >= h->cfg.max_handshakes && oldest)   /* closed at the next turn (still polled now) */
+        snprintf(oldest->closing, sizeof oldest->closing,
+                 "handshake given up for a newer connection (%d at once)", n);
+    return NULL;
+}
+
+/* At most max_handshakes a turn (the rest wait in the kernel's queue), so that the places of
+ * those that gave way, freed at the next turn, are enough. */
 static void accept_all(netio_hub *h, int lfd, event_list *ev)
 {
-    for (;;) {
+    for (int turn = 0; turn < h->cfg.max_handshakes; turn++) {
         struct sockaddr_storage sa;
         socklen_t len = sizeof sa;
         int fd = accept(lfd, (struct sockaddr *)&sa, &len);
@@ -639,9 +717,10 @@ static void accept_all(netio_hub *h, int lfd, event_list *ev)
             return;
         char addr[64];
         describe((struct sockaddr *)&sa, addr, sizeof addr);
-        if (!add_peer(h, fd, 0, addr)) {
+        const char *why = admit(h, addr);
+        if (why || !add_peer(h, fd, 0, addr)) {
             close(fd);
-            post(ev, NETIO_REFUSED, NULL, addr, "too many connections", 0, NULL, 0, NULL);
+            post(ev, NETIO_REFUSED, NULL, addr, why ? why : "too many connections", 0, NULL, 0, NULL);
         }
     }
 }
@@ -653,7 +732,7 @@ static int check_times(netio_hub *h, event_list *ev)
 {
     double now = clock_now_s(), t = h->cfg.timeout_s, ka = t / 4 < 1 ? t / 4 : 1, next = now + ka;
     char why[160];
-    for (int i = 0; i < h->cfg.max_peers; i++) {
+    for (int i = 0; i < h->nslots; i++) {
         peer *p = h->peers[i];
         if (!p)
             continue;
@@ -663,7 +742,8 @@ static int check_times(netio_hub *h, event_list *ev)
         }
         if (p->ph != OPEN && now > p->deadline) {
             snprintf(why, sizeof why, "%s not done within %.1f s",
-                     p->ph == CONNECTING ? "connecting" : "handshake", t);
+                     p->ph == CONNECTING ? "connecting" : "handshake",
+                     p->ours ? t : h->cfg.handshake_s);
             drop(h, p, why, ev);
             continue;
         }
@@ -687,7 +767,7 @@ static int check_times(netio_hub *h, event_list *ev)
 static void *hub_main(void *arg)
 {
     netio_hub *h = arg;
-    int cap = 1 + MAX_LISTEN + h->cfg.max_peers;
+    int cap = 1 + MAX_LISTEN + h->nslots;
     struct pollfd *fds = calloc((size_t)cap, sizeof *fds);
     peer **who = calloc((size_t)cap, sizeof *who);
     event_list ev = {0};
@@ -698,7 +778,7 @@ static void *hub_main(void *arg)
         fds[n++] = (struct pollfd){h->wake[0], POLLIN, 0};
         for (int i = 0; i < h->nlisten; i++)
             who[n] = NULL, fds[n++] = (struct pollfd){h->listen_fd[i], POLLIN, 0};
-        for (int i = 0; i < h->cfg.max_peers; i++) {
+        for (int i = 0; i < h->nslots; i++) {
             peer *p = h->peers[i];
             if (!p)
                 continue;
@@ -734,7 +814,7 @@ static void *hub_main(void *arg)
                 drop(h, p, why[0] ? why : p->closing[0] ? p->closing : "out of memory", &ev);
         }
     }
-    for (int i = 0; i < h->cfg.max_peers; i++)
+    for (int i = 0; i < h->nslots; i++)
         if (h->peers[i])
             free_peer(h, h->peers[i]);
     pthread_mutex_unlock(&h->lock);
@@ -763,10 +843,17 @@ netio_hub *netio_hub_start(const netio_config *cfg, char *err, size_t errlen)
         h->cfg.max_queued = 64u << 20;
     if (h->cfg.max_peers <= 0)
         h->cfg.max_peers = 64;
+    if (h->cfg.max_handshakes <= 0)
+        h->cfg.max_handshakes = 64;
+    if (h->cfg.max_per_address <= 0)
+        h->cfg.max_per_address = 8;
+    if (h->cfg.handshake_s <= 0)
+        h->cfg.handshake_s = h->cfg.timeout_s < 5 ? h->cfg.timeout_s : 5;
+    h->nslots = h->cfg.max_peers + 2 * h->cfg.max_handshakes;   /* those giving way, too */
     h->wake[0] = h->wake[1] = -1;
     pthread_mutex_init(&h->lock, NULL);
     pthread_mutex_init(&h->send_lock, NULL);
-    h->peers = calloc((size_t)h->cfg.max_peers, sizeof *h->peers);
+    h->peers = calloc((size_t)h->nslots, sizeof *h->peers);
     h->opened = malloc(FRAME_PIECE);
     if (!h->peers || !h->opened || pipe2(h->wake, O_NONBLOCK | O_CLOEXEC) ||
         pthread_create(&h->thread, NULL, hub_main, h)) {

@@ -3,7 +3,7 @@
  * callback. Any two processes holding the key can talk: a coordinator and its nodes today,
  * nodes among themselves later.
  *
- * Every step has a deadline: connecting and the handshake (timeout_s each), and an open
+ * Every step has a deadline: connecting (timeout_s), the handshake (handshake_s), and an open
  * connection on which nothing arrives for timeout_s is closed (each end sends a keepalive after
  * a quarter of that in silence, and at least every second), so a dead or stalled peer is noticed even when TCP still holds
  * its connection. Sockets are non-blocking, so a slow or silent peer never blocks another; what
@@ -47,7 +47,13 @@ typedef struct netio_config {
     uint8_t key[NETIO_KEY_BYTES];
     double timeout_s;                 /* 0: 10 s */
     size_t max_queued;                /* bytes waiting for one peer; 0: 64 MiB */
-    int max_peers;                    /* 0: 64 */
+    int max_peers;                    /* authenticated peers at once; 0: 64 */
+    /* Connections still in their handshake are held apart from peers, so that strangers cannot
+     * take the peers' places: at most max_handshakes at once (0: 64; when full, the oldest
+     * gives way to a newcomer), at most max_per_address from one address (0: 8; several nodes
+     * may sit behind one NAT), each done within handshake_s (0: timeout_s, at most 5 s). */
+    int max_handshakes, max_per_address;
+    double handshake_s;
     frame_limits limits;              /* what peers may send */
     int no_aes;                       /* offer XChaCha20-Poly1305 only (secure.h) */
     void (*on_event)(void *ctx, const netio_event *e);

@@ -3,11 +3,15 @@
 #include "common/env_switches.h"
 #include "test.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -61,6 +65,28 @@ char *test_read_text(const char *path, char *buf, size_t n)
         fclose(f);
     }
     return buf;
+}
+
+int test_silent_connection(const char *from, int port)
+{
+    struct sockaddr_in src = {.sin_family = AF_INET}, dst = {.sin_family = AF_INET};
+    inet_pton(AF_INET, from, &src.sin_addr);
+    inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+    dst.sin_port = htons((uint16_t)port);
+    for (int tries = 0; tries < 100; tries++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0)
+            return -1;
+        if (!bind(fd, (struct sockaddr *)&src, sizeof src) &&
+            !connect(fd, (struct sockaddr *)&dst, sizeof dst))
+            return fd;
+        int refused = errno == ECONNREFUSED;
+        close(fd);
+        if (!refused)
+            return -1;
+        usleep(100 * 1000);
+    }
+    return -1;
 }
 
 int test_scale(int full)

@@ -15,6 +15,9 @@ const char *test_tmpdir(void);
 int test_scale(int full);
 /* A text file into buf (at most n - 1 bytes, 0-ended; "" when it cannot be read); returns buf. */
 char *test_read_text(const char *path, char *buf, size_t n);
+/* A TCP connection to 127.0.0.1:port from the loopback address `from` that says nothing (a
+ * stranger holding a place); tries for 10 s while the port refuses. The socket, or -1. */
+int test_silent_connection(const char *from, int port);
 
 #define TEST(name)                                                                     \
     static void name(void);                                                            \

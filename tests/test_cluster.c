@@ -758,10 +758,10 @@ TEST(cluster_refuses_strangers_and_goes_on)
     snprintf(other, sizeof other, "%s/other.key", test_tmpdir());
     unlink(other);
     CHECKF(FRUGAL(out, "keygen", other) == 0, "%s", out);
-    pid_t stranger = start_node(3, "stranger", other, "20", NULL);
     pid_t coordinator = coordinate_in_background(&(coordinator_run){
         .job = job(), .name = "hostile", .which = 3, .nodes = 1, .timeout = "2"});
-    hostile_connections(3);
+    hostile_connections(3);   /* first: the log's lines are rate-limited */
+    pid_t stranger = start_node(3, "stranger", other, "3", NULL);   /* it retries, then fails */
     int stranger_rc = wait_node(stranger, "stranger");
     pid_t node = start_node(3, "friend", key(), "20", NULL);
     char log[1 << 14];
@@ -772,6 +772,32 @@ TEST(cluster_refuses_strangers_and_goes_on)
     CHECKF(strstr(log, "refused: handshake: wrong key") && strstr(log, "not a frugal peer") &&
            strstr(log, "handshake not done within") && strstr(log, "127.0.0.1:"), "%s", log);
     check_identical("single", "hostile");
+}
+
+/* Strangers who connect and say nothing do not keep a node out: 40 connections from
+ * 127.0.0.2 (8 get a handshake, the rest are refused naming the address) and 70 from as many
+ * addresses (the oldest handshakes give way) are all open when the node joins; it gets in and
+ * training ends as one machine's. */
+TEST(cluster_node_joins_while_strangers_hold_connections)
+{
+    pid_t coordinator = coordinate_in_background(&(coordinator_run){
+        .job = job(), .name = "crowded", .which = 4, .nodes = 1, .timeout = "20"});
+    int fds[110], held = 0;
+    for (int i = 0; i < 110; i++) {
+        char from[32] = "127.0.0.2";
+        if (i >= 40)
+            snprintf(from, sizeof from, "127.0.1.%d", i - 39);
+        held += (fds[i] = test_silent_connection(from, port(4))) >= 0;
+    }
+    pid_t node = start_node(4, "crowded-node", key(), "20", NULL);
+    int node_rc = wait_node(node, "crowded-node");
+    for (int i = 0; i < 110; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    char log[1 << 14];
+    int coordinator_ok = coordinator_ended_well(coordinator, "crowded", log, sizeof log);
+    CHECKF(held == 110 && coordinator_ok && node_rc == 0, "%d strangers\n%s\n%s", held, log, out);
+    CHECKF(strstr(log, "more than 8 handshakes at once from 127.0.0.2"), "%s", log);
 }
 
 /* ---- gradients summed against the fixed order, from nodes scripted by hand ---- */
@@ -819,13 +845,22 @@ typedef struct scripted_run {
     char err[300];
 } scripted_run;
 
+/* The scripted nodes, joined to coordinator pid (started already) on port `which`; the
+ * chunks of the first batch each was dealt. */
+static int scripted_join_all(scripted_run *r, int which, int nodes, const int *workers);
+
 static int scripted_begin(scripted_run *r, int which, const char *name, int nodes,
                           const int *workers)
 {
     memset(r, 0, sizeof *r);
-    r->m = job_model(job());
     r->coordinator = coordinate_in_background(&(coordinator_run){
         .job = job(), .name = name, .which = which, .nodes = nodes, .timeout = "10"});
+    return scripted_join_all(r, which, nodes, workers);
+}
+
+static int scripted_join_all(scripted_run *r, int which, int nodes, const int *workers)
+{
+    r->m = job_model(job());
     if (!(r->s = scripted_start(key(), r->m.nparams, r->m.largest, r->err, sizeof r->err)))
         return -1;
     for (int i = 0; i < nodes; i++)
@@ -892,6 +927,64 @@ static void check_refused(int which, const char *name, out_of_turn how, const ch
     ok = ok && !scripted_wait_down(r.s, 0, 20);
     CHECKF(ok, "%s", r.err[0] ? r.err : "a message not sent, or the node not dropped in 20 s");
     CHECKF(scripted_end(&r, name, reason, log, sizeof log), "%s", log);
+}
+
+/* A node that takes chunks and never answers (its link kept alive) stopped training for good
+ * before. Each chunk has a deadline (before the node is measured: 3 timeouts); past it the
+ * chunk is computed here and the node marked late, and after 3 late chunks in a row it is
+ * dropped, named, with the reason. The weights stay one machine's. */
+TEST(cluster_stalled_node_is_late_then_dropped)
+{
+    single("single", job());
+    scripted_run r;
+    memset(&r, 0, sizeof r);
+    r.coordinator = coordinate_in_background(&(coordinator_run){
+        .job = job(), .name = "stalled", .which = 8, .nodes = 1, .timeout = "2"});
+    int ok = scripted_join_all(&r, 8, 1, (int[]){8}) == 0;
+    CHECKF(ok && r.dealt[0] >= 3, "%s: %d chunks dealt", r.err, r.dealt[0]);
+    ok = ok && !scripted_wait_down(r.s, 0, 30);   /* it holds them, and says nothing */
+    CHECKF(ok, "%s", r.err[0] ? r.err : "the stalled node was not dropped in 30 s");
+    char log[1 << 14] = "", summary[1 << 15];
+    CHECKF(scripted_end(&r, "stalled", "late with 3 chunks in a row (each past its deadline)",
+                        log, sizeof log) && strstr(log, "late: chunk"), "%s", log);
+    test_read_text(tmp("stalled/summary.json"), summary, sizeof summary);
+    CHECKF(strstr(summary, "\"chunks_late\": 3") || strstr(summary, "\"chunks_late\": 4") ||
+           strstr(summary, "\"chunks_late\": 5") || strstr(summary, "\"chunks_late\": 6") ||
+           strstr(summary, "\"chunks_late\": 7"), "%s", summary);
+    check_identical("single", "stalled");
+}
+
+/* SIGINT on the coordinator while a node stalls with chunks of the batch (it waited for a batch
+ * boundary that never came): the chunks are computed here within half the timeout, and the
+ * coordinator saves and exits with 128 + SIGINT. */
+TEST(cluster_coordinator_stops_on_sigint_while_a_node_stalls)
+{
+    scripted_run r;
+    memset(&r, 0, sizeof r);
+    const char *args[24];
+    char bufs[4][760];
+    coordinator_run c = {.job = job(), .name = "interrupted", .which = 9, .nodes = 1, .timeout = "6"};
+    coordinator_args(&c, args, bufs);
+    pid_t coordinator = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, tmp("interrupted.log"), args);
+    int ok = scripted_join_all(&r, 9, 1, (int[]){8}) == 0;
+    CHECKF(ok, "%s", r.err);
+    kill(coordinator, SIGINT);
+    int status = 0, ended = 0;
+    for (int i = 0; i < 300 && !ended; i++) {   /* 30 s: its chunks are computed here after 3 */
+        ended = waitpid(coordinator, &status, WNOHANG) == coordinator;
+        if (!ended)
+            usleep(100 * 1000);
+    }
+    if (!ended) {
+        kill(coordinator, SIGKILL);
+        waitpid(coordinator, &status, 0);
+    }
+    scripted_stop(r.s);
+    char log[1 << 14];
+    test_read_text(tmp("interrupted.log"), log, sizeof log);
+    CHECKF(ended && WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT, "%s\n%s",
+           ended ? "" : "still running 30 s after SIGINT", log);
+    CHECKF(access(tmp("interrupted/checkpoint.bin"), F_OK) == 0, "%s", log);
 }
 
 /* A sum a node may not send (the fixed order sums a batch from its last chunk down, trainer_graph.c) is
@@ -1588,28 +1681,33 @@ TEST(cluster_averaging_overlapped_survives_a_lost_node)
 
 /* Periodic averaging with one scripted node of 8 workers (so it is dealt most of each round),
  * which leaves once it holds the rounds the coordinator deals before it must wait for its model
- * (`held`: 1, or 2 overlapped, where the next round is dealt while the nodes train one): those
- * rounds, and only those, are lost, named and counted; their epoch trains on every sample but
- * their shares' (4 per chunk), and the run ends well with the coordinator alone. */
-static void check_rounds_lost(int which, const char *name, const char *cluster, int held)
+ * (`held`: 1, or 2 overlapped, where the next round is dealt while the nodes train one), or
+ * (stall) holds them and says nothing until the coordinator drops it past its round's deadline:
+ * those rounds, and only those, are lost, named and counted; their epoch trains on every sample
+ * but their shares' (4 per chunk), and the run ends well with the coordinator alone. */
+static void check_rounds_lost(int which, const char *name, const char *cluster, int held, int stall)
 {
     char cfgname[80], jobpath[760], log[1 << 14] = "", err[300] = "";
     snprintf(cfgname, sizeof cfgname, "%s.cfg", name);
     snprintf(jobpath, sizeof jobpath, "%s", job_file_with(cfgname, 1536, 4, 2, 0.9, cluster));
     model_shape m = job_model(jobpath);
     pid_t coordinator = coordinate_in_background(&(coordinator_run){
-        .job = jobpath, .name = name, .which = which, .nodes = 1, .timeout = "10",
+        .job = jobpath, .name = name, .which = which, .nodes = 1, .timeout = stall ? "2" : "10",
         .set = "execution.grain=4"});
     scripted *s = scripted_start(key(), m.nparams, m.largest, err, sizeof err);
     msg_round r[2];
     int got = 0;
     if (s && scripted_join(s, addr_of(which), 8, err, sizeof err) == 0) {
         got = scripted_wait_rounds(s, 0, held, 20, r);
-        scripted_leave(s, 0);
+        if (stall)
+            CHECKF(!scripted_wait_down(s, 0, 30), "not dropped within 30 s");
+        else
+            scripted_leave(s, 0);
     }
     scripted_stop(s);
     CHECKF(coordinator_ended_well(coordinator, name, log, sizeof log) && got == held,
            "%d rounds of %d came %s\n%s", got, held, err, log);
+    CHECKF(!stall || strstr(log, "refused: late with its model of round"), "%s", log);
     long lost = 0;
     for (int k = 0; k < got; k++) {
         char line[120];
@@ -1633,8 +1731,16 @@ static void check_rounds_lost(int which, const char *name, const char *cluster, 
  * lands where it may); overlapped or not. */
 TEST(cluster_averaging_loses_just_the_rounds_of_a_node_gone_mid_round)
 {
-    check_rounds_lost(4, "round-lost", "[cluster]\nsync_every = 4\n", 1);
-    check_rounds_lost(5, "round-lost-overlapped", "[cluster]\nsync_every = 4\noverlap = on\n", 2);
+    check_rounds_lost(4, "round-lost", "[cluster]\nsync_every = 4\n", 1, 0);
+    check_rounds_lost(5, "round-lost-overlapped", "[cluster]\nsync_every = 4\noverlap = on\n", 2, 0);
+}
+
+/* A node that holds its rounds and never sends its model (it held the run for good before) is
+ * dropped past its round's deadline (before it is measured: 3 timeouts), overlapped or not. */
+TEST(cluster_averaging_drops_a_node_stalled_in_a_round)
+{
+    check_rounds_lost(6, "round-stalled", "[cluster]\nsync_every = 4\n", 1, 1);
+    check_rounds_lost(7, "round-stalled-overlapped", "[cluster]\nsync_every = 4\noverlap = on\n", 2, 1);
 }
 
 /* Overlapped averaging with compressed deltas, the coordinator killed with kill -9 after its

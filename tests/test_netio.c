@@ -22,6 +22,7 @@ typedef struct inbox {
     pthread_mutex_t lock;
     pthread_cond_t changed;
     int up, down, received, wrong;
+    int crowded;                 /* refusals for too many handshakes from one address */
     int peers[4];                /* the first peers up, in order */
     int nheard;
     char heard[4];               /* the first one-byte SHORTs: who sent them */
@@ -80,7 +81,8 @@ static void on_event(void *ctx, const netio_event *e)
     else if (e->type == SHORT && e->len == 1 && in->nheard < 4)
         in->heard[in->nheard++] = (char)e->payload[0];
     else if (e->kind == NETIO_DOWN || e->kind == NETIO_REFUSED)
-        in->down++, snprintf(in->why, sizeof in->why, "%s", e->why);
+        in->down++, snprintf(in->why, sizeof in->why, "%s", e->why),
+        in->crowded += strstr(e->why, "handshakes at once from 127.0.0.2") != NULL;
     else if (e->type == LONG && intact(e->payload, e->len, &sender, &index) &&
              index == in->next[sender]) {
         in->next[sender]++, in->received++;
@@ -252,4 +254,38 @@ TEST(netio_any_two_hubs_talk_in_a_mesh_of_three)
     for (int i = 0; i < 3; i++)
         if (h[i])
             netio_hub_stop(h[i]);
+}
+
+/* Strangers who open connections and say nothing cannot keep a peer out: 40 from one address
+ * get 8 handshakes (the rest are refused at once, each naming the address), 70 from as many
+ * addresses overflow the 64 handshake places (the oldest give way), and a peer with the key,
+ * arriving last, gets in while all of them still hold their connections. */
+TEST(netio_strangers_holding_connections_cannot_keep_a_peer_out)
+{
+    uint8_t key[NETIO_KEY_BYTES];
+    randombytes_buf(key, sizeof key);
+    inbox server = {0}, client = {0};
+    char err[300] = "", addr[80];
+    netio_hub *a = start(&server, key, 0, err, sizeof err);
+    netio_hub *b = a ? start(&client, key, 0, err, sizeof err) : NULL;
+    CHECKF(a && b && netio_hub_listen(a, "127.0.0.1:0", addr, sizeof addr, err, sizeof err) == 0,
+           "%s", err);
+    int port = atoi(strrchr(addr, ':') + 1), fds[110], held = 0;
+    for (int i = 0; i < 110; i++) {
+        char from[32] = "127.0.0.2";
+        if (i >= 40)
+            snprintf(from, sizeof from, "127.0.1.%d", i - 39);
+        held += (fds[i] = test_silent_connection(from, port)) >= 0;
+    }
+    CHECKF(held == 110, "%d of 110 strangers connected", held);
+    CHECKF(wait_for(&server, &server.crowded, 32) == 32, "%d refused for their address (%s)",
+           server.crowded, server.why);
+    CHECKF(b && netio_hub_connect(b, addr, err, sizeof err) >= 0, "%s", err);
+    CHECKF(wait_for(&client, &client.up, 1) == 1 && wait_for(&server, &server.up, 1) == 1,
+           "the peer did not get in: %s / %s", client.why, server.why);
+    for (int i = 0; i < 110; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    netio_hub_stop(b);
+    netio_hub_stop(a);
 }

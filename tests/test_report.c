@@ -5,6 +5,7 @@
 #include "common/json_parse.h"
 #include "energy/history.h"
 #include "engine/report/csv_table.h"
+#include "engine/report/report.h"
 #include "engine/report/tensorboard.h"
 #include "frugal_cli.h"
 #include "common/clock.h"
@@ -455,4 +456,42 @@ TEST(report_of_odd_folders_draws_what_there_is_or_names_the_broken_file)
     CHECKF(rc == 1 && strstr(out, "summary.json: line 2: expected a value"), "%s", out);
     rc = FRUGAL(out, "report", "-x");
     CHECKF(rc == 2 && strstr(out, "unknown option -x"), "%s", out);
+}
+
+/* summary.json's cluster section stays JSON whatever a node reported: every figure infinite
+ * or NaN (a RESULT's joules passed a `>= 0` check as inf before, and summary.json stopped
+ * being JSON) is written null; the counts stay. */
+TEST(report_cluster_section_is_json_whatever_the_figures)
+{
+    cluster_summary s;
+    memset(&s, 0, sizeof s);
+    double *doubles[] = {&s.joules_every_machine, &s.joules_here, &s.joules_nodes, &s.timeout_s,
+                         &s.coordinator_share, &s.power_budget_watts, &s.max_slowdown,
+                         &s.coordinator_img_per_s, &s.coordinator_watts,
+                         &s.coordinator_carbon_g_per_kwh};
+    for (size_t i = 0; i < sizeof doubles / sizeof *doubles; i++)
+        *doubles[i] = i % 2 ? INFINITY : NAN;
+    s.joules_how = "estimated", s.mode = "synchronous", s.policy = "time";
+    s.nnodes = 1, s.chunks_late = 3, s.ndecisions = 1;
+    cluster_node_summary *n = &s.nodes[0];
+    n->kernel_path = "avx2";
+    double *node_doubles[] = {&n->joined_after_s, &n->share, &n->img_per_s, &n->network_wait_s,
+                              &n->compute_s, &n->chunk_cost_ms, &n->round_trip_lag_ms,
+                              &n->joules, &n->watts_computing, &n->carbon_g_per_kwh};
+    for (size_t i = 0; i < sizeof node_doubles / sizeof *node_doubles; i++)
+        *node_doubles[i] = i % 2 ? -INFINITY : NAN;
+    s.decisions[0].t = INFINITY;
+    char *text = NULL, err[200] = "";
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    fputc('{', f);
+    report_cluster_json(f, &s);
+    fputc('}', f);
+    fclose(f);
+    json_value *v = json_parse(text, len, err, sizeof err);
+    CHECKF(v, "%s\n%s", err, text);
+    CHECK(v && json_get(v, "joules_every_machine")->type == JSON_NULL);
+    CHECK(v && json_num(json_get(v, "chunks_late"), -1) == 3);
+    json_free(v);
+    free(text);
 }

@@ -174,7 +174,7 @@ static int run_open(run *r, const run_options *o)
         if (!o->listen || !o->key)
             return fail(r, "a cluster needs both --listen ADDR:PORT and --key KEYFILE");
         coordinator_options co = {o->listen, o->key, o->timeout_s > 0 ? o->timeout_s : 10, o->job,
-                                  o->overrides};
+                                  o->overrides, o->stop};
         if (!(r->cluster = coordinator_start(&co, cfg, &r->train, &rc, r->out, r->err, sizeof r->err)))
             return fail(r, "%s", r->err);
     }

@@ -12,8 +12,9 @@
  *             DELTA from the round before's to a node that holds those) and its range (ROUND)
  *   train     this machine takes K local steps on its chunks (trainer_train_share), the nodes
  *             the same on theirs, each from the same parameters with its own momentum
- *   average   once every node's MODEL is in (or the node lost), the models are averaged,
- *             weighted by the samples each trained on, and the average goes on
+ *   average   once every node's MODEL is in (or the node lost, or dropped past its round's
+ *             deadline: drop_late), the models are averaged, weighted by the samples each
+ *             trained on, and the average goes on
  *
  * With overlap = on (late_model.h) no machine waits for a round's average: each sends its change
  * over the round and trains the next from its own model; the average of the changes is made
@@ -33,6 +34,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The mode's state (c->mode_state), guarded by the session's lock. */
 typedef struct averaging_state {
@@ -143,9 +145,10 @@ static int send_params(coordinator *c, peer_node *n, uint64_t seq)
     return coordinator_send_to(c, n, MSG_PARAMS, head, PROTO_PARAMS_HEAD, av->params, floats);
 }
 
-/* Locked. Sends node n its share of the round (w, `size` chunk-batches), from the parameters in
- * averaging_of(c)->params; 0, or -1 when it cannot take part (its memory, or its link). */
-static int send_round(coordinator *c, peer_node *n, const msg_round *w, long size)
+/* Locked. Sends node n its share of the round (w, `size` chunk-batches of per_chunk samples),
+ * from the parameters in averaging_of(c)->params, due back by a deadline from its measured
+ * times; 0, or -1 when it cannot take part (its memory, or its link). */
+static int send_round(coordinator *c, peer_node *n, const msg_round *w, long size, double per_chunk)
 {
     node_round *r = round_of(n, w->seq);
     if (!r->model && !(r->model = malloc(sizeof(float) * (size_t)c->nparams)))
@@ -158,6 +161,9 @@ static int send_round(coordinator *c, peer_node *n, const msg_round *w, long siz
     r->in = 1, r->done = 0;
     r->chunks = (int)size;
     r->sent_at = clock_now_s();
+    r->late = 0;
+    double expected = n->round_cost > 0 ? n->round_lag + n->round_cost * (double)size * per_chunk : 0;
+    r->due = r->sent_at + coordinator_deadline(c, expected);
     return 0;
 }
 
@@ -220,7 +226,7 @@ static boundary start_round(coordinator *c, int epoch, long first, long batches,
         long size = share_size(from, to, batches);
         msg_round w = {c->rounds, (uint32_t)epoch, (uint32_t)first, (uint32_t)batches,
                        (uint32_t)s.k0, (uint32_t)s.k1, (uint32_t)s.k0_after, (uint32_t)s.k1_until};
-        if (size > 0 && send_round(c, n, &w, size) == 0)
+        if (size > 0 && send_round(c, n, &w, size, per_chunk) == 0)
             from = to, shared |= to.until > 0;
     }
     c->rounds_shared += shared;
@@ -236,6 +242,38 @@ static int models_due(const coordinator *c, uint64_t q)
             return 1;
     }
     return 0;
+}
+
+/* Locked, waiting for round q: a node past its round's deadline (or, once the run is asked to
+ * stop, half the timeout after) is dropped, named, and its share lost with it, so that a node
+ * that stalls cannot hold the run. */
+static void drop_late(coordinator *c, uint64_t q)
+{
+    coordinator_stopping(c);
+    double now = clock_now_s();
+    for (int i = 0; i < c->nnodes; i++) {
+        peer_node *n = &c->nodes[i];
+        node_round *r = round_of(n, q);
+        if (!r->in || r->seq != q || r->done || n->gone || r->late || now < coordinator_due(c, r->due))
+            continue;
+        char why[200];
+        snprintf(why, sizeof why, "late with its model of round %llu (%.1f s, past its deadline)",
+                 (unsigned long long)q, now - r->sent_at);
+        r->late = 1;
+        n->late++;
+        coordinator_refuse(c, n, why);
+    }
+}
+
+/* Locked: unlocks while it waits a while (or until a MODEL comes) for round q. */
+static void wait_for_round(coordinator *c, uint64_t q)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    long ns = until.tv_nsec + 200 * 1000000L;
+    until.tv_sec += ns / 1000000000L, until.tv_nsec = ns % 1000000000L;
+    pthread_cond_timedwait(&averaging_of(c)->round_over, &c->lock, &until);
+    drop_late(c, q);
 }
 
 /* A machine's figures of a round added to a pass's. */
@@ -277,7 +315,7 @@ static int finish_round(coordinator *c, const pass_result *local, pass_result *o
     add_figures(out, local->loss, local->correct, local->samples);
     pthread_mutex_lock(&c->lock);
     while (models_due(c, q))
-        pthread_cond_wait(&av->round_over, &c->lock);
+        wait_for_round(c, q);
     for (int i = 0; i < c->nnodes; i++) {
         node_round *r = round_of(&c->nodes[i], q);
         if (r->in && r->seq == q && r->done)
@@ -334,7 +372,7 @@ static int apply_mean(coordinator *c, uint64_t q, pass_result *out, char *err, s
     averaging_state *av = averaging_of(c);
     pthread_mutex_lock(&c->lock);
     while (av->mean_seq < q)
-        pthread_cond_wait(&av->round_over, &c->lock);
+        wait_for_round(c, q);
     pthread_mutex_unlock(&c->lock);
     add_figures(out, av->mean_figures.loss, av->mean_figures.correct, av->mean_figures.samples);
     return late_apply(&av->late, q, av->mean, av->params, err, errlen);

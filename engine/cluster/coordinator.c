@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sodium.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -105,6 +106,35 @@ static void weights_differ(coordinator *c, const char *why, const char *remedy)
             "machine (%s)\n", why, remedy);
     if (!c->weights_why[0])
         snprintf(c->weights_why, sizeof c->weights_why, "%s", why);
+}
+
+/* A node may be DEADLINE_MARGIN times slower than measured (a CPU hog beside it, a busy link)
+ * and at least DEADLINE_FLOOR_S late (scheduling) before it is late; never more than
+ * DEADLINE_CAP_TIMEOUTS timeouts, which is also the deadline before it is measured. */
+#define DEADLINE_MARGIN 4.0
+#define DEADLINE_FLOOR_S 2.0
+#define DEADLINE_CAP_TIMEOUTS 3.0
+
+double coordinator_deadline(const coordinator *c, double expected_s)
+{
+    double cap = DEADLINE_CAP_TIMEOUTS * c->timeout_s;
+    double floor_s = DEADLINE_FLOOR_S < cap ? DEADLINE_FLOOR_S : cap;
+    double d = expected_s > 0 ? DEADLINE_MARGIN * expected_s : cap;
+    return d < floor_s ? floor_s : d > cap ? cap : d;
+}
+
+int coordinator_stopping(coordinator *c)
+{
+    int stopping = c->stop && atomic_load_explicit(c->stop, memory_order_relaxed);
+    if (stopping && !c->stop_seen)
+        c->stop_seen = clock_now_s();
+    return stopping;
+}
+
+double coordinator_due(const coordinator *c, double due)
+{
+    double last = c->stop_seen + c->timeout_s / 2;
+    return c->stop_seen > 0 && last < due ? last : due;
 }
 
 void coordinator_refuse(coordinator *c, peer_node *n, const char *why)
@@ -325,6 +355,7 @@ coordinator *coordinator_start(const coordinator_options *o, const job_config *c
         return NULL;
     }
     c->cfg = cfg, c->train = train, c->log = log, c->timeout_s = o->timeout_s, c->start = clock_now_s();
+    c->stop = o->stop;
     c->limits = (policy_limits){cfg->policy < 0 ? POLICY_TIME : (placement_policy)cfg->policy,
                                 cfg->power_budget_watts, cfg->max_slowdown, cfg->carbon_g_per_kwh};
     carbon_init(&c->carbon, cfg->carbon_g_per_kwh, cfg->carbon_file);

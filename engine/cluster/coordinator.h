@@ -35,6 +35,7 @@ typedef struct coordinator_options {
     double timeout_s;            /* a silent node is lost after this long */
     const char *job_path;
     const char *const *overrides;
+    const _Atomic int *stop;     /* set (a signal): the batch under way ends within timeout_s */
 } coordinator_options;
 
 /* Loads the key, hashes the training files, listens, and adds the peer worker to rc (before

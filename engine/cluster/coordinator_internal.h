@@ -22,13 +22,15 @@
 #define PROBE_EVERY 16           /* batches between the probes that keep a node measured */
 #define POWER_WINDOW_S 0.25      /* the shortest interval this machine's power is measured over */
 #define MAX_SHARE_DECISIONS 16
+#define MAX_ABANDONED 64
 
 /* A node's share of a round under periodic averaging, and what came of it. */
 typedef struct node_round {
     int in, done;                /* it has a share of round seq; its MODEL came */
     uint64_t seq;
     int chunks;                  /* chunks of the round: per batch, times batches */
-    double sent_at;
+    double sent_at, due;         /* its MODEL is late after due (coordinator_deadline) */
+    int late;                    /* it was, and the node dropped for it */
     msg_result figures;          /* its figures for the round (grads unused) */
     float *model;                /* its parameters after the round (overlap = on: their change) */
 } node_round;
@@ -62,6 +64,13 @@ typedef struct peer_node {
     long probes;                 /* probes it was sent: chunks computed here too, which measure
                                     it and nothing else (not counted in chunks) */
     long fed_at;                 /* the batch of the last chunk it was sent */
+    long late;                   /* chunks taken from it past their deadline (sync_deadline.c) */
+    int late_in_row;             /* since its last chunk back in time */
+    struct {
+        uint64_t seq;
+        int chunk;
+    } abandoned[MAX_ABANDONED];  /* the last chunks taken from it: what it sends of them later */
+    int nabandoned;              /* is not its own any more, and is ignored */
     netio_peer_stats net;
     int track;                   /* 1 + its track in the trace; 0: not made yet; -1: no trace */
     /* periodic averaging (averaging.c) */
@@ -97,6 +106,8 @@ struct coordinator {
     peer_node nodes[MAX_NODES];
     int nnodes;
     int stopping;
+    const _Atomic int *stop;     /* a signal asks the run to stop (coordinator_options) */
+    double stop_seen;            /* when a mode saw it (clock_now_s), 0: not yet */
     refusal_log refusals;        /* connections refused before authentication */
     rt_runtime *rt;
     trainer *t;
@@ -108,6 +119,7 @@ struct coordinator {
     /* what the run did, for its report: the modes count */
     long local_chunks;           /* chunks of the batches computed here */
     long stolen_chunks, lost_nodes, resent_chunks, fallback_chunks, taken_back;
+    long late_chunks;            /* taken from nodes past their deadline (sync_deadline.c) */
     long rounds, rounds_lost;    /* rounds trained; node shares lost with their node */
     long rounds_shared;          /* rounds whose last node shared a chunk with this machine */
     /* the placement policy over machines (cluster_share.h) */
@@ -123,6 +135,14 @@ struct coordinator {
 };
 
 /* coordinator.c */
+/* How long a node may take over work expected to take expected_s (0: not measured yet): a
+ * margin over it, with a floor and a cap from the timeout (coordinator.c says why). */
+double coordinator_deadline(const coordinator *c, double expected_s);
+/* Locked. Whether a signal asks the run to stop (from then on, stop_seen is set). */
+int coordinator_stopping(coordinator *c);
+/* A deadline `due`, shortened once the run is asked to stop to half the timeout from then, so
+ * that the batch or round under way ends, and the run saves and exits, within the timeout. */
+double coordinator_due(const coordinator *c, double due);
 double coordinator_running_mean(double avg, double x);        /* a running average of positive figures (0: none) */
 int coordinator_ready_nodes(const coordinator *c);       /* locked */
 void coordinator_refuse(coordinator *c, peer_node *n, const char *why);

@@ -75,6 +75,7 @@ static void summarize_node(coordinator *c, peer_node *n, long all, cluster_node_
     o->joined_after_s = n->joined_at;
     o->chunks = n->chunks, o->probe_chunks = n->probes, o->chunks_stolen = n->stolen;
     o->chunks_given_back = n->given_back, o->chunks_summed_there = n->summed;
+    o->chunks_late = n->late;
     o->batches_dealt = n->batches_dealt, o->batches_present = n->batches_present;
     o->share = all ? (double)n->chunks / (double)all : 0;
     o->img_per_s = n->active_s > 0 ? (double)n->samples / n->active_s : 0;
@@ -108,7 +109,7 @@ void coordinator_summarize(coordinator *c, double here_joules, int here_estimate
     out->coordinator_chunks = here, out->coordinator_share = all ? (double)here / (double)all : 1.0;
     out->nodes_lost = c->lost_nodes, out->chunks_resent = c->resent_chunks;
     out->chunks_by_the_fallback = c->fallback_chunks, out->chunks_stolen = c->stolen_chunks;
-    out->chunks_taken_back = c->taken_back;
+    out->chunks_taken_back = c->taken_back, out->chunks_late = c->late_chunks;
     for (int i = 0; i < c->nnodes; i++)
         if (c->nodes[i].ready)
             summarize_node(c, &c->nodes[i], all, &out->nodes[out->nnodes++]);

@@ -70,7 +70,6 @@ typedef struct node_process {
     job_config control_cfg;      /* what the worker control goes by: this machine's budget */
     worker_control control;
     int lost;                    /* the session ended with the coordinator lost */
-    int rejoining;               /* any failure to connect is retried, not only a refusal */
     int stopped;                 /* told to stop (a signal): it leaves, and does not rejoin */
     energy_meter *meter;
     carbon_source carbon;
@@ -235,17 +234,16 @@ static int connect_and_join(node_process *n)
         return fail(n, "%s", n->err);
     }
     sodium_memzero(nc.key, sizeof nc.key);
-    /* a coordinator still starting refuses (or resets) connections: try again until the
-     * timeout; after a loss, whatever the failure (a stalled link may close instead) */
-    double t0 = clock_now_s();
+    /* whatever fails before the handshake is done, try again until the timeout: a coordinator
+     * still starting refuses connections, one crowded by strangers closes them, a stalled link
+     * may close instead (a wrong key looks the same from here, and fails at the timeout) */
+    double t0 = clock_now_s(), pause_s = 0.2;
     int said = 0;
     for (;;) {
         queued *q = next_event(n, 1);
         int up = q->e.kind == NETIO_UP;
         double waited = clock_now_s() - t0;
-        int retry = !up && waited < n->o->timeout_s &&
-                    !n->stopped &&
-                    (n->rejoining || strstr(q->why, "refused") || strstr(q->why, "reset"));
+        int retry = !up && waited < n->o->timeout_s && !n->stopped;
         if (!up && !retry)
             fail(n, "cannot join %s: %s", n->o->coordinator, q->why);
         if (retry && !said++) {   /* what it waits for, once */
@@ -258,7 +256,8 @@ static int connect_and_join(node_process *n)
             break;
         if (!retry)
             return 1;
-        usleep(200 * 1000);
+        usleep((useconds_t)(pause_s * 1e6));
+        pause_s = pause_s < 1 ? 2 * pause_s : 2;   /* 0.2 s, doubling, at most 2 s apart */
         if ((n->peer = netio_hub_connect(n->hub, n->o->coordinator, n->err, sizeof n->err)) < 0)
             return fail(n, "%s", n->err);
     }
@@ -732,7 +731,6 @@ int node_run(const node_options *o)
         fprintf(o->out, "coordinator %s lost: trying to rejoin for %g s\n", o->coordinator,
                 o->timeout_s);
         fflush(o->out);
-        n->rejoining = 1;
     }
     pthread_cond_destroy(&n->arrived);
     pthread_mutex_destroy(&n->lock);

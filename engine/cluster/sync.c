@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+#define SIGNAL_TICK_S 0.2        /* how soon the fallback sees a signal while chunks are out */
+
 /* ---- sending chunks: as nodes have room, queued chunks in order ---- */
 
 int sync_takes_work(const peer_node *n) { return n->ready && !n->gone && !n->parked; }
@@ -59,10 +61,11 @@ int sync_send_chunk(coordinator *c, peer_node *n, slot *s)
     s->node = (int)(n - c->nodes);
     s->ahead = n->inflight;
     s->sent_at = clock_now_s();
+    s->due = s->sent_at + sync_deadline(c, n, s);
     if (!n->inflight++)
         n->active_s -= s->sent_at;   /* active while it has work: closed when it has none */
-    if (s->ahead >= n->running)      /* it waits there behind others: the fallback's ticks start */
-        pthread_cond_signal(&ss->fallback_wake);
+    pthread_cond_signal(&ss->fallback_wake);   /* it watches the deadline (and RECALLs pay when
+                                                  the chunk waits there behind others) */
     return 0;
 }
 
@@ -274,9 +277,10 @@ static void compute_here(coordinator *c, chunk_engine *e, int open, slot *s, cha
 }
 
 /* A thread with an engine of its own (as many workers as the runtime here, asleep but while it
- * computes): it computes the chunks given back for this machine, and the queued ones when no
- * node is left. While a chunk waits on a node behind others, it ticks (about once per chunk on
- * one worker) to see whether a RECALL pays (on_tick). */
+ * computes): it computes the chunks given back for this machine or taken from a late node, and
+ * the queued ones when no node is left. While a chunk waits on a node behind others, it ticks
+ * (about once per chunk on one worker) to see whether a RECALL pays (on_tick); while chunks are
+ * at nodes, it wakes for their deadlines, and often enough to see a signal (sync_deadline.c). */
 static void *fallback_main(void *arg)
 {
     coordinator *c = arg;
@@ -287,6 +291,7 @@ static void *fallback_main(void *arg)
     int open = chunk_engine_open(&e, &cfg, c->train, NULL, err, sizeof err) == 0;
     pthread_mutex_lock(&c->lock);
     while (!c->stopping) {
+        double due = sync_check_deadlines(c);
         slot *s = sync_first_in(c, SLOT_BACK);
         s = s ? s : coordinator_ready_nodes(c) ? NULL : sync_first_in(c, SLOT_QUEUED);
         if (s) {
@@ -295,6 +300,8 @@ static void *fallback_main(void *arg)
             sync_on_tick(c);
             double tick = sync_fallback_cost(c, 1);
             wait_a_tick(c, tick < 1e-3 ? 1e-3 : tick > 0.05 ? 0.05 : tick);
+        } else if (due < INFINITY) {
+            wait_a_tick(c, due < SIGNAL_TICK_S ? due + 1e-3 : SIGNAL_TICK_S);
         } else {
             pthread_cond_wait(&sync_of(c)->fallback_wake, &c->lock);
         }
@@ -325,6 +332,15 @@ static slot *sent_slot(coordinator *c, const peer_node *n, uint64_t seq, uint32_
             ss->slots[i].a.seq == seq && ss->slots[i].a.chunk == (int)chunk)
             return &ss->slots[i];
     return NULL;
+}
+
+/* Whether any of node n's chunks [chunk, chunk + count) of batch seq was taken from it. */
+static int any_abandoned(const peer_node *n, uint64_t seq, uint32_t chunk, uint32_t count)
+{
+    for (uint32_t i = 0; i < count && i < MAX_ABANDONED; i++)
+        if (sync_was_abandoned(n, seq, chunk + i))
+            return 1;
+    return 0;
 }
 
 /* The last chunk of a batch of `size` samples. */
@@ -370,6 +386,8 @@ static void on_grad(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
     if (proto_layer_decode(MSG_GRAD, &g, p, len, c->layer_params, c->nlayers, why, sizeof why))
         return coordinator_refuse(c, n, why);
     const char *not_allowed = summed_slots(c, n, &g, ss->summed);
+    if (not_allowed && any_abandoned(n, g.seq, g.chunk, g.chunks))
+        return;   /* too late: computed here */
     if (not_allowed)
         return coordinator_refuse(c, n, not_allowed);
     rt_task **done = ss->summed_done;
@@ -390,6 +408,8 @@ static void on_result(coordinator *c, peer_node *n, const uint8_t *p, size_t len
     if (proto_result_decode(&r, p, len, (uint32_t)c->cfg->batch, why, sizeof why))
         return coordinator_refuse(c, n, why);
     slot *s = sent_slot(c, n, r.seq, r.chunk);
+    if (!s && sync_was_abandoned(n, r.seq, r.chunk))
+        return;   /* too late: computed here */
     if (!s)
         return coordinator_refuse(c, n, "a result for a chunk it was not sent");
     int s0, s1;
@@ -407,6 +427,7 @@ static void on_result(coordinator *c, peer_node *n, const uint8_t *p, size_t len
     n->samples += r.samples, n->compute_s += r.compute_s;
     n->wait_s += rtt > r.compute_s ? rtt - r.compute_s : 0;
     n->joules = r.joules, n->estimated = (int)r.estimated, n->carbon = r.carbon_g_per_kwh;
+    n->late_in_row = 0;
     n->running = r.workers < (uint32_t)n->workers ? (int)r.workers : n->workers;
     n->cost = coordinator_running_mean(n->cost, r.compute_s);
     if (r.seq == n->group_seq) {   /* its chunks of the batch ran side by side on its workers */
@@ -438,7 +459,7 @@ static void on_recalled(coordinator *c, peer_node *v, const uint8_t *p, size_t l
         return coordinator_refuse(c, v, why);
     slot *s = sent_slot(c, v, r.seq, r.chunk);
     if (!s || s->recalled != 1) {
-        if (r.given)
+        if (r.given && !sync_was_abandoned(v, r.seq, r.chunk))
             coordinator_refuse(c, v, "a chunk given back unasked");
         return;   /* its RESULT came first */
     }

@@ -1,7 +1,7 @@
 /* The synchronous mode's state, shared by its files: sync.c (chunks sent out as runtime tasks
  * and returned, the messages that bring them, the fallback engine that computes them here when
  * no node is left or one gives a chunk back), sync_deal.c (how many chunks go to which node;
- * steals and recalls) and sync_slots.c (what comes back of each chunk meeting its tasks). Every
+ * steals and recalls), sync_deadline.c (chunks a node is late with) and sync_slots.c (what comes back of each chunk meeting its tasks). Every
  * field is guarded by the session's lock (engine/cluster/README.md). */
 #ifndef FRUGAL_CLUSTER_SYNC_INTERNAL_H
 #define FRUGAL_CLUSTER_SYNC_INTERNAL_H
@@ -43,6 +43,7 @@ typedef struct slot {
     int alone;                   /* SLOT_SENT: its gradients must come alone (a probe, or a
                                     chunk sent again with some of them here already) */
     double sent_at;
+    double due;                  /* SLOT_SENT to a node: when it is late (sync_deadline.c) */
 } slot;
 
 typedef struct sync_state {
@@ -99,6 +100,15 @@ void sync_on_tick(coordinator *c);              /* the fallback's tick: RECALLs 
 /* A RECALL of chunk s answered, or moot: outcome 0 (given back, or its node lost), 2 (refused). */
 void sync_recall_over(coordinator *c, slot *s, int outcome);
 int sync_remote_chunks(void *ctx, remote_batch *b);
+
+/* sync_deadline.c, locked. When chunk s, sent to node n now, is late. */
+double sync_deadline(const coordinator *c, const peer_node *n, const slot *s);
+/* Chunks at nodes past their deadline (or, once a signal asks the run to stop, past half the
+ * timeout since) go to the fallback engine here; a node late LATE_LIMIT times in a row is
+ * dropped. Returns the seconds until the next deadline, INFINITY when no chunk is at a node. */
+double sync_check_deadlines(coordinator *c);
+/* Whether node n's chunk of batch seq was taken from it: what it sends of it is ignored. */
+int sync_was_abandoned(const peer_node *n, uint64_t seq, uint32_t chunk);
 
 /* sync_slots.c, locked. Each returns the tasks it put in done (at most SLOT_PARTS), for
  * the caller to complete unlocked; a slot whose parts all met their tasks is free. */

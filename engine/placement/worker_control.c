@@ -271,10 +271,12 @@ static void figures_json(const worker_tuner *t, FILE *f)
         const option_figures *o = &t->opt[k - 1];
         if (!o->samples)
             continue;
-        fprintf(f, "%s{\"workers\": %d, \"img_per_s\": %.6g, \"watts\": %.6g, \"j_per_sample\": "
-                "%.6g, \"samples\": %ld, \"cost\": %.6g}", first ? "" : ", ", k,
-                1 / o->s_per_sample, o->watts, o->watts * o->s_per_sample, o->samples,
-                policy_cost(&t->limits, o));
+        fprintf(f, "%s{\"workers\": %d, \"samples\": %ld", first ? "" : ", ", k, o->samples);
+        json_number_field(f, "img_per_s", 1 / o->s_per_sample, 0);
+        json_number_field(f, "watts", o->watts, 0);
+        json_number_field(f, "j_per_sample", o->watts * o->s_per_sample, 0);
+        json_number_field(f, "cost", policy_cost(&t->limits, o), 0);
+        fputc('}', f);
         first = 0;
     }
     fputs("]", f);
@@ -290,18 +292,21 @@ void worker_control_json(worker_control *c, FILE *f)
     json_string(f, c->note);
     if (c->on) {
         const worker_tuner *t = &c->tuner;
-        fprintf(f, ", \"policy\": \"%s\", \"power_budget_watts\": %.6g, \"max_slowdown\": %.6g, "
-                "\"active_workers\": %d, \"explorations\": %d, \"exploring\": %s, "
-                "\"seconds_measured\": %.3f, \"seconds_over_budget\": %.3f, \"devices_parked\": %s, "
-                "\"by_workers\": ", policy_name(t->limits.policy), c->budget_w,
-                t->limits.max_slowdown, t->current, t->explorations,
-                t->exploring ? "true" : "false", c->measured_s, c->over_budget_s,
+        fprintf(f, ", \"policy\": \"%s\", \"active_workers\": %d, \"explorations\": %d, "
+                "\"exploring\": %s, \"devices_parked\": %s", policy_name(t->limits.policy),
+                t->current, t->explorations, t->exploring ? "true" : "false",
                 c->devices_parked ? "true" : "false");
+        json_number_field(f, "power_budget_watts", c->budget_w, 0);
+        json_number_field(f, "max_slowdown", t->limits.max_slowdown, 0);
+        json_fixed_field(f, "seconds_measured", c->measured_s, 3);
+        json_fixed_field(f, "seconds_over_budget", c->over_budget_s, 3);
+        fputs(", \"by_workers\": ", f);
         figures_json(t, f);
         fprintf(f, ", \"decisions_total\": %d, \"decisions\": [", c->decisions_total);
         for (int i = 0; i < c->ndecisions; i++) {
-            fprintf(f, "%s{\"t\": %.3f, \"workers\": %d, \"why\": ", i ? ", " : "",
-                    c->decisions[i].t, c->decisions[i].workers);
+            fprintf(f, "%s{\"workers\": %d", i ? ", " : "", c->decisions[i].workers);
+            json_fixed_field(f, "t", c->decisions[i].t, 3);
+            fputs(", \"why\": ", f);
             json_string(f, c->decisions[i].why);
             fputc('}', f);
         }

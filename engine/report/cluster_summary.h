@@ -14,6 +14,7 @@ typedef struct cluster_node_summary {
     const char *kernel_path;
     double joined_after_s;
     long chunks, probe_chunks, chunks_stolen, chunks_given_back, chunks_summed_there;
+    long chunks_late;              /* taken from it past their deadline */
     long batches_dealt, batches_present;
     double share, img_per_s;
     unsigned long long bytes_sent, bytes_received;
@@ -40,6 +41,7 @@ typedef struct cluster_summary {
     long coordinator_chunks;
     double coordinator_share;
     long nodes_lost, chunks_resent, chunks_by_the_fallback, chunks_stolen, chunks_taken_back;
+    long chunks_late;              /* taken from nodes past their deadline, computed here */
     int nnodes;
     cluster_node_summary nodes[CLUSTER_SUMMARY_NODES];
     /* the placement policy over machines */

@@ -131,8 +131,9 @@ void plan_chunk(const exec_plan *p, int k, int size, int *s0, int *s1)
 void plan_write_json(const exec_plan *p, const model *m, FILE *f)
 {
     /* model FLOPs: 3 x forward (forward, input and weight gradients), as benchmarks count them */
-    fprintf(f, "\"grain\": %d, \"chunks_per_batch\": %d, \"model_flops_per_sample\": %.0f, "
-               "\"input\": ", p->grain, p->nchunks, m->flops_per_sample);
+    fprintf(f, "\"grain\": %d, \"chunks_per_batch\": %d", p->grain, p->nchunks);
+    json_fixed_field(f, "model_flops_per_sample", m->flops_per_sample, 0);
+    fputs(", \"input\": ", f);
     json_string(f, p->bytes_input ? "bytes" : "floats");
     fputs(", \"input_why\": ", f);
     json_string(f, p->input_why);
