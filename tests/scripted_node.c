@@ -207,6 +207,23 @@ int scripted_wait_work(scripted *s, int i, uint32_t chunk, double timeout_s, msg
     return found ? 0 : -1;
 }
 
+int scripted_wait_work_after(scripted *s, int i, uint64_t seq, double timeout_s, msg_work *w)
+{
+    connection *c = &s->conn[s->peer[i]];
+    struct timespec until = deadline(timeout_s);
+    int found = 0;
+    pthread_mutex_lock(&s->lock);
+    for (int seen = 0; !found;) {
+        for (; seen < c->nworks && !found; seen++)
+            if (c->works[seen].seq > seq)
+                *w = c->works[seen], found = 1;
+        if (!found && (c->down || wait_change(s, &until)))
+            break;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return found ? 0 : -1;
+}
+
 int scripted_works(scripted *s, int i, uint64_t seq, msg_work *w, int max)
 {
     connection *c = &s->conn[s->peer[i]];
@@ -251,6 +268,20 @@ int scripted_result(scripted *s, int i, uint64_t seq, uint32_t chunk)
     uint8_t head[96];
     return netio_hub_send(s->hub, s->peer[i], MSG_RESULT, head,
                           proto_result_head(&r, head, sizeof head), NULL, 0) ? -1 : 0;
+}
+
+int scripted_model(scripted *s, int i, uint64_t seq, long samples, long nparams, float value)
+{
+    msg_result r = {.seq = seq, .samples = (uint32_t)samples, .workers = 1, .compute_s = 0.1};
+    float *body = malloc(sizeof(float) * (size_t)nparams);
+    uint8_t head[96];
+    for (long k = 0; body && k < nparams; k++)
+        body[k] = value;
+    int rc = !body || netio_hub_send(s->hub, s->peer[i], MSG_MODEL, head,
+                                     proto_result_head(&r, head, sizeof head), body,
+                                     sizeof(float) * (size_t)nparams);
+    free(body);
+    return rc ? -1 : 0;
 }
 
 int scripted_wait_down(scripted *s, int i, double timeout_s)

@@ -25,6 +25,8 @@ int scripted_join(scripted *s, const char *addr, int workers, char *err, size_t 
 int scripted_join_and_hang_up(scripted *s, const char *addr, char *err, size_t errlen);
 /* Waits (up to timeout_s) for node i's WORK of chunk `chunk`: 0 with it in w, or -1. */
 int scripted_wait_work(scripted *s, int i, uint32_t chunk, double timeout_s, msg_work *w);
+/* Waits (up to timeout_s) for node i's first WORK of a batch after `seq`: 0 with it in w, or -1. */
+int scripted_wait_work_after(scripted *s, int i, uint64_t seq, double timeout_s, msg_work *w);
 /* Node i's WORKs of batch seq so far, in chunk order: how many (at most max) into w. */
 int scripted_works(scripted *s, int i, uint64_t seq, msg_work *w, int max);
 /* Node i sends a GRAD: layer's gradient (n zeros) of chunks [chunk, chunk + chunks) of batch
@@ -42,6 +44,9 @@ int scripted_result(scripted *s, int i, uint64_t seq, uint32_t chunk);
 int scripted_wait_down(scripted *s, int i, double timeout_s);
 /* Waits (up to timeout_s) for node i's first n ROUNDs: how many came (at most n) into r. */
 int scripted_wait_rounds(scripted *s, int i, int n, double timeout_s, msg_round *r);
+/* Node i sends its MODEL of round seq: nparams floats, every one `value` (a model gone far off),
+ * trained on `samples` samples. 0, or -1. */
+int scripted_model(scripted *s, int i, uint64_t seq, long samples, long nparams, float value);
 /* Node i closes its connection, as a node killed would. */
 void scripted_leave(scripted *s, int i);
 /* Node i sends a second JOIN, which a coordinator refuses (closing the connection) once it has

@@ -11,6 +11,7 @@
 #include "engine/model/checkpoint.h"
 #include "engine/job/config.h"
 #include "engine/model/model.h"
+#include "engine/cluster/aggregate.h"
 #include "engine/cluster/file_hash.h"
 #include "engine/cluster/proto.h"
 #include "engine/cluster/refusal_log.h"
@@ -809,6 +810,9 @@ enum { JOB_CHUNKS = 8 };   /* job()'s batch of 32 in chunks of grain 4 */
 typedef struct model_shape {
     long nparams, largest, last_n;
     int last;
+    int layer[CONFIG_MAX_LAYERS];         /* the layers with parameters, and their counts */
+    long layer_n[CONFIG_MAX_LAYERS];
+    int nlayers;
 } model_shape;
 
 static model_shape job_model(const char *jobpath)
@@ -816,7 +820,7 @@ static model_shape job_model(const char *jobpath)
     job_config cfg;
     model m;
     char err[400] = "";
-    model_shape shape = {0, 0, 0, -1};
+    model_shape shape = {0, 0, 0, -1, {0}, {0}, 0};
     if (config_load(&cfg, jobpath, NULL, err, sizeof err) ||
         model_build(&m, cfg.path, cfg.layers, cfg.nlayers, 1, 28, 28, 10, 0, err, sizeof err)) {
         CHECKF(0, "%s", err);
@@ -825,6 +829,7 @@ static model_shape job_model(const char *jobpath)
     shape.nparams = m.nparams;
     for (int l = 0; l < m.nlayers; l++)
         if (m.layers[l].nparams) {
+            shape.layer[shape.nlayers] = l, shape.layer_n[shape.nlayers++] = m.layers[l].nparams;
             shape.last = l, shape.last_n = m.layers[l].nparams;
             shape.largest = shape.largest > shape.last_n ? shape.largest : shape.last_n;
         }
@@ -1011,6 +1016,36 @@ TEST(cluster_refuses_gradients_that_are_not_finite)
     check_refused(7, "not-finite", NOT_FINITE,
                   "a GRAD message with a non-finite value (layer 4, parameter 0)");
     check_identical("single", "not-finite");
+}
+
+/* A gradient far larger than those of the chunks computed here (a node's x1000 took test
+ * accuracy from 30% to 20% unseen before) is refused with the reason, the node dropped and
+ * named, and the run says its weights are not one machine's (the node's earlier gradients,
+ * within the bound, were summed). The scripted node answers its first batch with zeros, so
+ * that a chunk computed here measured each layer first. */
+TEST(cluster_refuses_gradients_far_larger_than_those_computed_here)
+{
+    scripted_run r;
+    char log[1 << 14] = "", summary[1 << 15];
+    int ok = scripted_begin(&r, 12, "too-large", 1, (int[]){8}) == 0;
+    for (int i = 0; ok && i < r.dealt[0]; i++) {
+        for (int l = 0; ok && l < r.m.nlayers; l++)
+            ok = !scripted_grad(r.s, 0, r.seq, r.work[0][i].chunk, 1, r.m.layer[l], r.m.layer_n[l]);
+        ok = ok && !scripted_result(r.s, 0, r.seq, r.work[0][i].chunk);
+    }
+    msg_work next;
+    ok = ok && !scripted_wait_work_after(r.s, 0, r.seq, 20, &next) &&
+         !scripted_grad_filled(r.s, 0, next.seq, next.chunk, 1, r.m.last, r.m.last_n, 1000.0f) &&
+         !scripted_wait_down(r.s, 0, 20);
+    CHECKF(ok, "%s", r.err[0] ? r.err : "a message not sent, or the node not dropped in 20 s");
+    scripted_stop(r.s);
+    CHECKF(coordinator_ended_well(r.coordinator, "too-large", log, sizeof log) &&
+           strstr(log, "cluster: node 127.0.0.1:") &&
+           strstr(log, " refused: a gradient of layer 4 ") &&
+           strstr(log, "times the largest per sample of the last"), "%s", log);
+    test_read_text(tmp("too-large/summary.json"), summary, sizeof summary);
+    CHECKF(strstr(summary, "\"weights_as_one_machine\": false") &&
+           strstr(summary, "its earlier gradients, within the bound, were summed"), "%s", summary);
 }
 
 /* So is a RESULT before its chunk's gradients, or of a chunk the node was not sent. */
@@ -1725,6 +1760,74 @@ static void check_rounds_lost(int which, const char *name, const char *cluster, 
         CHECKF(fabs(trained - (double)wanted) < 2, "epoch %d trained on %.1f samples, not %ld",
                e, trained, wanted);
     }
+}
+
+/* One model far off (every parameter 1000, a node gone wrong or hostile) in a round of periodic
+ * averaging, then the node leaves: averaged, it wrecks the model (the mean is mostly the node's,
+ * whose share is most of the round); combined by CenteredClip ([cluster] centered_clip), it moves
+ * the result as much as the coordinator's own change at most, the run trains on, and
+ * summary.json counts it clipped. Returns the last epoch's training accuracy (-1: the run
+ * failed). */
+static double poisoned_round(int which, const char *name, const char *cluster)
+{
+    char cfgname[80], jobpath[760], log[1 << 14] = "", err[300] = "";
+    snprintf(cfgname, sizeof cfgname, "%s.cfg", name);
+    snprintf(jobpath, sizeof jobpath, "%s", job_file_with(cfgname, 1536, 4, 2, 0.9, cluster));
+    model_shape m = job_model(jobpath);
+    pid_t coordinator = coordinate_in_background(&(coordinator_run){
+        .job = jobpath, .name = name, .which = which, .nodes = 1, .timeout = "10",
+        .set = "execution.grain=4"});
+    scripted *s = scripted_start(key(), m.nparams, m.largest, err, sizeof err);
+    msg_round r;
+    int sent = s && scripted_join(s, addr_of(which), 8, err, sizeof err) == 0 &&
+               scripted_wait_rounds(s, 0, 1, 20, &r) == 1 &&
+               scripted_model(s, 0, r.seq, 4 * ((long)(r.chunk1 - r.chunk0) * r.batches +
+                                               r.chunk1_until - r.chunk0_after),
+                              m.nparams, 1000.0f) == 0;
+    usleep(300 * 1000);   /* the MODEL in before the node leaves */
+    scripted_leave(s, 0);
+    scripted_stop(s);
+    int ok = coordinator_ended_well(coordinator, name, log, sizeof log);
+    CHECKF(sent, "%s", err);
+    return ok ? summary_figure_after(name, "{\"epoch\": 2, ", "train_acc") : -1;
+}
+
+TEST(cluster_averaging_centered_clip_withstands_a_model_far_off)
+{
+    double plain = poisoned_round(8, "poisoned-mean", "[cluster]\nsync_every = 4\n");
+    double clipped = poisoned_round(9, "poisoned-clip", "[cluster]\nsync_every = 4\ncentered_clip = on\n");
+    CHECKF(clipped > 0.5 && clipped > plain + 0.2, "training accuracy %.3f with centered_clip, %.3f averaged",
+           clipped, plain);
+    double far_off = summary_figure("poisoned-clip", "models_clipped");
+    CHECKF(far_off == 1, "%.0f models clipped, not 1", far_off);
+}
+
+/* CenteredClip on its own: four models near one another and a fifth 1000 away in every
+ * parameter; the mean lands 200 away, CenteredClip within the honest models' spread, and only
+ * the fifth was far off. */
+TEST(cluster_centered_clip_keeps_a_far_model_from_moving_the_result)
+{
+    enum { N = 1000 };
+    static float x[5][N], mean[N], clip[N];
+    for (int k = 0; k < 5; k++)
+        for (int i = 0; i < N; i++)
+            x[k][i] = k == 4 ? 1000.0f : (float)(((i * 7 + k * 13) % 11) - 5) * 0.01f;
+    model_share s[5];
+    for (int k = 0; k < 5; k++)
+        s[k] = (model_share){x[k], 1.0};
+    aggregate_mean(s, 5, N, mean);
+    int far = aggregate_centered_clip(s, 5, N, NULL, clip);
+    double worst_mean = 0, worst_clip = 0;
+    for (int i = 0; i < N; i++) {
+        double honest = 0;
+        for (int k = 0; k < 4; k++)
+            honest += x[k][i] / 4.0;
+        worst_mean = fmax(worst_mean, fabs(mean[i] - honest));
+        worst_clip = fmax(worst_clip, fabs(clip[i] - honest));
+    }
+    CHECKF(worst_mean > 199 && worst_clip < 0.1 && far == 1,
+           "mean %.3g and CenteredClip %.3g from the honest models' mean; %d far off", worst_mean,
+           worst_clip, far);
 }
 
 /* A node gone with a round of periodic averaging on it: certainly mid-round (above, kill -9

@@ -28,6 +28,7 @@
  * the round is averaged without it. A node that joins starts with the next round. */
 #include "engine/cluster/coordinator_internal.h"
 
+#include "engine/cluster/aggregate.h"
 #include "engine/cluster/late_model.h"
 #include "engine/cluster/model_delta.h"
 
@@ -55,6 +56,9 @@ typedef struct averaging_state {
     uint64_t own_seq, mean_seq;
     double own_samples;
     pass_result mean_figures;
+    /* with centered_clip = on (aggregate.h): the round's start (the center; overlap = on: none,
+       the changes are centred on zero), and what the models combine into */
+    float *center, *combined;
 } averaging_state;
 
 static averaging_state *averaging_of(const coordinator *c) { return c->mode_state; }
@@ -282,25 +286,17 @@ static void add_figures(pass_result *out, double loss, long correct, long sample
     out->loss += loss, out->correct += correct, out->samples += samples;
 }
 
-typedef struct model_share {
-    const float *params;
-    double weight;           /* samples trained on */
-} model_share;
-
-/* The average of the models, weighted, into out (which may be the first model). */
-static void average(const model_share *s, int n, long nparams, float *out)
+/* A round's models (or, center NULL, their changes) made one into out: their mean, or
+ * CenteredClip ([cluster] centered_clip, aggregate.h). */
+static void combine(coordinator *c, const model_share *s, int n, const float *center, float *out)
 {
-    double total = 0;
-    for (int k = 0; k < n; k++)
-        total += s[k].weight;
-    if (total <= 0)
+    averaging_state *av = averaging_of(c);
+    if (!c->cfg->centered_clip) {
+        aggregate_mean(s, n, c->nparams, out);
         return;
-    for (long i = 0; i < nparams; i++) {
-        double sum = 0;
-        for (int k = 0; k < n; k++)
-            sum += s[k].weight * (double)s[k].params[i];
-        out[i] = (float)(sum / total);
     }
+    c->models_clipped += aggregate_centered_clip(s, n, c->nparams, center, av->combined);
+    memcpy(out, av->combined, sizeof(float) * (size_t)c->nparams);
 }
 
 /* After this machine's part: the nodes' models in, the average set, the round's figures added
@@ -326,7 +322,7 @@ static int finish_round(coordinator *c, const pass_result *local, pass_result *o
     pthread_mutex_unlock(&c->lock);
     if (n == 1)
         return 0;
-    average(shares, n, c->nparams, av->params);
+    combine(c, shares, n, av->center, av->params);
     return trainer_set_params(c->t, av->params, err, errlen);
 }
 
@@ -351,7 +347,7 @@ static void maybe_average(coordinator *c)
         r->in = r->seq == q ? 0 : r->in;   /* a late MODEL is refused from now on */
     }
     memset(av->mean, 0, sizeof(float) * (size_t)c->nparams);   /* none trained: no change */
-    average(shares, n, c->nparams, av->mean);
+    combine(c, shares, n, NULL, av->mean);
     if (c->cfg->compress) {   /* every machine applies the same floats */
         model_delta_encode(NULL, av->mean, c->layer_params, c->nlayers, av->delta);
         model_delta_apply(NULL, av->delta, c->layer_params, c->nlayers, av->mean);
@@ -441,6 +437,8 @@ static int averaging_epoch(coordinator *c, int epoch, long first_batch, pass_res
         if (late ? late_round_begin(&av->late, av->params, (uint64_t)c->rounds + 1, err, errlen)
                  : c->cfg->compress && round_to_delta(c, err, errlen))
             return -1;
+        if (c->cfg->centered_clip && !late)
+            memcpy(av->center, av->params, sizeof(float) * (size_t)c->nparams);
         pthread_mutex_lock(&c->lock);
         boundary here = start_round(c, epoch, b, batches, p->nchunks, (double)p->batch / p->nchunks);
         av->start_seq = (uint64_t)c->rounds;
@@ -544,17 +542,21 @@ static int averaging_attach(coordinator *c, char *err, size_t errlen)
     averaging_state *av = averaging_of(c);
     const job_config *cfg = c->cfg;
     fprintf(c->log, "cluster: periodic averaging: the models are averaged every %d batches "
-            "([cluster] sync_every); every node trains on a share%s%s\n", cfg->sync_every,
+            "([cluster] sync_every); every node trains on a share%s%s%s\n", cfg->sync_every,
             cfg->compress ? "; models travel as half-precision deltas ([cluster] compress)" : "",
             cfg->overlap ? "; each round's average travels while the next round trains, and is "
-                           "applied after it ([cluster] overlap)" : "");
+                           "applied after it ([cluster] overlap)" : "",
+            cfg->centered_clip ? "; the models are combined by CenteredClip, robust to a machine "
+                                 "far off ([cluster] centered_clip)" : "");
     av->delta_len = model_delta_bytes(c->layer_params, c->nlayers);
     size_t bytes = sizeof(float) * (size_t)c->nparams;
     if (!(av->params = malloc(bytes)) ||
         (cfg->compress && !cfg->overlap && !(av->round_start = malloc(bytes))) ||
         (cfg->compress && !(av->delta = malloc(av->delta_len))) ||
         (cfg->overlap && (late_open(&av->late, c->nparams) || !(av->own_change = malloc(bytes)) ||
-                          !(av->mean = malloc(bytes))))) {
+                          !(av->mean = malloc(bytes)))) ||
+        (cfg->centered_clip && (!(av->combined = malloc(bytes)) ||
+                                (!cfg->overlap && !(av->center = malloc(bytes)))))) {
         snprintf(err, errlen, "out of memory for %ld parameters", c->nparams);
         return -1;
     }
@@ -611,6 +613,8 @@ static void averaging_close(coordinator *c)
     late_close(&av->late);
     free(av->own_change);
     free(av->mean);
+    free(av->center);
+    free(av->combined);
     pthread_cond_destroy(&av->round_over);
     free(av);
     c->mode_state = NULL;

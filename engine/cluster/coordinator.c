@@ -97,10 +97,7 @@ static peer_node *node_of(coordinator *c, int peer)
     return NULL;
 }
 
-/* Says once per reason (at the start, or as a node joins) why the weights will not be
- * bit-identical to a run on one machine, and what would make them so; the first reason goes to
- * summary.json. */
-static void weights_differ(coordinator *c, const char *why, const char *remedy)
+void coordinator_weights_differ(coordinator *c, const char *why, const char *remedy)
 {
     fprintf(c->log, "cluster: %s, so the weights will not be bit-identical to a run on one "
             "machine (%s)\n", why, remedy);
@@ -161,7 +158,7 @@ static void on_join(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
                  "they round differently", n->addr, n->host, ops_isa_name((ops_isa)j.isa), here);
         snprintf(remedy, sizeof remedy, "[execution] deterministic = on makes every node use %s",
                  here);
-        weights_differ(c, why, remedy);
+        coordinator_weights_differ(c, why, remedy);
     }
     size_t cap = 64 + c->job.text_len + c->job.overrides_len + PROTO_MAX_FILES * 600;
     uint8_t *buf = malloc(cap);
@@ -190,7 +187,7 @@ static void on_ready(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
     if (strcmp(n->devices, "cpu")) {
         snprintf(why, sizeof why, "node %s (%s) computes on OpenCL devices (%s): they round "
                  "differently from CPUs", n->addr, n->host, n->devices);
-        weights_differ(c, why, "frugal join --devices cpu keeps a node on its CPU");
+        coordinator_weights_differ(c, why, "frugal join --devices cpu keeps a node on its CPU");
     }
     pthread_cond_broadcast(&c->joined);
     c->mode->node_ready(c, n);
@@ -371,7 +368,7 @@ coordinator *coordinator_start(const coordinator_options *o, const job_config *c
         share_files(c, err, errlen) || c->mode->open(c, &peer_ctx, err, errlen))
         goto fail;
     if (!c->weights_why[0] && rc->ndevices > 0)   /* (a mode may have said why already) */
-        weights_differ(c, "this machine computes some of its chunks on OpenCL devices and every "
+        coordinator_weights_differ(c, "this machine computes some of its chunks on OpenCL devices and every "
                        "node on its CPU: they round differently", "devices = cpu keeps them so");
     if (rc->ndevices == RT_MAX_DEVICES) {
         snprintf(err, errlen, "no room for the cluster's worker beside %d devices", rc->ndevices);

@@ -122,6 +122,7 @@ struct coordinator {
     long late_chunks;            /* taken from nodes past their deadline (sync_deadline.c) */
     long rounds, rounds_lost;    /* rounds trained; node shares lost with their node */
     long rounds_shared;          /* rounds whose last node shared a chunk with this machine */
+    long models_clipped;         /* centered_clip: models clipped (aggregate.h), over the rounds */
     /* the placement policy over machines (cluster_share.h) */
     policy_limits limits;
     carbon_source carbon;
@@ -146,6 +147,9 @@ double coordinator_due(const coordinator *c, double due);
 double coordinator_running_mean(double avg, double x);        /* a running average of positive figures (0: none) */
 int coordinator_ready_nodes(const coordinator *c);       /* locked */
 void coordinator_refuse(coordinator *c, peer_node *n, const char *why);
+/* Says once per reason why the weights will not be bit-identical to a run on one machine, and
+ * what would make them so; the first reason goes to summary.json. */
+void coordinator_weights_differ(coordinator *c, const char *why, const char *remedy);
 /* A span on the node's track of the trace (its messages, its chunks and rounds); locked. */
 void coordinator_trace_node(coordinator *c, peer_node *n, const char *what, double start, double end);
 /* A message to or from a node (dir: "sent", "received") as an instant on its track. */

@@ -101,7 +101,8 @@ void coordinator_summarize(coordinator *c, double here_joules, int here_estimate
     snprintf(out->listen, sizeof out->listen, "%s", c->listen);
     out->mode = c->mode->name;
     out->sync_every = c->cfg->sync_every, out->compress = c->cfg->compress;
-    out->overlap = c->cfg->overlap;
+    out->overlap = c->cfg->overlap, out->centered_clip = c->cfg->centered_clip;
+    out->models_clipped = c->models_clipped;
     out->rounds = c->rounds, out->node_rounds_lost = c->rounds_lost;
     out->rounds_sharing_a_chunk = c->rounds_shared;
     snprintf(out->weights_why, sizeof out->weights_why, "%s", c->weights_why);

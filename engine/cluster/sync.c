@@ -390,6 +390,13 @@ static void on_grad(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
         return;   /* too late: computed here */
     if (not_allowed)
         return coordinator_refuse(c, n, not_allowed);
+    if ((not_allowed = sync_grad_check(c, &g, ss->summed[0]->a.size, why, sizeof why))) {
+        char differ[300];
+        snprintf(differ, sizeof differ, "node %s sent %s; its earlier gradients, within the "
+                 "bound, were summed", n->addr, not_allowed);
+        coordinator_weights_differ(c, differ, "train without that machine");
+        return coordinator_refuse(c, n, not_allowed);
+    }
     rt_task **done = ss->summed_done;
     int ndone = 0;
     for (uint32_t i = 0; i < g.chunks; i++) {
@@ -495,6 +502,7 @@ static int sync_open(coordinator *c, void **peer_ctx, char *err, size_t errlen)
     }
     ss->sink.started = task_started;
     ss->sink.params = params_ready;
+    ss->sink.ran_here = sync_grad_ran_here;
     ss->c = c;
     pthread_mutex_init(&ss->params_lock, NULL);
     pthread_condattr_t monotonic;   /* the fallback's ticks: not moved by the wall clock */

@@ -1,7 +1,8 @@
 /* The synchronous mode's state, shared by its files: sync.c (chunks sent out as runtime tasks
  * and returned, the messages that bring them, the fallback engine that computes them here when
  * no node is left or one gives a chunk back), sync_deal.c (how many chunks go to which node;
- * steals and recalls), sync_deadline.c (chunks a node is late with) and sync_slots.c (what comes back of each chunk meeting its tasks). Every
+ * steals and recalls), sync_deadline.c (chunks a node is late with), sync_grad_check.c (the
+ * size of nodes' gradients) and sync_slots.c (what comes back of each chunk meeting its tasks). Every
  * field is guarded by the session's lock (engine/cluster/README.md). */
 #ifndef FRUGAL_CLUSTER_SYNC_INTERNAL_H
 #define FRUGAL_CLUSTER_SYNC_INTERNAL_H
@@ -21,6 +22,13 @@ enum { SLOT_FREE, SLOT_STARTING, SLOT_QUEUED, SLOT_SENT, SLOT_ARRIVED, SLOT_BACK
  * then. A chunk dealt elsewhere is sent once all its tasks started; one stolen from this
  * machine is sent first, and parts that come before their task starts are held. */
 #define SLOT_PARTS (CONFIG_MAX_LAYERS + 1)
+#define GRAD_WINDOW 32
+
+/* The norms per sample of a layer's last GRAD_WINDOW chunks computed here (sync_grad_check.c). */
+typedef struct grad_window {
+    double norm[GRAD_WINDOW];
+    int n;
+} grad_window;
 typedef struct slot {
     int state;
     remote_args a;
@@ -77,6 +85,7 @@ typedef struct sync_state {
     rt_stats fallback_work;      /* its runtime's work since the last extra_work */
     pthread_t fallback;
     int fallback_started;
+    grad_window grad_here[CONFIG_MAX_LAYERS];
 } sync_state;
 
 static inline sync_state *sync_of(const coordinator *c) { return c->mode_state; }
@@ -109,6 +118,11 @@ double sync_deadline(const coordinator *c, const peer_node *n, const slot *s);
 double sync_check_deadlines(coordinator *c);
 /* Whether node n's chunk of batch seq was taken from it: what it sends of it is ignored. */
 int sync_was_abandoned(const peer_node *n, uint64_t seq, uint32_t chunk);
+
+/* sync_grad_check.c. The sink's ran_here (remote.h): a chunk's gradient computed here, measured
+ * (takes the lock). Locked: why node gradient g, of a batch of `size`, is too large, or NULL. */
+void sync_grad_ran_here(remote_sink *sink, const remote_args *a, const float *grad);
+const char *sync_grad_check(coordinator *c, const msg_layer *g, int size, char *why, size_t whylen);
 
 /* sync_slots.c, locked. Each returns the tasks it put in done (at most SLOT_PARTS), for
  * the caller to complete unlocked; a slot whose parts all met their tasks is free. */

@@ -75,6 +75,7 @@ static const key_spec cluster_keys[] = {
     {"sync_every", V_INT, JOB(sync_every), 0, 1 << 20},
     {"compress", V_ONOFF, JOB(compress), 0, 0},
     {"overlap", V_ONOFF, JOB(overlap), 0, 0},
+    {"centered_clip", V_ONOFF, JOB(centered_clip), 0, 0},
     {0},
 };
 
@@ -473,10 +474,10 @@ static int check_complete(parser *p)
         return fail(p, "[data] needs train_files for format cifar10");
     if (cfg->format == DATA_IDX && !cfg->test_images[0] != !cfg->test_labels[0])
         return fail(p, "[data] test_images and test_labels go together");
-    if ((cfg->compress || cfg->overlap) && !cfg->sync_every)
+    if ((cfg->compress || cfg->overlap || cfg->centered_clip) && !cfg->sync_every)
         return fail(p, "[cluster] %s = on needs sync_every > 0: synchronous training sends whole "
                     "gradients, so that its weights stay those of one machine",
-                    cfg->compress ? "compress" : "overlap");
+                    cfg->compress ? "compress" : cfg->overlap ? "overlap" : "centered_clip");
     if (!cfg->nlayers)
         return fail(p, "no layers: add [conv], [dense], ... and end with [softmax_xent]");
     for (int i = 0; i < cfg->nlayers; i++) {

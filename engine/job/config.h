@@ -35,7 +35,9 @@
  *                engine/cluster/model_delta.h: half the bytes each way), overlap (on: under periodic
  *                averaging, a round's average travels while the machines train the next
  *                round, and is applied after it, engine/cluster/late_model.h: no machine waits for
- *                the network, each round starts one average late)
+ *                the network, each round starts one average late), centered_clip (on: under
+ *                periodic averaging, the models are combined by CenteredClip instead of their
+ *                mean, engine/cluster/aggregate.h: a machine far off moves the result little)
  *
  * A value runs to the end of its line; '#' or ';' starts a comment at the start of a line or
  * after white space (so "a#b.gz" is a path), and a value in double quotes is taken as it is. */
@@ -102,6 +104,7 @@ typedef struct job_config {
     int sync_every;                /* 0: gradients every batch; K: models averaged every K */
     int compress;                  /* averaging: models travel as half-precision deltas */
     int overlap;                   /* averaging: a round's average applied one round late */
+    int centered_clip;             /* averaging: models combined by CenteredClip, not the mean */
     float max_slowdown;            /* < 0: none */
     float window_seconds;
 } job_config;

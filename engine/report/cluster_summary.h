@@ -34,7 +34,8 @@ typedef struct cluster_summary {
     const char *joules_how;        /* measured, estimated, partly estimated */
     char listen[80];
     const char *mode;              /* the training mode's name */
-    int sync_every, compress, overlap;
+    int sync_every, compress, overlap, centered_clip;
+    long models_clipped;           /* centered_clip: models clipped, over the rounds */
     long rounds, node_rounds_lost, rounds_sharing_a_chunk;
     char weights_why[400];         /* "": the weights are one machine's */
     double timeout_s;

@@ -52,10 +52,12 @@ void report_cluster_json(FILE *f, const cluster_summary *s)
     fprintf(f, ", \"joules_how\": \"%s\", \"listen\": ", s->joules_how);
     json_string(f, s->listen);
     fprintf(f, ", \"mode\": \"%s\", \"sync_every\": %d, \"compress\": %s, \"overlap\": %s, "
+            "\"centered_clip\": %s, \"models_clipped\": %ld, "
             "\"rounds\": %ld, \"node_rounds_lost\": %ld, \"rounds_sharing_a_chunk\": %ld, "
             "\"weights_as_one_machine\": %s, \"weights_why\": ", s->mode, s->sync_every,
-            bool_json(s->compress), bool_json(s->overlap), s->rounds, s->node_rounds_lost,
-            s->rounds_sharing_a_chunk, bool_json(!s->weights_why[0]));
+            bool_json(s->compress), bool_json(s->overlap), bool_json(s->centered_clip),
+            s->models_clipped, s->rounds, s->node_rounds_lost, s->rounds_sharing_a_chunk,
+            bool_json(!s->weights_why[0]));
     json_string(f, s->weights_why);
     json_number_field(f, "timeout_s", s->timeout_s, 0);
     fprintf(f, ", \"coordinator_chunks\": %ld", s->coordinator_chunks);

@@ -52,6 +52,10 @@ typedef struct remote_sink {
     /* layer's n parameters of batch seq are final (on the peer worker; values are read during
      * the call only) */
     void (*params)(struct remote_sink *s, uint64_t seq, int layer, const float *values, long n);
+    /* a chunk dealt here ran here: its gradient of layer a->layer (the layer's parameter count,
+     * in the order of its groups), a measure of what nodes' gradients may be (on the peer
+     * worker, read during the call only; NULL: not wanted) */
+    void (*ran_here)(struct remote_sink *s, const remote_args *a, const float *grad);
 } remote_sink;
 
 /* Accesses: the destination parts, then the packed parameters (R); a chunk dealt here has its

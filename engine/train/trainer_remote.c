@@ -85,13 +85,17 @@ static int pack(const rt_ctx *ctx, void *p)
 }
 
 /* The destination's first part is access 0, the packed parameters access params_at. A chunk
- * dealt here passes nothing on unless a node took it. */
+ * dealt here passes nothing on unless a node took it; one that ran here has its gradient
+ * measured (its parts are the chunk's gradient, whole, from the first). */
 static int remote_started(const rt_ctx *ctx, void *p)
 {
     const remote_args *a = p;
-    if (a->claim && atomic_load(a->claim) != RT_CLAIM_ELSEWHERE)
-        return 0;
     remote_sink *s = rt_device_ctx(ctx);
+    if (a->claim && atomic_load(a->claim) != RT_CLAIM_ELSEWHERE) {
+        if (a->layer >= 0 && s->ran_here)
+            s->ran_here(s, a, rt_ptr(ctx, 0));
+        return 0;
+    }
     s->started(s, a, rt_ptr(ctx, 0), a->params_at >= 0 ? rt_ptr(ctx, a->params_at) : NULL,
                ctx->rt, ctx->task);
     return RT_PENDING;
