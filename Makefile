@@ -35,9 +35,10 @@ SIMD_AVX512 := -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma -mavx2
 LIB_SRC := $(wildcard common/*.c runtime/*.c ops/*.c energy/*.c opencl/*.c netio/*.c engine/*/*.c)
 LIB_SRC := $(filter-out engine/cli/main.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
-TEST_SRC := $(wildcard tests/*.c) tests/fuzz/targets.c
+TEST_SRC := $(wildcard tests/*.c) tests/fuzz/targets.c tests/fuzz/target_net.c
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
-FUZZ_TARGETS := job_file idx cifar pnm checkpoint checkpoint_crc run_log cluster_message summary_json
+FUZZ_TARGETS := job_file idx cifar pnm checkpoint checkpoint_crc run_log cluster_message summary_json \
+                carbon_file node_job power_profile allow_file hello hub_stream
 
 all: $(BUILD)/frugal
 tests: $(BUILD)/frugal_tests $(BUILD)/frugal $(BUILD)/netproxy $(BUILD)/libfake_nvml.so   # tests run the binaries
@@ -60,7 +61,7 @@ $(BUILD)/frugal_tests: $(TEST_OBJ) $(LIB_OBJ)
 
 # One libFuzzer binary per target (VARIANT=fuzz).
 fuzzers: $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
-$(BUILD)/fuzz_%: tests/fuzz/driver.c $(BUILD)/tests/fuzz/targets.o $(LIB_OBJ)
+$(BUILD)/fuzz_%: tests/fuzz/driver.c $(BUILD)/tests/fuzz/targets.o $(BUILD)/tests/fuzz/target_net.o $(LIB_OBJ)
 	$(CC) $(CFLAGS) -Itests/fuzz -DFUZZ_TARGET=fuzz_$* $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Benchmarks compare against OpenMP, so only they link libgomp.

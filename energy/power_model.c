@@ -51,6 +51,17 @@ double power_model_watts(double idle_w, double core_w, double busy_cores)
     return idle_w + core_w * busy_cores;
 }
 
+int power_model_profile_parse(const char *text, double max_w, double out[3])
+{
+    int used = 0;
+    double w[3];
+    if (sscanf(text, "%lf , %lf , %lf%n", &w[0], &w[1], &w[2], &used) != 3 || text[used] ||
+        !(w[0] >= 0 && w[0] <= w[1] && w[1] <= w[2] && w[2] <= max_w))
+        return -1;
+    out[0] = w[0], out[1] = w[1], out[2] = w[2];
+    return 0;
+}
+
 double power_model_profile_watts(const double profile[3], int ncpu, double busy_cores)
 {
     if (busy_cores <= 1 || ncpu <= 1)

@@ -25,5 +25,8 @@ double power_model_watts(double idle_w, double core_w, double busy_cores);
 /* A three-point power profile (SimGrid's format: watts idle, with one core busy, with all ncpu
  * busy), linear between the points. */
 double power_model_profile_watts(const double profile[3], int ncpu, double busy_cores);
+/* A profile as users write it ("IDLE, ONE, ALL": watts, each at least the one before, at most
+ * max_w; a job file's key and `frugal join --power-profile`). 0, or -1 when it is not one. */
+int power_model_profile_parse(const char *text, double max_w, double out[3]);
 
 #endif

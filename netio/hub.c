@@ -20,6 +20,7 @@
 
 #define MAX_LISTEN 4
 #define READ_BUDGET (8u << 20)   /* bytes read from one peer per turn: fairness among peers */
+#define CLOSE_FLUSH_S 1.0        /* a peer closed by its owner gets what was queued until then */
 
 /* Where a connection is in its life. */
 typedef enum phase {
@@ -54,6 +55,7 @@ typedef struct peer {
     out_buf *head, *tail;
     size_t queued;
     char closing[160];           /* set: close at the next turn, with this reason */
+    double close_by;             /* closing: what is queued goes out first, until then */
     netio_peer_stats st;
 } peer;
 
@@ -339,8 +341,10 @@ void netio_hub_close(netio_hub *h, int id, const char *why)
 {
     pthread_mutex_lock(&h->lock);
     peer *p = find(h, id);
-    if (p && !p->closing[0])
+    if (p && !p->closing[0]) {
         snprintf(p->closing, sizeof p->closing, "%s", why);
+        p->close_by = clock_now_s() + CLOSE_FLUSH_S;
+    }
     pthread_mutex_unlock(&h->lock);
     wake(h);
 }
@@ -353,6 +357,17 @@ int netio_hub_peer_stats(netio_hub *h, int id, netio_peer_stats *out)
         *out = p->st;
     pthread_mutex_unlock(&h->lock);
     return p ? 0 : -1;
+}
+
+int netio_hub_peer_binding(netio_hub *h, int id, uint8_t out[NETIO_BINDING_BYTES])
+{
+    pthread_mutex_lock(&h->lock);
+    peer *p = find(h, id);
+    int ok = p && p->ph == OPEN;
+    if (ok)
+        secure_binding(&p->sec, out);
+    pthread_mutex_unlock(&h->lock);
+    return ok ? 0 : -1;
 }
 
 void netio_hub_set_limits(netio_hub *h, const frame_limits *l)
@@ -736,10 +751,12 @@ static int check_times(netio_hub *h, event_list *ev)
         peer *p = h->peers[i];
         if (!p)
             continue;
-        if (p->closing[0]) {
+        if (p->closing[0] && !(p->head && now < p->close_by)) {
             drop(h, p, p->closing, ev);
             continue;
         }
+        if (p->closing[0])
+            continue;   /* its last messages are going out (netio_hub_close) */
         if (p->ph != OPEN && now > p->deadline) {
             snprintf(why, sizeof why, "%s not done within %.1f s",
                      p->ph == CONNECTING ? "connecting" : "handshake",

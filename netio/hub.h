@@ -80,9 +80,12 @@ int netio_hub_connect(netio_hub *h, const char *addr, char *err, size_t errlen);
  * is then closed: a peer that cannot keep up is dead). */
 int netio_hub_send(netio_hub *h, int peer, uint16_t type, const void *head, size_t headlen,
                    const void *body, size_t bodylen);
-/* Closes a peer (NETIO_DOWN follows with why). */
+/* Closes a peer (NETIO_DOWN follows with why), once what was queued for it went out (at most
+ * a second later). */
 void netio_hub_close(netio_hub *h, int peer, const char *why);
 int netio_hub_peer_stats(netio_hub *h, int peer, netio_peer_stats *out);
+/* The session's binding with an authenticated peer (secure.h): 0, or -1 when it is gone. */
+int netio_hub_peer_binding(netio_hub *h, int peer, uint8_t out[NETIO_BINDING_BYTES]);
 /* What peers may send from now on (e.g. once the size of a model is known). */
 void netio_hub_set_limits(netio_hub *h, const frame_limits *l);
 

@@ -112,6 +112,16 @@ int secure_pull_header(secure *s, const uint8_t in[SECURE_HEADER_BYTES])
     return crypto_secretstream_xchacha20poly1305_init_pull(&s->pull.chacha, in, s->rx) ? -1 : 0;
 }
 
+void secure_binding(const secure *s, uint8_t out[NETIO_BINDING_BYTES])
+{
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, s->key, NETIO_KEY_BYTES, NETIO_BINDING_BYTES);
+    crypto_generichash_update(&st, (const uint8_t *)"frugal session binding", 22);
+    crypto_generichash_update(&st, s->server ? s->peer_pk : s->pk, crypto_kx_PUBLICKEYBYTES);
+    crypto_generichash_update(&st, s->server ? s->pk : s->peer_pk, crypto_kx_PUBLICKEYBYTES);
+    crypto_generichash_final(&st, out, NETIO_BINDING_BYTES);
+}
+
 const char *secure_cipher(const secure *s)
 {
     return s->aes ? "aes256gcm" : "xchacha20poly1305";

@@ -63,6 +63,9 @@ int secure_check_hello(secure *s, const uint8_t in[SECURE_HELLO_BYTES], const ch
 /* After the hellos: this end's stream header, and the other end's. */
 void secure_push_header(secure *s, uint8_t out[SECURE_HEADER_BYTES]);
 int secure_pull_header(secure *s, const uint8_t in[SECURE_HEADER_BYTES]);
+/* The session's binding, once the hellos are checked: both ends' ephemeral keys hashed with the
+ * shared key, the same at both ends and in no other session (what an identity signs, key.h). */
+void secure_binding(const secure *s, uint8_t out[NETIO_BINDING_BYTES]);
 /* The streams' cipher, once the hellos are checked. */
 const char *secure_cipher(const secure *s);
 /* Seals len bytes into out (len + SECURE_OVERHEAD bytes) with the push stream; opens cipher

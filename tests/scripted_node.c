@@ -133,7 +133,8 @@ static int connect_up(scripted *s, const char *addr, char *err, size_t errlen)
 
 static int send_join(scripted *s, int peer, int workers)
 {
-    msg_join j = {PROTO_VERSION, (uint32_t)workers, (uint32_t)ops_isa_supported(), "scripted", ""};
+    msg_join j = {PROTO_VERSION, (uint32_t)workers, (uint32_t)ops_isa_supported(), "scripted", "", 0,
+                  {0}, {0}};
     uint8_t buf[512];
     return netio_hub_send(s->hub, peer, MSG_JOIN, buf, proto_join_encode(&j, buf, sizeof buf),
                           NULL, 0);

@@ -775,6 +775,75 @@ TEST(cluster_refuses_strangers_and_goes_on)
     check_identical("single", "hostile");
 }
 
+/* A new identity for a machine called NAME (FILE in the test's folder): its file's path; its
+ * public line goes to FILE.pub. */
+static const char *identity_of(const char *name)
+{
+    static char path[4][760];
+    static int next;
+    char *p = path[next++ % 4], text[400];
+    snprintf(p, 760, "%s/%s.id", test_tmpdir(), name);
+    if (access(p, F_OK))
+        CHECKF(FRUGAL(text, "keygen", "--identity", p) == 0, "%s", text);
+    return p;
+}
+
+/* Machines admitted by identity: with an allow file holding A's public line (as keygen wrote
+ * it, named), A joins and is named by it in the log and summary.json; B (another identity) and
+ * C (none) are refused, each saying why, and stop; a line deleted from the file while the run
+ * goes on drops its machine (which stops, refused when it tries again), and the run goes on
+ * with the coordinator alone (stopped by SIGINT, long before its 30 epochs). */
+TEST(cluster_allow_file_admits_identities_and_revokes_them_while_running)
+{
+    const char *a = identity_of("machine-a"), *b = identity_of("machine-b");
+    char pub[760], line[400], allow[760], log[1 << 14];
+    snprintf(pub, sizeof pub, "%s.pub", a);
+    test_read_text(pub, line, sizeof line);
+    char *space = strrchr(line, ' ');
+    CHECKF(!strncmp(line, "frugal-id-1 ", 12) && space, "%s", line);
+    if (!space)
+        return;
+    snprintf(space, sizeof line - (size_t)(space - line), " lab-pc-3\n");   /* its name here */
+    snprintf(allow, sizeof allow, "%s/allow", test_tmpdir());
+    FILE *f = fopen(allow, "w");
+    fprintf(f, "# machines admitted\n\n%s", line);
+    fclose(f);
+    coordinator_run c = {.job = slow_job(), .name = "allowed", .which = 13, .nodes = 1,
+                         .timeout = "20", .slow = 1, .set = "job.epochs=30"};
+    const char *args[28];
+    char bufs[4][760];
+    coordinator_args(&c, args, bufs);
+    int n = 0;
+    while (args[n])
+        n++;
+    args[n++] = "--allow", args[n++] = allow, args[n] = NULL;
+    pid_t coordinator = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, tmp("allowed.log"), args);
+    const char *const with_a[] = {"--identity", a, NULL}, *const with_b[] = {"--identity", b, NULL};
+    pid_t stranger_b = start_node_with(13, "allow-b", key(), "2", NULL, with_b);
+    pid_t stranger_c = start_node_with(13, "allow-c", key(), "2", NULL, NULL);
+    int b_rc = wait_node(stranger_b, "allow-b"), c_rc = wait_node(stranger_c, "allow-c");
+    pid_t node = start_node_with(13, "allow-a", key(), "3", NULL, with_a);
+    int joined = wait_for_text(tmp("allowed.log"), "lab-pc-3 [id ");
+    f = fopen(allow, "w");   /* A revoked: its line deleted */
+    fprintf(f, "# machines admitted\n");
+    fclose(f);
+    int a_rc = wait_node(node, "allow-a"), status = 0;
+    int revoked = wait_for_text(tmp("allowed.log"), "removed from the allow file");
+    kill(coordinator, SIGINT);   /* the run goes on alone: no need to see it end */
+    waitpid(coordinator, &status, 0);
+    test_read_text(tmp("allowed.log"), log, sizeof log);
+    CHECKF(joined && revoked && WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT &&
+           b_rc != 0 && c_rc != 0 && a_rc != 0, "a %d, b %d, c %d\n%s\n%s", a_rc, b_rc, c_rc,
+           log, out);
+    CHECKF(strstr(log, "refused: its identity is not in the allow file") &&
+           strstr(log, "refused: no identity, and the allow file") &&
+           strstr(log, "lab-pc-3 [id ") &&
+           strstr(log, "refused: its identity was removed from the allow file"), "%s", log);
+    char summary[1 << 15];
+    test_read_text(tmp("allowed/summary.json"), summary, sizeof summary);
+    CHECKF(strstr(summary, "\"identity_name\": \"lab-pc-3\""), "%s", summary);
+}
+
 /* Strangers who connect and say nothing do not keep a node out: 40 connections from
  * 127.0.0.2 (8 get a handshake, the rest are refused naming the address) and 70 from as many
  * addresses (the oldest handshakes give way) are all open when the node joins; it gets in and
@@ -2089,13 +2158,16 @@ TEST(cluster_slots_of_nodes_gone_before_ready_are_reused)
     char err[600] = "", log[1 << 14];
     scripted *s = scripted_start(key(), m.nparams, m.largest, err, sizeof err);
     int hung_up = 0;
-    while (s && hung_up < 80 && !scripted_join_and_hang_up(s, addr_of(10), err, sizeof err))
-        hung_up++;
+    for (int i = 0; s && i < 80; i++)   /* JOIN_BURST of them, then refused for coming too often */
+        hung_up += !scripted_join_and_hang_up(s, addr_of(10), err, sizeof err);
     scripted_stop(s);
-    CHECKF(hung_up == 80, "%d sessions, then: %s", hung_up, err);
-    pid_t node = start_node(10, "slots-friend", key(), "20", NULL);
+    CHECKF(hung_up == 16, "%d sessions of 80 took the job (16 expected): %s", hung_up, err);
+    /* from the same address, but with an identity of its own: it gets in */
+    const char *const identity[] = {"--identity", identity_of("slots-friend"), NULL};
+    pid_t node = start_node_with(10, "slots-friend", key(), "20", NULL, identity);
     int node_rc = wait_node(node, "slots-friend");
-    CHECKF(coordinator_ended_well(coordinator, "slots", log, sizeof log) && node_rc == 0,
-           "%s\n%s", log, out);
+    CHECKF(coordinator_ended_well(coordinator, "slots", log, sizeof log) && node_rc == 0 &&
+           strstr(log, "joins too often (16 times within 60 s)") &&
+           strstr(log, "more connections refused in"), "%s\n%s", log, out);
     check_identical("single", "slots");
 }

@@ -6,9 +6,11 @@
 #include "test.h"
 
 #include "netio/hub.h"
+#include "netio/key.h"
 #include "netio/secure_speed.h"
 
 #include <pthread.h>
+#include <sys/stat.h>
 #include <sodium.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -286,6 +288,49 @@ TEST(netio_strangers_holding_connections_cannot_keep_a_peer_out)
     for (int i = 0; i < 110; i++)
         if (fds[i] >= 0)
             close(fds[i]);
+    netio_hub_stop(b);
+    netio_hub_stop(a);
+}
+
+/* An identity signs its session's binding, which both ends compute alike and no other session
+ * has: a signature verifies there, and neither in another session nor under another key (a
+ * JOIN's identity cannot be replayed or borrowed). */
+TEST(netio_identity_signatures_are_bound_to_their_session)
+{
+    uint8_t key[NETIO_KEY_BYTES];
+    randombytes_buf(key, sizeof key);
+    inbox server = {0}, client = {0};
+    char err[300] = "", addr[80], path[760], line[200];
+    netio_hub *a = start(&server, key, 0, err, sizeof err);
+    netio_hub *b = a ? start(&client, key, 0, err, sizeof err) : NULL;
+    CHECKF(a && b && netio_hub_listen(a, "127.0.0.1:0", addr, sizeof addr, err, sizeof err) == 0,
+           "%s", err);
+    int first = b ? netio_hub_connect(b, addr, err, sizeof err) : -1;
+    int second = b ? netio_hub_connect(b, addr, err, sizeof err) : -1;
+    CHECKF(first >= 0 && second >= 0 && wait_for(&server, &server.up, 2) == 2 &&
+           wait_for(&client, &client.up, 2) == 2, "%s", err);
+    uint8_t mine[2][NETIO_BINDING_BYTES], theirs[2][NETIO_BINDING_BYTES];
+    int ok = b && !netio_hub_peer_binding(b, first, mine[0]) &&
+             !netio_hub_peer_binding(b, second, mine[1]) &&
+             !netio_hub_peer_binding(a, server.peers[0], theirs[0]) &&
+             !netio_hub_peer_binding(a, server.peers[1], theirs[1]);
+    /* the server's peers came up in either order: each of its bindings is one of ours */
+    int agree = ok && ((!memcmp(mine[0], theirs[0], 32) && !memcmp(mine[1], theirs[1], 32)) ||
+                       (!memcmp(mine[0], theirs[1], 32) && !memcmp(mine[1], theirs[0], 32)));
+    CHECKF(agree && memcmp(mine[0], mine[1], 32), "the ends' bindings differ, or two sessions' agree");
+    netio_identity id, other;
+    snprintf(path, sizeof path, "%s/machine.id", test_tmpdir());
+    CHECKF(netio_identity_generate(path, line, sizeof line, err, sizeof err) == 0 &&
+           netio_identity_load(path, &id, err, sizeof err) == 0, "%s", err);
+    CHECK(!strncmp(line, IDENTITY_PUBLIC_PREFIX, strlen(IDENTITY_PUBLIC_PREFIX)));
+    crypto_sign_keypair(other.pk, other.sk);
+    uint8_t sig[NETIO_ID_SIG_BYTES];
+    netio_identity_sign(&id, mine[0], sig);
+    CHECK(netio_identity_verify(id.pk, mine[0], sig) == 0);
+    CHECK(netio_identity_verify(id.pk, mine[1], sig) != 0);
+    CHECK(netio_identity_verify(other.pk, mine[0], sig) != 0);
+    chmod(path, 0644);   /* readable by others: refused */
+    CHECKF(netio_identity_load(path, &id, err, sizeof err) != 0 && strstr(err, "chmod 600"), "%s", err);
     netio_hub_stop(b);
     netio_hub_stop(a);
 }

@@ -35,10 +35,11 @@ static int usage(FILE *f)
                "            the next batch), --resume continues from it; D: auto, cpu, opencl or\n"
                "            cpu+opencl; P (time, energy, edp or carbon) decides how many workers\n"
                "            to keep from what it measures\n"
-               "            --listen ADDR:PORT --key KEYFILE [--timeout S] [--wait-for N]: other\n"
-               "            machines may join (at any time; N of them waited for, up to 60 s) and\n"
-               "            compute part of every batch (same weights as on one machine)\n"
-               "  join HOST:PORT --key KEYFILE [--workers N] [--devices D] [--timeout S]\n"
+               "            --listen ADDR:PORT --key KEYFILE [--allow FILE] [--timeout S] [--wait-for N]:\n"
+               "            other machines may join (at any time; N of them waited for, up to 60 s)\n"
+               "            and compute part of every batch (same weights as on one machine); with\n"
+               "            --allow, only the identities listed in FILE (re-read as it changes)\n"
+               "  join HOST:PORT --key KEYFILE [--identity FILE] [--workers N] [--devices D] [--timeout S]\n"
                "            [--slowdown F] [--power-profile IDLE,ONE,ALL]\n"
                "            [--carbon G | --carbon-file FILE] [--power-budget W]\n"
                "            compute chunks for the coordinator at HOST:PORT until it ends training,\n"
@@ -50,8 +51,9 @@ static int usage(FILE *f)
                "            one self-contained HTML page (charts, no network) of the runs' output\n"
                "            folders, overlaid; default RUN_DIR/report.html for one run, report.html\n"
                "            for several (frugal train writes RUN_DIR/report.html after each epoch)\n"
-               "  keygen KEYFILE\n"
-               "            a new key for a cluster: copy it to every machine (mode 600)\n"
+               "  keygen KEYFILE | keygen --identity FILE\n"
+               "            a new key for a cluster: copy it to every machine (mode 600); or this\n"
+               "            machine's identity (FILE, and its public line in FILE.pub for --allow)\n"
                "  eval CHECKPOINT IMAGES.idx LABELS.idx | CHECKPOINT CIFAR_BATCH[,BATCH...]\n"
                "            accuracy and confusion matrix of a trained model\n"
                "  predict CHECKPOINT IMAGES.idx | CHECKPOINT IMAGE.pgm|.ppm...\n"
@@ -105,11 +107,33 @@ static int parse_seconds(const char *s, double *out)
     return 0;
 }
 
+/* `frugal keygen --identity FILE`: this machine's key pair, and its public line for the
+ * coordinator's allow file, in FILE.pub and on stdout. */
+static int keygen_identity(const char *path)
+{
+    char err[600], line[200], pub[760];
+    if (netio_identity_generate(path, line, sizeof line, err, sizeof err)) {
+        fprintf(stderr, "frugal keygen: %s\n", err);
+        return 1;
+    }
+    snprintf(pub, sizeof pub, "%s.pub", path);
+    FILE *f = fopen(pub, "wx");
+    int ok = f && fprintf(f, "%s\n", line) > 0;
+    if (f && fclose(f))
+        ok = 0;
+    printf("identity written to %s (keep it on this machine, mode 600); its public line%s%s%s:\n%s\n"
+           "add that line to the coordinator's allow file (frugal train --allow FILE)\n", path,
+           ok ? ", also in " : "", ok ? pub : "", ok ? "" : " (not saved: FILE.pub exists or cannot be written)", line);
+    return 0;
+}
+
 static int cmd_keygen(int argc, char **argv)
 {
     char err[600];
+    if (argc == 4 && !strcmp(argv[2], "--identity"))
+        return keygen_identity(argv[3]);
     if (argc != 3) {
-        fprintf(stderr, "usage: frugal keygen KEYFILE\n");
+        fprintf(stderr, "usage: frugal keygen KEYFILE | frugal keygen --identity FILE\n");
         return 2;
     }
     if (netio_key_generate(argv[2], err, sizeof err)) {
@@ -129,6 +153,8 @@ static int cmd_join(int argc, char **argv)
         int has_value = i + 1 < argc;
         if (!strcmp(argv[i], "--key") && has_value) {
             o.key_path = argv[++i];
+        } else if (!strcmp(argv[i], "--identity") && has_value) {
+            o.identity_path = argv[++i];
         } else if (!strcmp(argv[i], "--workers") && has_value) {
             char *end;
             long w = strtol(argv[++i], &end, 10);
@@ -156,11 +182,8 @@ static int cmd_join(int argc, char **argv)
                 return 2;
             }
         } else if (!strcmp(argv[i], "--power-profile") && has_value) {
-            double *w = o.profile_w;
-            int used = 0;
             const char *v = argv[++i];
-            if (sscanf(v, "%lf , %lf , %lf%n", &w[0], &w[1], &w[2], &used) != 3 || v[used] ||
-                !(w[0] >= 0 && w[0] <= w[1] && w[1] <= w[2] && w[2] <= 1e5)) {
+            if (power_model_profile_parse(v, 1e5, o.profile_w)) {
                 fprintf(stderr, "frugal join: --power-profile %s: expected IDLE,ONE,ALL in watts "
                         "(idle, one core busy, all busy), each at least the one before\n", v);
                 return 2;
@@ -190,7 +213,7 @@ static int cmd_join(int argc, char **argv)
         }
     }
     if (!o.coordinator || !o.key_path) {
-        fprintf(stderr, "usage: frugal join HOST:PORT --key KEYFILE [--workers N] [--devices D] "
+        fprintf(stderr, "usage: frugal join HOST:PORT --key KEYFILE [--identity FILE] [--workers N] [--devices D] "
                         "[--timeout S] [--slowdown F] [--power-profile IDLE,ONE,ALL] [--carbon G | "
                         "--carbon-file FILE] [--power-budget W]\n");
         return 2;
@@ -239,6 +262,8 @@ static int cmd_train(int argc, char **argv)
             o.listen = argv[++i];
         } else if (!strcmp(argv[i], "--key") && has_value) {
             o.key = argv[++i];
+        } else if (!strcmp(argv[i], "--allow") && has_value) {
+            o.allow = argv[++i];
         } else if (!strcmp(argv[i], "--timeout") && has_value) {
             if (parse_seconds(argv[++i], &o.timeout_s))
                 goto out;

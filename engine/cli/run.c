@@ -170,11 +170,11 @@ static int run_open(run *r, const run_options *o)
     rt_config rc = {.workers = cfg->workers, .trace = o->trace != NULL, .slowdown = cfg->slowdown};
     if (devices_open(&r->devices, cfg, &rc, r->out, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
-    if (o->listen || o->key) {
+    if (o->listen || o->key || o->allow) {
         if (!o->listen || !o->key)
             return fail(r, "a cluster needs both --listen ADDR:PORT and --key KEYFILE");
         coordinator_options co = {o->listen, o->key, o->timeout_s > 0 ? o->timeout_s : 10, o->job,
-                                  o->overrides, o->stop};
+                                  o->overrides, o->stop, o->allow};
         if (!(r->cluster = coordinator_start(&co, cfg, &r->train, &rc, r->out, r->err, sizeof r->err)))
             return fail(r, "%s", r->err);
     }

@@ -14,6 +14,7 @@ typedef struct run_options {
     const _Atomic int *stop; /* non-zero (a signal's number): stop at a batch boundary */
     const char *listen;                /* ADDR:PORT: coordinate a cluster (engine/cluster/coordinator.h) */
     const char *key;                   /* its key file */
+    const char *allow;                 /* the identities admitted (allow_list.h), or NULL: any */
     double timeout_s;                  /* a silent node is lost after this long (0: 10 s) */
     int wait_for;                      /* nodes to wait for before training (up to 60 s) */
 } run_options;

@@ -511,7 +511,7 @@ static void averaging_node_lost(coordinator *c, peer_node *n)
         if (r->in && !r->done) {
             c->rounds_lost++;
             fprintf(c->log, "cluster: node %s's share of round %llu is lost with it: the round is "
-                    "averaged without it\n", n->addr, (unsigned long long)r->seq);
+                    "averaged without it\n", n->name, (unsigned long long)r->seq);
             n->active_s += clock_now_s() - r->sent_at;
         }
     }

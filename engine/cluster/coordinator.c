@@ -43,7 +43,7 @@ static int node_track(coordinator *c, peer_node *n)
         return -1;
     if (!n->track) {
         char name[160];
-        snprintf(name, sizeof name, "node %.60s (%.60s)", n->addr, n->host[0] ? n->host : "joining");
+        snprintf(name, sizeof name, "node %.60s (%.60s)", n->name, n->host[0] ? n->host : "joining");
         int id = rt_trace_track(c->rt, name);
         n->track = id < 0 ? -1 : id + 1;
     }
@@ -102,7 +102,7 @@ void coordinator_weights_differ(coordinator *c, const char *why, const char *rem
     fprintf(c->log, "cluster: %s, so the weights will not be bit-identical to a run on one "
             "machine (%s)\n", why, remedy);
     if (!c->weights_why[0])
-        snprintf(c->weights_why, sizeof c->weights_why, "%s", why);
+        snprintf(c->weights_why, sizeof c->weights_why, "%.399s", why);   /* (a long reason cut) */
 }
 
 /* A node may be DEADLINE_MARGIN times slower than measured (a CPU hog beside it, a busy link)
@@ -136,7 +136,7 @@ double coordinator_due(const coordinator *c, double due)
 
 void coordinator_refuse(coordinator *c, peer_node *n, const char *why)
 {
-    fprintf(c->log, "cluster: node %s refused: %s\n", n->addr, why);
+    fprintf(c->log, "cluster: node %s refused: %s\n", n->name, why);
     netio_hub_close(c->hub, n->peer, why);
 }
 
@@ -146,6 +146,8 @@ static void on_join(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
     char why[200];
     if (n->workers || proto_join_decode(&j, p, len, why, sizeof why))
         return coordinator_refuse(c, n, n->workers ? "a second JOIN" : why);
+    if (coordinator_admit(c, n, &j))
+        return;
     if (c->cfg->deterministic && j.isa < (uint32_t)ops_isa_active())
         return coordinator_refuse(c, n, "it cannot run this run's kernel path (deterministic = on)");
     n->workers = n->running = (int)j.workers, n->isa = j.isa;
@@ -155,7 +157,7 @@ static void on_join(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
         char why[300], remedy[120];
         const char *here = ops_isa_name(ops_isa_active());
         snprintf(why, sizeof why, "node %s (%s) computes with %s kernels, this machine with %s: "
-                 "they round differently", n->addr, n->host, ops_isa_name((ops_isa)j.isa), here);
+                 "they round differently", n->name, n->host, ops_isa_name((ops_isa)j.isa), here);
         snprintf(remedy, sizeof remedy, "[execution] deterministic = on makes every node use %s",
                  here);
         coordinator_weights_differ(c, why, remedy);
@@ -174,7 +176,7 @@ static void on_join(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
 static void on_ready(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
 {
     msg_ready r;
-    char why[400];
+    char why[600];
     if (proto_ready_decode(&r, p, len, why, sizeof why) || r.nparams != c->nparams)
         return coordinator_refuse(c, n, r.nparams != c->nparams ? "its model has other parameters" : why);
     if (n->ready)
@@ -183,10 +185,10 @@ static void on_ready(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
     snprintf(n->devices, sizeof n->devices, "%s", r.devices);
     netio_hub_peer_stats(c->hub, n->peer, &n->net);
     fprintf(c->log, "cluster: node %s (%s, %d workers, %s; computing on %s; traffic %s) joined\n",
-            n->addr, n->host, n->workers, n->energy, n->devices, n->net.cipher);
+            n->name, n->host, n->workers, n->energy, n->devices, n->net.cipher);
     if (strcmp(n->devices, "cpu")) {
         snprintf(why, sizeof why, "node %s (%s) computes on OpenCL devices (%s): they round "
-                 "differently from CPUs", n->addr, n->host, n->devices);
+                 "differently from CPUs", n->name, n->host, n->devices);
         coordinator_weights_differ(c, why, "frugal join --devices cpu keeps a node on its CPU");
     }
     pthread_cond_broadcast(&c->joined);
@@ -232,8 +234,9 @@ static void node_lost(coordinator *c, peer_node *n, const char *why)
     snprintf(n->left_why, sizeof n->left_why, "%s", why);
     c->lost_nodes += n->ready;
     c->resent_chunks += back;
-    fprintf(c->log, "cluster: node %s (%s) lost: %s%s\n", n->addr, n->host[0] ? n->host : "?",
-            why, back ? "; its unfinished chunks are computed elsewhere" : "");
+    if (n->workers)   /* (one refused before it joined was said then) */
+        fprintf(c->log, "cluster: node %s (%s) lost: %s%s\n", n->name, n->host[0] ? n->host : "?",
+                why, back ? "; its unfinished chunks are computed elsewhere" : "");
     c->mode->node_lost(c, n);
 }
 
@@ -257,6 +260,7 @@ static void on_event(void *ctx, const netio_event *e)
         memset(n, 0, sizeof *n);
         n->peer = e->peer, n->params_seq = n->layers_seq = UINT64_MAX, n->joined_at = clock_now_s() - c->start;
         snprintf(n->addr, sizeof n->addr, "%s", e->addr);
+        snprintf(n->name, sizeof n->name, "%s", e->addr);   /* with its identity from JOIN on */
         break;
     case NETIO_DOWN:
         if (n && c->stopping)   /* it leaves on the DONE: not lost */
@@ -265,7 +269,8 @@ static void on_event(void *ctx, const netio_event *e)
             node_lost(c, n, e->why);
         break;
     case NETIO_MESSAGE:
-        if (!n)
+        coordinator_check_revoked(c);
+        if (!n || n->gone)
             break;
         coordinator_trace_message(c, n, "received", e->type);
         if (e->type == MSG_JOIN)
@@ -364,7 +369,8 @@ coordinator *coordinator_start(const coordinator_options *o, const job_config *c
     pthread_cond_init(&c->joined, NULL);
     c->mode = mode_for_job(cfg);
     void *peer_ctx = NULL;
-    if (netio_key_load(o->key_path, c->net.key, err, errlen) || job_text(c, o, err, errlen) ||
+    if ((o->allow_path && (c->allowing = 1, allow_list_load(&c->allow, o->allow_path, err, errlen))) ||
+        netio_key_load(o->key_path, c->net.key, err, errlen) || job_text(c, o, err, errlen) ||
         share_files(c, err, errlen) || c->mode->open(c, &peer_ctx, err, errlen))
         goto fail;
     if (!c->weights_why[0] && rc->ndevices > 0)   /* (a mode may have said why already) */
@@ -450,6 +456,7 @@ void coordinator_stop(coordinator *c, const char *why)
     proto_job_free(&c->job);
     for (int i = 0; i < PROTO_MAX_FILES; i++)
         free(c->paths[i]);
+    allow_list_free(&c->allow);
     if (c->mode_state)
         c->mode->close(c);
     pthread_cond_destroy(&c->joined);

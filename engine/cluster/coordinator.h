@@ -36,6 +36,7 @@ typedef struct coordinator_options {
     const char *job_path;
     const char *const *overrides;
     const _Atomic int *stop;     /* set (a signal): the batch under way ends within timeout_s */
+    const char *allow_path;      /* the identities admitted (allow_list.h); NULL: any key holder */
 } coordinator_options;
 
 /* Loads the key, hashes the training files, listens, and adds the peer worker to rc (before

@@ -11,6 +11,7 @@
 #include "engine/placement/cluster_share.h"
 #include "engine/cluster/coordinator.h"
 #include "engine/cluster/mode.h"
+#include "engine/cluster/allow_list.h"
 #include "engine/cluster/refusal_log.h"
 #include "netio/hub.h"
 #include "common/clock.h"
@@ -23,6 +24,17 @@
 #define POWER_WINDOW_S 0.25      /* the shortest interval this machine's power is measured over */
 #define MAX_SHARE_DECISIONS 16
 #define MAX_ABANDONED 64
+#define JOIN_RECORDS 128         /* identities whose recent joins are counted */
+#define JOIN_BURST 16            /* joins of one identity within JOIN_WINDOW_S */
+#define JOIN_WINDOW_S 60.0
+
+/* An identity's last JOIN_BURST joins (its public key, or its address's hash without one). */
+typedef struct join_record {
+    uint8_t who[NETIO_ID_PUBLIC_BYTES];
+    double at[JOIN_BURST];
+    int n;
+    double last;
+} join_record;
 
 /* A node's share of a round under periodic averaging, and what came of it. */
 typedef struct node_round {
@@ -38,6 +50,10 @@ typedef struct node_round {
 typedef struct peer_node {
     int peer, ready, gone;
     char addr[64], host[64], energy[PROTO_TEXT], devices[PROTO_TEXT], left_why[200];
+    char name[160];              /* in the log: its address, or its identity's name, key and address */
+    int has_identity;            /* it proved an identity (admission.c) */
+    uint8_t identity[NETIO_ID_PUBLIC_BYTES];
+    char identity_name[ALLOW_NAME];
     int workers, running;         /* its workers, and those its own power budget leaves running */
     uint32_t isa;
     uint64_t params_seq;         /* whose parameters it holds; UINT64_MAX: none */
@@ -108,7 +124,11 @@ struct coordinator {
     int stopping;
     const _Atomic int *stop;     /* a signal asks the run to stop (coordinator_options) */
     double stop_seen;            /* when a mode saw it (clock_now_s), 0: not yet */
-    refusal_log refusals;        /* connections refused before authentication */
+    refusal_log refusals;        /* connections refused before authentication, and joins refused
+                                    for coming too often (admission.c) */
+    allow_list allow;            /* --allow: the identities admitted (admission.c) */
+    int allowing;
+    join_record joins[JOIN_RECORDS];   /* recent joins per identity (admission.c) */
     rt_runtime *rt;
     trainer *t;
     long nparams, layer_params[CONFIG_MAX_LAYERS], layer_offset[CONFIG_MAX_LAYERS], largest;
@@ -134,6 +154,13 @@ struct coordinator {
     share_decision decisions[MAX_SHARE_DECISIONS];
     int ndecisions, decisions_total;
 };
+
+/* admission.c, locked. Whether node n, joining with j, is admitted: its identity's signature,
+ * the allow file, its identity's rate of joins. 0, or -1 when it was refused (named, logged). */
+int coordinator_admit(coordinator *c, peer_node *n, const msg_join *j);
+/* Reads the allow file again when it changed (at most once a second), and drops the nodes it
+ * no longer admits. */
+void coordinator_check_revoked(coordinator *c);
 
 /* coordinator.c */
 /* How long a node may take over work expected to take expected_s (0: not measured yet): a

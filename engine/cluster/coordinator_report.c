@@ -8,6 +8,7 @@
 #include "ops/cpu.h"
 
 #include <pthread.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,7 +46,7 @@ void coordinator_print_nodes(coordinator *c, FILE *f, double here_joules, int he
         char dealing[160];   /* the mode's words: how its work came to it */
         c->mode->describe_node(c, n, dealing, sizeof dealing);
         fprintf(f, "  node %s (%s): %ld chunks%s, %.0f img/s, %.1f MB sent, %.1f MB received, "
-                "%.2f s waiting on the network (%.2f ms a round trip), %.1f J %s%s%s%s\n", n->addr,
+                "%.2f s waiting on the network (%.2f ms a round trip), %.1f J %s%s%s%s\n", n->name,
                 n->host, n->chunks, dealing, n->active_s > 0 ? (double)n->samples / n->active_s : 0,
                 n->net.received / 1e6, n->net.sent / 1e6, n->wait_s, 1e3 * n->lag, n->joules, n->estimated ? "estimated" : "measured",
                 n->parked && !n->gone ? "; parked by the placement policy" : "",
@@ -64,6 +65,10 @@ static void summarize_node(coordinator *c, peer_node *n, long all, cluster_node_
     if (!n->gone)
         netio_hub_peer_stats(c->hub, n->peer, &n->net);
     snprintf(o->address, sizeof o->address, "%s", n->addr);
+    if (n->has_identity) {
+        sodium_bin2hex(o->identity, sizeof o->identity, n->identity, sizeof n->identity);
+        snprintf(o->identity_name, sizeof o->identity_name, "%s", n->identity_name);
+    }
     snprintf(o->host, sizeof o->host, "%s", n->host);
     snprintf(o->energy, sizeof o->energy, "%s", n->energy);
     snprintf(o->devices, sizeof o->devices, "%s", n->devices);

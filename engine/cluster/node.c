@@ -195,6 +195,11 @@ static int unexpected(node_process *n, const queued *q, const char *waiting_for)
                 q->why);
         return 1;
     }
+    if (q->e.type == MSG_REFUSED && q->e.kind == NETIO_MESSAGE) {   /* for good: no rejoining */
+        char text[PROTO_TEXT + 1] = "";
+        proto_text_decode(text, sizeof text, q->e.payload, q->e.len, n->err, sizeof n->err);
+        return fail(n, "coordinator %s refused this node: %s", n->o->coordinator, text);
+    }
     if (q->e.kind == NETIO_DOWN || q->e.kind == NETIO_REFUSED) {
         n->lost = 1;
         return fail(n, "coordinator %s lost while %s: %s", n->o->coordinator, waiting_for, q->why);
@@ -220,6 +225,23 @@ static int expect(node_process *n, uint16_t type, const char *waiting_for, queue
     int rc = unexpected(n, q, waiting_for);
     drop(q);
     return rc;
+}
+
+/* This machine's identity signs the session (netio/key.h), for the coordinator's allow file. */
+static int sign_session(node_process *n, msg_join *j)
+{
+    netio_identity id;
+    uint8_t binding[NETIO_BINDING_BYTES];
+    if (netio_identity_load(n->o->identity_path, &id, n->err, sizeof n->err))
+        return fail(n, "%s", n->err);
+    int rc = netio_hub_peer_binding(n->hub, n->peer, binding);
+    if (!rc) {
+        netio_identity_sign(&id, binding, j->signature);
+        memcpy(j->identity, id.pk, sizeof j->identity);
+        j->has_identity = 1;
+    }
+    sodium_memzero(&id, sizeof id);
+    return rc ? fail(n, "coordinator %s lost before JOIN", n->o->coordinator) : 0;
 }
 
 static int connect_and_join(node_process *n)
@@ -261,7 +283,10 @@ static int connect_and_join(node_process *n)
         if ((n->peer = netio_hub_connect(n->hub, n->o->coordinator, n->err, sizeof n->err)) < 0)
             return fail(n, "%s", n->err);
     }
-    msg_join j = {PROTO_VERSION, (uint32_t)n->o->workers, (uint32_t)ops_isa_supported(), "", ""};
+    msg_join j = {PROTO_VERSION, (uint32_t)n->o->workers, (uint32_t)ops_isa_supported(), "", "", 0,
+                  {0}, {0}};
+    if (n->o->identity_path && sign_session(n, &j))
+        return 1;
     gethostname(j.host, sizeof j.host - 1);
     const double *pw = n->o->profile_w;
     n->meter = energy_meter_open(&(energy_options){0, MODEL_IDLE_W, MODEL_CORE_W, {pw[0], pw[1], pw[2]}});
@@ -343,28 +368,12 @@ static int find_file(node_process *n, const proto_file *f, char *path, size_t pa
  * files found here. */
 static int parse_job(node_process *n, const msg_job *job)
 {
-    const char *overrides[PROTO_MAX_OVERRIDES + 4];
-    char *workers = NULL, slowdown[64], devices[64];
-    int no = 0;
-    for (char *line = job->overrides; job->overrides_len && line; no++) {   /* one a line */
-        overrides[no] = line;
-        if ((line = strchr(line, '\n')))
-            *line++ = 0;
-    }
-    if (asprintf(&workers, "execution.workers=%d", n->o->workers) < 0)
-        return fail(n, "out of memory");
-    overrides[no++] = workers;
+    char workers[64], slowdown[64], devices[64];
+    snprintf(workers, sizeof workers, "execution.workers=%d", n->o->workers);
     snprintf(slowdown, sizeof slowdown, "execution.slowdown=%g", n->o->slowdown);
-    overrides[no++] = slowdown;
-    if (n->o->devices) {
-        snprintf(devices, sizeof devices, "execution.devices=%s", n->o->devices);
-        overrides[no++] = devices;
-    }
-    overrides[no] = NULL;
-    int rc = config_parse(&n->cfg, "the coordinator's job", job->text, job->text_len, overrides,
-                          n->err, sizeof n->err);
-    free(workers);
-    if (rc)
+    snprintf(devices, sizeof devices, "execution.devices=%s", n->o->devices ? n->o->devices : "");
+    const char *mine[] = {workers, slowdown, n->o->devices ? devices : NULL, NULL};
+    if (proto_job_config(job, mine, &n->cfg, n->err, sizeof n->err))
         return fail(n, "%s", n->err);
     char paths[PROTO_MAX_FILES][CONFIG_PATH], list[sizeof n->cfg.train_files] = "";
     for (uint32_t i = 0; i < job->nfiles; i++)

@@ -14,6 +14,7 @@
 typedef struct node_options {
     const char *coordinator;     /* HOST:PORT */
     const char *key_path;
+    const char *identity_path;   /* this machine's identity (netio/key.h); NULL: none */
     int workers;
     int workers_pinned;          /* --workers given: a power budget does not park any */
     const char *devices;         /* this machine's OpenCL devices (auto, cpu, opencl, cpu+opencl);

@@ -27,7 +27,7 @@ void proto_limits(frame_limits *l, int coordinator, long nparams, long largest)
     l->ntypes = MSG_TYPES;
     uint32_t floats = nparams > 0 ? (uint32_t)(4 * nparams) : 0;
     if (coordinator) {
-        l->max_payload[MSG_JOIN] = 12 + 64 + PROTO_TEXT;
+        l->max_payload[MSG_JOIN] = 12 + 64 + PROTO_TEXT + 4 + NETIO_ID_PUBLIC_BYTES + NETIO_ID_SIG_BYTES;
         l->max_payload[MSG_FETCH] = 40;
         l->max_payload[MSG_READY] = 8 + PROTO_TEXT;
         l->max_payload[MSG_RESULT] = floats ? RESULT_HEAD : 0;
@@ -45,6 +45,7 @@ void proto_limits(frame_limits *l, int coordinator, long nparams, long largest)
         l->max_payload[MSG_AVERAGE] = floats ? PROTO_PARAMS_HEAD + floats + 4 * CONFIG_MAX_LAYERS : 0;
         l->max_payload[MSG_RECALL] = 16;
         l->max_payload[MSG_DONE] = PROTO_TEXT;
+        l->max_payload[MSG_REFUSED] = PROTO_TEXT;
     }
 }
 
@@ -63,7 +64,8 @@ const char *proto_msg_name(unsigned type)
         [MSG_READY] = "READY", [MSG_PARAMS] = "PARAMS", [MSG_WORK] = "WORK",
         [MSG_RESULT] = "RESULT", [MSG_DONE] = "DONE", [MSG_ROUND] = "ROUND", [MSG_MODEL] = "MODEL",
         [MSG_GRAD] = "GRAD", [MSG_LAYER] = "LAYER", [MSG_RECALL] = "RECALL",
-        [MSG_RECALLED] = "RECALLED", [MSG_DELTA] = "DELTA", [MSG_AVERAGE] = "AVERAGE"};
+        [MSG_RECALLED] = "RECALLED", [MSG_DELTA] = "DELTA", [MSG_AVERAGE] = "AVERAGE",
+        [MSG_REFUSED] = "REFUSED"};
     return type < MSG_TYPES && names[type] ? names[type] : "?";
 }
 
@@ -75,6 +77,9 @@ size_t proto_join_encode(const msg_join *m, uint8_t *out, size_t cap)
     wire_u32(&w, m->isa);
     wire_put(&w, m->host, sizeof m->host);
     wire_put(&w, m->energy, sizeof m->energy);
+    wire_u32(&w, m->has_identity);
+    wire_put(&w, m->identity, sizeof m->identity);
+    wire_put(&w, m->signature, sizeof m->signature);
     return wire_length(&w);
 }
 
@@ -253,18 +258,48 @@ int proto_join_decode(msg_join *m, const uint8_t *p, size_t len, char *why, size
     wire_reader r = {p, len, 0, 0};
     memset(m, 0, sizeof *m);
     m->version = wire_get_u32(&r);
+    if (len >= 4 && m->version != PROTO_VERSION)   /* the rest may be laid out otherwise */
+        return snprintf(why, whylen, "a node speaking version %u (this frugal speaks %d)",
+                        m->version, PROTO_VERSION), -1;
     m->workers = wire_get_u32(&r);
     m->isa = wire_get_u32(&r);
     if (fixed_text(&r, m->host, sizeof m->host) || fixed_text(&r, m->energy, sizeof m->energy))
         return bad(why, whylen, "a JOIN message with a malformed name");
+    m->has_identity = wire_get_u32(&r);
+    const uint8_t *id = wire_take(&r, sizeof m->identity), *sig = wire_take(&r, sizeof m->signature);
+    if (id && sig)
+        memcpy(m->identity, id, sizeof m->identity), memcpy(m->signature, sig, sizeof m->signature);
     if (done(&r, why, whylen, "JOIN"))
         return -1;
-    if (m->version != PROTO_VERSION)
-        return snprintf(why, whylen, "a node speaking version %u (this frugal speaks %d)",
-                        m->version, PROTO_VERSION), -1;
-    if (m->workers < 1 || m->workers > 4096 || m->isa > 16)
-        return bad(why, whylen, "a JOIN message with impossible workers or kernel path");
+    if (m->workers < 1 || m->workers > 4096 || m->isa > 16 || m->has_identity > 1)
+        return bad(why, whylen, "a JOIN message with impossible workers, kernel path or identity flag");
     return 0;
+}
+
+int proto_job_config(const msg_job *job, const char *const *mine, job_config *cfg, char *err,
+                     size_t errlen)
+{
+    const char *overrides[PROTO_MAX_OVERRIDES + 4];
+    char *lines = malloc(job->overrides_len + 1);
+    if (!lines) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memcpy(lines, job->overrides, job->overrides_len);
+    lines[job->overrides_len] = 0;
+    int no = 0;
+    for (char *line = lines; job->overrides_len && line && no < PROTO_MAX_OVERRIDES; no++) {
+        overrides[no] = line;
+        if ((line = strchr(line, '\n')))
+            *line++ = 0;
+    }
+    for (int i = 0; mine && mine[i] && i < 3; i++)
+        overrides[no++] = mine[i];
+    overrides[no] = NULL;
+    int rc = config_parse(cfg, "the coordinator's job", job->text, job->text_len, overrides, err,
+                          errlen);
+    free(lines);
+    return rc;
 }
 
 int proto_job_decode(msg_job *m, const uint8_t *p, size_t len, char *why, size_t whylen)

@@ -32,6 +32,9 @@
  *   node -> coordinator  RECALLED its answer: given back (it will not run: nothing more comes
  *                                 of it), or not (it started: its GRADs and RESULT come)
  *   coordinator -> node  DONE     training is over (why)
+ *   coordinator -> node  REFUSED  its JOIN is refused (why: an identity the allow file does not
+ *                                 admit, joins too often), before the connection closes: it
+ *                                 stops instead of trying again
  *
  * Periodic averaging ([cluster] sync_every = K) replaces WORK and RESULT by a round:
  *   coordinator -> node  ROUND    after PARAMS: K batches of an epoch, chunks [chunk0, chunk1)
@@ -61,11 +64,11 @@
 enum {
     MSG_JOIN = 1, MSG_JOB, MSG_FETCH, MSG_FILE, MSG_READY, MSG_PARAMS, MSG_WORK, MSG_RESULT,
     MSG_DONE, MSG_ROUND, MSG_MODEL, MSG_GRAD, MSG_LAYER, MSG_RECALL, MSG_RECALLED, MSG_DELTA,
-    MSG_AVERAGE,
+    MSG_AVERAGE, MSG_REFUSED,
     MSG_TYPES
 };
 
-#define PROTO_VERSION 13
+#define PROTO_VERSION 14
 #define PROTO_MAX_FILES 8
 #define PROTO_MAX_OVERRIDES 48               /* --set overrides a job carries */
 #define PROTO_OVERRIDES_BYTES (64 * 1024)
@@ -80,6 +83,8 @@ enum {
 typedef struct msg_join {
     uint32_t version, workers, isa;
     char host[64], energy[PROTO_TEXT];
+    uint32_t has_identity;              /* the node's identity (netio/key.h) signed this session */
+    uint8_t identity[NETIO_ID_PUBLIC_BYTES], signature[NETIO_ID_SIG_BYTES];
 } msg_join;
 
 typedef struct msg_ready {
@@ -190,6 +195,12 @@ size_t proto_delta_head(const msg_delta *m, uint8_t *out, size_t cap);       /* 
 
 /* Decoders: 0, or -1 with why. */
 int proto_join_decode(msg_join *m, const uint8_t *p, size_t len, char *why, size_t whylen);
+/* The job a node received, parsed as the coordinator parsed it (config_parse): its text, its
+ * overrides (one a line; the job's text is cut nowhere), then the node's own (`mine`, NULL-ended,
+ * at most 3). 0, or -1 with err. Fuzzed. */
+struct job_config;
+int proto_job_config(const msg_job *job, const char *const *mine, struct job_config *cfg,
+                     char *err, size_t errlen);
 int proto_job_decode(msg_job *m, const uint8_t *p, size_t len, char *why, size_t whylen);
 void proto_job_free(msg_job *m);
 int proto_fetch_decode(msg_fetch *m, const uint8_t *p, size_t len, char *why, size_t whylen);

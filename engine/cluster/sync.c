@@ -393,7 +393,7 @@ static void on_grad(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
     if ((not_allowed = sync_grad_check(c, &g, ss->summed[0]->a.size, why, sizeof why))) {
         char differ[300];
         snprintf(differ, sizeof differ, "node %s sent %s; its earlier gradients, within the "
-                 "bound, were summed", n->addr, not_allowed);
+                 "bound, were summed", n->name, not_allowed);
         coordinator_weights_differ(c, differ, "train without that machine");
         return coordinator_refuse(c, n, not_allowed);
     }

@@ -57,7 +57,7 @@ static void abandon(coordinator *c, slot *s, double now, int stopping)
         return;
     n->late++;
     fprintf(c->log, "cluster: node %s late: chunk %d of batch %llu not back after %.1f s (its "
-            "deadline, from its measured times); computed here\n", n->addr, s->a.chunk,
+            "deadline, from its measured times); computed here\n", n->name, s->a.chunk,
             (unsigned long long)s->a.seq, waited);
     if (++n->late_in_row == LATE_LIMIT) {
         char why[160];

@@ -68,7 +68,7 @@ static void choose_nodes(coordinator *c, double per_chunk)
         ntaking += in[k];
         char *list = in[k] ? taking : parked;
         size_t len = strlen(list);
-        snprintf(list + len, 160 - len, "%s%s %.3g J/img", len ? ", " : "", x->addr,
+        snprintf(list + len, 160 - len, "%s%s %.3g J/img", len ? ", " : "", x->name,
                  m[k].img_per_s > 0 ? m[k].watts / m[k].img_per_s : 0);
         if (x->parked && c->batches - x->probed_at >= PROBE_EVERY)
             x->probe = 1, x->probed_at = c->batches;

@@ -243,11 +243,11 @@ static int set_value(parser *p, const char *section, const key_spec *k, void *ba
     }
     case V_PROFILE: {
         float *w = field;
-        int used = 0;
-        if (sscanf(value, "%f , %f , %f%n", &w[0], &w[1], &w[2], &used) != 3 || value[used] ||
-            !(w[0] >= 0 && w[0] <= w[1] && w[1] <= w[2] && w[2] <= k->hi))
+        double d[3];
+        if (power_model_profile_parse(value, k->hi, d))
             return fail(p, "[%s] %s = '%s': expected IDLE, ONE, ALL in watts (idle, one core "
                         "busy, all cores busy), rising, e.g. 10, 25, 65", section, k->name, value);
+        w[0] = (float)d[0], w[1] = (float)d[1], w[2] = (float)d[2];
         return 0;
     }
     case V_ONOFF:

@@ -9,6 +9,8 @@
 typedef struct cluster_node_summary {
     char address[64], host[64], energy[160], devices[160], cipher[24];
     char lost[200];                /* why it was lost; "" while it is not */
+    char identity[65];             /* its proven identity's public key in hex; "": none */
+    char identity_name[48];        /* its name in the allow file (or the key's first digits) */
     int gone;
     int workers, active_workers;
     const char *kernel_path;

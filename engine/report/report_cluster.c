@@ -11,6 +11,14 @@ static void write_node(FILE *f, const cluster_node_summary *n)
     json_string(f, n->address);
     fputs(", \"host\": ", f);
     json_string(f, n->host);
+    fputs(", \"identity\": ", f);
+    if (n->identity[0]) {
+        json_string(f, n->identity);
+        fputs(", \"identity_name\": ", f);
+        json_string(f, n->identity_name);
+    } else {
+        fputs("null", f);
+    }
     fprintf(f, ", \"workers\": %d, \"active_workers\": %d, \"kernel_path\": \"%s\"", n->workers,
             n->active_workers, n->kernel_path);
     json_fixed_field(f, "joined_after_s", n->joined_after_s, 2);

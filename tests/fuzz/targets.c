@@ -5,6 +5,9 @@
 #include "engine/cluster/proto.h"
 #include "engine/job/config.h"
 #include "engine/job/dataset.h"
+#include "energy/carbon.h"
+#include "energy/power_model.h"
+#include "engine/cluster/allow_list.h"
 #include "engine/cluster/model_delta.h"
 #include "engine/job/run_log.h"
 
@@ -25,6 +28,12 @@ const fuzz_target fuzz_targets[] = {
     {"run_log", fuzz_run_log, "the run log inside a checkpoint"},
     {"cluster_message", fuzz_cluster_message, "a cluster peer's opened frame and its message"},
     {"summary_json", fuzz_summary_json, "summary.json as frugal report reads it"},
+    {"carbon_file", fuzz_carbon_file, "a carbon-intensity file as it is re-read"},
+    {"node_job", fuzz_node_job, "the JOB message, parsed as a node parses the job"},
+    {"power_profile", fuzz_power_profile, "a power profile (job file, frugal join)"},
+    {"allow_file", fuzz_allow_file, "the coordinator's allow file of identities"},
+    {"hello", fuzz_hello, "a handshake's hello and stream header, either side"},
+    {"hub_stream", fuzz_hub_stream, "a peer's stream after a real handshake, cut anywhere"},
 };
 const int fuzz_ntargets = sizeof fuzz_targets / sizeof fuzz_targets[0];
 
@@ -273,5 +282,61 @@ int fuzz_summary_json(const uint8_t *data, size_t size)
     json_str(json_get(v, "energy.source"), "");
     json_member(json_get(v, "epochs"), "x.y");
     json_free(v);
+    return 0;
+}
+
+/* Read at start, and again after its re-read interval. */
+int fuzz_carbon_file(const uint8_t *data, size_t size)
+{
+    memfile m;
+    if (memfile_open(&m, data, size))
+        return 0;
+    carbon_source cs;
+    char why[600];
+    carbon_init(&cs, 100, m.path);
+    carbon_update(&cs, 0, 0, why, sizeof why);
+    carbon_update(&cs, 2 * CARBON_REREAD_S, 1000, why, sizeof why);
+    carbon_grams(&cs, 2000);
+    memfile_close(&m);
+    return 0;
+}
+
+int fuzz_node_job(const uint8_t *data, size_t size)
+{
+    static job_config cfg;
+    msg_job job;
+    char why[600];
+    static const char *const mine[] = {"execution.workers=2", "execution.slowdown=1", NULL};
+    if (proto_job_decode(&job, data, size, why, sizeof why))
+        return 0;
+    proto_job_config(&job, mine, &cfg, why, sizeof why);
+    proto_job_free(&job);
+    return 0;
+}
+
+/* As text: a string the length of the input. */
+static char *as_text(const uint8_t *data, size_t size)
+{
+    char *s = malloc(size + 1);
+    if (s)
+        memcpy(s, data, size), s[size] = 0;
+    return s;
+}
+
+int fuzz_power_profile(const uint8_t *data, size_t size)
+{
+    char *s = as_text(data, size);
+    double w[3];
+    if (s && power_model_profile_parse(s, 1e5, w) == 0)
+        power_model_profile_watts(w, 4, 2.5);
+    free(s);
+    return 0;
+}
+
+int fuzz_allow_file(const uint8_t *data, size_t size)
+{
+    static allow_entry entries[ALLOW_MAX];
+    char why[300];
+    allow_list_parse((const char *)data, size, entries, why, sizeof why);
     return 0;
 }

@@ -29,5 +29,11 @@ int fuzz_checkpoint_crc(const uint8_t *data, size_t size);   /* CRC repaired: th
 int fuzz_run_log(const uint8_t *data, size_t size);
 int fuzz_cluster_message(const uint8_t *data, size_t size);   /* first byte: coordinator or node */
 int fuzz_summary_json(const uint8_t *data, size_t size);
+int fuzz_carbon_file(const uint8_t *data, size_t size);
+int fuzz_node_job(const uint8_t *data, size_t size);      /* a JOB message, parsed as a node does */
+int fuzz_power_profile(const uint8_t *data, size_t size);
+int fuzz_allow_file(const uint8_t *data, size_t size);
+int fuzz_hello(const uint8_t *data, size_t size);         /* first byte: server or client */
+int fuzz_hub_stream(const uint8_t *data, size_t size);    /* after a real handshake, into a hub */
 
 #endif
