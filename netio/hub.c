@@ -618,8 +618,10 @@ static int read_peer(netio_hub *h, peer *p, event_list *ev, char *why, size_t wh
         int in_frame = p->frame != NULL;
         uint8_t *dst = in_frame ? p->frame : p->small;
         ssize_t r = recv_unlocked(h, p->fd, dst + p->have, p->need - p->have);
-        if (r == 0) {
-            snprintf(why, whylen, "connection closed by the peer");
+        if (r == 0) {   /* ours, in the handshake: the other end refused it */
+            snprintf(why, whylen, "%s", p->ours && p->ph != OPEN
+                     ? "the other end closed the connection during the handshake (a wrong key is "
+                       "the likely cause)" : "connection closed by the peer");
             return -1;
         }
         if (r < 0) {

@@ -51,7 +51,7 @@ typedef struct peer_node {
     int peer, ready, gone;
     char addr[64], host[64], energy[PROTO_TEXT], devices[PROTO_TEXT], left_why[200];
     char name[160];              /* in the log: its address, or its identity's name, key and address */
-    int has_identity;            /* it proved an identity (admission.c) */
+    int has_identity;            /* it proved an identity (coordinator_admission.c) */
     uint8_t identity[NETIO_ID_PUBLIC_BYTES];
     char identity_name[ALLOW_NAME];
     int workers, running;         /* its workers, and those its own power budget leaves running */
@@ -125,10 +125,10 @@ struct coordinator {
     const _Atomic int *stop;     /* a signal asks the run to stop (coordinator_options) */
     double stop_seen;            /* when a mode saw it (clock_now_s), 0: not yet */
     refusal_log refusals;        /* connections refused before authentication, and joins refused
-                                    for coming too often (admission.c) */
-    allow_list allow;            /* --allow: the identities admitted (admission.c) */
+                                    for coming too often (coordinator_admission.c) */
+    allow_list allow;            /* --allow: the identities admitted (coordinator_admission.c) */
     int allowing;
-    join_record joins[JOIN_RECORDS];   /* recent joins per identity (admission.c) */
+    join_record joins[JOIN_RECORDS];   /* recent joins per identity (coordinator_admission.c) */
     rt_runtime *rt;
     trainer *t;
     long nparams, layer_params[CONFIG_MAX_LAYERS], layer_offset[CONFIG_MAX_LAYERS], largest;
@@ -155,7 +155,7 @@ struct coordinator {
     int ndecisions, decisions_total;
 };
 
-/* admission.c, locked. Whether node n, joining with j, is admitted: its identity's signature,
+/* coordinator_admission.c, locked. Whether node n, joining with j, is admitted: its identity's signature,
  * the allow file, its identity's rate of joins. 0, or -1 when it was refused (named, logged). */
 int coordinator_admit(coordinator *c, peer_node *n, const msg_join *j);
 /* Reads the allow file again when it changed (at most once a second), and drops the nodes it

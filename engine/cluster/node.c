@@ -81,6 +81,7 @@ typedef struct node_process {
     long ring, works_in;
     _Atomic long works_done;
     char err[1024];
+    char joined[400];            /* what it says once admitted */
 } node_process;
 
 static void answer_recall(node_process *n, const netio_event *e);
@@ -296,11 +297,12 @@ static int connect_and_join(node_process *n)
     size_t len = proto_join_encode(&j, buf, sizeof buf);
     if (netio_hub_send(n->hub, n->peer, MSG_JOIN, buf, len, NULL, 0))
         return fail(n, "coordinator %s: cannot send JOIN", n->o->coordinator);
-    fprintf(n->o->out, "joined %s with %d workers (kernels %s, energy: %s)", n->o->coordinator,
-            n->o->workers, ops_isa_name(ops_isa_supported()), j.energy[0] ? j.energy : "none");
+    char slower[80] = "";   /* said once the coordinator admits it (the JOB) */
     if (n->o->slowdown > 1)
-        fprintf(n->o->out, ", emulating hardware %gx slower (--slowdown)", n->o->slowdown);
-    fputc('\n', n->o->out);
+        snprintf(slower, sizeof slower, ", emulating hardware %gx slower (--slowdown)", n->o->slowdown);
+    snprintf(n->joined, sizeof n->joined, "joined %s with %d workers (kernels %s, energy: %s)%s\n",
+             n->o->coordinator, n->o->workers, ops_isa_name(ops_isa_supported()),
+             j.energy[0] ? j.energy : "none", slower);
     return 0;
 }
 
@@ -429,6 +431,7 @@ static int take_job(node_process *n)
     int rc = expect(n, MSG_JOB, "waiting for the job", &q);
     if (rc)
         return rc;
+    fputs(n->joined, n->o->out);
     msg_job job;
     rc = proto_job_decode(&job, q->e.payload, q->e.len, n->err, sizeof n->err)
              ? fail(n, "coordinator %s: %s", n->o->coordinator, n->err) : 0;
