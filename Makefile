@@ -85,6 +85,15 @@ $(BUILD)/gen/opencl/kernels_cl.h: opencl/kernels.cl
 	  sed 's/\\/\\\\/g; s/"/\\"/g; s/^/    "/; s/$$/\\n"/' $<; echo ';'; } > $@
 $(BUILD)/opencl/device.o: $(BUILD)/gen/opencl/kernels_cl.h
 
+# The commit `frugal --version` names ("unknown" outside git), rewritten only when it changes.
+$(BUILD)/gen/version.h: FORCE
+	@mkdir -p $(dir $@)
+	@v=$$(git describe --always --dirty 2>/dev/null || echo unknown); \
+	 printf '#define FRUGAL_COMMIT "%s"\n' "$$v" > $@.tmp; \
+	 if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(BUILD)/engine/cli/main.o: $(BUILD)/gen/version.h
+FORCE:
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
@@ -92,5 +101,5 @@ $(BUILD)/%.o: %.c
 clean:
 	rm -rf build frugal
 
-.PHONY: all tests fuzzers clean
+.PHONY: all tests fuzzers clean FORCE
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -4,7 +4,9 @@
 #   ./build.sh            build ./frugal (static, baseline x86-64)
 #   ./build.sh train [JOB.cfg] [frugal train options]
 #                         install what is missing, build, train (default: DAHL's CNN on Fashion-MNIST)
-#   ./build.sh test       build and run every test: plain, ASan+UBSan, and TSan for the runtime
+#   ./build.sh test       build and run every test (optimised build), and the layout checks
+#   ./build.sh test-sanitizers
+#                         every test again under ASan+UBSan, and those with threads under TSan
 #   ./build.sh bench WHAT run a benchmark: runtime, ops, train (frugal against PyTorch), opencl,
 #                         cluster (a coordinator and a node through tools/netproxy), placement
 #                         (fixed configurations against each policy's choice)
@@ -69,6 +71,7 @@ debian_deps() {
 build() {
     make -s -j"$JOBS" VARIANT=release all
     cp build/release/frugal ./frugal
+    echo "build.sh: built ./frugal (a copy of build/release/frugal; the tests are in build/release)"
 }
 
 # The layout's rules: engine/'s wings include one another one way, every global name carries
@@ -81,14 +84,16 @@ check_layout() {
     done
 }
 
+# run_tests RUN...: each RUN is "variant|test filter|FRUGAL_TEST_SCALE" (sanitizers run fewer
+# seeds); the layout checks count with the first. Ends with "N passed, M failed".
 run_tests() {
     local total_pass=0 total_fail=0 line layout_pass=0 layout_fail=0
-    echo "== layout"
-    check_layout
-    total_pass=$layout_pass total_fail=$layout_fail
-    # variant | make flags | test filter | FRUGAL_TEST_SCALE (sanitizers run fewer seeds)
-    local runs=("release||1" "asan||4" "tsan|runtime run_ train energy opencl_train cluster netio placement trace|4")
-    for run in "${runs[@]}"; do
+    if [ "$1" = "release||1" ]; then
+        echo "== layout"
+        check_layout
+        total_pass=$layout_pass total_fail=$layout_fail
+    fi
+    for run in "$@"; do
         IFS='|' read -r variant filter scale <<<"$run"
         echo "== tests [$variant]"
         make -s -j"$JOBS" VARIANT="$variant" tests
@@ -169,7 +174,12 @@ bench() {
 case "${1:-build}" in
 build) build ;;
 deps) deps ;;
-test) deps; build; run_tests ;;
+test) deps; build; run_tests "release||1" ;;
+test-sanitizers)
+    deps
+    build
+    run_tests "asan||4" "tsan|runtime run_ train energy opencl_train cluster netio placement trace|4"
+    ;;
 train)
     shift
     deps
@@ -183,7 +193,7 @@ fuzz) shift; deps; fuzz "$@" ;;
 fixtures) deps; /usr/bin/python3 tools/gen_fixtures.py ;;
 clean) make -s clean ;;
 *)
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,/^set /p' "$0" | sed -n 's/^# \{0,1\}//p'
     exit 2
     ;;
 esac

@@ -11,6 +11,9 @@ void energy_figures_between(const energy_reading *from, const energy_reading *to
     out->joules_per_image = images > 0 ? out->joules / (double)images : NAN;
     out->edp = out->joules * out->seconds;
     out->app_joules = out->joules - baseline_w * out->seconds;
+    out->baseline_too_high = out->app_joules < 0;   /* energy is never negative: said instead */
+    if (out->baseline_too_high)
+        out->app_joules = 0;
     out->gco2e = out->joules / 3.6e6 * carbon_g_per_kwh;
     out->ndevices = to->n;
     for (int i = 0; i < to->n; i++)

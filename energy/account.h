@@ -14,7 +14,9 @@ typedef struct energy_figures {
     double watts;             /* average power */
     double joules_per_image;  /* NaN without images */
     double edp;               /* energy-delay product, J*s */
-    double app_joules;        /* joules above the idle baseline: joules - baseline_w * seconds */
+    double app_joules;        /* joules above the idle baseline: joules - baseline_w * seconds,
+                                 never below 0: */
+    int baseline_too_high;    /* the baseline was above the mean power (measured under load) */
     double gco2e;
     int ndevices;
     double device_j[SENSOR_MAX];   /* each sensor's, in meter order */

@@ -6,6 +6,7 @@
 #include "test.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +67,7 @@ TEST(cli_batch_larger_than_the_data_set_is_the_whole_set)
     CHECKF(test_read_text(summary, text, sizeof text) && strstr(text, batch) &&
            strstr(text, "\"batch_asked\": 100000"), "%s", text);
     CHECK(FRUGAL(out, "join", "127.0.0.1:9", "--key", "k", "--workers", "2000") == 2);
-    CHECKF(strstr(out, "--workers 2000: a number from 1 to 1024"), "%s", out);
+    CHECKF(strstr(out, "--workers 2000: a number from 0 (one per core) to 1024"), "%s", out);
 }
 
 TEST(cli_trace_path_is_checked_before_training)
@@ -138,4 +139,41 @@ TEST(cli_info_says_what_this_machine_can_do)
            strstr(out, "measured FMA peak, one core: ") &&
            strstr(out, "cluster traffic, sealed and opened by one core: aes256gcm ") &&
            strstr(out, " GB/s\n"), "%s", out);
+}
+
+/* Ctrl-C says how to go on with the very command that ran (its --set overrides kept, which the
+ * hint dropped before: it failed on the default folder), and that command resumes; a rerun
+ * without --resume or --overwrite does not destroy the run. */
+TEST(cli_interrupted_run_says_the_command_that_resumes_it)
+{
+    char output[700], set_output[760], log[760], text[1 << 14];
+    snprintf(output, sizeof output, "%s/elsewhere", test_tmpdir());
+    snprintf(set_output, sizeof set_output, "job.output=%s", output);
+    snprintf(log, sizeof log, "%s/train.log", test_tmpdir());
+    const char *args[] = {"train", make_job("slowdown = 20\n"), "--set", set_output, "--set",
+                          "job.epochs=500", "--set", "energy.baseline_seconds=0", NULL};
+    pid_t pid = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, log, args);
+    int started = 0;
+    for (int i = 0; i < 600 && !started; i++, usleep(100 * 1000))
+        started = strstr(test_read_text(log, text, sizeof text), "epoch 1/500") != NULL;
+    kill(pid, SIGINT);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    test_read_text(log, text, sizeof text);
+    char want[1200];
+    snprintf(want, sizeof want, "continue with: frugal train %s --set %s --set job.epochs=500 --set "
+             "energy.baseline_seconds=0 --resume\n", args[1], set_output);
+    CHECKF(started && WIFEXITED(status) && WEXITSTATUS(status) == 130 && strstr(text, want),
+           "wanted: %s\n%s", want, text);
+    CHECK(FRUGAL(out, "train", args[1], "--set", set_output, "--set", "job.epochs=2") == 1);
+    CHECKF(strstr(out, "holds a run already"), "%s", out);
+    /* what the hint says, run (to the epoch after the one stopped in, not 500) */
+    const char *in = strstr(text, "stopped by signal 2 in epoch ");
+    int epoch = in ? atoi(in + strlen("stopped by signal 2 in epoch ")) : 0;
+    char epochs[40], last[40];
+    snprintf(epochs, sizeof epochs, "job.epochs=%d", epoch + 1);
+    snprintf(last, sizeof last, "epoch %d/%d", epoch + 1, epoch + 1);
+    CHECK(FRUGAL(out, "train", args[1], "--set", set_output, "--set", epochs, "--set",
+                 "energy.baseline_seconds=0", "--resume") == 0);
+    CHECKF(epoch > 0 && strstr(out, last) && strstr(out, "resuming"), "%s", out);
 }

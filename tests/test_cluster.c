@@ -919,14 +919,16 @@ typedef struct scripted_run {
     char err[300];
 } scripted_run;
 
-/* The scripted nodes, joined to coordinator pid (started already) on port `which`; the
- * chunks of the first batch each was dealt. */
+/* The scripted nodes, joined to the coordinator (started already, after r->m was set: job()
+ * rewrites the job file the coordinator reads) on port `which`; the chunks of the first batch
+ * each was dealt. */
 static int scripted_join_all(scripted_run *r, int which, int nodes, const int *workers);
 
 static int scripted_begin(scripted_run *r, int which, const char *name, int nodes,
                           const int *workers)
 {
     memset(r, 0, sizeof *r);
+    r->m = job_model(job());
     r->coordinator = coordinate_in_background(&(coordinator_run){
         .job = job(), .name = name, .which = which, .nodes = nodes, .timeout = "10"});
     return scripted_join_all(r, which, nodes, workers);
@@ -934,7 +936,6 @@ static int scripted_begin(scripted_run *r, int which, const char *name, int node
 
 static int scripted_join_all(scripted_run *r, int which, int nodes, const int *workers)
 {
-    r->m = job_model(job());
     if (!(r->s = scripted_start(key(), r->m.nparams, r->m.largest, r->err, sizeof r->err)))
         return -1;
     for (int i = 0; i < nodes; i++)
@@ -1012,6 +1013,7 @@ TEST(cluster_stalled_node_is_late_then_dropped)
     single("single", job());
     scripted_run r;
     memset(&r, 0, sizeof r);
+    r.m = job_model(job());
     r.coordinator = coordinate_in_background(&(coordinator_run){
         .job = job(), .name = "stalled", .which = 8, .nodes = 1, .timeout = "2"});
     int ok = scripted_join_all(&r, 8, 1, (int[]){8}) == 0;
@@ -1035,6 +1037,7 @@ TEST(cluster_coordinator_stops_on_sigint_while_a_node_stalls)
 {
     scripted_run r;
     memset(&r, 0, sizeof r);
+    r.m = job_model(job());
     const char *args[24];
     char bufs[4][760];
     coordinator_run c = {.job = job(), .name = "interrupted", .which = 9, .nodes = 1, .timeout = "6"};

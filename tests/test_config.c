@@ -173,3 +173,72 @@ TEST(config_comments_quotes_and_what_is_not_a_job_file)
                        sizeof err) == -1);
     CHECKF(strstr(err, "binary.cfg:2") && strstr(err, "not a text file"), "%s", err);
 }
+
+/* ---- the job-file reference (docs/job-file.md) against the parser ---- */
+
+typedef struct doc_keys {
+    char text[1 << 16];
+    char missing[2048], unknown[2048];
+} doc_keys;
+
+/* Whether the reference has `key` in its table under "## [section]". */
+static int documented(const char *doc, const char *section, const char *key)
+{
+    char heading[80], row[96];
+    snprintf(heading, sizeof heading, "\n## [%s]", section);
+    snprintf(row, sizeof row, "\n| `%s` |", key);
+    const char *at = strstr(doc, heading);
+    const char *next = at ? strstr(at + 1, "\n## ") : NULL;
+    const char *found = at ? strstr(at, row) : NULL;
+    return found && (!next || found < next);
+}
+
+static void check_documented(void *ctx, const char *section, const char *key)
+{
+    doc_keys *d = ctx;
+    size_t len = strlen(d->missing);
+    if (!documented(d->text, section, key))
+        snprintf(d->missing + len, sizeof d->missing - len, " [%s] %s", section, key);
+}
+
+/* Each row of the reference, parsed back as a key of its section (a value the parser will
+ * refuse is fine: an unknown key is the error looked for). */
+static void check_accepted(doc_keys *d)
+{
+    char section[64] = "";
+    for (const char *line = d->text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        char key[64];
+        if (sscanf(line, "## [%63[a-z_]]", section) == 1 || sscanf(line, "| `%63[a-z_0-9]` |", key) != 1 ||
+            !section[0])
+            continue;
+        job_config cfg;
+        char set[160], err[600] = "";
+        snprintf(set, sizeof set, "%s.%s=0", section, key);
+        const char *sets[] = {set, NULL};
+        int is_layer = 0;
+        for (int t = 0; t < LAYER_TYPES; t++)
+            is_layer |= !strcmp(layer_name((layer_type)t), section);
+        if (is_layer)   /* a layer's key: through a job that has that layer first */
+            snprintf(set, sizeof set, "layer1.%s=0", key);
+        char job[600];
+        snprintf(job, sizeof job, "[data]\nformat = idx\ntrain_images = a\ntrain_labels = b\n[%s]\n"
+                 "[softmax_xent]\n", is_layer ? section : "flatten");
+        config_parse(&cfg, "reference.cfg", job, strlen(job), sets, err, sizeof err);
+        size_t len = strlen(d->unknown);
+        if (strstr(err, "unknown key") || strstr(err, "no key") || strstr(err, "unknown section"))
+            snprintf(d->unknown + len, sizeof d->unknown - len, " [%s] %s (%s)", section, key, err);
+    }
+}
+
+/* The job-file reference lists every key the parser accepts, each in its section's table, and
+ * no key the parser would refuse as unknown. */
+TEST(config_reference_documents_every_key_and_only_those)
+{
+    static doc_keys d;
+    test_read_text("docs/job-file.md", d.text, sizeof d.text);
+    CHECKF(d.text[0], "docs/job-file.md cannot be read (tests run from the repository's root)");
+    config_each_key(check_documented, &d);
+    check_accepted(&d);
+    CHECKF(!d.missing[0], "docs/job-file.md lacks:%s", d.missing);
+    CHECKF(!d.unknown[0], "docs/job-file.md has keys the parser does not know:%s", d.unknown);
+}

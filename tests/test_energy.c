@@ -468,7 +468,10 @@ TEST(energy_attribution_sums_back_to_the_device_total)
     CHECK_NEAR(f.edp, 80, 1e-12, 0);
     CHECK_NEAR(f.app_joules, 30, 1e-12, 0);
     CHECK_NEAR(f.gco2e, 40 / 3.6e6 * 475, 1e-15, 0);
-    CHECK(f.device_j[0] == 10 && f.device_j[1] == 30);
+    CHECK(f.device_j[0] == 10 && f.device_j[1] == 30 && !f.baseline_too_high);
+    /* a baseline measured under load, above the run's 20 W: no negative joules, said instead */
+    energy_figures_between(&a, &b, 100, 23.9, 475, &f);
+    CHECK(f.app_joules == 0 && f.baseline_too_high);
 }
 
 TEST(energy_sampler_thread_samples_and_stops)

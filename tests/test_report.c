@@ -345,8 +345,11 @@ TEST(report_resume_keeps_the_power_timeline_and_events)
     snprintf(list, sizeof list, "%s/n.txt", test_tmpdir());
     snprintf(cmd, sizeof cmd, "ls %s/tb | grep -c tfevents > %s", run_path(""), list);
     CHECK(system(cmd) == 0 && atoi(slurp(list)) == 2);
-    rc = FRUGAL(out, "train", job, "--set", "energy.baseline_seconds=0");
-    CHECKF(rc == 0, "%s", out);
+    rc = FRUGAL(out, "train", job, "--set", "energy.baseline_seconds=0");   /* not over it */
+    CHECKF(rc == 1 && strstr(out, "holds a run already: --resume continues it, --overwrite"),
+           "%s", out);
+    rc = FRUGAL(out, "train", job, "--set", "energy.baseline_seconds=0", "--overwrite");
+    CHECKF(rc == 0 && strstr(out, "(--overwrite)"), "%s", out);
     CHECK(system(cmd) == 0 && atoi(slurp(list)) == 1);
 }
 

@@ -57,7 +57,8 @@ static int train_job(const char *job, const char *const *sets, int resume,
                      const _Atomic int *stop)
 {
     FILE *out = fopen("/dev/null", "w");
-    run_options o = {.job = job, .overrides = sets, .resume = resume, .out = out, .stop = stop};
+    run_options o = {.job = job, .overrides = sets, .resume = resume, .overwrite = !resume,
+                     .out = out, .stop = stop};
     int rc = run_train(&o);
     fclose(out);
     return rc;

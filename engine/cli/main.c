@@ -7,6 +7,7 @@
 #include "engine/job/dataset.h"
 #include "engine/job/devices.h"
 #include "engine/cli/energy_cmd.h"
+#include "version.h"
 #include "engine/report/html_report.h"
 #include "engine/cluster/node.h"
 #include "engine/cli/run.h"
@@ -29,7 +30,7 @@ static int usage(FILE *f)
     fprintf(f, "usage: frugal COMMAND [ARGS]\n\n"
                "commands:\n"
                "  train JOB.cfg [--set section.key=value]... [--workers N] [--devices D] [--trace FILE]\n"
-               "            [--policy P] [--resume]\n"
+               "            [--policy P] [--resume | --overwrite]\n"
                "            train the model the job file describes; a checkpoint is written\n"
                "            atomically after every epoch (and on SIGINT, SIGTERM or SIGHUP, at\n"
                "            the next batch), --resume continues from it; D: auto, cpu, opencl or\n"
@@ -60,6 +61,7 @@ static int usage(FILE *f)
                "            the class of each image\n"
                "  info      this machine: CPUs, timer, kernel path, measured peak, cipher speeds,\n"
                "            OpenCL devices\n"
+               "  --version the commit, the compiler and the kernel paths built in\n"
                "  energy [--seconds N] [--rate HZ]\n"
                "            every energy sensor found (readable or not, and why), where the\n"
                "            figures come from, and N seconds of live power\n"
@@ -158,12 +160,12 @@ static int cmd_join(int argc, char **argv)
         } else if (!strcmp(argv[i], "--workers") && has_value) {
             char *end;
             long w = strtol(argv[++i], &end, 10);
-            if (*end || w < 1 || w > CONFIG_MAX_WORKERS) {
-                fprintf(stderr, "frugal join: --workers %s: a number from 1 to %d\n", argv[i],
-                        CONFIG_MAX_WORKERS);
+            if (*end || w < 0 || w > CONFIG_MAX_WORKERS) {   /* as in train: 0, one per core */
+                fprintf(stderr, "frugal join: --workers %s: a number from 0 (one per core) to %d\n",
+                        argv[i], CONFIG_MAX_WORKERS);
                 return 2;
             }
-            o.workers = (int)w, o.workers_pinned = 1;
+            o.workers = w ? (int)w : o.workers, o.workers_pinned = 1;
         } else if (!strcmp(argv[i], "--power-budget") && has_value) {
             char *end;
             o.power_budget_w = strtod(argv[++i], &end);
@@ -228,6 +230,37 @@ static int cmd_join(int argc, char **argv)
     return sig ? 128 + sig : rc;
 }
 
+/* The command that continues this run: this one, quoted for a shell, with --resume instead of
+ * --overwrite (NULL when out of memory). */
+static char *resume_command(int argc, char **argv)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    fputs("frugal", f);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--resume") || !strcmp(argv[i], "--overwrite"))
+            continue;
+        if (argv[i][strspn(argv[i], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                    "0123456789_./=:,+-@%")] == 0 && argv[i][0]) {
+            fprintf(f, " %s", argv[i]);
+            continue;
+        }
+        fputs(" '", f);
+        for (const char *c = argv[i]; *c; c++)
+            fputs(*c == '\'' ? "'\\''" : (char[]){*c, 0}, f);
+        fputc('\'', f);
+    }
+    fputs(" --resume", f);
+    if (fclose(f)) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
 /* frugal train: arguments into run options, signals caught while it runs. */
 static int cmd_train(int argc, char **argv)
 {
@@ -268,9 +301,17 @@ static int cmd_train(int argc, char **argv)
             if (parse_seconds(argv[++i], &o.timeout_s))
                 goto out;
         } else if (!strcmp(argv[i], "--wait-for") && has_value) {
-            o.wait_for = atoi(argv[++i]);
+            char *end;
+            long n = strtol(argv[++i], &end, 10);
+            if (*end || n < 0 || n > 64) {   /* 0: none waited for */
+                fprintf(stderr, "frugal train: --wait-for %s: a number of nodes from 0 to 64\n", argv[i]);
+                goto out;
+            }
+            o.wait_for = (int)n;
         } else if (!strcmp(argv[i], "--resume")) {
             o.resume = 1;
+        } else if (!strcmp(argv[i], "--overwrite")) {
+            o.overwrite = 1;
         } else if (!strcmp(argv[i], "--help")) {
             rc = usage(stdout);
             goto out;
@@ -289,8 +330,10 @@ static int cmd_train(int argc, char **argv)
         goto out;
     }
     o.overrides = sets;
+    o.resume_command = resume_command(argc, argv);
     signals_install();
     rc = run_train(&o);
+    free((char *)o.resume_command);
     signals_restore();
 out:
     for (int i = 0; i < nowned; i++)
@@ -436,11 +479,23 @@ static int cmd_report(int argc, char **argv)
     return 0;
 }
 
+/* `frugal --version`: the commit, the compiler, the kernel paths built in and this CPU's. */
+static int cmd_version(void)
+{
+    printf("frugal %s, built with gcc %s for baseline x86-64; kernel paths: %s, %s, %s (this CPU: "
+           "%s)\n", FRUGAL_COMMIT, __VERSION__, ops_isa_name(OPS_ISA_PORTABLE),
+           ops_isa_name(OPS_ISA_AVX2), ops_isa_name(OPS_ISA_AVX512),
+           ops_isa_name(ops_isa_supported()));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     env_switches_read();   /* once, before any thread: summary.json records them */
     if (argc < 2)
         return usage(stderr);
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))
+        return cmd_version();
     if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
         return usage(stdout);
     if (!strcmp(argv[1], "info"))

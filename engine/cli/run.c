@@ -162,9 +162,13 @@ static int run_open(run *r, const run_options *o)
     model_init(&r->m, cfg->seed);
     if (o->resume && resume_from_checkpoint(r))
         return 1;
+    if (!o->resume && access(r->ckpt, F_OK) == 0 && !o->overwrite)
+        return fail(r, "%s holds a run already: --resume continues it, --overwrite starts "
+                    "afresh there (its checkpoint, metrics and summary replaced), or give "
+                    "another folder (--set job.output=DIR)", cfg->output);
     if (!o->resume && access(r->ckpt, F_OK) == 0)
-        fprintf(r->out, "starting afresh in %s: its checkpoint, metrics and summary will be "
-                "replaced (--resume continues that run instead)\n", cfg->output);
+        fprintf(r->out, "starting afresh in %s (--overwrite): its checkpoint, metrics and summary "
+                "will be replaced\n", cfg->output);
     if (report_write_metrics(r->metrics, &r->log, r->err, sizeof r->err))   /* as the checkpoint says */
         return fail(r, "%s", r->err);
     rt_config rc = {.workers = cfg->workers, .trace = o->trace != NULL, .slowdown = cfg->slowdown};
@@ -189,10 +193,14 @@ static int run_open(run *r, const run_options *o)
     if (r->cluster && coordinator_attach(r->cluster, r->t, r->rt, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     if (r->cluster && o->wait_for > 0) {
-        int got = coordinator_wait_for(r->cluster, o->wait_for, 60);
+        fprintf(r->out, "cluster: waiting up to %d s for %d node%s (--wait-for)\n", RUN_WAIT_FOR_S,
+                o->wait_for, o->wait_for > 1 ? "s" : "");
+        fflush(r->out);
+        int got = coordinator_wait_for(r->cluster, o->wait_for, RUN_WAIT_FOR_S);
         if (got < o->wait_for)
-            fprintf(r->out, "cluster: %d of the %d nodes waited for joined within 60 s; training "
-                    "with them\n", got, o->wait_for);
+            fprintf(r->out, "cluster: %d of the %d nodes waited for joined within %d s; training "
+                    "%s (others may join at any time)\n", got, o->wait_for, RUN_WAIT_FOR_S,
+                    got ? "with those" : "without them");
     }
     trainer_stop_when(r->t, o->stop);
     trainer_on_progress(r->t, show_progress, r);
@@ -312,10 +320,13 @@ static void print_epoch(run *r, const epoch_record *rec)
     const energy_figures *f = &rec->energy.f;
     if (r->tty)
         fprintf(r->out, "\r%*s\r", 96, "");   /* clear the progress line */
-    fprintf(r->out, "epoch %d/%d  loss %.4f  train acc %.2f%%  test acc %.2f%%  %.2f s  %.0f img/s  "
+    char test[40] = "no test set";
+    if (isfinite(rec->test_acc))
+        snprintf(test, sizeof test, "test acc %.2f%%", 100 * rec->test_acc);
+    fprintf(r->out, "epoch %d/%d  loss %.4f  train acc %.2f%%  %s  %.2f s  %.0f img/s  "
             "tasks %.0f%% of worker time  %.1f J %s, %.1f W, %.2f mJ/img\n", rec->epoch,
-            r->cfg.epochs, rec->train_loss, 100 * rec->train_acc, 100 * rec->test_acc,
-            rec->seconds, rec->images_per_s, 100 * rec->task_share, f->joules,
+            r->cfg.epochs, rec->train_loss, 100 * rec->train_acc, test, rec->seconds,
+            rec->images_per_s, 100 * rec->task_share, f->joules,
             rec->estimated ? "estimated" : "measured", f->watts, 1e3 * f->joules_per_image);
     if (rec->warning[0])
         fprintf(r->out, "%s\n", rec->warning);
@@ -466,7 +477,8 @@ int run_train(const run_options *o)
                      "after batch %ld of %ld", atomic_load(o->stop), e, r->log.partial.batches, batches);
             rc = run_save(r) ? 1 : 128 + atomic_load(o->stop);
             fprintf(r->out, "%s: checkpoint, metrics and summary saved in %s; continue with: "
-                    "frugal train %s --resume\n", r->interrupted, r->cfg.output, o->job);
+                    "%s\n", r->interrupted, r->cfg.output,
+                    o->resume_command ? o->resume_command : "the same command and --resume");
         } else {
             print_epoch(r, &rec);
             r->last_energy = rec.energy;

@@ -5,18 +5,22 @@
 
 #include <stdio.h>
 
+#define RUN_WAIT_FOR_S 60              /* the longest --wait-for waits */
+
 typedef struct run_options {
     const char *job;
     const char *const *overrides;      /* "section.key=value", NULL-ended; may be NULL */
     const char *trace;                 /* a Chrome trace of the run's tasks, or NULL */
     int resume;                        /* continue from the output folder's checkpoint */
+    int overwrite;                     /* start afresh where a run left a checkpoint */
+    const char *resume_command;        /* the command line that continues this run (the hint) */
     FILE *out;                         /* progress and results; errors go to stderr */
     const _Atomic int *stop; /* non-zero (a signal's number): stop at a batch boundary */
     const char *listen;                /* ADDR:PORT: coordinate a cluster (engine/cluster/coordinator.h) */
     const char *key;                   /* its key file */
     const char *allow;                 /* the identities admitted (allow_list.h), or NULL: any */
     double timeout_s;                  /* a silent node is lost after this long (0: 10 s) */
-    int wait_for;                      /* nodes to wait for before training (up to 60 s) */
+    int wait_for;                      /* nodes to wait for before training (up to RUN_WAIT_FOR_S) */
 } run_options;
 
 /* 0 when the run finished, 1 on an error (named on stderr), 128 + *stop when it stopped early

@@ -521,3 +521,15 @@ int config_load(job_config *cfg, const char *path, const char *const *overrides,
     free(text);
     return rc;
 }
+
+void config_each_key(void (*fn)(void *ctx, const char *section, const char *key), void *ctx)
+{
+    for (int i = 0; i < NSECTIONS; i++)
+        for (const key_spec *k = sections[i].keys; k->name; k++)
+            fn(ctx, sections[i].name, k->name);
+    for (int t = 0; t < LAYER_TYPES; t++) {
+        const layer_class *lc = layer_class_of((layer_type)t);
+        for (const key_spec *k = lc->keys; k && k->name; k++)
+            fn(ctx, lc->name, k->name);
+    }
+}

@@ -118,6 +118,9 @@ int config_load(job_config *cfg, const char *path, const char *const *overrides,
                 size_t errlen);
 /* The same from text already in memory (len bytes, need not end with a 0); `path` names it in
  * messages. */
+/* Every key the parser accepts, section by section (the sections, then each layer type's, by
+ * its section name), for the job-file reference and its test (docs/job-file.md). */
+void config_each_key(void (*fn)(void *ctx, const char *section, const char *key), void *ctx);
 int config_parse(job_config *cfg, const char *path, const char *text, size_t len,
                  const char *const *overrides, char *err, size_t errlen);
 

@@ -145,6 +145,10 @@ void energy_run_print(energy_run *er, const epoch_energy *last, const rt_stats *
                "baseline, EDP %.3g J*s, %.3f gCO2e at %g g/kWh\n",
             run.joules, run.seconds, run.watts, 1e3 * run.joules_per_image, run.app_joules,
             er->baseline_w, run.edp, run.gco2e, er->carbon.value);
+    if (run.baseline_too_high)
+        fprintf(f, "  the idle baseline (%.1f W) is above the run's mean power (%.1f W): it was "
+                   "measured while something else loaded the machine; give a known figure "
+                   "([energy] baseline_watts) or measure it quiet\n", er->baseline_w, run.watts);
     sensor s[SENSOR_MAX];
     int n = energy_meter_sensors(er->meter, s, SENSOR_MAX);
     for (int i = 0; i < n && i < run.ndevices; i++)

@@ -37,6 +37,8 @@ static void write_figures(FILE *f, const energy_figures *e)
     json_number_field(f, "joules_per_image", e->joules_per_image, 0);
     json_number_field(f, "edp_joule_seconds", e->edp, 0);
     json_number_field(f, "joules_above_idle", e->app_joules, 0);
+    if (e->baseline_too_high)
+        fputs(", \"baseline_above_mean_power\": true", f);
     json_number_field(f, "gco2e", e->gco2e, 0);
 }
 
