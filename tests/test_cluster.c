@@ -1260,6 +1260,37 @@ TEST(cluster_coordinator_killed_and_resumed)
     check_identical("single-slow", "resumed");
 }
 
+/* The coordinator stopped by Ctrl-C (saved, exit 130) tells its node it paused: the node
+ * tries to rejoin (it ended saying "the coordinator stopped" before, and the resumed run trained
+ * alone), and the coordinator run again with --resume trains with it to the uninterrupted
+ * run's weights. */
+TEST(cluster_node_rejoins_a_coordinator_paused_by_ctrl_c)
+{
+    single("single-slow", slow_job());
+    const char *const linger[] = {"--linger", "60", NULL};
+    pid_t node = start_node_with(14, "lingering", key(), "5", slowdown(), linger);
+    const char *args[24];
+    char bufs[4][760];
+    coordinator_run c = {slow_job(), "paused", 14, 1, "20", 1, 0, NULL, NULL};
+    coordinator_args(&c, args, bufs);
+    pid_t first = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, tmp("paused-first.log"), args);
+    int saved = wait_for_text(tmp("paused-first.log"), "epoch 1/3");
+    kill(first, SIGINT);
+    int status = 0;
+    waitpid(first, &status, 0);
+    char node_log[760], text[8192];
+    snprintf(node_log, sizeof node_log, "%s/lingering.log", test_tmpdir());
+    int told = wait_for_text(node_log, "trying to rejoin for 60 s");
+    c.resume = 1;
+    int rc = coordinate_run(&c);
+    int node_rc = wait_node(node, "lingering");
+    CHECKF(saved && told && WIFEXITED(status) && WEXITSTATUS(status) == 130, "%s",
+           test_read_text(node_log, text, sizeof text));
+    CHECKF(rc == 0 && node_rc == 0 && strstr(out, "training paused") &&
+           strstr(out, "resuming after epoch"), "%s", out);
+    check_identical("single-slow", "paused");
+}
+
 TEST(cluster_node_stops_when_the_coordinator_is_gone)
 {
     char addr[64];

@@ -41,6 +41,8 @@ static int usage(FILE *f)
                "            and compute part of every batch (same weights as on one machine); with\n"
                "            --allow, only the identities listed in FILE (re-read as it changes)\n"
                "  join HOST:PORT --key KEYFILE [--identity FILE] [--workers N] [--devices D] [--timeout S]\n"
+               "            [--linger S]: how long to try to rejoin a coordinator lost or paused\n"
+               "            (Ctrl-C on it; default: the timeout)\n"
                "            [--slowdown F] [--power-profile IDLE,ONE,ALL]\n"
                "            [--carbon G | --carbon-file FILE] [--power-budget W]\n"
                "            compute chunks for the coordinator at HOST:PORT until it ends training,\n"
@@ -175,6 +177,9 @@ static int cmd_join(int argc, char **argv)
             }
         } else if (!strcmp(argv[i], "--timeout") && has_value) {
             if (parse_seconds(argv[++i], &o.timeout_s))
+                return 2;
+        } else if (!strcmp(argv[i], "--linger") && has_value) {
+            if (parse_seconds(argv[++i], &o.linger_s))
                 return 2;
         } else if (!strcmp(argv[i], "--slowdown") && has_value) {
             char *end;

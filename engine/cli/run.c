@@ -445,7 +445,9 @@ static void run_close(run *r, int finished)
         energy_run_end(&r->er);
     if (r->t)
         rt_wait_all(r->rt);   /* no chunk still out on a node */
-    coordinator_stop(r->cluster, finished ? "training finished" : "the coordinator stopped");
+    coordinator_stop(r->cluster, finished ? "training finished" : r->interrupted[0]
+                     ? "training paused (the coordinator saved, and may be resumed)"
+                     : "the coordinator stopped", !finished && r->interrupted[0]);
     trainer_destroy(r->t);
     if (r->rt)
         devices_models_save(&r->devices, r->rt, r->out);

@@ -384,7 +384,7 @@ coordinator *coordinator_start(const coordinator_options *o, const job_config *c
                                               .ctx = peer_ctx};
     return c;
 fail:
-    coordinator_stop(c, NULL);
+    coordinator_stop(c, NULL, 0);
     return NULL;
 }
 
@@ -436,7 +436,7 @@ int coordinator_wait_for(coordinator *c, int nodes, double seconds)
     return got;
 }
 
-void coordinator_stop(coordinator *c, const char *why)
+void coordinator_stop(coordinator *c, const char *why, int paused)
 {
     if (!c)
         return;
@@ -445,7 +445,8 @@ void coordinator_stop(coordinator *c, const char *why)
     refusal_log_flush(&c->refusals, c->log, clock_now_s());
     for (int i = 0; why && c->hub && i < c->nnodes; i++)
         if (!c->nodes[i].gone)
-            netio_hub_send(c->hub, c->nodes[i].peer, MSG_DONE, why, strlen(why), NULL, 0);
+            netio_hub_send(c->hub, c->nodes[i].peer, paused ? MSG_PAUSED : MSG_DONE, why,
+                           strlen(why), NULL, 0);
     pthread_mutex_unlock(&c->lock);
     if (c->mode_state)
         c->mode->stop(c);

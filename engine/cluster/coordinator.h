@@ -69,7 +69,8 @@ void coordinator_summarize(coordinator *c, double here_joules, int here_estimate
  * engine that computes chunks taken back from nodes, or lost nodes'), as run statistics over
  * the same span as this machine's runtime: 1, or 0 when it computed nothing. */
 int coordinator_extra_work(coordinator *c, rt_stats *out);
-/* Tells the nodes training is over, closes every connection. */
-void coordinator_stop(coordinator *c, const char *why);
+/* Tells the nodes training is over (paused: stopped before its end, it may be resumed: they
+ * try to rejoin), closes every connection. why NULL: says nothing (a failed start). */
+void coordinator_stop(coordinator *c, const char *why, int paused);
 
 #endif

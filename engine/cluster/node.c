@@ -82,6 +82,7 @@ typedef struct node_process {
     _Atomic long works_done;
     char err[1024];
     char joined[400];            /* what it says once admitted */
+    int rejoining;               /* its coordinator was lost or paused: it tries for linger_s */
 } node_process;
 
 static void answer_recall(node_process *n, const netio_event *e);
@@ -161,7 +162,7 @@ static int done_queued(node_process *n)
 {
     pthread_mutex_lock(&n->lock);
     const queued *q = n->head;
-    while (q && !(q->e.kind == NETIO_MESSAGE && q->e.type == MSG_DONE))
+    while (q && !(q->e.kind == NETIO_MESSAGE && (q->e.type == MSG_DONE || q->e.type == MSG_PAUSED)))
         q = q->next;
     pthread_mutex_unlock(&n->lock);
     return q != NULL;
@@ -204,6 +205,13 @@ static int unexpected(node_process *n, const queued *q, const char *waiting_for)
     if (q->e.kind == NETIO_DOWN || q->e.kind == NETIO_REFUSED) {
         n->lost = 1;
         return fail(n, "coordinator %s lost while %s: %s", n->o->coordinator, waiting_for, q->why);
+    }
+    if (q->e.type == MSG_PAUSED) {   /* it may be resumed: try to rejoin */
+        char text[PROTO_TEXT + 1] = "";
+        proto_text_decode(text, sizeof text, q->e.payload, q->e.len, n->err, sizeof n->err);
+        fprintf(n->o->out, "coordinator %s: %s\n", n->o->coordinator, text);
+        n->lost = 1;
+        return 1;
     }
     if (q->e.type == MSG_DONE) {
         char text[PROTO_TEXT + 1] = "";
@@ -266,12 +274,14 @@ static int connect_and_join(node_process *n)
         queued *q = next_event(n, 1);
         int up = q->e.kind == NETIO_UP;
         double waited = clock_now_s() - t0;
-        int retry = !up && waited < n->o->timeout_s && !n->stopped;
+        double window = n->rejoining && n->o->linger_s > n->o->timeout_s ? n->o->linger_s
+                                                                          : n->o->timeout_s;
+        int retry = !up && waited < window && !n->stopped;
         if (!up && !retry)
             fail(n, "cannot join %s: %s", n->o->coordinator, q->why);
         if (retry && !said++) {   /* what it waits for, once */
             fprintf(n->o->out, "waiting for coordinator %s (%s): trying again for %g s\n",
-                    n->o->coordinator, q->why, n->o->timeout_s);
+                    n->o->coordinator, q->why, window);
             fflush(n->o->out);
         }
         drop(q);
@@ -296,7 +306,7 @@ static int connect_and_join(node_process *n)
     uint8_t buf[512];
     size_t len = proto_join_encode(&j, buf, sizeof buf);
     if (netio_hub_send(n->hub, n->peer, MSG_JOIN, buf, len, NULL, 0))
-        return fail(n, "coordinator %s: cannot send JOIN", n->o->coordinator);
+        return n->lost = 1, fail(n, "coordinator %s lost before JOIN", n->o->coordinator);
     char slower[80] = "";   /* said once the coordinator admits it (the JOB) */
     if (n->o->slowdown > 1)
         snprintf(slower, sizeof slower, ", emulating hardware %gx slower (--slowdown)", n->o->slowdown);
@@ -740,8 +750,9 @@ int node_run(const node_options *o)
     pthread_cond_init(&n->arrived, NULL);
     int rc;
     while ((rc = session(n)) && n->lost) {
-        fprintf(o->out, "coordinator %s lost: trying to rejoin for %g s\n", o->coordinator,
-                o->timeout_s);
+        n->rejoining = 1;
+        fprintf(o->out, "coordinator %s lost or paused: trying to rejoin for %g s\n", o->coordinator,
+                o->linger_s > o->timeout_s ? o->linger_s : o->timeout_s);
         fflush(o->out);
     }
     pthread_cond_destroy(&n->arrived);

@@ -46,6 +46,7 @@ void proto_limits(frame_limits *l, int coordinator, long nparams, long largest)
         l->max_payload[MSG_RECALL] = 16;
         l->max_payload[MSG_DONE] = PROTO_TEXT;
         l->max_payload[MSG_REFUSED] = PROTO_TEXT;
+        l->max_payload[MSG_PAUSED] = PROTO_TEXT;
     }
 }
 
@@ -65,7 +66,7 @@ const char *proto_msg_name(unsigned type)
         [MSG_RESULT] = "RESULT", [MSG_DONE] = "DONE", [MSG_ROUND] = "ROUND", [MSG_MODEL] = "MODEL",
         [MSG_GRAD] = "GRAD", [MSG_LAYER] = "LAYER", [MSG_RECALL] = "RECALL",
         [MSG_RECALLED] = "RECALLED", [MSG_DELTA] = "DELTA", [MSG_AVERAGE] = "AVERAGE",
-        [MSG_REFUSED] = "REFUSED"};
+        [MSG_REFUSED] = "REFUSED", [MSG_PAUSED] = "PAUSED"};
     return type < MSG_TYPES && names[type] ? names[type] : "?";
 }
 

@@ -32,6 +32,8 @@
  *   node -> coordinator  RECALLED its answer: given back (it will not run: nothing more comes
  *                                 of it), or not (it started: its GRADs and RESULT come)
  *   coordinator -> node  DONE     training is over (why)
+ *   coordinator -> node  PAUSED   training stopped before its end (a signal: the coordinator
+ *                                 saved, and may be resumed): the node tries to rejoin
  *   coordinator -> node  REFUSED  its JOIN is refused (why: an identity the allow file does not
  *                                 admit, joins too often), before the connection closes: it
  *                                 stops instead of trying again
@@ -64,7 +66,7 @@
 enum {
     MSG_JOIN = 1, MSG_JOB, MSG_FETCH, MSG_FILE, MSG_READY, MSG_PARAMS, MSG_WORK, MSG_RESULT,
     MSG_DONE, MSG_ROUND, MSG_MODEL, MSG_GRAD, MSG_LAYER, MSG_RECALL, MSG_RECALLED, MSG_DELTA,
-    MSG_AVERAGE, MSG_REFUSED,
+    MSG_AVERAGE, MSG_REFUSED, MSG_PAUSED,
     MSG_TYPES
 };
 
