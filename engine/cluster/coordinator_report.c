@@ -11,6 +11,7 @@
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 _Static_assert(MAX_NODES <= CLUSTER_SUMMARY_NODES && MAX_SHARE_DECISIONS <= CLUSTER_SUMMARY_DECISIONS,
                "a summary holds every node and decision");
@@ -29,6 +30,32 @@ static double all_machines(const coordinator *c, double here_joules, int here_es
         }
     *how = !estimated ? "measured" : measured ? "partly estimated" : "estimated";
     return joules;
+}
+
+/* Locked. Whether a node runs on this host (its name is this one's). */
+static int node_here(const coordinator *c)
+{
+    char host[64] = "";
+    gethostname(host, sizeof host - 1);
+    for (int i = 0; i < c->nnodes; i++)
+        if (c->nodes[i].ready && !c->nodes[i].gone && !strcmp(c->nodes[i].host, host))
+            return 1;
+    return 0;
+}
+
+/* Locked. In words, why a ready node got chunks in few of the batches it saw (synchronous),
+ * and what would change it. */
+static void say_why_little(const coordinator *c, const peer_node *n, FILE *f)
+{
+    if (n->gone || n->batches_present < 8 || n->batches_dealt * 10 >= n->batches_present ||
+        c->cfg->sync_every || c->cfg->all_nodes)
+        return;
+    fprintf(f, "    it got chunks in %ld of %ld batches: %s ([placement] all_nodes = on gives "
+            "it work anyway; [cluster] sync_every = 8 suits a slow link)\n", n->batches_dealt,
+            n->batches_present, n->parked ? "the placement policy parked it, its joules per image "
+            "being worth less than this machine's"
+            : "a chunk there, with its round trip, would finish later than here, so this "
+              "machine keeps them");
 }
 
 void coordinator_print_nodes(coordinator *c, FILE *f, double here_joules, int here_estimated)
@@ -51,11 +78,14 @@ void coordinator_print_nodes(coordinator *c, FILE *f, double here_joules, int he
                 n->net.received / 1e6, n->net.sent / 1e6, n->wait_s, 1e3 * n->lag, n->joules, n->estimated ? "estimated" : "measured",
                 n->parked && !n->gone ? "; parked by the placement policy" : "",
                 n->gone ? "; lost: " : "", n->gone ? n->left_why : "");
+        say_why_little(c, n, f);
     }
     const char *how;
     double joules = all_machines(c, here_joules, here_estimated, &how);
-    fprintf(f, "  every machine: %.1f J %s (here %.1f J, nodes %.1f J)\n", joules, how, here_joules,
-            joules - here_joules);
+    fprintf(f, "  every machine: %.1f J %s (here %.1f J, nodes %.1f J)%s\n", joules, how, here_joules,
+            joules - here_joules, node_here(c) && here_estimated
+                ? "; a node runs on this host too: its estimate and this one's each count the "
+                  "whole machine" : "");
     pthread_mutex_unlock(&c->lock);
 }
 
