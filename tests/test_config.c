@@ -131,8 +131,10 @@ TEST(config_override_errors)
     char err[512];
     const char *path = write_cfg("dahl.cfg", DAHL);
     const char *bad[][2] = {{"optimizer.lr", "expected section.key=value"},
-                            {"optimizer.speed=1", "[optimizer] has no key 'speed'"},
-                            {"model.lr=1", "no section 'model'"},
+                            {"optimizer.speed=1", "[optimizer] has no key 'speed' (keys: type, lr, "
+                                                  "momentum, weight_decay)"},
+                            {"model.lr=1", "no section 'model' to set (job, data, optimizer, "
+                                           "execution, energy, placement, cluster, layerN)"},
                             {"layer9.filters=2", "no layer 9"},
                             {"layer2.filters=2", "layer 2 is [relu], which has no key 'filters'"},
                             {"job.epochs=-1", "--set job.epochs=-1"}};

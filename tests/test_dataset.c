@@ -88,6 +88,12 @@ TEST(dataset_idx_errors_name_the_file)
     write_idx(img, 3, (uint32_t[]){N, H, W}, px, sizeof px, 0, 0, 0x0D);   /* floats, not bytes */
     CHECK(dataset_load_idx(&d, img, lbl, 0, err, sizeof err) == -1);
     CHECKF(strstr(err, "not an IDX file of unsigned bytes"), "%s", err);
+    FILE *png = fopen(img, "wb");   /* a common format: named, and what is read said */
+    fwrite("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 1, 16, png);
+    fclose(png);
+    CHECK(dataset_load_idx(&d, img, lbl, 0, err, sizeof err) == -1);
+    CHECKF(strstr(err, "a PNG image; frugal reads IDX, raw or gzip, CIFAR-10 batches, and PGM or "
+                       "PPM images"), "%s", err);
 
     write_idx(img, 3, (uint32_t[]){N, H, W}, px, sizeof px, 0, 0, 0x08);
     write_idx(lbl, 1, (uint32_t[]){N - 1}, lb, N - 1, 0, 0, 0x08);        /* count mismatch */

@@ -457,11 +457,17 @@ static int apply_override(parser *p, const char *o)
     for (int i = 0; i < NSECTIONS; i++)
         if (!strcmp(sections[i].name, section)) {
             const key_spec *k = find_key(sections[i].keys, key);
-            if (!k)
-                return fail(p, "[%s] has no key '%s'", section, key);
+            if (!k) {
+                char known[512];
+                list_keys(sections[i].keys, known, sizeof known);
+                return fail(p, "[%s] has no key '%s' (keys: %s)", section, key, known);
+            }
             return set_value(p, section, k, p->cfg, v);
         }
-    return fail(p, "no section '%s' to set (job, data, optimizer, execution, energy, or layerN)", section);
+    char known[256] = "";
+    for (int i = 0; i < NSECTIONS; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s, ", sections[i].name);
+    return fail(p, "no section '%s' to set (%slayerN)", section, known);
 }
 
 static int check_complete(parser *p)

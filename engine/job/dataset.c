@@ -38,6 +38,22 @@ static size_t read_some(gzFile f, void *buf, size_t n)
 }
 
 /* Why `what` came up short: zlib's complaint about a corrupt stream, or the file's end. */
+/* ": a PNG image" and the like, when the first bytes are a common format's; else "". */
+static const char *known_format(const uint8_t head[4])
+{
+    static const struct { uint8_t magic[4]; int len; const char *what; } formats[] = {
+        {{0x89, 'P', 'N', 'G'}, 4, ": a PNG image"}, {{0xff, 0xd8, 0xff}, 3, ": a JPEG image"},
+        {{'G', 'I', 'F', '8'}, 4, ": a GIF image"}, {{'B', 'M'}, 2, ": a BMP image"},
+        {{'R', 'I', 'F', 'F'}, 4, ": a RIFF file (WebP?)"}, {{'P', 'K', 3, 4}, 4, ": a ZIP archive"},
+        {{0x93, 'N', 'U', 'M'}, 4, ": a NumPy array"}, {{'P', '5'}, 2, ": a PGM image (use predict)"},
+        {{'P', '6'}, 2, ": a PPM image (use predict)"},
+    };
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+        if (!memcmp(head, formats[i].magic, (size_t)formats[i].len))
+            return formats[i].what;
+    return "";
+}
+
 static int short_read(gzFile f, const char *path, const char *what, size_t want, size_t got,
                       char *err, size_t errlen)
 {
@@ -117,8 +133,9 @@ static int idx_open(idx_file *x, const char *path, int dims, char *err, size_t e
     }
     if (head[0] || head[1] || head[2] != IDX_UBYTE || head[3] != dims) {
         err_out(err, errlen, "%s: not an IDX file of unsigned bytes with %d dimension%s "
-                "(magic %02x %02x %02x %02x)", path, dims, dims == 1 ? "" : "s", head[0],
-                head[1], head[2], head[3]);
+                "(magic %02x %02x %02x %02x%s; frugal reads IDX, raw or gzip, CIFAR-10 batches, "
+                "and PGM or PPM images)", path, dims, dims == 1 ? "" : "s", head[0],
+                head[1], head[2], head[3], known_format(head));
         gzclose(x->f);
         return -1;
     }
