@@ -59,7 +59,10 @@ $(BUILD)/frugal: $(BUILD)/engine/cli/main.o $(LIB_OBJ)
 $(BUILD)/frugal_tests: $(TEST_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# One libFuzzer binary per target (VARIANT=fuzz).
+# One libFuzzer binary per target (VARIANT=fuzz); ./build.sh fuzz asks for their names.
+print-fuzz-targets:
+	@echo $(FUZZ_TARGETS)
+
 fuzzers: $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
 $(BUILD)/fuzz_%: tests/fuzz/driver.c $(BUILD)/tests/fuzz/targets.o $(BUILD)/tests/fuzz/target_net.o $(LIB_OBJ)
 	$(CC) $(CFLAGS) -Itests/fuzz -DFUZZ_TARGET=fuzz_$* $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -101,5 +104,5 @@ $(BUILD)/%.o: %.c
 clean:
 	rm -rf build frugal
 
-.PHONY: all tests fuzzers clean FORCE
+.PHONY: all tests fuzzers clean FORCE print-fuzz-targets
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -122,7 +122,7 @@ fuzz() {
     local seconds=${1:-30}
     make -s -j"$JOBS" VARIANT=fuzz fuzzers
     local targets
-    targets=$(sed -n 's/^FUZZ_TARGETS := //p' Makefile)
+    targets=$(make -s --no-print-directory print-fuzz-targets)
     # shellcheck disable=SC2016 # expanded by the inner shell
     printf '%s\n' $targets | xargs -P 2 -I{} sh -c '
         mkdir -p build/fuzz/corpus/{} tests/fuzz/corpus/{}

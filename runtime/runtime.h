@@ -169,6 +169,7 @@ typedef struct rt_transfer_stats {
 
 typedef struct rt_stats {
     int workers;             /* CPU workers and device workers */
+    int cpu_workers;         /* of them, those on the CPU */
     uint64_t tasks;          /* tasks completed */
     uint64_t steals;         /* tasks taken from another worker's deque */
     uint64_t parks;          /* times a worker went to sleep */

@@ -14,6 +14,7 @@ void rt_stats_get(rt_runtime *rt, rt_stats *s)
     uint64_t kcount[RT_WORKER_KINDS][RT_MAX_KINDS] = {{0}}, kticks[RT_WORKER_KINDS][RT_MAX_KINDS] = {{0}};
     for (int i = 0; i < rt->nworkers; i++) {
         rt_worker *w = &rt->workers[i];
+        s->cpu_workers += w->kind == RT_WORKER_CPU;
         s->tasks += atomic_load_explicit(&w->tasks, memory_order_relaxed);
         s->steals += atomic_load_explicit(&w->steals, memory_order_relaxed);
         s->parks += atomic_load_explicit(&w->parks, memory_order_relaxed);
@@ -125,16 +126,20 @@ void rt_stats_add(rt_stats *sum, const rt_stats *s)
 {
     double wall = sum->wall_s + s->wall_s;   /* the CPU workers are the same: weigh by wall */
     sum->task_share = wall > 0 ? (sum->task_share * sum->wall_s + s->task_share * s->wall_s) / wall : 0;
-    sum->workers = s->workers;
+    sum->workers = s->workers, sum->cpu_workers = s->cpu_workers;
     sum->wall_s = wall;
     rt_stats_add_work(sum, s);
 }
 
 void rt_stats_print(const rt_stats *s, FILE *f)
 {
-    fprintf(f, "runtime: %d workers, %llu tasks, %llu steals, %llu parks, %.3f s wall, "
+    char others[96] = "";   /* a device's or the cluster's peer worker, beside the CPU's */
+    if (s->workers > s->cpu_workers)
+        snprintf(others, sizeof others, " (%d on the CPU, %d for devices or other machines)",
+                 s->cpu_workers, s->workers - s->cpu_workers);
+    fprintf(f, "runtime: %d workers%s, %llu tasks, %llu steals, %llu parks, %.3f s wall, "
                "%.1f%% of CPU worker time in task bodies\n",
-            s->workers, (unsigned long long)s->tasks, (unsigned long long)s->steals,
+            s->workers, others, (unsigned long long)s->tasks, (unsigned long long)s->steals,
             (unsigned long long)s->parks, s->wall_s, 100.0 * s->task_share);
     if (s->late_wakeups)
         fprintf(f, "runtime: %llu sleeps ended by the %d ms limit with work waiting (lost "

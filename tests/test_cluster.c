@@ -350,6 +350,7 @@ static void coordinator_args(const coordinator_run *c, const char **args, char (
     /* Every run traced (nodes' tracks); not through tmp(), whose buffers c's paths may be in. */
     snprintf(bufs[3], 760, "%s/%s.trace.json", test_tmpdir(), c->name);
     args[n++] = "--trace", args[n++] = bufs[3];
+    args[n++] = "--verbose";   /* the tables by task kind: some tests read them */
     if (c->slow)
         args[n++] = "--set", args[n++] = bufs[2];
     if (c->resume)

@@ -31,8 +31,8 @@ static int train(const char *job, const char *devices, const char *name, const c
     for (int i = 0; env && env[i] && i < 6; i++)
         envs[i + 1] = env[i];
     const char *args[16] = {"train", job, "--devices", devices, "--set", output, "--set",
-                            "energy.baseline_seconds=0"};
-    int n = 8;
+                            "energy.baseline_seconds=0", "--verbose"};   /* the task tables */
+    int n = 9;
     const char *sets[] = {set1, set2};
     for (int i = 0; i < 2 && sets[i]; i++) {
         args[n++] = "--set";

@@ -30,7 +30,7 @@ static int usage(FILE *f)
     fprintf(f, "usage: frugal COMMAND [ARGS]\n\n"
                "commands:\n"
                "  train JOB.cfg [--set section.key=value]... [--workers N] [--devices D] [--trace FILE]\n"
-               "            [--policy P] [--resume | --overwrite]\n"
+               "            [--policy P] [--resume | --overwrite] [--verbose]\n"
                "            train the model the job file describes; a checkpoint is written\n"
                "            atomically after every epoch (and on SIGINT, SIGTERM or SIGHUP, at\n"
                "            the next batch), --resume continues from it; D: auto, cpu, opencl or\n"
@@ -317,6 +317,8 @@ static int cmd_train(int argc, char **argv)
             o.resume = 1;
         } else if (!strcmp(argv[i], "--overwrite")) {
             o.overwrite = 1;
+        } else if (!strcmp(argv[i], "--verbose")) {
+            o.verbose = 1;
         } else if (!strcmp(argv[i], "--help")) {
             rc = usage(stdout);
             goto out;

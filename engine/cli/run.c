@@ -423,12 +423,16 @@ static void write_trace(run *r)
 
 static void run_close(run *r, int finished)
 {
-    if (finished) {
-        fprintf(r->out, "tasks of the %s, by kind and where they ran:\n",
-                r->resumed_after ? "epochs since the resume" : "whole run");
-        rt_stats_print(&r->total, r->out);
+    if (finished) {   /* the tables by task kind and sensor: with --verbose (and summary.json) */
+        if (r->o->verbose) {
+            fprintf(r->out, "tasks of the %s, by kind and where they ran:\n",
+                    r->resumed_after ? "epochs since the resume" : "whole run");
+            rt_stats_print(&r->total, r->out);
+        }
         if (r->log.nepochs)
-            energy_run_print(&r->er, &r->last_energy, &r->st, r->train.n, r->out);
+            energy_run_print(&r->er, &r->last_energy, &r->st, r->train.n, r->o->verbose, r->out);
+        if (!r->o->verbose)
+            fprintf(r->out, "(--verbose adds the tasks and energy by kind, and each sensor)\n");
         if (r->o->trace)
             write_trace(r);
         fprintf(r->out, "metrics: %s, summary: %s, checkpoint: %s, weights: %s\n", r->metrics,

@@ -13,6 +13,7 @@ typedef struct run_options {
     const char *trace;                 /* a Chrome trace of the run's tasks, or NULL */
     int resume;                        /* continue from the output folder's checkpoint */
     int overwrite;                     /* start afresh where a run left a checkpoint */
+    int verbose;                       /* the tables by task kind and sensor at the end */
     const char *resume_command;        /* the command line that continues this run (the hint) */
     FILE *out;                         /* progress and results; errors go to stderr */
     const _Atomic int *stop; /* non-zero (a signal's number): stop at a batch boundary */

@@ -136,7 +136,7 @@ void energy_run_total(energy_run *er, long images, energy_figures *out)
 }
 
 void energy_run_print(energy_run *er, const epoch_energy *last, const rt_stats *st, long images,
-                      FILE *f)
+                      int verbose, FILE *f)
 {
     energy_figures run;
     energy_run_total(er, images, &run);
@@ -149,6 +149,8 @@ void energy_run_print(energy_run *er, const epoch_energy *last, const rt_stats *
         fprintf(f, "  the idle baseline (%.1f W) is above the run's mean power (%.1f W): it was "
                    "measured while something else loaded the machine; give a known figure "
                    "([energy] baseline_watts) or measure it quiet\n", er->baseline_w, run.watts);
+    if (!verbose)
+        return;
     sensor s[SENSOR_MAX];
     int n = energy_meter_sensors(er->meter, s, SENSOR_MAX);
     for (int i = 0; i < n && i < run.ndevices; i++)

@@ -51,6 +51,7 @@ void energy_run_so_far(energy_run *er, double *joules, double *watts);
 void energy_run_total(energy_run *er, long images, energy_figures *out);
 /* Per sensor and per task kind, after the last epoch. */
 void energy_run_print(energy_run *er, const epoch_energy *last, const rt_stats *st, long images,
+                      int verbose,
                       FILE *f);
 void energy_run_end(energy_run *er);
 
