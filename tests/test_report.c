@@ -6,6 +6,7 @@
 #include "energy/history.h"
 #include "engine/report/csv_table.h"
 #include "engine/report/report.h"
+#include "engine/report/svg_chart.h"
 #include "engine/report/tensorboard.h"
 #include "frugal_cli.h"
 #include "common/clock.h"
@@ -497,4 +498,25 @@ TEST(report_cluster_section_is_json_whatever_the_figures)
     CHECK(v && json_num(json_get(v, "chunks_late"), -1) == 3);
     json_free(v);
     free(text);
+}
+
+/* A rate's axis starts at zero (a 3% change filled the chart before); another figure's keeps to
+ * its data's range. */
+TEST(report_rate_charts_start_at_zero)
+{
+    double x[2] = {1, 2}, y[2] = {100, 103};
+    for (int from_zero = 0; from_zero < 2; from_zero++) {
+        chart c;
+        svg_chart_init(&c, "Images per second", "epoch", "images/s");
+        c.from_zero = from_zero;
+        svg_chart_add(&c, "img/s", "images_per_s", 0, 2, x, y);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        svg_chart_draw(f, &c);
+        fclose(f);
+        CHECKF((strstr(text, "font-size='11'>0</text>") != NULL) == from_zero, "from_zero %d:\n%s",
+               from_zero, text);
+        free(text);
+    }
 }

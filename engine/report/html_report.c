@@ -179,17 +179,28 @@ static void series_name(char *buf, size_t n, const report *rp, int run, const ch
 }
 
 /* Per-epoch figures from metrics.csv: one series per run and column. */
+/* Whether a column holds a figure: finite, and not zero. */
+static int any_figure(const double *y, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (isfinite(y[i]) && y[i] != 0)
+            return 1;
+    return 0;
+}
+
 static void epoch_chart(report *rp, const char *title, const char *ylabel, const char *const *cols,
-                        const char *const *labels, int ncols)
+                        const char *const *labels, int ncols, int from_zero)
 {
     chart c;
     svg_chart_init(&c, title, "epoch", ylabel);
-    c.whole_x = 1;
+    c.whole_x = 1, c.from_zero = from_zero;
     for (int i = 0; i < rp->nruns; i++) {
         const csv_table *m = &rp->runs[i].metrics;
         const double *x = csv_values(m, "epoch");
         for (int k = 0; k < ncols && x; k++) {
             const double *y = csv_values(m, cols[k]);
+            if (k > 0 && y && !any_figure(y, m->nrows))
+                continue;   /* a test pass's figures, with no test set: no flat line of zeros */
             char name[160];
             series_name(name, sizeof name, rp, i, labels[k]);
             chart_series *s = y ? svg_chart_add(&c, name, cols[k], i, m->nrows, x, y) : NULL;
@@ -204,13 +215,13 @@ static void training_section(report *rp)
 {
     fputs("<h2>Training</h2>\n<div class='charts'>\n", rp->f);
     epoch_chart(rp, "Loss", "cross-entropy", (const char *[]){"train_loss", "test_loss"},
-                (const char *[]){"train loss", "test loss"}, 2);
+                (const char *[]){"train loss", "test loss"}, 2, 0);
     epoch_chart(rp, "Accuracy", "share correct", (const char *[]){"train_acc", "test_acc"},
-                (const char *[]){"train accuracy", "test accuracy"}, 2);
+                (const char *[]){"train accuracy", "test accuracy"}, 2, 0);
     epoch_chart(rp, "Images per second (training pass)", "images/s",
-                (const char *[]){"images_per_s"}, (const char *[]){"img/s"}, 1);
+                (const char *[]){"images_per_s"}, (const char *[]){"img/s"}, 1, 1);
     epoch_chart(rp, "Share of worker time in tasks", "share", (const char *[]){"task_share"},
-                (const char *[]){"task share"}, 1);
+                (const char *[]){"task share"}, 1, 1);
     fputs("</div>\n", rp->f);
 }
 
@@ -262,6 +273,7 @@ static void power_chart(report *rp)
 {
     chart c;
     svg_chart_init(&c, "Power over time", "seconds since the run started", "watts");
+    c.from_zero = 1;
     for (int i = 0; i < rp->nruns; i++) {
         const csv_table *p = &rp->runs[i].power;
         const double *unix_s = csv_values(p, "unix_s");
@@ -347,10 +359,10 @@ static void energy_section(report *rp)
     power_chart(rp);
     device_joules_chart(rp);
     epoch_chart(rp, "Energy per epoch (training pass)", "joules", (const char *[]){"energy_j", "test_energy_j"},
-                (const char *[]){"training joules", "test joules"}, 2);
+                (const char *[]){"training joules", "test joules"}, 2, 0);
     epoch_chart(rp, "Energy per image", "millijoules", (const char *[]){"mj_per_image"},
-                (const char *[]){"mJ per training image"}, 1);
-    epoch_chart(rp, "Carbon per epoch", "gCO2e", (const char *[]){"gco2e"}, (const char *[]){"gCO2e"}, 1);
+                (const char *[]){"mJ per training image"}, 1, 0);
+    epoch_chart(rp, "Carbon per epoch", "gCO2e", (const char *[]){"gco2e"}, (const char *[]){"gCO2e"}, 1, 0);
     task_kinds_chart(rp);
     fputs("</div>\n", rp->f);
     json_section(rp, "Sensors", "energy.sensors");

@@ -73,7 +73,7 @@ static int data_range(const chart *c, frame *fr)
         }
     if (!isfinite(fr->x0))
         return -1;
-    if (fr->y0 > 0 && fr->y0 < 0.5 * fr->y1)
+    if (fr->y0 > 0 && (c->from_zero || fr->y0 < 0.5 * fr->y1))
         fr->y0 = 0;   /* a positive figure reads best from zero */
     if (fr->x1 - fr->x0 < 1e-12)
         fr->x0 -= 0.5, fr->x1 += 0.5;

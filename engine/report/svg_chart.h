@@ -22,6 +22,8 @@ typedef struct chart_series {
 typedef struct chart {
     const char *title, *xlabel, *ylabel;
     int whole_x;             /* x counts something (epochs): ticks on whole numbers only */
+    int from_zero;           /* a rate (images/s, watts): its axis starts at zero, so that a
+                                change of a few percent does not fill the chart */
     int nseries;
     chart_series series[CHART_MAX_SERIES];
 } chart;
