@@ -1523,9 +1523,9 @@ TEST(cluster_idle_coordinator_takes_back_chunks_waiting_on_a_slow_node)
 }
 
 /* Decision 3 of the placement policy: a node whose power profile is three times this machine's
- * (the same speed, so three times the joules per image) gets a smaller share under `energy`
- * than under `time`, unless the nodes are pinned by hand ([placement] all_nodes); the weights
- * stay those of one machine each time. */
+ * (the same speed, so three times the joules per image) is parked under `energy` and not under
+ * `time`, unless the nodes are pinned by hand ([placement] all_nodes); the weights stay those of
+ * one machine each time. */
 TEST(cluster_energy_policy_gives_less_to_a_node_three_times_less_efficient)
 {
     char j[700], pinned[700];   /* tmp()'s buffers are reused */
@@ -1551,8 +1551,11 @@ TEST(cluster_energy_policy_gives_less_to_a_node_three_times_less_efficient)
         check_identical("single-efficiency", names[i]);
         memcpy(outs[i], out, sizeof out);
     }
-    CHECKF(share[0] > 0 && share[1] >= 0 && share[1] < share[0],
-           "the node's share: %.3f under time, %.3f under energy\n%s", share[0], share[1], outs[1]);
+    /* The decisions, not the shares: how many chunks a node 50 times slower takes before the
+     * policy decides follows the host's load (0.038 under time against 0.049 under energy, once,
+     * with other work beside the suite) */
+    CHECKF(share[0] > 0 && !strstr(outs[0], "parked: 127.0.0.1:"),
+           "under time the node's share is %.3f\n%s", share[0], outs[0]);
     CHECKF(strstr(outs[1], "placement: energy policy: ") && strstr(outs[1], "parked: 127.0.0.1:"),
            "no node parked under energy:\n%s", outs[1]);
     /* pinned by hand: the energy policy leaves the node in */
