@@ -191,7 +191,10 @@ int scripted_join(scripted *s, const char *addr, int workers, char *err, size_t 
     return s->nnodes++;
 }
 
-int scripted_wait_work(scripted *s, int i, uint32_t chunk, double timeout_s, msg_work *w)
+/* Waits (up to timeout_s) for node i's first WORK of chunk `chunk` (UINT32_MAX: any) of a
+ * batch after `after`: 0 with it in w, or -1. */
+static int wait_work(scripted *s, int i, uint32_t chunk, uint64_t after, double timeout_s,
+                     msg_work *w)
 {
     connection *c = &s->conn[s->peer[i]];
     struct timespec until = deadline(timeout_s);
@@ -199,7 +202,8 @@ int scripted_wait_work(scripted *s, int i, uint32_t chunk, double timeout_s, msg
     pthread_mutex_lock(&s->lock);
     for (int seen = 0; !found;) {
         for (; seen < c->nworks && !found; seen++)
-            if (c->works[seen].chunk == chunk)
+            if ((chunk == UINT32_MAX || c->works[seen].chunk == chunk) &&
+                (after == UINT64_MAX || c->works[seen].seq > after))
                 *w = c->works[seen], found = 1;
         if (!found && (c->down || wait_change(s, &until)))
             break;
@@ -208,21 +212,14 @@ int scripted_wait_work(scripted *s, int i, uint32_t chunk, double timeout_s, msg
     return found ? 0 : -1;
 }
 
+int scripted_wait_work(scripted *s, int i, uint32_t chunk, double timeout_s, msg_work *w)
+{
+    return wait_work(s, i, chunk, UINT64_MAX, timeout_s, w);
+}
+
 int scripted_wait_work_after(scripted *s, int i, uint64_t seq, double timeout_s, msg_work *w)
 {
-    connection *c = &s->conn[s->peer[i]];
-    struct timespec until = deadline(timeout_s);
-    int found = 0;
-    pthread_mutex_lock(&s->lock);
-    for (int seen = 0; !found;) {
-        for (; seen < c->nworks && !found; seen++)
-            if (c->works[seen].seq > seq)
-                *w = c->works[seen], found = 1;
-        if (!found && (c->down || wait_change(s, &until)))
-            break;
-    }
-    pthread_mutex_unlock(&s->lock);
-    return found ? 0 : -1;
+    return wait_work(s, i, UINT32_MAX, seq, timeout_s, w);
 }
 
 int scripted_works(scripted *s, int i, uint64_t seq, msg_work *w, int max)
