@@ -3,6 +3,7 @@
 #include "common/clock.h"
 #include "test.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,21 +30,30 @@ void fake_rapl_tree(const char *root)
     }
 }
 
-/* The CPU seconds process pid has used (user and system), or -1 once it is gone. */
-static double cpu_seconds(pid_t pid)
+/* The seconds pid's threads have wanted a core: run on one or waited in a run queue for one
+ * (schedstat), summed over its threads; -1 once it is gone. Unlike CPU time, this does not
+ * shrink when other load on the machine takes the cores: two busy workers draw two cores'
+ * power whether or not a neighbour delays them. */
+static double demand_seconds(pid_t pid)
 {
-    char path[64], line[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    int ok = f && fgets(line, sizeof line, f);
-    if (f)
-        fclose(f);
-    const char *after = ok ? strrchr(line, ')') : NULL;
-    unsigned long long utime, stime;
-    if (!after || sscanf(after + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-                         &utime, &stime) != 2)
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *tasks = opendir(path);
+    if (!tasks)
         return -1;
-    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+    double ns = 0;
+    for (struct dirent *e; (e = readdir(tasks));) {
+        char stat[300];
+        unsigned long long run, wait;
+        snprintf(stat, sizeof stat, "/proc/%d/task/%.200s/schedstat", (int)pid, e->d_name);
+        FILE *f = e->d_name[0] != '.' ? fopen(stat, "r") : NULL;
+        if (f && fscanf(f, "%llu %llu", &run, &wait) == 2)
+            ns += (double)run + (double)wait;
+        if (f)
+            fclose(f);
+    }
+    closedir(tasks);
+    return ns * 1e-9;
 }
 
 int fake_rapl_drive(const char *root, pid_t pid)
@@ -52,19 +62,19 @@ int fake_rapl_drive(const char *root, pid_t pid)
     snprintf(zone, sizeof zone, "%s/sys/class/powercap/intel-rapl:0", root);
     snprintf(counter, sizeof counter, "%s/energy_uj", zone);
     snprintf(tmp, sizeof tmp, "%s/energy_uj.tmp", zone);
-    double uj = 1e6, last_cpu = 0, last_t = clock_now_s();
+    double uj = 1e6, last_demand = 0, last_t = clock_now_s();
     for (;;) {
         int status;
         if (waitpid(pid, &status, WNOHANG) == pid)
             return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         usleep(10 * 1000);
-        double t = clock_now_s(), cpu = cpu_seconds(pid);
-        if (cpu < 0)
+        double t = clock_now_s(), demand = demand_seconds(pid);
+        if (demand < 0)
             continue;
-        double busy = (cpu - last_cpu) / (t - last_t);
+        double busy = fmax(demand - last_demand, 0) / (t - last_t);   /* a thread gone: 0 */
         double watts = 10 + 10 * fmin(busy, 1) + 80 * fmax(busy - 1, 0);
         uj += watts * (t - last_t) * 1e6;
-        last_cpu = cpu, last_t = t;
+        last_demand = demand, last_t = t;
         FILE *f = fopen(tmp, "w");   /* whole files only: the meter may read at any time */
         if (f) {
             fprintf(f, "%.0f\n", uj);

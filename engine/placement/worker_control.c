@@ -18,8 +18,13 @@ static void decide(worker_control *c, int workers, const char *why)
     fprintf(c->log, "placement: %s\n", why);
     if (c->ndecisions < CONTROL_MAX_DECISIONS) {
         worker_decision *d = &c->decisions[c->ndecisions++];
-        *d = (worker_decision){t, workers, ""};
+        *d = (worker_decision){.t = t, .workers = workers};
         snprintf(d->why, sizeof d->why, "%s", why);
+        for (int k = 1; k <= c->tuner.max_workers && d->nseen < CONTROL_MAX_SEEN; k++)
+            if (c->tuner.opt[k - 1].samples) {
+                d->seen_workers[d->nseen] = k;
+                d->seen[d->nseen++] = c->tuner.opt[k - 1];
+            }
     }
     c->decisions_total++;
 }
@@ -263,23 +268,29 @@ void worker_control_end(worker_control *c)
     }
 }
 
-static void figures_json(const worker_tuner *t, FILE *f)
+/* {"workers": K, "samples": ..., "img_per_s": ..., ...}: what K workers were measured at. */
+static void figures_json(const policy_limits *l, int k, const option_figures *o, FILE *f)
 {
-    fputs("[", f);
-    int first = 1;
-    for (int k = 1; k <= t->max_workers; k++) {
-        const option_figures *o = &t->opt[k - 1];
-        if (!o->samples)
-            continue;
-        fprintf(f, "%s{\"workers\": %d, \"samples\": %ld", first ? "" : ", ", k, o->samples);
-        json_number_field(f, "img_per_s", 1 / o->s_per_sample, 0);
-        json_number_field(f, "watts", o->watts, 0);
-        json_number_field(f, "j_per_sample", o->watts * o->s_per_sample, 0);
-        json_number_field(f, "cost", policy_cost(&t->limits, o), 0);
-        fputc('}', f);
-        first = 0;
+    fprintf(f, "{\"workers\": %d, \"samples\": %ld", k, o->samples);
+    json_number_field(f, "img_per_s", 1 / o->s_per_sample, 0);
+    json_number_field(f, "watts", o->watts, 0);
+    json_number_field(f, "j_per_sample", o->watts * o->s_per_sample, 0);
+    json_number_field(f, "cost", policy_cost(l, o), 0);
+    fputc('}', f);
+}
+
+static void decision_json(const policy_limits *l, const worker_decision *d, FILE *f)
+{
+    fprintf(f, "{\"workers\": %d", d->workers);
+    json_fixed_field(f, "t", d->t, 3);
+    fputs(", \"why\": ", f);
+    json_string(f, d->why);
+    fputs(", \"seen\": [", f);
+    for (int i = 0; i < d->nseen; i++) {
+        fputs(i ? ", " : "", f);
+        figures_json(l, d->seen_workers[i], &d->seen[i], f);
     }
-    fputs("]", f);
+    fputs("]}", f);
 }
 
 void worker_control_json(worker_control *c, FILE *f)
@@ -300,15 +311,17 @@ void worker_control_json(worker_control *c, FILE *f)
         json_number_field(f, "max_slowdown", t->limits.max_slowdown, 0);
         json_fixed_field(f, "seconds_measured", c->measured_s, 3);
         json_fixed_field(f, "seconds_over_budget", c->over_budget_s, 3);
-        fputs(", \"by_workers\": ", f);
-        figures_json(t, f);
-        fprintf(f, ", \"decisions_total\": %d, \"decisions\": [", c->decisions_total);
+        fputs(", \"by_workers\": [", f);
+        for (int k = 1, first = 1; k <= t->max_workers; k++)
+            if (t->opt[k - 1].samples) {
+                fputs(first ? "" : ", ", f);
+                figures_json(&t->limits, k, &t->opt[k - 1], f);
+                first = 0;
+            }
+        fprintf(f, "], \"decisions_total\": %d, \"decisions\": [", c->decisions_total);
         for (int i = 0; i < c->ndecisions; i++) {
-            fprintf(f, "%s{\"workers\": %d", i ? ", " : "", c->decisions[i].workers);
-            json_fixed_field(f, "t", c->decisions[i].t, 3);
-            fputs(", \"why\": ", f);
-            json_string(f, c->decisions[i].why);
-            fputc('}', f);
+            fputs(i ? ", " : "", f);
+            decision_json(&t->limits, &c->decisions[i], f);
         }
         fputc(']', f);
     }

@@ -18,11 +18,15 @@
 #include <stdio.h>
 
 #define CONTROL_MAX_DECISIONS 64   /* kept for summary.json; later ones are counted only */
+#define CONTROL_MAX_SEEN 16        /* worker counts whose figures a decision records */
 
 typedef struct worker_decision {
     double t;                      /* seconds since training began */
     int workers;
     char why[200];
+    int nseen;                     /* the figures the tuner held when it decided */
+    int seen_workers[CONTROL_MAX_SEEN];
+    option_figures seen[CONTROL_MAX_SEEN];
 } worker_decision;
 
 typedef struct worker_control {
