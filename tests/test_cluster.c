@@ -403,6 +403,36 @@ static void check_identical(const char *a, const char *b)
         fclose(fb);
 }
 
+/* text without the last field of each line (in place). */
+static void drop_last_field(char *text)
+{
+    char *out = text;
+    for (char *line = text; *line;) {
+        size_t len = strcspn(line, "\n"), keep = len;
+        while (keep > 0 && line[keep - 1] != ',')
+            keep--;
+        keep = keep ? keep - 1 : len;
+        memmove(out, line, keep);
+        out += keep;
+        *out++ = '\n';
+        line += len + (line[len] == '\n');
+    }
+    *out = 0;
+}
+
+/* Two runs' steps.csv (the loss and accuracy every few batches) the same but for the time: the
+ * chunks other machines computed are tallied in the same order as on one. */
+static void check_same_steps(const char *a, const char *b)
+{
+    static char ta[1 << 16], tb[1 << 16];
+    char pa[760], pb[760];
+    snprintf(pa, sizeof pa, "%s/steps.csv", tmp(a));
+    snprintf(pb, sizeof pb, "%s/steps.csv", tmp(b));
+    drop_last_field(test_read_text(pa, ta, sizeof ta));
+    drop_last_field(test_read_text(pb, tb, sizeof tb));
+    CHECKF(strchr(ta, '\n') && !strcmp(ta, tb), "%s and %s differ:\n%s\n%s", pa, pb, ta, tb);
+}
+
 /* A figure of NAME/summary.json, its first after `after` (NULL: the start); -1: none. */
 static double summary_figure_after(const char *name, const char *after, const char *field)
 {
@@ -546,6 +576,7 @@ static void run_with_nodes(int which, int nodes, const char *name)
     CHECKF(rc == 0 && nodes_ok, "%s", out);
     CHECKF(strstr(out, "chunks computed") && strstr(out, "training finished"), "%s", out);
     check_identical("single", name);
+    check_same_steps("single", name);
 }
 
 TEST(cluster_one_two_three_nodes_give_the_same_weights)

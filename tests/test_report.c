@@ -266,6 +266,45 @@ static const char *tensorboard_python(void)
     return NULL;
 }
 
+/* Runs TensorBoard's reader on the run's events: `body` is Python with `a` (the accumulator of
+ * run/tb), `rows` (metrics.csv), `steps` (steps.csv), check(tag, [(step, value)], n) and
+ * check_steps(n) (the points every few batches against steps.csv), and counts mismatches in
+ * `bad`. Without the tensorboard package, says so and checks nothing. */
+static void tensorboard_check(const char *body)
+{
+    const char *python = tensorboard_python();
+    if (!python) {
+        printf("  (the tensorboard package is not importable: TensorBoard's reader is not run; "
+               "./build.sh deps installs it into build/pyenv)\n");
+        return;
+    }
+    char script[700], out[700], cmd[4096];
+    snprintf(script, sizeof script, "%s/read.py", test_tmpdir());
+    snprintf(out, sizeof out, "%s/read.out", test_tmpdir());
+    FILE *f = fopen(script, "w");
+    CHECK(f && fprintf(f, "import csv, sys, math\n"
+        "from tensorboard.backend.event_processing import event_accumulator as ea\n"
+        "a = ea.EventAccumulator(sys.argv[1]); a.Reload()\n"
+        "rows = list(csv.DictReader(open(sys.argv[2])))\n"
+        "steps = list(csv.DictReader(open(sys.argv[3])))\n"
+        "bad = 0\n"
+        "def check(tag, want, n):\n"
+        "    global bad\n"
+        "    got = [(e.step, e.value) for e in a.Scalars(tag)]\n"
+        "    ok = len(got) == len(want) == n and all(g[0] == w[0] and abs(g[1] - w[1]) <= 1e-6 * max(1, abs(w[1])) for g, w in zip(got, want))\n"
+        "    if not ok: bad += 1; print('MISMATCH', tag, got, want)\n"
+        "def check_steps(n):\n"
+        "    check('loss/train_step', [(int(r['step']), float(r['train_loss'])) for r in steps], n)\n"
+        "    check('accuracy/train_step', [(int(r['step']), float(r['train_acc'])) for r in steps], n)\n"
+        "%s"
+        "print(bad, 'mismatches')\n"
+        "sys.exit(1 if bad else 0)\n", body) > 0 && fclose(f) == 0);
+    snprintf(cmd, sizeof cmd, "%s %s %s/tb %s %s > %s 2>&1", python, script, run_path(""),
+             run_path("metrics.csv"), run_path("steps.csv"), out);
+    int rc = system(cmd);
+    CHECKF(rc == 0, "%s", slurp(out));
+}
+
 TEST(report_tensorboard_events_read_back_by_tensorboard)
 {
     CHECK(tensorboard_crc32c("123456789", 9) == 0xe3069283u);   /* the CRC-32C check value */
@@ -284,43 +323,49 @@ TEST(report_tensorboard_events_read_back_by_tensorboard)
         fclose(f);
     int records = check_framing(b, n);
     free(b);
-    CHECKF(records >= 1 + 3 * 11, "%s: %d records", file, records);   /* version, 11 scalars x 3 epochs */
-    const char *python = tensorboard_python();
-    if (!python) {
-        printf("  (the tensorboard package is not importable: TensorBoard's reader is not run; "
-               "./build.sh deps installs it into build/pyenv)\n");
-        return;
-    }
-    /* TensorBoard's reader against metrics.csv: every epoch, every figure. */
-    char script[700], out[700], cmd2[4096];
-    snprintf(script, sizeof script, "%s/read.py", test_tmpdir());
-    snprintf(out, sizeof out, "%s/read.out", test_tmpdir());
-    f = fopen(script, "w");
-    fprintf(f, "import csv, sys, math\n"
-               "from tensorboard.backend.event_processing import event_accumulator as ea\n"
-               "a = ea.EventAccumulator(sys.argv[1]); a.Reload()\n"
-               "rows = list(csv.DictReader(open(sys.argv[2])))\n"
-               "pairs = {'loss/train': 'train_loss', 'loss/test': 'test_loss', 'accuracy/train': 'train_acc',\n"
-               "         'accuracy/test': 'test_acc', 'speed/images_per_s': 'images_per_s',\n"
-               "         'speed/task_share': 'task_share', 'energy/joules_train': 'energy_j',\n"
-               "         'energy/joules_test': 'test_energy_j', 'energy/watts': 'power_w',\n"
-               "         'energy/millijoules_per_image': 'mj_per_image', 'energy/gco2e': 'gco2e'}\n"
-               "def tol(text):  # half a unit of the last digit metrics.csv printed\n"
-               "    return 0.5 * 10 ** -len(text.split('.')[1]) if '.' in text else 0.5\n"
-               "bad = 0\n"
-               "for tag, col in pairs.items():\n"
-               "    got = [(e.step, e.value) for e in a.Scalars(tag)]\n"
-               "    want = [(int(r['epoch']), float(r[col]), tol(r[col])) for r in rows]\n"
-               "    ok = len(got) == len(want) and all(g[0] == w[0] and abs(g[1] - w[1]) <= w[2] + 1e-6 * abs(w[1]) for g, w in zip(got, want))\n"
-               "    if not ok: bad += 1; print('MISMATCH', tag, got, want)\n"
-               "dev = a.Scalars('energy_by_device/cpu model')\n"
-               "print('compared', len(pairs), 'tags;', len(dev), 'device points;', bad, 'mismatches')\n"
-               "sys.exit(1 if bad or len(dev) != len(rows) else 0)\n");
-    fclose(f);
-    snprintf(cmd2, sizeof cmd2, "%s %s %s/tb %s > %s 2>&1", python, script, run_path(""),
-             run_path("metrics.csv"), out);
-    int rc = system(cmd2);
-    CHECKF(rc == 0, "%s", slurp(out));
+    /* the version, 12 scalars x 3 epochs, 2 x 15 points every batch x 3 epochs */
+    CHECKF(records >= 1 + 3 * 12 + 2 * 15 * 3, "%s: %d records", file, records);
+    /* TensorBoard's reader against metrics.csv (every epoch, every figure, at the global batch
+     * that ends it: 15 batches an epoch) and steps.csv (every point). */
+    tensorboard_check(
+        "pairs = {'loss/train': 'train_loss', 'loss/test': 'test_loss', 'accuracy/train': 'train_acc',\n"
+        "         'accuracy/test': 'test_acc', 'speed/images_per_s': 'images_per_s',\n"
+        "         'speed/task_share': 'task_share', 'energy/joules_train': 'energy_j',\n"
+        "         'energy/joules_test': 'test_energy_j', 'energy/watts': 'power_w',\n"
+        "         'energy/millijoules_per_image': 'mj_per_image', 'energy/gco2e': 'gco2e'}\n"
+        "def tol(text):  # half a unit of the last digit metrics.csv printed\n"
+        "    return 0.5 * 10 ** -len(text.split('.')[1]) if '.' in text else 0.5\n"
+        "for tag, col in pairs.items():\n"
+        "    got = [(e.step, e.value) for e in a.Scalars(tag)]\n"
+        "    want = [(15 * int(r['epoch']), float(r[col]), tol(r[col])) for r in rows]\n"
+        "    ok = len(got) == len(want) and all(g[0] == w[0] and abs(g[1] - w[1]) <= w[2] + 1e-6 * abs(w[1]) for g, w in zip(got, want))\n"
+        "    if not ok: bad += 1; print('MISMATCH', tag, got, want)\n"
+        "check('epoch', [(15 * int(r['epoch']), float(r['epoch'])) for r in rows], 3)\n"
+        "check_steps(45)\n"
+        "dev = a.Scalars('energy_by_device/cpu model')\n"
+        "if len(dev) != len(rows): bad += 1; print('device points', len(dev))\n");
+}
+
+/* A run resumed from a checkpoint older than its last events (as after a kill -9 between an
+ * epoch's points and its checkpoint): TensorBoard's reader drops the later points, so each step
+ * is there once, as steps.csv has it. */
+TEST(report_resume_from_an_older_checkpoint_drops_the_points_after_it)
+{
+    char out[8192], older[700], keep[1500], put_back[1500];
+    const char *job = make_job("");
+    int rc = FRUGAL(out, "train", job, "--set", "energy.baseline_seconds=0", "--set", "job.epochs=2");
+    CHECKF(rc == 0, "%s", out);
+    snprintf(older, sizeof older, "%s/epoch2.bin", test_tmpdir());
+    snprintf(keep, sizeof keep, "cp %s %s", run_path("checkpoint.bin"), older);
+    snprintf(put_back, sizeof put_back, "cp %s %s", older, run_path("checkpoint.bin"));
+    CHECK(system(keep) == 0);
+    rc = FRUGAL(out, "train", job, "--set", "energy.baseline_seconds=0", "--resume");
+    CHECKF(rc == 0, "%s", out);
+    CHECK(system(put_back) == 0);   /* epoch 3's points are past it now */
+    rc = FRUGAL(out, "train", job, "--set", "energy.baseline_seconds=0", "--resume");
+    CHECKF(rc == 0, "%s", out);
+    tensorboard_check("check_steps(45)\n"
+                      "check('epoch', [(15 * int(r['epoch']), float(r['epoch'])) for r in rows], 3)\n");
 }
 
 /* A resumed run keeps the earlier processes' power rows and event files; a fresh one in the

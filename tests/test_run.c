@@ -4,6 +4,7 @@
  * resumes, and a diverging run says so. */
 #include "common/env_switches.h"
 #include "engine/model/checkpoint.h"
+#include "engine/report/csv_table.h"
 #include "engine/report/report.h"
 #include "engine/cli/run.h"
 #include "engine/job/run_folder.h"
@@ -11,6 +12,7 @@
 #include "synthetic.h"
 #include "test.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,12 +93,44 @@ static float *weights_of(const char *path, long *n)
 
 static const char *const NO_BASELINE[] = {"energy.baseline_seconds=0", NULL};
 
+/* steps.csv against metrics.csv: each epoch's points (one every `every` batches and at its last,
+ * steps only going up) cover its `samples` once and add up to its training loss and accuracy. */
+static void check_steps_add_up(int every, long per_epoch, long samples)
+{
+    csv_table st, me;
+    char err[256];
+    CHECKF(csv_read(&st, run_file("steps.csv"), err, sizeof err) == 0 &&
+           csv_read(&me, run_file("metrics.csv"), err, sizeof err) == 0, "%s", err);
+    const double *ep = csv_values(&st, "epoch"), *batch = csv_values(&st, "batch"),
+                 *step = csv_values(&st, "step"), *n = csv_values(&st, "samples"),
+                 *loss = csv_values(&st, "train_loss"), *acc = csv_values(&st, "train_acc");
+    CHECK(ep && batch && step && n && loss && acc && me.nrows > 0);
+    for (int e = 1, i = 0; e <= me.nrows && ep; e++) {
+        double got = 0, lsum = 0, csum = 0;
+        for (; i < st.nrows && ep[i] == e; i++) {
+            CHECKF(step[i] == (e - 1) * per_epoch + batch[i] && (i == 0 || step[i] > step[i - 1]),
+                   "row %d: step %g, batch %g of epoch %d", i + 1, step[i], batch[i], e);
+            CHECKF((long)batch[i] % every == 0 || batch[i] == per_epoch, "row %d: batch %g",
+                   i + 1, batch[i]);
+            got += n[i], lsum += loss[i] * n[i], csum += acc[i] * n[i];
+        }
+        double want_loss = csv_values(&me, "train_loss")[e - 1];
+        double want_acc = csv_values(&me, "train_acc")[e - 1];
+        CHECKF(got == (double)samples && fabs(lsum / got - want_loss) < 1e-5 &&
+               fabs(csum / got - want_acc) < 1e-5, "epoch %d: %g samples, loss %g, acc %g in "
+               "steps.csv; %ld, %g, %g in metrics.csv", e, got, lsum / got, csum / got, samples,
+               want_loss, want_acc);
+    }
+    csv_free(&st), csv_free(&me);
+}
+
 TEST(run_writes_every_epoch_and_no_temporary_files)
 {
     const char *job = make_job("");
     CHECK(train_job(job, NO_BASELINE, 0, NULL) == 0);
     char *metrics = slurp(run_file("metrics.csv"), NULL), *summary = slurp(run_file("summary.json"), NULL);
     CHECK(metrics && count_lines(metrics) == 4);   /* header and 3 epochs */
+    check_steps_add_up(1, 15, SYN_IMAGES);   /* 15 batches an epoch: a point each */
     CHECK(summary && strstr(summary, "\"epoch\": 1,") && strstr(summary, "\"epoch\": 3,"));
     CHECK(summary && strstr(summary, "\"execution\": {\"grain\": 3,"));
     CHECK(summary && strstr(summary, "\"input_why\": \"auto: "));
@@ -120,6 +154,7 @@ static void *stop_after(void *us)
 TEST(run_stopped_between_batches_resumes_to_the_same_weights)
 {
     const char *job = make_job("devices = cpu\n");   /* a GPU would place by measured speed */
+    const char *const sets[] = {"energy.baseline_seconds=0", "job.log_every=4", NULL};
     char straight[700];
     CHECK(train_job(job, NO_BASELINE, 0, NULL) == 0);
     snprintf(straight, sizeof straight, "%s/straight.bin", test_tmpdir());
@@ -132,7 +167,7 @@ TEST(run_stopped_between_batches_resumes_to_the_same_weights)
         stop_flag = 0;
         pthread_t th;
         pthread_create(&th, NULL, stop_after, (void *)(intptr_t)us);
-        int rc = train_job(job, NO_BASELINE, 0, &stop_flag);
+        int rc = train_job(job, sets, 0, &stop_flag);
         pthread_join(th, NULL);
         stopped = rc == 128 + 2;
         CHECKF(rc == 0 || stopped, "rc %d", rc);
@@ -150,12 +185,16 @@ TEST(run_stopped_between_batches_resumes_to_the_same_weights)
     free(st.log);
     model_free(&m);
     free(metrics), free(summary);
-    CHECK(train_job(job, NO_BASELINE, 1, NULL) == 0);
+    /* a point written past the checkpoint (as by a process killed before its next one) */
+    FILE *steps = fopen(run_file("steps.csv"), "a");
+    CHECK(steps && fprintf(steps, "3,15,45,3.0000,20,9.0,0.0,1.0\n") > 0 && fclose(steps) == 0);
+    CHECK(train_job(job, sets, 1, NULL) == 0);
     float *got = weights_of(run_file("checkpoint.bin"), &n1);
     CHECK(n0 == n1 && want && got && !memcmp(want, got, sizeof(float) * (size_t)n0));
     metrics = slurp(run_file("metrics.csv"), NULL);
     summary = slurp(run_file("summary.json"), NULL);
     CHECKF(metrics && count_lines(metrics) == 4, "metrics.csv:\n%s", metrics);
+    check_steps_add_up(4, 15, SYN_IMAGES);
     CHECK(summary && strstr(summary, "\"epoch\": 1,") && strstr(summary, "\"epoch\": 3,"));
     free(metrics), free(summary), free(want), free(got);
 }

@@ -3,7 +3,8 @@
  *   run_open     the job, the data, the model, the output folder (locked), the checkpoint to
  *                resume from, the runtime, the trainer, the energy meter
  *   for each epoch:
- *     train_epoch the training pass (from where an interrupted epoch stopped), the test pass,
+ *     train_epoch the training pass (from where an interrupted epoch stopped; a point of loss and
+ *                accuracy every few batches in steps.csv and TensorBoard), the test pass,
  *                their energy, the divergence check
  *     run_save   the checkpoint (with the run's log), then metrics.csv and summary.json from it,
  *                power.csv and report.html; then the epoch's TensorBoard events
@@ -26,6 +27,7 @@
 #include "engine/model/model.h"
 #include "engine/report/power_log.h"
 #include "engine/report/report.h"
+#include "engine/report/step_log.h"
 #include "engine/job/run_folder.h"
 #include "engine/job/run_log.h"
 #include "engine/train/trainer.h"
@@ -51,6 +53,7 @@ typedef struct run {
     int have_model;
     run_folder folder;
     char ckpt[700], weights[700], metrics[700], summary[700], power[700], report[700];
+    char steps_csv[700];
     run_log log;
     int resumed_after;                 /* epochs done when the run started */
     long resume_batch;                 /* batches of the next epoch done then */
@@ -61,6 +64,7 @@ typedef struct run {
     energy_run er;
     power_log power_log;               /* power.csv */
     tb_writer tb;                      /* TensorBoard events */
+    step_log steps;                    /* steps.csv: points every few batches */
     worker_control placement;          /* the policy's choice of active workers */
     device_energy device_energy;       /* the policy's figures for placing tasks on devices */
     rt_stats st;                       /* the last epoch's */
@@ -86,6 +90,11 @@ static int fail(run *r, const char *fmt, ...)
 }
 
 static void show_progress(void *ctx, long done, long total, double seconds);
+
+static long batches_per_epoch(const run *r)
+{
+    return (r->train.n + r->cfg.batch - 1) / r->cfg.batch;
+}
 
 /* ---- opening ---- */
 
@@ -121,7 +130,7 @@ static int resume_from_checkpoint(run *r)
         return fail(r, "cannot resume: %s: its log has %d epochs and %ld batches, its header "
                     "says %d and %d", r->ckpt, r->log.nepochs, r->log.partial.batches, st.epoch,
                     st.batch);
-    long batches = (r->train.n + r->cfg.batch - 1) / r->cfg.batch;
+    long batches = batches_per_epoch(r);
     if (st.epoch > r->cfg.epochs || (st.epoch == r->cfg.epochs && st.batch == 0))
         return fail(r, "nothing to resume: %s is after epoch %d of %d (raise job.epochs to "
                     "train more)", r->ckpt, st.epoch, r->cfg.epochs);
@@ -157,6 +166,7 @@ static int run_open(run *r, const run_options *o)
     run_folder_path(&r->folder, "summary.json", r->summary, sizeof r->summary);
     run_folder_path(&r->folder, "power.csv", r->power, sizeof r->power);
     run_folder_path(&r->folder, "report.html", r->report, sizeof r->report);
+    run_folder_path(&r->folder, "steps.csv", r->steps_csv, sizeof r->steps_csv);
     if (run_folder_keep_job(&r->folder, o->job, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     model_init(&r->m, cfg->seed);
@@ -207,7 +217,11 @@ static int run_open(run *r, const run_options *o)
     if (energy_run_begin(&r->er, cfg, r->out, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     power_log_begin(&r->power_log, r->power, o->resume, r->er.meter, r->out);
-    if (tensorboard_open(&r->tb, cfg->output, o->resume, r->err, sizeof r->err))
+    long per_epoch = batches_per_epoch(r);
+    if (tensorboard_open(&r->tb, cfg->output, o->resume, r->err, sizeof r->err) ||
+        step_log_open(&r->steps, r->steps_csv, &r->tb, step_log_every(cfg->log_every, per_epoch),
+                      per_epoch, o->resume, r->resumed_after * per_epoch + r->resume_batch,
+                      r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     char key[128], devices[OCL_MAX_DEVICES * 256] = "";
     for (int i = 0; i < r->devices.n && rt_devices(r->rt); i++)
@@ -233,10 +247,12 @@ static int run_open(run *r, const run_options *o)
 
 /* ---- an epoch ---- */
 
-/* A live line on a terminal (at most 4 times a second); nothing when the output is a file. */
+/* The step points of the batches tallied so far, and a live line on a terminal (at most 4 times
+ * a second; nothing when the output is a file). */
 static void show_progress(void *ctx, long done, long total, double seconds)
 {
     run *r = ctx;
+    step_log_follow(&r->steps, r->t);
     energy_run_follow_carbon(&r->er);
     if (!r->tty || seconds - r->progress_shown < 0.25 || done <= 0)
         return;
@@ -271,6 +287,7 @@ static int train_epoch(run *r, int e, epoch_record *rec)
     pass_result train, test = {0};
     long first = e == r->resumed_after + 1 ? r->resume_batch : 0;
     worker_control_pass(&r->placement, 1);
+    step_log_epoch(&r->steps, e);
     if (r->cluster ? coordinator_train_epoch(r->cluster, e, first, &train, r->err, sizeof r->err)
                    : trainer_train(r->t, e, first, &train, r->err, sizeof r->err))
         return fail(r, "epoch %d: %s", e, r->err);
@@ -388,7 +405,8 @@ static int log_tensorboard(run *r, const epoch_record *rec)
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     r->err[0] = 0;
-    if (report_epoch_tensorboard(&r->tb, rec, &r->er, (double)now.tv_sec + 1e-9 * (double)now.tv_nsec) ||
+    if (report_epoch_tensorboard(&r->tb, rec, rec->epoch * batches_per_epoch(r), &r->er,
+                                 (double)now.tv_sec + 1e-9 * (double)now.tv_nsec) ||
         tensorboard_flush(&r->tb, r->err, sizeof r->err))
         return fail(r, "%s: cannot write the TensorBoard events: %s", r->tb.path,
                     r->err[0] ? r->err : "write failed");
@@ -437,10 +455,11 @@ static void run_close(run *r, int finished)
             write_trace(r);
         fprintf(r->out, "metrics: %s, summary: %s, checkpoint: %s, weights: %s\n", r->metrics,
                 r->summary, r->ckpt, r->weights);
-        fprintf(r->out, "report: %s, power: %s, TensorBoard: %s/tb\n", r->report, r->power,
-                r->cfg.output);
+        fprintf(r->out, "report: %s, power: %s, every few batches: %s, TensorBoard: %s/tb\n",
+                r->report, r->power, r->steps_csv, r->cfg.output);
     }
     worker_control_end(&r->placement);
+    step_log_close(&r->steps);
     tensorboard_close(&r->tb);
     power_log_free(&r->power_log);
     if (r->cluster)
@@ -478,7 +497,7 @@ int run_train(const run_options *o)
         if (got > 0) {
             rc = 1;
         } else if (got < 0) {   /* stopped: save where it stopped, and say how to go on */
-            long batches = (r->train.n + r->cfg.batch - 1) / r->cfg.batch;
+            long batches = batches_per_epoch(r);
             snprintf(r->interrupted, sizeof r->interrupted, "stopped by signal %d in epoch %d "
                      "after batch %ld of %ld", atomic_load(o->stop), e, r->log.partial.batches, batches);
             rc = run_save(r) ? 1 : 128 + atomic_load(o->stop);

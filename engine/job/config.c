@@ -21,6 +21,7 @@ static const key_spec job_keys[] = {
     {"batch", V_INT, JOB(batch), 1, 1 << 20},
     {"seed", V_U64, JOB(seed), 0, 0},
     {"output", V_PATH, JOB(output), 0, 0},
+    {"log_every", V_INT, JOB(log_every), 0, 1 << 30},
     {NULL, 0, 0, 0, 0}};
 static const key_spec data_keys[] = {
     {"format", V_FORMAT, JOB(format), 0, 0},

@@ -1,7 +1,8 @@
 /* Job files: INI-style sections, read strictly. Every error names the file, the line and the key,
  * and nothing is trained until the whole file (and every --set override) is valid.
  *
- *   [job]        epochs, batch, seed, output
+ *   [job]        epochs, batch, seed, output, log_every (batches between the points of
+ *                steps.csv and TensorBoard; 0, the default: about 25 an epoch)
  *   [data]       format (idx | cifar10), train_images, train_labels, test_images, test_labels,
  *                train_files, test_file (cifar10), limit, test_limit, resize (HxW), channels
  *   [conv] [relu] [maxpool] [flatten] [dense] [softmax_xent]
@@ -66,6 +67,7 @@ typedef struct job_config {
                                       (job_load_train makes the batch the whole set) */
     unsigned long long seed;
     char output[CONFIG_PATH];
+    int log_every;                 /* batches between step points; 0: about 25 an epoch */
     /* [data] */
     data_format format;
     char train_images[CONFIG_PATH], train_labels[CONFIG_PATH];

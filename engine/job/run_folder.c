@@ -47,7 +47,7 @@ const char *run_folder_path(const run_folder *f, const char *name, char *buf, si
 
 static const char *const temporaries[] = {"checkpoint.bin.tmp", "model.bin.tmp", "metrics.csv.tmp",
                                           "summary.json.tmp", "power.csv.tmp", "report.html.tmp",
-                                          "job.cfg.tmp"};
+                                          "job.cfg.tmp", "steps.csv.tmp"};
 
 int run_folder_open(run_folder *f, const char *dir, const char *job, char *err, size_t errlen)
 {

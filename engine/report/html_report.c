@@ -16,6 +16,7 @@
 typedef struct run_data {
     char name[160];              /* the folder, as given */
     csv_table metrics, power;    /* power.nrows 0: no timeline */
+    csv_table steps;             /* points every few batches; nrows 0: none */
     json_value *summary;         /* NULL: none */
     char *job;                   /* the job file's text (job.cfg), or NULL */
 } run_data;
@@ -63,6 +64,9 @@ static int run_load(run_data *r, const char *dir, char *err, size_t errlen)
     snprintf(path, sizeof path, "%s/power.csv", dir);
     if (csv_read(&r->power, path, why, sizeof why))
         memset(&r->power, 0, sizeof r->power);   /* no timeline: the page says so */
+    snprintf(path, sizeof path, "%s/steps.csv", dir);
+    if (csv_read(&r->steps, path, why, sizeof why))
+        memset(&r->steps, 0, sizeof r->steps);   /* an older run: its epochs alone */
     snprintf(path, sizeof path, "%s/job.cfg", dir);
     r->job = access(path, F_OK) ? NULL : input_read_all(path, CONFIG_MAX_BYTES, "job file", &len, why, sizeof why);
     return 0;
@@ -72,6 +76,7 @@ static void run_free(run_data *r)
 {
     csv_free(&r->metrics);
     csv_free(&r->power);
+    csv_free(&r->steps);
     json_free(r->summary);
     free(r->job);
 }
@@ -188,13 +193,33 @@ static int any_figure(const double *y, int n)
     return 0;
 }
 
+#define MARKED_STEPS 120   /* a longer series of steps is a plain line */
+
+/* steps.csv's column (the training figure every few batches) as a series of run i, at its
+ * fractional epoch. */
+static void steps_series(report *rp, chart *c, int i, const char *col, const char *label)
+{
+    const csv_table *t = &rp->runs[i].steps;
+    const double *x = csv_values(t, "epochs"), *y = csv_values(t, col);
+    char name[160], key[96];
+    series_name(name, sizeof name, rp, i, label);
+    snprintf(key, sizeof key, "steps/%s", col);
+    chart_series *s = x && y && t->nrows ? svg_chart_add(c, name, key, i, t->nrows, x, y) : NULL;
+    if (s)
+        s->points = t->nrows <= MARKED_STEPS;
+}
+
+/* Per-epoch figures from metrics.csv (one series per run and column), and steps.csv's column
+ * step_col (NULL: none) drawn between them. */
 static void epoch_chart(report *rp, const char *title, const char *ylabel, const char *const *cols,
-                        const char *const *labels, int ncols, int from_zero)
+                        const char *const *labels, int ncols, int from_zero, const char *step_col)
 {
     chart c;
     svg_chart_init(&c, title, "epoch", ylabel);
     c.whole_x = 1, c.from_zero = from_zero;
     for (int i = 0; i < rp->nruns; i++) {
+        if (step_col)
+            steps_series(rp, &c, i, step_col, "every few batches (training)");
         const csv_table *m = &rp->runs[i].metrics;
         const double *x = csv_values(m, "epoch");
         for (int k = 0; k < ncols && x; k++) {
@@ -215,13 +240,13 @@ static void training_section(report *rp)
 {
     fputs("<h2>Training</h2>\n<div class='charts'>\n", rp->f);
     epoch_chart(rp, "Loss", "cross-entropy", (const char *[]){"train_loss", "test_loss"},
-                (const char *[]){"train loss", "test loss"}, 2, 0);
+                (const char *[]){"train loss", "test loss"}, 2, 0, "train_loss");
     epoch_chart(rp, "Accuracy", "share correct", (const char *[]){"train_acc", "test_acc"},
-                (const char *[]){"train accuracy", "test accuracy"}, 2, 0);
+                (const char *[]){"train accuracy", "test accuracy"}, 2, 0, "train_acc");
     epoch_chart(rp, "Images per second (training pass)", "images/s",
-                (const char *[]){"images_per_s"}, (const char *[]){"img/s"}, 1, 1);
+                (const char *[]){"images_per_s"}, (const char *[]){"img/s"}, 1, 1, NULL);
     epoch_chart(rp, "Share of worker time in tasks", "share", (const char *[]){"task_share"},
-                (const char *[]){"task share"}, 1, 1);
+                (const char *[]){"task share"}, 1, 1, NULL);
     fputs("</div>\n", rp->f);
 }
 
@@ -359,10 +384,10 @@ static void energy_section(report *rp)
     power_chart(rp);
     device_joules_chart(rp);
     epoch_chart(rp, "Energy per epoch (training pass)", "joules", (const char *[]){"energy_j", "test_energy_j"},
-                (const char *[]){"training joules", "test joules"}, 2, 0);
+                (const char *[]){"training joules", "test joules"}, 2, 0, NULL);
     epoch_chart(rp, "Energy per image", "millijoules", (const char *[]){"mj_per_image"},
-                (const char *[]){"mJ per training image"}, 1, 0);
-    epoch_chart(rp, "Carbon per epoch", "gCO2e", (const char *[]){"gco2e"}, (const char *[]){"gCO2e"}, 1, 0);
+                (const char *[]){"mJ per training image"}, 1, 0, NULL);
+    epoch_chart(rp, "Carbon per epoch", "gCO2e", (const char *[]){"gco2e"}, (const char *[]){"gCO2e"}, 1, 0, NULL);
     task_kinds_chart(rp);
     fputs("</div>\n", rp->f);
     json_section(rp, "Sensors", "energy.sensors");

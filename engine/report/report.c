@@ -3,6 +3,7 @@
 #include "common/env_switches.h"
 #include "common/json.h"
 #include "engine/job/run_folder.h"
+#include "engine/report/step_log.h"
 #include "ops/cpu.h"
 #include "common/clock.h"
 
@@ -103,7 +104,8 @@ char *report_epoch_json(const epoch_record *r, energy_run *er, const rt_stats *s
     return out;
 }
 
-int report_epoch_tensorboard(tb_writer *tb, const epoch_record *r, energy_run *er, double wall_time)
+int report_epoch_tensorboard(tb_writer *tb, const epoch_record *r, long step, energy_run *er,
+                             double wall_time)
 {
     const energy_figures *f = &r->energy.f;
     const struct { const char *tag; double value; } scalars[] = {
@@ -112,17 +114,17 @@ int report_epoch_tensorboard(tb_writer *tb, const epoch_record *r, energy_run *e
         {"speed/images_per_s", r->images_per_s}, {"speed/task_share", r->task_share},
         {"energy/joules_train", f->joules}, {"energy/joules_test", r->energy.test.joules},
         {"energy/watts", f->watts}, {"energy/millijoules_per_image", 1e3 * f->joules_per_image},
-        {"energy/gco2e", f->gco2e},
+        {"energy/gco2e", f->gco2e}, {"epoch", r->epoch},
     };
     int rc = 0;
     for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++)
-        rc |= tensorboard_scalar(tb, scalars[i].tag, scalars[i].value, r->epoch, wall_time);
+        rc |= tensorboard_scalar(tb, scalars[i].tag, scalars[i].value, step, wall_time);
     sensor s[SENSOR_MAX];
     int n = er ? energy_meter_sensors(er->meter, s, SENSOR_MAX) : 0;
     for (int i = 0; i < n && i < f->ndevices; i++) {
         char tag[96];
         snprintf(tag, sizeof tag, "energy_by_device/%.60s", s[i].name);
-        rc |= tensorboard_scalar(tb, tag, f->device_j[i], r->epoch, wall_time);
+        rc |= tensorboard_scalar(tb, tag, f->device_j[i], step, wall_time);
     }
     return rc;
 }
@@ -228,6 +230,9 @@ static void write_job(FILE *f, const report_input *in)
     json_number_field(f, "lr", cfg->lr, 0);
     json_number_field(f, "momentum", cfg->momentum, 0);
     json_number_field(f, "weight_decay", cfg->weight_decay, 0);
+    long per_epoch = (in->train->n + cfg->batch - 1) / cfg->batch;
+    fprintf(f, ", \"log_every_batches\": %d, \"log_every_auto\": %s",
+            step_log_every(cfg->log_every, per_epoch), cfg->log_every ? "false" : "true");
     fprintf(f, ", \"workers\": %d, \"grain\": %d, \"layers\": [", in->workers, in->plan->grain);
     for (int l = 0; l < cfg->nlayers; l++) {
         fprintf(f, "%s", l ? ", " : "");

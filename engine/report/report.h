@@ -37,8 +37,11 @@ typedef struct epoch_record {
 char *report_epoch_csv(const epoch_record *r);
 char *report_epoch_json(const epoch_record *r, energy_run *er, const rt_stats *st);
 
-/* The epoch's scalars as TensorBoard events (step: the epoch). 0, or -1 when a write failed. */
-int report_epoch_tensorboard(tb_writer *tb, const epoch_record *r, energy_run *er, double wall_time);
+/* The epoch's scalars as TensorBoard events at step (the global batch at its end: the epochs
+ * share the axis of the points every few batches), and an "epoch" tag. 0, or -1 when a write
+ * failed. */
+int report_epoch_tensorboard(tb_writer *tb, const epoch_record *r, long step, energy_run *er,
+                             double wall_time);
 
 typedef struct report_input {
     const job_config *cfg;

@@ -103,7 +103,7 @@ static void axes(FILE *f, const chart *c, const frame *fr)
         xs = 1;
     for (double x = ceil(fr->x0 / xs - 1e-9) * xs; x <= fr->x1 + xs * 1e-6; x += xs)
         fprintf(f, "<text x='%.1f' y='%.1f' text-anchor='middle' font-size='11'>%.4g</text>\n",
-                px(fr, x), H - BOTTOM + 14, x);
+                px(fr, x), H - BOTTOM + 14, fabs(x) < xs * 1e-6 ? 0 : x);   /* not "-0" */
     fprintf(f, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='none' stroke='#888'/>\n",
             LEFT, TOP, W - LEFT - RIGHT, H - TOP - BOTTOM);
     fprintf(f, "<text x='%.1f' y='%.1f' text-anchor='middle' font-size='12'>", (LEFT + W - RIGHT) / 2, H - 10);

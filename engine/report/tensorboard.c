@@ -76,7 +76,7 @@ static void put_float(pb *o, int field, float v)
     put_fixed(o, bits, 4);
 }
 
-/* Event {1: wall_time, 2: step, 3: file_version | 5: summary}. */
+/* Event {1: wall_time, 2: step, 3: file_version | 5: summary | 7: session_log}. */
 static void event_head(pb *o, double wall_time, long step)
 {
     o->n = 0;
@@ -113,6 +113,16 @@ int tensorboard_scalar(tb_writer *w, const char *tag, double value, long step, d
     event_head(&ev, wall_time, step);
     put_bytes(&ev, 5, summary.b, summary.n);   /* Event.summary */
     return write_record(w, &ev);
+}
+
+int tensorboard_restart(tb_writer *w, long step, double wall_time)
+{
+    pb status = {.n = 0}, ev;
+    put_varint(&status, 1 << 3);               /* SessionLog.status */
+    put_varint(&status, 1);                    /* START */
+    event_head(&ev, wall_time, step);
+    put_bytes(&ev, 7, status.b, status.n);     /* Event.session_log */
+    return w->f ? write_record(w, &ev) : 0;
 }
 
 /* A fresh run's folder loses the event files of the run it replaces. */

@@ -65,6 +65,18 @@ void trainer_stop_when(trainer *t, const _Atomic int *flag) { t->stop = flag; }
 
 long trainer_samples_done(const trainer *t) { return atomic_load(&((trainer *)t)->samples_done); }
 
+long trainer_batches_closed(const trainer *t, long *first)
+{
+    *first = t->marks.first;
+    return atomic_load_explicit(&((trainer *)t)->marks.closed, memory_order_acquire);
+}
+
+pass_result trainer_totals_through(const trainer *t, long batch)
+{
+    const pass_totals *m = &t->marks.at[batch];
+    return (pass_result){.loss = m->loss, .correct = m->correct, .samples = m->samples};
+}
+
 /* ---- buffers cut into parts ---- */
 
 /* A buffer of nchunks pieces for the batch in flight, and its whole handle. */
@@ -245,7 +257,9 @@ static int create_state(trainer *t, const dataset *train, const dataset *test, c
                                                   (double)t->m->nparams, what, err, errlen))
         return -1;
     t->order = malloc(sizeof(long) * (size_t)train->n);
-    int ok = t->order != NULL;
+    t->marks.nbatches = (train->n + p->batch - 1) / p->batch;
+    t->marks.at = calloc((size_t)t->marks.nbatches, sizeof *t->marks.at);
+    int ok = t->order && t->marks.at;
     ok = ok && trainer_data_register(t, &t->data[SPLIT_TRAIN], train) == 0;
     if (test == train)   /* one data set, one set of handles */
         t->data[SPLIT_TEST] = t->data[SPLIT_TRAIN];
@@ -314,6 +328,7 @@ void trainer_destroy(trainer *t)
         free(t->set[p].claims);
     }
     free(t->order);
+    free(t->marks.at);
     free(t);
 }
 

@@ -39,6 +39,11 @@ const exec_plan *trainer_plan(const trainer *t);
 void trainer_on_progress(trainer *t, progress_fn fn, void *ctx);
 /* Samples whose loss is computed so far in the current pass; from any thread. */
 long trainer_samples_done(const trainer *t);
+/* The current (or last) training pass's batches [*first, returned) are tallied whole (from any
+ * thread); trainer_totals_through(b), for b among them, is the pass's loss, correct and samples
+ * from its first batch to the end of b. For points every few batches. */
+long trainer_batches_closed(const trainer *t, long *first);
+pass_result trainer_totals_through(const trainer *t, long batch);
 /* Training stops at the next batch boundary once *flag is non-zero (a signal handler sets it). */
 void trainer_stop_when(trainer *t, const _Atomic int *flag);
 

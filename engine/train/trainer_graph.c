@@ -142,7 +142,8 @@ static void submit_loss(trainer *t, const batch_ref *r, int k)
 void trainer_submit_tally(trainer *t, const batch_ref *r, int k, int evaluating, _Atomic int *claim)
 {
     int s0, n = trainer_chunk_size(t, r, k, &s0);
-    tally_args ta = {r->first + s0, n, evaluating, &t->samples_done};
+    tally_args ta = {r->first + s0, n, evaluating, &t->samples_done,
+                     r->split == SPLIT_TRAIN && t->marks.on ? &t->marks : NULL, r->index};
     access_list tl = {.n = 0};
     add(&tl, r->b->stats.part[k], RT_R);
     add(&tl, t->htotals, RT_RW);
@@ -369,6 +370,11 @@ static int run_pass(trainer *t, int split, int epoch, long first_batch, const pa
     memset(out, 0, sizeof *out);
     pass_totals *tot = rt_handle_acquire(t->rt, t->htotals, RT_W);
     memset(tot, 0, sizeof *tot);
+    if (split == SPLIT_TRAIN) {
+        t->marks.on = 1;
+        t->marks.first = t->marks.next = first_batch;
+        atomic_store(&t->marks.closed, first_batch);
+    }
     atomic_store(&t->samples_done, first_batch * batch);
     double start = clock_now_s();
     for (long b = first_batch; b < nbatches; b++) {
@@ -392,12 +398,18 @@ static int run_pass(trainer *t, int split, int epoch, long first_batch, const pa
             t->progress(t->progress_ctx, atomic_load(&t->samples_done), d->n, clock_now_s() - start);
     }
     int rc = rt_wait_all(t->rt);
+    t->marks.on = 0;
     out->seconds = clock_now_s() - start;
     if (rc || !(tot = rt_handle_acquire(t->rt, t->htotals, RT_R))) {
         snprintf(err, errlen, "%s", rt_error(t->rt));
         return -1;
     }
     out->loss = tot->loss, out->correct = tot->correct, out->samples = tot->samples;
+    if (split == SPLIT_TRAIN) {
+        trainer_close_marks(&t->marks, first_batch + out->batches, tot);
+        if (t->progress)   /* the pass's last batches are tallied now */
+            t->progress(t->progress_ctx, atomic_load(&t->samples_done), d->n, out->seconds);
+    }
     return 0;
 }
 

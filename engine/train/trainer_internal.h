@@ -37,6 +37,18 @@ typedef struct pass_totals {
     long correct, samples;
 } pass_totals;
 
+/* A training pass's totals at the end of each batch, for points every few batches: written by
+ * the tally tasks (in their fixed order, guarded by the totals' handle) and read from any
+ * thread below `closed`, where they no longer change. */
+typedef struct pass_marks {
+    pass_totals *at;                       /* [batch of the epoch] */
+    long nbatches;
+    int on;                                /* in a training pass (not a node's chunks) */
+    long first;                            /* the pass's first batch (set before it starts) */
+    long next;                             /* the first batch not closed; tallies only */
+    _Atomic long closed;                   /* batches [the pass's first, closed) are final */
+} pass_marks;
+
 /* A data set as the runtime sees it. */
 typedef struct data_handles {
     const dataset *d;
@@ -83,6 +95,7 @@ struct trainer {
     int shuffled_epoch;                    /* the epoch whose order is shuffled */
     pass_totals totals;
     rt_handle *htotals;
+    pass_marks marks;                      /* the training pass's, batch by batch */
     int32_t *predictions;                  /* evaluation: argmax per sample, or NULL */
     rt_handle *hpredictions;
     _Atomic long samples_done;             /* loss computed, this pass */
@@ -90,6 +103,9 @@ struct trainer {
     void *progress_ctx;
     const _Atomic int *stop;
 };
+
+/* Closes the marks of batches before `before` with the totals t (they are final). */
+void trainer_close_marks(pass_marks *m, long before, const pass_totals *t);
 
 /* A data set's pixels and labels as handles (trainer.c). */
 int trainer_data_register(trainer *t, data_handles *h, const dataset *d);
@@ -115,6 +131,8 @@ typedef struct tally_args {
     int n;
     int evaluating;
     _Atomic long *done;             /* progress: samples tallied */
+    pass_marks *marks;              /* training: the totals batch by batch (else NULL) */
+    long batch;                     /* the chunk's batch in the epoch */
 } tally_args;
 
 /* Accesses: the layer's gradient (W for the batch's first chunk, else RW), then the chunk's

@@ -41,6 +41,8 @@ static int tally(const rt_ctx *ctx, void *p)
         rt_fail(ctx, "the loss is %g: training diverged (try a smaller optimizer.lr)", c->loss);
         return -1;
     }
+    if (a->marks)   /* the batches before this chunk's are tallied whole */
+        trainer_close_marks(a->marks, a->batch, t);
     t->loss += c->loss;
     t->correct += c->correct;
     t->samples += c->samples;
@@ -48,6 +50,13 @@ static int tally(const rt_ctx *ctx, void *p)
         memcpy((int32_t *)rt_ptr(ctx, 3) + a->first, rt_ptr(ctx, 2), sizeof(int32_t) * (size_t)a->n);
     atomic_fetch_add_explicit(a->done, a->n, memory_order_relaxed);
     return 0;
+}
+
+void trainer_close_marks(pass_marks *m, long before, const pass_totals *t)
+{
+    for (; m->next < before && m->next < m->nbatches; m->next++)
+        m->at[m->next] = *t;
+    atomic_store_explicit(&m->closed, m->next, memory_order_release);
 }
 
 void trainer_copy_or_add(float *dst, const float *src, long n, int copy)
