@@ -63,6 +63,7 @@ int fake_rapl_drive(const char *root, pid_t pid)
     snprintf(counter, sizeof counter, "%s/energy_uj", zone);
     snprintf(tmp, sizeof tmp, "%s/energy_uj.tmp", zone);
     double uj = 1e6, last_demand = 0, last_t = clock_now_s();
+    double cores = (double)sysconf(_SC_NPROCESSORS_ONLN);
     for (;;) {
         int status;
         if (waitpid(pid, &status, WNOHANG) == pid)
@@ -71,7 +72,8 @@ int fake_rapl_drive(const char *root, pid_t pid)
         double t = clock_now_s(), demand = demand_seconds(pid);
         if (demand < 0)
             continue;
-        double busy = fmax(demand - last_demand, 0) / (t - last_t);   /* a thread gone: 0 */
+        /* a thread gone: 0; more threads than cores would not run at once, even alone */
+        double busy = fmin(fmax(demand - last_demand, 0) / (t - last_t), cores);
         double watts = 10 + 10 * fmin(busy, 1) + 80 * fmax(busy - 1, 0);
         uj += watts * (t - last_t) * 1e6;
         last_demand = demand, last_t = t;

