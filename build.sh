@@ -2,6 +2,10 @@
 # frugal's one entry point for building, testing, benchmarking and the quick start.
 #
 #   ./build.sh            build ./frugal (static, baseline x86-64)
+#   ./build.sh install [PREFIX]
+#                         build, then install PREFIX/bin/frugal, the example jobs in
+#                         PREFIX/share/frugal/examples and the docs in PREFIX/share/doc/frugal
+#                         (PREFIX: /usr/local as root, else ~/.local)
 #   ./build.sh train [JOB.cfg] [frugal train options]
 #                         install what is missing, build, train (default: DAHL's CNN on Fashion-MNIST)
 #   ./build.sh test       build and run every test (optimised build), and the layout checks
@@ -72,6 +76,25 @@ build() {
     make -s -j"$JOBS" VARIANT=release all
     cp build/release/frugal ./frugal
     echo "build.sh: built ./frugal (a copy of build/release/frugal; the tests are in build/release)"
+}
+
+install_frugal() {
+    local prefix=${1:-}
+    if [ -z "$prefix" ]; then
+        if [ "$(id -u)" = 0 ]; then prefix=/usr/local; else prefix=$HOME/.local; fi
+    fi
+    build
+    install -D -m 755 build/release/frugal "$prefix/bin/frugal"
+    install -d "$prefix/share/frugal/examples" "$prefix/share/doc/frugal/docs"
+    install -m 644 examples/*.cfg "$prefix/share/frugal/examples/"
+    install -m 644 README.md "$prefix/share/doc/frugal/"
+    install -m 644 docs/*.md "$prefix/share/doc/frugal/docs/"
+    echo "build.sh: installed $prefix/bin/frugal, its examples in $prefix/share/frugal/examples" \
+         "and docs in $prefix/share/doc/frugal"
+    case ":$PATH:" in
+    *":$prefix/bin:"*) ;;
+    *) echo "build.sh: $prefix/bin is not on PATH: add it (export PATH=\"$prefix/bin:\$PATH\")" ;;
+    esac
 }
 
 # The layout's rules: engine/'s wings include one another one way, every global name carries
@@ -173,6 +196,7 @@ bench() {
 
 case "${1:-build}" in
 build) build ;;
+install) shift; install_frugal "$@" ;;
 deps) deps ;;
 test) deps; build; run_tests "release||1" ;;
 test-sanitizers)

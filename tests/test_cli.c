@@ -177,3 +177,29 @@ TEST(cli_interrupted_run_says_the_command_that_resumes_it)
                  "energy.baseline_seconds=0", "--resume") == 0);
     CHECKF(epoch > 0 && strstr(out, last) && strstr(out, "resuming"), "%s", out);
 }
+
+/* `./build.sh install PREFIX` puts a frugal that runs from anywhere, its examples and its docs
+ * under PREFIX (release binary: the sanitizer passes check the code, not the install). */
+TEST(cli_install_puts_frugal_its_examples_and_docs_under_a_prefix)
+{
+    const char *variant = getenv("FRUGAL_TEST_VARIANT");
+    if (variant && strcmp(variant, "release")) {
+        printf("  (the install is checked in the release pass)\n");
+        return;
+    }
+    char cmd[2000], log[700];
+    snprintf(log, sizeof log, "%s/install.log", test_tmpdir());
+    snprintf(cmd, sizeof cmd, "./build.sh install %s/prefix > %s 2>&1 && cd / && "
+             "%s/prefix/bin/frugal --version >> %s 2>&1", test_tmpdir(), log, test_tmpdir(), log);
+    int rc = system(cmd);
+    test_read_text(log, out, sizeof out);
+    CHECKF(rc == 0 && strstr(out, "build.sh: installed ") && strstr(out, ", built with gcc "),
+           "%s", out);
+    const char *files[] = {"share/frugal/examples/dahl-fashion-mnist.cfg",
+                           "share/doc/frugal/README.md", "share/doc/frugal/docs/job-file.md"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[900];
+        snprintf(path, sizeof path, "%s/prefix/%s", test_tmpdir(), files[i]);
+        CHECKF(access(path, R_OK) == 0, "%s is missing\n%s", path, out);
+    }
+}

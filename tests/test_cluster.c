@@ -1319,7 +1319,9 @@ TEST(cluster_node_rejoins_a_coordinator_paused_by_ctrl_c)
     CHECKF(saved && told && WIFEXITED(status) && WEXITSTATUS(status) == 130, "%s",
            test_read_text(node_log, text, sizeof text));
     CHECKF(rc == 0 && node_rc == 0 && strstr(out, "training paused") &&
-           strstr(out, "resuming after epoch"), "%s", out);
+           strstr(out, "resuming after epoch") &&
+           strstr(out, "cluster: when it stopped, 1 node was training with it: 127.0.0.1:"),
+           "%s", out);
     check_identical("single-slow", "paused");
 }
 

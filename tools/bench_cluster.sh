@@ -58,7 +58,7 @@ fastest() { tail -n +2 "$1/metrics.csv" | sort -t, -k7 -g | tail -n 1 | cut -d, 
 train() {
     local name=$1 count=$2
     shift 2
-    (on_cores 0 "$count" ./frugal train "examples/$job" --set job.epochs=$epochs \
+    (on_cores 0 "$count" ./frugal train "examples/$job" --overwrite --set job.epochs=$epochs \
         --set "job.output=$out/$name" \
         --set data.test_limit=1 --set energy.baseline_seconds=0 "$@") > "$out/$name.log" 2>&1 ||
         { cat "$out/$name.log" >&2; exit 1; }

@@ -28,7 +28,7 @@ workloads=("dahl28 dahl-fashion-mnist.cfg 60000 6"
 train() {
     local job=$1 limit=$2 epochs=$3 name=$4; shift 4
     rm -rf "$FRUGAL_PERFMODEL_DIR"
-    ./frugal train "examples/$job" --set "job.epochs=$epochs" --set "data.limit=$limit" \
+    ./frugal train "examples/$job" --overwrite --set "job.epochs=$epochs" --set "data.limit=$limit" \
         --set data.test_limit=1 --set energy.baseline_seconds=0 --set "job.output=$out/$name" \
         "$@" > "$out/$name.log" 2>&1 || { cat "$out/$name.log" >&2; exit 1; }
 }

@@ -22,7 +22,7 @@ have_torch=0
 
 # frugal's epochs, appended to $out/epochs.csv.
 run_frugal() {
-    ./frugal train "examples/$job" --set job.epochs="$epochs" --set "job.output=$out/$job" \
+    ./frugal train "examples/$job" --overwrite --set job.epochs="$epochs" --set "job.output=$out/$job" \
         --set execution.workers=2 --set "data.limit=$n" --set data.test_limit=1 \
         --set energy.baseline_seconds=0 > "$out/log" 2>&1 ||
         { cat "$out/log" >&2; exit 1; }

@@ -21,6 +21,7 @@
 #include "engine/job/dataset.h"
 #include "engine/job/devices.h"
 #include "engine/cli/divergence.h"
+#include "engine/cli/nodes_before.h"
 #include "engine/job/energy_run.h"
 #include "engine/report/html_report.h"
 #include "engine/job/job_data.h"
@@ -191,6 +192,8 @@ static int run_open(run *r, const run_options *o)
                                   o->overrides, o->stop, o->allow};
         if (!(r->cluster = coordinator_start(&co, cfg, &r->train, &rc, r->out, r->err, sizeof r->err)))
             return fail(r, "%s", r->err);
+        if (o->resume)
+            nodes_before_say(r->summary, r->out);
     }
     r->rt = rt_create(&rc);
     if (!r->rt)
