@@ -3,13 +3,20 @@
 #include "common/clock.h"
 
 #include <errno.h>
-#include <math.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define STEP_LOG_HEADER "epoch,batch,step,epochs,samples,train_loss,train_acc,seconds\n"
 #define POINTS_PER_EPOCH 25
+
+/* Unix seconds, as TensorBoard's events carry them. */
+static double wall_time(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
+}
 
 int step_log_every(int log_every, long per_epoch)
 {
@@ -46,7 +53,6 @@ int step_log_open(step_log *s, const char *path, tb_writer *tb, int every, long 
                   int resumed, long steps, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
-    snprintf(s->path, sizeof s->path, "%s", path);
     s->tb = tb, s->every = every, s->per_epoch = per_epoch, s->start_s = clock_now_s();
     if (keep_rows(path, resumed ? steps : -1, err, errlen))
         return -1;
@@ -54,9 +60,7 @@ int step_log_open(step_log *s, const char *path, tb_writer *tb, int every, long 
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    if (resumed && tb && tensorboard_restart(tb, steps + 1, (double)now.tv_sec + 1e-9 * (double)now.tv_nsec)) {
+    if (resumed && tb && tensorboard_restart(tb, steps + 1, wall_time())) {
         snprintf(err, errlen, "%s: cannot write", tb->path);
         return -1;
     }
@@ -87,9 +91,7 @@ static void write_point(step_log *s, long b)
             w->samples, loss, acc, clock_now_s() - s->start_s);
     fflush(s->f);   /* a log read as it grows; rows past a checkpoint are dropped on resume */
     if (s->tb) {
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        double wall = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
+        double wall = wall_time();
         tensorboard_scalar(s->tb, "loss/train_step", loss, step, wall);
         tensorboard_scalar(s->tb, "accuracy/train_step", acc, step, wall);
         fflush(s->tb->f);

@@ -16,7 +16,6 @@
 
 typedef struct step_log {
     FILE *f;
-    char path[700];
     tb_writer *tb;                 /* NULL: steps.csv only */
     int every;                     /* batches between points */
     long per_epoch;                /* batches in an epoch */
