@@ -1,5 +1,6 @@
 # Built through ./build.sh. VARIANT selects flags: release (-O2), asan (ASan+UBSan), tsan, fuzz
-# (clang, libFuzzer with ASan+UBSan: ./build.sh fuzz).
+# (clang, libFuzzer with ASan+UBSan: ./build.sh fuzz), portable (any glibc from 2.17 on:
+# ./build.sh portable).
 #
 # The release binary links everything statically but glibc: CLBlast (C++, with libstdc++),
 # zlib, libsodium. OpenCL is loaded at run time (opencl/loader.c), so the binary needs no OpenCL to run, and
@@ -20,6 +21,17 @@ else ifeq ($(VARIANT),asan)
 else ifeq ($(VARIANT),tsan)
   CFLAGS += -O1 -g -fsanitize=thread
   LDFLAGS += -fsanitize=thread
+else ifeq ($(VARIANT),portable)
+  # zig's clang against glibc 2.17's symbols (zig from PyPI, ./build.sh deps). The system's static
+  # libraries were built against its newer glibc: portable/glibc_compat.c stands in for what they
+  # call that 2.17 lacks, and the system gcc's C++ runtime and unwinder serve CLBlast.
+  ZIG ?= build/zig/ziglang/zig
+  CC := $(ZIG) cc -target x86_64-linux-gnu.2.17
+  CFLAGS += -O2 -g -isystem $(BUILD)/include
+  GCC_LIB := $(dir $(shell gcc -print-libgcc-file-name))
+  SYS_LIB := /usr/lib/$(shell gcc -print-multiarch)
+  LDLIBS := $(SYS_LIB)/libclblast.a $(GCC_LIB)libstdc++.a $(SYS_LIB)/libsodium.a $(SYS_LIB)/libz.a \
+            $(GCC_LIB)libgcc_eh.a -lm -ldl -lpthread
 else ifeq ($(VARIANT),fuzz)
   CC := clang
   CFLAGS += -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
@@ -55,6 +67,19 @@ $(BUILD)/netproxy: tools/netproxy.c common/clock.c
 
 $(BUILD)/frugal: $(BUILD)/engine/cli/main.o $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The portable build: the glibc stand-ins linked in, and the libraries' headers copied (the
+# system's include folder would bring its newer glibc's headers along).
+ifeq ($(VARIANT),portable)
+$(BUILD)/frugal: $(BUILD)/portable/glibc_compat.o
+$(LIB_OBJ) $(BUILD)/engine/cli/main.o $(BUILD)/portable/glibc_compat.o: | $(BUILD)/include/.copied
+$(BUILD)/include/.copied:
+	@mkdir -p $(dir $@)
+	cp -r /usr/include/CL /usr/include/clblast_c.h /usr/include/sodium /usr/include/sodium.h \
+	      /usr/include/zlib.h $(wildcard /usr/include/zconf.h /usr/include/$(shell gcc -print-multiarch)/zconf.h) \
+	      $(dir $@)
+	touch $@
+endif
 
 $(BUILD)/frugal_tests: $(TEST_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -2,6 +2,11 @@
 # frugal's one entry point for building, testing, benchmarking and the quick start.
 #
 #   ./build.sh            build ./frugal (static, baseline x86-64)
+#   ./build.sh portable   build build/portable/frugal, which starts on any glibc from 2.17 on
+#                         (CentOS 7, RHEL 8, Debian 10 and later; zig from PyPI)
+#   ./build.sh test-portable
+#                         its checks: the glibc floor, training in an old Debian userland
+#                         (debootstrap), and under an emulated Core 2 Duo (qemu)
 #   ./build.sh install [PREFIX]
 #                         build, then install PREFIX/bin/frugal, the example jobs in
 #                         PREFIX/share/frugal/examples and the docs in PREFIX/share/doc/frugal
@@ -29,6 +34,10 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 # is the data set of the quick start and of a test.
 PACKAGES_BUILD="gcc make libc6-dev zlib1g-dev libsodium-dev opencl-c-headers ocl-icd-opencl-dev libclblast-dev pocl-opencl-icd dataset-fashion-mnist"
 PACKAGES_FUZZ="clang libclang-rt-14-dev"
+# The portable binary's checks: objdump, an old Debian userland, an emulated old CPU.
+PACKAGES_PORTABLE="binutils debootstrap qemu-user"
+# zig (PyPI's ziglang, into build/zig) compiles the portable binary against glibc 2.17's symbols.
+ZIG_VERSION=0.17.1
 # Optional too: Chromium renders the HTML report in a test, python3-venv holds TensorBoard
 # (from PyPI, build/pyenv) whose reader a test runs on frugal's event files.
 PACKAGES_OPTIONAL="python3-torch chromium python3-venv"
@@ -38,6 +47,16 @@ have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok install
 deps() {
     debian_deps
     tensorboard_env
+    zig_toolchain
+}
+
+zig_toolchain() {
+    [ -x build/zig/ziglang/zig ] && [ "$(build/zig/ziglang/zig version)" = "$ZIG_VERSION" ] && return 0
+    echo "build.sh: installing zig $ZIG_VERSION (PyPI's ziglang) into build/zig"
+    rm -rf build/zig
+    { [ -x build/pyenv/bin/pip ] || python3 -m venv build/pyenv; } &&
+        build/pyenv/bin/pip install -q --target build/zig "ziglang==$ZIG_VERSION" ||
+        echo "build.sh: zig not installed (PyPI unreachable?): ./build.sh portable cannot build" >&2
 }
 
 # TensorBoard in build/pyenv for the event-file test; without it (offline) that test checks the
@@ -51,7 +70,9 @@ tensorboard_env() {
 
 debian_deps() {
     local missing=()
-    for p in $PACKAGES_BUILD $PACKAGES_FUZZ $PACKAGES_OPTIONAL; do have_pkg "$p" || missing+=("$p"); done
+    for p in $PACKAGES_BUILD $PACKAGES_FUZZ $PACKAGES_PORTABLE $PACKAGES_OPTIONAL; do
+        have_pkg "$p" || missing+=("$p")
+    done
     [ ${#missing[@]} -eq 0 ] && return 0
     local sudo=""
     if [ "$(id -u)" -ne 0 ]; then
@@ -63,7 +84,7 @@ debian_deps() {
     echo "build.sh: installing ${missing[*]}"
     $sudo apt-get update -qq
     # Required ones must install; optional ones (large, only for reference runs) may fail.
-    for p in $PACKAGES_BUILD $PACKAGES_FUZZ; do
+    for p in $PACKAGES_BUILD $PACKAGES_FUZZ $PACKAGES_PORTABLE; do
         have_pkg "$p" || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$p"
     done
     for p in $PACKAGES_OPTIONAL; do
@@ -76,6 +97,13 @@ build() {
     make -s -j"$JOBS" VARIANT=release all
     cp build/release/frugal ./frugal
     echo "build.sh: built ./frugal (a copy of build/release/frugal; the tests are in build/release)"
+}
+
+portable() {
+    make -s -j"$JOBS" VARIANT=portable all
+    local floor
+    floor=$(objdump -T build/portable/frugal | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)
+    echo "build.sh: built build/portable/frugal (the newest glibc symbol it needs: $floor)"
 }
 
 install_frugal() {
@@ -197,6 +225,8 @@ bench() {
 case "${1:-build}" in
 build) build ;;
 install) shift; install_frugal "$@" ;;
+portable) deps; portable ;;
+test-portable) deps; portable; tools/check_portable.sh build/portable/frugal ;;
 deps) deps ;;
 test) deps; build; run_tests "release||1" ;;
 test-sanitizers)

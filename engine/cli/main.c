@@ -486,13 +486,21 @@ static int cmd_report(int argc, char **argv)
     return 0;
 }
 
-/* `frugal --version`: the commit, the compiler, the kernel paths built in and this CPU's. */
+#ifdef __clang__
+#define MAIN_COMPILER "clang " __clang_version__
+#else
+#define MAIN_COMPILER "gcc " __VERSION__
+#endif
+
+/* `frugal --version`: the commit, the compiler, the oldest glibc it starts on (the one whose
+ * symbols it was linked against: the build machine's, or 2.17 for ./build.sh portable), the
+ * kernel paths built in and this CPU's. */
 static int cmd_version(void)
 {
-    printf("frugal %s, built with gcc %s for baseline x86-64; kernel paths: %s, %s, %s (this CPU: "
-           "%s)\n", FRUGAL_COMMIT, __VERSION__, ops_isa_name(OPS_ISA_PORTABLE),
-           ops_isa_name(OPS_ISA_AVX2), ops_isa_name(OPS_ISA_AVX512),
-           ops_isa_name(ops_isa_supported()));
+    printf("frugal %s, built with %s for baseline x86-64 and glibc %d.%d or later; kernel paths: "
+           "%s, %s, %s (this CPU: %s)\n", FRUGAL_COMMIT, MAIN_COMPILER, __GLIBC__, __GLIBC_MINOR__,
+           ops_isa_name(OPS_ISA_PORTABLE), ops_isa_name(OPS_ISA_AVX2),
+           ops_isa_name(OPS_ISA_AVX512), ops_isa_name(ops_isa_supported()));
     return 0;
 }
 
