@@ -6,6 +6,8 @@
 #   old cpu    under qemu's Core 2 Duo (no AVX) it picks the portable kernels and trains to the
 #              weights the portable kernels give natively
 #   unwind     the unwinder CLBlast's exceptions use walks a stack, linked as the binary is
+#   opencl     where the ordinary build finds an OpenCL device whose CLBlast passes its
+#              self-check (PoCL here), the portable binary does too (its C++ runs)
 # Ends with "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -101,7 +103,25 @@ check_unwind() {
     fi
 }
 
+check_opencl() {
+    build/release/frugal info > "$work/info-release.log" 2>&1
+    "$bin" info > "$work/info.log" 2>&1
+    local want got
+    want=$(grep -c 'CLBlast: SGEMM self-check passed' "$work/info-release.log")
+    got=$(grep -c 'CLBlast: SGEMM self-check passed' "$work/info.log")
+    if [ "$want" -eq 0 ]; then
+        echo "  no OpenCL device whose CLBlast passes here: nothing to compare"
+        ok opencl
+    elif [ "$got" -ne "$want" ]; then
+        ko opencl "$want devices pass CLBlast's self-check with the ordinary build, $got with it: $(grep -A3 OpenCL "$work/info.log")"
+    else
+        echo "  $got OpenCL device(s): CLBlast's SGEMM self-check passed"
+        ok opencl
+    fi
+}
+
 check_floor
+check_opencl
 check_userland
 check_old_cpu
 check_unwind
