@@ -6,6 +6,8 @@
 #   old cpu    under qemu's Core 2 Duo (no AVX) it picks the portable kernels and trains to the
 #              weights the portable kernels give natively
 #   unwind     the unwinder CLBlast's exceptions use walks a stack, linked as the binary is
+#   entropy    with the getrandom system call refused (a kernel before 3.17), libsodium and
+#              the stand-ins still draw random bytes, linked as the binary is
 #   opencl     where the ordinary build finds an OpenCL device whose CLBlast passes its
 #              self-check (PoCL here), the portable binary does too (its C++ runs)
 # Ends with "N passed, M failed".
@@ -87,15 +89,32 @@ check_old_cpu() {
     fi
 }
 
-check_unwind() {
-    local zig=build/zig/ziglang/zig gcc_lib sys_lib
+# portable/NAME_check.c linked as the portable binary is, into $work/NAME; 0, or 1 (said).
+link_check() {
+    local name=$1 gcc_lib sys_lib
     gcc_lib=$(dirname "$(gcc -print-libgcc-file-name)")
     sys_lib=/usr/lib/$(gcc -print-multiarch)
-    if ! "$zig" cc -target x86_64-linux-gnu.2.17 -O1 -funwind-tables -o "$work/unwind" \
-        portable/unwind_check.c build/portable/portable/glibc_compat.o "$gcc_lib/libgcc_eh.a" \
-        "$sys_lib/libsodium.a" -lm -ldl -lpthread > "$work/unwind.log" 2>&1; then
-        ko unwind "it does not link: $(tail -n 3 "$work/unwind.log")"
-    elif ! "$work/unwind" > "$work/unwind.out" 2>&1 || [ "$(sed -n 's/^frames //p' "$work/unwind.out")" -lt 4 ]; then
+    build/zig/ziglang/zig cc -target x86_64-linux-gnu.2.17 -D_GNU_SOURCE -O1 -funwind-tables \
+        -isystem build/portable/include -o "$work/$name" "portable/${name}_check.c" \
+        build/portable/portable/glibc_compat.o "$gcc_lib/libgcc_eh.a" "$sys_lib/libsodium.a" \
+        -lm -ldl -lpthread > "$work/$name.log" 2>&1 && return 0
+    ko "$name" "it does not link: $(tail -n 3 "$work/$name.log")"
+    return 1
+}
+
+check_entropy() {
+    link_check entropy || return
+    if "$work/entropy" > "$work/entropy.out" 2>&1; then
+        echo "  $(cat "$work/entropy.out")"
+        ok entropy
+    else
+        ko entropy "$(cat "$work/entropy.out")"
+    fi
+}
+
+check_unwind() {
+    link_check unwind || return
+    if ! "$work/unwind" > "$work/unwind.out" 2>&1 || [ "$(sed -n 's/^frames //p' "$work/unwind.out")" -lt 4 ]; then
         ko unwind "the backtrace stopped short: $(cat "$work/unwind.out")"
     else
         echo "  $(cat "$work/unwind.out") (third, second, first, main and below)"
@@ -125,5 +144,6 @@ check_opencl
 check_userland
 check_old_cpu
 check_unwind
+check_entropy
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
