@@ -226,7 +226,7 @@ case "${1:-build}" in
 build) build ;;
 install) shift; install_frugal "$@" ;;
 portable) deps; portable ;;
-test-portable) deps; portable; tools/check_portable.sh build/portable/frugal ;;
+test-portable) deps; build; portable; tools/check_portable.sh build/portable/frugal ;;
 deps) deps ;;
 test) deps; build; run_tests "release||1" ;;
 test-sanitizers)

@@ -10,10 +10,12 @@
 #              the stand-ins still draw random bytes, linked as the binary is
 #   opencl     where the ordinary build finds an OpenCL device whose CLBlast passes its
 #              self-check (PoCL here), the portable binary does too (its C++ runs)
+# The ordinary build (build/release/frugal) is the reference of the userland and opencl checks.
 # Ends with "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-build/portable/frugal}
+[ -x build/release/frugal ] || { echo "check_portable: build/release/frugal is missing (./build.sh)" >&2; exit 1; }
 root=build/oldroot/bullseye
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -54,17 +56,17 @@ check_userland() {
     mkdir -p "$root/job" "$root/usr/share/datasets"
     cp -r /usr/share/datasets/fashion-mnist "$root/usr/share/datasets/"
     cp "$bin" "$root/job/frugal"
-    cp build/release/frugal "$root/job/frugal-release" 2>/dev/null
+    cp build/release/frugal "$root/job/frugal-release"
     cp examples/dahl-fashion-mnist.cfg "$root/job/"
     # shellcheck disable=SC2086 # the settings are words
     if ! chroot "$root" /usr/bin/env -i /job/frugal train /job/dahl-fashion-mnist.cfg --overwrite \
         --set job.output=/job/run $small > "$work/userland.log" 2>&1 || ! grep -q '^epoch 2/2' "$work/userland.log"; then
         ko userland "it did not train there: $(tail -n 3 "$work/userland.log")"
-    elif [ -x "$root/job/frugal-release" ] && chroot "$root" /job/frugal-release --version > "$work/release.log" 2>&1; then
+    elif chroot "$root" /job/frugal-release --version > "$work/release.log" 2>&1; then
         ko userland "the release binary starts there too: the check proves nothing"
     else
         echo "  $(grep '^epoch 2/2' "$work/userland.log")"
-        [ -s "$work/release.log" ] && echo "  the release binary there: $(head -n 1 "$work/release.log")"
+        echo "  the release binary there: $(head -n 1 "$work/release.log")"
         ok userland
     fi
 }
