@@ -215,8 +215,13 @@ bench() {
         build
         tools/bench_placement.sh
         ;;
+    gossip)
+        build
+        make -s -j"$JOBS" VARIANT=release build/release/netproxy
+        tools/bench_gossip.sh
+        ;;
     *)
-        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train | opencl | cluster | placement" >&2
+        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train | opencl | cluster | placement | gossip" >&2
         return 2
         ;;
     esac
@@ -232,7 +237,7 @@ test) deps; build; run_tests "release||1" ;;
 test-sanitizers)
     deps
     build
-    run_tests "asan||4" "tsan|runtime run_ train energy opencl_train cluster netio placement trace|4"
+    run_tests "asan||4" "tsan|runtime run_ train energy opencl_train cluster gossip netio placement trace|4"
     ;;
 train)
     shift

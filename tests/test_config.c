@@ -134,7 +134,13 @@ TEST(config_override_errors)
                             {"optimizer.speed=1", "[optimizer] has no key 'speed' (keys: type, lr, "
                                                   "momentum, weight_decay)"},
                             {"model.lr=1", "no section 'model' to set (job, data, optimizer, "
-                                           "execution, energy, placement, cluster, layerN)"},
+                                           "execution, energy, placement, cluster, gossip, layerN)"},
+                            {"cluster.mode=star", "expected sync, average or gossip"},
+                            {"cluster.mode=average", "mode = average needs"},
+                            {"gossip.topology=tree", "expected ring, exponential, random or full"},
+                            {"data.shard=4/4", "expected I/N"},
+                            {"data.shard=auto", "shard = auto needs"},
+                            {"data.classes=1,x", "expected labels from 0 to 255"},
                             {"layer9.filters=2", "no layer 9"},
                             {"layer2.filters=2", "layer 2 is [relu], which has no key 'filters'"},
                             {"job.epochs=-1", "--set job.epochs=-1"}};

@@ -6,6 +6,7 @@
 #include "engine/model/checkpoint.h"
 #include "engine/job/dataset.h"
 #include "engine/job/devices.h"
+#include "engine/cli/average_cmd.h"
 #include "engine/cli/energy_cmd.h"
 #include "version.h"
 #include "engine/report/html_report.h"
@@ -40,6 +41,11 @@ static int usage(FILE *f)
                "            other machines may join (at any time; N of them waited for, up to 60 s)\n"
                "            and compute part of every batch (same weights as on one machine); with\n"
                "            --allow, only the identities listed in FILE (re-read as it changes)\n"
+               "            with [cluster] mode = gossip: --listen ADDR:PORT --key KEYFILE\n"
+               "            [--peer HOST:PORT]... [--advertise HOST:PORT]: a peer among peers, no\n"
+               "            coordinator; any one peer up introduces the rest\n"
+               "  average MODEL.bin MODEL.bin... -o OUT.bin\n"
+               "            the mean of models of one job (e.g. the peers' of a gossip run)\n"
                "  join HOST:PORT --key KEYFILE [--identity FILE] [--workers N] [--devices D] [--timeout S]\n"
                "            [--linger S]: how long to try to rejoin a coordinator lost or paused\n"
                "            (Ctrl-C on it; default: the timeout)\n"
@@ -302,6 +308,15 @@ static int cmd_train(int argc, char **argv)
             o.key = argv[++i];
         } else if (!strcmp(argv[i], "--allow") && has_value) {
             o.allow = argv[++i];
+        } else if (!strcmp(argv[i], "--peer") && has_value) {
+            if (o.npeers == RUN_MAX_PEERS) {
+                fprintf(stderr, "frugal train: at most %d --peer (the rest are learned from them)\n",
+                        RUN_MAX_PEERS);
+                goto out;
+            }
+            o.peers[o.npeers++] = argv[++i];
+        } else if (!strcmp(argv[i], "--advertise") && has_value) {
+            o.advertise = argv[++i];
         } else if (!strcmp(argv[i], "--timeout") && has_value) {
             if (parse_seconds(argv[++i], &o.timeout_s))
                 goto out;
@@ -527,6 +542,8 @@ int main(int argc, char **argv)
         return cmd_keygen(argc, argv);
     if (!strcmp(argv[1], "eval"))
         return cmd_classify(argc, argv, 1);
+    if (!strcmp(argv[1], "average"))
+        return average_cmd_main(argc, argv);
     if (!strcmp(argv[1], "predict"))
         return cmd_classify(argc, argv, 0);
     fprintf(stderr, "frugal: unknown command '%s'\n", argv[1]);

@@ -17,6 +17,7 @@
 #include "engine/model/checkpoint.h"
 #include "engine/job/config.h"
 #include "engine/cluster/coordinator.h"
+#include "engine/cluster/gossip.h"
 #include "engine/placement/device_energy.h"
 #include "engine/job/dataset.h"
 #include "engine/job/devices.h"
@@ -60,6 +61,9 @@ typedef struct run {
     long resume_batch;                 /* batches of the next epoch done then */
     run_devices devices;
     coordinator *cluster;              /* when coordinating other machines */
+    gossip_peer *gossip;               /* a peer among peers ([cluster] mode = gossip) */
+    char gossip_csv[700];
+    int first_epoch;                   /* 1, or where a gossip peer joining late starts */
     rt_runtime *rt;
     trainer *t;
     energy_run er;
@@ -145,6 +149,29 @@ static int resume_from_checkpoint(run *r)
     return 0;
 }
 
+/* [cluster] mode = gossip: this machine is a peer (engine/cluster/gossip.h). */
+static int start_gossip(run *r)
+{
+    const run_options *o = r->o;
+    if (r->cfg.cluster_mode != CLUSTER_GOSSIP)
+        return fail(r, "--peer and --advertise are for a gossip run ([cluster] mode = gossip, or "
+                    "--set cluster.mode=gossip)");
+    if (!o->listen || !o->key)
+        return fail(r, "a gossip run needs --listen ADDR:PORT and --key KEYFILE (and --peer "
+                    "HOST:PORT for any peer already up)");
+    if (o->allow)
+        return fail(r, "--allow is the coordinator's: every gossip peer holds the key");
+    gossip_options go = {.listen = o->listen, .advertise = o->advertise, .key_path = o->key,
+                         .timeout_s = o->timeout_s > 0 ? o->timeout_s : 10,
+                         .nparams = r->m.nparams, .stop = o->stop};
+    for (int i = 0; i < o->npeers; i++)
+        go.peers[i] = o->peers[i];
+    run_folder_path(&r->folder, "gossip.csv", r->gossip_csv, sizeof r->gossip_csv);
+    if (!(r->gossip = gossip_start(&go, &r->cfg, &r->train, r->out, r->err, sizeof r->err)))
+        return fail(r, "%s", r->err);
+    return 0;
+}
+
 static int run_open(run *r, const run_options *o)
 {
     r->o = o;
@@ -185,7 +212,10 @@ static int run_open(run *r, const run_options *o)
     rt_config rc = {.workers = cfg->workers, .trace = o->trace != NULL, .slowdown = cfg->slowdown};
     if (devices_open(&r->devices, cfg, &rc, r->out, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
-    if (o->listen || o->key || o->allow) {
+    if (cfg->cluster_mode == CLUSTER_GOSSIP || o->npeers || o->advertise) {
+        if (start_gossip(r))
+            return 1;
+    } else if (o->listen || o->key || o->allow) {
         if (!o->listen || !o->key)
             return fail(r, "a cluster needs both --listen ADDR:PORT and --key KEYFILE");
         coordinator_options co = {o->listen, o->key, o->timeout_s > 0 ? o->timeout_s : 10, o->job,
@@ -205,6 +235,12 @@ static int run_open(run *r, const run_options *o)
         return fail(r, "%s", r->err);
     if (r->cluster && coordinator_attach(r->cluster, r->t, r->rt, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
+    r->first_epoch = r->resumed_after + 1;
+    int joined_at = 1;
+    if (r->gossip && gossip_attach(r->gossip, r->t, r->gossip_csv, &joined_at, r->err, sizeof r->err))
+        return fail(r, "%s", r->err);
+    if (joined_at > r->first_epoch)
+        r->first_epoch = joined_at;
     if (r->cluster && o->wait_for > 0) {
         fprintf(r->out, "cluster: waiting up to %d s for %d node%s (--wait-for)\n", RUN_WAIT_FOR_S,
                 o->wait_for, o->wait_for > 1 ? "s" : "");
@@ -235,6 +271,8 @@ static int run_open(run *r, const run_options *o)
     worker_control_begin(&r->placement, cfg, r->rt, r->t, r->er.meter, key, r->out);
     if (r->cluster)
         coordinator_use_meter(r->cluster, r->er.meter);
+    if (r->gossip)
+        gossip_use_meter(r->gossip, r->er.meter);
     device_energy_begin(&r->device_energy, &r->devices, r->rt, cfg, &r->er, r->out);
     if (cfg->batch_asked)
         fprintf(r->out, "data: the job's batch of %d is more than the %ld training images: each "
@@ -291,8 +329,9 @@ static int train_epoch(run *r, int e, epoch_record *rec)
     long first = e == r->resumed_after + 1 ? r->resume_batch : 0;
     worker_control_pass(&r->placement, 1);
     step_log_epoch(&r->steps, e);
-    if (r->cluster ? coordinator_train_epoch(r->cluster, e, first, &train, r->err, sizeof r->err)
-                   : trainer_train(r->t, e, first, &train, r->err, sizeof r->err))
+    if (r->gossip ? gossip_train_epoch(r->gossip, e, first, &train, r->err, sizeof r->err)
+        : r->cluster ? coordinator_train_epoch(r->cluster, e, first, &train, r->err, sizeof r->err)
+                     : trainer_train(r->t, e, first, &train, r->err, sizeof r->err))
         return fail(r, "epoch %d: %s", e, r->err);
     epoch_energy *en = &rec->energy;
     energy_run_pass_end(&r->er, train.samples, &en->f);
@@ -356,6 +395,8 @@ static void print_epoch(run *r, const epoch_record *rec)
         energy_run_total(&r->er, 0, &so_far);
         coordinator_print_nodes(r->cluster, r->out, so_far.joules, rec->estimated);
     }
+    if (r->gossip)
+        gossip_print(r->gossip, r->out);
     fflush(r->out);
 }
 
@@ -386,14 +427,20 @@ static int run_save(run *r)
              report_write_metrics(r->metrics, &r->log, r->err, sizeof r->err);
     free(st.log);
     cluster_summary *cluster = NULL;   /* large: not on the stack */
+    gossip_summary *gossip = NULL;
     if (!rc && r->cluster && !(cluster = summarize_cluster(r)))
         rc = -1, snprintf(r->err, sizeof r->err, "out of memory for the cluster's summary");
+    if (!rc && r->gossip && (gossip = malloc(sizeof *gossip)))
+        gossip_summarize(r->gossip, gossip);
+    else if (!rc && r->gossip)
+        rc = -1, snprintf(r->err, sizeof r->err, "out of memory for the gossip's summary");
     report_input in = {&r->cfg, &r->train, r->have_test ? &r->test : NULL, &r->m,
                        trainer_plan(r->t), rt_workers(r->rt), &r->log, &r->st, &r->total,
                        &r->er, r->resumed_after, r->interrupted[0] ? r->interrupted : NULL, &r->devices,
-                       cluster, &r->placement};
+                       cluster, gossip, &r->placement};
     rc = rc || report_write(r->summary, &in, r->err, sizeof r->err);
     free(cluster);
+    free(gossip);
     if (rc ||
         power_log_write(&r->power_log, r->power, r->er.meter, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
@@ -424,6 +471,21 @@ static int record_epoch(run *r, const epoch_record *rec)
     free(csv);
     free(json);
     return rc ? fail(r, "out of memory recording epoch %d", rec->epoch) : 0;
+}
+
+/* A gossip peer's end: the peers' last models averaged, tested, and saved as this run's. */
+static int gossip_end(run *r)
+{
+    pass_result test = {0};
+    if (gossip_finish(r->gossip, r->err, sizeof r->err) ||
+        (r->have_test && trainer_evaluate(r->t, NULL, NULL, &test, r->err, sizeof r->err)))
+        return fail(r, "gossip: the final average: %s", r->err);
+    double acc = test.samples ? (double)test.correct / (double)test.samples : NAN;
+    double loss = test.samples ? test.loss / (double)test.samples : NAN;
+    gossip_note_final_test(r->gossip, acc, loss);
+    if (test.samples)
+        fprintf(r->out, "gossip: the averaged model: test loss %.4f, test acc %.2f%%\n", loss, 100 * acc);
+    return run_save(r);
 }
 
 /* ---- closing ---- */
@@ -472,6 +534,8 @@ static void run_close(run *r, int finished)
         energy_run_end(&r->er);
     if (r->t)
         rt_wait_all(r->rt);   /* no chunk still out on a node */
+    if (r->gossip)
+        gossip_stop(r->gossip, finished ? NULL : r->interrupted[0] ? r->interrupted : "stopped");
     coordinator_stop(r->cluster, finished ? "training finished" : r->interrupted[0]
                      ? "training paused (the coordinator saved, and may be resumed)"
                      : "the coordinator stopped", !finished && r->interrupted[0]);
@@ -495,7 +559,7 @@ int run_train(const run_options *o)
         return fail(NULL, "out of memory");
     r->folder.lock_fd = -1;
     int rc = run_open(r, o);
-    for (int e = r->resumed_after + 1; !rc && e <= r->cfg.epochs; e++) {
+    for (int e = r->first_epoch; !rc && e <= r->cfg.epochs; e++) {
         epoch_record rec;
         int got = train_epoch(r, e, &rec);
         if (got > 0) {
@@ -514,6 +578,8 @@ int run_train(const run_options *o)
             rc = record_epoch(r, &rec) || run_save(r) || log_tensorboard(r, &rec);
         }
     }
+    if (!rc && r->gossip)
+        rc = gossip_end(r);
     run_close(r, rc == 0);
     free(r);
     return rc;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #define RUN_WAIT_FOR_S 60              /* the longest --wait-for waits */
+#define RUN_MAX_PEERS 16               /* --peer addresses */
 
 typedef struct run_options {
     const char *job;
@@ -22,6 +23,9 @@ typedef struct run_options {
     const char *allow;                 /* the identities admitted (allow_list.h), or NULL: any */
     double timeout_s;                  /* a silent node is lost after this long (0: 10 s) */
     int wait_for;                      /* nodes to wait for before training (up to RUN_WAIT_FOR_S) */
+    const char *peers[RUN_MAX_PEERS];  /* gossip: --peer HOST:PORT (engine/cluster/gossip.h) */
+    int npeers;
+    const char *advertise;             /* gossip: the address others reach this peer at */
 } run_options;
 
 /* 0 when the run finished, 1 on an error (named on stderr), 128 + *stop when it stopped early

@@ -35,6 +35,8 @@ static const key_spec data_keys[] = {
     {"test_limit", V_LONG, JOB(test_limit), 0, 1e9},
     {"resize", V_HXW, JOB(resize_h), 0, 0},
     {"channels", V_INT, JOB(channels), 1, 64},
+    {"classes", V_TEXT, JOB(data_classes), 0, 0},
+    {"shard", V_TEXT, JOB(data_shard), 0, 0},
     {NULL, 0, 0, 0, 0}};
 static const key_spec optimizer_keys[] = {
     {"type", V_OPTIMIZER, 0, 0, 0},
@@ -73,10 +75,19 @@ static const key_spec placement_keys[] = {
     {0},
 };
 static const key_spec cluster_keys[] = {
+    {"mode", V_TEXT, JOB(cluster_mode_name), 0, 0},
     {"sync_every", V_INT, JOB(sync_every), 0, 1 << 20},
     {"compress", V_ONOFF, JOB(compress), 0, 0},
     {"overlap", V_ONOFF, JOB(overlap), 0, 0},
     {"centered_clip", V_ONOFF, JOB(centered_clip), 0, 0},
+    {0},
+};
+static const key_spec gossip_keys[] = {
+    {"topology", V_TEXT, JOB(gossip_topology_name), 0, 0},
+    {"neighbours", V_INT, JOB(gossip_neighbours), 1, CONFIG_MAX_PEERS - 1},
+    {"every", V_INT, JOB(gossip_every), 1, 1 << 20},
+    {"participation", V_FLOAT, JOB(gossip_participation), 0.01, 1},
+    {"peers", V_INT, JOB(gossip_peers), 0, CONFIG_MAX_PEERS},
     {0},
 };
 
@@ -89,7 +100,7 @@ typedef struct section_spec {
 static const section_spec sections[] = {
     {"job", job_keys}, {"data", data_keys}, {"optimizer", optimizer_keys},
     {"execution", execution_keys}, {"energy", energy_keys}, {"placement", placement_keys},
-    {"cluster", cluster_keys},
+    {"cluster", cluster_keys}, {"gossip", gossip_keys},
 };
 enum { NSECTIONS = sizeof sections / sizeof sections[0] };
 
@@ -325,6 +336,8 @@ static void set_defaults(job_config *cfg, const char *path)
     cfg->policy = -1;
     cfg->max_slowdown = -1;
     cfg->window_seconds = 0.5f;
+    cfg->gossip_every = 10;
+    cfg->gossip_participation = 1;
     /* output: runs/<file name without .cfg> */
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     int len = (int)strcspn(base, ".");
@@ -471,6 +484,59 @@ static int apply_override(parser *p, const char *o)
     return fail(p, "no section '%s' to set (%slayerN)", section, known);
 }
 
+/* [cluster] mode by name (sync, average, gossip), consistent with sync_every, and [gossip]. */
+static int check_cluster_mode(parser *p)
+{
+    job_config *cfg = p->cfg;
+    const char *name = cfg->cluster_mode_name;
+    if (!name[0])
+        cfg->cluster_mode = cfg->sync_every ? CLUSTER_AVERAGE : CLUSTER_SYNC;
+    else if ((cfg->cluster_mode = config_cluster_mode(name)) < 0)
+        return fail(p, "[cluster] mode = '%s': expected sync, average or gossip", name);
+    if (cfg->cluster_mode == CLUSTER_SYNC && cfg->sync_every)
+        return fail(p, "[cluster] mode = sync with sync_every = %d: sync_every is periodic "
+                    "averaging's (mode = average)", cfg->sync_every);
+    if (cfg->cluster_mode == CLUSTER_AVERAGE && !cfg->sync_every)
+        return fail(p, "[cluster] mode = average needs sync_every = K (local steps between averages)");
+    if (cfg->cluster_mode == CLUSTER_GOSSIP && (cfg->sync_every || cfg->compress || cfg->overlap ||
+                                                cfg->centered_clip))
+        return fail(p, "[cluster] mode = gossip takes its settings from [gossip] (every, topology, "
+                    "neighbours, participation, peers): sync_every, compress, overlap and "
+                    "centered_clip are the star's");
+    const char *topo = cfg->gossip_topology_name[0] ? cfg->gossip_topology_name : "exponential";
+    if ((cfg->gossip_topology = config_gossip_topology(topo)) < 0)
+        return fail(p, "[gossip] topology = '%s': expected ring, exponential, random or full", topo);
+    if (!cfg->gossip_neighbours)
+        cfg->gossip_neighbours = cfg->gossip_topology == GOSSIP_RING ? 2 : 1;
+    return 0;
+}
+
+/* [data] classes (a list of labels) and shard (I/N, or auto under gossip). */
+static int check_data_subset(parser *p)
+{
+    job_config *cfg = p->cfg;
+    if (cfg->data_classes[0] && config_classes(cfg->data_classes, NULL) < 0)
+        return fail(p, "[data] classes = '%s': expected labels from 0 to 255, comma-separated, "
+                    "e.g. 0,3,7", cfg->data_classes);
+    cfg->shard_count = 0;
+    if (!cfg->data_shard[0])
+        return 0;
+    if (!strcmp(cfg->data_shard, "auto")) {
+        if (cfg->cluster_mode != CLUSTER_GOSSIP || !cfg->gossip_peers)
+            return fail(p, "[data] shard = auto needs [cluster] mode = gossip and [gossip] peers = "
+                        "N (the peers that share the data, counted at the start)");
+        cfg->shard_index = -1, cfg->shard_count = cfg->gossip_peers;
+        return 0;
+    }
+    int i, n, used = 0;
+    if (sscanf(cfg->data_shard, "%d/%d%n", &i, &n, &used) != 2 || cfg->data_shard[used] || n < 1 ||
+        n > 4096 || i < 0 || i >= n)
+        return fail(p, "[data] shard = '%s': expected I/N (shard I of N, 0 <= I < N <= 4096) or "
+                    "auto", cfg->data_shard);
+    cfg->shard_index = i, cfg->shard_count = n;
+    return 0;
+}
+
 static int check_complete(parser *p)
 {
     job_config *cfg = p->cfg;
@@ -481,6 +547,8 @@ static int check_complete(parser *p)
         return fail(p, "[data] needs train_files for format cifar10");
     if (cfg->format == DATA_IDX && !cfg->test_images[0] != !cfg->test_labels[0])
         return fail(p, "[data] test_images and test_labels go together");
+    if (check_cluster_mode(p) || check_data_subset(p))
+        return -1;
     if ((cfg->compress || cfg->overlap || cfg->centered_clip) && !cfg->sync_every)
         return fail(p, "[cluster] %s = on needs sync_every > 0: synchronous training sends whole "
                     "gradients, so that its weights stay those of one machine",
@@ -506,6 +574,50 @@ int config_parse(job_config *cfg, const char *path, const char *text, size_t len
     for (int i = 0; !rc && overrides && overrides[i]; i++)
         rc = apply_override(&p, overrides[i]);
     return rc ? rc : check_complete(&p);
+}
+
+int config_cluster_mode(const char *name)
+{
+    static const char *const names[] = {"sync", "average", "gossip"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(name, names[i]))
+            return i;
+    return -1;
+}
+
+int config_gossip_topology(const char *name)
+{
+    for (int i = 0; i < GOSSIP_TOPOLOGIES; i++)
+        if (!strcmp(name, config_gossip_topology_name(i)))
+            return i;
+    return -1;
+}
+
+const char *config_gossip_topology_name(int topology)
+{
+    static const char *const names[] = {"ring", "exponential", "random", "full"};
+    return topology >= 0 && topology < GOSSIP_TOPOLOGIES ? names[topology] : "?";
+}
+
+int config_classes(const char *list, uint8_t keep[256])
+{
+    if (keep)
+        memset(keep, 0, 256);
+    int count = 0;
+    for (const char *c = list; *c;) {
+        char *end;
+        errno = 0;
+        long v = strtol(c, &end, 10);
+        if (end == c || errno || v < 0 || v > 255 || (*end && *end != ','))
+            return -1;
+        if (keep)
+            keep[v] = 1;
+        count++;
+        c = *end ? end + 1 : end;
+        while (*c == ' ')
+            c++;
+    }
+    return count ? count : -1;
 }
 
 int config_devices(const char *name)

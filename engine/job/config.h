@@ -4,7 +4,9 @@
  *   [job]        epochs, batch, seed, output, log_every (batches between the points of
  *                steps.csv and TensorBoard; 0, the default: about 25 an epoch)
  *   [data]       format (idx | cifar10), train_images, train_labels, test_images, test_labels,
- *                train_files, test_file (cifar10), limit, test_limit, resize (HxW), channels
+ *                train_files, test_file (cifar10), limit, test_limit, resize (HxW), channels,
+ *                classes (the labels kept, e.g. 0,3,7: a peer's own data in a federated run),
+ *                shard (I/N: every N-th training sample from the I-th; auto under gossip)
  *   [conv] [relu] [maxpool] [flatten] [dense] [softmax_xent]
  *                layers, in order; their keys are in their files (engine/model/layer_*.c)
  *   [optimizer]  type (sgd), lr, momentum, weight_decay
@@ -38,7 +40,12 @@
  *                round, and is applied after it, engine/cluster/late_model.h: no machine waits for
  *                the network, each round starts one average late), centered_clip (on: under
  *                periodic averaging, the models are combined by CenteredClip instead of their
- *                mean, engine/cluster/aggregate.h: a machine far off moves the result little)
+ *                mean, engine/cluster/aggregate.h: a machine far off moves the result little),
+ *                mode (sync | average | gossip; default: average when sync_every is set, else sync)
+ *   [gossip]     (mode = gossip, engine/cluster/gossip.h) topology (ring | exponential | random |
+ *                full), neighbours (peers sent to per round), every (local steps between
+ *                exchanges), participation (the fraction of rounds a peer exchanges in), peers
+ *                (how many to wait for at the start; shard = auto needs it)
  *
  * A value runs to the end of its line; '#' or ';' starts a comment at the start of a line or
  * after white space (so "a#b.gz" is a path), and a value in double quotes is taken as it is. */
@@ -48,12 +55,21 @@
 #include "engine/model/layer_config.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define CONFIG_PATH 512
 #define CONFIG_MAX_BYTES (1 << 20)   /* a job file larger than this is not a job file */
 #define CONFIG_MAX_WORKERS 1024      /* [execution] workers, and frugal join --workers */
+#define CONFIG_MAX_PEERS 64          /* machines of a gossip run ([gossip] peers, neighbours) */
 
 typedef enum data_format { DATA_IDX, DATA_CIFAR10 } data_format;
+
+/* [cluster] mode: how machines train together (engine/cluster/). */
+typedef enum cluster_mode { CLUSTER_SYNC, CLUSTER_AVERAGE, CLUSTER_GOSSIP } cluster_mode;
+/* [gossip] topology: who a peer sends its model to in a round (engine/cluster/gossip_topology.h). */
+typedef enum gossip_topology {
+    GOSSIP_RING, GOSSIP_EXPONENTIAL, GOSSIP_RANDOM, GOSSIP_FULL, GOSSIP_TOPOLOGIES
+} gossip_topology;
 
 /* Where tasks may run: auto is the CPU and every OpenCL GPU or accelerator (an OpenCL CPU device
  * such as PoCL shares the cores frugal already uses: name it to use it). */
@@ -76,6 +92,10 @@ typedef struct job_config {
     long limit, test_limit;        /* 0: all samples */
     int resize_h, resize_w;        /* 0: keep */
     int channels;                  /* 0: keep; else replicate to this many */
+    char data_classes[128];        /* "": every class; else the labels kept, "0,3,7" */
+    char data_shard[128];          /* "", "I/N" or "auto" */
+    int shard_index, shard_count;  /* the training samples i with i % count == index; count 0:
+                                      all; index -1: auto (the peer's place, engine/cluster/) */
     /* layers */
     int nlayers;
     layer_config layers[CONFIG_MAX_LAYERS];
@@ -107,10 +127,26 @@ typedef struct job_config {
     int compress;                  /* averaging: models travel as half-precision deltas */
     int overlap;                   /* averaging: a round's average applied one round late */
     int centered_clip;             /* averaging: models combined by CenteredClip, not the mean */
+    char cluster_mode_name[128];   /* "" (from sync_every), sync, average or gossip */
+    int cluster_mode;              /* cluster_mode */
+    /* [gossip] */
+    char gossip_topology_name[128];
+    int gossip_topology;           /* gossip_topology; default exponential */
+    int gossip_neighbours;         /* peers sent to per round; 0: the topology's (ring 2, else 1) */
+    int gossip_every;              /* local steps between exchanges; default 10 */
+    float gossip_participation;    /* the fraction of rounds a peer exchanges in; default 1 */
+    int gossip_peers;              /* peers waited for at the start (0: none) */
     float max_slowdown;            /* < 0: none */
     float window_seconds;
 } job_config;
 
+/* The names of [cluster] mode and [gossip] topology: the enum, or -1; and back. */
+int config_cluster_mode(const char *name);
+int config_gossip_topology(const char *name);
+const char *config_gossip_topology_name(int topology);
+/* [data] classes: the count of labels listed (keep[label] set for each, unless keep is NULL),
+ * or -1 when the list is not labels 0-255 separated by commas. */
+int config_classes(const char *list, uint8_t keep[256]);
 /* [execution] devices: DEVICES_AUTO... for its name, or -1 (names: CONFIG_DEVICES). */
 #define CONFIG_DEVICES "auto, cpu, opencl or cpu+opencl"
 int config_devices(const char *name);

@@ -265,6 +265,11 @@ static void write_job(FILE *f, const report_input *in)
         report_cluster_json(f, in->cluster);
         fputs("},\n", f);
     }
+    if (in->gossip) {
+        fputs("  \"gossip\": {", f);
+        report_gossip_json(f, in->gossip);
+        fputs("},\n", f);
+    }
     fputs("  \"run\": {", f);
     fprintf(f, "\"resumed_after_epoch\": %d, \"interrupted\": ", in->resumed_after);
     if (in->interrupted)

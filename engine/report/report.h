@@ -8,6 +8,7 @@
 #include "engine/job/config.h"
 #include "engine/job/dataset.h"
 #include "engine/report/cluster_summary.h"
+#include "engine/report/gossip_summary.h"
 #include "engine/job/devices.h"
 #include "engine/job/energy_run.h"
 #include "engine/model/model.h"
@@ -56,12 +57,16 @@ typedef struct report_input {
     int resumed_after;               /* epoch the run resumed from (0: a fresh run) */
     const char *interrupted;         /* NULL, or where and why the run stopped early */
     const run_devices *devices;      /* NULL: not looked for */
-    const cluster_summary *cluster;  /* NULL: one machine */
+    const cluster_summary *cluster;  /* NULL: one machine, or gossip */
+    const gossip_summary *gossip;    /* NULL: not a gossip peer */
     worker_control *placement;       /* NULL: not run */
 } report_input;
 
 /* The cluster section's members (no braces), report_cluster.c. */
 void report_cluster_json(FILE *f, const cluster_summary *s);
+
+/* The gossip section's members, report_gossip.c. */
+void report_gossip_json(FILE *f, const gossip_summary *s);
 
 /* Rewrites path atomically. */
 int report_write(const char *path, const report_input *in, char *err, size_t errlen);

@@ -2,6 +2,7 @@
 
 #include "common/json_parse.h"
 #include "engine/model/checkpoint.h"
+#include "engine/cluster/gossip_proto.h"
 #include "engine/cluster/proto.h"
 #include "engine/job/config.h"
 #include "engine/job/dataset.h"
@@ -27,6 +28,7 @@ const fuzz_target fuzz_targets[] = {
     {"checkpoint_crc", fuzz_checkpoint_crc, "checkpoints with their CRC repaired"},
     {"run_log", fuzz_run_log, "the run log inside a checkpoint"},
     {"cluster_message", fuzz_cluster_message, "a cluster peer's opened frame and its message"},
+    {"gossip_message", fuzz_gossip_message, "a gossip peer's opened frame and its message"},
     {"summary_json", fuzz_summary_json, "summary.json as frugal report reads it"},
     {"carbon_file", fuzz_carbon_file, "a carbon-intensity file as it is re-read"},
     {"node_job", fuzz_node_job, "the JOB message, parsed as a node parses the job"},
@@ -338,5 +340,45 @@ int fuzz_allow_file(const uint8_t *data, size_t size)
     static allow_entry entries[ALLOW_MAX];
     char why[300];
     allow_list_parse((const char *)data, size, entries, why, sizeof why);
+    return 0;
+}
+
+int fuzz_gossip_message(const uint8_t *data, size_t size)
+{
+    enum { NPARAMS = 16 };
+    frame_limits l;
+    gossip_limits(&l, NPARAMS);
+    uint16_t type;
+    const uint8_t *p;
+    size_t n;
+    char why[256], text[GOSSIP_TEXT + 1];
+    static gossip_hello hello;
+    static gossip_members members;
+    gossip_model_msg model;
+    if (frame_check(data, size, &l, &type, &p, &n, why, sizeof why))
+        return 0;
+    switch (type) {
+    case GOSSIP_MSG_HELLO:
+        gossip_hello_decode(&hello, p, n, why, sizeof why);
+        break;
+    case GOSSIP_MSG_MEMBERS:
+        gossip_members_decode(&members, p, n, why, sizeof why);
+        break;
+    case GOSSIP_MSG_PUSH:
+    case GOSSIP_MSG_STATE:
+    case GOSSIP_MSG_FINAL:
+        if (!gossip_model_decode(type, &model, p, n, NPARAMS, why, sizeof why)) {
+            volatile float sum = 0;   /* every parameter read, as the peer reads them */
+            for (int i = 0; i < NPARAMS; i++) {
+                float v;
+                memcpy(&v, model.values + 4 * i, 4);
+                sum += v;
+            }
+        }
+        break;
+    case GOSSIP_MSG_LEAVE:
+        gossip_text_decode(text, sizeof text, p, n, why, sizeof why);
+        break;
+    }
     return 0;
 }

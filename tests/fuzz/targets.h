@@ -27,6 +27,7 @@ int fuzz_pnm(const uint8_t *data, size_t size);
 int fuzz_checkpoint(const uint8_t *data, size_t size);  /* as it comes: the CRC check stops most */
 int fuzz_checkpoint_crc(const uint8_t *data, size_t size);   /* CRC repaired: the structure checks */
 int fuzz_run_log(const uint8_t *data, size_t size);
+int fuzz_gossip_message(const uint8_t *data, size_t size);    /* a frame, then its message */
 int fuzz_cluster_message(const uint8_t *data, size_t size);   /* first byte: coordinator or node */
 int fuzz_summary_json(const uint8_t *data, size_t size);
 int fuzz_carbon_file(const uint8_t *data, size_t size);
