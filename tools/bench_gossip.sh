@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Decentralized training against the star (./build.sh bench gossip): the cifar-shaped job
-# (examples/cifar-shaped-fashion-mnist.cfg, 8192 images, 1000 test images after every epoch), on
+# (examples/cifar-shaped-fashion-mnist.cfg, 2048 images, 1000 test images after every epoch), on
 # PEERS machines of 1 worker each (FRUGAL_BENCH_PEERS, default 4: 8 processes on a 2-core host
 # would measure nothing but contention; 4 already share its cores, so img/s here is not what 4
 # machines would give), every machine's inbound traffic through its own tools/netproxy at an
@@ -8,7 +8,8 @@
 #   sync       a coordinator and PEERS-1 nodes (`frugal join`), one machine's weights
 #   average    the same with [cluster] sync_every = 8
 #   ring, exponential   [cluster] mode = gossip, every = 8, each peer a shard (shard = auto)
-# Prints: bench gossip LINK MODE seconds_to_85=S (training seconds of the first epoch whose test
+# Prints: bench gossip LINK MODE seconds=T (the first machine's training seconds over the epochs)
+#         seconds_to_85=S (training seconds of the first epoch whose test
 #         accuracy, of the coordinator's model or gossip peer 0's own, reaches 85%; "never")
 #         test_acc=A (after the last epoch; gossip: the peers' final average) bytes_per_peer=B
 #         busiest_bytes=C (both ways, through the machine that carried most) joules=J (every
@@ -16,14 +17,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 peers=${FRUGAL_BENCH_PEERS:-4}
-epochs=${FRUGAL_BENCH_EPOCHS:-4}
+epochs=${FRUGAL_BENCH_EPOCHS:-3}
 out=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$out"' EXIT
 base=$((30000 + $$ % 200 * 12))
 ./frugal keygen "$out/key" > /dev/null
 job=examples/cifar-shaped-fashion-mnist.cfg
-common=(--overwrite --set job.epochs="$epochs" --set execution.workers=1
+common=(--overwrite --set job.epochs="$epochs" --set execution.workers=1 --set data.limit=2048
         --set energy.baseline_seconds=0 --set data.test_limit=1000
         --set data.test_images=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
         --set data.test_labels=/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz)
@@ -61,8 +62,8 @@ else:
 joules = sum(sum(float(r["energy_j"]) + float(r["test_energy_j"] or 0) for r in metrics(d)) for d in runs)
 if "cluster" in s0:
     joules = s0["cluster"]["joules_every_machine"]
-print("seconds_to_85=%s test_acc=%.4f bytes_per_peer=%d busiest_bytes=%d joules=%.0f" % (
-    "never" if reached is None else "%.1f" % reached, acc, sum(per) / len(per), max(per), joules))
+print("seconds=%.1f seconds_to_85=%s test_acc=%.4f bytes_per_peer=%d busiest_bytes=%d joules=%.0f" % (
+    t, "never" if reached is None else "%.1f" % reached, acc, sum(per) / len(per), max(per), joules))
 PY
 }
 
@@ -71,14 +72,15 @@ star() {   # link name, rate, delay, extra sets
     shift 4
     base=$((base + 2))
     proxy $((port + 1)) "$port" "$rate" "$delay"
+    local nodes=()
     for ((i = 1; i < peers; i++)); do
         ./frugal join "127.0.0.1:$((port + 1))" --key "$out/key" --workers 1 > "$out/$name.node$i" 2>&1 &
-        pids+=($!)
+        pids+=($!) nodes+=($!)
     done
     ./frugal train "$job" "${common[@]}" --set "job.output=$out/$name-0" --listen "127.0.0.1:$port" \
         --key "$out/key" --wait-for $((peers - 1)) "$@" > "$out/$name.log" 2>&1 ||
         { cat "$out/$name.log" >&2; exit 1; }
-    wait
+    for p in "${nodes[@]}"; do wait "$p" || true; done
     echo "bench gossip $link $name $(figures "$name")"
 }
 
@@ -109,5 +111,6 @@ for link in "WAN 100 50" "LAN 10000 0.1"; do
     gossip "$name" ring "$rate" "$delay"
     gossip "$name" exponential "$rate" "$delay"
     rm -rf "${out:?}"/sync-* "${out:?}"/average-*
-    pkill -P $$ netproxy 2>/dev/null || true
+    kill "${pids[@]}" 2>/dev/null || true
+    pids=()
 done
