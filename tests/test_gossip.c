@@ -354,7 +354,7 @@ TEST(gossip_four_peers_train_as_well_as_one_machine)
     double one = one_machine(job, "one");
     static const char *const topologies[] = {"topology=ring", "topology=exponential"};
     for (int t = 0; t < 2; t++) {
-        char set[64], name[32], p0[40], p3[40];
+        char set[64], name[32], p0[64], p3[64];
         snprintf(set, sizeof set, "gossip.%s", topologies[t]);
         snprintf(name, sizeof name, "%s-", topologies[t] + 9);
         const char *sets[] = {set, NULL};
@@ -368,7 +368,7 @@ TEST(gossip_four_peers_train_as_well_as_one_machine)
                set, avg, one, out);
         CHECK(summary_figure(p0, "\"gossip\"", "final_models") == 4);
         for (int i = 0; i < 4; i++) {
-            char pi[40];
+            char pi[64];
             snprintf(pi, sizeof pi, "%s%d", name, i);
             double rounds = summary_figure(pi, "\"gossip\"", "rounds");
             CHECKF(rounds == 6 * 128 / 4 && summary_figure(pi, "\"gossip\"", "pushes_in") >= 0.9 * rounds,
@@ -420,13 +420,13 @@ TEST(gossip_peers_with_classes_of_their_own_draw_together)
     pid_t pids[4];
     out[0] = 0;
     for (int i = 0; i < 4; i++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "noniid%d", i);
         const char *sets[] = {classes[i], NULL};
         pids[i] = start_peer(job, name, 21 + i, i ? 21 : -1, sets);
     }
     for (int i = 0; i < 4; i++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "noniid%d", i);
         CHECKF(wait_peer(pids[i], name) == 0, "%s", out);
     }
@@ -434,7 +434,7 @@ TEST(gossip_peers_with_classes_of_their_own_draw_together)
     fprintf(stderr, "  non-IID: the peers' average %.2f%%\n", avg);
     CHECKF(avg >= 55, "the average of the non-IID peers: %.2f%% on the ten classes\n%s", avg, out);
     for (int i = 0; i < 4; i++) {   /* each peer's own model learned the others' classes */
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "noniid%d", i);
         double own = 100 * summary_last(name, "test_acc");
         double first, last;
@@ -469,7 +469,7 @@ TEST(gossip_survives_a_peer_killed_and_takes_one_joining)
                                  "topology = ring\n");
     const char *sets[] = {slow, NULL};
     pid_t pids[5];
-    char names[5][16];
+    char names[5][32];
     out[0] = 0;
     for (int i = 0; i < 4; i++) {
         snprintf(names[i], sizeof names[i], "churn%d", i);
@@ -513,7 +513,7 @@ TEST(gossip_half_participation_converges)
                                  "participation = 0.5\n");
     CHECKF(run_peers(job, "half", 3, 13, NULL) == 0, "%s", out);
     for (int i = 0; i < 3; i++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "half%d", i);
         double rounds = summary_figure(name, "\"gossip\"", "rounds");
         double part = summary_figure(name, "\"gossip\"", "rounds_taken_part");
@@ -633,7 +633,7 @@ TEST(gossip_refuses_strangers_other_jobs_and_non_finite_models)
         usleep(10 * 1000);
     }
     pid_t pids[3];
-    char names[3][16];
+    char names[3][32];
     out[0] = 0;
     for (int i = 0; i < 3; i++) {
         snprintf(names[i], sizeof names[i], "hostile%d", i);
