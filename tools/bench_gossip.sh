@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Decentralized training against the star (./build.sh bench gossip): the cifar-shaped job
-# (examples/cifar-shaped-fashion-mnist.cfg, 2048 images, 1000 test images after every epoch), on
+# (examples/cifar-shaped-fashion-mnist.cfg, 8192 images, 1000 test images after every epoch), on
 # PEERS machines of 1 worker each (FRUGAL_BENCH_PEERS, default 4: 8 processes on a 2-core host
 # would measure nothing but contention; 4 already share its cores, so img/s here is not what 4
 # machines would give), every machine's inbound traffic through its own tools/netproxy at an
 # emulated WAN (50 ms one way, 100 Mb/s) and LAN (0.1 ms, 10 Gb/s):
 #   sync       a coordinator and PEERS-1 nodes (`frugal join`), one machine's weights
 #   average    the same with [cluster] sync_every = 8
-#   ring, exponential   [cluster] mode = gossip, every = 8, each peer a shard (shard = auto)
+#   ring, exponential   [cluster] mode = gossip, every = 4, each peer a shard (shard = auto)
 # Prints: bench gossip LINK MODE seconds=T (the first machine's training seconds over the epochs)
 #         seconds_to_85=S (training seconds of the first epoch whose test
 #         accuracy, of the coordinator's model or gossip peer 0's own, reaches 85%; "never")
@@ -17,14 +17,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 peers=${FRUGAL_BENCH_PEERS:-4}
-epochs=${FRUGAL_BENCH_EPOCHS:-3}
+epochs=${FRUGAL_BENCH_EPOCHS:-5}
 out=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$out"' EXIT
 base=$((30000 + $$ % 200 * 12))
 ./frugal keygen "$out/key" > /dev/null
 job=examples/cifar-shaped-fashion-mnist.cfg
-common=(--overwrite --set job.epochs="$epochs" --set execution.workers=1 --set data.limit=2048
+common=(--overwrite --set job.epochs="$epochs" --set execution.workers=1
         --set energy.baseline_seconds=0 --set data.test_limit=1000
         --set data.test_images=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
         --set data.test_labels=/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz)
@@ -93,7 +93,7 @@ gossip() {   # link, topology, rate, delay
     local run=()
     for ((i = 0; i < peers; i++)); do
         ./frugal train "$job" "${common[@]}" --set "job.output=$out/$topo-$i" \
-            --set cluster.mode=gossip --set gossip.topology="$topo" --set gossip.every=8 \
+            --set cluster.mode=gossip --set gossip.topology="$topo" --set gossip.every=4 \
             --set gossip.peers="$peers" --set data.shard=auto \
             --listen "127.0.0.1:$((first + 2 * i))" --advertise "127.0.0.1:$((first + 2 * i + 1))" \
             --peer "127.0.0.1:$((first + 1))" --key "$out/key" > "$out/$topo-$i.log" 2>&1 &
