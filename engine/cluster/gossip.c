@@ -499,16 +499,15 @@ void gossip_stop(gossip_peer *g, const char *why)
     for (int i = 0; why && g->hub && i < g->nmembers; i++)
         if (g->members[i].state == MEMBER_UP)
             gossip_send(g, &g->members[i], GOSSIP_MSG_LEAVE, why, strnlen(why, GOSSIP_TEXT), NULL, 0);
+    for (int i = 0; g->hub && i < GOSSIP_CONNS; i++)   /* the table is the hub thread's too */
+        if (g->conns[i].used)
+            netio_hub_close(g->hub, g->conns[i].hub_id, why ? why : "training finished");
     pthread_cond_broadcast(&g->changed);
     pthread_mutex_unlock(&g->lock);
-    if (g->dialer_started)
+    if (g->dialer_started)   /* it dials no more once stopping is set */
         pthread_join(g->dialer, NULL);
-    if (g->hub) {
-        for (int i = 0; i < GOSSIP_CONNS; i++)
-            if (g->conns[i].used)
-                netio_hub_close(g->hub, g->conns[i].hub_id, why ? why : "training finished");
+    if (g->hub)
         netio_hub_stop(g->hub);
-    }
     if (g->csv)
         fclose(g->csv);
     for (int i = 0; i < g->nmembers; i++)
