@@ -349,6 +349,12 @@ void netio_hub_close(netio_hub *h, int id, const char *why)
     wake(h);
 }
 
+size_t netio_wire_bytes(size_t payload)
+{
+    size_t total = FRAME_HEADER + payload, pieces = (total + FRAME_PIECE - 1) / FRAME_PIECE;
+    return total + pieces * (4 + SECURE_OVERHEAD);
+}
+
 int netio_hub_peer_stats(netio_hub *h, int id, netio_peer_stats *out)
 {
     pthread_mutex_lock(&h->lock);

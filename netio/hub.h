@@ -84,6 +84,9 @@ int netio_hub_send(netio_hub *h, int peer, uint16_t type, const void *head, size
  * a second later). */
 void netio_hub_close(netio_hub *h, int peer, const char *why);
 int netio_hub_peer_stats(netio_hub *h, int peer, netio_peer_stats *out);
+/* The bytes a message of `payload` bytes (head and body) takes on the wire: its frame header,
+ * and each piece's length and seal. What netio_peer_stats counts for it. */
+size_t netio_wire_bytes(size_t payload);
 /* The session's binding with an authenticated peer (secure.h): 0, or -1 when it is gone. */
 int netio_hub_peer_binding(netio_hub *h, int peer, uint8_t out[NETIO_BINDING_BYTES]);
 /* What peers may send from now on (e.g. once the size of a model is known). */

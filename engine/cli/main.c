@@ -7,6 +7,7 @@
 #include "engine/job/dataset.h"
 #include "engine/job/devices.h"
 #include "engine/cli/average_cmd.h"
+#include "engine/cli/simulate_cmd.h"
 #include "engine/cli/energy_cmd.h"
 #include "version.h"
 #include "engine/report/html_report.h"
@@ -44,6 +45,11 @@ static int usage(FILE *f)
                "            with [cluster] mode = gossip: --listen ADDR:PORT --key KEYFILE\n"
                "            [--peer HOST:PORT]... [--advertise HOST:PORT]: a peer among peers, no\n"
                "            coordinator; any one peer up introduces the rest\n"
+               "  simulate SCENARIO.cfg [--set scenario.KEY=VALUE]... [-o DIR] [--search]\n"
+               "            time, joules, gCO2e and bytes of a job on the scenario's machines\n"
+               "            (simulated from their profiles; predicts cost, not accuracy); --search:\n"
+               "            how many machines, which ones and which mode, for its policy\n"
+               "            --calibrate RUN_DIR... -o PROFILE: a machine's profile from its runs\n"
                "  average MODEL.bin MODEL.bin... -o OUT.bin\n"
                "            the mean of models of one job (e.g. the peers' of a gossip run)\n"
                "  join HOST:PORT --key KEYFILE [--identity FILE] [--workers N] [--devices D] [--timeout S]\n"
@@ -544,6 +550,8 @@ int main(int argc, char **argv)
         return cmd_classify(argc, argv, 1);
     if (!strcmp(argv[1], "average"))
         return average_cmd_main(argc, argv);
+    if (!strcmp(argv[1], "simulate"))
+        return simulate_cmd_main(argc, argv);
     if (!strcmp(argv[1], "predict"))
         return cmd_classify(argc, argv, 0);
     fprintf(stderr, "frugal: unknown command '%s'\n", argv[1]);

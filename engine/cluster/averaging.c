@@ -63,12 +63,6 @@ typedef struct averaging_state {
 
 static averaging_state *averaging_of(const coordinator *c) { return c->mode_state; }
 
-/* What a machine's share of a round costs: seconds per chunk-batch (a chunk of one batch) once
- * it computes, and seconds it adds to any share (a node's models travelling). */
-typedef struct share_cost {
-    double per_unit, lag;
-} share_cost;
-
 /* Locked. A node's, measured over its rounds, or until it is, its workers' worth of this
  * machine's (`here`, on `local_workers`). */
 static share_cost cost_of(const peer_node *n, share_cost here, int local_workers, double per_chunk)
@@ -76,28 +70,6 @@ static share_cost cost_of(const peer_node *n, share_cost here, int local_workers
     if (n->round_cost > 0)
         return (share_cost){n->round_cost * per_chunk, n->round_lag};
     return (share_cost){here.per_unit * local_workers / n->running, 0};
-}
-
-/* Shares u of `units` chunk-batches that finish together, at T: u_j = (T - lag_j) / per_unit_j;
- * a member whose lag alone outlasts T gets none. Member 0 (this machine) has no lag. */
-static void balance(const share_cost *m, int count, double units, double *u)
-{
-    int in[MAX_NODES + 1];
-    for (int j = 0; j < count; j++)
-        in[j] = 1;
-    for (int dropped = 1; dropped;) {
-        double a = units, b = 0;
-        for (int j = 0; j < count; j++)
-            if (in[j])
-                a += m[j].lag / m[j].per_unit, b += 1 / m[j].per_unit;
-        double t = a / b;
-        dropped = 0;
-        for (int j = 0; j < count; j++) {
-            if (in[j] && m[j].lag >= t)
-                in[j] = 0, dropped = 1;
-            u[j] = in[j] ? (t - m[j].lag) / m[j].per_unit : 0;
-        }
-    }
 }
 
 /* A node's state for round seq: a node may be in two rounds at once (overlap = on). */
@@ -215,7 +187,7 @@ static boundary start_round(coordinator *c, int epoch, long first, long batches,
     for (int i = 0; i < c->nnodes; i++)
         if (c->nodes[i].ready && !c->nodes[i].gone)
             members[m] = i, cost[m++] = cost_of(&c->nodes[i], cost[0], local_workers, per_chunk);
-    balance(cost, m, (double)batches * nchunks, u);
+    cluster_share_balance(cost, m, (double)batches * nchunks, u);
     c->rounds++;
     for (int j = 1; j < m; j++)   /* one left out stays measured: a chunk-batch now and then */
         u[j] = u[j] < 1 && c->rounds % PROBE_EVERY == 0 ? 1 : u[j];

@@ -68,11 +68,22 @@ void coordinator_trace_message(coordinator *c, peer_node *n, const char *dir, un
     coordinator_trace_node(c, n, what, t, t);
 }
 
+void coordinator_count_message(coordinator *c, int dir, unsigned type, size_t payload)
+{
+    if (type >= MSG_TYPES)
+        return;
+    atomic_fetch_add(&c->traffic_msgs[dir][type], 1);
+    atomic_fetch_add(&c->traffic_bytes[dir][type], (unsigned long long)netio_wire_bytes(payload));
+}
+
 int coordinator_send_to(coordinator *c, peer_node *n, uint16_t type, const void *head, size_t headlen,
             const void *body, size_t bodylen)
 {
     coordinator_trace_message(c, n, "sent", type);
-    return netio_hub_send(c->hub, n->peer, type, head, headlen, body, bodylen);
+    if (netio_hub_send(c->hub, n->peer, type, head, headlen, body, bodylen))
+        return -1;
+    coordinator_count_message(c, 0, type, headlen + bodylen);
+    return 0;
 }
 
 /* ---- messages from nodes (on the hub's thread) ---- */
@@ -273,6 +284,7 @@ static void on_event(void *ctx, const netio_event *e)
         if (!n || n->gone)
             break;
         coordinator_trace_message(c, n, "received", e->type);
+        coordinator_count_message(c, 1, e->type, e->len);
         if (e->type == MSG_JOIN)
             on_join(c, n, e->payload, e->len);
         else if (e->type == MSG_FETCH)

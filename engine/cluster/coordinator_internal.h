@@ -17,6 +17,7 @@
 #include "common/clock.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #define MAX_NODES 64
 #define COST_WEIGHT 0.3          /* of a new measurement in a running cost */
@@ -153,6 +154,9 @@ struct coordinator {
     long batches;
     share_decision decisions[MAX_SHARE_DECISIONS];
     int ndecisions, decisions_total;
+    /* the messages sent [0] and received [1] by type, and their bytes on the wire (any thread) */
+    _Atomic long traffic_msgs[2][MSG_TYPES];
+    _Atomic unsigned long long traffic_bytes[2][MSG_TYPES];
 };
 
 /* coordinator_admission.c, locked. Whether node n, joining with j, is admitted: its identity's signature,
@@ -163,6 +167,8 @@ int coordinator_admit(coordinator *c, peer_node *n, const msg_join *j);
 void coordinator_check_revoked(coordinator *c);
 
 /* coordinator.c */
+/* Counts a message of `payload` bytes sent (dir 0) or received (dir 1): summary.json's traffic. */
+void coordinator_count_message(coordinator *c, int dir, unsigned type, size_t payload);
 /* How long a node may take over work expected to take expected_s (0: not measured yet): a
  * margin over it, with a floor and a cap from the timeout (coordinator.c says why). */
 double coordinator_deadline(const coordinator *c, double expected_s);

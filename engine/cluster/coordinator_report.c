@@ -160,5 +160,12 @@ void coordinator_summarize(coordinator *c, double here_joules, int here_estimate
         d->t = c->decisions[i].t, d->nodes_taking_work = c->decisions[i].taking;
         snprintf(d->why, sizeof d->why, "%s", c->decisions[i].why);
     }
+    for (unsigned t = 0; t < MSG_TYPES && out->ntraffic < CLUSTER_TRAFFIC_TYPES; t++) {
+        long sent = atomic_load(&c->traffic_msgs[0][t]), received = atomic_load(&c->traffic_msgs[1][t]);
+        if (sent || received)
+            out->traffic[out->ntraffic++] = (cluster_traffic){
+                proto_msg_name(t), sent, received, atomic_load(&c->traffic_bytes[0][t]),
+                atomic_load(&c->traffic_bytes[1][t])};
+    }
     pthread_mutex_unlock(&c->lock);
 }

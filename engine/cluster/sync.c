@@ -193,8 +193,9 @@ static void params_ready(remote_sink *sink, uint64_t seq, int layer, const float
                                      head, sizeof head);
     pthread_mutex_lock(&ss->params_lock);
     for (int k = 0; k < m; k++)
-        sent[k] = !netio_hub_send(c->hub, peer[k], MSG_LAYER, head, headlen, values,
-                                  sizeof(float) * (size_t)n);
+        if ((sent[k] = !netio_hub_send(c->hub, peer[k], MSG_LAYER, head, headlen, values,
+                                       sizeof(float) * (size_t)n)))
+            coordinator_count_message(c, 0, MSG_LAYER, headlen + sizeof(float) * (size_t)n);
     pthread_mutex_unlock(&ss->params_lock);
     pthread_mutex_lock(&c->lock);
     for (int k = 0; k < m; k++) {   /* a PARAMS sent meanwhile started the count over */

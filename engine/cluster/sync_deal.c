@@ -136,25 +136,18 @@ static int probe_out(const coordinator *c)
 static int deal_chunks(coordinator *c, int nchunks)
 {
     sync_state *ss = sync_of(c);
-    int here = 1, remote = 0;
-    for (int i = 0; i < c->nnodes; i++)
-        c->nodes[i].quota = c->nodes[i].taken = 0;
-    for (int k = 1; k < nchunks; k++) {
-        double best = here_finishes(c, here + 1);
-        peer_node *to = NULL;
-        for (int i = 0; i < c->nnodes; i++) {
-            peer_node *n = &c->nodes[i];
-            if (!sync_takes_work(n))
-                continue;
-            double t = node_finishes(c, n, n->quota + 1);
-            if (t < best)
-                best = t, to = n;
-        }
-        if (to)
-            to->quota++, remote++;
-        else
-            here++;
+    deal_member m[MAX_NODES + 1];
+    int quota[MAX_NODES + 1];
+    double node_default = ss->local_cost > 0 ? ss->local_cost : 1e-3;
+    m[0] = (deal_member){0, here_cost(c), rt_active_workers(c->rt)};
+    for (int i = 0; i < c->nnodes; i++) {
+        peer_node *n = &c->nodes[i];
+        m[1 + i] = (deal_member){n->lag, n->cost > 0 ? n->cost : node_default,
+                                 sync_takes_work(n) ? n->running : 0};
     }
+    int remote = cluster_share_deal(m, c->nnodes + 1, nchunks, quota);
+    for (int i = 0; i < c->nnodes; i++)
+        c->nodes[i].quota = quota[1 + i], c->nodes[i].taken = 0;
     /* pinned by hand, every node takes work; else a probe keeps measured a parked node due for
      * one, or a node this deal left without work for PROBE_EVERY batches */
     for (int i = 0; i < c->nnodes; i++) {

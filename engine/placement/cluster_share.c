@@ -1,5 +1,7 @@
 #include "engine/placement/cluster_share.h"
 
+#include <math.h>
+
 #define MAX_MEMBERS 128
 
 static int measured(const member_figures *m)
@@ -75,4 +77,53 @@ int cluster_choose(const policy_limits *l, const member_figures *m, int n, int *
     for (int i = 0; i < n; i++)
         taking += in[i];
     return taking;
+}
+
+static double finishes(const deal_member *m, int chunks)
+{
+    return m->lag + ceil((double)chunks / m->workers) * m->cost;
+}
+
+int cluster_share_deal(const deal_member *m, int n, int nchunks, int *quota)
+{
+    int remote = 0;
+    for (int i = 0; i < n; i++)
+        quota[i] = 0;
+    quota[0] = 1;
+    for (int k = 1; k < nchunks; k++) {
+        int to = 0;
+        double best = finishes(&m[0], quota[0] + 1);
+        for (int i = 1; i < n; i++) {
+            if (m[i].workers <= 0)
+                continue;
+            double t = finishes(&m[i], quota[i] + 1);
+            if (t < best)
+                best = t, to = i;
+        }
+        quota[to]++;
+        remote += to != 0;
+    }
+    return remote;
+}
+
+void cluster_share_balance(const share_cost *m, int n, double units, double *u)
+{
+    for (int j = 0; j < n; j++)   /* u[j] < 0 marks a member dropped until the end */
+        u[j] = 0;
+    for (int dropped = 1; dropped;) {
+        double a = units, b = 0;
+        for (int j = 0; j < n; j++)
+            if (u[j] >= 0)
+                a += m[j].lag / m[j].per_unit, b += 1 / m[j].per_unit;
+        double t = a / b;
+        dropped = 0;
+        for (int j = 0; j < n; j++) {
+            if (u[j] >= 0 && m[j].lag >= t)
+                u[j] = -1, dropped = 1;
+            if (u[j] >= 0)
+                u[j] = (t - m[j].lag) / m[j].per_unit;
+        }
+    }
+    for (int j = 0; j < n; j++)
+        u[j] = u[j] > 0 ? u[j] : 0;
 }

@@ -26,4 +26,23 @@ int cluster_choose(const policy_limits *l, const member_figures *m, int n, int *
 /* The member's own cost per sample under the policy (joules, grams or seconds). */
 double cluster_share_member_cost(const policy_limits *l, const member_figures *m);
 
+/* How a synchronous batch's chunks are dealt (the coordinator's deal, and frugal simulate's):
+ * one by one to whichever member would finish its share first, a member finishing k chunks
+ * after lag + ceil(k / workers) * cost. Member 0 (the coordinator) keeps at least one, so that
+ * its speed stays measured; members with workers = 0 take none. Sets quota[i]; returns the
+ * chunks members other than 0 take. */
+typedef struct deal_member {
+    double lag;                  /* seconds a round trip adds; 0 for member 0 */
+    double cost;                 /* seconds per chunk on one worker */
+    int workers;
+} deal_member;
+int cluster_share_deal(const deal_member *m, int n, int nchunks, int *quota);
+
+/* Periodic averaging's split: shares u[j] of `units` chunk-batches that finish together at T,
+ * u_j = (T - lag_j) / per_unit_j; a member whose lag alone outlasts T gets none. */
+typedef struct share_cost {
+    double per_unit, lag;        /* seconds per chunk-batch once computing; seconds any share adds */
+} share_cost;
+void cluster_share_balance(const share_cost *m, int n, double units, double *u);
+
 #endif

@@ -31,6 +31,15 @@ typedef struct cluster_decision_summary {
     char why[400];
 } cluster_decision_summary;
 
+/* The messages of one type between the coordinator and its nodes, both ways, and their bytes
+ * on the wire (netio_wire_bytes): what `frugal simulate` predicts message by message. */
+#define CLUSTER_TRAFFIC_TYPES 24
+typedef struct cluster_traffic {
+    const char *type;              /* the message's name (proto_msg_name) */
+    long sent, received;           /* messages, as the coordinator counts them */
+    unsigned long long sent_bytes, received_bytes;
+} cluster_traffic;
+
 typedef struct cluster_summary {
     double joules_every_machine, joules_here, joules_nodes;
     const char *joules_how;        /* measured, estimated, partly estimated */
@@ -54,6 +63,8 @@ typedef struct cluster_summary {
     double coordinator_img_per_s, coordinator_watts, coordinator_carbon_g_per_kwh;
     int probe_every_batches, decisions_total, ndecisions;
     cluster_decision_summary decisions[CLUSTER_SUMMARY_DECISIONS];
+    int ntraffic;                  /* the types with any message */
+    cluster_traffic traffic[CLUSTER_TRAFFIC_TYPES];
 } cluster_summary;
 
 #endif

@@ -64,6 +64,8 @@ typedef struct report_input {
 
 /* The cluster section's members (no braces), report_cluster.c. */
 void report_cluster_json(FILE *f, const cluster_summary *s);
+/* `, "traffic": [...]`: the messages by type (also written by frugal simulate). */
+void report_cluster_traffic_json(FILE *f, const cluster_traffic *t, int n);
 
 /* The gossip section's members, report_gossip.c. */
 void report_gossip_json(FILE *f, const gossip_summary *s);

@@ -51,6 +51,17 @@ static void write_node(FILE *f, const cluster_node_summary *n)
     fputc('}', f);
 }
 
+void report_cluster_traffic_json(FILE *f, const cluster_traffic *t, int n)
+{
+    fputs(", \"traffic\": [", f);
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "%s{\"type\": \"%s\", \"sent\": %ld, \"sent_bytes\": %llu, \"received\": %ld, "
+                "\"received_bytes\": %llu}", i ? ", " : "", t[i].type, t[i].sent, t[i].sent_bytes,
+                t[i].received, t[i].received_bytes);
+    }
+    fputc(']', f);
+}
+
 void report_cluster_json(FILE *f, const cluster_summary *s)
 {
     fputs("\"joules_every_machine\": ", f);
@@ -96,4 +107,5 @@ void report_cluster_json(FILE *f, const cluster_summary *s)
         fputc('}', f);
     }
     fputs("]}", f);
+    report_cluster_traffic_json(f, s->traffic, s->ntraffic);
 }

@@ -7,6 +7,8 @@
 #include "engine/job/config.h"
 #include "engine/job/dataset.h"
 #include "energy/carbon.h"
+#include "energy/carbon_trace.h"
+#include "engine/sim/profile.h"
 #include "energy/power_model.h"
 #include "engine/cluster/allow_list.h"
 #include "engine/cluster/model_delta.h"
@@ -31,6 +33,8 @@ const fuzz_target fuzz_targets[] = {
     {"gossip_message", fuzz_gossip_message, "a gossip peer's opened frame and its message"},
     {"summary_json", fuzz_summary_json, "summary.json as frugal report reads it"},
     {"carbon_file", fuzz_carbon_file, "a carbon-intensity file as it is re-read"},
+    {"carbon_trace", fuzz_carbon_trace, "a carbon-intensity time series (frugal simulate's sites)"},
+    {"machine_profile", fuzz_machine_profile, "a machine profile (frugal simulate --calibrate writes them)"},
     {"node_job", fuzz_node_job, "the JOB message, parsed as a node parses the job"},
     {"power_profile", fuzz_power_profile, "a power profile (job file, frugal join)"},
     {"allow_file", fuzz_allow_file, "the coordinator's allow file of identities"},
@@ -299,6 +303,36 @@ int fuzz_carbon_file(const uint8_t *data, size_t size)
     carbon_update(&cs, 0, 0, why, sizeof why);
     carbon_update(&cs, 2 * CARBON_REREAD_S, 1000, why, sizeof why);
     carbon_grams(&cs, 2000);
+    memfile_close(&m);
+    return 0;
+}
+
+int fuzz_carbon_trace(const uint8_t *data, size_t size)
+{
+    memfile m;
+    if (memfile_open(&m, data, size))
+        return 0;
+    carbon_trace tr;
+    char why[600];
+    if (carbon_trace_load(&tr, m.path, why, sizeof why) == 0) {
+        carbon_trace_at(&tr, tr.t[0] - 1);
+        carbon_trace_at(&tr, tr.t[tr.n / 2]);
+        carbon_trace_free(&tr);
+    }
+    memfile_close(&m);
+    return 0;
+}
+
+int fuzz_machine_profile(const uint8_t *data, size_t size)
+{
+    memfile m;
+    if (memfile_open(&m, data, size))
+        return 0;
+    sim_profile p;
+    char why[600];
+    if (profile_load(&p, m.path, why, sizeof why) == 0)
+        for (int w = 1; w <= 8; w++)
+            profile_img_per_s(&p, w, 1e5);
     memfile_close(&m);
     return 0;
 }
