@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define IDLE_SPIN_S 200e-6      /* how long an idle worker looks for work before it sleeps */
@@ -405,11 +406,39 @@ void rt_task_complete(rt_runtime *rt, rt_task *t, int failed, const char *why)
     atomic_fetch_sub(&rt->completing, 1);   /* the last touch of rt */
 }
 
-/* Stretches a task body that ran from start to end to slowdown times its length, busy as a
- * slower core would be; the new end. */
-static uint64_t emulate_slower(const rt_runtime *rt, uint64_t start, uint64_t end)
+/* This thread's CPU seconds: what a task body cost, without the time it was preempted. */
+static double thread_cpu_s(void)
 {
-    uint64_t until = end + (uint64_t)((double)(end - start) * (rt->slowdown - 1));
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* What one thread_cpu_s() call adds to a difference of two: the least of a few pairs. */
+static double thread_cpu_overhead_s(void)
+{
+    double least = 1;
+    for (int i = 0; i < 64; i++) {
+        double a = thread_cpu_s(), b = thread_cpu_s();
+        least = b - a < least ? b - a : least;
+    }
+    return least > 0 ? least : 0;
+}
+
+/* Stretches a task body that ran from start to end, costing cpu_s of this thread's CPU, to
+ * slowdown times its length, busy as a slower core would be; the new end. The length is the
+ * body's wall time, or its CPU time when that is less: a body preempted by another thread (a
+ * busy host, the network's threads) is not made slowdown times later for it. */
+static uint64_t emulate_slower(const rt_runtime *rt, uint64_t start, uint64_t end, double cpu_s)
+{
+    static double ticks_per_s, overhead_s = -1;
+    if (!ticks_per_s)
+        ticks_per_s = 1e6 / clock_ticks_to_s(1000000);
+    if (overhead_s < 0)
+        overhead_s = thread_cpu_overhead_s();
+    double cpu_ticks = (cpu_s - overhead_s) * ticks_per_s, wall = (double)(end - start);
+    double length = cpu_ticks > 0 && cpu_ticks < wall ? cpu_ticks : wall;
+    uint64_t until = end + (uint64_t)(length * (rt->slowdown - 1));
     uint64_t now = end;
     while (now < until)
         now = clock_ticks();
@@ -438,14 +467,16 @@ static rt_task *run_task(rt_runtime *rt, rt_worker *me, rt_task *t)
             return NULL;   /* handed back when its data is in place */
         if (ready > 0) {
             rt_ctx ctx = {rt, me->id, me->memory, t};
+            int slower = __builtin_expect(rt->slowdown > 1, 0) && me->kind == RT_WORKER_CPU;
+            double cpu = slower ? thread_cpu_s() : 0;
             uint64_t start = clock_ticks();
             t->ready.start = start;   /* before the body: a pending task may complete at once */
             int rc = t->kind->impl[me->kind](&ctx, t->args);
             if (__builtin_expect(rc == RT_PENDING, 0))
                 return NULL;   /* t may already be gone */
             uint64_t end = clock_ticks();
-            if (__builtin_expect(rt->slowdown > 1, 0) && me->kind == RT_WORKER_CPU)
-                end = emulate_slower(rt, start, end);
+            if (slower)
+                end = emulate_slower(rt, start, end, thread_cpu_s() - cpu);
             stats_record(me, t, start, end);
             if (__builtin_expect(rc != 0, 0))
                 rt_set_error(rt, "task '%s' failed on worker %d (returned %d)",

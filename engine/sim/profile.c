@@ -140,9 +140,10 @@ static double epochs_median(const json_value *epochs, const char *field)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* One run's speed and power, into p (its idle watts in *idle, NAN when not known). */
-static int calibrate_one(sim_profile *p, const char *dir, double *busy_w, int *workers, double *idle,
-                         char *err, size_t errlen)
+/* One run's speed (*img, on *workers) and power (*busy_w; its idle watts in *idle, NAN when not
+ * known); p gets its machine's figures. */
+static int calibrate_one(sim_profile *p, const char *dir, double *busy_w, int *workers, double *img,
+                         double *idle, char *err, size_t errlen)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/summary.json", dir);
@@ -157,19 +158,17 @@ static int calibrate_one(sim_profile *p, const char *dir, double *busy_w, int *w
     const json_value *epochs = json_get(s, "epochs");
     int rc = 0;
     *workers = (int)json_num(json_get(s, "config.workers"), 0);
-    double img = epochs && epochs->type == JSON_ARRAY ? epochs_median(epochs, "images_per_s") : NAN;
+    *img = epochs && epochs->type == JSON_ARRAY ? epochs_median(epochs, "images_per_s") : NAN;
     *busy_w = epochs && epochs->type == JSON_ARRAY ? epochs_median(epochs, "energy.watts") : NAN;
     double flops = json_num(json_get(s, "execution.model_flops_per_sample"), 0);
     if (json_get(s, "cluster") || json_get(s, "gossip"))
         rc = failf(err, errlen, "%s: a run of several machines: calibrate from runs on one machine", path);
-    else if (*workers < 1 || !isfinite(img) || !(flops > 0))
+    else if (*workers < 1 || !isfinite(*img) || !(flops > 0))
         rc = failf(err, errlen, "%s: no config.workers, epochs' images_per_s or "
                    "execution.model_flops_per_sample: not a finished training run", path);
     else if (p->flops_per_sample > 0 && fabs(flops / p->flops_per_sample - 1) > 1e-9)
         rc = failf(err, errlen, "%s: another model (%g FLOPs a sample, not %g): calibrate from "
                    "runs of one job", path, flops, p->flops_per_sample);
-    else if (add_speed(p, *workers, img))
-        rc = failf(err, errlen, "%s: more than %d worker counts", path, PROFILE_MAX_SPEEDS);
     if (!rc) {
         p->flops_per_sample = flops;
         p->cpus = p->cpus ? p->cpus : (int)json_num(json_get(s, "machine.cpus"), 1);
@@ -189,16 +188,24 @@ int profile_calibrate(sim_profile *p, const char *const *dirs, int ndirs, char *
 {
     memset(p, 0, sizeof *p);
     double idle = NAN, slope = 0;   /* watts a busy worker adds, the largest run's */
-    int top = 0;
+    double img[PROFILE_MAX_SPEEDS] = {0};
+    int workers[PROFILE_MAX_SPEEDS], runs[PROFILE_MAX_SPEEDS] = {0}, n = 0, top = 0;
     for (int i = 0; i < ndirs; i++) {
-        double busy_w, run_idle;
-        int workers;
-        if (calibrate_one(p, dirs[i], &busy_w, &workers, &run_idle, err, errlen))
+        double busy_w = NAN, run_idle = NAN, run_img = 0;
+        int w = 0, k = 0;
+        if (calibrate_one(p, dirs[i], &busy_w, &w, &run_img, &run_idle, err, errlen))
             return -1;
+        while (k < n && workers[k] != w)
+            k++;
+        if (k == PROFILE_MAX_SPEEDS)
+            return failf(err, errlen, "%s: more than %d worker counts", dirs[i], PROFILE_MAX_SPEEDS);
+        n += k == n, workers[k] = w, img[k] += run_img, runs[k]++;   /* runs alike: their mean */
         idle = isfinite(run_idle) ? run_idle : idle;
-        if (workers >= top && isfinite(busy_w))
-            top = workers, slope = busy_w;
+        if (w >= top && isfinite(busy_w))
+            top = w, slope = busy_w;
     }
+    for (int k = 0; k < n; k++)
+        add_speed(p, workers[k], img[k] / runs[k]);
     if (!top)
         return failf(err, errlen, "%s: no epoch's energy.watts: the runs measured no power", dirs[0]);
     /* no idle figure (no sensor's baseline): half the busy power, said in `energy` */

@@ -33,7 +33,8 @@ typedef struct sim_profile {
 /* 0, or -1 with err naming the file and line. */
 int profile_load(sim_profile *p, const char *path, char *err, size_t errlen);
 /* From runs on one machine (their summary.json): the median images/s of each run's epochs
- * (the first left out when there are more), by worker count; the watts the same way. 0, or -1
+ * (the first left out when there are more), by worker count (runs with as many workers: their
+ * mean, e.g. runs made at once to load the machine as a cluster will); the watts the same way. 0, or -1
  * with err naming the folder and what it lacks. */
 int profile_calibrate(sim_profile *p, const char *const *dirs, int ndirs, char *err, size_t errlen);
 void profile_write(FILE *f, const sim_profile *p, const char *from);
