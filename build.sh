@@ -18,7 +18,8 @@
 #                         every test again under ASan+UBSan, and those with threads under TSan
 #   ./build.sh bench WHAT run a benchmark: runtime, ops, train (frugal against PyTorch), opencl,
 #                         cluster (a coordinator and a node through tools/netproxy), placement
-#                         (fixed configurations against each policy's choice)
+#                         (fixed configurations against each policy's choice), gossip, simulate
+#                         (frugal simulate on 10,000 machines)
 #   ./build.sh fuzz [SECONDS]
 #                         libFuzzer (clang, ASan+UBSan) on every decoder, SECONDS each (30)
 #   ./build.sh fixtures   regenerate tests/fixtures from PyTorch (Debian's python3-torch)
@@ -220,8 +221,12 @@ bench() {
         make -s -j"$JOBS" VARIANT=release build/release/netproxy
         tools/bench_gossip.sh
         ;;
+    simulate)
+        build
+        tools/bench_simulate.sh
+        ;;
     *)
-        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train | opencl | cluster | placement | gossip" >&2
+        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train | opencl | cluster | placement | gossip | simulate" >&2
         return 2
         ;;
     esac

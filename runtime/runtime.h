@@ -149,7 +149,8 @@ typedef struct rt_config {
     int trace;               /* keep every task's (worker, kind, start, end) for export */
     size_t trace_max_events; /* the trace's bound; 0: RT_TRACE_MAX_EVENTS */
     double slowdown;         /* > 1: emulate slower hardware, each CPU task body taking this
-                              * many times as long (spinning after it); 0 or 1: none */
+                              * many times its CPU time (spinning after it: time it was
+                              * preempted is not stretched); 0 or 1: none */
     int ndevices;            /* each gets a worker thread and a memory of its own */
     rt_device devices[RT_MAX_DEVICES];
 } rt_config;

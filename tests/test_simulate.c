@@ -371,3 +371,41 @@ TEST(simulate_gossip_counts_every_push_and_prices_joules_by_the_site_trace)
     free(s);
 }
 
+
+/* Machines that join, leave and fail: a synchronous node failing mid-run has its chunks computed
+ * by the coordinator (every sample still trained on), an averaging node failing loses its share
+ * of that round only, a node joining later takes work from then. */
+TEST(simulate_joins_leaves_and_failures_change_who_computes)
+{
+    write_file(tmp("sim_job.cfg"), job_text());
+    const char *scn = tmp("churn.scn");
+    char err[1500];
+    sim_scenario *s = malloc(sizeof *s);
+    sim_result r;
+    for (int mode = 0; mode < 2; mode++) {
+        char text[1200];
+        snprintf(text, sizeof text,
+                 "[scenario]\njob = sim_job.cfg\nmode = %s\nevery = 8\nepochs = 1\n"
+                 "[machine]\nname = c\nimg_per_s = 1000\npower = 10, 20, 30\ncpus = 1\n"
+                 "[machine]\nname = dies\nimg_per_s = 1000\npower = 10, 20, 30\ncpus = 1\nfail_at = 1\n"
+                 "[machine]\nname = late\nimg_per_s = 1000\npower = 10, 20, 30\ncpus = 1\njoin_at = 0.5\n",
+                 mode ? "average" : "sync");
+        write_file(scn, text);
+        CHECKF(scenario_load(s, scn, NULL, err, sizeof err) == 0, "%s", err);
+        CHECKF(sim_run(s, &r, err, sizeof err) == 0, "%s", err);
+        double total = (double)(r.m[0].samples + r.m[1].samples + r.m[2].samples);
+        printf("  %s: c %ld, dies %ld, late %ld samples in %.3f s\n", mode ? "average" : "sync", r.m[0].samples,
+               r.m[1].samples, r.m[2].samples, r.seconds);
+        fflush(stdout);
+        CHECK(r.m[1].samples > 0 && r.m[1].samples < 1000);   /* until it failed, about 1 s in */
+        CHECK(r.m[2].samples > 0 && r.m[2].samples < r.m[0].samples);
+        CHECK(r.m[1].present_s <= 1.0 + 1e-9 && r.m[2].present_s <= r.seconds - 0.5 + 1e-9);
+        if (mode == 0)
+            CHECKF(total == 3072, "sync: %g samples trained on, not 3072", total);
+        else   /* one round's share lost with the node that failed in it */
+            CHECKF(total < 3072 && total > 3072 - 8 * 32, "average: %g samples trained on", total);
+        sim_result_free(&r);
+        scenario_free(s);
+    }
+    free(s);
+}
