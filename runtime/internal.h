@@ -220,6 +220,8 @@ struct rt_runtime {
     unsigned kinds_present;         /* bit per rt_worker_kind */
     int trace;
     double slowdown;                /* rt_config's, 1 when none */
+    double slowdown_ticks_per_s;    /* with a slowdown: clock_ticks a second, and what reading */
+    double slowdown_clock_s;        /* a thread's CPU clock adds to a difference (scheduler.c) */
     rt_worker *workers;
     worker_group groups[RT_WORKER_KINDS];
     int ngroups;

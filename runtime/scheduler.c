@@ -431,12 +431,7 @@ static double thread_cpu_overhead_s(void)
  * busy host, the network's threads) is not made slowdown times later for it. */
 static uint64_t emulate_slower(const rt_runtime *rt, uint64_t start, uint64_t end, double cpu_s)
 {
-    static double ticks_per_s, overhead_s = -1;
-    if (!ticks_per_s)
-        ticks_per_s = 1e6 / clock_ticks_to_s(1000000);
-    if (overhead_s < 0)
-        overhead_s = thread_cpu_overhead_s();
-    double cpu_ticks = (cpu_s - overhead_s) * ticks_per_s, wall = (double)(end - start);
+    double cpu_ticks = (cpu_s - rt->slowdown_clock_s) * rt->slowdown_ticks_per_s, wall = (double)(end - start);
     double length = cpu_ticks > 0 && cpu_ticks < wall ? cpu_ticks : wall;
     uint64_t until = end + (uint64_t)(length * (rt->slowdown - 1));
     uint64_t now = end;
@@ -680,6 +675,8 @@ rt_runtime *rt_create(const rt_config *cfg)
     rt->trace = cfg->trace;
     rt->slowdown = cfg->slowdown > 1 ? cfg->slowdown : 1;
     clock_init();
+    if (rt->slowdown > 1)
+        rt->slowdown_ticks_per_s = 1e6 / clock_ticks_to_s(1000000), rt->slowdown_clock_s = thread_cpu_overhead_s();
     rt->workers = aligned_alloc(64, sizeof(rt_worker) * (size_t)rt->nworkers);
     if (!rt->workers) {
         free(rt);
