@@ -363,3 +363,53 @@ TEST(runtime_idle_workers_are_the_active_ones_asleep)
     CHECKF(idle == 0, "%d idle workers with the two others parked, not 0", idle);
     rt_destroy(rt);
 }
+
+/* A body that costs its thread CPU time (spins until it has), or that waits without any (sleeps:
+ * as if another thread had the core meanwhile). */
+static double thread_cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int burn_body(const rt_ctx *ctx, void *args)
+{
+    (void)ctx, (void)args;
+    double start = thread_cpu_now();
+    while (thread_cpu_now() - start < 0.002)
+        ;
+    return 0;
+}
+static rt_kind burn_kind = {.name = "burn", .cpu = burn_body};
+
+static int sleep_body(const rt_ctx *ctx, void *args)
+{
+    (void)ctx, (void)args;
+    usleep(20000);
+    return 0;
+}
+static rt_kind sleep_kind = {.name = "sleep", .cpu = sleep_body};
+
+/* Seconds one task of that kind takes on a runtime of one worker at slowdown 10. */
+static double slowed_task_s(rt_kind *kind)
+{
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 1, .slowdown = 10});
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    CHECK(rt_submit(rt, &(rt_task_desc){.kind = kind}) == 0);
+    CHECK(rt_wait_all(rt) == 0);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    rt_destroy(rt);
+    return (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+}
+
+/* slowdown stretches a task's CPU time: a body that burned 2 ms of CPU takes at least 10 times
+ * that (a floor, whatever the load), and one that spent 20 ms without the CPU is not made 10
+ * times later (200 ms; the bound is 5 times what it may take, 20 ms and its CPU's worth). */
+TEST(runtime_slowdown_stretches_cpu_time_not_time_without_the_cpu)
+{
+    double burned = slowed_task_s(&burn_kind), slept = slowed_task_s(&sleep_kind);
+    CHECKF(burned >= 10 * 0.002 * 0.95, "a 2 ms body at slowdown 10 took %.4f s", burned);
+    CHECKF(slept < 0.1, "a body 20 ms without the CPU at slowdown 10 took %.4f s", slept);
+}
