@@ -30,11 +30,15 @@ static round_sizes message_sizes(const sim_state *st)
 }
 
 /* Seconds a machine takes for `units` chunk-batches over `batches` batches: each batch's chunks
- * on its workers. */
-static double share_s(const sim_state *st, int i, double units, long batches)
+ * on its workers, a share that ends part way through a chunk holding it in some of the batches
+ * only (as the coordinator's split does). */
+static double share_s(const sim_state *st, int i, long units, long batches)
 {
     const sim_node *n = &st->node[i];
-    return (double)batches * ceil(units / (double)batches / n->workers - 1e-9) * n->chunk_s;
+    long base = units / batches, extra = units - base * batches;   /* batches with one chunk more */
+    double waves = (double)(batches - extra) * (double)((base + n->workers - 1) / n->workers) +
+                   (double)extra * (double)((base + n->workers) / n->workers);
+    return waves * n->chunk_s;
 }
 
 /* One round of `batches` batches of `size` samples from t; its end. */
@@ -62,7 +66,7 @@ static double round_at(sim_state *st, double t, long batches, int size, share_co
         double a = sim_send(st, 0, i, st->s->job.compress && !first ? z->delta : z->params,
                             st->s->job.compress && !first ? MSG_DELTA : MSG_PARAMS, 0, t);
         a = sim_send(st, 0, i, z->round, MSG_ROUND, 0, a);
-        double dur = share_s(st, i, (double)whole, batches);
+        double dur = share_s(st, i, whole, batches);
         int busy = st->node[i].workers;
         if (st->node[i].fail_at < a + dur) {   /* its share is lost with it */
             sim_compute(st, i, a, st->node[i].fail_at - a, busy);
@@ -73,9 +77,10 @@ static double round_at(sim_state *st, double t, long batches, int size, share_co
         st->r->m[i].chunks += whole, st->r->m[i].samples += lround(per_chunk * (double)whole);
         end = done > end ? done : end;
     }
-    double mine = units - upto, dur = share_s(st, 0, mine, batches);
+    long mine = lround(units - upto);
+    double dur = share_s(st, 0, mine, batches);
     sim_compute(st, 0, t, dur, st->node[0].workers);
-    st->r->m[0].chunks += lround(mine), st->r->m[0].samples += lround(per_chunk * mine);
+    st->r->m[0].chunks += mine, st->r->m[0].samples += lround(per_chunk * (double)mine);
     st->r->rounds++;
     return t + dur > end ? t + dur : end;
 }
