@@ -15,7 +15,7 @@
 
 static const char *traffic_name(unsigned type)
 {
-    return type == GOSSIP_MSG_PUSH ? "PUSH" : proto_msg_name(type);
+    return type >= GOSSIP_MSG_HELLO ? gossip_msg_name(type) : proto_msg_name(type);
 }
 
 int sim_present(const sim_state *st, int i, double t)

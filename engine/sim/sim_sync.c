@@ -35,17 +35,19 @@ static double lag_of(const sim_state *st, int i)
     return 2 * l->latency_s + bytes * 8 / l->bits_per_s;
 }
 
-/* The policy's choice of nodes (cluster_share.h), as the coordinator makes it once measured. */
+/* The policy's choice of nodes (cluster_share.h), as the coordinator makes it once measured; a
+ * real coordinator holds 64 nodes at most, so larger scenarios keep every node. */
+#define POLICY_MAX_MEMBERS 64
 static void choose(const sim_state *st, double t, const int *present, int *in)
 {
     const sim_scenario *s = st->s;
-    if (s->policy < 0 || st->n > 64) {
+    if (s->policy < 0 || st->n > POLICY_MAX_MEMBERS) {
         for (int i = 0; i < st->n; i++)
             in[i] = present[i];
         return;
     }
-    member_figures m[64] = {{0, 0, 0}};
-    int index[64], k = 0;
+    member_figures m[POLICY_MAX_MEMBERS] = {{0, 0, 0}};
+    int index[POLICY_MAX_MEMBERS], k = 0;
     for (int i = 0; i < st->n; i++) {
         in[i] = 0;
         if (!present[i])
@@ -54,7 +56,7 @@ static void choose(const sim_state *st, double t, const int *present, int *in)
                                                 sim_carbon_at(st, i, t)};
     }
     policy_limits l = {(placement_policy)s->policy, 0, -1, s->carbon};
-    int take[64];
+    int take[POLICY_MAX_MEMBERS];
     cluster_choose(&l, m, k, take);
     for (int j = 0; j < k; j++)
         in[index[j]] = take[j];
