@@ -3,6 +3,7 @@
 #include "common/input_file.h"
 #include "common/json_parse.h"
 #include "energy/power_model.h"
+#include "netio/secure_speed.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -82,9 +83,18 @@ static int profile_line(sim_profile *p, char *line, const char *path, int no, ch
         if (power_model_profile_parse(value, PROFILE_MAX_WATTS, p->power))
             return failf(err, errlen, "%s:%d: power: '%s' is not IDLE, ONE, ALL watts, each at least "
                          "the one before", path, no, value);
+    } else if (!strcmp(key, "seal_mb_per_s") || !strcmp(key, "slowdown")) {
+        double v = strtod(value, &end);
+        if (*end || !(v > 0) || v > 1e9 || (!strcmp(key, "slowdown") && v < 1))
+            return failf(err, errlen, "%s:%d: %s: '%s' is not a positive number%s", path, no, key, value,
+                         !strcmp(key, "slowdown") ? " of at least 1" : "");
+        if (!strcmp(key, "slowdown"))
+            p->slowdown = v;
+        else
+            p->seal_bytes_per_s = v * 1e6;
     } else {
         return failf(err, errlen, "%s:%d: unknown key '%s' (keys: name, cpus, flops_per_sample, "
-                     "speed, power, energy)", path, no, key);
+                     "speed, power, energy, seal_mb_per_s, slowdown)", path, no, key);
     }
     return 0;
 }
@@ -92,7 +102,7 @@ static int profile_line(sim_profile *p, char *line, const char *path, int no, ch
 int profile_load(sim_profile *p, const char *path, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
-    p->power[0] = -1;
+    p->power[0] = -1, p->slowdown = 1;
     size_t len;
     char *text = input_read_all(path, PROFILE_MAX_BYTES, "machine profile", &len, err, errlen);
     if (!text)
@@ -172,6 +182,7 @@ static int calibrate_one(sim_profile *p, const char *dir, double *busy_w, int *w
     if (!rc) {
         p->flops_per_sample = flops;
         p->cpus = p->cpus ? p->cpus : (int)json_num(json_get(s, "machine.cpus"), 1);
+        p->slowdown = json_num(json_get(s, "execution.emulated_slowdown"), 1);
         snprintf(p->energy, sizeof p->energy, "%s", json_str(json_get(s, "energy.source"), "not measured"));
         double base = json_num(json_get(s, "energy.idle_baseline_watts"), 0);
         double idle_w, core_w;
@@ -218,6 +229,10 @@ int profile_calibrate(sim_profile *p, const char *const *dirs, int ndirs, char *
     p->power[0] = idle, p->power[1] = idle + per_worker, p->power[2] = idle + per_worker * p->cpus;
     const char *slash = strrchr(dirs[0], '/');
     snprintf(p->name, sizeof p->name, "%s", slash && slash[1] ? slash + 1 : dirs[0]);
+    double aes = secure_speed(1, 0.2);   /* what a node's traffic is sealed with, where it can be */
+    p->seal_bytes_per_s = 2 * (aes > 0 ? aes : secure_speed(0, 0.2));   /* seal and open: half each */
+    if (p->seal_bytes_per_s < 0)
+        p->seal_bytes_per_s = 0;
     return 0;
 }
 
@@ -228,6 +243,10 @@ void profile_write(FILE *f, const sim_profile *p, const char *from)
     for (int i = 0; i < p->nspeeds; i++)
         fprintf(f, "speed = %d %.6g\n", p->workers[i], p->img_per_s[i]);
     fprintf(f, "power = %.6g, %.6g, %.6g\nenergy = %s\n", p->power[0], p->power[1], p->power[2], p->energy);
+    if (p->seal_bytes_per_s > 0)
+        fprintf(f, "seal_mb_per_s = %.6g\n", p->seal_bytes_per_s / 1e6);
+    if (p->slowdown > 1)
+        fprintf(f, "slowdown = %g\n", p->slowdown);
 }
 
 int profile_workers(const sim_profile *p) { return p->workers[p->nspeeds - 1]; }

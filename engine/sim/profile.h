@@ -10,6 +10,10 @@
  *   power = IDLE, ONE, ALL        (watts: idle, one core busy, all cores busy; SimGrid's three
  *                                  points, energy/power_model.h)
  *   energy = where the watts come from (a sensor, or the fallback model: said in the results)
+ *   seal_mb_per_s = 560          (optional: MB a second one core seals for the wire, which a
+ *                                  node's worker does for every gradient it sends; --calibrate
+ *                                  measures it on the machine it runs on)
+ *   slowdown = 50                 (the runs' [execution] slowdown: sealing is stretched alike)
  */
 #ifndef FRUGAL_SIM_PROFILE_H
 #define FRUGAL_SIM_PROFILE_H
@@ -28,11 +32,13 @@ typedef struct sim_profile {
     int workers[PROFILE_MAX_SPEEDS];       /* increasing */
     double img_per_s[PROFILE_MAX_SPEEDS];
     double power[3];
+    double seal_bytes_per_s;               /* 0: sealing not modelled */
+    double slowdown;                       /* of the runs measured; 1: none */
 } sim_profile;
 
 /* 0, or -1 with err naming the file and line. */
 int profile_load(sim_profile *p, const char *path, char *err, size_t errlen);
-/* From runs on one machine (their summary.json): the median images/s of each run's epochs
+/* From runs on one machine (their summary.json), with the sealing speed measured here: the median images/s of each run's epochs
  * (the first left out when there are more), by worker count (runs with as many workers: their
  * mean, e.g. runs made at once to load the machine as a cluster will); the watts the same way. 0, or -1
  * with err naming the folder and what it lacks. */

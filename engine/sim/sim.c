@@ -163,10 +163,13 @@ static int make_nodes(sim_state *st, char *err, size_t errlen)
             p.flops_per_sample = st->m.flops_per_sample;
         double img = profile_img_per_s(&p, grp->workers, st->m.flops_per_sample);
         img *= host_share(s, g) / grp->slowdown;
+        double seal = p.seal_bytes_per_s > 0
+                          ? (p.slowdown > 1 ? p.slowdown : 1) * grp->slowdown / host_share(s, g) / p.seal_bytes_per_s
+                          : 0;
         for (int c = 0; c < grp->count; c++, k++) {
             sim_node *n = &st->node[k];
-            *n = (sim_node){g, grp->workers, per_chunk * grp->workers / img, grp->join_at, grp->leave_at,
-                            grp->fail_at, 0, 0, grp->join_at};
+            *n = (sim_node){g, grp->workers, per_chunk * grp->workers / img, seal, grp->join_at,
+                            grp->leave_at, grp->fail_at, 0, 0, grp->join_at};
             sim_machine_result *m = &st->r->m[k];
             if (grp->count > 1)
                 snprintf(m->name, sizeof m->name, "%s-%d", grp->name, c + 1);

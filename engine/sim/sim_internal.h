@@ -11,6 +11,7 @@ typedef struct sim_node {
     int group;
     int workers;
     double chunk_s;              /* a chunk on one worker (slowdown and a shared host counted) */
+    double seal_s_per_byte;      /* what its worker spends sealing a byte it sends (0: none) */
     double join_at, leave_at, fail_at;
     double up_free, down_free;   /* when its link's two directions are free */
     double clock;                /* gossip: when it finished its last round */

@@ -26,13 +26,19 @@ static sync_sizes message_sizes(void)
     return (sync_sizes){proto_work_encode(&w, buf, sizeof buf), proto_result_head(&r, buf, sizeof buf)};
 }
 
+/* Seconds node i's worker spends sealing a batch's gradients for the wire (a GRAD a layer). */
+static double seal_s(const sim_state *st, int i)
+{
+    return st->node[i].seal_s_per_byte * sizeof(float) * (double)st->m.nparams;
+}
+
 /* What a round trip adds to node i's chunks (the coordinator's `lag`): the latency both ways,
- * the parameters out and the gradients back. */
+ * the parameters out and the gradients back, and their sealing on the node's worker. */
 static double lag_of(const sim_state *st, int i)
 {
     const sim_link *l = scenario_link(st->s, st->node[0].group, st->node[i].group);
     double bytes = 2.0 * sizeof(float) * (double)st->m.nparams;
-    return 2 * l->latency_s + bytes * 8 / l->bits_per_s;
+    return 2 * l->latency_s + bytes * 8 / l->bits_per_s + seal_s(st, i);
 }
 
 /* The policy's choice of nodes (cluster_share.h), as the coordinator makes it once measured; a
@@ -79,6 +85,8 @@ static double node_batch(sim_state *st, int i, int q, double t, const sync_sizes
     }
     sim_compute(st, i, t, dur, busy);
     t += dur;
+    sim_compute(st, i, t, seal_s(st, i), 1);   /* its worker seals what it sends */
+    t += seal_s(st, i);
     for (int l = 0; l < st->param_layers; l++)   /* the chunks of one WORK run summed: a GRAD a layer */
         t = sim_send(st, i, 0, PROTO_LAYER_HEAD + sizeof(float) * (size_t)st->layer_n[l], MSG_GRAD, 1, t);
     for (int k = 0; k < q; k++)
