@@ -266,5 +266,5 @@ double profile_img_per_s(const sim_profile *p, int workers, double flops_per_sam
         double f = (double)(w - p->workers[i - 1]) / (p->workers[i] - p->workers[i - 1]);
         img = p->img_per_s[i - 1] + f * (p->img_per_s[i] - p->img_per_s[i - 1]);
     }
-    return img * p->flops_per_sample / flops_per_sample;
+    return p->flops_per_sample > 0 && flops_per_sample > 0 ? img * p->flops_per_sample / flops_per_sample : img;
 }

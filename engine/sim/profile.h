@@ -45,7 +45,8 @@ int profile_load(sim_profile *p, const char *path, char *err, size_t errlen);
 int profile_calibrate(sim_profile *p, const char *const *dirs, int ndirs, char *err, size_t errlen);
 void profile_write(FILE *f, const sim_profile *p, const char *from);
 /* Images per second on `workers` workers for a job of flops_per_sample: linear between the
- * worker counts measured, per worker beyond them (at most cpus). */
+ * worker counts measured, per worker beyond them (at most cpus); a profile of no FLOPs (written
+ * in a scenario) was measured on the job itself. */
 double profile_img_per_s(const sim_profile *p, int workers, double flops_per_sample);
 /* The largest worker count measured. */
 int profile_workers(const sim_profile *p);

@@ -158,13 +158,11 @@ static int make_nodes(sim_state *st, char *err, size_t errlen)
     double per_chunk = (double)st->plan.batch / st->plan.nchunks;
     for (int g = 0; g < s->ngroups; g++) {
         const sim_group *grp = &s->groups[g];
-        sim_profile p = grp->profile;
-        if (p.flops_per_sample <= 0)   /* written in the scenario: measured on this job */
-            p.flops_per_sample = st->m.flops_per_sample;
-        double img = profile_img_per_s(&p, grp->workers, st->m.flops_per_sample);
+        const sim_profile *p = &grp->profile;
+        double img = profile_img_per_s(p, grp->workers, st->m.flops_per_sample);
         img *= host_share(s, g) / grp->slowdown;
-        double seal = p.seal_bytes_per_s > 0
-                          ? (p.slowdown > 1 ? p.slowdown : 1) * grp->slowdown / host_share(s, g) / p.seal_bytes_per_s
+        double seal = p->seal_bytes_per_s > 0
+                          ? (p->slowdown > 1 ? p->slowdown : 1) * grp->slowdown / host_share(s, g) / p->seal_bytes_per_s
                           : 0;
         for (int c = 0; c < grp->count; c++, k++) {
             sim_node *n = &st->node[k];

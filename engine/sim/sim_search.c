@@ -18,7 +18,7 @@ static const mode_option MODES[] = {
 /* A group's cost per sample under the policy, from its profile (one machine at its workers). */
 static double group_cost(const sim_scenario *s, const sim_group *g)
 {
-    double img = profile_img_per_s(&g->profile, g->workers, g->profile.flops_per_sample > 0 ? g->profile.flops_per_sample : 1);
+    double img = profile_img_per_s(&g->profile, g->workers, g->profile.flops_per_sample);
     double w = g->profile.power[0] + (g->profile.power[2] - g->profile.power[0]) * g->workers / g->profile.cpus;
     double carbon = g->site >= 0 && s->sites[g->site].carbon >= 0 ? s->sites[g->site].carbon : s->carbon;
     option_figures o = {1 / (img / g->slowdown), w, 1, carbon};
