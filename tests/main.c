@@ -56,6 +56,15 @@ const char *test_tmpdir(void)
     return tmpdir;
 }
 
+const char *test_tmp(const char *name)
+{
+    static char buf[16][700];
+    static int next;
+    char *p = buf[next++ % 16];
+    snprintf(p, 700, "%s/%s", test_tmpdir(), name);
+    return p;
+}
+
 char *test_read_text(const char *path, char *buf, size_t n)
 {
     buf[0] = 0;

@@ -11,6 +11,8 @@ void test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* A scratch directory for this test, created fresh and removed afterwards. */
 const char *test_tmpdir(void);
+/* TMPDIR/name, in one of 16 buffers used in turn: copy a path that must outlive 15 more calls. */
+const char *test_tmp(const char *name);
 /* Seeds and sizes shrink under sanitizers, which run many times slower. */
 int test_scale(int full);
 /* A text file into buf (at most n - 1 bytes, 0-ended; "" when it cannot be read); returns buf. */

@@ -60,20 +60,11 @@ static const char *addr_of(int which)
     return p;
 }
 
-static const char *tmp(const char *name)
-{
-    static char buf[8][700];
-    static int next;
-    char *p = buf[next++ % 8];
-    snprintf(p, 700, "%s/%s", test_tmpdir(), name);
-    return p;
-}
-
 /* extra: more lines of the last section, [energy], and sections after it. */
 static const char *job_file_batch(const char *name, int limit, int filters, int epochs, int batch,
                                   double momentum, const char *extra)
 {
-    const char *path = tmp(name);
+    const char *path = test_tmp(name);
     FILE *f = fopen(path, "w");
     if (f) {
         fprintf(f, "[job]\nepochs = %d\nbatch = %d\nseed = 7\n"
@@ -288,7 +279,7 @@ static const char *slowdown(void) { return per_variant("50", "6", "3"); }
 
 static const char *key(void)
 {
-    const char *path = tmp("cluster.key");
+    const char *path = test_tmp("cluster.key");
     if (access(path, F_OK))
         CHECKF(FRUGAL(out, "keygen", path) == 0, "%s", out);
     return path;
@@ -339,7 +330,7 @@ typedef struct coordinator_run {
 
 static void coordinator_args(const coordinator_run *c, const char **args, char (*bufs)[760])
 {
-    snprintf(bufs[0], 760, "job.output=%s", tmp(c->name));
+    snprintf(bufs[0], 760, "job.output=%s", test_tmp(c->name));
     snprintf(bufs[1], 760, "%d", c->nodes);
     int n = 0;
     const char *fixed[] = {"train", c->job, "--set", bufs[0], "--listen", addr_of(c->which),
@@ -347,7 +338,7 @@ static void coordinator_args(const coordinator_run *c, const char **args, char (
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
         args[n++] = fixed[i];
     snprintf(bufs[2], 760, "execution.slowdown=%s", slowdown());
-    /* Every run traced (nodes' tracks); not through tmp(), whose buffers c's paths may be in. */
+    /* Every run traced (nodes' tracks); not through test_tmp(), whose buffers c's paths may be in. */
     snprintf(bufs[3], 760, "%s/%s.trace.json", test_tmpdir(), c->name);
     args[n++] = "--trace", args[n++] = bufs[3];
     args[n++] = "--verbose";   /* the tables by task kind: some tests read them */
@@ -380,8 +371,8 @@ static int coordinate(int which, const char *name, int nodes, const char *timeou
 static void single(const char *name, const char *jobpath)
 {
     char output[760];
-    snprintf(output, sizeof output, "job.output=%s", tmp(name));
-    if (access(tmp(name), F_OK))
+    snprintf(output, sizeof output, "job.output=%s", test_tmp(name));
+    if (access(test_tmp(name), F_OK))
         CHECKF(FRUGAL(out, "train", jobpath, "--set", output) == 0, "%s", out);
 }
 
@@ -389,8 +380,8 @@ static void single(const char *name, const char *jobpath)
 static void check_identical(const char *a, const char *b)
 {
     char pa[760], pb[760];
-    snprintf(pa, sizeof pa, "%s/model.bin", tmp(a));
-    snprintf(pb, sizeof pb, "%s/model.bin", tmp(b));
+    snprintf(pa, sizeof pa, "%s/model.bin", test_tmp(a));
+    snprintf(pb, sizeof pb, "%s/model.bin", test_tmp(b));
     static char da[1 << 20], db[1 << 20];
     FILE *fa = fopen(pa, "rb"), *fb = fopen(pb, "rb");
     size_t na = fa ? fread(da, 1, sizeof da, fa) : 0, nb = fb ? fread(db, 1, sizeof db, fb) : 0;
@@ -426,8 +417,8 @@ static void check_same_steps(const char *a, const char *b)
 {
     static char ta[1 << 16], tb[1 << 16];
     char pa[760], pb[760];
-    snprintf(pa, sizeof pa, "%s/steps.csv", tmp(a));
-    snprintf(pb, sizeof pb, "%s/steps.csv", tmp(b));
+    snprintf(pa, sizeof pa, "%s/steps.csv", test_tmp(a));
+    snprintf(pb, sizeof pb, "%s/steps.csv", test_tmp(b));
     drop_last_field(test_read_text(pa, ta, sizeof ta));
     drop_last_field(test_read_text(pb, tb, sizeof tb));
     CHECKF(strchr(ta, '\n') && !strcmp(ta, tb), "%s and %s differ:\n%s\n%s", pa, pb, ta, tb);
@@ -437,7 +428,7 @@ static void check_same_steps(const char *a, const char *b)
 static double summary_figure_after(const char *name, const char *after, const char *field)
 {
     char path[760], key[80], summary[1 << 15];
-    snprintf(path, sizeof path, "%s/summary.json", tmp(name));
+    snprintf(path, sizeof path, "%s/summary.json", test_tmp(name));
     snprintf(key, sizeof key, "\"%s\": ", field);
     const char *at = test_read_text(path, summary, sizeof summary);
     at = after ? strstr(at, after) : at;
@@ -465,7 +456,7 @@ static double epoch_samples(const char *name, int e)
 static double train_accuracy(const char *name)
 {
     char path[760], csv[1 << 14];
-    snprintf(path, sizeof path, "%s/metrics.csv", tmp(name));
+    snprintf(path, sizeof path, "%s/metrics.csv", test_tmp(name));
     double loss, acc, last = -1;
     int epoch;
     for (const char *line = test_read_text(path, csv, sizeof csv); line;) {
@@ -494,7 +485,7 @@ static double first_layer_apart(const char *a, const char *b)
     char path[760], err[300];
     int opened = 0;
     for (int i = 0; i < 2; i++) {
-        snprintf(path, sizeof path, "%s/model.bin", tmp(i ? b : a));
+        snprintf(path, sizeof path, "%s/model.bin", test_tmp(i ? b : a));
         if (checkpoint_open_model(&m[opened], &st[opened], path, err, sizeof err) == 0)
             free(st[opened++].log);
     }
@@ -515,7 +506,7 @@ static double first_layer_apart(const char *a, const char *b)
 static double nodes_sum(const char *name, const char *field)
 {
     char path[760], key[80], summary[1 << 15];
-    snprintf(path, sizeof path, "%s/summary.json", tmp(name));
+    snprintf(path, sizeof path, "%s/summary.json", test_tmp(name));
     snprintf(key, sizeof key, "\"%s\": ", field);
     const char *at = strstr(test_read_text(path, summary, sizeof summary), "\"nodes\": [");
     const char *end = at ? strstr(at, "], \"placement\"") : NULL;
@@ -586,7 +577,7 @@ TEST(cluster_one_two_three_nodes_give_the_same_weights)
     run_with_nodes(1, 2, "two");
     run_with_nodes(2, 3, "three");
     char summary[1 << 14];
-    test_read_text(tmp("three/summary.json"), summary, sizeof summary);
+    test_read_text(test_tmp("three/summary.json"), summary, sizeof summary);
     CHECKF(strstr(summary, "\"cluster\"") && strstr(summary, "\"bytes_received\"") &&
            strstr(summary, "\"energy\": \"estimated") &&
            strstr(summary, "\"weights_as_one_machine\": true, \"weights_why\": \"\"") &&
@@ -602,7 +593,7 @@ TEST(cluster_one_two_three_nodes_give_the_same_weights)
            all, here, nodes, out);
     /* The trace has a track per node: its messages and the chunks it computed. */
     char why[256];
-    json_value *t = trace_load_checked(tmp("three.trace.json"), why, sizeof why);
+    json_value *t = trace_load_checked(test_tmp("three.trace.json"), why, sizeof why);
     CHECKF(t != NULL, "%s", why);
     /* the parameters went layer by layer (LAYER), each node's at least once */
     CHECKF(trace_spans(t, "node 127.0.0.", "sent LAYER") >= 3 * 2 &&
@@ -669,7 +660,7 @@ TEST(cluster_says_when_the_weights_will_not_be_one_machines)
     snprintf(said, sizeof said, "cluster: %s, so the weights will not be bit-identical", why);
     snprintf(field, sizeof field, "\"weights_as_one_machine\": false, \"weights_why\": \"%s\"",
              why);
-    test_read_text(tmp("opencl/summary.json"), summary, sizeof summary);
+    test_read_text(test_tmp("opencl/summary.json"), summary, sizeof summary);
     CHECKF(strstr(out, said) && strstr(summary, field), "%s\n%s", out, summary);
     check_first_layer_as_one_machine("opencl");
 }
@@ -688,13 +679,13 @@ TEST(cluster_node_computes_on_its_own_opencl_devices)
     int rc = coordinate_run(&(coordinator_run){j, "node-opencl", 14, 1, "20", 0, 0, NULL, NULL});
     CHECKF(wait_node(node, "node-opencl-node") == 0 && rc == 0, "%s", out);
     char log[1 << 14], summary[1 << 15];
-    test_read_text(tmp("node-opencl-node.log"), log, sizeof log);
+    test_read_text(test_tmp("node-opencl-node.log"), log, sizeof log);
     CHECKF(strstr(log, "computing on opencl: "), "%s", log);
     CHECKF(strstr(out, "; computing on opencl: ") &&
            strstr(out, ") computes on OpenCL devices (opencl: ") &&
            strstr(out, "so the weights will not be bit-identical to a run on one machine "
                        "(frugal join --devices cpu keeps a node on its CPU)"), "%s", out);
-    test_read_text(tmp("node-opencl/summary.json"), summary, sizeof summary);
+    test_read_text(test_tmp("node-opencl/summary.json"), summary, sizeof summary);
     CHECKF(strstr(summary, "\"devices\": \"opencl: ") &&
            strstr(summary, "\"weights_as_one_machine\": false"), "%s", summary);
     CHECKF(summary_figure("node-opencl", "share") > 0.1, "%s", summary);   /* all_nodes: 1 chunk in 8 */
@@ -713,13 +704,13 @@ TEST(cluster_cipher_is_agreed_and_recorded)
     const char *chacha_env[] = {"FRUGAL_NET_CIPHER=xchacha20poly1305", NULL};
     const char *args[] = {"join", addr_of(15), "--key", key(), "--workers", "1", "--timeout",
                           "20", NULL};
-    pid_t node = frugal_spawn(&(frugal_call){(uid_t)-1, chacha_env, 0}, tmp("chacha-node.log"),
+    pid_t node = frugal_spawn(&(frugal_call){(uid_t)-1, chacha_env, 0}, test_tmp("chacha-node.log"),
                               args);
     int rc = coordinate_run(&(coordinator_run){job(), "chacha", 15, 1, "20", 0, 0, NULL, NULL});
     CHECKF(wait_node(node, "chacha-node") == 0 && rc == 0 &&
            strstr(out, "; traffic xchacha20poly1305) joined"), "%s", out);
     char summary[1 << 15];
-    test_read_text(tmp("chacha/summary.json"), summary, sizeof summary);
+    test_read_text(test_tmp("chacha/summary.json"), summary, sizeof summary);
     CHECKF(strstr(summary, "\"cipher\": \"xchacha20poly1305\""), "%s", summary);
 }
 
@@ -849,21 +840,21 @@ TEST(cluster_allow_file_admits_identities_and_revokes_them_while_running)
     while (args[n])
         n++;
     args[n++] = "--allow", args[n++] = allow, args[n] = NULL;
-    pid_t coordinator = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, tmp("allowed.log"), args);
+    pid_t coordinator = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, test_tmp("allowed.log"), args);
     const char *const with_a[] = {"--identity", a, NULL}, *const with_b[] = {"--identity", b, NULL};
     pid_t stranger_b = start_node_with(13, "allow-b", key(), "2", NULL, with_b);
     pid_t stranger_c = start_node_with(13, "allow-c", key(), "2", NULL, NULL);
     int b_rc = wait_node(stranger_b, "allow-b"), c_rc = wait_node(stranger_c, "allow-c");
     pid_t node = start_node_with(13, "allow-a", key(), "3", NULL, with_a);
-    int joined = wait_for_text(tmp("allowed.log"), "lab-pc-3 [id ");
+    int joined = wait_for_text(test_tmp("allowed.log"), "lab-pc-3 [id ");
     f = fopen(allow, "w");   /* A revoked: its line deleted */
     fprintf(f, "# machines admitted\n");
     fclose(f);
     int a_rc = wait_node(node, "allow-a"), status = 0;
-    int revoked = wait_for_text(tmp("allowed.log"), "removed from the allow file");
+    int revoked = wait_for_text(test_tmp("allowed.log"), "removed from the allow file");
     kill(coordinator, SIGINT);   /* the run goes on alone: no need to see it end */
     waitpid(coordinator, &status, 0);
-    test_read_text(tmp("allowed.log"), log, sizeof log);
+    test_read_text(test_tmp("allowed.log"), log, sizeof log);
     CHECKF(joined && revoked && WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT &&
            b_rc != 0 && c_rc != 0 && a_rc != 0, "a %d, b %d, c %d\n%s\n%s", a_rc, b_rc, c_rc,
            log, out);
@@ -872,7 +863,7 @@ TEST(cluster_allow_file_admits_identities_and_revokes_them_while_running)
            strstr(log, "lab-pc-3 [id ") &&
            strstr(log, "refused: its identity was removed from the allow file"), "%s", log);
     char summary[1 << 15];
-    test_read_text(tmp("allowed/summary.json"), summary, sizeof summary);
+    test_read_text(test_tmp("allowed/summary.json"), summary, sizeof summary);
     CHECKF(strstr(summary, "\"identity_name\": \"lab-pc-3\""), "%s", summary);
 }
 
@@ -1055,7 +1046,7 @@ TEST(cluster_stalled_node_is_late_then_dropped)
     char log[1 << 14] = "", summary[1 << 15];
     CHECKF(scripted_end(&r, "stalled", "late with 3 chunks in a row (each past its deadline)",
                         log, sizeof log) && strstr(log, "late: chunk"), "%s", log);
-    test_read_text(tmp("stalled/summary.json"), summary, sizeof summary);
+    test_read_text(test_tmp("stalled/summary.json"), summary, sizeof summary);
     CHECKF(strstr(summary, "\"chunks_late\": 3") || strstr(summary, "\"chunks_late\": 4") ||
            strstr(summary, "\"chunks_late\": 5") || strstr(summary, "\"chunks_late\": 6") ||
            strstr(summary, "\"chunks_late\": 7"), "%s", summary);
@@ -1074,7 +1065,7 @@ TEST(cluster_coordinator_stops_on_sigint_while_a_node_stalls)
     char bufs[4][760];
     coordinator_run c = {.job = job(), .name = "interrupted", .which = 9, .nodes = 1, .timeout = "6"};
     coordinator_args(&c, args, bufs);
-    pid_t coordinator = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, tmp("interrupted.log"), args);
+    pid_t coordinator = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, test_tmp("interrupted.log"), args);
     int ok = scripted_join_all(&r, 9, 1, (int[]){8}) == 0;
     CHECKF(ok, "%s", r.err);
     kill(coordinator, SIGINT);
@@ -1090,10 +1081,10 @@ TEST(cluster_coordinator_stops_on_sigint_while_a_node_stalls)
     }
     scripted_stop(r.s);
     char log[1 << 14];
-    test_read_text(tmp("interrupted.log"), log, sizeof log);
+    test_read_text(test_tmp("interrupted.log"), log, sizeof log);
     CHECKF(ended && WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT, "%s\n%s",
            ended ? "" : "still running 30 s after SIGINT", log);
-    CHECKF(access(tmp("interrupted/checkpoint.bin"), F_OK) == 0, "%s", log);
+    CHECKF(access(test_tmp("interrupted/checkpoint.bin"), F_OK) == 0, "%s", log);
 }
 
 /* A sum a node may not send (the fixed order sums a batch from its last chunk down, trainer_graph.c) is
@@ -1147,7 +1138,7 @@ TEST(cluster_refuses_gradients_far_larger_than_those_computed_here)
            strstr(log, "cluster: node 127.0.0.1:") &&
            strstr(log, " refused: a gradient of layer 4 ") &&
            strstr(log, "times the largest per sample of the last"), "%s", log);
-    test_read_text(tmp("too-large/summary.json"), summary, sizeof summary);
+    test_read_text(test_tmp("too-large/summary.json"), summary, sizeof summary);
     CHECKF(strstr(summary, "\"weights_as_one_machine\": false") &&
            strstr(summary, "its earlier gradients, within the bound, were summed"), "%s", summary);
 }
@@ -1205,7 +1196,7 @@ TEST(cluster_broken_links_are_dropped_and_the_node_rejoins)
     const char *const proxy_args[] = {addr_of(5), addr_of(4), "--flip", "1:5000", "--replay", "2:5",
                                       "--oversize", "3:4", "--stall", "4:3000:2.5",
                                       "--duration", "200", NULL};
-    pid_t proxy = tool_spawn("netproxy", &(frugal_call){(uid_t)-1, NULL, 0}, tmp("proxy.log"),
+    pid_t proxy = tool_spawn("netproxy", &(frugal_call){(uid_t)-1, NULL, 0}, test_tmp("proxy.log"),
                              proxy_args);
     pid_t node = start_slow_node(5, "through-proxy", "20");
     int rc = coordinate_run(&(coordinator_run){slow_job(), "faults", 4, 1, "1.5", 1, 0, NULL, NULL});
@@ -1213,7 +1204,7 @@ TEST(cluster_broken_links_are_dropped_and_the_node_rejoins)
     kill(proxy, SIGKILL);
     waitpid(proxy, NULL, 0);
     char log[4096];
-    test_read_text(tmp("proxy.log"), log, sizeof log);
+    test_read_text(test_tmp("proxy.log"), log, sizeof log);
     CHECKF(rc == 0 && node_rc == 0, "%s\n%s", out, log);
     CHECKF(strstr(log, "flipped") && strstr(log, "replayed") && strstr(log, "oversized") &&
            strstr(log, "stalled"), "the faults did not all land:\n%s\n%s", log, out);
@@ -1234,8 +1225,8 @@ TEST(cluster_nodes_leave_and_join_mid_run)
     pid_t steady = start_slow_node(6, "steady", "20");
     pid_t helper = fork();
     if (helper == 0) {   /* soon after both are ready: kill -9 one, then a new one joins */
-        int ok = wait_for_text(tmp("steady.log"), "ready:") &&
-                 wait_for_text(tmp("doomed.log"), "ready:");
+        int ok = wait_for_text(test_tmp("steady.log"), "ready:") &&
+                 wait_for_text(test_tmp("doomed.log"), "ready:");
         usleep(1000 * 1000);
         kill(doomed, SIGKILL);
         usleep(300 * 1000);
@@ -1250,7 +1241,7 @@ TEST(cluster_nodes_leave_and_join_mid_run)
     wait_node(doomed, "doomed");
     int steady_rc = wait_node(steady, "steady");
     char late[4096];
-    test_read_text(tmp("late.log"), late, sizeof late);
+    test_read_text(test_tmp("late.log"), late, sizeof late);
     CHECKF(rc == 0 && steady_rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s\n%s",
            out, late);
     const char *lost = strstr(out, ") lost: "), *end = strstr(out, "tasks of the whole run");
@@ -1276,9 +1267,9 @@ TEST(cluster_coordinator_killed_and_resumed)
     char bufs[4][760];
     coordinator_run c = {slow_job(), "resumed", 7, 2, "20", 1, 0, NULL, NULL};
     coordinator_args(&c, args, bufs);
-    pid_t first = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, tmp("first.log"), args);
-    int saved = wait_for_text(tmp("first.log"), "epoch 1/3") &&
-                wait_for_text(tmp("resumed/metrics.csv"), "\n1,");
+    pid_t first = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, test_tmp("first.log"), args);
+    int saved = wait_for_text(test_tmp("first.log"), "epoch 1/3") &&
+                wait_for_text(test_tmp("resumed/metrics.csv"), "\n1,");
     kill(first, SIGKILL);
     waitpid(first, NULL, 0);
     int hasty_rc = wait_node(hasty, "hasty");
@@ -1305,8 +1296,8 @@ TEST(cluster_node_rejoins_a_coordinator_paused_by_ctrl_c)
     char bufs[4][760];
     coordinator_run c = {slow_job(), "paused", 14, 1, "20", 1, 0, NULL, NULL};
     coordinator_args(&c, args, bufs);
-    pid_t first = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, tmp("paused-first.log"), args);
-    int saved = wait_for_text(tmp("paused-first.log"), "epoch 1/3");
+    pid_t first = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, test_tmp("paused-first.log"), args);
+    int saved = wait_for_text(test_tmp("paused-first.log"), "epoch 1/3");
     kill(first, SIGINT);
     int status = 0;
     waitpid(first, &status, 0);
@@ -1373,7 +1364,7 @@ TEST(cluster_proxy_delivers_what_an_end_sent_before_it_reset)
     CHECKF(lfd >= 0, "cannot listen on %s", addr_of(12));
     const char *const proxy_args[] = {addr_of(13), addr_of(12), "--delay", "300", "--duration",
                                       "20", NULL};
-    pid_t proxy = tool_spawn("netproxy", &(frugal_call){(uid_t)-1, NULL, 0}, tmp("reset-proxy.log"),
+    pid_t proxy = tool_spawn("netproxy", &(frugal_call){(uid_t)-1, NULL, 0}, test_tmp("reset-proxy.log"),
                              proxy_args);
     for (int i = 0; i < 500 && cfd < 0; i++)   /* until the proxy listens */
         if ((cfd = loopback_socket(13, 0)) < 0)
@@ -1403,7 +1394,7 @@ TEST(cluster_proxy_delivers_what_an_end_sent_before_it_reset)
 static double node_share(const char *name)
 {
     char path[760], summary[1 << 15];
-    snprintf(path, sizeof path, "%s/summary.json", tmp(name));
+    snprintf(path, sizeof path, "%s/summary.json", test_tmp(name));
     const char *at = strstr(test_read_text(path, summary, sizeof summary), "\"nodes\": [{");
     at = at ? strstr(at, "\"share\": ") : NULL;
     double share = -1;
@@ -1426,7 +1417,7 @@ TEST(cluster_far_node_is_dealt_only_probes)
     single("single-far", j);
     const char *const proxy_args[] = {addr_of(13), addr_of(12), "--delay",
                                       per_variant("30", "100", "300"), "--duration", "60", NULL};
-    pid_t proxy = tool_spawn("netproxy", &(frugal_call){(uid_t)-1, NULL, 0}, tmp("far-proxy.log"),
+    pid_t proxy = tool_spawn("netproxy", &(frugal_call){(uid_t)-1, NULL, 0}, test_tmp("far-proxy.log"),
                              proxy_args);
     pid_t node = start_node(13, "far-node", key(), "20", NULL);
     int rc = coordinate_run(&(coordinator_run){j, "far", 12, 1, "20", 0, 0, NULL, NULL});
@@ -1438,7 +1429,7 @@ TEST(cluster_far_node_is_dealt_only_probes)
     CHECKF(share > 0 && share < 0.05, "the far node's share: %.3f\n%s", share, out);
     long dealt = -1, present = -1;   /* and the summary says in how few batches */
     char summary[1 << 15];
-    const char *at = strstr(test_read_text(tmp("far/summary.json"), summary, sizeof summary),
+    const char *at = strstr(test_read_text(test_tmp("far/summary.json"), summary, sizeof summary),
                             "\"batches_dealt\": ");
     CHECKF(at && sscanf(at, "\"batches_dealt\": %ld, \"batches_present\": %ld", &dealt, &present) == 2 &&
            dealt > 0 && dealt <= 2 && present == 96, "dealt in %ld of %ld batches\n%s", dealt,
@@ -1540,7 +1531,7 @@ TEST(cluster_idle_coordinator_takes_back_chunks_waiting_on_a_slow_node)
     check_identical("single-take-back", "take-back");
     /* the peer worker's tasks (its wait for the node) are none of this machine's energy */
     char summary[1 << 15];
-    const char *kinds = strstr(test_read_text(tmp("take-back/summary.json"), summary, sizeof summary),
+    const char *kinds = strstr(test_read_text(test_tmp("take-back/summary.json"), summary, sizeof summary),
                                "\"task_kinds\": [");
     const char *end = kinds ? strchr(kinds, ']') : NULL;
     CHECKF(end && !memmem(kinds, (size_t)(end - kinds), "remote chunk", 12) &&
@@ -1550,7 +1541,7 @@ TEST(cluster_idle_coordinator_takes_back_chunks_waiting_on_a_slow_node)
            kinds ? kinds : "", out);
     /* and the report's energy chart has this machine beside its node */
     static char html[1 << 20];
-    const char *chart = strstr(test_read_text(tmp("take-back/report.html"), html, sizeof html),
+    const char *chart = strstr(test_read_text(test_tmp("take-back/report.html"), html, sizeof html),
                                "Joules, by machine");
     CHECKF(chart && strstr(chart, "<title>coordinator: ") && strstr(chart, "<title>127.0.0.1:"),
            "no coordinator and node in the report's energy chart");
@@ -1562,7 +1553,7 @@ TEST(cluster_idle_coordinator_takes_back_chunks_waiting_on_a_slow_node)
  * one machine each time. */
 TEST(cluster_energy_policy_gives_less_to_a_node_three_times_less_efficient)
 {
-    char j[700], pinned[700];   /* tmp()'s buffers are reused */
+    char j[700], pinned[700];   /* test_tmp()'s buffers are reused */
     snprintf(j, sizeof j, "%s", job_file_with("efficiency.cfg", 4000, 8, 1, 0.9,
                                               "power_profile = 10, 20, 30\n"));
     snprintf(pinned, sizeof pinned, "%s",
@@ -1612,11 +1603,11 @@ TEST(cluster_node_keeps_its_own_power_budget)
     snprintf(j, sizeof j, "%s", job_file_with("node-budget.cfg", 3072, 8, 3, 0.9,
                                               "[placement]\nwindow_seconds = 0.1\n"));
     single("single-node-budget", j);
-    snprintf(root, sizeof root, "%s", tmp("sys-node-budget"));
+    snprintf(root, sizeof root, "%s", test_tmp("sys-node-budget"));
     fake_rapl_tree(root);
     snprintf(sysfs, sizeof sysfs, "FRUGAL_SYSFS_ROOT=%s", root);
-    snprintf(models, sizeof models, "FRUGAL_PERFMODEL_DIR=%s", tmp("models-node-budget"));
-    snprintf(log, sizeof log, "%s", tmp("node-budget-node.log"));
+    snprintf(models, sizeof models, "FRUGAL_PERFMODEL_DIR=%s", test_tmp("models-node-budget"));
+    snprintf(log, sizeof log, "%s", test_tmp("node-budget-node.log"));
     const char *env[] = {sysfs, models, NULL};
     const char *node_args[] = {"join", addr_of(9), "--key", key(), "--timeout", "20",
                                "--slowdown", slowdown(), "--power-budget", "60", NULL};
@@ -1625,10 +1616,10 @@ TEST(cluster_node_keeps_its_own_power_budget)
     char bufs[4][760];
     coordinator_args(&(coordinator_run){j, "node-budget", 9, 1, "20", 1, 0, NULL, NULL}, args, bufs);
     pid_t coordinator = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0},
-                                     tmp("node-budget.log"), args);
+                                     test_tmp("node-budget.log"), args);
     int node_rc = fake_rapl_drive(root, node), status = 0;
     waitpid(coordinator, &status, 0);
-    test_read_text(tmp("node-budget.log"), out, sizeof out);
+    test_read_text(test_tmp("node-budget.log"), out, sizeof out);
     test_read_text(log, node_log, sizeof node_log);
     CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0 && node_rc == 0, "%s\n---\n%s", out,
            node_log);
@@ -1642,7 +1633,7 @@ TEST(cluster_node_keeps_its_own_power_budget)
     if (last)
         sscanf(last, "placement: policy time: %d workers", &workers);
     char path[760], summary[1 << 15];
-    snprintf(path, sizeof path, "%s/summary.json", tmp("node-budget"));
+    snprintf(path, sizeof path, "%s/summary.json", test_tmp("node-budget"));
     const char *at = strstr(test_read_text(path, summary, sizeof summary), "\"active_workers\": ");
     int running = 0;   /* what its last result said (a later change may not have reached it) */
     CHECKF(at && sscanf(at, "\"active_workers\": %d", &running) == 1 && running >= 1 &&
@@ -1660,8 +1651,8 @@ static double weight_difference(const char *a, const char *b)
     model ma, mb;
     checkpoint_state sa = {0}, sb = {0};
     char pa[760], pb[760], err[512];
-    snprintf(pa, sizeof pa, "%s/model.bin", tmp(a));
-    snprintf(pb, sizeof pb, "%s/model.bin", tmp(b));
+    snprintf(pa, sizeof pa, "%s/model.bin", test_tmp(a));
+    snprintf(pb, sizeof pb, "%s/model.bin", test_tmp(b));
     if (checkpoint_open_model(&ma, &sa, pa, err, sizeof err))
         return -1;
     double diff = -1, largest = 0;
@@ -1712,7 +1703,7 @@ TEST(cluster_averaging_every_step_without_momentum_is_the_synchronous_step)
     double diff = weight_difference("single-average-1", "average-1");
     CHECKF(diff >= 0 && diff < 1e-4, "weights %g apart (relative)\n%s", diff, out);
     char summary[1 << 15];   /* close, but not one machine's, and summary.json says so */
-    test_read_text(tmp("average-1/summary.json"), summary, sizeof summary);
+    test_read_text(test_tmp("average-1/summary.json"), summary, sizeof summary);
     CHECKF(strstr(summary, "\"weights_as_one_machine\": false, \"weights_why\": \"periodic "
                            "averaging (sync_every = 1)"), "%s", summary);
 }
@@ -1822,11 +1813,11 @@ TEST(cluster_averaging_every_4_steps_survives_a_lost_node_and_trains_like_one_ma
                                               "[cluster]\nsync_every = 4\n"));
     single("single-average-4", j);
     pid_t doomed = start_node(11, "average-doomed", key(), "20", slowdown());
-    pid_t helper = kill_after(doomed, tmp("average-doomed.log"), "ready:", 1000);
+    pid_t helper = kill_after(doomed, test_tmp("average-doomed.log"), "ready:", 1000);
     int rc = average_with_nodes(j, "average-4", 11, 1, 1);
     CHECKF(lost_mid_run(helper, doomed) && rc == 0, "the node was not lost mid-run:\n%s", out);
     char path[760], summary[1 << 15];
-    snprintf(path, sizeof path, "%s/summary.json", tmp("average-4"));
+    snprintf(path, sizeof path, "%s/summary.json", test_tmp("average-4"));
     CHECKF(strstr(test_read_text(path, summary, sizeof summary), "\"mode\": \"averaging\""),
            "%s", summary);
     check_trains_like("single-average-4", "average-4");
@@ -1844,7 +1835,7 @@ TEST(cluster_averaging_overlapped_survives_a_lost_node)
     single("single-average-late", j);
     pid_t doomed = start_node(14, "average-late-doomed", key(), "20", slowdown());
     /* 0.1 s into the second epoch (of 0.3 s or more), so in a round */
-    pid_t helper = kill_after(doomed, tmp("average-late-lost/metrics.csv"), "\n1,", 100);
+    pid_t helper = kill_after(doomed, test_tmp("average-late-lost/metrics.csv"), "\n1,", 100);
     int rc = coordinate_run(&(coordinator_run){j, "average-late-lost", 14, 1, "20", 1, 0, NULL,
                                                 "execution.grain=16"});
     CHECKF(lost_mid_run(helper, doomed) && rc == 0, "the node was not lost mid-run:\n%s", out);
@@ -2003,8 +1994,8 @@ TEST(cluster_averaging_overlapped_coordinator_killed_and_resumed)
     char bufs[4][760];
     coordinator_run c = {j, "average-resumed", 10, 1, "20", 1, 0, NULL, "execution.grain=16"};
     coordinator_args(&c, args, bufs);
-    pid_t first = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, tmp("average-first.log"), args);
-    int saved = wait_for_text(tmp("average-resumed/metrics.csv"), "\n1,");
+    pid_t first = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, test_tmp("average-first.log"), args);
+    int saved = wait_for_text(test_tmp("average-resumed/metrics.csv"), "\n1,");
     kill(first, SIGKILL);
     waitpid(first, NULL, 0);
     CHECKF(saved, "the first coordinator wrote no epoch");
@@ -2012,7 +2003,7 @@ TEST(cluster_averaging_overlapped_coordinator_killed_and_resumed)
     int rc = coordinate_run(&c);
     int patient_rc = wait_node(patient, "average-patient");
     char log[4096];
-    test_read_text(tmp("average-patient.log"), log, sizeof log);
+    test_read_text(test_tmp("average-patient.log"), log, sizeof log);
     const char *rejoin = strstr(log, "trying to rejoin");
     CHECKF(rc == 0 && patient_rc == 0 && strstr(out, "resuming after epoch 1") && rejoin &&
            strstr(rejoin, " rounds of local steps trained") && !strstr(rejoin, "\n0 rounds"),
@@ -2038,7 +2029,7 @@ static void takes_a_late_node(const char *name, int which, const char *cluster, 
     if (helper == 0) {   /* once the first trains (its first epoch of four): a second node */
         char log[100];
         snprintf(log, sizeof log, "%s.log", first_name);
-        int ok = wait_for_text(tmp(log), "ready:");
+        int ok = wait_for_text(test_tmp(log), "ready:");
         pid_t second = start_node(which, second_name, key(), "20", slowdown());
         _exit(ok && wait_node(second, second_name) == 0 ? 0 : 99);
     }
@@ -2050,7 +2041,7 @@ static void takes_a_late_node(const char *name, int which, const char *cluster, 
     CHECKF(rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && strstr(out, mode), "%s", out);
     char late[4096], log[100];
     snprintf(log, sizeof log, "%s.log", second_name);
-    test_read_text(tmp(log), late, sizeof late);
+    test_read_text(test_tmp(log), late, sizeof late);
     CHECKF(strstr(late, " rounds of local steps trained") && !strstr(late, "\n0 rounds"),
            "the late node trained nothing:\n%s", late);
     long here = (long)summary_figure(name, "coordinator_chunks");
@@ -2144,7 +2135,7 @@ TEST(cluster_job_comments_stay_comments_and_overrides_travel_apart)
     FILE *f = fopen(j, "w");   /* the comments first: a node that cut the job there has no layer */
     fprintf(f, "# a job\n#--set optimizer.lr=0.5\n# --set [conv]\n%s", text);
     fclose(f);
-    snprintf(output, sizeof output, "job.output=%s", tmp("comment-single"));
+    snprintf(output, sizeof output, "job.output=%s", test_tmp("comment-single"));
     CHECKF(FRUGAL(out, "train", j, "--set", output, "--set", "optimizer.lr=0.02") == 0, "%s", out);
     pid_t pid = start_node(13, "comment-node0", key(), "20", NULL);
     int rc = coordinate_run(&(coordinator_run){j, "comment", 13, 1, "20", 0, 0, NULL,

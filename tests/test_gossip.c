@@ -169,18 +169,9 @@ static const char *addr_of(int which)
     return p;
 }
 
-static const char *tmp(const char *name)
-{
-    static char buf[16][700];
-    static int next;
-    char *p = buf[next++ % 16];
-    snprintf(p, 700, "%s/%s", test_tmpdir(), name);
-    return p;
-}
-
 static const char *key(void)
 {
-    const char *path = tmp("gossip.key");
+    const char *path = test_tmp("gossip.key");
     if (access(path, F_OK))
         CHECKF(FRUGAL(out, "keygen", path) == 0, "%s", out);
     return path;
@@ -191,10 +182,10 @@ static const char *key(void)
 static const char *gossip_job(const char *name, int limit, int test_limit, int shard, int epochs,
                               const char *gossip)
 {
-    static char paths[4][700];   /* apart from tmp()'s, which the peers' arguments go through */
+    static char paths[4][700];   /* apart from test_tmp()'s, which the peers' arguments go through */
     static int next;
     char *path = paths[next++ % 4];
-    snprintf(path, 700, "%s", tmp(name));
+    snprintf(path, 700, "%s", test_tmp(name));
     FILE *f = fopen(path, "w");
     if (f) {
         fprintf(f, "[job]\nepochs = %d\nbatch = 32\nseed = 42\n"
@@ -224,7 +215,7 @@ static pid_t start_peer(const char *job, const char *name, int which, int boot,
     static char output[64][760];
     static int next;
     char *o = output[next++ % 64];
-    snprintf(o, 760, "job.output=%s", tmp(name));
+    snprintf(o, 760, "job.output=%s", test_tmp(name));
     char log[760];
     snprintf(log, sizeof log, "%s/%s.log", test_tmpdir(), name);
     const char *args[32] = {"train", job, "--set", o, "--listen", addr_of(which), "--key", key(),
@@ -330,7 +321,7 @@ static void check_same_final(const char *a, const char *b)
 static double one_machine(const char *job, const char *name)
 {
     char o[760];
-    snprintf(o, sizeof o, "job.output=%s", tmp(name));
+    snprintf(o, sizeof o, "job.output=%s", test_tmp(name));
     int rc = FRUGAL(out, "train", job, "--set", o, "--set", "cluster.mode=sync", "--set",
                     "data.shard=", "--overwrite");
     CHECKF(rc == 0, "%s", out);
@@ -490,13 +481,13 @@ TEST(gossip_survives_a_peer_killed_and_takes_one_joining)
     for (int i = 0; i < 3; i++) {
         char path[96];
         snprintf(path, sizeof path, "%.16s.log", names[i]);
-        CHECKF(strstr(test_read_text(tmp(path), log, sizeof log), "lost"),
+        CHECKF(strstr(test_read_text(test_tmp(path), log, sizeof log), "lost"),
                "%s did not name the peer killed\n%s", names[i], out);
         CHECKF(summary_figure(names[i], "\"gossip\"", "final_models") == 4,
                "%s: the final average of %g models (3 from the start and the newcomer)\n%s",
                names[i], summary_figure(names[i], "\"gossip\"", "final_models"), out);
     }
-    CHECKF(strstr(test_read_text(tmp("churn4.log"), log, sizeof log), "joining mid-run"),
+    CHECKF(strstr(test_read_text(test_tmp("churn4.log"), log, sizeof log), "joining mid-run"),
            "the newcomer did not start from a neighbour's model\n%s", out);
     CHECKF(summary_figure("churn4", "\"gossip\"", "joined_at_epoch") >= 1 &&
            summary_figure("churn4", "\"gossip\"", "pushes_out") > 0 &&
@@ -611,24 +602,24 @@ TEST(gossip_refuses_strangers_other_jobs_and_non_finite_models)
     const char *sets[] = {slow, NULL};
     /* a stranger: another key */
     char other_key[760], o[800], log[1 << 14];
-    snprintf(other_key, sizeof other_key, "%s", tmp("other.key"));
+    snprintf(other_key, sizeof other_key, "%s", test_tmp("other.key"));
     CHECK(FRUGAL(out, "keygen", other_key) == 0);
-    snprintf(o, sizeof o, "job.output=%s", tmp("stranger"));
-    pid_t stranger = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, tmp("stranger.log"),
+    snprintf(o, sizeof o, "job.output=%s", test_tmp("stranger"));
+    pid_t stranger = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, test_tmp("stranger.log"),
                                   (const char *const[]){"train", job, "--set", o, "--listen",
                                   addr_of(19), "--key", other_key, "--peer", addr_of(16),
                                   "--set", "gossip.peers=0", "--set", "data.shard=", NULL});
     /* another job: the same key, another learning rate */
-    snprintf(o, sizeof o, "job.output=%s", tmp("otherjob"));
-    pid_t other = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, tmp("otherjob.log"),
+    snprintf(o, sizeof o, "job.output=%s", test_tmp("otherjob"));
+    pid_t other = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, test_tmp("otherjob.log"),
                                (const char *const[]){"train", job, "--set", o, "--listen",
                                addr_of(20), "--key", key(), "--peer", addr_of(16), "--set",
                                "gossip.peers=0", "--set", "data.shard=", "--set", "optimizer.lr=0.5",
                                NULL});
     /* both dial peer 0 every half second from their start: start the peers once they listen */
     for (int i = 0; i < 3000; i++) {
-        if (strstr(test_read_text(tmp("stranger.log"), log, sizeof log), "listening") &&
-            strstr(test_read_text(tmp("otherjob.log"), log, sizeof log), "listening"))
+        if (strstr(test_read_text(test_tmp("stranger.log"), log, sizeof log), "listening") &&
+            strstr(test_read_text(test_tmp("otherjob.log"), log, sizeof log), "listening"))
             break;
         usleep(10 * 1000);
     }
@@ -643,7 +634,7 @@ TEST(gossip_refuses_strangers_other_jobs_and_non_finite_models)
         usleep(10 * 1000);
     CHECKF(send_nan_model(job, 17), "the peer kept the link of one sending NaN");
     for (int i = 0; i < 1000; i++) {
-        test_read_text(tmp("hostile0.log"), log, sizeof log);
+        test_read_text(test_tmp("hostile0.log"), log, sizeof log);
         if (strstr(log, "another job") && strstr(log, "refused a connection"))
             break;
         usleep(10 * 1000);
@@ -654,10 +645,10 @@ TEST(gossip_refuses_strangers_other_jobs_and_non_finite_models)
     waitpid(other, NULL, 0);
     for (int i = 0; i < 3; i++)
         CHECKF(wait_peer(pids[i], names[i]) == 0, "%s ended badly\n%s", names[i], out);
-    test_read_text(tmp("hostile0.log"), log, sizeof log);
+    test_read_text(test_tmp("hostile0.log"), log, sizeof log);
     CHECKF(strstr(log, "refused a connection from 127.0.0.1"), "no stranger refused\n%s", log);
     CHECKF(strstr(log, "another job"), "the other job was not refused\n%s", log);
-    test_read_text(tmp("hostile1.log"), log, sizeof log);
+    test_read_text(test_tmp("hostile1.log"), log, sizeof log);
     CHECKF(strstr(log, "dropped: a PUSH message with a non-finite parameter"),
            "the NaN model was not dropped and named\n%s", log);
     for (int i = 0; i < 3; i++)

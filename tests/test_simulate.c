@@ -19,15 +19,6 @@
 
 static char out[1 << 16];
 
-static const char *tmp(const char *name)
-{
-    static char buf[16][700];
-    static int next;
-    char *p = buf[next++ % 16];
-    snprintf(p, 700, "%s/%s", test_tmpdir(), name);
-    return p;
-}
-
 static void write_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -52,7 +43,7 @@ TEST(simulate_carbon_traces_read_dated_lines_and_refuse_bad_ones)
 {
     char err[600];
     carbon_trace tr;
-    const char *path = tmp("ci.csv");
+    const char *path = test_tmp("ci.csv");
     write_file(path, "Time,Carbon Intensity\n2020-01-01 00:00:00,100\n2020-01-01 00:30:00,50.5\n");
     CHECKF(carbon_trace_load(&tr, path, err, sizeof err) == 0, "%s", err);
     double t0 = carbon_trace_time("2020-01-01 00:00");
@@ -70,7 +61,7 @@ TEST(simulate_scenario_errors_name_the_file_line_and_key)
 {
     char err[1500];
     sim_scenario *s = malloc(sizeof *s);
-    const char *job = tmp("sim_job.cfg"), *scn = tmp("bad.scn");
+    const char *job = test_tmp("sim_job.cfg"), *scn = test_tmp("bad.scn");
     write_file(job, job_text());
     const char *bad[][2] = {
         {"[scenario]\njob = sim_job.cfg\nspeed = 3\n", ":3: [scenario] has no key 'speed'"},
@@ -166,12 +157,12 @@ static void real_cluster(const char *job, const char *dir, int nodes, int factor
     static int uses;   /* a port of its own for every cluster of the test */
     snprintf(addr, sizeof addr, "127.0.0.1:%d", 12000 + (int)(getpid() % 500) * 32 + 20 + uses++ % 12);
     char keyfile[700];
-    snprintf(keyfile, sizeof keyfile, "%s", tmp("sim.key"));
+    snprintf(keyfile, sizeof keyfile, "%s", test_tmp("sim.key"));
     if (access(keyfile, F_OK))
         CHECKF(FRUGAL(out, "keygen", keyfile) == 0, "%s", out);
     pid_t node[3];
     for (int i = 0; i < nodes; i++)
-        node[i] = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, tmp("sim_node.log"),
+        node[i] = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, test_tmp("sim_node.log"),
                                (const char *const[]){"join", addr, "--key", keyfile, "--workers", "1", "--slowdown",
                                                      slowdown(i == nodes - 1 ? factor : 1), "--timeout", "20", NULL});
     char wait_for[8];
@@ -195,7 +186,7 @@ static void calibrate(const char *job, int machines, int factor)
     for (int i = 0; i < machines; i++) {
         snprintf(set_slow[i], sizeof set_slow[i], "execution.slowdown=%s", slowdown(i == machines - 1 ? factor : 1));
         snprintf(set_out[i], sizeof set_out[i], "job.output=%s/sim_one_%d", test_tmpdir(), i);
-        run[i] = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, tmp("sim_one.log"),
+        run[i] = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, test_tmp("sim_one.log"),
                               (const char *const[]){"train", job, "--set", set_slow[i], "--set", set_out[i],
                                                     "--overwrite", NULL});
     }
@@ -207,7 +198,7 @@ static void calibrate(const char *job, int machines, int factor)
     int n = 2;
     for (int i = 0; i < machines - (factor != 1); i++)
         args[n++] = set_out[i] + strlen("job.output=");
-    args[n++] = "-o", args[n++] = tmp("here.profile"), args[n] = NULL;
+    args[n++] = "-o", args[n++] = test_tmp("here.profile"), args[n] = NULL;
     CHECKF(frugal_run(&(frugal_call){(uid_t)-1, NULL, 0}, out, sizeof out, args) == 0, "%s", out);
     CHECK(strstr(out, "speed = 1 ") != NULL);
 }
@@ -226,8 +217,8 @@ static void simulate_cluster(const char *dir, int nodes, int factor, int averagi
     if (factor != 1)
         snprintf(scn + n, sizeof scn - (size_t)n, "[machine]\nname = slow\nprofile = here.profile\nslowdown = %d\n",
                  factor);
-    write_file(tmp("cluster.scn"), scn);
-    CHECKF(FRUGAL(out, "simulate", tmp("cluster.scn"), "-o", dir) == 0, "%s", out);
+    write_file(test_tmp("cluster.scn"), scn);
+    CHECKF(FRUGAL(out, "simulate", test_tmp("cluster.scn"), "-o", dir) == 0, "%s", out);
     CHECK(strstr(out, "predicts cost") != NULL);
 }
 
@@ -288,8 +279,8 @@ static double compare(const char *real_dir, const char *sim_dir, const char *wha
  * as fast as the coordinator, one twice as slow (its share falls), three nodes. */
 TEST(simulate_predicts_loopback_averaging_clusters_calibrated_from_one_machine)
 {
-    char job[700];   /* tmp()'s buffers are reused */
-    snprintf(job, sizeof job, "%s", tmp("sim_job.cfg"));
+    char job[700];   /* test_tmp()'s buffers are reused */
+    snprintf(job, sizeof job, "%s", test_tmp("sim_job.cfg"));
     write_file(job, job_text());
     const struct { int nodes, factor; const char *what; } cases[] = {
         {1, 1, "one node"}, {1, 2, "a node 2x slower"}, {3, 1, "three nodes"}};
@@ -299,9 +290,9 @@ TEST(simulate_predicts_loopback_averaging_clusters_calibrated_from_one_machine)
     int timed = !variant || !strcmp(variant, "release");   /* sanitizers add costs no profile has */
     for (int c = 0; c < 3; c++) {
         calibrate(job, cases[c].nodes + 1, cases[c].factor);   /* just before: the host as it is */
-        real_cluster(job, tmp("sim_real"), cases[c].nodes, cases[c].factor, 1);
-        simulate_cluster(tmp("sim_pred"), cases[c].nodes, cases[c].factor, 1);
-        double error = compare(tmp("sim_real"), tmp("sim_pred"), cases[c].what), spread = epochs_spread(tmp("sim_real"));
+        real_cluster(job, test_tmp("sim_real"), cases[c].nodes, cases[c].factor, 1);
+        simulate_cluster(test_tmp("sim_pred"), cases[c].nodes, cases[c].factor, 1);
+        double error = compare(test_tmp("sim_real"), test_tmp("sim_pred"), cases[c].what), spread = epochs_spread(test_tmp("sim_real"));
         for (int i = 0; i < cases[c].nodes + 1; i++) {
             char dir[700];
             snprintf(dir, sizeof dir, "%s/sim_one_%d", test_tmpdir(), i);
@@ -331,12 +322,12 @@ TEST(simulate_predicts_loopback_averaging_clusters_calibrated_from_one_machine)
 TEST(simulate_synchronous_cluster_bytes_against_a_real_one)
 {
     char job[700];
-    snprintf(job, sizeof job, "%s", tmp("sim_job.cfg"));
+    snprintf(job, sizeof job, "%s", test_tmp("sim_job.cfg"));
     write_file(job, job_text());
     calibrate(job, 2, 1);
-    real_cluster(job, tmp("sim_real_sync"), 1, 1, 0);
-    simulate_cluster(tmp("sim_pred_sync"), 1, 1, 0);
-    json_value *real = summary_of(tmp("sim_real_sync")), *sim = summary_of(tmp("sim_pred_sync"));
+    real_cluster(job, test_tmp("sim_real_sync"), 1, 1, 0);
+    simulate_cluster(test_tmp("sim_pred_sync"), 1, 1, 0);
+    json_value *real = summary_of(test_tmp("sim_real_sync")), *sim = summary_of(test_tmp("sim_pred_sync"));
     if (!real || !sim)
         return;
     const json_value *a = traffic_of(real, "LAYER"), *b = traffic_of(sim, "LAYER");
@@ -363,12 +354,12 @@ TEST(simulate_synchronous_cluster_bytes_against_a_real_one)
 /* --search: every option simulated and printed, the choice under the policy within the deadline. */
 TEST(simulate_search_names_the_best_option_for_the_policy)
 {
-    write_file(tmp("sim_job.cfg"), job_text());
-    write_file(tmp("search.scn"), "[scenario]\njob = sim_job.cfg\nepochs = 1\npolicy = energy\n"
+    write_file(test_tmp("sim_job.cfg"), job_text());
+    write_file(test_tmp("search.scn"), "[scenario]\njob = sim_job.cfg\nepochs = 1\npolicy = energy\n"
                "[machine]\nname = here\nimg_per_s = 1000\npower = 5, 10, 15\ncpus = 2\n"
                "[machine]\nname = hungry\nimg_per_s = 1000\npower = 100, 200, 300\ncpus = 2\n"
                "[machine]\nname = frugal\nimg_per_s = 1000\npower = 5, 10, 15\ncpus = 2\n");
-    CHECKF(FRUGAL(out, "simulate", tmp("search.scn"), "--search") == 0, "%s", out);
+    CHECKF(FRUGAL(out, "simulate", test_tmp("search.scn"), "--search") == 0, "%s", out);
     /* the cheapest group joins first, whatever the file's order */
     CHECKF(strstr(out, "here+frugal ") && strstr(out, "here+frugal+hungry") && !strstr(out, "here+hungry"), "%s", out);
     CHECK(strstr(out, "gossip exponential every 10") != NULL);
@@ -377,7 +368,7 @@ TEST(simulate_search_names_the_best_option_for_the_policy)
     /* a deadline only two machines or more meet: the two frugal ones */
     char set[64];
     snprintf(set, sizeof set, "scenario.deadline_s=%g", 3072 / 1000.0 * 0.75);
-    CHECKF(FRUGAL(out, "simulate", tmp("search.scn"), "--search", "--set", set) == 0, "%s", out);
+    CHECKF(FRUGAL(out, "simulate", test_tmp("search.scn"), "--search", "--set", set) == 0, "%s", out);
     best = strstr(out, "within the deadline");
     CHECKF(best && strstr(best, "here+frugal ") && !strstr(best, "hungry"), "%s", out);
 }
@@ -385,14 +376,14 @@ TEST(simulate_search_names_the_best_option_for_the_policy)
  * one round an epoch here), and a site's trace sets its grams. */
 TEST(simulate_gossip_counts_every_push_and_prices_joules_by_the_site_trace)
 {
-    write_file(tmp("sim_job.cfg"), job_text());
-    write_file(tmp("flat.csv"), "Time,CI\n2020-06-01 00:00,200\n2020-06-01 12:00,100\n");
-    write_file(tmp("gossip.scn"), "[scenario]\njob = sim_job.cfg\nmode = gossip\ntopology = ring\nneighbours = 2\n"
+    write_file(test_tmp("sim_job.cfg"), job_text());
+    write_file(test_tmp("flat.csv"), "Time,CI\n2020-06-01 00:00,200\n2020-06-01 12:00,100\n");
+    write_file(test_tmp("gossip.scn"), "[scenario]\njob = sim_job.cfg\nmode = gossip\ntopology = ring\nneighbours = 2\n"
                "every = 1000\nepochs = 1\nstart = 2020-06-01 11:00\n[site]\nname = x\ncarbon_trace = flat.csv\n"
                "[machine]\nname = p\ncount = 500\nimg_per_s = 1000\npower = 10, 20, 30\ncpus = 2\nsite = x\n");
     char err[1500];
     sim_scenario *s = malloc(sizeof *s);
-    CHECKF(scenario_load(s, tmp("gossip.scn"), NULL, err, sizeof err) == 0, "%s", err);
+    CHECKF(scenario_load(s, test_tmp("gossip.scn"), NULL, err, sizeof err) == 0, "%s", err);
     sim_result r;
     CHECKF(sim_run(s, &r, err, sizeof err) == 0, "%s", err);
     CHECK(r.n == 500 && r.rounds == 1);
@@ -413,8 +404,8 @@ TEST(simulate_gossip_counts_every_push_and_prices_joules_by_the_site_trace)
  * of that round only, a node joining later takes work from then. */
 TEST(simulate_joins_leaves_and_failures_change_who_computes)
 {
-    write_file(tmp("sim_job.cfg"), job_text());
-    const char *scn = tmp("churn.scn");
+    write_file(test_tmp("sim_job.cfg"), job_text());
+    const char *scn = test_tmp("churn.scn");
     char err[1500];
     sim_scenario *s = malloc(sizeof *s);
     sim_result r;
