@@ -19,7 +19,8 @@
 #   ./build.sh bench WHAT run a benchmark: runtime, ops, train (frugal against PyTorch), opencl,
 #                         cluster (a coordinator and a node through tools/netproxy), placement
 #                         (fixed configurations against each policy's choice), gossip, simulate
-#                         (frugal simulate on 10,000 machines)
+#                         (frugal simulate on 10,000 machines), green (participation policies on
+#                         2020 grid traces of France and Great Britain)
 #   ./build.sh fuzz [SECONDS]
 #                         libFuzzer (clang, ASan+UBSan) on every decoder, SECONDS each (30)
 #   ./build.sh fixtures   regenerate tests/fixtures from PyTorch (Debian's python3-torch)
@@ -225,8 +226,13 @@ bench() {
         build
         tools/bench_simulate.sh
         ;;
+    green)
+        build
+        tools/bench_green.sh
+        tools/bench_green_loopback.sh
+        ;;
     *)
-        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train | opencl | cluster | placement | gossip | simulate" >&2
+        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train | opencl | cluster | placement | gossip | simulate | green" >&2
         return 2
         ;;
     esac
@@ -242,7 +248,7 @@ test) deps; build; run_tests "release||1" ;;
 test-sanitizers)
     deps
     build
-    run_tests "asan||4" "tsan|runtime run_ train energy opencl_train cluster gossip netio placement trace|4"
+    run_tests "asan||4" "tsan|runtime run_ train energy opencl_train cluster gossip green netio placement trace|4"
     ;;
 train)
     shift

@@ -13,7 +13,9 @@
  *   FRUGAL_OPENCL_FAIL_AFTER  N: the N-th OpenCL enqueue fails (tests of the fallback)
  *   FRUGAL_NVML_LIBRARY    NVIDIA's NVML to dlopen (default libnvidia-ml.so.1)
  *   FRUGAL_SYSFS_ROOT, FRUGAL_PROCFS_ROOT  a folder standing for /sys, /proc (the energy tests'
- *                          fake sensors) */
+ *                          fake sensors)
+ *   FRUGAL_MODEL_SCOPE     process: the fallback model counts this process's CPU time, not the
+ *                          host's (several frugal processes on one host: a loopback benchmark) */
 #ifndef FRUGAL_ENV_SWITCHES_H
 #define FRUGAL_ENV_SWITCHES_H
 
@@ -22,7 +24,7 @@
 typedef enum env_switch {
     ENV_ISA, ENV_CONV, ENV_INPUT, ENV_MEMBARRIER, ENV_NET_CIPHER, ENV_CACHE_DIR,
     ENV_PERFMODEL_DIR, ENV_OPENCL_LOADER, ENV_OPENCL_FAIL_AFTER, ENV_NVML_LIBRARY,
-    ENV_SYSFS_ROOT, ENV_PROCFS_ROOT, ENV_SWITCHES
+    ENV_SYSFS_ROOT, ENV_PROCFS_ROOT, ENV_MODEL_SCOPE, ENV_SWITCHES
 } env_switch;
 
 /* Reads every switch from the environment (again). Call it before threads start. */

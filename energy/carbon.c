@@ -1,5 +1,6 @@
 #include "energy/carbon.h"
 
+#include "common/clock.h"
 #include "common/input_file.h"
 
 #include <errno.h>
@@ -7,13 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 void carbon_init(carbon_source *cs, double fixed_g_per_kwh, const char *path)
 {
     memset(cs, 0, sizeof *cs);
     cs->value = fixed_g_per_kwh;
-    cs->read_at = -1;
+    cs->read_at = -1, cs->mark_t = -1;
     snprintf(cs->path, sizeof cs->path, "%s", path ? path : "");
 }
 
@@ -83,8 +85,68 @@ double carbon_grams(const carbon_source *cs, double total_j)
     return cs->grams + (total_j - cs->mark_j) / 3.6e6 * cs->value;
 }
 
+int carbon_follow_traces(carbon_source *cs, const char *carbon_path, const char *renewable_path,
+                         double start, double speed, char *err, size_t errlen)
+{
+    if ((carbon_path && grid_trace_load(&cs->trace, carbon_path, GRID_CARBON, err, errlen)) ||
+        (renewable_path &&
+         grid_trace_load(&cs->renewable, renewable_path, GRID_RENEWABLE_WATTS, err, errlen))) {
+        carbon_free(cs);
+        return -1;
+    }
+    static double origin = -1;   /* one clock for every source of the process */
+    if (origin < 0)
+        origin = clock_now_s();
+    cs->replay = (grid_replay){start, speed, origin};
+    cs->path[0] = 0;   /* the trace, not a file, gives the figure */
+    return 0;
+}
+
+int carbon_follows_traces(const carbon_source *cs) { return cs->trace.n || cs->renewable.n; }
+
+double carbon_trace_now(const carbon_source *cs)
+{
+    if (!carbon_follows_traces(cs)) {   /* live: the real time */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    }
+    return grid_replay_time(&cs->replay, clock_now_s());
+}
+
+double carbon_trace_speed(const carbon_source *cs)
+{
+    return carbon_follows_traces(cs) && cs->replay.speed > 0 ? cs->replay.speed : 1;
+}
+
+void carbon_free(carbon_source *cs)
+{
+    grid_trace_free(&cs->trace);
+    grid_trace_free(&cs->renewable);
+}
+
+/* Traces: the stretch since the last call, less what the renewable power covered, at the
+ * intensity in force; then the figures of now. */
+static void follow(carbon_source *cs, double now, double total_j)
+{
+    double joules = total_j - cs->mark_j, covered = 0;
+    if (cs->mark_t >= 0 && now > cs->mark_t)
+        covered = cs->renewable_w * (now - cs->mark_t);
+    cs->grams += (joules > covered ? joules - covered : 0) / 3.6e6 * cs->value;
+    cs->mark_j = total_j, cs->mark_t = now;
+    double t = carbon_trace_now(cs);
+    if (cs->trace.n)
+        cs->value = grid_trace_at(&cs->trace, t);
+    if (cs->renewable.n)
+        cs->renewable_w = grid_trace_at(&cs->renewable, t);
+}
+
 int carbon_update(carbon_source *cs, double now, double total_j, char *why, size_t whylen)
 {
+    if (carbon_follows_traces(cs)) {
+        follow(cs, now, total_j);
+        return 0;
+    }
     cs->grams = carbon_grams(cs, total_j);   /* the stretch since the last call */
     cs->mark_j = total_j;
     if (!cs->path[0] || (cs->read_at >= 0 && now - cs->read_at < CARBON_REREAD_S))

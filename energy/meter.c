@@ -144,13 +144,15 @@ static void choose_total(energy_meter *m)
         add_model(m);
     }
     m->source[0] = 0;
+    const char *utilisation = energy_model_per_process()
+        ? "this process's CPU time: FRUGAL_MODEL_SCOPE=process" : "/proc/stat utilisation";
     if (m->estimated && m->opts.profile_w[2] > 0)
         append(m->source, sizeof m->source, "estimated: model (power profile %g W idle, %g W "
-               "one core busy, %g W all busy; /proc/stat utilisation)", m->opts.profile_w[0],
-               m->opts.profile_w[1], m->opts.profile_w[2]);
+               "one core busy, %g W all busy; %s)", m->opts.profile_w[0],
+               m->opts.profile_w[1], m->opts.profile_w[2], utilisation);
     else if (m->estimated)
         append(m->source, sizeof m->source, "estimated: model (%g W idle + %g W per busy core, "
-               "/proc/stat utilisation)", m->opts.model_idle_w, m->opts.model_core_w);
+               "%s)", m->opts.model_idle_w, m->opts.model_core_w, utilisation);
     int measured = 0;
     for (int i = 0; i < m->n; i++) {
         const sensor *s = &m->s[i];

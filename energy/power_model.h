@@ -16,8 +16,12 @@ typedef struct cpu_times {
     int ncpu;               /* cpuN lines */
 } cpu_times;
 
-/* Reads /proc/stat (under FRUGAL_PROCFS_ROOT). Returns 0 or an errno value. */
+/* Reads /proc/stat (under FRUGAL_PROCFS_ROOT); with FRUGAL_MODEL_SCOPE=process, this process's
+ * CPU time instead (/proc/self/stat), so that several frugal processes on one host (a loopback
+ * cluster's benchmark) are each estimated for their own work. Returns 0 or an errno value. */
 int energy_cpu_times_read(cpu_times *out);
+/* FRUGAL_MODEL_SCOPE=process is set. */
+int energy_model_per_process(void);
 /* Cores busy on average between two readings (0 .. ncpu). */
 double energy_cpu_busy_cores(const cpu_times *before, const cpu_times *after);
 

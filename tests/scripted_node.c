@@ -263,7 +263,7 @@ int scripted_grad_filled(scripted *s, int i, uint64_t seq, uint32_t chunk, uint3
 int scripted_result(scripted *s, int i, uint64_t seq, uint32_t chunk)
 {
     msg_result r = {.seq = seq, .chunk = chunk, .samples = 4, .workers = 1};
-    uint8_t head[96];
+    uint8_t head[112];
     return netio_hub_send(s->hub, s->peer[i], MSG_RESULT, head,
                           proto_result_head(&r, head, sizeof head), NULL, 0) ? -1 : 0;
 }
@@ -272,7 +272,7 @@ int scripted_model(scripted *s, int i, uint64_t seq, long samples, long nparams,
 {
     msg_result r = {.seq = seq, .samples = (uint32_t)samples, .workers = 1, .compute_s = 0.1};
     float *body = malloc(sizeof(float) * (size_t)nparams);
-    uint8_t head[96];
+    uint8_t head[112];
     for (long k = 0; body && k < nparams; k++)
         body[k] = value;
     int rc = !body || netio_hub_send(s->hub, s->peer[i], MSG_MODEL, head,

@@ -126,9 +126,13 @@ TEST(gossip_messages_are_checked_before_use)
     CHECK(gossip_model_decode(GOSSIP_MSG_PUSH, &pb, buf, hl + sizeof values, P, why, sizeof why) == -1 &&
           strstr(why, "non-finite"));
     values[3] = 0;
-    p.mass = 0;
+    p.mass = 0;   /* a round sat out ([placement] participation): no weight, not waited for */
     hl = gossip_model_head(GOSSIP_MSG_PUSH, &p, buf, sizeof buf);
     memcpy(buf + hl, values, sizeof values);
+    CHECK(gossip_model_decode(GOSSIP_MSG_PUSH, &pb, buf, hl + sizeof values, P, why, sizeof why) == 0 &&
+          pb.mass == 0);
+    p.mass = -0.5;
+    gossip_model_head(GOSSIP_MSG_PUSH, &p, buf, sizeof buf);
     CHECK(gossip_model_decode(GOSSIP_MSG_PUSH, &pb, buf, hl + sizeof values, P, why, sizeof why) == -1);
     gossip_model_msg f = {.round = 9, .samples = 2048, .joules = 3.5};
     hl = gossip_model_head(GOSSIP_MSG_FINAL, &f, buf, sizeof buf);

@@ -3,7 +3,7 @@
  * clusters' messages and bytes exactly, their time per epoch within 15% on average and each
  * node's share of the samples within 10 points (the errors are printed). */
 #include "common/json_parse.h"
-#include "energy/carbon_trace.h"
+#include "energy/grid_trace.h"
 #include "engine/sim/scenario.h"
 #include "engine/sim/sim.h"
 #include "frugal_cli.h"
@@ -42,19 +42,19 @@ static const char *job_text(void)
 TEST(simulate_carbon_traces_read_dated_lines_and_refuse_bad_ones)
 {
     char err[600];
-    carbon_trace tr;
+    grid_trace tr;
     const char *path = test_tmp("ci.csv");
     write_file(path, "Time,Carbon Intensity\n2020-01-01 00:00:00,100\n2020-01-01 00:30:00,50.5\n");
-    CHECKF(carbon_trace_load(&tr, path, err, sizeof err) == 0, "%s", err);
-    double t0 = carbon_trace_time("2020-01-01 00:00");
+    CHECKF(grid_trace_load(&tr, path, GRID_CARBON, err, sizeof err) == 0, "%s", err);
+    double t0 = grid_trace_time("2020-01-01 00:00");
     CHECK(fabs(t0 - 1577836800.0) < 1e-6);
-    CHECK(carbon_trace_at(&tr, t0 - 10) == 100 && carbon_trace_at(&tr, t0 + 1799) == 100);
-    CHECK(carbon_trace_at(&tr, t0 + 1800) == 50.5 && carbon_trace_at(&tr, t0 + 1e6) == 50.5);
-    carbon_trace_free(&tr);
+    CHECK(grid_trace_at(&tr, t0 - 10) == 100 && grid_trace_at(&tr, t0 + 1799) == 100);
+    CHECK(grid_trace_at(&tr, t0 + 1800) == 50.5 && grid_trace_at(&tr, t0 + 1e6) == 50.5);
+    grid_trace_free(&tr);
     write_file(path, "Time,CI\n2020-01-01 00:30,10\n2020-01-01 00:00,20\n");
-    CHECK(carbon_trace_load(&tr, path, err, sizeof err) == -1 && strstr(err, ":3:") && strstr(err, "not after"));
+    CHECK(grid_trace_load(&tr, path, GRID_CARBON, err, sizeof err) == -1 && strstr(err, ":3:") && strstr(err, "not after"));
     write_file(path, "0,10\n60,-4\n");
-    CHECK(carbon_trace_load(&tr, path, err, sizeof err) == -1 && strstr(err, ":2:"));
+    CHECK(grid_trace_load(&tr, path, GRID_CARBON, err, sizeof err) == -1 && strstr(err, ":2:"));
 }
 
 TEST(simulate_scenario_errors_name_the_file_line_and_key)
@@ -394,6 +394,43 @@ TEST(simulate_gossip_counts_every_push_and_prices_joules_by_the_site_trace)
         samples += (double)r.m[i].samples;
     CHECK(samples >= 3072 && samples < 3072 + 500);
     sim_result_free(&r);
+    scenario_free(s);
+    free(s);
+}
+
+/* Participation simulated (engine/placement/participation.h, as the coordinator decides): a
+ * site dirty for the first half of the run is left out under `green` while dirty (its grams
+ * only from then on), every sample is still trained (its shares go to the others), and the run
+ * takes longer; renewable watts that cover a machine's draw make its joules free. */
+TEST(simulate_green_policy_leaves_a_dirty_site_out_and_trains_every_sample)
+{
+    write_file(test_tmp("sim_job.cfg"), job_text());
+    write_file(test_tmp("clean.csv"), "0,40\n");
+    write_file(test_tmp("dirty.csv"), "0,400\n2,40\n");
+    write_file(test_tmp("sun.csv"), "0,1000000\n");
+    const char *scn = test_tmp("green.scn");
+    write_file(scn, "[scenario]\njob = sim_job.cfg\nmode = average\nevery = 4\nepochs = 2\n"
+               "green_g_per_kwh = 100\n[site]\nname = clean\ncarbon_trace = clean.csv\n"
+               "[site]\nname = dirty\ncarbon_trace = dirty.csv\n[site]\nname = sunny\n"
+               "carbon = 400\nrenewable_trace = sun.csv\n"
+               "[machine]\nname = c\nimg_per_s = 1000\npower = 10, 20, 30\ncpus = 1\nsite = clean\n"
+               "[machine]\nname = d\nimg_per_s = 1000\npower = 10, 20, 30\ncpus = 1\nsite = dirty\n"
+               "[machine]\nname = s\nimg_per_s = 1000\npower = 10, 20, 30\ncpus = 1\nsite = sunny\n");
+    char err[1500];
+    sim_scenario *s = malloc(sizeof *s);
+    sim_result always, green;
+    const char *const green_set[] = {"scenario.green_policy=green", NULL};
+    CHECKF(scenario_load(s, scn, NULL, err, sizeof err) == 0 && sim_run(s, &always, err, sizeof err) == 0, "%s", err);
+    scenario_free(s);
+    CHECKF(scenario_load(s, scn, green_set, err, sizeof err) == 0 && sim_run(s, &green, err, sizeof err) == 0, "%s", err);
+    CHECKF(always.m[1].rounds_out == 0 && green.m[1].rounds_out > 0 && green.m[2].rounds_out == 0,
+           "left out: %ld, %ld", green.m[1].rounds_out, green.m[2].rounds_out);
+    CHECKF(green.samples == always.samples && green.seconds > always.seconds, "%g/%g samples, %g/%g s",
+           green.samples, always.samples, green.seconds, always.seconds);
+    CHECKF(green.m[1].grams < always.m[1].grams && green.m[2].grams == 0 && always.m[2].grams == 0,
+           "dirty %g < %g g, sunny %g g", green.m[1].grams, always.m[1].grams, green.m[2].grams);
+    sim_result_free(&always);
+    sim_result_free(&green);
     scenario_free(s);
     free(s);
 }

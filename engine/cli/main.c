@@ -56,11 +56,13 @@ static int usage(FILE *f)
                "            [--linger S]: how long to try to rejoin a coordinator lost or paused\n"
                "            (Ctrl-C on it; default: the timeout)\n"
                "            [--slowdown F] [--power-profile IDLE,ONE,ALL]\n"
-               "            [--carbon G | --carbon-file FILE] [--power-budget W]\n"
+               "            [--carbon G | --carbon-file FILE | --carbon-trace FILE]\n"
+               "            [--renewable-trace FILE] [--power-budget W]\n"
                "            compute chunks for the coordinator at HOST:PORT until it ends training,\n"
                "            on this machine's CPU and the OpenCL devices D (default: the job's);\n"
                "            this machine's power profile (watts) and grid carbon (g CO2e/kWh, or a\n"
-               "            file re-read for it) feed the coordinator's placement policy; under its\n"
+               "            file re-read for it, or traces replayed on the job's clock) feed the\n"
+               "            coordinator's placement and participation policies; under its\n"
                "            own power budget it parks workers (unless --workers pins them)\n"
                "  report RUN_DIR [RUN_DIR...] [-o REPORT.html]\n"
                "            one self-contained HTML page (charts, no network) of the runs' output\n"
@@ -217,6 +219,10 @@ static int cmd_join(int argc, char **argv)
             }
         } else if (!strcmp(argv[i], "--carbon-file") && has_value) {
             o.carbon_file = argv[++i];
+        } else if (!strcmp(argv[i], "--carbon-trace") && has_value) {
+            o.carbon_trace = argv[++i];
+        } else if (!strcmp(argv[i], "--renewable-trace") && has_value) {
+            o.renewable_trace = argv[++i];
         } else if (!strcmp(argv[i], "--devices") && has_value) {
             o.devices = argv[++i];
             if (config_devices(o.devices) < 0) {
@@ -234,7 +240,8 @@ static int cmd_join(int argc, char **argv)
     if (!o.coordinator || !o.key_path) {
         fprintf(stderr, "usage: frugal join HOST:PORT --key KEYFILE [--identity FILE] [--workers N] [--devices D] "
                         "[--timeout S] [--slowdown F] [--power-profile IDLE,ONE,ALL] [--carbon G | "
-                        "--carbon-file FILE] [--power-budget W]\n");
+                        "--carbon-file FILE | --carbon-trace FILE] [--renewable-trace FILE] "
+                        "[--power-budget W]\n");
         return 2;
     }
     if (o.workers < 1)

@@ -23,6 +23,7 @@
 #include "engine/job/devices.h"
 #include "engine/cli/divergence.h"
 #include "engine/cli/nodes_before.h"
+#include "engine/cli/run_green.h"
 #include "engine/job/energy_run.h"
 #include "engine/report/html_report.h"
 #include "engine/job/job_data.h"
@@ -45,6 +46,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define HALT_BUDGET (-1)
+
 typedef struct run {
     const run_options *o;
     FILE *out;
@@ -55,7 +58,7 @@ typedef struct run {
     int have_model;
     run_folder folder;
     char ckpt[700], weights[700], metrics[700], summary[700], power[700], report[700];
-    char steps_csv[700];
+    char steps_csv[700], green_csv[700];
     run_log log;
     int resumed_after;                 /* epochs done when the run started */
     long resume_batch;                 /* batches of the next epoch done then */
@@ -75,6 +78,10 @@ typedef struct run {
     rt_stats st;                       /* the last epoch's */
     rt_stats total;                    /* every epoch this process ran */
     epoch_energy last_energy;
+    run_green green;                   /* when to train: postponement, a budget, the green log */
+    _Atomic int halt;                  /* the trainer stops: a signal's number, or HALT_BUDGET */
+    long training_from;                /* the training pass under way: its first batch; -1: none */
+    int green_begun;
     int tty;
     double progress_shown;
     char interrupted[256];
@@ -195,6 +202,7 @@ static int run_open(run *r, const run_options *o)
     run_folder_path(&r->folder, "power.csv", r->power, sizeof r->power);
     run_folder_path(&r->folder, "report.html", r->report, sizeof r->report);
     run_folder_path(&r->folder, "steps.csv", r->steps_csv, sizeof r->steps_csv);
+    run_folder_path(&r->folder, "green.csv", r->green_csv, sizeof r->green_csv);
     if (run_folder_keep_job(&r->folder, o->job, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     model_init(&r->m, cfg->seed);
@@ -251,10 +259,13 @@ static int run_open(run *r, const run_options *o)
                     "%s (others may join at any time)\n", got, o->wait_for, RUN_WAIT_FOR_S,
                     got ? "with those" : "without them");
     }
-    trainer_stop_when(r->t, o->stop);
+    trainer_stop_when(r->t, &r->halt);
     trainer_on_progress(r->t, show_progress, r);
     if (energy_run_begin(&r->er, cfg, r->out, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
+    run_green_begin(&r->green, cfg, &r->er, r->cluster, r->gossip != NULL,
+                    r->have_test ? r->test.n : 0, r->out);
+    r->green_begun = 1;
     power_log_begin(&r->power_log, r->power, o->resume, r->er.meter, r->out);
     long per_epoch = batches_per_epoch(r);
     if (tensorboard_open(&r->tb, cfg->output, o->resume, r->err, sizeof r->err) ||
@@ -271,8 +282,10 @@ static int run_open(run *r, const run_options *o)
     worker_control_begin(&r->placement, cfg, r->rt, r->t, r->er.meter, key, r->out);
     if (r->cluster)
         coordinator_use_meter(r->cluster, r->er.meter);
-    if (r->gossip)
+    if (r->gossip) {
         gossip_use_meter(r->gossip, r->er.meter);
+        gossip_use_green(r->gossip, &r->er.carbon, &r->green.log);
+    }
     device_energy_begin(&r->device_energy, &r->devices, r->rt, cfg, &r->er, r->out);
     if (cfg->batch_asked)
         fprintf(r->out, "data: the job's batch of %d is more than the %ld training images: each "
@@ -293,6 +306,11 @@ static int run_open(run *r, const run_options *o)
 static void show_progress(void *ctx, long done, long total, double seconds)
 {
     run *r = ctx;
+    if (r->o->stop && atomic_load(r->o->stop))
+        atomic_store(&r->halt, atomic_load(r->o->stop));
+    else if (r->green_begun && r->training_from >= 0 &&
+             run_green_budget_spent(&r->green, done / r->cfg.batch - r->training_from))
+        atomic_store(&r->halt, HALT_BUDGET);
     step_log_follow(&r->steps, r->t);
     energy_run_follow_carbon(&r->er);
     if (!r->tty || seconds - r->progress_shown < 0.25 || done <= 0)
@@ -329,9 +347,12 @@ static int train_epoch(run *r, int e, epoch_record *rec)
     long first = e == r->resumed_after + 1 ? r->resume_batch : 0;
     worker_control_pass(&r->placement, 1);
     step_log_epoch(&r->steps, e);
-    if (r->gossip ? gossip_train_epoch(r->gossip, e, first, &train, r->err, sizeof r->err)
-        : r->cluster ? coordinator_train_epoch(r->cluster, e, first, &train, r->err, sizeof r->err)
-                     : trainer_train(r->t, e, first, &train, r->err, sizeof r->err))
+    r->training_from = first;
+    int failed = r->gossip ? gossip_train_epoch(r->gossip, e, first, &train, r->err, sizeof r->err)
+               : r->cluster ? coordinator_train_epoch(r->cluster, e, first, &train, r->err, sizeof r->err)
+                            : trainer_train(r->t, e, first, &train, r->err, sizeof r->err);
+    r->training_from = -1;
+    if (failed)
         return fail(r, "epoch %d: %s", e, r->err);
     epoch_energy *en = &rec->energy;
     energy_run_pass_end(&r->er, train.samples, &en->f);
@@ -434,11 +455,13 @@ static int run_save(run *r)
         gossip_summarize(r->gossip, gossip);
     else if (!rc && r->gossip)
         rc = -1, snprintf(r->err, sizeof r->err, "out of memory for the gossip's summary");
+    green_log *green = r->green_begun && r->green.log.used ? &r->green.log : NULL;
     report_input in = {&r->cfg, &r->train, r->have_test ? &r->test : NULL, &r->m,
                        trainer_plan(r->t), rt_workers(r->rt), &r->log, &r->st, &r->total,
                        &r->er, r->resumed_after, r->interrupted[0] ? r->interrupted : NULL, &r->devices,
-                       cluster, gossip, &r->placement};
-    rc = rc || report_write(r->summary, &in, r->err, sizeof r->err);
+                       cluster, gossip, &r->placement, green};
+    rc = rc || report_write(r->summary, &in, r->err, sizeof r->err) ||
+         (green && green_log_write_csv(green, r->green_csv, r->err, sizeof r->err));
     free(cluster);
     free(gossip);
     if (rc ||
@@ -525,6 +548,8 @@ static void run_close(run *r, int finished)
                 r->report, r->power, r->steps_csv, r->cfg.output);
     }
     worker_control_end(&r->placement);
+    if (r->green_begun)
+        run_green_end(&r->green);
     step_log_close(&r->steps);
     tensorboard_close(&r->tb);
     power_log_free(&r->power_log);
@@ -557,13 +582,20 @@ int run_train(const run_options *o)
     run *r = calloc(1, sizeof *r);
     if (!r)
         return fail(NULL, "out of memory");
-    r->folder.lock_fd = -1;
+    r->folder.lock_fd = -1, r->training_from = -1;
     int rc = run_open(r, o);
     for (int e = r->first_epoch; !rc && e <= r->cfg.epochs; e++) {
         epoch_record rec;
-        int got = train_epoch(r, e, &rec);
+        int got = run_green_before_epoch(&r->green, e, o->stop) ? -1 : train_epoch(r, e, &rec);
         if (got > 0) {
             rc = 1;
+        } else if (got < 0 && atomic_load(&r->halt) == HALT_BUDGET) {   /* a budget spent */
+            snprintf(r->interrupted, sizeof r->interrupted, "%s, in epoch %d after batch %ld",
+                     r->green.log.stopped, e, r->log.partial.batches);
+            rc = run_save(r);
+            fprintf(r->out, "stopped (%s): checkpoint, metrics and summary saved in %s; a larger "
+                    "budget_g and --resume go on\n", r->interrupted, r->cfg.output);
+            break;
         } else if (got < 0) {   /* stopped: save where it stopped, and say how to go on */
             long batches = batches_per_epoch(r);
             snprintf(r->interrupted, sizeof r->interrupted, "stopped by signal %d in epoch %d "
@@ -575,6 +607,7 @@ int run_train(const run_options *o)
         } else {
             print_epoch(r, &rec);
             r->last_energy = rec.energy;
+            run_green_after_epoch(&r->green, rec.seconds, rec.energy.f.joules, rec.energy.test.gco2e);
             rc = record_epoch(r, &rec) || run_save(r) || log_tensorboard(r, &rec);
         }
     }

@@ -31,6 +31,7 @@
 #include "engine/cluster/aggregate.h"
 #include "engine/cluster/late_model.h"
 #include "engine/cluster/model_delta.h"
+#include "engine/job/participation_name.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -42,6 +43,9 @@ typedef struct averaging_state {
     pthread_cond_t round_over;   /* a node's MODEL came, or a node was lost */
     float *params;               /* this machine's parameters, then their average */
     double round_img_s;          /* this machine's samples per second over a round */
+    double round_s;              /* the last round's seconds, start to average */
+    double round_began;          /* clock_now_s() when the round started */
+    int backup_k;                /* participation = backup: the slowest not waited for */
     /* with compress = on (model_delta.h) */
     float *round_start;          /* the parameters the round started from, as every node got them */
     uint64_t start_seq;          /* that round (0: none yet) */
@@ -172,6 +176,16 @@ static long share_size(boundary from, boundary to, long batches)
     return (to.chunk - from.chunk) * batches + to.until - from.until;
 }
 
+/* Locked. A node still training a round the coordinator did not wait for (backup): it takes no
+ * share until its model of it is in. */
+static int still_busy(const peer_node *n)
+{
+    for (int k = 0; k < 2; k++)
+        if (n->rounds[k].in && n->rounds[k].skipped)
+            return 1;
+    return 0;
+}
+
 /* Locked. Splits the chunks of `batches` batches from `first` among the ready nodes and this
  * machine, in chunk-batches, so that all would finish together (balance), and sends the nodes
  * theirs; returns where this machine's share starts: it has the rest, at least the last chunk
@@ -180,12 +194,18 @@ static boundary start_round(coordinator *c, int epoch, long first, long batches,
                             double per_chunk)
 {
     averaging_state *av = averaging_of(c);
-    int local_workers = rt_active_workers(c->rt), members[MAX_NODES + 1], m = 1;
+    int local_workers = rt_active_workers(c->rt), members[MAX_NODES + 1], m = 1, take[MAX_NODES];
     share_cost cost[MAX_NODES + 1];
-    double u[MAX_NODES + 1];
+    double u[MAX_NODES + 1], speed[MAX_NODES];
+    for (int i = 0; i < c->nnodes; i++)
+        speed[i] = c->nodes[i].round_cost > 0 ? 1 / c->nodes[i].round_cost : 0;
+    long batch = (long)(per_chunk * nchunks + 0.5), per_epoch = (c->train->n + batch - 1) / batch;
+    double samples_left = ((double)(c->cfg->epochs - epoch) * (double)per_epoch + (double)(per_epoch - first)) * (double)batch;
+    coordinator_participation(c, (unsigned long long)c->rounds, av->round_img_s, c->local_w, speed,
+                              samples_left, av->round_s, take);
     cost[0] = (share_cost){av->round_img_s > 0 ? per_chunk / av->round_img_s : 1.0 / local_workers, 0};
     for (int i = 0; i < c->nnodes; i++)
-        if (c->nodes[i].ready && !c->nodes[i].gone)
+        if (c->nodes[i].ready && !c->nodes[i].gone && take[i] && !still_busy(&c->nodes[i]))
             members[m] = i, cost[m++] = cost_of(&c->nodes[i], cost[0], local_workers, per_chunk);
     cluster_share_balance(cost, m, (double)batches * nchunks, u);
     c->rounds++;
@@ -209,15 +229,44 @@ static boundary start_round(coordinator *c, int epoch, long first, long batches,
     return from;
 }
 
-/* Locked. Whether a node of round q has yet to send its model (and is not lost). */
+/* Locked. How many nodes of round q have yet to send their model (and are not lost). */
 static int models_due(const coordinator *c, uint64_t q)
 {
+    int due = 0;
     for (int i = 0; i < c->nnodes; i++) {
         const node_round *r = &c->nodes[i].rounds[q & 1];
-        if (r->in && r->seq == q && !r->done && !c->nodes[i].gone)
-            return 1;
+        due += r->in && r->seq == q && !r->done && !c->nodes[i].gone;
     }
-    return 0;
+    return due;
+}
+
+/* Locked. participation = backup, after round q: how many of the slowest the next round does
+ * not wait for (after Xu, Neglia and Sebastianelli's dynamic backup workers): the k that
+ * brings in the most models a second, each machine at its arrival in this round (this one at
+ * `here_s`, a model that did not come at the latest). At most half the nodes. */
+static int backup_k(const coordinator *c, uint64_t q, double began, double here_s)
+{
+    double t[MAX_NODES];
+    int m = 0;
+    for (int i = 0; i < c->nnodes; i++) {
+        const node_round *r = &c->nodes[i].rounds[q & 1];
+        if (r->in && r->seq == q && !c->nodes[i].gone)
+            t[m++] = r->done ? c->nodes[i].model_at - began : INFINITY;
+    }
+    for (int i = 1; i < m; i++)   /* arrival order */
+        for (int j = i; j > 0 && t[j - 1] > t[j]; j--) {
+            double x = t[j];
+            t[j] = t[j - 1], t[j - 1] = x;
+        }
+    int best = 0;
+    double best_rate = 0;
+    for (int k = 0; k <= m / 2; k++) {
+        double end = m - k > 0 ? fmax(t[m - k - 1], here_s) : here_s;
+        double rate = isfinite(end) && end > 0 ? (double)(m - k + 1) / end : 0;
+        if (rate > best_rate * 1.05)   /* a model more is worth a little longer wait */
+            best = k, best_rate = rate;
+    }
+    return best;
 }
 
 /* Locked, waiting for round q: a node past its round's deadline (or, once the run is asked to
@@ -282,13 +331,21 @@ static int finish_round(coordinator *c, const pass_result *local, pass_result *o
     uint64_t q = (uint64_t)c->rounds;
     add_figures(out, local->loss, local->correct, local->samples);
     pthread_mutex_lock(&c->lock);
-    while (models_due(c, q))
+    int backup = c->cfg->participation == PARTICIPATION_BACKUP;
+    double here_s = clock_now_s() - av->round_began;
+    while (models_due(c, q) > (backup ? av->backup_k : 0))
         wait_for_round(c, q);
+    if (backup)   /* the next round's k, from this one's arrivals */
+        av->backup_k = backup_k(c, q, av->round_began, here_s);
     for (int i = 0; i < c->nnodes; i++) {
         node_round *r = round_of(&c->nodes[i], q);
         if (r->in && r->seq == q && r->done)
             shares[n++] = (model_share){r->model, (double)r->figures.samples},
             add_figures(out, r->figures.loss, r->figures.correct, r->figures.samples);
+        if (backup && r->in && r->seq == q && !r->done && !c->nodes[i].gone) {
+            r->skipped = 1, c->models_skipped++;   /* its model, when it comes, is not used */
+            continue;
+        }
         r->in = 0;   /* a late MODEL is refused from now on */
     }
     pthread_mutex_unlock(&c->lock);
@@ -401,6 +458,7 @@ static int averaging_epoch(coordinator *c, int epoch, long first_batch, pass_res
     memset(out, 0, sizeof *out);
     for (long b = first_batch; b < nbatches && !out->stopped; b += every) {
         long batches = nbatches - b < every ? nbatches - b : every;
+        double round_began = av->round_began = clock_now_s();
         int late = c->cfg->overlap, last = b + every >= nbatches;
         if (trainer_get_params(c->t, av->params, err, errlen))
             return -1;
@@ -430,6 +488,7 @@ static int averaging_epoch(coordinator *c, int epoch, long first_batch, pass_res
                  : finish_round(c, &mine, out, err, errlen))
             return -1;
         out->batches += mine.batches, out->stopped = mine.stopped;
+        av->round_s = clock_now_s() - round_began;
     }
     out->seconds = clock_now_s() - start;
     return 0;
@@ -446,6 +505,14 @@ static void on_model(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
     node_round *rd = round_of(n, r.seq);
     if (!rd->in || rd->done || r.seq != rd->seq)
         return coordinator_refuse(c, n, "a model for a round it was not sent");
+    if (rd->skipped) {   /* backup: the round went on without it; it is free for the next */
+        n->model_at = clock_now_s();
+        n->joules = r.joules, n->carbon = r.carbon_g_per_kwh, n->grams = r.grams;
+        if (r.samples && r.compute_s > 0)   /* its measured speed still counts */
+            n->round_cost = coordinator_running_mean(n->round_cost, r.compute_s / (r.workers ? r.workers : 1) / r.samples);
+        rd->in = rd->skipped = 0;
+        return;
+    }
     const float *base = c->cfg->overlap ? NULL : av->round_start;   /* overlap: the change */
     if (!c->cfg->compress)
         memcpy(rd->model, r.body, body);
@@ -461,6 +528,7 @@ static void on_model(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
     n->wait_s += took > computing ? took - computing : 0;
     n->active_s += took;
     n->joules = r.joules, n->estimated = (int)r.estimated, n->carbon = r.carbon_g_per_kwh;
+    n->renewable_w = r.renewable_w, n->grams = r.grams;
     n->running = r.workers < (uint32_t)n->workers ? (int)r.workers : n->workers;
     if (r.samples && computing > 0) {   /* what computing costs, and what the round adds */
         n->round_cost = coordinator_running_mean(n->round_cost, computing / r.samples);

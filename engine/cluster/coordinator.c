@@ -7,6 +7,7 @@
 #include "energy/carbon.h"
 #include "engine/cluster/file_hash.h"
 #include "engine/cluster/proto.h"
+#include "engine/job/energy_run.h"
 #include "engine/placement/cluster_share.h"
 #include "netio/hub.h"
 #include "ops/cpu.h"
@@ -251,6 +252,19 @@ static void node_lost(coordinator *c, peer_node *n, const char *why)
     c->mode->node_lost(c, n);
 }
 
+/* Locked. A node's grid figures while it computes nothing (proto.h). */
+static void on_figures(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
+{
+    msg_result r;
+    char why[200];
+    if (proto_figures_decode(&r, p, len, why, sizeof why)) {
+        coordinator_refuse(c, n, why);
+        return;
+    }
+    n->carbon = r.carbon_g_per_kwh, n->renewable_w = r.renewable_w, n->grams = r.grams;
+    n->joules = r.joules, n->estimated = (int)r.estimated;
+}
+
 static void on_event(void *ctx, const netio_event *e)
 {
     coordinator *c = ctx;
@@ -270,6 +284,7 @@ static void on_event(void *ctx, const netio_event *e)
         }
         memset(n, 0, sizeof *n);
         n->peer = e->peer, n->params_seq = n->layers_seq = UINT64_MAX, n->joined_at = clock_now_s() - c->start;
+        n->green_index = -1;
         snprintf(n->addr, sizeof n->addr, "%s", e->addr);
         snprintf(n->name, sizeof n->name, "%s", e->addr);   /* with its identity from JOIN on */
         break;
@@ -291,6 +306,8 @@ static void on_event(void *ctx, const netio_event *e)
             on_fetch(c, n, e->payload, e->len);
         else if (e->type == MSG_READY)
             on_ready(c, n, e->payload, e->len);
+        else if (e->type == MSG_FIGURES && n->ready)
+            on_figures(c, n, e->payload, e->len);
         else if (!n->ready || c->mode->on_message(c, n, e))   /* the mode's messages */
             coordinator_refuse(c, n, "a message out of turn");
         break;
@@ -373,6 +390,13 @@ coordinator *coordinator_start(const coordinator_options *o, const job_config *c
     c->limits = (policy_limits){cfg->policy < 0 ? POLICY_TIME : (placement_policy)cfg->policy,
                                 cfg->power_budget_watts, cfg->max_slowdown, cfg->carbon_g_per_kwh};
     carbon_init(&c->carbon, cfg->carbon_g_per_kwh, cfg->carbon_file);
+    if (energy_run_carbon_traces(&c->carbon, cfg, cfg->carbon_trace, cfg->renewable_trace, err,
+                                 errlen)) {
+        free(c);
+        return NULL;
+    }
+    double start = carbon_trace_now(&c->carbon);
+    c->deadline = cfg->deadline_at >= 0 ? cfg->deadline_at : cfg->deadline_s > 0 ? start + cfg->deadline_s : -1;
     if (cfg->all_nodes)
         fprintf(log, "placement: nodes pinned by hand ([placement] all_nodes = on): every node "
                 "takes work\n");
@@ -427,6 +451,37 @@ int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, si
     return rc;
 }
 
+void coordinator_use_green_log(coordinator *c, green_log *g)
+{
+    pthread_mutex_lock(&c->lock);
+    c->green = g;
+    c->green_here = g ? green_log_machine(g, "coordinator") : -1;
+    pthread_mutex_unlock(&c->lock);
+}
+
+double coordinator_nodes_grams(coordinator *c)
+{
+    pthread_mutex_lock(&c->lock);
+    double g = 0;
+    for (int i = 0; i < c->nnodes; i++)
+        g += c->nodes[i].grams;
+    pthread_mutex_unlock(&c->lock);
+    return g;
+}
+
+int coordinator_any_node_green(coordinator *c, double threshold)
+{
+    pthread_mutex_lock(&c->lock);
+    int any = 0;
+    for (int i = 0; i < c->nnodes; i++) {
+        const peer_node *n = &c->nodes[i];
+        any |= n->ready && !n->gone && n->samples > 0 &&
+               (n->carbon <= threshold || (n->watts > 0 && n->renewable_w >= n->watts));
+    }
+    pthread_mutex_unlock(&c->lock);
+    return any;
+}
+
 void coordinator_use_meter(coordinator *c, energy_meter *meter)
 {
     pthread_mutex_lock(&c->lock);
@@ -470,6 +525,7 @@ void coordinator_stop(coordinator *c, const char *why, int paused)
     for (int i = 0; i < PROTO_MAX_FILES; i++)
         free(c->paths[i]);
     allow_list_free(&c->allow);
+    carbon_free(&c->carbon);
     if (c->mode_state)
         c->mode->close(c);
     pthread_cond_destroy(&c->joined);

@@ -7,6 +7,7 @@
 #define FRUGAL_COORDINATOR_INTERNAL_H
 
 #include "energy/carbon.h"
+#include "engine/report/green_log.h"
 #include "engine/cluster/proto.h"
 #include "engine/placement/cluster_share.h"
 #include "engine/cluster/coordinator.h"
@@ -44,6 +45,7 @@ typedef struct node_round {
     int chunks;                  /* chunks of the round: per batch, times batches */
     double sent_at, due;         /* its MODEL is late after due (coordinator_deadline) */
     int late;                    /* it was, and the node dropped for it */
+    int skipped;                 /* participation = backup: the round went on without it */
     msg_result figures;          /* its figures for the round (grads unused) */
     float *model;                /* its parameters after the round (overlap = on: their change) */
 } node_round;
@@ -75,8 +77,11 @@ typedef struct peer_node {
     long summed;                 /* chunks whose gradients it summed into another's (GRAD) */
     double compute_s, wait_s, joules, joined_at, active_s;
     double watts, carbon;        /* while computing (running average), its grid's intensity */
+    double renewable_w, grams;   /* its renewable power now, its CO2e so far (as it reports) */
+    int green_index;             /* its machine in the green log; -1: not yet */
     int estimated;
     int parked, probe;           /* the policy leaves it out; it is due a probe */
+    int sitting_out;             /* the participation policy leaves it out: not even probed */
     long probed_at;              /* the batch of its last probe */
     long probes;                 /* probes it was sent: chunks computed here too, which measure
                                     it and nothing else (not counted in chunks) */
@@ -99,6 +104,15 @@ typedef struct peer_node {
     int following;               /* overlap = on: it holds parameters and gets every average */
     uint64_t synced;             /* the last round whose average (or PARAMS) it was sent */
 } peer_node;
+
+/* Locked, coordinator_green.c: which ready nodes take part in this round under [placement]
+ * participation (take[i] for c->nodes[i]; this machine always does), each machine's decision
+ * logged and a change said with its figures. round: the mode's (a batch, a round); here_img_s, here_w: this machine's speed and
+ * power while computing; samples_left and round_s: the job's. Returns 1 when a node is left
+ * out. */
+int coordinator_participation(coordinator *c, unsigned long long round, double here_img_s,
+                              double here_w, const double *node_img_s, double samples_left,
+                              double round_s, int *take);
 
 typedef struct share_decision {
     double t;
@@ -144,6 +158,7 @@ struct coordinator {
     long rounds, rounds_lost;    /* rounds trained; node shares lost with their node */
     long rounds_shared;          /* rounds whose last node shared a chunk with this machine */
     long models_clipped;         /* centered_clip: models clipped (aggregate.h), over the rounds */
+    long models_skipped;         /* participation = backup: models the rounds did not wait for */
     /* the placement policy over machines (cluster_share.h) */
     policy_limits limits;
     carbon_source carbon;
@@ -152,6 +167,10 @@ struct coordinator {
     double last_power_at;        /* clock_now_s() of last_power */
     double local_w, local_img_s;
     long batches;
+    /* where and when to train ([placement] participation, coordinator_green.c) */
+    green_log *green;
+    int green_here;              /* this machine's index in it */
+    double deadline;             /* trace time; < 0: none */
     share_decision decisions[MAX_SHARE_DECISIONS];
     int ndecisions, decisions_total;
     /* the messages sent [0] and received [1] by type, and their bytes on the wire (any thread) */

@@ -118,6 +118,7 @@ static void summarize_node(coordinator *c, peer_node *n, long all, cluster_node_
     o->network_wait_s = n->wait_s, o->compute_s = n->compute_s;
     o->chunk_cost_ms = 1e3 * n->cost, o->round_trip_lag_ms = 1e3 * n->lag;
     o->joules = n->joules, o->watts_computing = n->watts, o->carbon_g_per_kwh = n->carbon;
+    o->gco2e = n->grams;
     o->parked = n->parked, o->estimated = n->estimated;
 }
 
@@ -137,7 +138,7 @@ void coordinator_summarize(coordinator *c, double here_joules, int here_estimate
     out->mode = c->mode->name;
     out->sync_every = c->cfg->sync_every, out->compress = c->cfg->compress;
     out->overlap = c->cfg->overlap, out->centered_clip = c->cfg->centered_clip;
-    out->models_clipped = c->models_clipped;
+    out->models_clipped = c->models_clipped, out->models_skipped = c->models_skipped;
     out->rounds = c->rounds, out->node_rounds_lost = c->rounds_lost;
     out->rounds_sharing_a_chunk = c->rounds_shared;
     snprintf(out->weights_why, sizeof out->weights_why, "%s", c->weights_why);

@@ -490,6 +490,12 @@ gossip_peer *gossip_start(const gossip_options *o, job_config *cfg, dataset *tra
 
 void gossip_use_meter(gossip_peer *g, energy_meter *meter) { g->meter = meter; }
 
+void gossip_use_green(gossip_peer *g, carbon_source *carbon, green_log *green)
+{
+    g->carbon = carbon, g->green = green;
+    g->green_here = green ? green_log_machine(green, "this peer") : -1;
+}
+
 void gossip_stop(gossip_peer *g, const char *why)
 {
     if (!g)

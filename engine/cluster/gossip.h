@@ -58,6 +58,11 @@ gossip_peer *gossip_start(const gossip_options *o, job_config *cfg, dataset *tra
 int gossip_attach(gossip_peer *g, trainer *t, const char *csv_path, int *start_epoch, char *err,
                   size_t errlen);
 void gossip_use_meter(gossip_peer *g, energy_meter *meter);
+/* [placement] participation: this peer decides each round from its own grid (carbon, the run's
+ * source, replayed traces) whether it trains and exchanges, and logs it (green). */
+struct carbon_source;
+struct green_log;
+void gossip_use_green(gossip_peer *g, struct carbon_source *carbon, struct green_log *green);
 /* An epoch's training in rounds, from first_batch. 0, or -1 with err. */
 int gossip_train_epoch(gossip_peer *g, int epoch, long first_batch, pass_result *out, char *err,
                        size_t errlen);

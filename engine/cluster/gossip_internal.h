@@ -7,6 +7,8 @@
 
 #include "engine/cluster/gossip.h"
 #include "engine/cluster/gossip_proto.h"
+#include "energy/carbon.h"
+#include "engine/report/green_log.h"
 #include "netio/hub.h"
 
 #include <pthread.h>
@@ -61,6 +63,11 @@ struct gossip_peer {
     char addr[GOSSIP_ADDR];
     uint8_t job_hash[GOSSIP_JOB_HASH];
     energy_meter *meter;                 /* training thread */
+    carbon_source *carbon;               /* training thread: participation (NULL: always) */
+    green_log *green;
+    int green_here;
+    double round_joules;                 /* the meter's total at the last round's end */
+    double green_img_s, green_w;         /* this peer's speed and power over its last round */
 
     pthread_mutex_t lock;
     pthread_cond_t changed;              /* a member's state, a PUSH, a STATE, a FINAL */

@@ -181,8 +181,8 @@ int gossip_model_decode(unsigned type, gossip_model_msg *m, const uint8_t *p, si
         m->round_s = wire_get_f64(&r);
         m->joules = wire_get_f64(&r);
         m->estimated = wire_get_u32(&r);
-        if (!(m->mass > 0) || !figure_ok(m->mass, GOSSIP_MAX_MASS))
-            return snprintf(why, whylen, "a PUSH with weight %g (above 0, at most %g)", m->mass,
+        if (!(m->mass >= 0) || !figure_ok(m->mass, GOSSIP_MAX_MASS))
+            return snprintf(why, whylen, "a PUSH with weight %g (0 to %g)", m->mass,
                             GOSSIP_MAX_MASS), -1;
     }
     if (finish(&r, name, why, whylen))

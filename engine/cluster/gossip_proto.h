@@ -6,7 +6,9 @@
  *              whether it has finished
  *   MEMBERS    the peers the sender knows to be up (id, address): membership spreads by gossip
  *   PUSH       a round's push-sum share: the round, the sender's place (epoch, batch), the
- *              weight sent, its seconds per round and joules so far, then its parameters
+ *              weight sent, its seconds per round and joules so far, then its parameters;
+ *              weight 0: the sender sits the round out ([placement] participation), not to
+ *              be waited for
  *   STATE_ASK  a newcomer asks for a neighbour's model and place
  *   STATE      the answer: the round, epoch and batch, then the parameters
  *   FINAL      the sender finished: its samples, joules, rounds, then its last model (every

@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "engine/cluster/gossip_topology.h"
+#include "engine/placement/participation.h"
 
 #include <errno.h>
 #include <math.h>
@@ -250,14 +251,15 @@ static void mix(gossip_peer *g)
     g->w = total, g->acc_w = 0;
 }
 
-/* Locked. Sends the round's pushes; their count. */
+/* Locked. Sends the round's pushes; their count. away: weight 0, this peer sits the round out
+ * and keeps its weight (its targets are not held waiting for it). */
 static int push(gossip_peer *g, const uint64_t *ids, const int *who, int n, int self, int epoch,
-                long batch)
+                long batch, int away)
 {
     int targets[CONFIG_MAX_PEERS];
     int d = gossip_targets(g->cfg->gossip_topology, g->cfg->gossip_neighbours, ids, n, self,
                            g->round, g->cfg->seed, targets);
-    double share = g->w / (d + 1);
+    double share = away ? 0 : g->w / (d + 1);
     int estimated;
     gossip_model_msg p = {.round = g->round, .epoch = (uint32_t)epoch, .batch = (uint32_t)batch,
                           .mass = share, .round_s = g->round_s};
@@ -271,7 +273,8 @@ static int push(gossip_peer *g, const uint64_t *ids, const int *who, int n, int 
         if (!gossip_send(g, m, GOSSIP_MSG_PUSH, head, hl, g->z, sizeof(float) * (size_t)g->nparams))
             m->pushes_out++, g->pushes_out++, sent++;
     }
-    g->w = fmax(share * (d + 1 - sent) , MIN_WEIGHT);   /* a push that could not go stays here */
+    if (!away)   /* a push that could not go stays here */
+        g->w = fmax(share * (d + 1 - sent), MIN_WEIGHT);
     return d;
 }
 
@@ -289,7 +292,7 @@ static int exchange(gossip_peer *g, int epoch, long batch, char *err, size_t err
     double waited = 0;
     if (self >= 0) {
         g->rounds_taken_part++;
-        d = push(g, ids, who, n, self, epoch, batch);
+        d = push(g, ids, who, n, self, epoch, batch, 0);
         for (int j = 0; j < n; j++)
             if (j != self && gossip_sends_to(g->cfg->gossip_topology, g->cfg->gossip_neighbours, ids,
                                              n, j, self, g->round, g->cfg->seed))
@@ -311,6 +314,74 @@ static int exchange(gossip_peer *g, int epoch, long batch, char *err, size_t err
     return self >= 0 ? trainer_set_params(g->t, g->z, err, errlen) : 0;
 }
 
+/* ---- participation ([placement] participation: this peer decides for itself) ---- */
+
+/* This peer's speed and power over its last round (training thread). */
+static void measure_round(gossip_peer *g, double samples)
+{
+    int estimated;
+    double j = gossip_joules_here(g, &estimated);
+    if (g->round_s > 0 && samples > 0)
+        g->green_img_s = samples / g->round_s, g->green_w = (j - g->round_joules) / g->round_s;
+    g->round_joules = j;
+}
+
+/* Whether this peer trains and exchanges in the coming round. */
+static int takes_part(gossip_peer *g, int epoch, long b, long per_epoch)
+{
+    const job_config *cfg = g->cfg;
+    if (!g->carbon || (cfg->participation == PARTICIPATION_ALWAYS && !carbon_follows_traces(g->carbon)))
+        return 1;
+    int estimated;
+    double joules = gossip_joules_here(g, &estimated), now = carbon_trace_now(g->carbon);
+    char why_text[600];
+    carbon_update(g->carbon, clock_now_s(), joules, why_text, sizeof why_text);
+    double deadline = cfg->deadline_at >= 0 ? cfg->deadline_at
+                    : cfg->deadline_s > 0 ? g->carbon->replay.start + cfg->deadline_s : -1;
+    participant me = {g->green_img_s, g->green_w, g->carbon->value, g->carbon->renewable_w,
+                      g->carbon->trace.n ? &g->carbon->trace : NULL, now, deadline};
+    double left = ((double)(cfg->epochs - epoch) * (double)per_epoch + (double)(per_epoch - b)) * cfg->batch;
+    participation_input in = {(participation_policy)cfg->participation, cfg->green_g_per_kwh,
+                              cfg->budget_g, cfg->random_share,
+                              deadline < 0 ? -1 : (deadline - now) / carbon_trace_speed(g->carbon),
+                              left, carbon_grams(g->carbon, joules), g->round_s,
+                              cfg->seed ^ g->id, g->round};
+    int take;
+    participation_why why;
+    participation_choose(&in, &me, 1, 0, &take, &why);
+    if (g->green) {
+        int was = green_log_round(g->green, (unsigned long long)g->round, now, g->green_here,
+                                  me.g_per_kwh, me.renewable_w, me.watts, take);
+        if (was != take && (was >= 0 || !take))
+            green_log_event(g->green, g->log, now, "this peer %s in round %llu: %s (%.0f g CO2e/kWh, "
+                            "green at most %.0f; renewable %.0f W against %.1f W computing)",
+                            take ? "takes part" : "sits out", (unsigned long long)g->round,
+                            participation_why_name(why), me.g_per_kwh, cfg->green_g_per_kwh,
+                            me.renewable_w, me.watts);
+    }
+    return take;
+}
+
+/* A round sat out: zero-weight pushes to the round's targets, so that none waits for this peer,
+ * then idle for about a round (the others' pace), no local steps. */
+static void sit_out(gossip_peer *g, int epoch, long batch)
+{
+    uint64_t ids[CONFIG_MAX_PEERS + 1];
+    int who[CONFIG_MAX_PEERS + 1], self, d = 0;
+    pthread_mutex_lock(&g->lock);
+    int n = round_view(g, g->round, ids, who, &self);
+    if (self >= 0 && trainer_get_params(g->t, g->z, NULL, 0) == 0)
+        d = push(g, ids, who, n, self, epoch, batch, 1);
+    double until = clock_now_s() + fmin(g->round_s > 0 ? g->round_s : MIN_WAIT_S, g->net.timeout_s);
+    while (clock_now_s() < until && !stop_asked(g))
+        timed_wait(g, until);
+    g->round++;
+    g->ready_round = g->round, g->ready_at = 0;
+    pthread_mutex_unlock(&g->lock);
+    gossip_log_round(g, epoch, batch, 0, d, 0, 0, 0);
+    g->last_round_at = clock_now_s();
+}
+
 int gossip_train_epoch(gossip_peer *g, int epoch, long first_batch, pass_result *out, char *err,
                        size_t errlen)
 {
@@ -322,6 +393,15 @@ int gossip_train_epoch(gossip_peer *g, int epoch, long first_batch, pass_result 
     pthread_mutex_unlock(&g->lock);
     for (long b = first_batch; b < per_epoch;) {
         long n = g->cfg->gossip_every - g->steps_since;
+        if (!g->steps_since && !takes_part(g, epoch, b, per_epoch)) {
+            b += n < per_epoch - b ? n : per_epoch - b;
+            sit_out(g, epoch, b);
+            if (stop_asked(g)) {
+                out->stopped = 1;
+                return 0;
+            }
+            continue;
+        }
         pass_result p;
         if (trainer_train_share(g->t, epoch, b, n < per_epoch - b ? n : per_epoch - b, &whole, &p,
                                 err, errlen))
@@ -337,6 +417,7 @@ int gossip_train_epoch(gossip_peer *g, int epoch, long first_batch, pass_result 
         if (g->steps_since >= g->cfg->gossip_every) {
             g->steps_since = 0;
             double t0 = clock_now_s();
+            measure_round(g, (double)g->cfg->gossip_every * g->cfg->batch);
             if (exchange(g, epoch, b, err, errlen))
                 return -1;
             out->seconds += clock_now_s() - t0;

@@ -27,6 +27,7 @@
 #include "engine/cluster/file_hash.h"
 #include "engine/cluster/proto.h"
 #include "engine/job/devices.h"
+#include "engine/job/energy_run.h"
 #include "engine/job/job_data.h"
 #include "engine/placement/worker_control.h"
 #include "netio/hub.h"
@@ -44,6 +45,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#define FIGURES_EVERY_S 0.5   /* idle this long: the grid's figures, if they changed (FIGURES) */
 
 typedef struct queued {
     struct queued *next;
@@ -73,6 +76,9 @@ typedef struct node_process {
     int stopped;                 /* told to stop (a signal): it leaves, and does not rejoin */
     energy_meter *meter;
     carbon_source carbon;
+    double said_carbon, said_renewable;   /* the figures the coordinator last had (FIGURES) */
+    double grams_at_job;         /* its CO2e when its first work began (-1: not yet): what it
+                                    reports is the job's, its setup (the data) left out */
     /* Until a chunk starts, the coordinator may take it back (RECALL) for an idle machine: each
      * WORK's claim (runtime.h), by its arrival number, in a ring longer than the chunks a
      * coordinator keeps in flight. The hub's thread fills it and answers RECALLs. */
@@ -131,10 +137,20 @@ static int told_to_stop(const node_process *n)
 
 /* The next event, waiting for one when `wait`; told to stop, a DOWN saying so (ahead of the
  * queue: whatever waits there is not served). */
-static queued *next_event(node_process *n, int wait)
+static queued *next_event_until(node_process *n, int wait, double until_s);
+
+static queued *next_event(node_process *n, int wait) { return next_event_until(n, wait, -1); }
+
+/* The next event within `seconds`, or NULL. */
+static queued *next_event_within(node_process *n, double seconds)
+{
+    return next_event_until(n, 1, clock_now_s() + seconds);
+}
+
+static queued *next_event_until(node_process *n, int wait, double until_s)
 {
     pthread_mutex_lock(&n->lock);
-    while (wait && !n->head && !told_to_stop(n)) {
+    while (wait && !n->head && !told_to_stop(n) && (until_s < 0 || clock_now_s() < until_s)) {
         struct timespec until;   /* the signal lands on any thread: look again every 100 ms */
         clock_gettime(CLOCK_REALTIME, &until);
         long ns = until.tv_nsec + 100 * 1000000L;
@@ -142,7 +158,9 @@ static queued *next_event(node_process *n, int wait)
         pthread_cond_timedwait(&n->arrived, &n->lock, &until);
     }
     queued *q = &told_to_stop_event;
-    if (wait && told_to_stop(n)) {
+    if (wait && !n->head && !told_to_stop(n)) {
+        q = NULL;   /* time is up */
+    } else if (wait && told_to_stop(n)) {
         q->e.kind = NETIO_DOWN;
         snprintf(q->why, sizeof q->why, "this node was told to stop (signal %d)",
                  atomic_load(n->o->stop));
@@ -387,6 +405,11 @@ static int parse_job(node_process *n, const msg_job *job)
     const char *mine[] = {workers, slowdown, n->o->devices ? devices : NULL, NULL};
     if (proto_job_config(job, mine, &n->cfg, n->err, sizeof n->err))
         return fail(n, "%s", n->err);
+    if (!carbon_follows_traces(&n->carbon) &&
+        energy_run_carbon_traces(&n->carbon, &n->cfg, n->o->carbon_trace, n->o->renewable_trace,
+                                 n->err, sizeof n->err))
+        return fail(n, "--carbon-trace or --renewable-trace: %s", n->err);
+    n->grams_at_job = -1;   /* from its first work on (add_figures) */
     char paths[PROTO_MAX_FILES][CONFIG_PATH], list[sizeof n->cfg.train_files] = "";
     for (uint32_t i = 0; i < job->nfiles; i++)
         if (find_file(n, &job->files[i], paths[i], sizeof paths[i]))
@@ -502,6 +525,10 @@ static void add_figures(node_process *n, const energy_reading *before, const ene
     r->joules = after->total_j;
     r->watts = after->t > before->t ? (after->total_j - before->total_j) / (after->t - before->t) : 0;
     r->carbon_g_per_kwh = n->carbon.value;
+    r->renewable_w = n->carbon.renewable_w;
+    if (n->grams_at_job < 0)
+        n->grams_at_job = carbon_grams(&n->carbon, before->total_j);
+    r->grams = carbon_grams(&n->carbon, after->total_j) - n->grams_at_job;
     r->estimated = n->meter ? (uint32_t)energy_meter_estimated(n->meter) : 1;
     r->workers = (uint32_t)rt_active_workers(n->e.rt);
 }
@@ -516,7 +543,7 @@ static void update_carbon(node_process *n, const energy_reading *now)
 /* A RESULT (no body), or a MODEL with the parameters in body. */
 static int send_figures(node_process *n, uint16_t type, const msg_result *r, const void *body, size_t len)
 {
-    uint8_t head[96];
+    uint8_t head[112];
     if (netio_hub_send(n->hub, n->peer, type, head, proto_result_head(r, head, sizeof head),
                        body, len) && !done_queued(n))
         return n->lost = 1, fail(n, "coordinator %s lost while sending results", n->o->coordinator);
@@ -671,14 +698,32 @@ static int run_group(node_process *n, work_group *g, int rc)
     return rc;
 }
 
+/* Idle a while (nothing queued for FIGURES_EVERY_S): its grid's figures, when they changed
+ * since the coordinator last had them, so that a node left out for its grid is taken back when
+ * the grid turns green. */
+static int say_figures(node_process *n)
+{
+    energy_reading now = read_meter(n);
+    update_carbon(n, &now);
+    if (n->carbon.value == n->said_carbon && n->carbon.renewable_w == n->said_renewable)
+        return 0;
+    msg_result r = {.samples = 0};
+    add_figures(n, &now, &now, &r);
+    n->said_carbon = n->carbon.value, n->said_renewable = n->carbon.renewable_w;
+    return send_figures(n, MSG_FIGURES, &r, NULL, 0);
+}
+
 static int serve(node_process *n)
 {
     work_group g = {.last = -1};
     long rounds = 0;
     for (;;) {
         int rc = 0;
+        queued *first = next_event_within(n, FIGURES_EVERY_S);
+        if (!first && say_figures(n))
+            return 1;
         /* what is queued: parameters first apply, then WORK of that batch gathers */
-        for (queued *q = next_event(n, 1); q; q = g.count < MAX_GROUP ? next_event(n, 0) : NULL) {
+        for (queued *q = first; q; q = g.count < MAX_GROUP ? next_event(n, 0) : NULL) {
             if (q->e.kind == NETIO_MESSAGE && q->e.type == MSG_WORK) {
                 msg_work w;
                 if (proto_work_decode(&w, q->e.payload, q->e.len, n->err, sizeof n->err) ||
@@ -774,6 +819,7 @@ int node_run(const node_options *o)
     }
     pthread_cond_destroy(&n->arrived);
     pthread_mutex_destroy(&n->lock);
+    carbon_free(&n->carbon);
     free(n);
     return rc;
 }

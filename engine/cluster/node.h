@@ -1,5 +1,5 @@
 /* frugal join HOST:PORT --key KEYFILE [--workers N] [--devices D] [--slowdown F] [--power-profile I,O,A]
- * [--carbon G | --carbon-file F] [--power-budget W]: a machine that computes chunks of a
+ * [--carbon G | --carbon-file F | --carbon-trace F] [--renewable-trace F] [--power-budget W]: a machine that computes chunks of a
  * coordinator's batches (engine/cluster/coordinator.h) until the coordinator says training is over or
  * is lost. Under a power budget of its own (--power-budget, else the job's
  * node_power_budget_watts) it parks workers to stay under it (engine/placement/worker_control.h) and tells
@@ -27,6 +27,8 @@ typedef struct node_options {
     double profile_w[3];         /* this machine's power profile (energy/power_model.h); 0: none */
     double carbon_g_per_kwh;     /* its grid's intensity, or a file re-read for it: */
     const char *carbon_file;     /*   NULL: none */
+    const char *carbon_trace;    /* or traces replayed on the job's clock ([energy] trace_start, */
+    const char *renewable_trace; /*   trace_speed): NULL, none */
     FILE *out;
     const _Atomic int *stop;     /* nonzero (a signal's number): leave now; NULL: never */
 } node_options;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RESULT_HEAD (8 + 5 * 4 + 5 * 8)
+#define RESULT_HEAD (8 + 5 * 4 + 7 * 8)
 
 int proto_cipher_from_env(netio_config *nc, char *err, size_t errlen)
 {
@@ -31,6 +31,7 @@ void proto_limits(frame_limits *l, int coordinator, long nparams, long largest)
         l->max_payload[MSG_FETCH] = 40;
         l->max_payload[MSG_READY] = 8 + PROTO_TEXT;
         l->max_payload[MSG_RESULT] = floats ? RESULT_HEAD : 0;
+        l->max_payload[MSG_FIGURES] = floats ? RESULT_HEAD : 0;
         l->max_payload[MSG_MODEL] = floats ? RESULT_HEAD + floats + 4 * CONFIG_MAX_LAYERS : 0;
         l->max_payload[MSG_GRAD] = floats && largest > 0 ? PROTO_LAYER_HEAD + 4 * (uint32_t)largest : 0;
         l->max_payload[MSG_RECALLED] = 16;
@@ -63,7 +64,7 @@ const char *proto_msg_name(unsigned type)
     static const char *const names[MSG_TYPES] = {
         [MSG_JOIN] = "JOIN", [MSG_JOB] = "JOB", [MSG_FETCH] = "FETCH", [MSG_FILE] = "FILE",
         [MSG_READY] = "READY", [MSG_PARAMS] = "PARAMS", [MSG_WORK] = "WORK",
-        [MSG_RESULT] = "RESULT", [MSG_DONE] = "DONE", [MSG_ROUND] = "ROUND", [MSG_MODEL] = "MODEL",
+        [MSG_RESULT] = "RESULT", [MSG_FIGURES] = "FIGURES", [MSG_DONE] = "DONE", [MSG_ROUND] = "ROUND", [MSG_MODEL] = "MODEL",
         [MSG_GRAD] = "GRAD", [MSG_LAYER] = "LAYER", [MSG_RECALL] = "RECALL",
         [MSG_RECALLED] = "RECALLED", [MSG_DELTA] = "DELTA", [MSG_AVERAGE] = "AVERAGE",
         [MSG_REFUSED] = "REFUSED", [MSG_PAUSED] = "PAUSED"};
@@ -173,6 +174,8 @@ size_t proto_result_head(const msg_result *m, uint8_t *out, size_t cap)
     wire_f64(&w, m->joules);
     wire_f64(&w, m->watts);
     wire_f64(&w, m->carbon_g_per_kwh);
+    wire_f64(&w, m->renewable_w);
+    wire_f64(&w, m->grams);
     return wire_length(&w);
 }
 
@@ -462,6 +465,8 @@ static int figures_decode(msg_result *m, const uint8_t *p, size_t len, size_t bo
     m->joules = wire_get_f64(&r);
     m->watts = wire_get_f64(&r);
     m->carbon_g_per_kwh = wire_get_f64(&r);
+    m->renewable_w = wire_get_f64(&r);
+    m->grams = wire_get_f64(&r);
     m->body = p + RESULT_HEAD;
     m->grads = (const float *)m->body;
     m->nparams = body / 4;
@@ -472,7 +477,9 @@ static int figures_decode(msg_result *m, const uint8_t *p, size_t len, size_t bo
         !(m->loss >= 0 && m->loss <= PROTO_MAX_LOSS) ||
         !(m->compute_s >= 0 && m->compute_s <= PROTO_MAX_SECONDS) ||
         !(m->joules >= 0 && m->joules <= PROTO_MAX_JOULES) || !(m->watts >= 0 && m->watts < 1e7) ||
-        !(m->carbon_g_per_kwh >= 0 && m->carbon_g_per_kwh <= 5000))
+        !(m->carbon_g_per_kwh >= 0 && m->carbon_g_per_kwh <= 5000) ||
+        !(m->renewable_w >= 0 && m->renewable_w <= 1e9) ||
+        !(m->grams >= 0 && m->grams <= PROTO_MAX_JOULES))
         return snprintf(why, whylen, "a %s message with impossible figures (loss %g, %g s, %g J, "
                         "%g W, %u workers)", name, m->loss, m->compute_s, m->joules, m->watts,
                         m->workers), -1;
@@ -483,6 +490,11 @@ int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, uint32_t ma
                         char *why, size_t whylen)
 {
     return figures_decode(m, p, len, 0, max_samples, "RESULT", why, whylen);
+}
+
+int proto_figures_decode(msg_result *m, const uint8_t *p, size_t len, char *why, size_t whylen)
+{
+    return figures_decode(m, p, len, 0, 0, "FIGURES", why, whylen);
 }
 
 int proto_layer_decode(unsigned type, msg_layer *m, const uint8_t *p, size_t len,

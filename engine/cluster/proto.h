@@ -31,6 +31,9 @@
  *                                 node, idle, would finish it sooner
  *   node -> coordinator  RECALLED its answer: given back (it will not run: nothing more comes
  *                                 of it), or not (it started: its GRADs and RESULT come)
+ *   node -> coordinator  FIGURES  a RESULT's figures with no samples, sent while it computes
+ *                                 nothing and its grid changes (a node the participation policy
+ *                                 left out says so when its grid turns green)
  *   coordinator -> node  DONE     training is over (why)
  *   coordinator -> node  PAUSED   training stopped before its end (a signal: the coordinator
  *                                 saved, and may be resumed): the node tries to rejoin
@@ -66,11 +69,11 @@
 enum {
     MSG_JOIN = 1, MSG_JOB, MSG_FETCH, MSG_FILE, MSG_READY, MSG_PARAMS, MSG_WORK, MSG_RESULT,
     MSG_DONE, MSG_ROUND, MSG_MODEL, MSG_GRAD, MSG_LAYER, MSG_RECALL, MSG_RECALLED, MSG_DELTA,
-    MSG_AVERAGE, MSG_REFUSED, MSG_PAUSED,
+    MSG_AVERAGE, MSG_REFUSED, MSG_PAUSED, MSG_FIGURES,
     MSG_TYPES
 };
 
-#define PROTO_VERSION 14
+#define PROTO_VERSION 15
 #define PROTO_MAX_FILES 8
 #define PROTO_MAX_OVERRIDES 48               /* --set overrides a job carries */
 #define PROTO_OVERRIDES_BYTES (64 * 1024)
@@ -149,6 +152,8 @@ typedef struct msg_result {
     double loss, compute_s, joules;     /* joules: the node's total so far */
     double watts;                       /* the node's power while computing this batch's chunks */
     double carbon_g_per_kwh;            /* its grid's intensity now */
+    double renewable_w;                 /* the renewable power it has now (a replayed trace) */
+    double grams;                       /* its CO2e so far */
     const uint8_t *body;                /* into the payload: a MODEL's parameters, as floats
                                            or a delta (compress); none in a RESULT */
     const float *grads;                 /* the body as nparams floats, maybe unaligned */
@@ -216,6 +221,8 @@ int proto_params_decode(uint64_t *seq, const float **values, const uint8_t *p, s
  * RESULT: its batch's; a MODEL: the training set's). */
 int proto_result_decode(msg_result *m, const uint8_t *p, size_t len, uint32_t max_samples,
                         char *why, size_t whylen);
+/* FIGURES: a RESULT's head counting no samples. */
+int proto_figures_decode(msg_result *m, const uint8_t *p, size_t len, char *why, size_t whylen);
 /* A GRAD or a LAYER (type): layer_params holds the model's count per layer (0: none). */
 int proto_layer_decode(unsigned type, msg_layer *m, const uint8_t *p, size_t len,
                        const long *layer_params, int nlayers, char *why, size_t whylen);

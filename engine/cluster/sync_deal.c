@@ -59,10 +59,20 @@ static void choose_nodes(coordinator *c, double per_chunk)
                                                     x->watts, x->carbon};
     }
     cluster_choose(&c->limits, m, n, in);
+    double speed[MAX_NODES];
+    int take[MAX_NODES];
+    for (int i = 0; i < c->nnodes; i++)
+        speed[i] = img_per_s(c->nodes[i].running, c->nodes[i].cost, per_chunk);
+    long per_epoch = (c->train->n + c->cfg->batch - 1) / c->cfg->batch;
+    double left = (double)((long)c->cfg->epochs * per_epoch - c->batches) * c->cfg->batch;
+    coordinator_participation(c, (unsigned long long)c->batches, c->local_img_s, c->local_w, speed,
+                              left, c->local_img_s > 0 ? c->cfg->batch / c->local_img_s : 0, take);
     char taking[160] = "", parked[160] = "";
     int changed = 0, ntaking = 0;
     for (int k = 1; k < n; k++) {
         peer_node *x = &c->nodes[index[k]];
+        x->sitting_out = !take[index[k]];
+        in[k] &= !x->sitting_out;
         changed |= x->parked != !in[k];
         x->parked = !in[k];
         ntaking += in[k];
@@ -70,7 +80,7 @@ static void choose_nodes(coordinator *c, double per_chunk)
         size_t len = strlen(list);
         snprintf(list + len, 160 - len, "%s%s %.3g J/img", len ? ", " : "", x->name,
                  m[k].img_per_s > 0 ? m[k].watts / m[k].img_per_s : 0);
-        if (x->parked && c->batches - x->probed_at >= PROBE_EVERY)
+        if (x->parked && !x->sitting_out && c->batches - x->probed_at >= PROBE_EVERY)
             x->probe = 1, x->probed_at = c->batches;
     }
     if (!changed)

@@ -1,10 +1,12 @@
 #include "engine/job/config.h"
 
 #include "energy/account.h"
+#include "energy/grid_trace.h"
 #include "energy/power_model.h"
 #include "engine/model/layer.h"
 #include "common/input_file.h"
 #include "engine/job/policy_name.h"
+#include "engine/job/participation_name.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -22,6 +24,8 @@ static const key_spec job_keys[] = {
     {"seed", V_U64, JOB(seed), 0, 0},
     {"output", V_PATH, JOB(output), 0, 0},
     {"log_every", V_INT, JOB(log_every), 0, 1 << 30},
+    {"deadline", V_TEXT, JOB(deadline_text), 0, 0},
+    {"postpone", V_TEXT, JOB(postpone_text), 0, 0},
     {NULL, 0, 0, 0, 0}};
 static const key_spec data_keys[] = {
     {"format", V_FORMAT, JOB(format), 0, 0},
@@ -58,6 +62,10 @@ static const key_spec energy_keys[] = {
     {"rate_hz", V_FLOAT, JOB(energy_rate_hz), 1, 1000},
     {"carbon_g_per_kwh", V_FLOAT, JOB(carbon_g_per_kwh), 0, 5000},
     {"carbon_file", V_PATH, JOB(carbon_file), 0, 0},
+    {"carbon_trace", V_PATH, JOB(carbon_trace), 0, 0},
+    {"renewable_trace", V_PATH, JOB(renewable_trace), 0, 0},
+    {"trace_start", V_TEXT, JOB(trace_start_text), 0, 0},
+    {"trace_speed", V_FLOAT, JOB(trace_speed), 1e-3, 1e7},
     {"baseline_seconds", V_FLOAT, JOB(baseline_seconds), 0, 3600},
     {"baseline_watts", V_FLOAT, JOB(baseline_watts), 0, 1e6},
     {"model_idle_watts", V_FLOAT, JOB(model_idle_watts), 0, 1e5},
@@ -72,6 +80,10 @@ static const key_spec placement_keys[] = {
     {"all_nodes", V_ONOFF, JOB(all_nodes), 0, 0},
     {"max_slowdown", V_FLOAT, JOB(max_slowdown), 0, 100},
     {"window_seconds", V_FLOAT, JOB(window_seconds), 0.05, 600},
+    {"participation", V_TEXT, JOB(participation_name), 0, 0},
+    {"green_g_per_kwh", V_FLOAT, JOB(green_g_per_kwh), 0, 5000},
+    {"budget_g", V_FLOAT, JOB(budget_g), 0, 1e12},
+    {"random_share", V_FLOAT, JOB(random_share), 0.01, 1},
     {0},
 };
 static const key_spec cluster_keys[] = {
@@ -338,6 +350,9 @@ static void set_defaults(job_config *cfg, const char *path)
     cfg->window_seconds = 0.5f;
     cfg->gossip_every = 10;
     cfg->gossip_participation = 1;
+    cfg->trace_speed = 1;
+    cfg->green_g_per_kwh = 100;
+    cfg->random_share = 0.5f;
     /* output: runs/<file name without .cfg> */
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     int len = (int)strcspn(base, ".");
@@ -511,6 +526,57 @@ static int check_cluster_mode(parser *p)
     return 0;
 }
 
+/* "36h", "90m", "2d", "5400s" or "5400": seconds; -1 when it is none of them. */
+static double duration_s(const char *text)
+{
+    char *end;
+    double v = strtod(text, &end);
+    double unit = !*end || !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600
+                : !strcmp(end, "d") ? 86400 : -1;
+    return end != text && unit > 0 && v > 0 && v < 1e9 ? v * unit : -1;
+}
+
+/* Where and when to train: the traces' clock, [job] deadline and postpone, [placement]
+ * participation and what it needs. */
+static int check_green(parser *p)
+{
+    job_config *cfg = p->cfg;
+    cfg->trace_start = -1;
+    if (cfg->trace_start_text[0] && (cfg->trace_start = grid_trace_time(cfg->trace_start_text)) < 0)
+        return fail(p, "[energy] trace_start = '%s': expected YYYY-MM-DD HH:MM[:SS] (UTC)",
+                    cfg->trace_start_text);
+    if ((cfg->carbon_trace[0] || cfg->renewable_trace[0]) && cfg->carbon_file[0])
+        return fail(p, "[energy] carbon_file and carbon_trace/renewable_trace: one source of the "
+                    "grid's intensity, not both");
+    cfg->deadline_s = cfg->deadline_at = -1;
+    const char *d = cfg->deadline_text;
+    if (d[0] && (cfg->deadline_at = grid_trace_time(d)) < 0 && (cfg->deadline_s = duration_s(d)) < 0)
+        return fail(p, "[job] deadline = '%s': expected a date (YYYY-MM-DD HH:MM, UTC, trace time) "
+                    "or a duration from the start (36h, 90m, 2d, 5400s)", d);
+    const char *pp = cfg->postpone_text;
+    if (!pp[0] || !strcmp(pp, "off"))
+        cfg->postpone = POSTPONE_OFF;
+    else if (!strcmp(pp, "on"))
+        cfg->postpone = POSTPONE_WAIT;
+    else
+        return fail(p, "[job] postpone = '%s': expected off or on (wait, idle, for greener "
+                    "energy while the deadline allows)", pp);
+    if (cfg->postpone && !d[0])
+        return fail(p, "[job] postpone = %s needs a deadline: how long the job may wait", pp);
+    const char *name = cfg->participation_name[0] ? cfg->participation_name : "always";
+    if ((cfg->participation = participation_parse(name)) < 0)
+        return fail(p, "[placement] participation = '%s': expected %s", name, PARTICIPATION_NAMES);
+    if (cfg->participation == PARTICIPATION_BACKUP && (cfg->cluster_mode != CLUSTER_AVERAGE || cfg->overlap))
+        return fail(p, "[placement] participation = backup needs [cluster] mode = average without "
+                    "overlap: synchronous training would give up one machine's weights by not "
+                    "waiting for a node's gradients (not done), and gossip waits for no one past "
+                    "its deadline already");
+    if (cfg->participation == PARTICIPATION_BUDGET && !(cfg->budget_g > 0))
+        return fail(p, "[placement] participation = budget needs budget_g (grams of CO2e for the "
+                    "whole job)");
+    return 0;
+}
+
 /* [data] classes (a list of labels) and shard (I/N, or auto under gossip). */
 static int check_data_subset(parser *p)
 {
@@ -547,7 +613,7 @@ static int check_complete(parser *p)
         return fail(p, "[data] needs train_files for format cifar10");
     if (cfg->format == DATA_IDX && !cfg->test_images[0] != !cfg->test_labels[0])
         return fail(p, "[data] test_images and test_labels go together");
-    if (check_cluster_mode(p) || check_data_subset(p))
+    if (check_cluster_mode(p) || check_data_subset(p) || check_green(p))
         return -1;
     if ((cfg->compress || cfg->overlap || cfg->centered_clip) && !cfg->sync_every)
         return fail(p, "[cluster] %s = on needs sync_every > 0: synchronous training sends whole "

@@ -2,7 +2,9 @@
  * and nothing is trained until the whole file (and every --set override) is valid.
  *
  *   [job]        epochs, batch, seed, output, log_every (batches between the points of
- *                steps.csv and TensorBoard; 0, the default: about 25 an epoch)
+ *                steps.csv and TensorBoard; 0, the default: about 25 an epoch), deadline (a
+ *                date in trace time, or a duration from the start: 36h), postpone (off | on:
+ *                wait for greener energy while the deadline allows, docs/green.md)
  *   [data]       format (idx | cifar10), train_images, train_labels, test_images, test_labels,
  *                train_files, test_file (cifar10), limit, test_limit, resize (HxW), channels,
  *                classes (the labels kept, e.g. 0,3,7: a peer's own data in a federated run),
@@ -20,7 +22,8 @@
  *                slowdown (1 to 100: every CPU task takes this many times as long, to emulate
  *                slower hardware in tests and benchmarks)
  *   [energy]     rate_hz, carbon_g_per_kwh, carbon_file (a file holding the figure, re-read
- *                while training), baseline_seconds, baseline_watts,
+ *                while training), carbon_trace, renewable_trace (time series replayed while
+ *                training, energy/grid_trace.h), trace_start, trace_speed, baseline_seconds, baseline_watts,
  *                model_idle_watts, model_core_watts, power_profile (IDLE, ONE, ALL: watts idle,
  *                with one core busy and with all busy; the fallback model and the prior)
  *   [placement]  policy (time | energy | edp | carbon: the worker count is then learned while
@@ -29,7 +32,9 @@
  *                --power-budget` sets one node's), all_nodes (on: every node of a cluster takes
  *                work, the machines pinned by hand), max_slowdown (energy policies: at most this
  *                much slower than the fastest count measured, 0.1 = 10%), window_seconds (how
- *                long each measurement lasts)
+ *                long each measurement lasts), participation (always | random | green |
+ *                budget | backup: which machines take part in each round, docs/green.md),
+ *                green_g_per_kwh, budget_g, random_share
  *   [cluster]    sync_every (0, the default: every batch's gradients are summed over the
  *                machines, the weights those of one machine; K: periodic averaging, each machine
  *                takes K steps of its own on its share of the batches, then the models are
@@ -63,6 +68,8 @@
 #define CONFIG_MAX_PEERS 64          /* machines of a gossip run ([gossip] peers, neighbours) */
 
 typedef enum data_format { DATA_IDX, DATA_CIFAR10 } data_format;
+/* [job] postpone: off, on (wait idle for greener energy while the deadline allows). */
+typedef enum postpone_mode { POSTPONE_OFF, POSTPONE_WAIT } postpone_mode;
 
 /* [cluster] mode: how machines train together (engine/cluster/). */
 typedef enum cluster_mode { CLUSTER_SYNC, CLUSTER_AVERAGE, CLUSTER_GOSSIP } cluster_mode;
@@ -84,6 +91,10 @@ typedef struct job_config {
     unsigned long long seed;
     char output[CONFIG_PATH];
     int log_every;                 /* batches between step points; 0: about 25 an epoch */
+    char deadline_text[128];       /* "", a date (trace time) or a duration from the start */
+    double deadline_at, deadline_s;   /* -1 or the date (seconds since the epoch); -1 or seconds */
+    char postpone_text[16];
+    int postpone;                  /* postpone_mode */
     /* [data] */
     data_format format;
     char train_images[CONFIG_PATH], train_labels[CONFIG_PATH];
@@ -114,6 +125,10 @@ typedef struct job_config {
     float energy_rate_hz;          /* sampler rate */
     float carbon_g_per_kwh;
     char carbon_file[CONFIG_PATH]; /* "" or a file re-read for the current figure (energy/carbon.h) */
+    char carbon_trace[CONFIG_PATH], renewable_trace[CONFIG_PATH];   /* "" or replayed traces */
+    char trace_start_text[64];
+    double trace_start;            /* -1: now (the traces read live); else seconds since the epoch */
+    float trace_speed;             /* trace seconds a second; default 1 */
     float baseline_seconds;        /* idle power measured this long before training; 0: none */
     float baseline_watts;          /* configured idle power instead; < 0: measure */
     float model_idle_watts, model_core_watts;   /* the fallback model (energy/power_model.h) */
@@ -136,6 +151,11 @@ typedef struct job_config {
     int gossip_every;              /* local steps between exchanges; default 10 */
     float gossip_participation;    /* the fraction of rounds a peer exchanges in; default 1 */
     int gossip_peers;              /* peers waited for at the start (0: none) */
+    char participation_name[32];
+    int participation;             /* participation_policy: who takes part in a round */
+    float green_g_per_kwh;         /* green: the intensity a machine must be at or under */
+    float budget_g;                /* budget: grams of CO2e for the whole job */
+    float random_share;            /* random: the share of machines drawn each round */
     float max_slowdown;            /* < 0: none */
     float window_seconds;
 } job_config;

@@ -4,6 +4,21 @@
 #include <string.h>
 #include <time.h>
 
+int energy_run_carbon_traces(carbon_source *cs, const job_config *cfg, const char *carbon,
+                             const char *renewable, char *err, size_t errlen)
+{
+    if ((!carbon || !carbon[0]) && (!renewable || !renewable[0]))
+        return 0;
+    double start = cfg->trace_start >= 0 ? cfg->trace_start : (double)time(NULL);
+    char why[600];
+    if (carbon_follow_traces(cs, carbon && carbon[0] ? carbon : NULL,
+                             renewable && renewable[0] ? renewable : NULL, start, cfg->trace_speed,
+                             why, sizeof why))
+        return snprintf(err, errlen, "%s", why), -1;
+    carbon_update(cs, 0, 0, why, sizeof why);
+    return 0;
+}
+
 int energy_run_begin(energy_run *er, const job_config *cfg, FILE *log, char *err, size_t errlen)
 {
     memset(er, 0, sizeof *er);
@@ -14,6 +29,15 @@ int energy_run_begin(energy_run *er, const job_config *cfg, FILE *log, char *err
         snprintf(err, errlen, "[energy] carbon_file: %s", why);
         return -1;
     }
+    if (energy_run_carbon_traces(&er->carbon, cfg, cfg->carbon_trace, cfg->renewable_trace, why,
+                                 sizeof why)) {
+        snprintf(err, errlen, "[energy] carbon_trace or renewable_trace: %s", why);
+        return -1;
+    }
+    if (carbon_follows_traces(&er->carbon))
+        fprintf(log, "energy: replaying %s%s%s from trace time %.0f at %g trace seconds a second\n",
+                cfg->carbon_trace, cfg->carbon_trace[0] && cfg->renewable_trace[0] ? " and " : "",
+                cfg->renewable_trace, er->carbon.replay.start, cfg->trace_speed);
     er->meter = energy_meter_open(&(energy_options){
         cfg->energy_rate_hz, cfg->model_idle_watts, cfg->model_core_watts,
         {cfg->power_profile[0], cfg->power_profile[1], cfg->power_profile[2]}});
@@ -177,4 +201,5 @@ void energy_run_end(energy_run *er)
 {
     energy_meter_close(er->meter);
     er->meter = NULL;
+    carbon_free(&er->carbon);
 }

@@ -34,6 +34,10 @@ typedef struct energy_run {
     double run_start_grams, pass_start_grams;   /* carbon_grams() then */
 } energy_run;
 
+/* A carbon source follows the traces at these paths (either "" or NULL: none), on the job's
+ * clock ([energy] trace_start, else now; trace_speed). 0, or -1 with err. */
+int energy_run_carbon_traces(carbon_source *cs, const job_config *cfg, const char *carbon,
+                             const char *renewable, char *err, size_t errlen);
 /* Opens the meter, starts the sampler, measures (or takes) the idle baseline, and says on log
  * where the figures come from and which sensors could not be read, and why. */
 int energy_run_begin(energy_run *er, const job_config *cfg, FILE *log, char *err, size_t errlen);

@@ -22,6 +22,7 @@ typedef struct cluster_node_summary {
     unsigned long long bytes_sent, bytes_received;
     double network_wait_s, compute_s, chunk_cost_ms, round_trip_lag_ms;
     double joules, watts_computing, carbon_g_per_kwh;
+    double gco2e;                  /* its CO2e so far, as it reports it */
     int parked, estimated;
 } cluster_node_summary;
 
@@ -47,6 +48,7 @@ typedef struct cluster_summary {
     const char *mode;              /* the training mode's name */
     int sync_every, compress, overlap, centered_clip;
     long models_clipped;           /* centered_clip: models clipped, over the rounds */
+    long models_skipped;           /* participation = backup: models the rounds did not wait for */
     long rounds, node_rounds_lost, rounds_sharing_a_chunk;
     char weights_why[400];         /* "": the weights are one machine's */
     double timeout_s;

@@ -17,6 +17,7 @@ typedef struct run_data {
     char name[160];              /* the folder, as given */
     csv_table metrics, power;    /* power.nrows 0: no timeline */
     csv_table steps;             /* points every few batches; nrows 0: none */
+    csv_table green;             /* green.csv: participation over time; nrows 0: none */
     json_value *summary;         /* NULL: none */
     char *job;                   /* the job file's text (job.cfg), or NULL */
 } run_data;
@@ -67,6 +68,9 @@ static int run_load(run_data *r, const char *dir, char *err, size_t errlen)
     snprintf(path, sizeof path, "%s/steps.csv", dir);
     if (csv_read(&r->steps, path, why, sizeof why))
         memset(&r->steps, 0, sizeof r->steps);   /* an older run: its epochs alone */
+    snprintf(path, sizeof path, "%s/green.csv", dir);
+    if (access(path, F_OK) || csv_read(&r->green, path, why, sizeof why))
+        memset(&r->green, 0, sizeof r->green);   /* no participation decisions */
     snprintf(path, sizeof path, "%s/job.cfg", dir);
     r->job = access(path, F_OK) ? NULL : input_read_all(path, CONFIG_MAX_BYTES, "job file", &len, why, sizeof why);
     return 0;
@@ -77,6 +81,7 @@ static void run_free(run_data *r)
     csv_free(&r->metrics);
     csv_free(&r->power);
     csv_free(&r->steps);
+    csv_free(&r->green);
     json_free(r->summary);
     free(r->job);
 }
@@ -472,6 +477,51 @@ static void placement_section(report *rp)
     json_section(rp, "Placement (workers, and the figures behind each decision)", "execution.placement");
 }
 
+/* green.csv's rows of one machine as series: x in trace hours from the run's first row, y its
+ * intensity, or (`taking_part`) its row number + 1 while it takes part and a gap while not. */
+static void green_series(report *rp, chart *c, int run, int machine, int taking_part)
+{
+    const csv_table *t = &rp->runs[run].green;
+    const double *m = csv_values(t, "machine"), *tt = csv_values(t, "trace_unix_s");
+    const double *g = csv_values(t, "g_per_kwh"), *on = csv_values(t, "on");
+    double *x = m && tt && g && on ? scratch(rp, t->nrows) : NULL, *y = x ? scratch(rp, t->nrows) : NULL;
+    int n = 0;
+    for (int k = 0; y && k < t->nrows; k++)
+        if ((int)m[k] == machine)
+            x[n] = (tt[k] - tt[0]) / 3600, y[n++] = taking_part ? (on[k] > 0 ? machine + 1 : NAN) : g[k];
+    const json_value *names = json_get(rp->runs[run].summary, "green.machines");
+    const char *who = names && names->type == JSON_ARRAY && machine < names->n
+                          ? json_str(json_get(&names->items[machine], "name"), "?") : "?";
+    char name[160], key[64];
+    series_name(name, sizeof name, rp, run, who);
+    snprintf(key, sizeof key, "green/%s/%d", taking_part ? "on" : "g_per_kwh", machine);
+    chart_series *sr = n ? svg_chart_add(c, name, key, run, n, x, y) : NULL;
+    if (sr && taking_part)   /* each decision a point (its tooltip: when) */
+        sr->points = 1;
+}
+
+static void green_section(report *rp)
+{
+    if (!any_section(rp, "green"))
+        return;
+    fputs("<h2>Where and when it trained</h2>\n<div class='charts'>\n", rp->f);
+    chart g, on;
+    svg_chart_init(&g, "Grid intensity of each machine", "trace hours", "g CO2e per kWh");
+    svg_chart_init(&on, "Machines taking part (a gap: left out)", "trace hours", "machine");
+    for (int i = 0; i < rp->nruns; i++) {
+        const double *m = csv_values(&rp->runs[i].green, "machine");
+        int machines = 0;
+        for (int k = 0; m && k < rp->runs[i].green.nrows; k++)
+            machines = (int)m[k] + 1 > machines ? (int)m[k] + 1 : machines;
+        for (int k = 0; k < machines; k++)
+            green_series(rp, &g, i, k, 0), green_series(rp, &on, i, k, 1);
+    }
+    if (g.nseries)
+        svg_chart_draw(rp->f, &g), svg_chart_draw(rp->f, &on);
+    fputs("</div>\n", rp->f);
+    json_section(rp, "Participation and postponement (the figures behind each decision)", "green");
+}
+
 static void job_section(report *rp)
 {
     fputs("<h2>Job and machine</h2>\n", rp->f);
@@ -528,6 +578,7 @@ static void page(report *rp)
     training_section(rp);
     energy_section(rp);
     placement_section(rp);
+    green_section(rp);
     job_section(rp);
     fputs("</body></html>\n", f);
 }

@@ -265,6 +265,11 @@ static void write_job(FILE *f, const report_input *in)
         report_cluster_json(f, in->cluster);
         fputs("},\n", f);
     }
+    if (in->green) {
+        fputs("  \"green\": {", f);
+        green_log_json(f, in->green);
+        fputs("},\n", f);
+    }
     if (in->gossip) {
         fputs("  \"gossip\": {", f);
         report_gossip_json(f, in->gossip);

@@ -9,6 +9,7 @@
 #include "engine/job/dataset.h"
 #include "engine/report/cluster_summary.h"
 #include "engine/report/gossip_summary.h"
+#include "engine/report/green_log.h"
 #include "engine/job/devices.h"
 #include "engine/job/energy_run.h"
 #include "engine/model/model.h"
@@ -60,6 +61,7 @@ typedef struct report_input {
     const cluster_summary *cluster;  /* NULL: one machine, or gossip */
     const gossip_summary *gossip;    /* NULL: not a gossip peer */
     worker_control *placement;       /* NULL: not run */
+    green_log *green;                /* NULL: no participation or postponement to report */
 } report_input;
 
 /* The cluster section's members (no braces), report_cluster.c. */

@@ -38,6 +38,7 @@ static void write_node(FILE *f, const cluster_node_summary *n)
     json_fixed_field(f, "joules", n->joules, 3);
     json_fixed_field(f, "watts_computing", n->watts_computing, 3);
     json_number_field(f, "carbon_g_per_kwh", n->carbon_g_per_kwh, 0);
+    json_number_field(f, "gco2e", n->gco2e, 0);
     fprintf(f, ", \"parked\": %s, \"energy\": ", bool_json(n->parked));
     json_string(f, n->energy);
     fputs(", \"devices\": ", f);
@@ -71,11 +72,11 @@ void report_cluster_json(FILE *f, const cluster_summary *s)
     fprintf(f, ", \"joules_how\": \"%s\", \"listen\": ", s->joules_how);
     json_string(f, s->listen);
     fprintf(f, ", \"mode\": \"%s\", \"sync_every\": %d, \"compress\": %s, \"overlap\": %s, "
-            "\"centered_clip\": %s, \"models_clipped\": %ld, "
+            "\"centered_clip\": %s, \"models_clipped\": %ld, \"models_not_waited_for\": %ld, "
             "\"rounds\": %ld, \"node_rounds_lost\": %ld, \"rounds_sharing_a_chunk\": %ld, "
             "\"weights_as_one_machine\": %s, \"weights_why\": ", s->mode, s->sync_every,
             bool_json(s->compress), bool_json(s->overlap), bool_json(s->centered_clip),
-            s->models_clipped, s->rounds, s->node_rounds_lost, s->rounds_sharing_a_chunk,
+            s->models_clipped, s->models_skipped, s->rounds, s->node_rounds_lost, s->rounds_sharing_a_chunk,
             bool_json(!s->weights_why[0]));
     json_string(f, s->weights_why);
     json_number_field(f, "timeout_s", s->timeout_s, 0);

@@ -6,6 +6,7 @@
 #include "energy/power_model.h"
 #include "engine/job/dataset.h"
 #include "engine/job/job_data.h"
+#include "engine/job/participation_name.h"
 #include "engine/job/policy_name.h"
 
 #include <math.h>
@@ -100,7 +101,7 @@ static int scenario_key(reader *r, const char *key, const char *value)
         return s->policy = (int)p, 0;
     }
     if (!strcmp(key, "start"))
-        return (s->start = carbon_trace_time(value)) < 0 ? fail(r, "start: '%s' is not YYYY-MM-DD HH:MM (UTC)", value) : 0;
+        return (s->start = grid_trace_time(value)) < 0 ? fail(r, "start: '%s' is not YYYY-MM-DD HH:MM (UTC)", value) : 0;
     if (!strcmp(key, "every"))
         return count(r, key, value, 1, 1000000, &n) ? -1 : (s->every = (int)n, 0);
     if (!strcmp(key, "neighbours"))
@@ -121,6 +122,17 @@ static int scenario_key(reader *r, const char *key, const char *value)
         return number(r, key, value, 0, CARBON_MAX, &s->carbon);
     if (!strcmp(key, "deadline_s"))
         return number(r, key, value, 0, 1e9, &s->deadline_s);
+    if (!strcmp(key, "green_policy"))
+        return (s->green_policy = participation_parse(value)) < 0
+                   ? fail(r, "green_policy: '%s' is not %s", value, PARTICIPATION_NAMES) : 0;
+    if (!strcmp(key, "green_g_per_kwh"))
+        return number(r, key, value, 0, CARBON_MAX, &s->green_g_per_kwh);
+    if (!strcmp(key, "budget_g"))
+        return number(r, key, value, 0, 1e12, &s->budget_g);
+    if (!strcmp(key, "random_share"))
+        return number(r, key, value, 0.01, 1, &s->random_share);
+    if (!strcmp(key, "green_deadline_s"))
+        return number(r, key, value, 0, 1e9, &s->green_deadline_s);
     if (!strcmp(key, "latency_ms"))
         return number(r, key, value, 0, 1e6, &v) ? -1 : (s->default_link.latency_s = v / 1e3, 0);
     if (!strcmp(key, "bandwidth_mbit"))
@@ -129,7 +141,8 @@ static int scenario_key(reader *r, const char *key, const char *value)
         return number(r, key, value, 0, 0.5, &s->default_link.loss);
     return fail(r, "[scenario] has no key '%s' (keys: job, mode, every, topology, neighbours, "
                 "participation, epochs, samples, input, classes, start, latency_ms, bandwidth_mbit, "
-                "loss, carbon, policy, deadline_s, output)", key);
+                "loss, carbon, policy, deadline_s, green_policy, green_g_per_kwh, budget_g, "
+                "random_share, green_deadline_s, output)", key);
 }
 
 static int site_key(reader *r, const char *key, const char *value)
@@ -143,10 +156,18 @@ static int site_key(reader *r, const char *key, const char *value)
         char path[CONFIG_PATH + 64], why[700];
         if (resolve(r, value, path, sizeof path))
             return -1;
-        carbon_trace_free(&site->trace);
-        return carbon_trace_load(&site->trace, path, why, sizeof why) ? fail(r, "carbon_trace: %s", why) : 0;
+        grid_trace_free(&site->trace);
+        return grid_trace_load(&site->trace, path, GRID_CARBON, why, sizeof why) ? fail(r, "carbon_trace: %s", why) : 0;
     }
-    return fail(r, "[site] has no key '%s' (keys: name, carbon, carbon_trace)", key);
+    if (!strcmp(key, "renewable_trace")) {
+        char path[CONFIG_PATH + 64], why[700];
+        if (resolve(r, value, path, sizeof path))
+            return -1;
+        grid_trace_free(&site->renewable);
+        return grid_trace_load(&site->renewable, path, GRID_RENEWABLE_WATTS, why, sizeof why)
+                   ? fail(r, "renewable_trace: %s", why) : 0;
+    }
+    return fail(r, "[site] has no key '%s' (keys: name, carbon, carbon_trace, renewable_trace)", key);
 }
 
 static int link_key(reader *r, const char *key, const char *value)
@@ -388,6 +409,8 @@ static void set_defaults(sim_scenario *s, const char *path)
     s->mode = s->every = s->topology = s->neighbours = s->epochs = -1;
     s->participation = -1;
     s->carbon = -1;
+    s->green_policy = -1;
+    s->green_g_per_kwh = s->budget_g = s->random_share = s->green_deadline_s = -1;
     s->policy = -1;
     s->default_link = (sim_link){50e-6, 10e9, 0};   /* loopback-like: what runs here */
 }
@@ -407,6 +430,11 @@ static int load_job(sim_scenario *s, char *err, size_t errlen)
     s->participation = s->participation > 0 ? s->participation : j->gossip_participation;
     s->epochs = s->epochs > 0 ? s->epochs : j->epochs;
     s->carbon = s->carbon >= 0 ? s->carbon : j->carbon_g_per_kwh;
+    s->green_policy = s->green_policy >= 0 ? s->green_policy : j->participation;
+    s->green_g_per_kwh = s->green_g_per_kwh >= 0 ? s->green_g_per_kwh : j->green_g_per_kwh;
+    s->budget_g = s->budget_g >= 0 ? s->budget_g : j->budget_g;
+    s->random_share = s->random_share > 0 ? s->random_share : j->random_share;
+    s->green_deadline_s = s->green_deadline_s >= 0 ? s->green_deadline_s : j->deadline_s > 0 ? j->deadline_s : 0;
     if (s->samples > 0 && s->channels > 0 && s->classes > 0)
         return 0;
     dataset d;
@@ -445,8 +473,10 @@ int scenario_load(sim_scenario *s, const char *path, const char *const *override
 
 void scenario_free(sim_scenario *s)
 {
-    for (int i = 0; i < s->nsites; i++)
-        carbon_trace_free(&s->sites[i].trace);
+    for (int i = 0; i < s->nsites; i++) {
+        grid_trace_free(&s->sites[i].trace);
+        grid_trace_free(&s->sites[i].renewable);
+    }
     s->nsites = 0;
 }
 

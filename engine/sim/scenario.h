@@ -8,8 +8,12 @@
  *               carbon traces are read from), latency_ms, bandwidth_mbit, loss (every link no
  *               [link] names), carbon (g/kWh where no site says), policy (time | energy | edp |
  *               carbon: which nodes take work, as the coordinator decides), deadline_s
- *               (--search), output
- *   [site]      name, carbon (g/kWh) or carbon_trace (a CSV time series, energy/carbon_trace.h)
+ *               (--search), green_policy (always | random | green | budget | backup: who takes
+ *               part in each round, engine/placement/participation.h; default the job's
+ *               [placement] participation), green_g_per_kwh, budget_g, random_share,
+ *               green_deadline_s (the job's deadline; default its [job] deadline), output
+ *   [site]      name, carbon (g/kWh) or carbon_trace (a CSV time series, energy/grid_trace.h),
+ *               renewable_trace (watts each of its machines has of its own)
  *   [link]      between (two machine names, or one: the link within that group), latency_ms,
  *               bandwidth_mbit, loss (a fraction of packets: TCP's throughput falls as
  *               1/sqrt(loss), Mathis et al. 1997)
@@ -25,7 +29,7 @@
 
 #include "engine/job/config.h"
 #include "engine/sim/profile.h"
-#include "energy/carbon_trace.h"
+#include "energy/grid_trace.h"
 
 #include <stddef.h>
 
@@ -37,7 +41,8 @@
 typedef struct sim_site {
     char name[64];
     double carbon;               /* g/kWh when no trace */
-    carbon_trace trace;          /* n = 0: none */
+    grid_trace trace;            /* n = 0: none */
+    grid_trace renewable;        /* watts each machine of the site has of its own; n = 0: none */
 } sim_site;
 
 typedef struct sim_link {
@@ -69,6 +74,9 @@ typedef struct sim_scenario {
     double carbon;
     int policy;                  /* policy_kind; -1: every node takes work */
     double deadline_s;           /* 0: none */
+    int green_policy;            /* participation_policy (default the job's) */
+    double green_g_per_kwh, budget_g, random_share;
+    double green_deadline_s;     /* the job's deadline, seconds from the start; 0: none */
     sim_link default_link;
     sim_link links[SCENARIO_MAX_GROUPS][SCENARIO_MAX_GROUPS];
     unsigned char linked[SCENARIO_MAX_GROUPS][SCENARIO_MAX_GROUPS];

@@ -4,6 +4,7 @@
 #include "energy/power_model.h"
 #include "engine/cluster/proto.h"
 #include "engine/cluster/gossip_proto.h"
+#include "engine/job/participation_name.h"
 #include "netio/hub.h"
 
 #include <math.h>
@@ -75,7 +76,23 @@ double sim_carbon_at(const sim_state *st, int i, double t)
     const sim_site *x = &s->sites[site];
     if (!x->trace.n)
         return x->carbon >= 0 ? x->carbon : s->carbon;
-    return carbon_trace_at(&x->trace, (s->start > 0 ? s->start : x->trace.t[0]) + t);
+    return grid_trace_at(&x->trace, (s->start > 0 ? s->start : x->trace.t[0]) + t);
+}
+
+const sim_site *sim_site_of(const sim_state *st, int i)
+{
+    int site = st->s->groups[st->node[i].group].site;
+    return site < 0 ? NULL : &st->s->sites[site];
+}
+
+double sim_renewable_at(const sim_state *st, int i, double t)
+{
+    const sim_scenario *s = st->s;
+    int site = s->groups[st->node[i].group].site;
+    if (site < 0 || !s->sites[site].renewable.n)
+        return 0;
+    const grid_trace *r = &s->sites[site].renewable;
+    return grid_trace_at(r, (s->start > 0 ? s->start : r->t[0]) + t);
 }
 
 double sim_watts(const sim_state *st, int i, double busy)
@@ -84,24 +101,27 @@ double sim_watts(const sim_state *st, int i, double busy)
     return power_model_profile_watts(p->power, p->cpus, busy);
 }
 
-/* Joules at `w` watts from t0 to t1, counted against the machine's grid in steps. */
-static void spend(sim_state *st, int i, double t0, double t1, double w)
+/* Joules at `w` watts from t0 to t1, counted against the machine's grid in steps; the
+ * machine's renewable power, less `below` watts it covers already (its idle draw), counts no
+ * grams. */
+static void spend(sim_state *st, int i, double t0, double t1, double w, double below)
 {
     sim_machine_result *m = &st->r->m[i];
     for (double t = t0; t < t1; t += CARBON_STEP_S) {
-        double end = t + CARBON_STEP_S < t1 ? t + CARBON_STEP_S : t1, j = w * (end - t);
-        m->joules += j;
-        m->grams += j * sim_carbon_at(st, i, (t + end) / 2) / 3.6e6;
+        double end = t + CARBON_STEP_S < t1 ? t + CARBON_STEP_S : t1, mid = (t + end) / 2;
+        double own = fmin(fmax(sim_renewable_at(st, i, mid) - below, 0), w);
+        m->joules += w * (end - t);
+        m->grams += (w - own) * (end - t) * sim_carbon_at(st, i, mid) / 3.6e6;
     }
 }
 
-void sim_compute(sim_state *st, int i, double t, double dur, int workers)
+void sim_compute(sim_state *st, int i, double t, double dur, double workers)
 {
     if (dur <= 0 || workers <= 0)
         return;
     sim_machine_result *m = &st->r->m[i];
     m->compute_s += dur, m->worker_s += dur * workers;
-    spend(st, i, t, t + dur, sim_watts(st, i, workers) - sim_watts(st, i, 0));
+    spend(st, i, t, t + dur, sim_watts(st, i, workers) - sim_watts(st, i, 0), sim_watts(st, i, 0));
 }
 
 double sim_chunks_s(const sim_state *st, int i, int chunks)
@@ -119,7 +139,7 @@ void sim_epoch_end(sim_state *st, int e, double t0, double t1)
         double to = t1 < n->leave_at ? t1 : n->leave_at;
         to = to < n->fail_at ? to : n->fail_at;
         if (to > from) {
-            spend(st, i, from, to, sim_watts(st, i, 0));
+            spend(st, i, from, to, sim_watts(st, i, 0), 0);
             st->r->m[i].present_s += to - from;
         }
         joules += st->r->m[i].joules, grams += st->r->m[i].grams, samples += (double)st->r->m[i].samples;
@@ -167,7 +187,7 @@ static int make_nodes(sim_state *st, char *err, size_t errlen)
         for (int c = 0; c < grp->count; c++, k++) {
             sim_node *n = &st->node[k];
             *n = (sim_node){g, grp->workers, per_chunk * grp->workers / img, seal, grp->join_at,
-                            grp->leave_at, grp->fail_at, 0, 0, grp->join_at};
+                            grp->leave_at, grp->fail_at, 0, 0, grp->join_at, 0};
             sim_machine_result *m = &st->r->m[k];
             if (grp->count > 1)
                 snprintf(m->name, sizeof m->name, "%s-%d", grp->name, c + 1);
@@ -213,6 +233,9 @@ int sim_run(const sim_scenario *s, sim_result *out, char *err, size_t errlen)
     int rc = !out->epochs ? (snprintf(err, errlen, "out of memory"), -1)
                           : make_model(&st, err, errlen) || make_nodes(&st, err, errlen) ? -1 : 0;
     double end = -1;
+    if (!rc && s->green_policy != PARTICIPATION_ALWAYS && s->mode != CLUSTER_AVERAGE)
+        rc = -1, snprintf(err, errlen, "%s: green_policy = %s is simulated in mode = average only",
+                          s->path, participation_name((participation_policy)s->green_policy));
     if (!rc)
         end = s->mode == CLUSTER_SYNC      ? sim_sync_run(&st, err, errlen)
               : s->mode == CLUSTER_AVERAGE ? sim_average_run(&st, err, errlen)

@@ -25,6 +25,7 @@ typedef struct sim_machine_result {
     unsigned long long bytes_sent, bytes_received;
     double img_per_s, chunk_s;       /* its speed for this job, a chunk on one worker */
     int failed, left;
+    long rounds_out;                 /* rounds the participation policy left it out of */
 } sim_machine_result;
 
 typedef struct sim_epoch {

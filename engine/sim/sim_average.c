@@ -9,6 +9,7 @@
 #include "engine/cluster/model_delta.h"
 #include "engine/cluster/proto.h"
 #include "engine/placement/cluster_share.h"
+#include "engine/placement/participation.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -41,13 +42,48 @@ static double share_s(const sim_state *st, int i, long units, long batches)
     return waves * n->chunk_s;
 }
 
+/* The workers busy on average while a share of `units` chunks takes dur: a last wave may fill
+ * some only. */
+static double busy_workers(const sim_state *st, int i, long units, double dur)
+{
+    double waves = dur / st->node[i].chunk_s;
+    return waves > 0 ? fmin((double)units / waves, st->node[i].workers) : 0;
+}
+
+/* [placement] participation at time t (participation.h, as the coordinator decides): take[i]
+ * for every machine present; machine 0 always takes part. */
+static void participation_at(sim_state *st, double t, double samples_left, participant *p,
+                             int *take, participation_why *why)
+{
+    const sim_scenario *s = st->s;
+    double spent = 0, per_chunk = (double)st->plan.batch / st->plan.nchunks;
+    for (int i = 0; i < st->n; i++) {
+        const sim_node *x = &st->node[i];
+        const sim_site *site = sim_site_of(st, i);
+        const grid_trace *f = site && site->trace.n ? &site->trace : NULL;
+        double origin = f ? (s->start > 0 ? s->start : f->t[0]) : 0;
+        double measured = x->round_active_s > 0 ? (double)st->r->m[i].samples / x->round_active_s : 0;
+        p[i] = (participant){measured > 0 ? measured : x->workers / x->chunk_s * per_chunk,
+                             sim_watts(st, i, x->workers) - sim_watts(st, i, 0),
+                             sim_carbon_at(st, i, t), sim_renewable_at(st, i, t), f, origin + t,
+                             origin + s->green_deadline_s};
+        spent += st->r->m[i].grams;
+    }
+    participation_input in = {(participation_policy)s->green_policy, s->green_g_per_kwh, s->budget_g,
+                              s->random_share, s->green_deadline_s > 0 ? s->green_deadline_s - t : -1,
+                              samples_left, spent, st->last_round_s, s->job.seed, (uint64_t)st->r->rounds};
+    participation_choose(&in, p, st->n, 1, take, why);
+    for (int i = 1; i < st->n; i++)
+        st->r->m[i].rounds_out += !take[i] && sim_present(st, i, t);
+}
+
 /* One round of `batches` batches of `size` samples from t; its end. */
 static double round_at(sim_state *st, double t, long batches, int size, share_cost *cost, double *u,
-                       int *member, const round_sizes *z, int first)
+                       int *member, const round_sizes *z, int first, const int *take)
 {
     int nchunks = st->plan.nchunks, m = 0;
     for (int i = 0; i < st->n; i++) {
-        if (i && !sim_present(st, i, t))
+        if (i && (!sim_present(st, i, t) || !take[i]))
             continue;
         const sim_link *l = scenario_link(st->s, st->node[0].group, st->node[i].group);
         double travel = i ? 2 * l->latency_s + (double)(z->params + z->model) * 8 / l->bits_per_s : 0;
@@ -67,7 +103,7 @@ static double round_at(sim_state *st, double t, long batches, int size, share_co
                             st->s->job.compress && !first ? MSG_DELTA : MSG_PARAMS, 0, t);
         a = sim_send(st, 0, i, z->round, MSG_ROUND, 0, a);
         double dur = share_s(st, i, whole, batches);
-        int busy = st->node[i].workers;
+        double busy = busy_workers(st, i, whole, dur);
         if (st->node[i].fail_at < a + dur) {   /* its share is lost with it */
             sim_compute(st, i, a, st->node[i].fail_at - a, busy);
             continue;
@@ -79,7 +115,7 @@ static double round_at(sim_state *st, double t, long batches, int size, share_co
     }
     long mine = lround(units - upto);
     double dur = share_s(st, 0, mine, batches);
-    sim_compute(st, 0, t, dur, st->node[0].workers);
+    sim_compute(st, 0, t, dur, busy_workers(st, 0, mine, dur));
     st->r->m[0].chunks += mine, st->r->m[0].samples += lround(per_chunk * (double)mine);
     st->r->rounds++;
     return t + dur > end ? t + dur : end;
@@ -89,10 +125,12 @@ double sim_average_run(sim_state *st, char *err, size_t errlen)
 {
     share_cost *cost = malloc(sizeof *cost * (size_t)st->n);
     double *u = malloc(sizeof *u * (size_t)st->n);
-    int *member = malloc(sizeof *member * (size_t)st->n);
+    int *member = malloc(sizeof *member * (size_t)st->n), *take = malloc(sizeof *take * (size_t)st->n);
+    participant *p = malloc(sizeof *p * (size_t)st->n);
+    participation_why *why = malloc(sizeof *why * (size_t)st->n);
     round_sizes z = message_sizes(st);
     double t = 0;
-    if (!cost || !u || !member) {
+    if (!cost || !u || !member || !take || !p || !why) {
         snprintf(err, errlen, "out of memory for %d machines", st->n);
         t = -1;
     }
@@ -102,10 +140,16 @@ double sim_average_run(sim_state *st, char *err, size_t errlen)
         for (long b = 0; b < st->batches && sim_present(st, 0, t); b += every) {
             long batches = b + every <= st->batches ? every : st->batches - b;
             int size = (int)(samples < st->plan.batch ? samples : st->plan.batch);
-            t = round_at(st, t, batches, size, cost, u, member, &z, e == 0 && b == 0);
+            double left = (double)samples * (st->s->epochs - e) - (double)b * size;
+            participation_at(st, t, left, p, take, why);
+            double began = t;
+            t = round_at(st, t, batches, size, cost, u, member, &z, e == 0 && b == 0, take);
+            st->last_round_s = t - began;
+            for (int i = 0; i < st->n; i++)   /* its speed as the coordinator measures it */
+                st->node[i].round_active_s += take[i] && sim_present(st, i, began) ? t - began : 0;
         }
         sim_epoch_end(st, e, t0, t);
     }
-    free(cost), free(u), free(member);
+    free(cost), free(u), free(member), free(take), free(p), free(why);
     return t;
 }

@@ -15,6 +15,7 @@ typedef struct sim_node {
     double join_at, leave_at, fail_at;
     double up_free, down_free;   /* when its link's two directions are free */
     double clock;                /* gossip: when it finished its last round */
+    double round_active_s;       /* averaging: the seconds of the rounds it took part in */
 } sim_node;
 
 typedef struct sim_state {
@@ -28,6 +29,7 @@ typedef struct sim_state {
     long layer_n[CONFIG_MAX_LAYERS];
     long batches;                /* per epoch (sync, average) */
     double joules_before, grams_before, samples_before;   /* the totals at the last epoch's end */
+    double last_round_s;         /* averaging: the last round's seconds */
 } sim_state;
 
 /* sim.c */
@@ -37,11 +39,16 @@ int sim_present(const sim_state *st, int i, double t);
  * sender sees it: dir 0 sent, 1 received) from machine a to b, leaving at t: when it has
  * arrived. Each machine's link sends and receives one message at a time in each direction. */
 double sim_send(sim_state *st, int a, int b, size_t payload, unsigned type, int dir, double t);
-/* Machine i computes from t for dur seconds on `workers` workers: its energy above idle. */
-void sim_compute(sim_state *st, int i, double t, double dur, int workers);
+/* Machine i computes from t for dur seconds on `workers` workers (on average: a wave that
+ * fills some only): its energy above idle. */
+void sim_compute(sim_state *st, int i, double t, double dur, double workers);
 /* The grid's intensity for machine i at time t; its watts with `busy` workers. */
 double sim_carbon_at(const sim_state *st, int i, double t);
 double sim_watts(const sim_state *st, int i, double busy);
+/* Machine i's site, or NULL. */
+const sim_site *sim_site_of(const sim_state *st, int i);
+/* The renewable power machine i has of its own at time t (its site's trace; 0: none). */
+double sim_renewable_at(const sim_state *st, int i, double t);
 /* Seconds machine i takes for `chunks` chunks on its workers. */
 double sim_chunks_s(const sim_state *st, int i, int chunks);
 /* Epoch e ran from t0 to t1: every machine's idle power over it counted, and the epoch's

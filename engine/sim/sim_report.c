@@ -29,10 +29,12 @@ void sim_report_print(FILE *f, const sim_scenario *s, const sim_result *r)
     for (int i = 0; i < shown; i++) {
         const sim_machine_result *m = &r->m[i];
         fprintf(f, "  %s: %.4g img/s, %ld chunks, %.1f%% of the samples, computing %.1f%% of %.4g s "
-                "(idle %.4g s), %.4g J, %.4g gCO2e, %.3g MB sent, %.3g MB received\n", m->name, m->img_per_s,
+                "(idle %.4g s), %.4g J, %.4g gCO2e, %.3g MB sent, %.3g MB received, left out of %ld "
+                "rounds\n", m->name, m->img_per_s,
                 m->chunks, r->samples > 0 ? 100.0 * (double)m->samples / r->samples : 0,
                 m->present_s > 0 ? 100 * m->compute_s / m->present_s : 0, m->present_s,
-                m->present_s - m->compute_s, m->joules, m->grams, mb(m->bytes_sent), mb(m->bytes_received));
+                m->present_s - m->compute_s, m->joules, m->grams, mb(m->bytes_sent), mb(m->bytes_received),
+                m->rounds_out);
     }
     if (r->n > shown)
         fprintf(f, "  (%d machines more in summary.json)\n", r->n - shown);
@@ -59,6 +61,7 @@ static void write_machine(FILE *f, const sim_scenario *s, const sim_result *r, i
     fprintf(f, ", \"bytes_sent\": %llu, \"bytes_received\": %llu", m->bytes_sent, m->bytes_received);
     json_fixed_field(f, "joules", m->joules, 3);
     json_number_field(f, "gco2e", m->grams, 0);
+    fprintf(f, ", \"rounds_out\": %ld", m->rounds_out);
     fputs(", \"energy\": ", f);
     json_string(f, g->profile.energy);
     fputc('}', f);

@@ -7,7 +7,7 @@
 #include "engine/job/config.h"
 #include "engine/job/dataset.h"
 #include "energy/carbon.h"
-#include "energy/carbon_trace.h"
+#include "energy/grid_trace.h"
 #include "engine/sim/profile.h"
 #include "energy/power_model.h"
 #include "engine/cluster/allow_list.h"
@@ -33,7 +33,7 @@ const fuzz_target fuzz_targets[] = {
     {"gossip_message", fuzz_gossip_message, "a gossip peer's opened frame and its message"},
     {"summary_json", fuzz_summary_json, "summary.json as frugal report reads it"},
     {"carbon_file", fuzz_carbon_file, "a carbon-intensity file as it is re-read"},
-    {"carbon_trace", fuzz_carbon_trace, "a carbon-intensity time series (frugal simulate's sites)"},
+    {"grid_trace", fuzz_grid_trace, "a grid time series: carbon intensity (and forecast) or renewable watts"},
     {"machine_profile", fuzz_machine_profile, "a machine profile (frugal simulate --calibrate writes them)"},
     {"node_job", fuzz_node_job, "the JOB message, parsed as a node parses the job"},
     {"power_profile", fuzz_power_profile, "a power profile (job file, frugal join)"},
@@ -246,6 +246,7 @@ int fuzz_cluster_message(const uint8_t *data, size_t size)
     case MSG_RECALL:
     case MSG_RECALLED: proto_recall_decode(type, &m.recall, p, n, why, sizeof why); break;
     case MSG_RESULT: proto_result_decode(&m.result, p, n, 64, why, sizeof why); break;
+    case MSG_FIGURES: proto_figures_decode(&m.result, p, n, why, sizeof why); break;
     case MSG_GRAD:
     case MSG_LAYER: proto_layer_decode(type, &m.layer, p, n, layer_params, 3, why, sizeof why); break;
     case MSG_DONE: proto_text_decode(m.text, sizeof m.text, p, n, why, sizeof why); break;
@@ -307,17 +308,19 @@ int fuzz_carbon_file(const uint8_t *data, size_t size)
     return 0;
 }
 
-int fuzz_carbon_trace(const uint8_t *data, size_t size)
+int fuzz_grid_trace(const uint8_t *data, size_t size)
 {
     memfile m;
     if (memfile_open(&m, data, size))
         return 0;
-    carbon_trace tr;
+    grid_trace tr;
     char why[600];
-    if (carbon_trace_load(&tr, m.path, why, sizeof why) == 0) {
-        carbon_trace_at(&tr, tr.t[0] - 1);
-        carbon_trace_at(&tr, tr.t[tr.n / 2]);
-        carbon_trace_free(&tr);
+    if (grid_trace_load(&tr, m.path, size && data[0] & 1 ? GRID_RENEWABLE_WATTS : GRID_CARBON, why, sizeof why) == 0) {
+        grid_trace_at(&tr, tr.t[0] - 1);
+        grid_trace_at(&tr, tr.t[tr.n / 2]);
+        grid_trace_mean_ahead(&tr, tr.t[0] - 1, tr.t[tr.n - 1] + 1);
+        grid_trace_next_at_most(&tr, tr.t[0], grid_trace_ahead(&tr, tr.t[tr.n - 1]), tr.t[tr.n - 1]);
+        grid_trace_free(&tr);
     }
     memfile_close(&m);
     return 0;

@@ -1,0 +1,148 @@
+#include "engine/placement/participation.h"
+
+#include "energy/grid_trace.h"
+
+#include <math.h>
+
+const char *participation_why_name(participation_why w)
+{
+    static const char *const names[] = {
+        "always", "drawn", "green", "renewable surplus", "deadline", "within budget", "coordinator",
+        "not drawn", "over the green threshold", "over the budget's pace", "budget spent"};
+    return (unsigned)w < sizeof names / sizeof names[0] ? names[w] : "?";
+}
+
+double participation_grams_per_sample(const participant *m)
+{
+    if (!(m->img_per_s > 0) || !(m->watts > 0))
+        return 0;
+    double grid_share = m->renewable_w >= m->watts ? 0 : 1 - m->renewable_w / m->watts;
+    return m->watts / m->img_per_s * grid_share * m->g_per_kwh / 3.6e6;
+}
+
+/* A draw in [0, 1) from the seed, round and member (splitmix64). */
+static double draw(uint64_t seed, uint64_t round, int member)
+{
+    uint64_t z = seed * 0x9e3779b97f4a7c15ull ^ (round + 1) * 0xbf58476d1ce4e5b9ull ^ (uint64_t)(member + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (double)((z ^ (z >> 31)) >> 11) / 9007199254740992.0;
+}
+
+/* The members not taking part, fewest grams per sample first, into order; how many. */
+static int cheapest_out(const participant *m, int n, const int *take, int *order)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (take[i])
+            continue;
+        double g = participation_grams_per_sample(&m[i]);
+        int at = k++;
+        while (at > 0 && participation_grams_per_sample(&m[order[at - 1]]) > g)
+            order[at] = order[at - 1], at--;
+        order[at] = i;
+    }
+    return k;
+}
+
+static double speed_of(const participant *m, int n, const int *take)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += take[i] ? m[i].img_per_s : 0;
+    return s;
+}
+
+/* Whether a member that must run a share f of the time left runs now: its intensity within the
+ * greenest f of its forecast until the deadline (no forecast: it runs). */
+static int green_enough(const participant *m, double f)
+{
+    if (!m->forecast || f >= 1 || m->until <= m->at)
+        return 1;
+    return m->g_per_kwh <= grid_trace_quantile_ahead(m->forecast, m->at, m->until, f);
+}
+
+/* green: the green members, then others while the deadline would be missed. */
+static void choose_green(const participation_input *in, const participant *m, int n, int *take,
+                         participation_why *why)
+{
+    for (int i = 0; i < n; i++) {
+        int surplus = m[i].watts > 0 && m[i].renewable_w >= m[i].watts;
+        take[i] = m[i].g_per_kwh <= in->green_g_per_kwh || surplus;
+        why[i] = !take[i] ? WHY_DIRTY : surplus && m[i].g_per_kwh > in->green_g_per_kwh ? WHY_SURPLUS : WHY_GREEN;
+    }
+    if (in->left_s < 0 || !(in->samples_left > 0))
+        return;
+    double missing = in->samples_left / fmax(in->left_s, 1e-9) - speed_of(m, n, take);
+    int order[n > 0 ? n : 1];
+    int k = cheapest_out(m, n, take, order);
+    for (int j = 0; j < k && missing > 0; j++) {
+        const participant *p = &m[order[j]];
+        double f = p->img_per_s > 0 ? missing / p->img_per_s : 1;
+        missing -= p->img_per_s;   /* its share of the pace, whether it runs now or later */
+        if (green_enough(p, f))
+            take[order[j]] = 1, why[order[j]] = WHY_DEADLINE;
+    }
+}
+
+/* budget: fewest grams per sample first, while those taking part stay within the budget left
+ * per sample left. */
+static void choose_budget(const participation_input *in, const participant *m, int n, int *take,
+                          participation_why *why)
+{
+    double left = in->budget_g - in->grams_spent;
+    double allowed = in->samples_left > 0 ? left / in->samples_left : left;   /* grams a sample */
+    for (int i = 0; i < n; i++)
+        take[i] = 0, why[i] = left > 0 ? WHY_OVER_BUDGET : WHY_BUDGET_SPENT;
+    int order[n > 0 ? n : 1];
+    int k = cheapest_out(m, n, take, order);
+    double grams_s = 0, speed = 0, round_s = in->round_s > 0 ? in->round_s : 0;
+    for (int j = 0; j < k; j++) {
+        const participant *p = &m[order[j]];
+        double g = participation_grams_per_sample(p) * p->img_per_s;
+        int first = j == 0;   /* the cheapest goes on if its round fits the budget */
+        if ((!first && (grams_s + g) > allowed * (speed + p->img_per_s)) || (grams_s + g) * round_s > left)
+            break;
+        grams_s += g, speed += p->img_per_s;
+        take[order[j]] = 1, why[order[j]] = WHY_WITHIN_BUDGET;
+    }
+}
+
+int participation_choose(const participation_input *in, const participant *m, int n,
+                         int keep_first, int *take, participation_why *why)
+{
+    switch (in->policy) {
+    case PARTICIPATION_RANDOM:
+        for (int i = 0; i < n; i++)
+            take[i] = draw(in->seed, in->round, i) < in->random_share,
+            why[i] = take[i] ? WHY_DRAWN : WHY_NOT_DRAWN;
+        break;
+    case PARTICIPATION_GREEN:
+        choose_green(in, m, n, take, why);
+        break;
+    case PARTICIPATION_BUDGET:
+        choose_budget(in, m, n, take, why);
+        break;
+    default:   /* always; backup's slowest are the caller's not to wait for */
+        for (int i = 0; i < n; i++)
+            take[i] = 1, why[i] = WHY_ALWAYS;
+    }
+    if (keep_first && n > 0 && !take[0])
+        take[0] = 1, why[0] = WHY_KEPT;
+    int count = 0;
+    for (int i = 0; i < n; i++)
+        count += take[i];
+    return count;
+}
+
+double participation_resume_at(const grid_trace *forecast, double now, double threshold,
+                               double deadline, double need_s)
+{
+    if (!forecast || !forecast->n || grid_trace_ahead(forecast, now) <= threshold)
+        return now;
+    double latest = deadline - need_s;
+    if (latest <= now)
+        return now;
+    double green = grid_trace_next_at_most(forecast, now, threshold, latest);
+    return green > now ? green : now;
+}
