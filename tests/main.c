@@ -65,6 +65,23 @@ const char *test_tmp(const char *name)
     return p;
 }
 
+int test_port(int which)
+{
+    static int base;   /* fixed at the first call, so that a forked child agrees */
+    if (!base)
+        base = 12000 + (int)(getpid() % 640) * 32;
+    return base + which;
+}
+
+const char *test_addr(int which)
+{
+    static char buf[8][64];
+    static int next;
+    char *p = buf[next++ % 8];
+    snprintf(p, 64, "127.0.0.1:%d", test_port(which));
+    return p;
+}
+
 char *test_read_text(const char *path, char *buf, size_t n)
 {
     buf[0] = 0;

@@ -15,6 +15,11 @@ const char *test_tmpdir(void);
 const char *test_tmp(const char *name);
 /* Seeds and sizes shrink under sanitizers, which run many times slower. */
 int test_scale(int full);
+/* A loopback port of this test run's own (0 <= which < 32), and "127.0.0.1:PORT" (in one of 8
+ * buffers used in turn). Below Linux's ephemeral range (32768 up), where an outgoing connection
+ * may hold one, and apart for parallel runs of the suite (by process id). */
+int test_port(int which);
+const char *test_addr(int which);
 /* A text file into buf (at most n - 1 bytes, 0-ended; "" when it cannot be read); returns buf. */
 char *test_read_text(const char *path, char *buf, size_t n);
 /* A TCP connection to 127.0.0.1:port from the loopback address `from` that says nothing (a

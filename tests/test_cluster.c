@@ -40,26 +40,6 @@
 
 static char out[1 << 16];
 
-/* Ports of this test run's own (fixed at the first call, so a forked child agrees), so that
- * parallel runs of the suite do not meet; below Linux's ephemeral range (32768 up), where any
- * outgoing connection may hold one (a CI run failed on "Address already in use" at 53652). */
-static int port(int which)
-{
-    static int base;
-    if (!base)
-        base = 20000 + (int)(getpid() % 760) * 16;
-    return base + which;
-}
-
-static const char *addr_of(int which)
-{
-    static char buf[4][64];
-    static int next;
-    char *p = buf[next++ % 4];
-    snprintf(p, 64, "127.0.0.1:%d", port(which));
-    return p;
-}
-
 /* extra: more lines of the last section, [energy], and sections after it. */
 static const char *job_file_batch(const char *name, int limit, int filters, int epochs, int batch,
                                   double momentum, const char *extra)
@@ -296,7 +276,7 @@ static pid_t start_node_with(int to, const char *name, const char *keyfile, cons
     snprintf(cache, sizeof cache, "%s/cache-%s", test_tmpdir(), name);
     snprintf(env_cache, sizeof env_cache, "FRUGAL_CACHE_DIR=%s", cache);
     const char *env[] = {env_cache, NULL};
-    const char *args[16] = {"join", addr_of(to), "--key", keyfile, "--workers", "1",
+    const char *args[16] = {"join", test_addr(to), "--key", keyfile, "--workers", "1",
                             "--timeout", timeout};
     int n = 8;
     if (slowdown)
@@ -333,7 +313,7 @@ static void coordinator_args(const coordinator_run *c, const char **args, char (
     snprintf(bufs[0], 760, "job.output=%s", test_tmp(c->name));
     snprintf(bufs[1], 760, "%d", c->nodes);
     int n = 0;
-    const char *fixed[] = {"train", c->job, "--set", bufs[0], "--listen", addr_of(c->which),
+    const char *fixed[] = {"train", c->job, "--set", bufs[0], "--listen", test_addr(c->which),
                            "--key", key(), "--wait-for", bufs[1], "--timeout", c->timeout};
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
         args[n++] = fixed[i];
@@ -671,7 +651,7 @@ TEST(cluster_says_when_the_weights_will_not_be_one_machines)
  * devices and that the weights will not be one machine's; summary.json names them. */
 TEST(cluster_node_computes_on_its_own_opencl_devices)
 {
-    CHECKF(FRUGAL(out, "join", addr_of(14), "--key", key(), "--devices", "gpu") == 2 &&
+    CHECKF(FRUGAL(out, "join", test_addr(14), "--key", key(), "--devices", "gpu") == 2 &&
            strstr(out, "--devices gpu: expected auto, cpu, opencl or cpu+opencl"), "%s", out);
     const char *j = grouped_job();
     pid_t node = start_node_with(14, "node-opencl-node", key(), "20", NULL,
@@ -698,11 +678,11 @@ TEST(cluster_node_computes_on_its_own_opencl_devices)
 TEST(cluster_cipher_is_agreed_and_recorded)
 {
     const char *bad_env[] = {"FRUGAL_NET_CIPHER=rot13", NULL};
-    const char *join[] = {"join", addr_of(15), "--key", key(), NULL};
+    const char *join[] = {"join", test_addr(15), "--key", key(), NULL};
     CHECKF(frugal_run(&(frugal_call){(uid_t)-1, bad_env, 0}, out, sizeof out, join) != 0 &&
            strstr(out, "FRUGAL_NET_CIPHER=rot13: expected auto or xchacha20poly1305"), "%s", out);
     const char *chacha_env[] = {"FRUGAL_NET_CIPHER=xchacha20poly1305", NULL};
-    const char *args[] = {"join", addr_of(15), "--key", key(), "--workers", "1", "--timeout",
+    const char *args[] = {"join", test_addr(15), "--key", key(), "--workers", "1", "--timeout",
                           "20", NULL};
     pid_t node = frugal_spawn(&(frugal_call){(uid_t)-1, chacha_env, 0}, test_tmp("chacha-node.log"),
                               args);
@@ -718,7 +698,7 @@ TEST(cluster_cipher_is_agreed_and_recorded)
  * hello, and one that sends nothing. */
 static void hostile_connections(int which)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port(which))};
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)test_port(which))};
     inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
     int fds[3];
     for (int i = 0; i < 3; i++) {
@@ -748,7 +728,7 @@ static void hostile_connections(int which)
 /* coordinate_run() in a child process; its output goes to NAME.out when it ends. */
 static pid_t coordinate_in_background(const coordinator_run *c)
 {
-    key(), port(c->which);   /* the key made and the ports fixed before the fork, for both sides */
+    key(), test_port(c->which);   /* the key made and the ports fixed before the fork, for both sides */
     pid_t pid = fork();
     if (pid == 0) {
         int rc = coordinate_run(c);
@@ -880,7 +860,7 @@ TEST(cluster_node_joins_while_strangers_hold_connections)
         char from[32] = "127.0.0.2";
         if (i >= 40)
             snprintf(from, sizeof from, "127.0.1.%d", i - 39);
-        held += (fds[i] = test_silent_connection(from, port(4))) >= 0;
+        held += (fds[i] = test_silent_connection(from, test_port(4))) >= 0;
     }
     pid_t node = start_node(4, "crowded-node", key(), "20", NULL);
     int node_rc = wait_node(node, "crowded-node");
@@ -962,7 +942,7 @@ static int scripted_join_all(scripted_run *r, int which, int nodes, const int *w
     if (!(r->s = scripted_start(key(), r->m.nparams, r->m.largest, r->err, sizeof r->err)))
         return -1;
     for (int i = 0; i < nodes; i++)
-        if (scripted_join(r->s, addr_of(which), workers[i], r->err, sizeof r->err) != i)
+        if (scripted_join(r->s, test_addr(which), workers[i], r->err, sizeof r->err) != i)
             return -1;
     msg_work last;
     int holder = -1;
@@ -1193,7 +1173,7 @@ TEST(cluster_chunk_sent_again_with_a_gradient_here_goes_alone)
 TEST(cluster_broken_links_are_dropped_and_the_node_rejoins)
 {
     single("single-slow", slow_job());
-    const char *const proxy_args[] = {addr_of(5), addr_of(4), "--flip", "1:5000", "--replay", "2:5",
+    const char *const proxy_args[] = {test_addr(5), test_addr(4), "--flip", "1:5000", "--replay", "2:5",
                                       "--oversize", "3:4", "--stall", "4:3000:2.5",
                                       "--duration", "200", NULL};
     pid_t proxy = tool_spawn("netproxy", &(frugal_call){(uid_t)-1, NULL, 0}, test_tmp("proxy.log"),
@@ -1273,7 +1253,7 @@ TEST(cluster_coordinator_killed_and_resumed)
     kill(first, SIGKILL);
     waitpid(first, NULL, 0);
     int hasty_rc = wait_node(hasty, "hasty");
-    CHECKF(saved && hasty_rc == 1 && strstr(out, addr_of(7)), "%s", out);
+    CHECKF(saved && hasty_rc == 1 && strstr(out, test_addr(7)), "%s", out);
     c.resume = 1;
     c.nodes = 1;
     int rc = coordinate_run(&c);
@@ -1319,7 +1299,7 @@ TEST(cluster_node_rejoins_a_coordinator_paused_by_ctrl_c)
 TEST(cluster_node_stops_when_the_coordinator_is_gone)
 {
     char addr[64];
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", port(1));
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", test_port(1));
     /* nothing listens there: the node tries for its timeout, then says whom it could not reach */
     int rc = FRUGAL(out, "join", addr, "--key", key(), "--timeout", "1");
     CHECKF(rc == 1 && strstr(out, addr) && strstr(out, "refused"), "%s", out);
@@ -1328,7 +1308,7 @@ TEST(cluster_node_stops_when_the_coordinator_is_gone)
 /* A loopback TCP socket: listening on port `which` (listen), or connected to it. -1 on failure. */
 static int loopback_socket(int which, int listening)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port(which)),
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)test_port(which)),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -1361,8 +1341,8 @@ static size_t receive_for(int fd, char *buf, size_t cap, double seconds)
 TEST(cluster_proxy_delivers_what_an_end_sent_before_it_reset)
 {
     int lfd = loopback_socket(12, 1), cfd = -1, sfd = -1;
-    CHECKF(lfd >= 0, "cannot listen on %s", addr_of(12));
-    const char *const proxy_args[] = {addr_of(13), addr_of(12), "--delay", "300", "--duration",
+    CHECKF(lfd >= 0, "cannot listen on %s", test_addr(12));
+    const char *const proxy_args[] = {test_addr(13), test_addr(12), "--delay", "300", "--duration",
                                       "20", NULL};
     pid_t proxy = tool_spawn("netproxy", &(frugal_call){(uid_t)-1, NULL, 0}, test_tmp("reset-proxy.log"),
                              proxy_args);
@@ -1415,7 +1395,7 @@ TEST(cluster_far_node_is_dealt_only_probes)
     char j[700];
     snprintf(j, sizeof j, "%s", job_file("far.cfg", 1536, 4, 2));
     single("single-far", j);
-    const char *const proxy_args[] = {addr_of(13), addr_of(12), "--delay",
+    const char *const proxy_args[] = {test_addr(13), test_addr(12), "--delay",
                                       per_variant("30", "100", "300"), "--duration", "60", NULL};
     pid_t proxy = tool_spawn("netproxy", &(frugal_call){(uid_t)-1, NULL, 0}, test_tmp("far-proxy.log"),
                              proxy_args);
@@ -1609,7 +1589,7 @@ TEST(cluster_node_keeps_its_own_power_budget)
     snprintf(models, sizeof models, "FRUGAL_PERFMODEL_DIR=%s", test_tmp("models-node-budget"));
     snprintf(log, sizeof log, "%s", test_tmp("node-budget-node.log"));
     const char *env[] = {sysfs, models, NULL};
-    const char *node_args[] = {"join", addr_of(9), "--key", key(), "--timeout", "20",
+    const char *node_args[] = {"join", test_addr(9), "--key", key(), "--timeout", "20",
                                "--slowdown", slowdown(), "--power-budget", "60", NULL};
     pid_t node = frugal_spawn(&(frugal_call){(uid_t)-1, env, 0}, log, node_args);
     const char *args[24];
@@ -1864,7 +1844,7 @@ static void check_rounds_lost(int which, const char *name, const char *cluster, 
     scripted *s = scripted_start(key(), m.nparams, m.largest, err, sizeof err);
     msg_round r[2];
     int got = 0;
-    if (s && scripted_join(s, addr_of(which), 8, err, sizeof err) == 0) {
+    if (s && scripted_join(s, test_addr(which), 8, err, sizeof err) == 0) {
         got = scripted_wait_rounds(s, 0, held, 20, r);
         if (stall)
             CHECKF(!scripted_wait_down(s, 0, 30), "not dropped within 30 s");
@@ -1911,7 +1891,7 @@ static double poisoned_round(int which, const char *name, const char *cluster)
         .set = "execution.grain=4"});
     scripted *s = scripted_start(key(), m.nparams, m.largest, err, sizeof err);
     msg_round r;
-    int sent = s && scripted_join(s, addr_of(which), 8, err, sizeof err) == 0 &&
+    int sent = s && scripted_join(s, test_addr(which), 8, err, sizeof err) == 0 &&
                scripted_wait_rounds(s, 0, 1, 20, &r) == 1 &&
                scripted_model(s, 0, r.seq, 4 * ((long)(r.chunk1 - r.chunk0) * r.batches +
                                                r.chunk1_until - r.chunk0_after),
@@ -2222,7 +2202,7 @@ TEST(cluster_slots_of_nodes_gone_before_ready_are_reused)
     scripted *s = scripted_start(key(), m.nparams, m.largest, err, sizeof err);
     int hung_up = 0;
     for (int i = 0; s && i < 80; i++)   /* JOIN_BURST of them, then refused for coming too often */
-        hung_up += !scripted_join_and_hang_up(s, addr_of(10), err, sizeof err);
+        hung_up += !scripted_join_and_hang_up(s, test_addr(10), err, sizeof err);
     scripted_stop(s);
     CHECKF(hung_up == 16, "%d sessions of 80 took the job (16 expected): %s", hung_up, err);
     /* from the same address, but with an identity of its own: it gets in */

@@ -156,23 +156,6 @@ static const char *slowdown(void)
            : !strcmp(v, "tsan") ? "execution.slowdown=3" : "execution.slowdown=6";
 }
 
-static int port(int which)
-{
-    static int base;
-    if (!base)
-        base = 12000 + (int)(getpid() % 500) * 32;
-    return base + which;
-}
-
-static const char *addr_of(int which)
-{
-    static char buf[8][64];
-    static int next;
-    char *p = buf[next++ % 8];
-    snprintf(p, 64, "127.0.0.1:%d", port(which));
-    return p;
-}
-
 static const char *key(void)
 {
     const char *path = test_tmp("gossip.key");
@@ -222,11 +205,11 @@ static pid_t start_peer(const char *job, const char *name, int which, int boot,
     snprintf(o, 760, "job.output=%s", test_tmp(name));
     char log[760];
     snprintf(log, sizeof log, "%s/%s.log", test_tmpdir(), name);
-    const char *args[32] = {"train", job, "--set", o, "--listen", addr_of(which), "--key", key(),
+    const char *args[32] = {"train", job, "--set", o, "--listen", test_addr(which), "--key", key(),
                             "--timeout", "10", "--overwrite"};
     int n = 11;
     if (boot >= 0)
-        args[n++] = "--peer", args[n++] = addr_of(boot);
+        args[n++] = "--peer", args[n++] = test_addr(boot);
     for (int i = 0; sets && sets[i] && n < 30; i++)
         args[n++] = "--set", args[n++] = sets[i];
     return frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, log, args);
@@ -578,7 +561,7 @@ static int send_nan_model(const char *job, int to)
     netio_config nc = {.timeout_s = 10, .on_event = bad_peer_event, .ctx = &b};
     gossip_limits(&nc.limits, (long)b.nparams);
     if (netio_key_load(key(), nc.key, err, sizeof err) || !(b.hub = netio_hub_start(&nc, err, sizeof err)) ||
-        netio_hub_connect(b.hub, addr_of(to), err, sizeof err) < 0) {
+        netio_hub_connect(b.hub, test_addr(to), err, sizeof err) < 0) {
         CHECKF(0, "%s", err);
         if (b.hub)
             netio_hub_stop(b.hub);
@@ -611,13 +594,13 @@ TEST(gossip_refuses_strangers_other_jobs_and_non_finite_models)
     snprintf(o, sizeof o, "job.output=%s", test_tmp("stranger"));
     pid_t stranger = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, test_tmp("stranger.log"),
                                   (const char *const[]){"train", job, "--set", o, "--listen",
-                                  addr_of(19), "--key", other_key, "--peer", addr_of(16),
+                                  test_addr(19), "--key", other_key, "--peer", test_addr(16),
                                   "--set", "gossip.peers=0", "--set", "data.shard=", NULL});
     /* another job: the same key, another learning rate */
     snprintf(o, sizeof o, "job.output=%s", test_tmp("otherjob"));
     pid_t other = frugal_spawn(&(frugal_call){(uid_t)-1, NULL, 0}, test_tmp("otherjob.log"),
                                (const char *const[]){"train", job, "--set", o, "--listen",
-                               addr_of(20), "--key", key(), "--peer", addr_of(16), "--set",
+                               test_addr(20), "--key", key(), "--peer", test_addr(16), "--set",
                                "gossip.peers=0", "--set", "data.shard=", "--set", "optimizer.lr=0.5",
                                NULL});
     /* both dial peer 0 every half second from their start: start the peers once they listen */

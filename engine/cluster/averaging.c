@@ -32,6 +32,7 @@
 #include "engine/cluster/late_model.h"
 #include "engine/cluster/model_delta.h"
 #include "engine/job/participation_name.h"
+#include "engine/placement/participation.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -240,10 +241,8 @@ static int models_due(const coordinator *c, uint64_t q)
     return due;
 }
 
-/* Locked. participation = backup, after round q: how many of the slowest the next round does
- * not wait for (after Xu, Neglia and Sebastianelli's dynamic backup workers): the k that
- * brings in the most models a second, each machine at its arrival in this round (this one at
- * `here_s`, a model that did not come at the latest). At most half the nodes. */
+/* Locked. participation = backup, after round q: how many of the slowest models the next round
+ * does not wait for, from this round's arrivals (placement's participation_backup_k). */
 static int backup_k(const coordinator *c, uint64_t q, double began, double here_s)
 {
     double t[MAX_NODES];
@@ -253,20 +252,7 @@ static int backup_k(const coordinator *c, uint64_t q, double began, double here_
         if (r->in && r->seq == q && !c->nodes[i].gone)
             t[m++] = r->done ? c->nodes[i].model_at - began : INFINITY;
     }
-    for (int i = 1; i < m; i++)   /* arrival order */
-        for (int j = i; j > 0 && t[j - 1] > t[j]; j--) {
-            double x = t[j];
-            t[j] = t[j - 1], t[j - 1] = x;
-        }
-    int best = 0;
-    double best_rate = 0;
-    for (int k = 0; k <= m / 2; k++) {
-        double end = m - k > 0 ? fmax(t[m - k - 1], here_s) : here_s;
-        double rate = isfinite(end) && end > 0 ? (double)(m - k + 1) / end : 0;
-        if (rate > best_rate * 1.05)   /* a model more is worth a little longer wait */
-            best = k, best_rate = rate;
-    }
-    return best;
+    return participation_backup_k(t, m, here_s);
 }
 
 /* Locked, waiting for round q: a node past its round's deadline (or, once the run is asked to
@@ -339,6 +325,8 @@ static int finish_round(coordinator *c, const pass_result *local, pass_result *o
         av->backup_k = backup_k(c, q, av->round_began, here_s);
     for (int i = 0; i < c->nnodes; i++) {
         node_round *r = round_of(&c->nodes[i], q);
+        if (r->skipped && r->seq != q)   /* a round before, not waited for: its model is due */
+            continue;
         if (r->in && r->seq == q && r->done)
             shares[n++] = (model_share){r->model, (double)r->figures.samples},
             add_figures(out, r->figures.loss, r->figures.correct, r->figures.samples);
@@ -370,6 +358,8 @@ static void maybe_average(coordinator *c)
     memset(&av->mean_figures, 0, sizeof av->mean_figures);
     for (int i = 0; i < c->nnodes; i++) {
         node_round *r = round_of(&c->nodes[i], q);
+        if (r->skipped && r->seq != q)   /* a round before, not waited for: its model is due */
+            continue;
         if (r->in && r->seq == q && r->done)
             shares[n++] = (model_share){r->model, (double)r->figures.samples},
             add_figures(&av->mean_figures, r->figures.loss, r->figures.correct, r->figures.samples);

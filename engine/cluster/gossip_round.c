@@ -343,7 +343,7 @@ static int takes_part(gossip_peer *g, int epoch, long b, long per_epoch)
     double left = ((double)(cfg->epochs - epoch) * (double)per_epoch + (double)(per_epoch - b)) * cfg->batch;
     participation_input in = {(participation_policy)cfg->participation, cfg->green_g_per_kwh,
                               cfg->budget_g, cfg->random_share,
-                              deadline < 0 ? -1 : (deadline - now) / carbon_trace_speed(g->carbon),
+                              deadline < 0 ? -1 : fmax((deadline - now) / carbon_trace_speed(g->carbon), 1e-3),
                               left, carbon_grams(g->carbon, joules), g->round_s,
                               cfg->seed ^ g->id, g->round};
     int take;

@@ -146,3 +146,21 @@ double participation_resume_at(const grid_trace *forecast, double now, double th
     double green = grid_trace_next_at_most(forecast, now, threshold, latest);
     return green > now ? green : now;
 }
+
+int participation_backup_k(double *arrival_s, int m, double here_s)
+{
+    for (int i = 1; i < m; i++)   /* arrival order */
+        for (int j = i; j > 0 && arrival_s[j - 1] > arrival_s[j]; j--) {
+            double x = arrival_s[j];
+            arrival_s[j] = arrival_s[j - 1], arrival_s[j - 1] = x;
+        }
+    int best = 0;
+    double best_rate = 0;
+    for (int k = 0; k <= m / 2; k++) {
+        double end = m - k > 0 ? fmax(arrival_s[m - k - 1], here_s) : here_s;
+        double rate = isfinite(end) && end > 0 ? (double)(m - k + 1) / end : 0;
+        if (rate > best_rate * 1.05)   /* a model more is worth a little longer wait */
+            best = k, best_rate = rate;
+    }
+    return best;
+}

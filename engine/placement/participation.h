@@ -37,7 +37,8 @@ typedef struct participant {
 typedef struct participation_input {
     participation_policy policy;
     double green_g_per_kwh, budget_g, random_share;
-    double left_s;               /* seconds until the deadline; < 0: none (or past) */
+    double left_s;               /* seconds until the deadline (past it: a little above 0); < 0:
+                                    none */
     double samples_left;         /* samples the job has still to train */
     double grams_spent;          /* by every machine so far */
     double round_s;              /* how long the next round is expected to take */
@@ -55,6 +56,13 @@ const char *participation_why_name(participation_why w);
  * when keep_first (a star's coordinator: it always has a share). Returns how many take part. */
 int participation_choose(const participation_input *in, const participant *m, int n,
                          int keep_first, int *take, participation_why *why);
+
+/* backup (after Xu, Neglia and Sebastianelli's dynamic backup workers): how many of the slowest
+ * of m models the next round does not wait for, from this round's arrivals (seconds from its
+ * start; INFINITY: not come; sorted in place) and the coordinator's own share's end here_s:
+ * the k that brings in the most models a second (the coordinator's counted), at most m / 2, a
+ * model more kept unless waiting for it costs over 5% of that rate. */
+int participation_backup_k(double *arrival_s, int m, double here_s);
 
 /* A member's grams of CO2e per sample (0 when not measured). */
 double participation_grams_per_sample(const participant *m);

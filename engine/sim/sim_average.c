@@ -70,7 +70,7 @@ static void participation_at(sim_state *st, double t, double samples_left, parti
         spent += st->r->m[i].grams;
     }
     participation_input in = {(participation_policy)s->green_policy, s->green_g_per_kwh, s->budget_g,
-                              s->random_share, s->green_deadline_s > 0 ? s->green_deadline_s - t : -1,
+                              s->random_share, s->green_deadline_s > 0 ? fmax(s->green_deadline_s - t, 1e-3) : -1,
                               samples_left, spent, st->last_round_s, s->job.seed, (uint64_t)st->r->rounds};
     participation_choose(&in, p, st->n, 1, take, why);
     for (int i = 1; i < st->n; i++)
