@@ -18,6 +18,10 @@
 #   time_added_pct=MEAN (min..max) aim_met=yes|no (at least 30% saved, at most 25% more time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ ! -f ../shared/data/grid/fr_ci.csv ] || [ ! -f ../shared/data/grid/gb_ci.csv ]; then
+    echo "bench green: the 2020 grid traces are not in ../shared/data/grid/ (fr_ci.csv, gb_ci.csv; docs/green.md)" >&2
+    exit 2
+fi
 frugal=./build/release/frugal
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

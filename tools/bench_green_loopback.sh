@@ -14,6 +14,10 @@
 #         seconds_to_target=T time_added_pct=A test_acc=ACC
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ ! -f ../shared/data/grid/fr_ci.csv ] || [ ! -f ../shared/data/grid/gb_ci.csv ]; then
+    echo "bench green: the 2020 grid traces are not in ../shared/data/grid/ (fr_ci.csv, gb_ci.csv; docs/green.md)" >&2
+    exit 2
+fi
 export FRUGAL_MODEL_SCOPE=process
 week=${FRUGAL_BENCH_WEEK:-2020-03-16}
 epochs=${FRUGAL_BENCH_EPOCHS:-20}
