@@ -477,26 +477,30 @@ static void placement_section(report *rp)
     json_section(rp, "Placement (workers, and the figures behind each decision)", "execution.placement");
 }
 
-/* green.csv's rows of one machine as series: x in trace hours from the run's first row, y its
- * intensity, or (`taking_part`) its row number + 1 while it takes part and a gap while not. */
-static void green_series(report *rp, chart *c, int run, int machine, int taking_part)
+/* What a green series shows of a machine: its intensity, its presence (its number + 1 while it
+ * takes part, a gap while not), its power while computing. */
+typedef enum green_figure { GREEN_INTENSITY, GREEN_ON, GREEN_WATTS } green_figure;
+
+/* green.csv's rows of one machine as a series, x in trace hours from the run's first row. */
+static void green_series(report *rp, chart *c, int run, int machine, green_figure what)
 {
+    static const char *const keys[] = {"g_per_kwh", "on", "watts"};
     const csv_table *t = &rp->runs[run].green;
     const double *m = csv_values(t, "machine"), *tt = csv_values(t, "trace_unix_s");
-    const double *g = csv_values(t, "g_per_kwh"), *on = csv_values(t, "on");
-    double *x = m && tt && g && on ? scratch(rp, t->nrows) : NULL, *y = x ? scratch(rp, t->nrows) : NULL;
+    const double *v = csv_values(t, what == GREEN_ON ? "on" : what == GREEN_WATTS ? "watts" : "g_per_kwh");
+    double *x = m && tt && v ? scratch(rp, t->nrows) : NULL, *y = x ? scratch(rp, t->nrows) : NULL;
     int n = 0;
     for (int k = 0; y && k < t->nrows; k++)
         if ((int)m[k] == machine)
-            x[n] = (tt[k] - tt[0]) / 3600, y[n++] = taking_part ? (on[k] > 0 ? machine + 1 : NAN) : g[k];
+            x[n] = (tt[k] - tt[0]) / 3600, y[n++] = what != GREEN_ON ? v[k] : v[k] > 0 ? machine + 1 : NAN;
     const json_value *names = json_get(rp->runs[run].summary, "green.machines");
     const char *who = names && names->type == JSON_ARRAY && machine < names->n
                           ? json_str(json_get(&names->items[machine], "name"), "?") : "?";
     char name[160], key[64];
     series_name(name, sizeof name, rp, run, who);
-    snprintf(key, sizeof key, "green/%s/%d", taking_part ? "on" : "g_per_kwh", machine);
+    snprintf(key, sizeof key, "green/%s/%d", keys[what], machine);
     chart_series *sr = n ? svg_chart_add(c, name, key, run, n, x, y) : NULL;
-    if (sr && taking_part)   /* each decision a point (its tooltip: when) */
+    if (sr && what == GREEN_ON)   /* each decision a point (its tooltip: when) */
         sr->points = 1;
 }
 
@@ -505,19 +509,23 @@ static void green_section(report *rp)
     if (!any_section(rp, "green"))
         return;
     fputs("<h2>Where and when it trained</h2>\n<div class='charts'>\n", rp->f);
-    chart g, on;
+    chart g, on, w;
     svg_chart_init(&g, "Grid intensity of each machine", "trace hours", "g CO2e per kWh");
     svg_chart_init(&on, "Machines taking part (a gap: left out)", "trace hours", "machine");
+    svg_chart_init(&w, "Power of each machine while computing (as last measured)", "trace hours", "watts");
     for (int i = 0; i < rp->nruns; i++) {
         const double *m = csv_values(&rp->runs[i].green, "machine");
         int machines = 0;
         for (int k = 0; m && k < rp->runs[i].green.nrows; k++)
             machines = (int)m[k] + 1 > machines ? (int)m[k] + 1 : machines;
-        for (int k = 0; k < machines; k++)
-            green_series(rp, &g, i, k, 0), green_series(rp, &on, i, k, 1);
+        for (int k = 0; k < machines; k++) {
+            green_series(rp, &g, i, k, GREEN_INTENSITY);
+            green_series(rp, &on, i, k, GREEN_ON);
+            green_series(rp, &w, i, k, GREEN_WATTS);
+        }
     }
     if (g.nseries)
-        svg_chart_draw(rp->f, &g), svg_chart_draw(rp->f, &on);
+        svg_chart_draw(rp->f, &g), svg_chart_draw(rp->f, &on), svg_chart_draw(rp->f, &w);
     fputs("</div>\n", rp->f);
     json_section(rp, "Participation and postponement (the figures behind each decision)", "green");
 }
