@@ -3,6 +3,7 @@
 #include "energy/grid_trace.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 const char *participation_why_name(participation_why w)
 {
@@ -29,20 +30,29 @@ static double draw(uint64_t seed, uint64_t round, int member)
     return (double)((z ^ (z >> 31)) >> 11) / 9007199254740992.0;
 }
 
-/* The members not taking part, fewest grams per sample first, into order; how many. */
-static int cheapest_out(const participant *m, int n, const int *take, int *order)
+typedef struct ranked {
+    double grams;
+    int member;
+} ranked;
+
+static int by_grams(const void *a, const void *b)
 {
-    int k = 0;
-    for (int i = 0; i < n; i++) {
-        if (take[i])
-            continue;
-        double g = participation_grams_per_sample(&m[i]);
-        int at = k++;
-        while (at > 0 && participation_grams_per_sample(&m[order[at - 1]]) > g)
-            order[at] = order[at - 1], at--;
-        order[at] = i;
-    }
-    return k;
+    const ranked *x = a, *y = b;
+    return x->grams < y->grams ? -1 : x->grams > y->grams ? 1 : x->member - y->member;
+}
+
+/* The members not taking part, fewest grams per sample first (malloc'd, NULL when out of
+ * memory: then none is added); how many in *k. */
+static ranked *cheapest_out(const participant *m, int n, const int *take, int *k)
+{
+    ranked *r = malloc(sizeof *r * (size_t)(n > 0 ? n : 1));
+    *k = 0;
+    for (int i = 0; r && i < n; i++)
+        if (!take[i])
+            r[(*k)++] = (ranked){participation_grams_per_sample(&m[i]), i};
+    if (r)
+        qsort(r, (size_t)*k, sizeof *r, by_grams);
+    return r;
 }
 
 static double speed_of(const participant *m, int n, const int *take)
@@ -74,15 +84,16 @@ static void choose_green(const participation_input *in, const participant *m, in
     if (in->left_s < 0 || !(in->samples_left > 0))
         return;
     double missing = in->samples_left / fmax(in->left_s, 1e-9) - speed_of(m, n, take);
-    int order[n > 0 ? n : 1];
-    int k = cheapest_out(m, n, take, order);
-    for (int j = 0; j < k && missing > 0; j++) {
-        const participant *p = &m[order[j]];
+    int k;
+    ranked *order = missing > 0 ? cheapest_out(m, n, take, &k) : NULL;
+    for (int j = 0; order && j < k && missing > 0; j++) {
+        const participant *p = &m[order[j].member];
         double f = p->img_per_s > 0 ? missing / p->img_per_s : 1;
         missing -= p->img_per_s;   /* its share of the pace, whether it runs now or later */
         if (green_enough(p, f))
-            take[order[j]] = 1, why[order[j]] = WHY_DEADLINE;
+            take[order[j].member] = 1, why[order[j].member] = WHY_DEADLINE;
     }
+    free(order);
 }
 
 /* budget: fewest grams per sample first, while those taking part stay within the budget left
@@ -94,18 +105,19 @@ static void choose_budget(const participation_input *in, const participant *m, i
     double allowed = in->samples_left > 0 ? left / in->samples_left : left;   /* grams a sample */
     for (int i = 0; i < n; i++)
         take[i] = 0, why[i] = left > 0 ? WHY_OVER_BUDGET : WHY_BUDGET_SPENT;
-    int order[n > 0 ? n : 1];
-    int k = cheapest_out(m, n, take, order);
+    int k;
+    ranked *order = cheapest_out(m, n, take, &k);
     double grams_s = 0, speed = 0, round_s = in->round_s > 0 ? in->round_s : 0;
-    for (int j = 0; j < k; j++) {
-        const participant *p = &m[order[j]];
-        double g = participation_grams_per_sample(p) * p->img_per_s;
+    for (int j = 0; order && j < k; j++) {
+        const participant *p = &m[order[j].member];
+        double g = order[j].grams * p->img_per_s;
         int first = j == 0;   /* the cheapest goes on if its round fits the budget */
         if ((!first && (grams_s + g) > allowed * (speed + p->img_per_s)) || (grams_s + g) * round_s > left)
             break;
         grams_s += g, speed += p->img_per_s;
-        take[order[j]] = 1, why[order[j]] = WHY_WITHIN_BUDGET;
+        take[order[j].member] = 1, why[order[j].member] = WHY_WITHIN_BUDGET;
     }
+    free(order);
 }
 
 int participation_choose(const participation_input *in, const participant *m, int n,
