@@ -172,6 +172,10 @@ TEST(green_job_settings_are_checked)
     CHECK(parse("[energy]\ntrace_start = tomorrow\n", err, sizeof err) == -1 && strstr(err, "trace_start"));
     CHECK(parse("[energy]\ncarbon_file = x\ncarbon_trace = y\n", err, sizeof err) == -1 &&
           strstr(err, "not both"));
+    CHECK(parse("[placement]\nparticipation = backup\n", err, sizeof err) == -1 &&
+          strstr(err, "mode = average"));
+    CHECKF(FRUGAL(out, "join", "127.0.0.1:1", "--key", "k", "--carbon-file", "a", "--carbon-trace", "b") == 2 &&
+           strstr(out, "not both"), "%s", out);
 }
 
 TEST(green_carbon_source_replays_traces_and_counts_renewable_joules_free)

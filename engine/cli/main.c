@@ -237,6 +237,11 @@ static int cmd_join(int argc, char **argv)
             return usage(stderr);
         }
     }
+    if (o.carbon_file && o.carbon_trace) {
+        fprintf(stderr, "frugal join: --carbon-file and --carbon-trace: one source of the grid's "
+                        "intensity, not both\n");
+        return 2;
+    }
     if (!o.coordinator || !o.key_path) {
         fprintf(stderr, "usage: frugal join HOST:PORT --key KEYFILE [--identity FILE] [--workers N] [--devices D] "
                         "[--timeout S] [--slowdown F] [--power-profile IDLE,ONE,ALL] [--carbon G | "
