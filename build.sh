@@ -248,7 +248,7 @@ test) deps; build; run_tests "release||1" ;;
 test-sanitizers)
     deps
     build
-    run_tests "asan||4" "tsan|runtime run_ train energy opencl_train cluster gossip green netio placement trace|4"
+    run_tests "asan||4" "tsan|runtime run_ train energy opencl_train cluster gossip green netio placement trace op_|4"
     ;;
 train)
     shift

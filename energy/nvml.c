@@ -1,4 +1,5 @@
 #include "energy/nvml.h"
+#include "energy/power_limit.h"
 #include "common/env_switches.h"
 
 #include <dlfcn.h>
@@ -20,6 +21,10 @@ static struct {
     int (*name)(nvml_device d, char *name, unsigned len);
     int (*energy_mj)(nvml_device d, unsigned long long *mj);
     int (*power_mw)(nvml_device d, unsigned *mw);
+    int (*limit_mw)(nvml_device d, unsigned *mw);                      /* the power limit's */
+    int (*limit_range_mw)(nvml_device d, unsigned *min, unsigned *max);
+    int (*limit_default_mw)(nvml_device d, unsigned *mw);
+    int (*set_limit_mw)(nvml_device d, unsigned mw);
     const char *(*error)(int rc);
     int ready;                   /* loaded and initialised */
     char why[256];               /* or why not (a library found but unusable) */
@@ -42,6 +47,10 @@ static void load(void)
         return;
     }
     LOAD(energy_mj, "nvmlDeviceGetTotalEnergyConsumption");   /* older drivers lack it */
+    LOAD(limit_mw, "nvmlDeviceGetPowerManagementLimit");
+    LOAD(limit_range_mw, "nvmlDeviceGetPowerManagementLimitConstraints");
+    LOAD(limit_default_mw, "nvmlDeviceGetPowerManagementDefaultLimit");
+    LOAD(set_limit_mw, "nvmlDeviceSetPowerManagementLimit");
     int rc = nvml.init();
     if (rc != NVML_SUCCESS) {
         snprintf(nvml.why, sizeof nvml.why, "NVML: nvmlInit failed: %s", nvml.error(rc));
@@ -67,13 +76,19 @@ static sensor *add(sensor *s, int *n, int max, const char *name)
     return z;
 }
 
-void nvml_probe(sensor *s, int *n, int max)
+/* 1 when the library is there (loaded once found; looked for again by every caller until). */
+static int loaded(void)
 {
-    pthread_mutex_lock(&loading);   /* loaded once found; looked for again by every meter until */
+    pthread_mutex_lock(&loading);
     if (!nvml.lib)
         load();
     pthread_mutex_unlock(&loading);
-    if (!nvml.lib)
+    return nvml.lib != NULL;
+}
+
+void nvml_probe(sensor *s, int *n, int max)
+{
+    if (!loaded())
         return;
     sensor *z;
     unsigned count = 0;
@@ -125,5 +140,84 @@ int nvml_read(const sensor *s, double *value)
         if ((rc = nvml.power_mw(d, &mw)) == NVML_SUCCESS)
             *value = 1e3 * (double)mw;
     }
+    return rc == NVML_SUCCESS ? 0 : errno_of(rc);
+}
+
+/* ---- power limits (energy/power_limit.h) ---- */
+
+static void limit_probe_one(power_limit *z, nvml_device d)
+{
+    unsigned mw = 0, lo = 0, hi = 0, dflt = 0;
+    int rc = nvml.limit_mw(d, &mw);
+    if (rc != NVML_SUCCESS) {
+        snprintf(z->why, sizeof z->why, "NVML: no power limit: %s", nvml.error(rc));
+        return;
+    }
+    z->now = mw / 1e3;
+    if (!nvml.limit_range_mw || nvml.limit_range_mw(d, &lo, &hi) != NVML_SUCCESS || hi < lo || !hi) {
+        snprintf(z->why, sizeof z->why, "NVML: no range known to set its limit within");
+        return;
+    }
+    z->min = lo / 1e3, z->max = hi / 1e3;
+    z->full = nvml.limit_default_mw && nvml.limit_default_mw(d, &dflt) == NVML_SUCCESS ? dflt / 1e3
+                                                                                       : z->max;
+    /* Setting the limit it has changes nothing and tells whether setting is allowed. */
+    rc = nvml.set_limit_mw ? nvml.set_limit_mw(d, mw) : NVML_ERROR_NOT_SUPPORTED;
+    if (rc == NVML_SUCCESS)
+        z->settable = 1;
+    else
+        snprintf(z->why, sizeof z->why, "NVML: setting its power limit: %s%s", nvml.error(rc),
+                 rc == NVML_ERROR_NO_PERMISSION ? " (it needs root)" : "");
+}
+
+void nvml_limit_probe(power_limit *l, int *n, int max)
+{
+    unsigned count = 0;
+    if (!loaded() || !nvml.ready || !nvml.limit_mw || nvml.count(&count) != NVML_SUCCESS)
+        return;
+    for (unsigned i = 0; i < count && *n < max; i++) {
+        nvml_device d;
+        char model[96] = "";
+        if (nvml.handle(i, &d) != NVML_SUCCESS)
+            continue;
+        nvml.name(d, model, sizeof model);
+        power_limit *z = &l[(*n)++];
+        memset(z, 0, sizeof *z);
+        z->kind = POWER_LIMIT_NVML, z->gpu = 1;
+        snprintf(z->name, sizeof z->name, "nvidia%u %.40s", i, model);
+        snprintf(z->path, sizeof z->path, "nvml:%u", i);
+        limit_probe_one(z, d);
+    }
+}
+
+/* The device a "nvml:I" path names, or an NVML error. */
+static int device_of(const char *path, nvml_device *d)
+{
+    unsigned index;
+    if (!loaded() || !nvml.ready || !nvml.limit_mw || sscanf(path, "nvml:%u", &index) != 1)
+        return NVML_ERROR_NOT_SUPPORTED;
+    return nvml.handle(index, d);
+}
+
+int nvml_limit_read(const char *path, double *watts)
+{
+    nvml_device d;
+    unsigned mw;
+    int rc = device_of(path, &d);
+    if (rc == NVML_SUCCESS && (rc = nvml.limit_mw(d, &mw)) == NVML_SUCCESS)
+        *watts = mw / 1e3;
+    return rc == NVML_SUCCESS ? 0 : errno_of(rc);
+}
+
+int nvml_limit_write(const char *path, double watts, char *why, size_t n)
+{
+    nvml_device d;
+    int rc = device_of(path, &d);
+    if (rc == NVML_SUCCESS)
+        rc = nvml.set_limit_mw ? nvml.set_limit_mw(d, (unsigned)(watts * 1e3 + 0.5))
+                               : NVML_ERROR_NOT_SUPPORTED;
+    if (rc != NVML_SUCCESS)
+        snprintf(why, n, "%s: NVML: setting the power limit to %g W: %s", path, watts,
+                 nvml.error ? nvml.error(rc) : "no NVML");
     return rc == NVML_SUCCESS ? 0 : errno_of(rc);
 }

@@ -58,8 +58,9 @@ static double demand_seconds(pid_t pid)
 
 int fake_rapl_drive(const char *root, pid_t pid)
 {
-    char zone[700], counter[760], tmp[780];   /* root is at most 600 bytes */
+    char zone[700], counter[760], tmp[780], limit[760];   /* root is at most 600 bytes */
     snprintf(zone, sizeof zone, "%s/sys/class/powercap/intel-rapl:0", root);
+    snprintf(limit, sizeof limit, "%s/constraint_0_power_limit_uw", zone);
     snprintf(counter, sizeof counter, "%s/energy_uj", zone);
     snprintf(tmp, sizeof tmp, "%s/energy_uj.tmp", zone);
     double uj = 1e6, last_demand = 0, last_t = clock_now_s();
@@ -75,6 +76,12 @@ int fake_rapl_drive(const char *root, pid_t pid)
         /* a thread gone: 0; more threads than cores would not run at once, even alone */
         double busy = fmin(fmax(demand - last_demand, 0) / (t - last_t), cores);
         double watts = 10 + 10 * fmin(busy, 1) + 80 * fmax(busy - 1, 0);
+        unsigned long long cap_uw;   /* a package limit, when the tree has one, holds it */
+        FILE *cap = fopen(limit, "r");
+        if (cap && fscanf(cap, "%llu", &cap_uw) == 1)
+            watts = fmin(watts, cap_uw * 1e-6);
+        if (cap)
+            fclose(cap);
         uj += watts * (t - last_t) * 1e6;
         last_demand = demand, last_t = t;
         FILE *f = fopen(tmp, "w");   /* whole files only: the meter may read at any time */

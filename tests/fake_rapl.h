@@ -10,7 +10,9 @@
 void fake_rapl_tree(const char *root);
 /* Moves the counter while pid runs, at 10 W idle, 20 W with one core busy and 80 W more for
  * each further core, counting the time pid's threads wanted a core, up to every core (so
- * other load on the machine does not move the figures). Returns pid's exit status once it has exited. */
+ * other load on the machine does not move the figures), never above the package's power limit
+ * where the tree has one (constraint_0_power_limit_uw). Returns pid's exit status once it has
+ * exited. */
 int fake_rapl_drive(const char *root, pid_t pid);
 
 #endif

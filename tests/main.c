@@ -93,6 +93,27 @@ char *test_read_text(const char *path, char *buf, size_t n)
     return buf;
 }
 
+void test_write_text(const char *path, const char *fmt, ...)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", path);
+    for (char *p = dir + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            mkdir(dir, 0755);
+            *p = '/';
+        }
+    FILE *f = fopen(path, "w");
+    va_list ap;
+    va_start(ap, fmt);
+    int bad = !f || vfprintf(f, fmt, ap) < 0;
+    va_end(ap);
+    if (f && fclose(f))
+        bad = 1;
+    if (bad)
+        test_fail(__FILE__, __LINE__, "cannot write %s", path);
+}
+
 int test_silent_connection(const char *from, int port)
 {
     struct sockaddr_in src = {.sin_family = AF_INET}, dst = {.sin_family = AF_INET};

@@ -22,6 +22,8 @@ int test_port(int which);
 const char *test_addr(int which);
 /* A text file into buf (at most n - 1 bytes, 0-ended; "" when it cannot be read); returns buf. */
 char *test_read_text(const char *path, char *buf, size_t n);
+/* Writes printf-style text to path, creating its missing folders; fails the test when it cannot. */
+void test_write_text(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A TCP connection to 127.0.0.1:port from the loopback address `from` that says nothing (a
  * stranger holding a place); tries for 10 s while the port refuses. The socket, or -1. */
 int test_silent_connection(const char *from, int port);

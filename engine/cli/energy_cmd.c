@@ -1,9 +1,12 @@
 /* frugal energy: every energy sensor found (readable or not, and why), where the machine's total
- * comes from, and some seconds of live power. */
+ * comes from, every limit frugal could set (and why not), and some seconds of live power;
+ * --restore puts back the limits a frugal process that died left changed. */
 #include "engine/cli/energy_cmd.h"
 
 #include "energy/meter.h"
+#include "energy/power_limit.h"
 #include "energy/power_model.h"
+#include "engine/placement/operating_point.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -11,18 +14,44 @@
 #include <string.h>
 #include <time.h>
 
+/* The power and clock limits: each one's value, range, and whether it can be set here. */
+static void print_limits(void)
+{
+    power_limit l[POWER_LIMIT_MAX];
+    int n = power_limit_probe(l, POWER_LIMIT_MAX);
+    printf("%d limit%s ([placement] operating_point)\n", n, n == 1 ? "" : "s");
+    for (int i = 0; i < n; i++) {
+        const char *unit = power_limit_unit(l[i].kind);
+        printf("  %-28s %-8s %7.6g %-3s (%g to %g %s)  %s%s%s\n", l[i].name,
+               power_limit_source(l[i].kind), l[i].now, unit, l[i].min, l[i].max, unit,
+               l[i].settable ? "can be set" : "cannot be set", l[i].governor[0] ? ", governor " : "",
+               l[i].governor);
+        if (l[i].why[0])
+            printf("      %s\n", l[i].why);
+        printf("      %s\n", l[i].path);
+    }
+}
+
 int energy_cmd_main(int argc, char **argv)
 {
     double seconds = 0, rate = 10;
+    int restore_only = 0;
     for (int i = 2; i < argc; i++) {
         char *end = NULL;
         if (!strcmp(argv[i], "--help")) {
-            printf("usage: frugal energy [--seconds N] [--rate HZ]\n"
+            printf("usage: frugal energy [--seconds N] [--rate HZ] | --restore\n"
                    "  every energy sensor found (RAPL, hwmon, batteries; readable or not, and why),\n"
-                   "  which of them make up the machine's total, then N seconds of live power\n"
-                   "  sampled at HZ (default 10). FRUGAL_SYSFS_ROOT and FRUGAL_PROCFS_ROOT move\n"
-                   "  /sys and /proc (containers, tests).\n");
+                   "  which of them make up the machine's total, every power or clock limit and\n"
+                   "  whether it can be set here, then N seconds of live power sampled at HZ\n"
+                   "  (default 10). --restore only puts back the limits that a frugal process\n"
+                   "  which died left changed (any frugal train, join or energy does it first).\n"
+                   "  FRUGAL_SYSFS_ROOT and FRUGAL_PROCFS_ROOT move /sys and /proc (containers,\n"
+                   "  tests).\n");
             return 0;
+        }
+        if (!strcmp(argv[i], "--restore")) {
+            restore_only = 1;
+            continue;
         }
         if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
             seconds = strtod(argv[++i], &end);
@@ -30,10 +59,17 @@ int energy_cmd_main(int argc, char **argv)
             rate = strtod(argv[++i], &end);
         if (!end || *end || !(seconds >= 0 && seconds <= 86400) || !(rate >= 1 && rate <= 1000)) {
             fprintf(stderr, "frugal energy: bad or unexpected argument '%s'\n"
-                            "usage: frugal energy [--seconds N (0..86400)] [--rate HZ (1..1000)]\n",
+                            "usage: frugal energy [--seconds N (0..86400)] [--rate HZ (1..1000)] | "
+                            "--restore\n",
                     argv[i]);
             return 2;
         }
+    }
+    if (operating_point_recover(stdout))
+        return 1;
+    if (restore_only) {
+        printf("every limit a frugal process changed is as it was before\n");
+        return 0;
     }
     energy_meter *m = energy_meter_open(&(energy_options){rate, MODEL_IDLE_W, MODEL_CORE_W, {0}});
     if (!m)
@@ -53,6 +89,7 @@ int energy_cmd_main(int argc, char **argv)
         printf("      %s\n", s[i].path);
     }
     printf("total: %s\n", energy_meter_source(m));
+    print_limits();
     char err[256];
     int rc = 0;
     if (seconds > 0 && energy_meter_start(m, err, sizeof err)) {

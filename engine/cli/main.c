@@ -14,6 +14,7 @@
 #include "engine/cluster/node.h"
 #include "engine/cli/run.h"
 #include "engine/cli/signals.h"
+#include "engine/placement/operating_point.h"
 #include "engine/train/trainer.h"
 #include "ops/cpu.h"
 #include "ops/peak.h"
@@ -550,6 +551,8 @@ int main(int argc, char **argv)
         return cmd_info();
     if (!strcmp(argv[1], "energy"))
         return energy_cmd_main(argc, argv);
+    if (!strcmp(argv[1], "train") || !strcmp(argv[1], "join"))
+        operating_point_recover(stdout);   /* limits a run that died left changed */
     if (!strcmp(argv[1], "train"))
         return cmd_train(argc, argv);
     if (!strcmp(argv[1], "join"))

@@ -1,5 +1,7 @@
 #include "engine/cli/signals.h"
 
+#include "energy/limit_state.h"
+
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,10 +17,19 @@ static void say(const char *s)
     (void)ignored;
 }
 
+/* Before ending at once: the limits this process changed (energy/limit_state.h). */
+static void put_limits_back(void)
+{
+    if (limit_state_restore_from_signal())
+        say("frugal: an NVIDIA GPU's power limit is left changed: the next frugal to start, or "
+            "'frugal energy --restore', puts it back\n");
+}
+
 static void on_signal(int sig)
 {
     if (atomic_load_explicit(&signals_stop, memory_order_relaxed)) {
         say("\nfrugal: second signal: stopping now, without saving\n");
+        put_limits_back();
         _exit(128 + sig);
     }
     atomic_store_explicit(&signals_stop, sig, memory_order_relaxed);
@@ -35,6 +46,7 @@ static void on_leave_signal(int sig)
             signal(SIGALRM, SIG_DFL);
             raise(SIGALRM);
         }
+        put_limits_back();
         _exit(128 + first);
     }
     atomic_store_explicit(&signals_stop, sig, memory_order_relaxed);

@@ -2,7 +2,8 @@
  * boundary (it then saves a checkpoint, the metrics and the summary, and exits with 128 + the
  * signal's number); a second one ends the process at once. A node (frugal join) leaves at once:
  * it stops waiting for messages, and whatever it computes, the process ends within
- * SIGNALS_LEAVE_S seconds with 128 + the signal's number. */
+ * SIGNALS_LEAVE_S seconds with 128 + the signal's number. A process that ends at once writes the
+ * sysfs limits it changed back first (energy/limit_state.h). */
 #ifndef FRUGAL_SIGNALS_H
 #define FRUGAL_SIGNALS_H
 

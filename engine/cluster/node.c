@@ -428,7 +428,8 @@ static int parse_job(node_process *n, const msg_job *job)
 }
 
 /* Under this machine's power budget (--power-budget, else the job's node budget; never the whole
- * job's, which the coordinator keeps), the job's policy chooses how many workers run here. */
+ * job's, which the coordinator keeps), the job's policy chooses how many workers run here; the
+ * job's operating_point is set or searched on this machine as on any other. */
 static void start_control(node_process *n)
 {
     job_config *c = &n->control_cfg;
@@ -436,8 +437,10 @@ static void start_control(node_process *n)
     if (n->o->power_budget_w > 0)
         c->node_power_budget_watts = (float)n->o->power_budget_w;
     c->power_budget_watts = 0;
-    if (c->node_power_budget_watts <= 0 || !n->meter)
+    if ((c->node_power_budget_watts <= 0 && !c->operating_point.n) || !n->meter)
         return;
+    if (c->node_power_budget_watts <= 0)
+        c->policy = -1;   /* the operating points alone: every worker runs */
     c->workers = n->o->workers_pinned ? n->o->workers : 0;
     char key[128] = "node-";   /* its figures include waiting for the coordinator */
     worker_control_key(key + 5, sizeof key - 5, c, n->train.c, n->train.h, n->train.w,

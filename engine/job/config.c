@@ -80,6 +80,7 @@ static const key_spec placement_keys[] = {
     {"all_nodes", V_ONOFF, JOB(all_nodes), 0, 0},
     {"max_slowdown", V_FLOAT, JOB(max_slowdown), 0, 100},
     {"window_seconds", V_FLOAT, JOB(window_seconds), 0.05, 600},
+    {"operating_point", V_TEXT, JOB(operating_point_text), 0, 0},
     {"participation", V_TEXT, JOB(participation_name), 0, 0},
     {"green_g_per_kwh", V_FLOAT, JOB(green_g_per_kwh), 0, 5000},
     {"budget_g", V_FLOAT, JOB(budget_g), 0, 1e12},
@@ -571,6 +572,9 @@ static int check_green(parser *p)
                     "overlap: synchronous training would give up one machine's weights by not "
                     "waiting for a node's gradients (not done), and gossip waits for no one past "
                     "its deadline already");
+    char why[200];
+    if (op_setting_parse(cfg->operating_point_text, &cfg->operating_point, why, sizeof why))
+        return fail(p, "[placement] operating_point = '%s': %s", cfg->operating_point_text, why);
     if (cfg->participation == PARTICIPATION_BUDGET && !(cfg->budget_g > 0))
         return fail(p, "[placement] participation = budget needs budget_g (grams of CO2e for the "
                     "whole job)");

@@ -34,7 +34,9 @@
  *                much slower than the fastest count measured, 0.1 = 10%), window_seconds (how
  *                long each measurement lasts), participation (always | random | green |
  *                budget | backup: which machines take part in each round, docs/green.md),
- *                green_g_per_kwh, budget_g, random_share
+ *                green_g_per_kwh, budget_g, random_share, operating_point (off | auto | WATTS
+ *                | PART=..., the power caps and clock limits set or searched, op_setting.h,
+ *                docs/operating-points.md)
  *   [cluster]    sync_every (0, the default: every batch's gradients are summed over the
  *                machines, the weights those of one machine; K: periodic averaging, each machine
  *                takes K steps of its own on its share of the batches, then the models are
@@ -57,6 +59,7 @@
 #ifndef FRUGAL_CONFIG_H
 #define FRUGAL_CONFIG_H
 
+#include "engine/job/op_setting.h"
 #include "engine/model/layer_config.h"
 
 #include <stddef.h>
@@ -158,6 +161,8 @@ typedef struct job_config {
     float random_share;            /* random: the share of machines drawn each round */
     float max_slowdown;            /* < 0: none */
     float window_seconds;
+    char operating_point_text[128];
+    op_setting operating_point;    /* the hardware limits set or searched (op_setting.h) */
 } job_config;
 
 /* The names of [cluster] mode and [gossip] topology: the enum, or -1; and back. */

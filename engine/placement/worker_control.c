@@ -59,40 +59,68 @@ static double machine_budget(const job_config *cfg)
     return job > 0 && (own <= 0 || job < own) ? job : own;
 }
 
+/* The worker count's policy, and the one the operating points are searched under (energy when
+ * the job names none: the fastest cap is the part's own). */
+static void limits_of(const job_config *cfg, double budget_w, policy_limits *workers,
+                      policy_limits *op)
+{
+    *workers = (policy_limits){cfg->policy < 0 ? POLICY_TIME : (placement_policy)cfg->policy,
+                               budget_w, cfg->max_slowdown, cfg->carbon_g_per_kwh};
+    *op = *workers;
+    if (cfg->policy < 0)
+        op->policy = POLICY_ENERGY;
+}
+
+/* Says why the worker count is not learned; 0 when it is. */
+static int workers_untouched(worker_control *c, const job_config *cfg, double budget_w, FILE *log)
+{
+    if (cfg->policy < 0 && budget_w <= 0) {
+        snprintf(c->note, sizeof c->note, "off: every worker runs (set [placement] policy or a "
+                 "power budget to have the worker count learned)");
+        return 1;
+    }
+    if (cfg->workers > 0) {
+        snprintf(c->note, sizeof c->note, "workers pinned by hand ([execution] workers = %d): "
+                 "the policy leaves them", cfg->workers);
+        fprintf(log, "placement: %s\n", c->note);
+        return 1;
+    }
+    return 0;
+}
+
+static void begin_tuning(worker_control *c, const policy_limits *l, const char *key, FILE *log)
+{
+    worker_tuner_init(&c->tuner, l, rt_workers(c->rt));
+    snprintf(c->key, sizeof c->key, "%s", key);
+    load_models(c);
+    char limits[96] = "";
+    if (l->budget_w > 0)
+        snprintf(limits, sizeof limits, ", power budget %g W", l->budget_w);
+    if (l->max_slowdown >= 0 && l->policy != POLICY_TIME)
+        snprintf(limits + strlen(limits), sizeof limits - strlen(limits),
+                 ", at most %g%% slower than the fastest", 100 * l->max_slowdown);
+    fprintf(log, "placement: policy %s%s; %s\n", policy_name(l->policy), limits, c->note);
+    c->tune_workers = 1;
+}
+
 void worker_control_begin(worker_control *c, const job_config *cfg, rt_runtime *rt,
                           const trainer *t, energy_meter *meter, const char *key, FILE *log)
 {
     memset(c, 0, sizeof *c);
     c->rt = rt, c->trainer = t, c->meter = meter, c->log = log;
     double budget_w = machine_budget(cfg);
-    if (cfg->policy < 0 && budget_w <= 0) {
-        snprintf(c->note, sizeof c->note, "off: every worker runs (set [placement] policy or a "
-                 "power budget to have the worker count learned)");
+    policy_limits l, op_l;
+    limits_of(cfg, budget_w, &l, &op_l);
+    operating_point_begin(&c->op, cfg, &op_l, log);
+    if (!workers_untouched(c, cfg, budget_w, log))
+        begin_tuning(c, &l, key, log);
+    else if (!operating_point_wants_windows(&c->op))
         return;
-    }
-    if (cfg->workers > 0) {
-        snprintf(c->note, sizeof c->note, "workers pinned by hand ([execution] workers = %d): "
-                 "the policy leaves them", cfg->workers);
-        fprintf(log, "placement: %s\n", c->note);
-        return;
-    }
-    policy_limits l = {cfg->policy < 0 ? POLICY_TIME : (placement_policy)cfg->policy,
-                       budget_w, cfg->max_slowdown, cfg->carbon_g_per_kwh};
-    worker_tuner_init(&c->tuner, &l, rt_workers(rt));
     c->window_s = cfg->window_seconds;
-    c->budget_w = budget_w;
+    c->budget_w = c->tune_workers ? budget_w : 0;
     c->skip = SKIP_WINDOWS;
     c->start_t = -1;
-    snprintf(c->key, sizeof c->key, "%s", key);
-    load_models(c);
-    char limits[96] = "";
-    if (l.budget_w > 0)
-        snprintf(limits, sizeof limits, ", power budget %g W", l.budget_w);
-    if (l.max_slowdown >= 0 && l.policy != POLICY_TIME)
-        snprintf(limits + strlen(limits), sizeof limits - strlen(limits),
-                 ", at most %g%% slower than the fastest", 100 * l.max_slowdown);
-    fprintf(log, "placement: policy %s%s; %s\n", policy_name(l.policy), limits, c->note);
-    if (c->tuner.current != rt_workers(rt)) {
+    if (c->tune_workers && c->tuner.current != rt_workers(rt)) {
         char why[200];
         snprintf(why, sizeof why, "%d workers, from what was learned before", c->tuner.current);
         decide(c, c->tuner.current, why);
@@ -101,8 +129,10 @@ void worker_control_begin(worker_control *c, const job_config *cfg, rt_runtime *
     pthread_cond_init(&c->wake, NULL);
     c->on = 1;
     if (pthread_create(&c->thread, NULL, control_thread, c)) {
-        fprintf(log, "placement: cannot start its thread: every worker runs\n");
+        fprintf(log, "placement: cannot start its thread: every worker runs, every limit as it "
+                "was\n");
         rt_set_active_workers(rt, rt_workers(rt));
+        operating_point_end(&c->op);
         c->on = 0;
         return;
     }
@@ -133,8 +163,8 @@ void worker_control_key(char *out, size_t n, const job_config *cfg, int c, int h
     snprintf(out + len, n - (size_t)len, DEVICES_MARK "%016llx", (unsigned long long)names);
 }
 
-/* Under the lock: a window from reading r on (NULL: the meter now). */
-static void window_start(worker_control *c, const energy_reading *r, long samples)
+/* Under the lock: a stretch of the window from reading r on (NULL: the meter now). */
+static void stretch_start(worker_control *c, const energy_reading *r, long samples)
 {
     energy_reading now;
     if (!r) {
@@ -146,14 +176,27 @@ static void window_start(worker_control *c, const energy_reading *r, long sample
         c->start_t = r->t;
 }
 
+/* Under the lock: the stretch since stretch_start ends at r and is added to the window. */
+static void stretch_end(worker_control *c, const energy_reading *r, long done)
+{
+    c->part_s += r->t - c->win_t;
+    c->part_j += r->total_j - c->win_j;
+    c->part_samples += done - c->win_samples;
+}
+
 void worker_control_pass(worker_control *c, int training)
 {
     if (!c->on)
         return;
     pthread_mutex_lock(&c->lock);
+    if (training) {
+        stretch_start(c, NULL, 0);
+    } else if (c->training) {   /* the window goes on with the next training pass */
+        energy_reading r;
+        energy_meter_read(c->meter, &r);
+        stretch_end(c, &r, trainer_samples_done(c->trainer));
+    }
     c->training = training;
-    if (training)
-        window_start(c, NULL, 0);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -191,34 +234,54 @@ static void park_devices_if_over(worker_control *c, double watts)
     decide(c, c->tuner.current, why);
 }
 
-/* Under the lock: a window has ended when it is long enough. */
+/* Under the lock: a window measured at the current limits goes to the operating points while
+ * they search (once the worker count has settled), else to the worker tuner. */
+static void observe(worker_control *c, double t, double seconds, double joules, long samples)
+{
+    if (operating_point_wants_windows(&c->op) && !(c->tune_workers && c->tuner.exploring)) {
+        int got = operating_point_observe(&c->op, t, seconds, joules, samples);
+        if (got == 2 && c->tune_workers)   /* the work changed: the counts are measured again */
+            worker_tuner_forget(&c->tuner);
+        if (got)
+            c->skip = SKIP_WINDOWS;
+        return;
+    }
+    if (!c->tune_workers)
+        return;
+    char why[200] = "";
+    int before = c->tuner.current;
+    int workers = worker_tuner_observe(&c->tuner, seconds, joules, samples, why, sizeof why);
+    if (workers != before || why[0])
+        decide(c, workers, why);
+    if (workers != before)
+        c->skip = SKIP_WINDOWS;   /* the next window still has the old count's tasks finishing */
+    else
+        park_devices_if_over(c, joules / seconds);
+}
+
+/* Under the lock: a window has ended when its stretches are long enough together. */
 static void measure(worker_control *c)
 {
     long done = trainer_samples_done(c->trainer);
-    if (done < c->win_samples) {   /* a new pass began */
-        window_start(c, NULL, done);
+    if (done < c->win_samples) {   /* a new pass began unannounced (a node's): a new stretch */
+        stretch_start(c, NULL, done);
         return;
     }
     energy_reading r;
     energy_meter_read(c->meter, &r);
-    double seconds = r.t - c->win_t, joules = r.total_j - c->win_j;
-    long samples = done - c->win_samples;
+    double seconds = c->part_s + r.t - c->win_t, joules = c->part_j + r.total_j - c->win_j;
+    long samples = c->part_samples + done - c->win_samples;
     if (seconds < c->window_s || samples <= 0)
         return;
     c->measured_s += seconds;
     if (c->budget_w > 0 && joules / seconds > c->budget_w)
         c->over_budget_s += seconds;
-    char why[200] = "";
-    int before = c->tuner.current, observed = c->skip <= 0;
-    int workers = !observed ? (c->skip--, before)
-                            : worker_tuner_observe(&c->tuner, seconds, joules, samples, why, sizeof why);
-    if (workers != before || why[0])
-        decide(c, workers, why);
-    if (workers != before)
-        c->skip = SKIP_WINDOWS;   /* the next window still has the old count's tasks finishing */
-    else if (observed)
-        park_devices_if_over(c, joules / seconds);
-    window_start(c, &r, done);
+    if (c->skip > 0)
+        c->skip--;
+    else
+        observe(c, r.t - c->start_t, seconds, joules, samples);
+    c->part_s = c->part_j = 0, c->part_samples = 0;
+    stretch_start(c, &r, done);
 }
 
 static void *control_thread(void *arg)
@@ -241,7 +304,7 @@ static void *control_thread(void *arg)
 
 void worker_control_end(worker_control *c)
 {
-    if (!c->on || c->ended)
+    if (c->ended)
         return;
     c->ended = 1;
     if (c->running) {
@@ -252,7 +315,8 @@ void worker_control_end(worker_control *c)
         pthread_join(c->thread, NULL);
         c->running = 0;
     }
-    if (!c->models[0])
+    operating_point_end(&c->op);
+    if (!c->tune_workers || !c->models[0])
         return;
     char tmp[760];
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", c->models, (long)getpid());
@@ -298,10 +362,12 @@ void worker_control_json(worker_control *c, FILE *f)
     if (c->running)
         pthread_mutex_lock(&c->lock);
     fputs("\"placement\": {\"workers_decided\": ", f);
-    fputs(c->on ? "true" : "false", f);
+    fputs(c->tune_workers ? "true" : "false", f);
     fputs(", \"note\": ", f);
     json_string(f, c->note);
-    if (c->on) {
+    if (c->on)
+        json_fixed_field(f, "seconds_measured", c->measured_s, 3);
+    if (c->tune_workers) {
         const worker_tuner *t = &c->tuner;
         fprintf(f, ", \"policy\": \"%s\", \"active_workers\": %d, \"explorations\": %d, "
                 "\"exploring\": %s, \"devices_parked\": %s", policy_name(t->limits.policy),
@@ -309,7 +375,6 @@ void worker_control_json(worker_control *c, FILE *f)
                 c->devices_parked ? "true" : "false");
         json_number_field(f, "power_budget_watts", c->budget_w, 0);
         json_number_field(f, "max_slowdown", t->limits.max_slowdown, 0);
-        json_fixed_field(f, "seconds_measured", c->measured_s, 3);
         json_fixed_field(f, "seconds_over_budget", c->over_budget_s, 3);
         fputs(", \"by_workers\": [", f);
         for (int k = 1, first = 1; k <= t->max_workers; k++)
@@ -325,7 +390,8 @@ void worker_control_json(worker_control *c, FILE *f)
         }
         fputc(']', f);
     }
-    fputc('}', f);
+    fputs("}, ", f);
+    operating_point_json(&c->op, f);
     if (c->running)
         pthread_mutex_unlock(&c->lock);
 }

@@ -1,16 +1,20 @@
-/* The placement policy's hand on a training run's CPU workers. A thread of its own measures
- * windows of training (time and joules from the energy meter, samples from the trainer), hands
- * them to the worker tuner, applies its choice by parking workers in the runtime, prints every
- * change, counts the time spent over the power budget (parking the devices too when the fewest
- * workers are still over it), and the learned figures are kept per
- * machine between runs. Off unless the job names a policy or a power budget; the workers pinned
- * by hand ([execution] workers) are left alone. */
+/* The placement policy's hand on a training run's CPU workers and on the machine's operating
+ * points. A thread of its own measures windows of training (time and joules from the energy
+ * meter, samples from the trainer; a window runs on across epochs and test passes, so that many
+ * short epochs are measured as few long ones), hands them to the worker tuner, applies its
+ * choice by parking workers in the runtime, prints every change, counts the time spent over the
+ * power budget (parking the devices too when the fewest workers are still over it), and the
+ * learned figures are kept per machine between runs. Once the worker count has settled, the
+ * windows go to the operating points' search (operating_point.h). The worker count is learned
+ * when the job names a policy or a power budget; the workers pinned by hand ([execution]
+ * workers) are left alone. */
 #ifndef FRUGAL_WORKER_CONTROL_H
 #define FRUGAL_WORKER_CONTROL_H
 
 #include "energy/meter.h"
 #include "engine/job/config.h"
 #include "engine/train/trainer.h"
+#include "engine/placement/operating_point.h"
 #include "engine/placement/worker_tuner.h"
 #include "runtime/runtime.h"
 
@@ -30,9 +34,11 @@ typedef struct worker_decision {
 } worker_decision;
 
 typedef struct worker_control {
-    int on;
+    int on;                        /* its thread measures windows */
+    int tune_workers;              /* the worker count is learned */
     char note[400];                /* why it is off, or where its figures are kept */
     worker_tuner tuner;
+    operating_point op;
     rt_runtime *rt;
     const trainer *trainer;
     energy_meter *meter;
@@ -43,8 +49,10 @@ typedef struct worker_control {
     pthread_cond_t wake;
     int running, stopping, ended;
     int training, skip;            /* measuring a training pass; windows still to skip */
-    double win_t, win_j;
+    double win_t, win_j;           /* the window's current stretch of training began at */
     long win_samples;
+    double part_s, part_j;         /* its stretches before, in earlier passes */
+    long part_samples;
     double over_budget_s, measured_s;
     int devices_parked;            /* the budget's last resort (runtime: rt_park_devices) */
     int ndecisions, decisions_total;
@@ -63,9 +71,9 @@ void worker_control_key(char *out, size_t n, const job_config *cfg, int c, int h
                         const char *isa, const char *devices);
 /* Training passes are measured; test passes (another cost per sample) are not. */
 void worker_control_pass(worker_control *c, int training);
-/* Stops the thread and saves what was learned. */
+/* Stops the thread, saves what was learned, and puts the operating points back. */
 void worker_control_end(worker_control *c);
-/* "placement": {...} for summary.json (without the key). */
+/* "placement": {...}, "operating_point": {...} for summary.json (without the key). */
 void worker_control_json(worker_control *c, FILE *f);
 
 #endif

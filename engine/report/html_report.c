@@ -422,6 +422,43 @@ static void placement_chart(report *rp)
         svg_chart_draw(rp->f, &c);
 }
 
+/* Each part's limit over time (operating_point.changes), as a share of its own value so that
+ * watts and MHz share an axis; the power beside it is the power chart's. */
+static void operating_point_chart(report *rp)
+{
+    chart c;
+    svg_chart_init(&c, "Operating points over time (% of each part's own limit)",
+                   "seconds since training began", "% of its own limit");
+    c.from_zero = 1;
+    for (int i = 0; i < rp->nruns; i++) {
+        const json_value *parts = json_get(rp->runs[i].summary, "execution.operating_point.parts");
+        const json_value *changes = json_get(rp->runs[i].summary, "execution.operating_point.changes");
+        for (int g = 0; parts && changes && parts->type == JSON_ARRAY && g < parts->n; g++) {
+            const char *part = json_str(json_get(&parts->items[g], "part"), "");
+            double own = json_num(json_get(&parts->items[g], "own_value"), 0);
+            double *x = own > 0 ? scratch(rp, changes->n + 1) : NULL, *y = x ? scratch(rp, changes->n + 1) : NULL;
+            int n = 1;
+            for (int k = 0; y && k < changes->n; k++)
+                if (!strcmp(json_str(json_get(&changes->items[k], "part"), ""), part)) {
+                    x[n] = json_num(json_get(&changes->items[k], "t"), NAN);
+                    y[n++] = 100 * json_num(json_get(&changes->items[k], "value"), NAN) / own;
+                }
+            if (!y || n == 1)
+                continue;
+            x[0] = 0, y[0] = 100;
+            char name[160];
+            series_name(name, sizeof name, rp, i, part);
+            char key[96];
+            snprintf(key, sizeof key, "operating_point/%.60s", part);
+            chart_series *s = svg_chart_add(&c, name, key, i, n, x, y);
+            if (s)
+                s->points = 1;
+        }
+    }
+    if (c.nseries)
+        svg_chart_draw(rp->f, &c);
+}
+
 /* One figure of every machine of each cluster run: the coordinator's (here_key, if any), then
  * each node's, scaled (bytes to MB). */
 static void node_bars(report *rp, const char *title, const char *unit, const char *here_key,
@@ -471,10 +508,13 @@ static void placement_section(report *rp)
     fputs("<h2>Devices, machines and placement</h2>\n<div class='charts'>\n", rp->f);
     machine_charts(rp);
     placement_chart(rp);
+    operating_point_chart(rp);
     fputs("</div>\n", rp->f);
     json_section(rp, "OpenCL devices", "execution.devices");
     json_section(rp, "Machines (per node: share, img/s, bytes, energy)", "cluster");
     json_section(rp, "Placement (workers, and the figures behind each decision)", "execution.placement");
+    json_section(rp, "Operating points (each part's limits, the caps measured, every change)",
+                 "execution.operating_point");
 }
 
 /* What a green series shows of a machine: its intensity, its presence (its number + 1 while it

@@ -1,24 +1,36 @@
 /* A stand-in for NVIDIA's libnvidia-ml.so.1, for energy/nvml.c's test (built as
  * build/VARIANT/libfake_nvml.so and named by FRUGAL_NVML_LIBRARY). Its GPUs are files in
  * $FAKE_NVML_DIR, read at every call: `count`, and per GPU i `energyI` (millijoules; absent: no
- * counter) and `powerI` (milliwatts; absent: not supported). Without $FAKE_NVML_DIR it has no
- * GPU. */
+ * counter) and `powerI` (milliwatts; absent: not supported), and its power limit: `limitI`
+ * (milliwatts; absent: none), `limit_minI`, `limit_maxI`, `limit_defaultI`; with `lockedI`
+ * present, setting the limit is refused as without root. A limit set is written to `limitI` and
+ * appended to `limit_logI`; the power read is never above the limit. Without $FAKE_NVML_DIR it
+ * has no GPU. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-enum { SUCCESS = 0, INVALID_ARGUMENT = 2, NOT_SUPPORTED = 3 };
+enum { SUCCESS = 0, INVALID_ARGUMENT = 2, NOT_SUPPORTED = 3, NO_PERMISSION = 4 };
+
+/* $FAKE_NVML_DIR/FILE, or FILEI for GPU i; 0 without the variable. */
+static int path_of(const char *file, unsigned i, char *path, size_t n)
+{
+    const char *dir = getenv("FAKE_NVML_DIR");
+    if (!dir)
+        return 0;
+    if (i == ~0u)
+        snprintf(path, n, "%s/%s", dir, file);
+    else
+        snprintf(path, n, "%s/%s%u", dir, file, i);
+    return 1;
+}
 
 static int read_number(const char *file, unsigned i, unsigned long long *out)
 {
-    const char *dir = getenv("FAKE_NVML_DIR");
     char path[1024];
-    if (!dir)
+    if (!path_of(file, i, path, sizeof path))
         return -1;
-    if (i == ~0u)
-        snprintf(path, sizeof path, "%s/%s", dir, file);
-    else
-        snprintf(path, sizeof path, "%s/%s%u", dir, file, i);
     FILE *f = fopen(path, "r");
     int ok = f && fscanf(f, "%llu", out) == 1;
     if (f)
@@ -28,7 +40,11 @@ static int read_number(const char *file, unsigned i, unsigned long long *out)
 
 int nvmlInit_v2(void) { return SUCCESS; }
 int nvmlShutdown(void) { return SUCCESS; }
-const char *nvmlErrorString(int rc) { return rc == NOT_SUPPORTED ? "Not Supported" : "Unknown Error"; }
+const char *nvmlErrorString(int rc)
+{
+    return rc == NOT_SUPPORTED ? "Not Supported" : rc == NO_PERMISSION ? "Insufficient Permissions"
+                                                                        : "Unknown Error";
+}
 
 int nvmlDeviceGetCount_v2(unsigned *n)
 {
@@ -63,8 +79,50 @@ int nvmlDeviceGetTotalEnergyConsumption(void *device, unsigned long long *mj)
 int nvmlDeviceGetPowerUsage(void *device, unsigned *mw)
 {
     unsigned long long v;
-    if (read_number("power", (unsigned)((unsigned long)device - 1), &v))
+    unsigned i = (unsigned)((unsigned long)device - 1);
+    unsigned long long limit;
+    if (read_number("power", i, &v))
+        return NOT_SUPPORTED;
+    *mw = (unsigned)(read_number("limit", i, &limit) || limit > v ? v : limit);
+    return SUCCESS;
+}
+
+static int get(const char *file, void *device, unsigned *mw)
+{
+    unsigned long long v;
+    if (read_number(file, (unsigned)((unsigned long)device - 1), &v))
         return NOT_SUPPORTED;
     *mw = (unsigned)v;
+    return SUCCESS;
+}
+
+int nvmlDeviceGetPowerManagementLimit(void *device, unsigned *mw) { return get("limit", device, mw); }
+int nvmlDeviceGetPowerManagementDefaultLimit(void *device, unsigned *mw) { return get("limit_default", device, mw); }
+
+int nvmlDeviceGetPowerManagementLimitConstraints(void *device, unsigned *min, unsigned *max)
+{
+    return get("limit_min", device, min) || get("limit_max", device, max) ? NOT_SUPPORTED : SUCCESS;
+}
+
+int nvmlDeviceSetPowerManagementLimit(void *device, unsigned mw)
+{
+    unsigned i = (unsigned)((unsigned long)device - 1), lo, hi;
+    char path[1024], tmp[1100];
+    if (nvmlDeviceGetPowerManagementLimitConstraints(device, &lo, &hi))
+        return NOT_SUPPORTED;
+    if (path_of("locked", i, path, sizeof path) && access(path, F_OK) == 0)
+        return NO_PERMISSION;
+    if (mw < lo || mw > hi)
+        return INVALID_ARGUMENT;
+    path_of("limit", i, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f || fprintf(f, "%u\n", mw) < 0 || fclose(f) || rename(tmp, path))
+        return NOT_SUPPORTED;
+    path_of("limit_log", i, path, sizeof path);
+    if ((f = fopen(path, "a"))) {
+        fprintf(f, "%u\n", mw);
+        fclose(f);
+    }
     return SUCCESS;
 }

@@ -8,6 +8,7 @@
 #include "engine/job/dataset.h"
 #include "energy/carbon.h"
 #include "energy/grid_trace.h"
+#include "energy/limit_state.h"
 #include "engine/sim/profile.h"
 #include "energy/power_model.h"
 #include "engine/cluster/allow_list.h"
@@ -34,6 +35,7 @@ const fuzz_target fuzz_targets[] = {
     {"summary_json", fuzz_summary_json, "summary.json as frugal report reads it"},
     {"carbon_file", fuzz_carbon_file, "a carbon-intensity file as it is re-read"},
     {"grid_trace", fuzz_grid_trace, "a grid time series: carbon intensity (and forecast) or renewable watts"},
+    {"limit_state", fuzz_limit_state, "the operating points' state file, read at the next start"},
     {"machine_profile", fuzz_machine_profile, "a machine profile (frugal simulate --calibrate writes them)"},
     {"node_job", fuzz_node_job, "the JOB message, parsed as a node parses the job"},
     {"power_profile", fuzz_power_profile, "a power profile (job file, frugal join)"},
@@ -323,6 +325,24 @@ int fuzz_grid_trace(const uint8_t *data, size_t size)
         grid_trace_free(&tr);
     }
     memfile_close(&m);
+    return 0;
+}
+
+int fuzz_limit_state(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size + 1);
+    if (!text)
+        return 0;
+    memcpy(text, data, size);
+    text[size] = 0;
+    limit_saved saved[4];
+    long pid;
+    unsigned long long start;
+    int skipped, n = limit_state_parse(text, &pid, &start, saved, 4, &skipped);
+    for (int i = 0; i < n; i++)   /* what parse keeps is a limit's file, whole */
+        if (!power_limit_path_valid(saved[i].kind, saved[i].path) || !(saved[i].value > 0))
+            abort();
+    free(text);
     return 0;
 }
 
