@@ -20,7 +20,8 @@
 #                         cluster (a coordinator and a node through tools/netproxy), placement
 #                         (fixed configurations against each policy's choice), gossip, simulate
 #                         (frugal simulate on 10,000 machines), green (participation policies on
-#                         2020 grid traces of France and Great Britain)
+#                         2020 grid traces of France and Great Britain), operating-point (power
+#                         caps searched against the machine's own limits; needs root)
 #   ./build.sh fuzz [SECONDS]
 #                         libFuzzer (clang, ASan+UBSan) on every decoder, SECONDS each (30)
 #   ./build.sh fixtures   regenerate tests/fixtures from PyTorch (Debian's python3-torch)
@@ -231,8 +232,12 @@ bench() {
         tools/bench_green.sh
         tools/bench_green_loopback.sh
         ;;
+    operating-point)
+        build
+        tools/bench_operating_point.sh
+        ;;
     *)
-        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train | opencl | cluster | placement | gossip | simulate | green" >&2
+        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train | opencl | cluster | placement | gossip | simulate | green | operating-point" >&2
         return 2
         ;;
     esac

@@ -203,3 +203,14 @@ TEST(cli_install_puts_frugal_its_examples_and_docs_under_a_prefix)
         CHECKF(access(path, R_OK) == 0, "%s is missing\n%s", path, out);
     }
 }
+
+/* An option given to keygen is not a file name: no key written to "--help" or "--hlp". */
+TEST(cli_keygen_takes_no_option_for_a_file)
+{
+    char out[1024];
+    int rc = FRUGAL(out, "keygen", "--help");
+    CHECKF(rc == 0 && strstr(out, "usage: frugal keygen KEYFILE"), "rc %d: %s", rc, out);
+    rc = FRUGAL(out, "keygen", "--hlp");
+    CHECKF(rc == 2 && strstr(out, "usage:"), "rc %d: %s", rc, out);
+    CHECK(access("--help", F_OK) != 0 && access("--hlp", F_OK) != 0);
+}

@@ -533,3 +533,33 @@ TEST(op_windows_carry_across_short_epochs)
            "measured %g s:\n%s\n%s", seconds, out, json);
     leave_machine();
 }
+
+/* Without permission a run goes on with every limit as it was, and says which and why. */
+TEST(op_train_without_permission_leaves_the_limits_and_says_why)
+{
+    fake_machine("denied");
+    chmod(test_tmpdir(), 0755);
+    mkdir(at("models"), 0777);
+    chmod(at("models"), 0777);
+    char output[700];
+    snprintf(output, sizeof output, "%s/denied-run", test_tmpdir());
+    mkdir(output, 0777);
+    chmod(output, 0777);
+    uid_t uid = (uid_t)-1;
+    if (geteuid() == 0)
+        uid = 65534;   /* nobody: root may write anywhere */
+    else
+        chmod(at(PACKAGE "constraint_0_power_limit_uw"), 0444);
+    put("nvml/locked0", "\n");
+    const char *sets[] = {"placement.operating_point=package-0=50, nvidia0=150", NULL};
+    const char *const *args = train_args("denied-run", 2, sets);
+    static char out[1 << 16];
+    int rc = frugal_run(&(frugal_call){uid, machine_env(), 0}, out, sizeof out, args);
+    CHECKF(rc == 0 && strstr(out, "operating point: package-0 cannot be set here, left as it is: ") &&
+           strstr(out, "Permission denied: setting it needs root") &&
+           strstr(out, "operating point: nvidia0 Fake GPU 0 cannot be set here") &&
+           strstr(out, "Insufficient Permissions") && strstr(out, "no limit it names can be set here"),
+           "rc %d: %s", rc, out);
+    CHECK(number_in(PACKAGE "constraint_0_power_limit_uw") == 65000000 && number_in("nvml/limit0") == 300000);
+    leave_machine();
+}

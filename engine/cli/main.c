@@ -151,7 +151,12 @@ static int cmd_keygen(int argc, char **argv)
     char err[600];
     if (argc == 4 && !strcmp(argv[2], "--identity"))
         return keygen_identity(argv[3]);
-    if (argc != 3) {
+    if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+        printf("usage: frugal keygen KEYFILE | frugal keygen --identity FILE\n"
+               "  writes a new cluster key (or this machine's identity) to the file, mode 600\n");
+        return 0;
+    }
+    if (argc != 3 || argv[2][0] == '-') {   /* an option mistyped is not a file to write */
         fprintf(stderr, "usage: frugal keygen KEYFILE | frugal keygen --identity FILE\n");
         return 2;
     }

@@ -55,6 +55,17 @@ static op_group *group_of(operating_point *op, const power_limit *l)
     return g;
 }
 
+/* Says why a limit the setting names cannot be set here. */
+static void say_unsettable(const operating_point *op, const op_setting *s, const power_limit *l)
+{
+    char part[64];
+    double ignored;
+    part_name(l, part, sizeof part);
+    if (op_setting_for(s, part, l->gpu, l->kind == POWER_LIMIT_CPUFREQ, &ignored) != OP_OFF)
+        fprintf(op->log, "operating point: %s cannot be set here, left as it is: %s\n", l->name,
+                l->why);
+}
+
 /* The groups of settable limits, each with the mode the setting gives it. The clocks are
  * searched for `cpu = auto` only where no package limit can be set. */
 static void make_groups(operating_point *op, const op_setting *s)
@@ -62,6 +73,8 @@ static void make_groups(operating_point *op, const op_setting *s)
     int packages = 0;
     for (int i = 0; i < op->nlimits; i++) {
         const power_limit *l = &op->limits[i];
+        if (!l->settable)
+            say_unsettable(op, s, l);
         op_group *g = l->settable ? group_of(op, l) : NULL;
         if (!g || g->nknobs == POWER_LIMIT_MAX)
             continue;
