@@ -563,3 +563,19 @@ TEST(op_train_without_permission_leaves_the_limits_and_says_why)
     CHECK(number_in(PACKAGE "constraint_0_power_limit_uw") == 65000000 && number_in("nvml/limit0") == 300000);
     leave_machine();
 }
+
+/* A value outside a part's range is refused with the range; the part is left as it was. */
+TEST(op_train_value_out_of_range_is_refused_with_the_range)
+{
+    fake_machine("range");
+    const char *sets[] = {"placement.operating_point=nvidia0=500, package-0=40", NULL};
+    static char out[1 << 16];
+    int rc = frugal_run(&(frugal_call){(uid_t)-1, machine_env(), 0}, out, sizeof out,
+                        train_args("range-run", 2, sets));
+    CHECKF(rc == 0 && strstr(out, "operating point: nvidia0 left as it is: nvidia0 Fake GPU 0: "
+                             "500 W is outside what it accepts (100 to 400 W)") &&
+           strstr(out, "operating point: package-0 40 W: as the job sets it") &&
+           strstr(out, "constraint_0_power_limit_uw put back to 65 W"), "rc %d: %s", rc, out);
+    CHECK(number_in("nvml/limit0") == 300000 && number_in(PACKAGE "constraint_0_power_limit_uw") == 65000000);
+    leave_machine();
+}

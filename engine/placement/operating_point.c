@@ -107,15 +107,16 @@ static void record_change(operating_point *op, double t, int group, double value
     op->changes_total++;
 }
 
-/* Sets every limit of g to value (within each one's range), its first value saved before.
- * Returns 0, or -1 after saying why: g is then left alone (OP_OFF). */
+/* Sets every limit of g to value (a searched value brought within each one's range; the job's
+ * own refused outside it), its first value saved before. Returns 0, or -1 after saying why: g
+ * is then left alone (OP_OFF). */
 static int apply(operating_point *op, int group, double t, double value, const char *why)
 {
     op_group *g = &op->groups[group];
     char err[600];
     for (int k = 0; k < g->nknobs; k++) {
         const power_limit *l = &op->limits[g->knob[k]];
-        double v = fmin(fmax(value, l->min), l->max);
+        double v = g->mode == OP_VALUE ? value : fmin(fmax(value, l->min), l->max);
         if (limit_state_save(&op->state, l->kind, l->path, l->now, err, sizeof err) ||
             power_limit_set(l, v, err, sizeof err)) {
             fprintf(op->log, "operating point: %s left as it is: %s\n", g->name, err);
@@ -210,9 +211,9 @@ int operating_point_observe(operating_point *op, double t, double seconds, doubl
         search_again(op, t);
         return 2;
     }
-    if (changed && apply(op, g, t, op_search_value(&z->search), why))
-        changed = 1;   /* left alone: the search goes on to the next part */
-    else if (!changed && why[0])
+    if (changed)   /* if it cannot be set, it is left alone and the next part searched */
+        apply(op, g, t, op_search_value(&z->search), why);
+    else if (why[0])
         fprintf(op->log, "operating point: %s: %s\n", z->name, why);
     if (z->mode != OP_AUTO || !z->search.searching) {
         op->last = g;
