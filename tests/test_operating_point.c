@@ -29,7 +29,8 @@ TEST(op_setting_items_resolve_per_part_and_typos_are_named)
     op_setting s;
     char why[200];
     double v = 0;
-    CHECK(op_setting_parse("", &s, why, sizeof why) == 0 && s.n == 0);
+    CHECK(op_setting_parse("", &s, why, sizeof why) == 0 && s.n == 0 && !op_setting_any(&s));
+    CHECK(op_setting_parse("off, cpu=off", &s, why, sizeof why) == 0 && s.n == 2 && !op_setting_any(&s));
     CHECK(op_setting_parse("auto, cpu=off, nvidia1=150", &s, why, sizeof why) == 0 && s.n == 3);
     CHECK(op_setting_for(&s, "nvidia0", 1, 0, &v) == OP_AUTO);
     CHECK(op_setting_for(&s, "nvidia1", 1, 0, &v) == OP_VALUE && v == 150);
@@ -577,5 +578,41 @@ TEST(op_train_value_out_of_range_is_refused_with_the_range)
            strstr(out, "operating point: package-0 40 W: as the job sets it") &&
            strstr(out, "constraint_0_power_limit_uw put back to 65 W"), "rc %d: %s", rc, out);
     CHECK(number_in("nvml/limit0") == 300000 && number_in(PACKAGE "constraint_0_power_limit_uw") == 65000000);
+    leave_machine();
+}
+
+/* A node sets its own machine's limits (--operating-point, else the job's) and puts them back
+ * when training ends; a setting that does not parse is refused before it joins. */
+TEST(op_node_sets_its_own_limits_and_puts_them_back)
+{
+    char out[1 << 14], key[700], clog[800], nlog[800];
+    CHECKF(FRUGAL(out, "join", "127.0.0.1:1", "--key", "k", "--operating-point", "gpu=fast") == 2 &&
+           strstr(out, "--operating-point gpu=fast: 'fast'"), "%s", out);
+    fake_machine("node");
+    snprintf(key, sizeof key, "%s/cluster.key", test_tmpdir());
+    CHECKF(FRUGAL(out, "keygen", key) == 0, "%s", out);
+    snprintf(clog, sizeof clog, "%s/coordinator.log", test_tmpdir());
+    snprintf(nlog, sizeof nlog, "%s/node.log", test_tmpdir());
+    const char *const *train = train_args("node-run", 2, (const char *[]){NULL});
+    const char *args[48];
+    int n = 0;
+    while (train[n])
+        args[n] = train[n], n++;
+    const char *listen[] = {"--listen", test_addr(21), "--key", key, "--wait-for", "1", NULL};
+    for (int i = 0; listen[i]; i++)
+        args[n++] = listen[i];
+    args[n] = NULL;
+    const char *const *env = machine_env();
+    pid_t coordinator = frugal_spawn(&(frugal_call){(uid_t)-1, env, 0}, clog, args);
+    int rc = frugal_run(&(frugal_call){(uid_t)-1, env, 0}, out, sizeof out,
+                        (const char *const[]){"join", test_addr(21), "--key", key, "--timeout",
+                                              "20", "--operating-point", "nvidia0=150", NULL});
+    int status = -1;
+    waitpid(coordinator, &status, 0);
+    CHECKF(rc == 0 && strstr(out, "operating point: nvidia0 150 W: as the job sets it") &&
+           strstr(out, "operating point: nvml:0 put back to 300 W"), "rc %d: %s", rc, out);
+    CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", test_read_text(clog, out, sizeof out));
+    CHECK(number_in("nvml/limit0") == 300000 &&
+          strstr(test_read_text(at("nvml/limit_log0"), out, sizeof out), "150000\n300000\n"));
     leave_machine();
 }

@@ -58,13 +58,15 @@ static int usage(FILE *f)
                "            (Ctrl-C on it; default: the timeout)\n"
                "            [--slowdown F] [--power-profile IDLE,ONE,ALL]\n"
                "            [--carbon G | --carbon-file FILE | --carbon-trace FILE]\n"
-               "            [--renewable-trace FILE] [--power-budget W]\n"
+               "            [--renewable-trace FILE] [--power-budget W] [--operating-point SETTING]\n"
                "            compute chunks for the coordinator at HOST:PORT until it ends training,\n"
                "            on this machine's CPU and the OpenCL devices D (default: the job's);\n"
                "            this machine's power profile (watts) and grid carbon (g CO2e/kWh, or a\n"
                "            file re-read for it, or traces replayed on the job's clock) feed the\n"
                "            coordinator's placement and participation policies; under its\n"
-               "            own power budget it parks workers (unless --workers pins them)\n"
+               "            own power budget it parks workers (unless --workers pins them); its\n"
+               "            power caps and clocks as SETTING says ([placement] operating_point's\n"
+               "            form; default: the job's)\n"
                "  report RUN_DIR [RUN_DIR...] [-o REPORT.html]\n"
                "            one self-contained HTML page (charts, no network) of the runs' output\n"
                "            folders, overlaid; default RUN_DIR/report.html for one run, report.html\n"
@@ -195,6 +197,14 @@ static int cmd_join(int argc, char **argv)
                 fprintf(stderr, "frugal join: --power-budget %s: watts, above 0\n", argv[i]);
                 return 2;
             }
+        } else if (!strcmp(argv[i], "--operating-point") && has_value) {
+            char why[200];
+            op_setting checked;
+            o.operating_point = argv[++i];
+            if (op_setting_parse(o.operating_point, &checked, why, sizeof why)) {
+                fprintf(stderr, "frugal join: --operating-point %s: %s\n", o.operating_point, why);
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--timeout") && has_value) {
             if (parse_seconds(argv[++i], &o.timeout_s))
                 return 2;
@@ -252,7 +262,7 @@ static int cmd_join(int argc, char **argv)
         fprintf(stderr, "usage: frugal join HOST:PORT --key KEYFILE [--identity FILE] [--workers N] [--devices D] "
                         "[--timeout S] [--slowdown F] [--power-profile IDLE,ONE,ALL] [--carbon G | "
                         "--carbon-file FILE | --carbon-trace FILE] [--renewable-trace FILE] "
-                        "[--power-budget W]\n");
+                        "[--power-budget W] [--operating-point SETTING]\n");
         return 2;
     }
     if (o.workers < 1)

@@ -437,7 +437,11 @@ static void start_control(node_process *n)
     if (n->o->power_budget_w > 0)
         c->node_power_budget_watts = (float)n->o->power_budget_w;
     c->power_budget_watts = 0;
-    if ((c->node_power_budget_watts <= 0 && !c->operating_point.n) || !n->meter)
+    char why[200];
+    if (n->o->operating_point &&   /* checked when given: cannot fail */
+        op_setting_parse(n->o->operating_point, &c->operating_point, why, sizeof why) == 0)
+        snprintf(c->operating_point_text, sizeof c->operating_point_text, "%s", n->o->operating_point);
+    if ((c->node_power_budget_watts <= 0 && !op_setting_any(&c->operating_point)) || !n->meter)
         return;
     if (c->node_power_budget_watts <= 0)
         c->policy = -1;   /* the operating points alone: every worker runs */

@@ -20,6 +20,8 @@ typedef struct node_options {
     const char *devices;         /* this machine's OpenCL devices (auto, cpu, opencl, cpu+opencl);
                                     NULL: the job's [execution] devices */
     double power_budget_w;       /* this machine's own (else the job's node_power_budget_watts) */
+    const char *operating_point; /* this machine's ([placement] operating_point's form); NULL:
+                                    the job's */
     double timeout_s;
     double linger_s;             /* how long it tries to rejoin a coordinator lost or paused
                                     (at least timeout_s) */

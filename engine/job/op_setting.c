@@ -70,6 +70,14 @@ int op_setting_parse(const char *text, op_setting *s, char *why, size_t n)
     return 0;
 }
 
+int op_setting_any(const op_setting *s)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->item[i].mode != OP_OFF)
+            return 1;
+    return 0;
+}
+
 static int matches(const op_item *it, const char *part, int gpu, int clock)
 {
     if (!it->part[0])   /* every part: a bare value is a power limit, never a clock */

@@ -29,6 +29,8 @@ typedef struct op_setting {
 
 /* 0, or -1 with why ("" and "off" are no item). */
 int op_setting_parse(const char *text, op_setting *s, char *why, size_t n);
+/* 1 when some item sets or searches something (not only "off"). */
+int op_setting_any(const op_setting *s);
 /* The mode and value the setting gives a part: its name, whether it is a GPU, a clock. */
 op_mode op_setting_for(const op_setting *s, const char *part, int gpu, int clock, double *value);
 

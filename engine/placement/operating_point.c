@@ -144,7 +144,7 @@ void operating_point_begin(operating_point *op, const job_config *cfg, const pol
     memset(op, 0, sizeof *op);
     op->log = log, op->searching = op->last = -1;
     snprintf(op->note, sizeof op->note, "off: every limit as it is");
-    if (!cfg->operating_point.n)
+    if (!op_setting_any(&cfg->operating_point))
         return;
     op->nlimits = power_limit_probe(op->limits, POWER_LIMIT_MAX);
     make_groups(op, &cfg->operating_point);
