@@ -493,18 +493,20 @@ TEST(op_limits_put_back_after_a_signal_and_a_kill)
         if (k == 0)
             CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM && package_back &&
                    gpu_back && strstr(out, "put back to 300 W"), "%s", out);
-        else if (k == 1)
-            CHECKF(WIFEXITED(status) && WEXITSTATUS(status) > 128 && package_back && !gpu_back &&
-                   strstr(out, "or 'frugal energy --restore', puts it back"), "status %d/%d, package "
-                   "%d, gpu %d: %s", WIFEXITED(status), WEXITSTATUS(status), package_back, gpu_back, out);
+        else if (k == 1)   /* (the first signal's orderly stop may have put it back meanwhile:
+                              under TSan a handler's _exit takes a while) */
+            CHECKF(WIFEXITED(status) && WEXITSTATUS(status) > 128 && package_back &&
+                   (gpu_back || strstr(out, "or 'frugal energy --restore', puts it back")),
+                   "status %d/%d, package %d, gpu %d: %s", WIFEXITED(status), WEXITSTATUS(status),
+                   package_back, gpu_back, out);
         else
             CHECK(WIFSIGNALED(status) && !package_back && !gpu_back);
         if (k == 0)
             continue;
         int rc = frugal_run(&(frugal_call){(uid_t)-1, machine_env(), 0}, out, sizeof out,
                             (const char *const[]){"energy", "--restore", NULL});
-        CHECKF(rc == 0 && strstr(out, "nvml:0 put back to 300 W, as before frugal (pid") &&
-               strstr(out, "gone) changed it"), "%s", out);
+        CHECKF(rc == 0 && (gpu_back || (strstr(out, "nvml:0 put back to 300 W, as before frugal (pid") &&
+                                        strstr(out, "gone) changed it"))), "%s", out);
         CHECK(number_in(PACKAGE "constraint_0_power_limit_uw") == 65000000 &&
               number_in("nvml/limit0") == 300000);
     }
