@@ -1,29 +1,59 @@
 #!/usr/bin/env bash
 # frugal against PyTorch, in one invocation (./build.sh bench train): DAHL's four workloads (named
 # by their input shape) and three deeper CNNs (cifar-shaped, vgg-small, wide-28).
-# frugal: the examples/ job files, 2 workers, E epochs before and E after PyTorch's run, the
-# fastest one reported (metrics.csv). PyTorch: tools/torch_train.py, the same job file (model,
-# optimizer, batch, data and resizing), 2 threads, E epochs, the fastest one. Best-of on both
-# sides, over the same stretch of time, because this machine's speed drifts with what its
-# neighbours do. gflops: frugal's model FLOPs per image (summary.json, 3 x forward) x img/s;
-# peak_pct: against the FMA peak of 2 cores measured at once at the start (bench_ops --peak 2).
-# Prints: bench train NAME frugal_img_per_s=N torch_img_per_s=N ratio=X task_share=P gflops=G
-#         peak_pct=Q
+# The reference is the PyTorch a user installs today: PyPI's torch in a virtual environment this
+# script makes on first use (build/torch-venv; the default wheel brings NVIDIA's CUDA libraries,
+# some GB), else Debian's python3-torch (said so). frugal: the examples/ job files, one worker per
+# core, E epochs before and E after PyTorch's run, the fastest one reported (metrics.csv).
+# PyTorch: tools/torch_train.py, the same job file (model, optimizer, batch, data and resizing),
+# as many threads, E epochs in each of eager, channels_last and torch.compile, the fastest epoch
+# of the best mode. Best-of on both sides, over the same stretch of time, because this machine's
+# speed drifts with what its neighbours do. gflops: frugal's model FLOPs per image (summary.json,
+# 3 x forward) x img/s; exec_gflops: the FLOPs its kernels execute (a Winograd pass's fewer
+# multiplies, no input gradient before the first layer with weights); peak_pct: exec_gflops
+# against the FMA peak of all cores measured at once at the start (bench_ops --peak N).
+# Prints: bench train reference=... torch=VERSION
+#         bench train NAME frugal_img_per_s=N torch_img_per_s=N torch_mode=M ratio=X task_share=P
+#         gflops=G exec_gflops=E peak_pct=Q
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+workers=$(nproc)
 make -s -j"${JOBS:-2}" VARIANT=release build/release/bench_ops
-peak=$(./build/release/bench_ops --peak 2)
-echo "bench train peak_gflops_2_cores=$peak"
-have_torch=0
-/usr/bin/python3 -c "import torch" 2>/dev/null && have_torch=1
-[ $have_torch = 1 ] || echo "bench train: PyTorch (Debian's python3-torch) is not installed; frugal only" >&2
+peak=$(./build/release/bench_ops --peak "$workers")
+echo "bench train peak_gflops_${workers}_cores=$peak"
+
+# The reference PyTorch: PyPI's in build/torch-venv (made on first use), else Debian's.
+venv=build/torch-venv
+python=
+if ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
+    echo "bench train: installing PyPI's torch into $venv (first use; several GB with its CUDA" \
+         "libraries)" >&2
+    rm -rf "$venv"
+    if /usr/bin/python3 -m venv "$venv" && "$venv/bin/pip" install --quiet torch numpy >&2; then
+        echo "bench train: $venv is $(du -sh "$venv" | cut -f1)" >&2
+    else
+        echo "bench train: PyPI's torch could not be installed (above); trying Debian's" >&2
+        rm -rf "$venv"
+    fi
+fi
+if "$venv/bin/python" -c "import torch" 2>/dev/null; then
+    python=$venv/bin/python
+    echo "bench train reference=pypi torch=$("$python" -c 'import torch; print(torch.__version__)')" \
+         "venv=$venv size=$(du -sh "$venv" | cut -f1)"
+elif /usr/bin/python3 -c "import torch" 2>/dev/null; then
+    python=/usr/bin/python3
+    echo "bench train reference=debian torch=$("$python" -c 'import torch; print(torch.__version__)')" \
+         "(PyPI's could not be installed)"
+else
+    echo "bench train: no PyTorch (neither PyPI's nor Debian's python3-torch); frugal only" >&2
+fi
 
 # frugal's epochs, appended to $out/epochs.csv.
 run_frugal() {
     ./frugal train "examples/$job" --overwrite --set job.epochs="$epochs" --set "job.output=$out/$job" \
-        --set execution.workers=2 --set "data.limit=$n" --set data.test_limit=1 \
+        --set "execution.workers=$workers" --set "data.limit=$n" --set data.test_limit=1 \
         --set energy.baseline_seconds=0 > "$out/log" 2>&1 ||
         { cat "$out/log" >&2; exit 1; }
     tail -n +2 "$out/$job/metrics.csv" >> "$out/epochs.csv"
@@ -32,22 +62,25 @@ run_frugal() {
 while read -r name job n epochs; do
     : > "$out/epochs.csv"
     run_frugal
-    torch=nan
-    ratio=nan
-    if [ $have_torch = 1 ]; then
-        torch=$(/usr/bin/python3 tools/torch_train.py "examples/$job" "$n" "$epochs" 2 |
-                sed -n 's/^img_per_s=\([0-9.]*\) .*/\1/p')
+    torch=nan mode=none ratio=nan
+    if [ -n "$python" ]; then
+        line=$("$python" tools/torch_train.py "examples/$job" "$n" "$epochs" "$workers" 2>"$out/torch.err")
+        torch=$(sed -n 's/^img_per_s=\([0-9.]*\) .*/\1/p' <<< "$line")
+        mode=$(sed -n 's/.* mode=\([a-z_]*\) .*/\1/p' <<< "$line")
+        sed 's/^/  /' "$out/torch.err" >&2
         run_frugal   # again after PyTorch: both sides sample the same stretch of the machine's drift
     fi
     row=$(sort -t, -k7 -g "$out/epochs.csv" | tail -n 1)   # fastest epoch
     frugal=$(echo "$row" | cut -d, -f7)
     share=$(echo "$row" | cut -d, -f8)
     flops=$(grep -o '"model_flops_per_sample": [0-9]*' "$out/$job/summary.json" | grep -o '[0-9]*$')
-    [ $have_torch = 1 ] && ratio=$(awk -v a="$frugal" -v b="$torch" 'BEGIN { printf "%.2f", a / b }')
-    awk -v name="$name" -v f="$frugal" -v t="$torch" -v r="$ratio" -v s="$share" -v fl="$flops" \
-        -v p="$peak" 'BEGIN { printf "bench train %s frugal_img_per_s=%.0f torch_img_per_s=%.0f " \
-        "ratio=%s task_share=%.2f gflops=%.1f peak_pct=%.1f\n", name, f, t, r, s, f * fl / 1e9,
-        100 * f * fl / 1e9 / p }'
+    executed=$(grep -o '"executed_flops_per_sample": [0-9]*' "$out/$job/summary.json" | grep -o '[0-9]*$')
+    [ -n "$python" ] && ratio=$(awk -v a="$frugal" -v b="$torch" 'BEGIN { printf "%.2f", a / b }')
+    awk -v name="$name" -v f="$frugal" -v t="$torch" -v m="$mode" -v r="$ratio" -v s="$share" \
+        -v fl="$flops" -v ex="$executed" -v p="$peak" 'BEGIN { printf "bench train %s " \
+        "frugal_img_per_s=%.0f torch_img_per_s=%.0f torch_mode=%s ratio=%s task_share=%.2f " \
+        "gflops=%.1f exec_gflops=%.1f peak_pct=%.1f\n", name, f, t, m, r, s, f * fl / 1e9,
+        f * ex / 1e9, 100 * f * ex / 1e9 / p }'
 done <<'EOF_WORKLOADS'
 28x28x1 dahl-fashion-mnist.cfg 8192 6
 62x84x3 dahl-fashion-mnist-62x84x3.cfg 2048 4
@@ -67,7 +100,7 @@ for name in cifar-shaped wide-28; do
         --set energy.baseline_seconds=0 > "$out/log" 2>&1 || { cat "$out/log" >&2; exit 1; }
     frugal=$(tail -n 1 "$out/acc-$name/metrics.csv" | cut -d, -f5)
     torch=nan
-    [ $have_torch = 1 ] && torch=$(/usr/bin/python3 tools/torch_train.py "examples/$job" 8192 2 2 \
+    [ -n "$python" ] && torch=$("$python" tools/torch_train.py "examples/$job" 8192 2 "$workers" \
         --test | sed -n 's/.*test_acc=\([0-9.]*\).*/\1/p')
     printf 'bench train accuracy %s epochs=2 frugal_test_acc=%.4f torch_test_acc=%s\n' "$name" \
         "$frugal" "$torch"

@@ -5,12 +5,18 @@ momentum) and batch, float32, on the first N Fashion-MNIST images, resized and c
 as the job's [data] says, like frugal does. Initialisation is PyTorch's default, which frugal's
 follows (kaiming_uniform with a = sqrt(5)).
 
-Prints one line: `img_per_s=X flops_per_image=F`, the images per second of the fastest epoch (the
-machine's speed drifts; frugal's side takes its fastest epoch too) and the model's training FLOPs
-per image (3 x forward: forward, input gradient, weight gradient). With --test it trains on the
-first N images, then prints also `test_acc=A` on the 10,000 test images after the last epoch.
+The same training runs in each mode asked for (--modes, default all): `eager`, `channels_last`
+(the images and weights in NHWC, which oneDNN prefers) and `compile` (torch.compile, inductor;
+its first epoch includes compiling, so it needs two or more). A mode this PyTorch lacks, or that
+fails, is skipped and said why on stderr, with each mode's figure.
 
-Usage: torch_train.py JOB.cfg N [EPOCHS] [THREADS] [--test]
+Prints one line: `img_per_s=X mode=M flops_per_image=F torch=VERSION`, the images per second of
+the fastest epoch of the best mode (the machine's speed drifts; frugal's side takes its fastest
+epoch too) and the model's training FLOPs per image (3 x forward: forward, input gradient, weight
+gradient). With --test it trains on the first N images in eager mode, then prints also
+`test_acc=A` on the 10,000 test images after the last epoch.
+
+Usage: torch_train.py JOB.cfg N [EPOCHS] [THREADS] [--test] [--modes eager,channels_last,compile]
 """
 import gzip
 import sys
@@ -73,8 +79,39 @@ def build(sections, c, h, w):
     return nn.Sequential(*layers), flops
 
 
+MODES = ("eager", "channels_last", "compile")
+
+
+def train(model, x, y, n, batch, epochs, opt, mode):
+    """The images per second of the fastest epoch of `epochs`, in `mode`."""
+    if mode == "channels_last":
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
+    step_model = torch.compile(model) if mode == "compile" else model
+    sgd = torch.optim.SGD(model.parameters(), lr=float(opt.get("lr", 0.01)),
+                          momentum=float(opt.get("momentum", 0)))
+    best = 0.0
+    for _ in range(epochs):
+        perm = torch.randperm(n)
+        start = time.perf_counter()
+        for b in range(0, n, batch):
+            i = perm[b:b + batch]
+            if len(i) < batch and mode == "compile":
+                continue   # a last short batch would compile the graph again
+            sgd.zero_grad()
+            F.cross_entropy(step_model(x[i]), y[i]).backward()
+            sgd.step()
+        best = max(best, n / (time.perf_counter() - start))
+    return best
+
+
 def main():
     args = [a for a in sys.argv[1:] if a != "--test"]
+    modes = list(MODES)
+    if "--modes" in args:
+        at = args.index("--modes")
+        modes = args[at + 1].split(",")
+        del args[at:at + 2]
     sections = read_job(args[0])
     n = int(args[1])
     epochs = int(args[2]) if len(args) > 2 else 2
@@ -96,21 +133,27 @@ def main():
         return x.expand(-1, c, -1, -1).contiguous(), y
 
     x, y = images("train", n)
-    model, flops = build(sections, c, h, w)
-    opt = conf["optimizer"]
-    sgd = torch.optim.SGD(model.parameters(), lr=float(opt.get("lr", 0.01)),
-                          momentum=float(opt.get("momentum", 0)))
-    best = 0.0
-    for _ in range(epochs):
-        perm = torch.randperm(n)
-        start = time.perf_counter()
-        for b in range(0, n, batch):
-            i = perm[b:b + batch]
-            sgd.zero_grad()
-            F.cross_entropy(model(x[i]), y[i]).backward()
-            sgd.step()
-        best = max(best, n / (time.perf_counter() - start))
-    line = "img_per_s=%.1f flops_per_image=%d" % (best, 3 * flops)
+    if "--test" in sys.argv:
+        modes = ["eager"]
+    best, best_mode, model = 0.0, None, None
+    for mode in modes:
+        torch.manual_seed(int(conf["job"].get("seed", 42)))
+        model, flops = build(sections, c, h, w)
+        if mode == "compile" and (not hasattr(torch, "compile") or epochs < 2):
+            print("torch_train: compile skipped: %s" % ("this PyTorch has no torch.compile"
+                  if not hasattr(torch, "compile") else "it needs two epochs or more"),
+                  file=sys.stderr)
+            continue
+        try:
+            rate = train(model, x, y, n, batch, epochs, conf["optimizer"], mode)
+        except Exception as e:   # a mode that fails here is a mode this machine cannot use
+            print("torch_train: %s failed: %s" % (mode, str(e).splitlines()[0][:200]), file=sys.stderr)
+            continue
+        print("torch_train: %s img_per_s=%.1f" % (mode, rate), file=sys.stderr)
+        if rate > best:
+            best, best_mode = rate, mode
+    line = "img_per_s=%.1f mode=%s flops_per_image=%d torch=%s" % (best, best_mode, 3 * flops,
+                                                                   torch.__version__)
     if "--test" in sys.argv:
         tx, ty = images("t10k", 10000)
         with torch.no_grad():
