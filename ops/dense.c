@@ -2,6 +2,8 @@
  * inputs is often one) go through dot products and axpys over the weight rows, which are
  * contiguous (out x in): packing a 10 x 95,000 weight matrix for a single row of GEMM costs more
  * than the multiplication. */
+#include "ops/cpu.h"
+#include "ops/dense_rows.h"
 #include "ops/gemm.h"
 #include "ops/layers.h"
 
@@ -10,7 +12,8 @@
  * tiles would be mostly padding. */
 enum { GEMM_MIN_SAMPLES = 8, GEMM_MIN_OUTPUTS = 32, TILE = 2048 };
 
-static float dot(const float *a, const float *b, int n)
+/* The portable builds of ops/dense_rows.h's kernels (baseline SSE). */
+static float dot_portable(const float *a, const float *b, int n)
 {
     float s = 0;
 #pragma omp simd reduction(+ : s)
@@ -21,7 +24,7 @@ static float dot(const float *a, const float *b, int n)
 
 /* acc[r] += x . w_r for 4 weight rows at once: x is loaded once, and 4 independent sums hide
  * the add latency that a single dot product waits on. */
-static void dot4(const float *x, const float *w, size_t ldw, int n, float *acc)
+static void dot4_portable(const float *x, const float *w, size_t ldw, int n, float *acc)
 {
     const float *w0 = w, *w1 = w + ldw, *w2 = w + 2 * ldw, *w3 = w + 3 * ldw;
     float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
@@ -36,11 +39,42 @@ static void dot4(const float *x, const float *w, size_t ldw, int n, float *acc)
     acc[0] += s0, acc[1] += s1, acc[2] += s2, acc[3] += s3;
 }
 
-static void axpy(float alpha, const float *x, float *y, int n)
+static void axpy_portable(float alpha, const float *x, float *y, int n)
 {
 #pragma omp simd
     for (int i = 0; i < n; i++)
         y[i] += alpha * x[i];
+}
+
+/* Each kernel on the widest path this CPU runs (ops/cpu.h). */
+static float dot(const float *a, const float *b, int n)
+{
+    ops_isa isa = ops_isa_active();
+    return isa == OPS_ISA_AVX512 ? dense_rows_dot_avx512(a, b, n)
+         : isa == OPS_ISA_AVX2   ? dense_rows_dot_avx2(a, b, n)
+                                 : dot_portable(a, b, n);
+}
+
+static void dot4(const float *x, const float *w, size_t ldw, int n, float *acc)
+{
+    ops_isa isa = ops_isa_active();
+    if (isa == OPS_ISA_AVX512)
+        dense_rows_dot4_avx512(x, w, ldw, n, acc);
+    else if (isa == OPS_ISA_AVX2)
+        dense_rows_dot4_avx2(x, w, ldw, n, acc);
+    else
+        dot4_portable(x, w, ldw, n, acc);
+}
+
+static void axpy(float alpha, const float *x, float *y, int n)
+{
+    ops_isa isa = ops_isa_active();
+    if (isa == OPS_ISA_AVX512)
+        dense_rows_axpy_avx512(alpha, x, y, n);
+    else if (isa == OPS_ISA_AVX2)
+        dense_rows_axpy_avx2(alpha, x, y, n);
+    else
+        axpy_portable(alpha, x, y, n);
 }
 
 int dense_forward(int in, int out, const float *x, const float *wt, const float *bias, float *y,

@@ -1,0 +1,20 @@
+/* The few-sample paths of the dense layers (ops/dense.c), built once per SIMD width and chosen at
+ * run time like the convolutions: dot products of a sample against 4 weight rows at once, and
+ * axpys over a row. Each sums in its own fixed order: results are reproducible on one kernel
+ * path, and differ from another's in the last bits only. */
+#ifndef FRUGAL_OPS_DENSE_ROWS_H
+#define FRUGAL_OPS_DENSE_ROWS_H
+
+#include <stddef.h>
+
+/* acc[r] += x . w_r for the rows w_0..w_3 (row stride ldw), over n inputs. */
+void dense_rows_dot4_avx2(const float *x, const float *w, size_t ldw, int n, float *acc);
+void dense_rows_dot4_avx512(const float *x, const float *w, size_t ldw, int n, float *acc);
+/* a . b over n. */
+float dense_rows_dot_avx2(const float *a, const float *b, int n);
+float dense_rows_dot_avx512(const float *a, const float *b, int n);
+/* y += alpha x over n. */
+void dense_rows_axpy_avx2(float alpha, const float *x, float *y, int n);
+void dense_rows_axpy_avx512(float alpha, const float *x, float *y, int n);
+
+#endif
