@@ -1,10 +1,11 @@
 #include "engine/job/config.h"
 
+#include "common/input_file.h"
+#include "common/text.h"
 #include "energy/account.h"
 #include "energy/grid_trace.h"
 #include "energy/power_model.h"
 #include "engine/model/layer.h"
-#include "common/input_file.h"
 #include "engine/job/policy_name.h"
 #include "engine/job/participation_name.h"
 
@@ -292,16 +293,6 @@ static const key_spec *find_key(const key_spec *keys, const char *name)
     return NULL;
 }
 
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1]))
-        *--e = 0;
-    return s;
-}
-
 /* Cuts a comment off the line: '#' or ';' at its start or after white space, outside quotes. */
 static void strip_comment(char *s)
 {
@@ -367,10 +358,10 @@ static int start_section(parser *p, char *s, current *cur, unsigned *seen)
 {
     job_config *cfg = p->cfg;
     char *close = strchr(s, ']');
-    if (!close || *trim(close + 1))
+    if (!close || *text_trim(close + 1))
         return fail(p, "expected [section]");
     *close = 0;
-    char *name = trim(s + 1);
+    char *name = text_trim(s + 1);
     *cur = (current){-1, layer_class_named(name)};
     for (int i = 0; i < NSECTIONS; i++)
         if (!strcmp(sections[i].name, name))
@@ -398,7 +389,7 @@ static int parse_line(parser *p, char *line, current *cur, unsigned *seen,
                       unsigned long long *seen_keys)
 {
     strip_comment(line);
-    char *s = trim(line);
+    char *s = text_trim(line);
     if (!*s)
         return 0;
     if (*s == '[') {
@@ -409,7 +400,7 @@ static int parse_line(parser *p, char *line, current *cur, unsigned *seen,
     if (!eq)
         return fail(p, "expected 'key = value' or [section], got '%s'", s);
     *eq = 0;
-    char *key = trim(s), *value = trim(eq + 1);
+    char *key = text_trim(s), *value = text_trim(eq + 1);
     if (cur->section < 0 && !cur->layer)
         return fail(p, "'%s' comes before any [section]", key);
     const char *sname = cur->layer ? cur->layer->name : sections[cur->section].name;
@@ -471,7 +462,7 @@ static int apply_override(parser *p, const char *o)
     if (strlen(eq + 1) >= sizeof value)
         return fail(p, "the value is longer than %zu characters", sizeof value - 1);
     snprintf(value, sizeof value, "%s", eq + 1);
-    char *v = trim(value);
+    char *v = text_trim(value);
     int n;
     char extra;
     if (sscanf(section, "layer%d%c", &n, &extra) == 1) {

@@ -1,20 +1,11 @@
 #include "engine/job/op_setting.h"
 
-#include <ctype.h>
+#include "common/text.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1]))
-        *--e = 0;
-    return s;
-}
 
 static int parse_item(char *text, op_item *it, char *why, size_t n)
 {
@@ -22,7 +13,7 @@ static int parse_item(char *text, op_item *it, char *why, size_t n)
     memset(it, 0, sizeof *it);
     if (eq) {
         *eq = 0;
-        char *part = trim(text);
+        char *part = text_trim(text);
         value = eq + 1;
         if (!*part || strlen(part) >= sizeof it->part || strpbrk(part, " \t")) {
             snprintf(why, n, "'%s': expected a part's name (gpu, cpu, cpufreq, nvidia0, "
@@ -31,7 +22,7 @@ static int parse_item(char *text, op_item *it, char *why, size_t n)
         }
         snprintf(it->part, sizeof it->part, "%s", part);
     }
-    value = trim(value);
+    value = text_trim(value);
     char *end;
     if (!strcmp(value, "off")) {
         it->mode = OP_OFF;
@@ -56,7 +47,7 @@ int op_setting_parse(const char *text, op_setting *s, char *why, size_t n)
         snprintf(why, n, "at most %zu characters", sizeof copy - 1);
         return -1;
     }
-    if (!trim(copy)[0])
+    if (!text_trim(copy)[0])
         return 0;
     char *save = NULL;
     for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {

@@ -2,6 +2,7 @@
 
 #include "common/input_file.h"
 #include "common/json_parse.h"
+#include "common/text.h"
 #include "energy/power_model.h"
 #include "netio/secure_speed.h"
 
@@ -42,23 +43,13 @@ static int add_speed(sim_profile *p, int workers, double img_per_s)
     return 0;
 }
 
-static char *trim(char *s)
-{
-    while (*s == ' ' || *s == '\t')
-        s++;
-    char *e = s + strlen(s);
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n'))
-        *--e = 0;
-    return s;
-}
-
 static int profile_line(sim_profile *p, char *line, const char *path, int no, char *err, size_t errlen)
 {
     char *eq = strchr(line, '=');
     if (!eq)
         return failf(err, errlen, "%s:%d: not KEY = VALUE", path, no);
     *eq = 0;
-    char *key = trim(line), *value = trim(eq + 1), *end;
+    char *key = text_trim(line), *value = text_trim(eq + 1), *end;
     if (!strcmp(key, "name")) {
         snprintf(p->name, sizeof p->name, "%s", value);
     } else if (!strcmp(key, "energy")) {
@@ -75,7 +66,7 @@ static int profile_line(sim_profile *p, char *line, const char *path, int no, ch
     } else if (!strcmp(key, "speed")) {
         long w = strtol(value, &end, 10);
         double v = strtod(end, &end);
-        if (*trim(end) || w < 1 || w > 4096 || !(v > 0) || !isfinite(v))
+        if (*text_trim(end) || w < 1 || w > 4096 || !(v > 0) || !isfinite(v))
             return failf(err, errlen, "%s:%d: speed: '%s' is not WORKERS IMAGES_PER_S", path, no, value);
         if (add_speed(p, (int)w, v))
             return failf(err, errlen, "%s:%d: more than %d speed lines", path, no, PROFILE_MAX_SPEEDS);
@@ -114,7 +105,7 @@ int profile_load(sim_profile *p, const char *path, char *err, size_t errlen)
             *next++ = 0;
         no++;
         line[strcspn(line, "#")] = 0;
-        if (*trim(line))
+        if (*text_trim(line))
             rc = profile_line(p, line, path, no, err, errlen);
     }
     free(text);

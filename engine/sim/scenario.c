@@ -2,6 +2,7 @@
 #include "engine/sim/scenario.h"
 
 #include "common/input_file.h"
+#include "common/text.h"
 #include "energy/carbon.h"
 #include "energy/power_model.h"
 #include "engine/job/dataset.h"
@@ -40,16 +41,6 @@ static int fail(reader *r, const char *fmt, ...)
         vsnprintf(r->err + n, r->errlen - (size_t)n, fmt, ap);
     va_end(ap);
     return -1;
-}
-
-static char *trim(char *s)
-{
-    while (*s == ' ' || *s == '\t')
-        s++;
-    char *e = s + strlen(s);
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
-        *--e = 0;
-    return s;
 }
 
 static int number(reader *r, const char *key, const char *value, double lo, double hi, double *out)
@@ -307,20 +298,20 @@ static int start_section(reader *r, const char *name)
 static int read_line(reader *r, char *line, int pass)
 {
     line[strcspn(line, "#;")] = 0;   /* comments (no value here holds '#' or ';') */
-    line = trim(line);
+    line = text_trim(line);
     if (!*line)
         return 0;
     if (*line == '[') {
         char *end = strchr(line, ']');
-        if (!end || *trim(end + 1))
+        if (!end || *text_trim(end + 1))
             return fail(r, "a section header is [NAME]");
         *end = 0;
         if (end_link(r))
             return -1;
-        int is_link = !strcmp(trim(line + 1), "link");
+        int is_link = !strcmp(text_trim(line + 1), "link");
         if (pass != is_link)
             return r->section = SEC_SKIP, 0;
-        return start_section(r, trim(line + 1));
+        return start_section(r, text_trim(line + 1));
     }
     if (r->section == SEC_SKIP)
         return 0;
@@ -328,7 +319,7 @@ static int read_line(reader *r, char *line, int pass)
     if (!eq)
         return fail(r, "not KEY = VALUE");
     *eq = 0;
-    char *key = trim(line), *value = trim(eq + 1);
+    char *key = text_trim(line), *value = text_trim(eq + 1);
     switch (r->section) {
     case SEC_SCENARIO: return scenario_key(r, key, value);
     case SEC_SITE: return site_key(r, key, value);
@@ -366,7 +357,7 @@ static int apply_override(reader *r, const char *o)
     if (!dot || !eq || dot > eq || strncmp(buf, "scenario.", 9))
         return fail(r, "'%s' is not scenario.KEY=VALUE", o);
     *eq = 0;
-    return scenario_key(r, trim(dot + 1), trim(eq + 1));
+    return scenario_key(r, text_trim(dot + 1), text_trim(eq + 1));
 }
 
 /* Each group's profile complete, its workers set. */
