@@ -76,17 +76,6 @@ static int next_rung(op_search *s)
     return -1;
 }
 
-static void record(option_figures *o, double sps, double watts, long samples, double weight)
-{
-    if (!o->samples) {
-        *o = (option_figures){sps, watts, samples, 0};
-        return;
-    }
-    o->s_per_sample += weight * (sps - o->s_per_sample);
-    o->watts += weight * (watts - o->watts);
-    o->samples += samples;
-}
-
 static int far(double now, double kept) { return fabs(now - kept) > DRIFT * kept; }
 
 /* While kept: windows far from the figures it was kept on (left as they were, so that a slow
@@ -115,7 +104,7 @@ int op_search_observe(op_search *s, double seconds, double joules, long samples,
         return keep(s, sps, watts, why, n);
     int was = s->current;
     s->windows[was]++;
-    record(&s->fig[was], sps, watts, samples, 1.0 / s->windows[was]);
+    policy_record(&s->fig[was], sps, watts, samples, 1.0 / s->windows[was]);
     int next = next_rung(s);
     if (next >= 0) {
         s->current = next;

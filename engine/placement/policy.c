@@ -55,3 +55,14 @@ int policy_choose(const policy_limits *l, const option_figures *opts, int n)
     }
     return best;
 }
+
+void policy_record(option_figures *o, double s_per_sample, double watts, long samples, double weight)
+{
+    if (!o->samples) {
+        *o = (option_figures){s_per_sample, watts, samples, 0};
+        return;
+    }
+    o->s_per_sample += weight * (s_per_sample - o->s_per_sample);
+    o->watts += weight * (watts - o->watts);
+    o->samples += samples;
+}

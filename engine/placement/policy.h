@@ -28,6 +28,9 @@ typedef struct option_figures {
     double carbon_g_per_kwh;         /* 0: the limits' (a mix of machines has its own) */
 } option_figures;
 
+/* A window measured at an option: its first figures, or a step of `weight` towards the new ones
+ * (the samples add up). */
+void policy_record(option_figures *o, double s_per_sample, double watts, long samples, double weight);
 /* The policy's cost of one sample (lower is better). */
 double policy_cost(const policy_limits *l, const option_figures *o);
 /* The index of the measured option to keep, or -1 when none is measured. Ties go to the lower

@@ -42,17 +42,6 @@ static int next_to_explore(const worker_tuner *t)
     return 0;
 }
 
-static void record(option_figures *o, double s_per_sample, double watts, long samples, double weight)
-{
-    if (!o->samples) {
-        *o = (option_figures){s_per_sample, watts, samples, 0};
-        return;
-    }
-    o->s_per_sample += weight * (s_per_sample - o->s_per_sample);
-    o->watts += weight * (watts - o->watts);
-    o->samples += samples;
-}
-
 void worker_tuner_forget(worker_tuner *t)
 {
     memset(t->opt, 0, sizeof t->opt);
@@ -72,11 +61,11 @@ int worker_tuner_observe(worker_tuner *t, double seconds, double joules, long sa
     double sps = seconds / (double)samples, watts = joules / seconds;
     option_figures *o = &t->opt[t->current - 1];
     if (t->exploring) {
-        record(o, sps, watts, samples, 0.5);
+        policy_record(o, sps, watts, samples, 0.5);
     } else {
         t->drifted = o->samples && (far(sps, o->s_per_sample) || far(watts, o->watts))
                          ? t->drifted + 1 : 0;
-        record(o, sps, watts, samples, EXPLOIT_WEIGHT);
+        policy_record(o, sps, watts, samples, EXPLOIT_WEIGHT);
         if (t->drifted >= TUNER_DRIFT_WINDOWS) {   /* forget everything but the count in use */
             option_figures keep = *o;
             worker_tuner_forget(t);
