@@ -13,6 +13,7 @@
 #include "engine/placement/op_search.h"
 
 #include <errno.h>
+#include <glob.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -400,6 +401,23 @@ static const char *const *machine_env(void)
     return env;
 }
 
+static char driven_out[1 << 17], driven_json[1 << 17];
+
+/* train_args(name, epochs, sets) on fake_machine, its package counter driven as it runs;
+ * returns the exit status, with its output and summary.json in driven_out and driven_json. */
+static int train_driven(const char *name, int epochs, const char *const *sets)
+{
+    char log[800], path[800];
+    snprintf(log, sizeof log, "%s/%s.log", test_tmpdir(), name);
+    pid_t pid = frugal_spawn(&(frugal_call){(uid_t)-1, machine_env(), 0}, log,
+                             train_args(name, epochs, sets));
+    int rc = fake_rapl_drive(root, pid);
+    test_read_text(log, driven_out, sizeof driven_out);
+    snprintf(path, sizeof path, "%s/%s/summary.json", test_tmpdir(), name);
+    test_read_text(path, driven_json, sizeof driven_json);
+    return rc;
+}
+
 /* Whether the part's value in summary.json is the cheapest of the caps it measured (the policy's
  * cost: energy) once its search has ended; 1 while it still searches. */
 static int kept_is_cheapest(const char *json, const char *part)
@@ -429,24 +447,19 @@ TEST(op_train_auto_searches_each_part_and_puts_every_limit_back)
     fake_machine("auto");
     const char *sets[] = {"placement.operating_point=auto, nvidia1=off", "placement.window_seconds=0.05",
                           NULL};
-    char log[800];
-    snprintf(log, sizeof log, "%s/auto.log", test_tmpdir());
-    pid_t pid = frugal_spawn(&(frugal_call){(uid_t)-1, machine_env(), 0}, log,
-                             train_args("auto", test_scale(60), sets));
-    int rc = fake_rapl_drive(root, pid);
-    static char out[1 << 17], json[1 << 17];
-    test_read_text(log, out, sizeof out);
-    char path[800];
-    snprintf(path, sizeof path, "%s/auto/summary.json", test_tmpdir());
-    test_read_text(path, json, sizeof json);
+    int rc = train_driven("auto", test_scale(60), sets);
+    const char *out = driven_out, *json = driven_json;
     CHECKF(rc == 0 && strstr(out, "operating point: nvidia0 255 W: searching: 300 measured") &&
            strstr(out, "operating point: nvml:0 put back to 300 W") &&
            strstr(out, "constraint_0_power_limit_uw put back to 65 W"), "%s", out);
     CHECK(number_in("nvml/limit0") == 300000 && number_in(PACKAGE "constraint_0_power_limit_uw") == 65000000);
     CHECK(number_in("nvml/limit1") == 300000 && number_in("sys/class/hwmon/hwmon1/power1_cap") == 180000000);
     CHECK(number_in(POLICY0 "scaling_max_freq") == 3000000);   /* the package's limit is searched */
-    char state[900];
-    snprintf(state, sizeof state, "%s/operating-points-", at("models"));
+    char state[900];   /* the state file is gone once every limit is back */
+    snprintf(state, sizeof state, "%s/operating-points-*.state", at("models"));
+    glob_t found;
+    CHECKF(glob(state, 0, NULL, &found) == GLOB_NOMATCH, "%s is left", state);
+    globfree(&found);
     CHECKF(strstr(json, "\"operating_point\": {") && strstr(json, "\"part\": \"nvidia0\"") &&
            strstr(json, "\"part\": \"package-0\", \"source\": \"rapl\", \"unit\": \"W\", \"mode\": \"auto\""),
            "%s", json);
@@ -521,15 +534,8 @@ TEST(op_windows_carry_across_short_epochs)
         return;   /* one core: nothing to decide */
     fake_machine("short");
     const char *sets[] = {"placement.policy=energy", "placement.window_seconds=0.5", NULL};
-    char log[800], path[800];
-    snprintf(log, sizeof log, "%s/short.log", test_tmpdir());
-    pid_t pid = frugal_spawn(&(frugal_call){(uid_t)-1, machine_env(), 0}, log,
-                             train_args("short", test_scale(40), sets));
-    int rc = fake_rapl_drive(root, pid);
-    static char out[1 << 16], json[1 << 17];
-    test_read_text(log, out, sizeof out);
-    snprintf(path, sizeof path, "%s/short/summary.json", test_tmpdir());
-    test_read_text(path, json, sizeof json);
+    int rc = train_driven("short", test_scale(40), sets);
+    const char *out = driven_out, *json = driven_json;
     const char *measured = strstr(json, "\"seconds_measured\": ");
     double seconds = measured ? atof(measured + 20) : 0;
     CHECKF(rc == 0 && seconds > 1.5 && strstr(json, "\"why\": \"policy energy: "),
