@@ -88,7 +88,6 @@ typedef struct node_process {
     _Atomic long works_done;
     char err[1024];
     char joined[400];            /* what it says once admitted */
-    int rejoining;               /* its coordinator was lost or paused: it tries for linger_s */
 } node_process;
 
 static void answer_recall(node_process *n, const netio_event *e);
@@ -292,8 +291,7 @@ static int connect_and_join(node_process *n)
         queued *q = next_event(n, 1);
         int up = q->e.kind == NETIO_UP;
         double waited = clock_now_s() - t0;
-        double window = n->rejoining && n->o->linger_s > n->o->timeout_s ? n->o->linger_s
-                                                                          : n->o->timeout_s;
+        double window = n->o->linger_s > n->o->timeout_s ? n->o->linger_s : n->o->timeout_s;
         int retry = !up && waited < window && !n->stopped;
         if (!up && !retry)
             fail(n, "cannot join %s: %s", n->o->coordinator, q->why);
@@ -819,7 +817,6 @@ int node_run(const node_options *o)
     pthread_cond_init(&n->arrived, NULL);
     int rc;
     while ((rc = session(n)) && n->lost) {
-        n->rejoining = 1;
         fprintf(o->out, "coordinator %s lost or paused: trying to rejoin for %g s\n", o->coordinator,
                 o->linger_s > o->timeout_s ? o->linger_s : o->timeout_s);
         fflush(o->out);

@@ -23,8 +23,8 @@ typedef struct node_options {
     const char *operating_point; /* this machine's ([placement] operating_point's form); NULL:
                                     the job's */
     double timeout_s;
-    double linger_s;             /* how long it tries to rejoin a coordinator lost or paused
-                                    (at least timeout_s) */
+    double linger_s;             /* how long it tries to join a coordinator not up yet, or to
+                                    rejoin one lost or paused (at least timeout_s) */
     double slowdown;             /* 1, or > 1 to emulate slower hardware (runtime.h) */
     double profile_w[3];         /* this machine's power profile (energy/power_model.h); 0: none */
     double carbon_g_per_kwh;     /* its grid's intensity, or a file re-read for it: */
