@@ -2,7 +2,11 @@
 #ifndef FRUGAL_COMMON_TEXT_H
 #define FRUGAL_COMMON_TEXT_H
 
+#include <stdio.h>
+
 /* s without its leading and trailing white space (the end is cut in place). */
 char *text_trim(char *s);
+/* s as one word for a POSIX shell: as it is when it needs no quotes, else in '...' */
+void text_shell_word(FILE *f, const char *s);
 
 #endif
