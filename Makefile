@@ -49,7 +49,7 @@ LIB_SRC := $(filter-out engine/cli/main.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/*.c) tests/fuzz/targets.c tests/fuzz/target_net.c
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
-FUZZ_TARGETS := job_file idx cifar pnm checkpoint checkpoint_crc run_log cluster_message gossip_message summary_json grid_trace limit_state machine_profile \
+FUZZ_TARGETS := job_file idx cifar pnm checkpoint checkpoint_crc run_log cluster_message gossip_message summary_json grid_trace limit_state launch_files machine_profile \
                 carbon_file node_job power_profile allow_file hello hub_stream
 
 all: $(BUILD)/frugal

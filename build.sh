@@ -42,8 +42,10 @@ PACKAGES_PORTABLE="binutils debootstrap qemu-user"
 # zig (PyPI's ziglang, into build/zig) compiles the portable binary against glibc 2.17's symbols.
 ZIG_VERSION=0.17.1
 # Optional too: Chromium renders the HTML report in a test, python3-venv holds TensorBoard
-# (from PyPI, build/pyenv) whose reader a test runs on frugal's event files.
-PACKAGES_OPTIONAL="python3-torch chromium python3-venv"
+# (from PyPI, build/pyenv) whose reader a test runs on frugal's event files, and Slurm runs a
+# one-machine cluster in a test for one real `srun frugal train` (none of its daemons is started
+# by installing it: the test starts its own, on loopback).
+PACKAGES_OPTIONAL="python3-torch chromium python3-venv slurmctld slurmd slurm-client"
 
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
 
@@ -253,7 +255,7 @@ test) deps; build; run_tests "release||1" ;;
 test-sanitizers)
     deps
     build
-    run_tests "asan||4" "tsan|runtime run_ train energy opencl_train cluster gossip green netio placement trace op_|4"
+    run_tests "asan||4" "tsan|runtime run_ train energy opencl_train cluster gossip green netio placement trace op_ launch_|4"
     ;;
 train)
     shift

@@ -10,7 +10,7 @@ static const char *const names[ENV_SWITCHES] = {
     "FRUGAL_ISA", "FRUGAL_CONV", "FRUGAL_INPUT", "FRUGAL_MEMBARRIER", "FRUGAL_NET_CIPHER",
     "FRUGAL_CACHE_DIR", "FRUGAL_PERFMODEL_DIR", "FRUGAL_OPENCL_LOADER",
     "FRUGAL_OPENCL_FAIL_AFTER", "FRUGAL_NVML_LIBRARY", "FRUGAL_SYSFS_ROOT",
-    "FRUGAL_PROCFS_ROOT", "FRUGAL_MODEL_SCOPE"};
+    "FRUGAL_PROCFS_ROOT", "FRUGAL_MODEL_SCOPE", "FRUGAL_LAUNCH_RSH"};
 
 static char *values[ENV_SWITCHES];   /* copies: a later setenv does not change them */
 static pthread_once_t read_once = PTHREAD_ONCE_INIT;

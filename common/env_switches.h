@@ -15,7 +15,9 @@
  *   FRUGAL_SYSFS_ROOT, FRUGAL_PROCFS_ROOT  a folder standing for /sys, /proc (the energy tests'
  *                          fake sensors)
  *   FRUGAL_MODEL_SCOPE     process: the fallback model counts this process's CPU time, not the
- *                          host's (several frugal processes on one host: a loopback benchmark) */
+ *                          host's (several frugal processes on one host: a loopback benchmark)
+ *   FRUGAL_LAUNCH_RSH      how an OAR job's first host starts frugal on the others (default
+ *                          oarsh; e.g. "ssh -o BatchMode=yes"), engine/cli/launch_spawn.c */
 #ifndef FRUGAL_ENV_SWITCHES_H
 #define FRUGAL_ENV_SWITCHES_H
 
@@ -24,7 +26,7 @@
 typedef enum env_switch {
     ENV_ISA, ENV_CONV, ENV_INPUT, ENV_MEMBARRIER, ENV_NET_CIPHER, ENV_CACHE_DIR,
     ENV_PERFMODEL_DIR, ENV_OPENCL_LOADER, ENV_OPENCL_FAIL_AFTER, ENV_NVML_LIBRARY,
-    ENV_SYSFS_ROOT, ENV_PROCFS_ROOT, ENV_MODEL_SCOPE, ENV_SWITCHES
+    ENV_SYSFS_ROOT, ENV_PROCFS_ROOT, ENV_MODEL_SCOPE, ENV_LAUNCH_RSH, ENV_SWITCHES
 } env_switch;
 
 /* Reads every switch from the environment (again). Call it before threads start. */

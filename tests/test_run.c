@@ -333,7 +333,7 @@ TEST(train_summary_json_is_complete_and_valid)
         CHECK(run_log_add(&log, e[i].epoch, csv, json) == 0);
         free(csv), free(json);
     }
-    report_input in = {&cfg, &d, NULL, &m, &plan, 2, &log, &st, &st, NULL, 3, NULL, NULL, NULL, NULL, NULL, NULL};
+    report_input in = {&cfg, &d, NULL, &m, &plan, 2, &log, &st, &st, NULL, 3, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     snprintf(path, sizeof path, "%s/summary.json", test_tmpdir());
     setenv("FRUGAL_INPUT", "fl\"oats", 1);   /* a switch set, and recorded as it was read */
     env_switches_read();
@@ -412,7 +412,7 @@ TEST(train_summary_reports_energy_by_device_and_task_kind)
     char *csv = report_epoch_csv(&e), *json = report_epoch_json(&e, &er, &st);
     CHECK(run_log_add(&log, 1, csv, json) == 0);
     free(csv), free(json);
-    report_input in = {&cfg, &d, NULL, &m, &plan, 2, &log, &st, &st, &er, 0, NULL, NULL, NULL, NULL, NULL, NULL};
+    report_input in = {&cfg, &d, NULL, &m, &plan, 2, &log, &st, &st, &er, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     snprintf(path, sizeof path, "%s/summary.json", test_tmpdir());
     CHECKF(report_write(path, &in, err, sizeof err) == 0, "%s", err);
     energy_run_end(&er);

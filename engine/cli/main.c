@@ -1,5 +1,6 @@
 /* frugal: the command-line entry point. */
 #include "common/env_switches.h"
+#include "common/text.h"
 #include "energy/account.h"
 #include "energy/carbon.h"
 #include "energy/power_model.h"
@@ -12,6 +13,7 @@
 #include "version.h"
 #include "engine/report/html_report.h"
 #include "engine/cluster/node.h"
+#include "engine/cli/launch_run.h"
 #include "engine/cli/run.h"
 #include "engine/cli/signals.h"
 #include "engine/placement/operating_point.h"
@@ -46,6 +48,11 @@ static int usage(FILE *f)
                "            with [cluster] mode = gossip: --listen ADDR:PORT --key KEYFILE\n"
                "            [--peer HOST:PORT]... [--advertise HOST:PORT]: a peer among peers, no\n"
                "            coordinator; any one peer up introduces the rest\n"
+               "            started by srun, mpirun or inside an OAR job: rank 0 coordinates (or\n"
+               "            every rank is a gossip peer) and the others join it, with no other\n"
+               "            command ([--port P] [--rendezvous DIR] [--launch-timeout S]\n"
+               "            [--launcher auto|none]; --key FILE, else rank 0 makes one in DIR,\n"
+               "            default .frugal-launch, which every host must share); docs/batch-systems.md\n"
                "  simulate SCENARIO.cfg [--set scenario.KEY=VALUE]... [-o DIR] [--search]\n"
                "            time, joules, gCO2e and bytes of a job on the scenario's machines\n"
                "            (simulated from their profiles; predicts cost, not accuracy); --search:\n"
@@ -54,8 +61,8 @@ static int usage(FILE *f)
                "  average MODEL.bin MODEL.bin... -o OUT.bin\n"
                "            the mean of models of one job (e.g. the peers' of a gossip run)\n"
                "  join HOST:PORT --key KEYFILE [--identity FILE] [--workers N] [--devices D] [--timeout S]\n"
-               "            [--linger S]: how long to try to rejoin a coordinator lost or paused\n"
-               "            (Ctrl-C on it; default: the timeout)\n"
+               "            [--linger S]: how long to try to join a coordinator not up yet, or to rejoin\n"
+               "            one lost or paused (Ctrl-C on it; default: the timeout)\n"
                "            [--slowdown F] [--power-profile IDLE,ONE,ALL]\n"
                "            [--carbon G | --carbon-file FILE | --carbon-trace FILE]\n"
                "            [--renewable-trace FILE] [--power-budget W] [--operating-point SETTING]\n"
@@ -288,15 +295,8 @@ static char *resume_command(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--resume") || !strcmp(argv[i], "--overwrite"))
             continue;
-        if (argv[i][strspn(argv[i], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                    "0123456789_./=:,+-@%")] == 0 && argv[i][0]) {
-            fprintf(f, " %s", argv[i]);
-            continue;
-        }
-        fputs(" '", f);
-        for (const char *c = argv[i]; *c; c++)
-            fputs(*c == '\'' ? "'\\''" : (char[]){*c, 0}, f);
-        fputc('\'', f);
+        fputc(' ', f);
+        text_shell_word(f, argv[i]);
     }
     fputs(" --resume", f);
     if (fclose(f)) {
@@ -314,6 +314,7 @@ static int cmd_train(int argc, char **argv)
     char **owned = calloc((size_t)argc + 1, sizeof *owned);
     int nsets = 0, nowned = 0, rc = 2;
     run_options o = {.out = stdout, .stop = &signals_stop};
+    launch_request lr = {0};
     if (!sets || !owned) {
         fprintf(stderr, "frugal: out of memory\n");
         goto out;
@@ -338,8 +339,28 @@ static int cmd_train(int argc, char **argv)
             o.trace = argv[++i];
         } else if (!strcmp(argv[i], "--listen") && has_value) {
             o.listen = argv[++i];
+            lr.manual = "--listen";
         } else if (!strcmp(argv[i], "--key") && has_value) {
-            o.key = argv[++i];
+            o.key = lr.key = argv[++i];
+        } else if (!strcmp(argv[i], "--rendezvous") && has_value) {
+            lr.rendezvous = argv[++i];
+        } else if (!strcmp(argv[i], "--launch-timeout") && has_value) {
+            if (parse_seconds(argv[++i], &lr.wait_s))
+                goto out;
+        } else if (!strcmp(argv[i], "--port") && has_value) {
+            char *end;
+            long port = strtol(argv[++i], &end, 10);
+            if (*end || port < 1 || port > 65535) {
+                fprintf(stderr, "frugal train: --port %s: a port from 1 to 65535\n", argv[i]);
+                goto out;
+            }
+            lr.port = (int)port;
+        } else if (!strcmp(argv[i], "--launcher") && has_value) {
+            lr.off = !strcmp(argv[++i], "none");
+            if (!lr.off && strcmp(argv[i], "auto")) {
+                fprintf(stderr, "frugal train: --launcher %s: auto or none\n", argv[i]);
+                goto out;
+            }
         } else if (!strcmp(argv[i], "--allow") && has_value) {
             o.allow = argv[++i];
         } else if (!strcmp(argv[i], "--peer") && has_value) {
@@ -349,6 +370,7 @@ static int cmd_train(int argc, char **argv)
                 goto out;
             }
             o.peers[o.npeers++] = argv[++i];
+            lr.manual = lr.manual ? lr.manual : "--peer";
         } else if (!strcmp(argv[i], "--advertise") && has_value) {
             o.advertise = argv[++i];
         } else if (!strcmp(argv[i], "--timeout") && has_value) {
@@ -387,10 +409,8 @@ static int cmd_train(int argc, char **argv)
     }
     o.overrides = sets;
     o.resume_command = resume_command(argc, argv);
-    signals_install();
-    rc = run_train(&o);
+    rc = launch_run_train(&o, &lr);
     free((char *)o.resume_command);
-    signals_restore();
 out:
     for (int i = 0; i < nowned; i++)
         free(owned[i]);

@@ -459,7 +459,7 @@ static int run_save(run *r)
     report_input in = {&r->cfg, &r->train, r->have_test ? &r->test : NULL, &r->m,
                        trainer_plan(r->t), rt_workers(r->rt), &r->log, &r->st, &r->total,
                        &r->er, r->resumed_after, r->interrupted[0] ? r->interrupted : NULL, &r->devices,
-                       cluster, gossip, &r->placement, green};
+                       cluster, gossip, &r->placement, green, r->o->launch_json};
     rc = rc || report_write(r->summary, &in, r->err, sizeof r->err) ||
          (green && green_log_write_csv(green, r->green_csv, r->err, sizeof r->err));
     free(cluster);

@@ -26,6 +26,7 @@ typedef struct run_options {
     const char *peers[RUN_MAX_PEERS];  /* gossip: --peer HOST:PORT (engine/cluster/gossip.h) */
     int npeers;
     const char *advertise;             /* gossip: the address others reach this peer at */
+    const char *launch_json;           /* the launcher found, for summary.json (launch.h), or NULL */
 } run_options;
 
 /* 0 when the run finished, 1 on an error (named on stderr), 128 + *stop when it stopped early

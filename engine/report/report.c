@@ -247,6 +247,8 @@ static void write_job(FILE *f, const report_input *in)
     fputs("  \"environment\": ", f);   /* the switches that changed what ran (env_switches.h) */
     env_switches_write_json(f);
     fputs(",\n", f);
+    if (in->launch)   /* the batch system or MPI launcher found (engine/cli/launch.h) */
+        fprintf(f, "  \"launch\": %s,\n", in->launch);
     fputs("  \"execution\": {", f);
     plan_write_json(in->plan, in->m, f);
     if (in->cfg->slowdown > 1)

@@ -62,6 +62,7 @@ typedef struct report_input {
     const gossip_summary *gossip;    /* NULL: not a gossip peer */
     worker_control *placement;       /* NULL: not run */
     green_log *green;                /* NULL: no participation or postponement to report */
+    const char *launch;              /* the launcher found, a JSON object; NULL: none */
 } report_input;
 
 /* The cluster section's members (no braces), report_cluster.c. */

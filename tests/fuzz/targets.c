@@ -9,6 +9,8 @@
 #include "energy/carbon.h"
 #include "energy/grid_trace.h"
 #include "energy/limit_state.h"
+#include "engine/cli/hostlist.h"
+#include "engine/cli/launch.h"
 #include "engine/sim/profile.h"
 #include "energy/power_model.h"
 #include "engine/cluster/allow_list.h"
@@ -36,6 +38,7 @@ const fuzz_target fuzz_targets[] = {
     {"carbon_file", fuzz_carbon_file, "a carbon-intensity file as it is re-read"},
     {"grid_trace", fuzz_grid_trace, "a grid time series: carbon intensity (and forecast) or renewable watts"},
     {"limit_state", fuzz_limit_state, "the operating points' state file, read at the next start"},
+    {"launch_files", fuzz_launch_files, "a launcher's host list (Slurm), node file (OAR), rank 0's address"},
     {"machine_profile", fuzz_machine_profile, "a machine profile (frugal simulate --calibrate writes them)"},
     {"node_job", fuzz_node_job, "the JOB message, parsed as a node parses the job"},
     {"power_profile", fuzz_power_profile, "a power profile (job file, frugal join)"},
@@ -342,6 +345,32 @@ int fuzz_limit_state(const uint8_t *data, size_t size)
     for (int i = 0; i < n; i++)   /* what parse keeps is a limit's file, whole */
         if (!power_limit_path_valid(saved[i].kind, saved[i].path) || !(saved[i].value > 0))
             abort();
+    free(text);
+    return 0;
+}
+
+/* The first byte picks the decoder: a Slurm host list, an OAR node file, rank 0's address. */
+int fuzz_launch_files(const uint8_t *data, size_t size)
+{
+    if (!size)
+        return 0;
+    char *text = malloc(size), err[300], addr[300];
+    if (!text)
+        return 0;
+    memcpy(text, data + 1, size - 1);
+    text[size - 1] = 0;
+    hostlist h;
+    int rc = data[0] % 3 == 0   ? hostlist_expand(&h, text, err, sizeof err)
+             : data[0] % 3 == 1 ? hostlist_parse_lines(&h, (char *)data + 1, size - 1, err, sizeof err)
+                                : launch_address_parse((char *)data + 1, size - 1, addr, sizeof addr,
+                                                       err, sizeof err);
+    if (data[0] % 3 == 2 && !rc && !strchr(addr, ':'))
+        abort();
+    for (int i = 0; data[0] % 3 != 2 && !rc && i < h.n; i++)   /* names a host may have, each once */
+        if (!hostlist_name_valid(h.name[i]) || h.count[i] < 1 || hostlist_find(&h, h.name[i]) != i)
+            abort();
+    if (data[0] % 3 != 2 && !rc)
+        hostlist_free(&h);
     free(text);
     return 0;
 }

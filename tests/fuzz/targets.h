@@ -33,6 +33,7 @@ int fuzz_summary_json(const uint8_t *data, size_t size);
 int fuzz_carbon_file(const uint8_t *data, size_t size);
 int fuzz_grid_trace(const uint8_t *data, size_t size);
 int fuzz_limit_state(const uint8_t *data, size_t size);
+int fuzz_launch_files(const uint8_t *data, size_t size);
 int fuzz_machine_profile(const uint8_t *data, size_t size);
 int fuzz_node_job(const uint8_t *data, size_t size);      /* a JOB message, parsed as a node does */
 int fuzz_power_profile(const uint8_t *data, size_t size);
