@@ -347,7 +347,7 @@ int ops_conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float 
     switch (conv_path(g, CONV_BACKWARD_FILTER)) {
     case CONV_DIRECT:
         return DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate, NULL,
-                        NULL);
+                        NULL, NULL);
     case CONV_WIDE:
         return DISPATCH_WIDE(backward_filter, g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate);
     case CONV_WINOGRAD:
@@ -426,7 +426,7 @@ static int backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p
         return conv_winograd_backward(g, winograd_tile(g), x, dy, wt, dwt, dbias, dx, n0, n1, 0,
                                       g->f, accumulate, p, argmax);
     return dx ? -1 : DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, 0, g->f,
-                              accumulate, p, argmax);
+                              accumulate, p, argmax, NULL);
 }
 
 int ops_conv2d_backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
@@ -436,7 +436,11 @@ int ops_conv2d_backward_maxpool(const conv_geom *g, conv_input x, const pool_geo
 {
     if (!relu_y)
         return backward_maxpool(g, x, p, dy, argmax, wt, dwt, dbias, dx, n0, n1, accumulate);
-    /* Through the relu first, as relu_backward would: into scratch, from sample 0 there. */
+    if (!uses_winograd(g))   /* the direct path masks each pooled row as it unpools it */
+        return dx ? -1 : DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, 0, g->f,
+                                  accumulate, p, argmax, relu_y);
+    /* Winograd: through the relu first, as relu_backward would, into scratch (from sample 0
+     * there). */
     size_t pooled = (size_t)p->c * p->oh * p->ow, in = (size_t)g->c * g->h * g->w;
     long n = n1 - n0;
     float *masked = ops_scratch(SCRATCH_MASKED, (size_t)n * pooled);

@@ -4,7 +4,8 @@
  * filters, for many channels and filters. One source of each compiled once per ISA. Same
  * contracts as the conv2d_* functions in conv.h (return values included), which choose among
  * them; with a pool (else NULL), forward pools its output and backward-filter takes the pooled
- * gradient, as the fused functions of layers.h do. */
+ * gradient (through the relu after the pool when relu_y, the pooled output, is not NULL), as
+ * the fused functions of conv.h do. */
 #ifndef FRUGAL_CONV_DIRECT_H
 #define FRUGAL_CONV_DIRECT_H
 
@@ -22,7 +23,8 @@
     int conv_direct_backward_filter_##isa(const conv_geom *g, conv_input x,                   \
                                            const float *dy, float *dwt, float *dbias, int n0, \
                                            int n1, int f0, int f1, int accumulate,            \
-                                           const pool_geom *pool, const int32_t *argmax);      \
+                                           const pool_geom *pool, const int32_t *argmax,       \
+                                           const float *relu_y);                               \
     int conv_wide_forward_##isa(const conv_geom *g, conv_input x, const float *wt,            \
                                  const float *bias, float *y, int n0, int n1, int f0, int f1); \
     int conv_wide_backward_input_##isa(const conv_geom *g, const float *dy, const float *wt, \

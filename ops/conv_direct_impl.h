@@ -253,10 +253,11 @@ int NAME(conv_direct_backward_input, ISA)(const conv_geom *g, const float *dy, c
 
 /* Rows [oy0, oy0 + nb) of dy for filters [fb, fb + nf), on the input's row stride wp with
  * zeros in the dropped columns, into dband (FB planes of dstride, zeros past the band and for
- * missing filters). With a pool, dy is the pooled gradient: each window's goes to its argmax. */
+ * missing filters). With a pool, dy is the pooled gradient: each window's goes to its argmax,
+ * through the relu after the pool where relu_y (the pooled output) is not NULL. */
 static void dy_band(const conv_geom *g, const float *dy, const pool_geom *pool,
-                    const int32_t *argmax, int n, int fb, int nf, int oy0, int nb, int wp,
-                    size_t dstride, float *dband)
+                    const int32_t *argmax, const float *relu_y, int n, int fb, int nf, int oy0,
+                    int nb, int wp, size_t dstride, float *dband)
 {
     size_t used = round_up((size_t)nb * wp, VL), ohw = (size_t)g->oh * g->ow;
     for (int f = 0; f < FB; f++)
@@ -279,8 +280,8 @@ static void dy_band(const conv_geom *g, const float *dy, const pool_geom *pool,
                 /* 2x2 windows inside the band: both rows written whole, branch-free, so that
                  * it vectorises (each window puts its gradient in one of its four places) */
                 float *d0 = d + (size_t)r0 * wp;
-                unpool2_row(dy + at, argmax + at, d0, d0 + wp, pool->ow, g->ow,
-                            (int32_t)(base + (size_t)(py * 2) * g->ow));
+                unpool2_row(dy + at, relu_y ? relu_y + at : NULL, argmax + at, d0, d0 + wp,
+                            pool->ow, g->ow, (int32_t)(base + (size_t)(py * 2) * g->ow));
                 continue;
             }
             long corner = (long)py * pool->stride * g->ow;   /* the windows' first row */
@@ -294,7 +295,8 @@ static void dy_band(const conv_geom *g, const float *dy, const pool_geom *pool,
                 off -= (long)wy * g->ow;
                 int row = py * pool->stride + wy - oy0;
                 if (row >= 0 && row < nb)
-                    d[(size_t)row * wp + (size_t)px * pool->stride + (size_t)off] = dy[at + px];
+                    d[(size_t)row * wp + (size_t)px * pool->stride + (size_t)off] =
+                        !relu_y || relu_y[at + px] > 0.0f ? dy[at + px] : 0.0f;
             }
         }
     }
@@ -351,7 +353,7 @@ static inline void filter_taps(const float *dband, size_t dstride, const float *
 int NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_input x, const float *dy,
                                             float *dwt, float *dbias, int n0, int n1, int f0,
                                             int f1, int accumulate, const pool_geom *pool,
-                                            const int32_t *argmax)
+                                            const int32_t *argmax, const float *relu_y)
 {
     int wp = g->w + 2 * g->pad, taps = g->kh * g->kw, nblocks = (f1 - f0 + FB - 1) / FB;
     /* the same bands with or without a pool: the same summation order, the same result */
@@ -382,7 +384,7 @@ int NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_input x, con
             for (int fb = f0; fb < f1; fb += FB) {
                 int nf = f1 - fb < FB ? f1 - fb : FB;
                 vf *pb = part + (size_t)((fb - f0) / FB) * pblock;
-                dy_band(g, dy, pool, argmax, n, fb, nf, oy0, nb, wp, dstride, dband);
+                dy_band(g, dy, pool, argmax, relu_y, n, fb, nf, oy0, nb, wp, dstride, dband);
                 for (int f = 0; f < nf; f++) {   /* lane-wise: the band is zero where dy is not */
                     vf *bs = bsum + (size_t)((fb - f0) / FB) * FB + f;
                     for (int q = 0; q < Q; q += VL)

@@ -66,30 +66,41 @@ static inline void maxpool2_row(const float *r0, const float *r1, float *y, int3
 
 /* The gradient of POOL2_BLOCK windows, spread back over their two input rows d0 and d1: each
  * window's gy goes to the one of its four places that argmax a names (corner numbers the first
- * window's top left), zeros to the other three. Branch-free, like maxpool2_block. */
-static inline void unpool2_block(const float *gy, const int32_t *a, float *d0, float *d1, int w,
-                                 int32_t corner)
+ * window's top left), zeros to the other three. With a relu after the pool, ry is its output
+ * (the pooled one) and a window's gradient passes where ry > 0, as relu_backward's (else ry is
+ * NULL). Branch-free, like maxpool2_block. */
+static inline void unpool2_block(const float *gy, const float *ry, const int32_t *a, float *d0,
+                                 float *d1, int w, int32_t corner)
 {
+    float g[POOL2_BLOCK];
+    if (ry) {
+#pragma omp simd
+        for (int ox = 0; ox < POOL2_BLOCK; ox++)
+            g[ox] = ry[ox] > 0.0f ? gy[ox] : 0.0f;
+    } else {
+        for (int ox = 0; ox < POOL2_BLOCK; ox++)
+            g[ox] = gy[ox];
+    }
 #pragma omp simd
     for (int ox = 0; ox < POOL2_BLOCK; ox++) {
         int32_t k = a[ox] - corner - 2 * ox;
-        d0[2 * ox] = k == 0 ? gy[ox] : 0.0f;
-        d0[2 * ox + 1] = k == 1 ? gy[ox] : 0.0f;
-        d1[2 * ox] = k == w ? gy[ox] : 0.0f;
-        d1[2 * ox + 1] = k == w + 1 ? gy[ox] : 0.0f;
+        d0[2 * ox] = k == 0 ? g[ox] : 0.0f;
+        d0[2 * ox + 1] = k == 1 ? g[ox] : 0.0f;
+        d1[2 * ox] = k == w ? g[ox] : 0.0f;
+        d1[2 * ox + 1] = k == w + 1 ? g[ox] : 0.0f;
     }
 }
 
-/* One row of ow windows, as maxpool2_row goes over them. */
-static inline void unpool2_row(const float *gy, const int32_t *a, float *d0, float *d1, int ow,
-                               int w, int32_t corner)
+/* One row of ow windows, as maxpool2_row goes over them (ry: as unpool2_block's). */
+static inline void unpool2_row(const float *gy, const float *ry, const int32_t *a, float *d0,
+                               float *d1, int ow, int w, int32_t corner)
 {
     if (ow < POOL2_BLOCK) {
-        float tg[POOL2_BLOCK] = {0}, t0[2 * POOL2_BLOCK], t1[2 * POOL2_BLOCK];
+        float tg[POOL2_BLOCK] = {0}, tr[POOL2_BLOCK] = {0}, t0[2 * POOL2_BLOCK], t1[2 * POOL2_BLOCK];
         int32_t ta[POOL2_BLOCK] = {0};
         for (int i = 0; i < ow; i++)
-            tg[i] = gy[i], ta[i] = a[i];
-        unpool2_block(tg, ta, t0, t1, w, corner);
+            tg[i] = gy[i], tr[i] = ry ? ry[i] : 0.0f, ta[i] = a[i];
+        unpool2_block(tg, ry ? tr : NULL, ta, t0, t1, w, corner);
         for (int i = 0; i < 2 * ow; i++)
             d0[i] = t0[i], d1[i] = t1[i];
         return;
@@ -97,7 +108,8 @@ static inline void unpool2_row(const float *gy, const int32_t *a, float *d0, flo
     for (int ox = 0;; ox += POOL2_BLOCK) {
         if (ox + POOL2_BLOCK > ow)
             ox = ow - POOL2_BLOCK;
-        unpool2_block(gy + ox, a + ox, d0 + 2 * ox, d1 + 2 * ox, w, corner + 2 * ox);
+        unpool2_block(gy + ox, ry ? ry + ox : NULL, a + ox, d0 + 2 * ox, d1 + 2 * ox, w,
+                      corner + 2 * ox);
         if (ox + POOL2_BLOCK == ow)
             return;
     }

@@ -669,6 +669,12 @@ TEST(ops_conv_maxpool_fused_matches_separate)
                 CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + 6)), "filter gradient, %dx%d, "
                        "input %d, relu %d", pools[k], pools[k], in, relu);
             }
+            /* from the second sample on: the arrays are indexed by sample, not from n0 */
+            ops_conv2d_backward_filter(&g, x.f, dx, dw1, dw1 + nw, 1, n, 0, 6, 0);
+            ops_conv2d_backward_maxpool(&g, x.in[0], &p, relu ? y2 : NULL, dy, a2, NULL, dw2,
+                                        dw2 + nw, NULL, 1, n, 0);
+            CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + 6)), "filter gradient of samples 1.., "
+                   "%dx%d, relu %d", pools[k], pools[k], relu);
         }
         byte_samples_free(&x);
         free(w), free(y), free(dx), free(y1), free(y2), free(dy), free(dyr), free(bias);

@@ -2,6 +2,9 @@
  * the runtime parallelises). Prints:
  *   bench ops peak_gflops_per_core=X isa=NAME
  *   bench ops CASE gflops=X peak_pct=Y
+ *   bench ops fused_backward_SHAPE relu_copy_pct=X argmax_scatter_pct=Y: what a relu and the
+ *   pooled gradient's scatter cost the fused convolution + max-pool backward (GFLOP/s count a
+ *   direct convolution's multiply-adds, so the Winograd cases pass 100% of the peak)
  * Usage: bench_ops [seconds-per-case [only-cases-named-with-this]]
  *        bench_ops --peak THREADS: the FMA peak of THREADS cores at once, in GFLOP/s (one number;
  *        ./build.sh bench train compares whole training runs with it). */
@@ -129,6 +132,68 @@ static void bench_conv(int c, int h, int w, int f, int pad, int n)
         free(cc.db);
 }
 
+/* The backward of a convolution fused with its 2x2 max-pool (and relu), taken apart: with the
+ * relu's masked scratch copy, without it, and the plain backward of the same convolution on a
+ * whole (unpooled) output gradient, the same multiply-adds with no argmax to follow. The
+ * differences say what removing the copy, and the pooled gradient's scatter, could gain. */
+typedef struct fused_case {
+    conv_geom g;
+    pool_geom p;
+    int n, part;
+    int32_t *argmax;
+    float *x, *w, *b, *y, *dy, *dy_full, *dx, *dw, *db;
+} fused_case;
+
+static void run_fused(void *arg)
+{
+    fused_case *c = arg;
+    conv_input x = {c->x, NULL, 0};
+    float *dx = conv_pool_fusable_with_input_gradient(&c->g, &c->p) ? c->dx : NULL;
+    if (c->part == 2)
+        ops_conv2d_backward(&c->g, x, c->dy_full, c->w, c->dw, c->db, dx, 0, c->n);
+    else
+        ops_conv2d_backward_maxpool(&c->g, x, &c->p, c->part == 0 ? c->y : NULL, c->dy,
+                                    c->argmax, c->w, c->dw, c->db, dx, 0, c->n, 0);
+}
+
+static void bench_fused_backward(int c, int h, int w, int f, int pad, int n)
+{
+    fused_case fc = {.n = n};
+    conv_geom_init(&fc.g, c, h, w, f, 3, 3, 1, pad);
+    pool_geom_init(&fc.p, f, fc.g.oh, fc.g.ow, 2, 2);
+    if (!conv_pool_fusable(&fc.g, &fc.p))
+        return;
+    size_t in = (size_t)n * c * h * w, out = (size_t)n * f * fc.g.oh * fc.g.ow;
+    size_t pooled = (size_t)n * f * fc.p.oh * fc.p.ow;
+    fc.x = randoms(in), fc.dx = randoms(in), fc.dy_full = randoms(out);
+    fc.y = randoms(pooled), fc.dy = randoms(pooled);
+    fc.argmax = malloc(pooled * sizeof *fc.argmax);
+    fc.w = randoms((size_t)f * 9 * c), fc.dw = randoms((size_t)f * 9 * c);
+    fc.b = randoms((size_t)f), fc.db = randoms((size_t)f);
+    ops_conv2d_forward_maxpool(&fc.g, (conv_input){fc.x, NULL, 0}, fc.w, fc.b, &fc.p, 1, fc.y,
+                               fc.argmax, 0, n);
+    int with_dx = conv_pool_fusable_with_input_gradient(&fc.g, &fc.p);
+    double flops = 2.0 * out * c * 9 * (with_dx ? 2 : 1), ms[3];
+    static const char *part[] = {"relu_maxpool", "maxpool", "unpooled"};
+    char name[128];
+    for (fc.part = 0; fc.part < 3; fc.part++) {
+        snprintf(name, sizeof name, "fused_backward_%dx%dx%d_f%d_batch%d_%s", h, w, c, f, n,
+                 part[fc.part]);
+        if (only && !strstr(name, only))
+            return;
+        double ref, gflops = measure(run_fused, &fc, flops, &ref);
+        ms[fc.part] = flops / gflops * 1e-6;
+        printf("bench ops %s%s ms=%.3f gflops=%.2f peak_pct=%.1f\n", name, with_dx ? "_dx" : "",
+               ms[fc.part], gflops, 100.0 * gflops / ref);
+    }
+    printf("bench ops fused_backward_%dx%dx%d_f%d relu_copy_pct=%.1f argmax_scatter_pct=%.1f "
+           "(of the fused backward's time)\n", h, w, c, f, 100 * (ms[0] - ms[1]) / ms[0],
+           100 * (ms[1] - ms[2]) / ms[0]);
+    fflush(stdout);
+    free(fc.x), free(fc.dx), free(fc.dy_full), free(fc.y), free(fc.dy), free(fc.argmax);
+    free(fc.w), free(fc.dw), free(fc.b), free(fc.db);
+}
+
 static void *peak_thread(void *out)
 {
     *(double *)out = ops_peak_gflops(ops_isa_active(), 0.5);
@@ -180,6 +245,12 @@ int main(int argc, char **argv)
     bench_conv(32, 32, 32, 32, 1, 4);
     bench_conv(32, 16, 16, 64, 1, 4);
     bench_conv(64, 8, 8, 128, 1, 4);
+    bench_fused_backward(3, 270, 360, 4, 0, 2);   /* DAHL 270x360x3's first layer */
+    bench_fused_backward(1, 28, 28, 4, 0, 32);    /* DAHL 28x28x1's */
+    bench_fused_backward(3, 32, 32, 16, 1, 8);    /* cifar-shaped's first */
+    bench_fused_backward(16, 16, 16, 32, 1, 8);   /* cifar-shaped's second */
+    bench_fused_backward(1, 28, 28, 64, 1, 8);    /* wide-28's first */
+    bench_fused_backward(64, 14, 14, 128, 1, 4);  /* wide-28's second */
     printf("bench ops peak_gflops_per_core_max=%.2f (highest seen during the run)\n", peak);
     return 0;
 }
