@@ -359,13 +359,13 @@ int launch_prepare(launch_plan *p, const launch_request *rq, launch_getenv_fn ge
         return fail(err, errlen, "launcher environment: %s", why);
     const char *unused = not_launched(p, rq);
     if (unused) {
-        if (p->env.kind != LAUNCH_NONE || p->env.note[0]) {
+        if (p->env.kind != LAUNCH_NONE)
             fprintf(out, "launch: %s rank %d of %d found, not used: %s\n",
                     launch_env_kind_name(p->env.kind), p->env.rank, p->env.size, unused);
-            if (p->env.note[0])
-                fprintf(out, "launch: %s\n", p->env.note);
+        if (p->env.note[0])   /* a Slurm batch script, not srun */
+            fprintf(out, "launch: %s\n", p->env.note);
+        if (p->env.kind != LAUNCH_NONE || p->env.note[0])
             write_json(p, rq, unused);
-        }
         return 0;
     }
     if (read_job(p, job, overrides, err, errlen))

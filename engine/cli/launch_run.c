@@ -12,6 +12,16 @@
 #include <string.h>
 #include <unistd.h>
 
+int launch_run_join(node_options *o)
+{
+    signals_install_leaving();
+    o->stop = &signals_stop;
+    int rc = node_run(o);
+    int sig = atomic_load(&signals_stop);
+    signals_restore();
+    return sig ? 128 + sig : rc;
+}
+
 /* A rank other than 0 of a sync or average run: frugal join, with this command's --workers
  * and --devices. */
 static int run_node(const launch_plan *p, const run_options *o)
@@ -29,12 +39,7 @@ static int run_node(const launch_plan *p, const run_options *o)
         fprintf(stderr, "frugal train: --devices %s: expected %s\n", no.devices, CONFIG_DEVICES);
         return 2;
     }
-    signals_install_leaving();
-    no.stop = &signals_stop;
-    int rc = node_run(&no);
-    int sig = atomic_load(&signals_stop);
-    signals_restore();
-    return sig ? 128 + sig : rc;
+    return launch_run_join(&no);
 }
 
 /* Rank 0 (and, in a gossip run, every rank): run_train with the plan's addresses and key; in
@@ -51,7 +56,8 @@ static int run_ranked(const launch_plan *p, run_options *o)
             fprintf(stderr, "frugal train: out of memory\n");
             return 1;
         }
-        memcpy(sets, o->overrides, (size_t)n * sizeof *sets);
+        if (n)
+            memcpy(sets, o->overrides, (size_t)n * sizeof *sets);
         snprintf(output, sizeof output, "job.output=%s/peer-%d", p->output, p->env.rank);
         sets[n] = output;
         o->overrides = sets;

@@ -7,8 +7,11 @@
 
 #include "engine/cli/launch.h"
 #include "engine/cli/run.h"
+#include "engine/cluster/node.h"
 
 /* What run_train returns (a node: what frugal join does); signals caught while it runs. */
 int launch_run_train(run_options *o, const launch_request *rq);
+/* node_run with signals caught (the first one leaves): frugal join, and a launched node. */
+int launch_run_join(node_options *o);
 
 #endif

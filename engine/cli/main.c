@@ -274,12 +274,7 @@ static int cmd_join(int argc, char **argv)
     }
     if (o.workers < 1)
         o.workers = 1;
-    signals_install_leaving();
-    o.stop = &signals_stop;
-    int rc = node_run(&o);
-    int sig = atomic_load(&signals_stop);
-    signals_restore();
-    return sig ? 128 + sig : rc;
+    return launch_run_join(&o);
 }
 
 /* The command that continues this run: this one, quoted for a shell, with --resume instead of
