@@ -511,6 +511,32 @@ TEST(ops_dense_small_and_gemm_paths_agree)
     free(x), free(w), free(b), free(dy);
 }
 
+/* A sample's dense outputs on the few-sample path are the same bits whichever samples share
+ * its chunk: the cluster's byte-identical weights depend on it (a kernel that took samples in
+ * pairs would have to keep each one's order). Inputs past a tile (2048) and a tail, 10 outputs
+ * (two groups of 4 and 2 alone), every kernel path. */
+TEST(ops_dense_few_samples_same_bits_in_any_chunk)
+{
+    ops_rng r;
+    ops_rng_seed(&r, 23);
+    enum { N = 5, IN = 2048 + 77, OUT = 10 };
+    float *x = random_floats(&r, (long)N * IN, 1), *w = random_floats(&r, (long)OUT * IN, 1);
+    float *b = random_floats(&r, OUT, 1), y1[N * OUT], y2[N * OUT];
+    ops_isa was = ops_isa_active();
+    for (ops_isa isa = OPS_ISA_PORTABLE; isa <= ops_isa_supported(); isa++) {
+        ops_isa_set(isa);
+        dense_forward(IN, OUT, x, w, b, y1, 0, N);
+        for (int s = 0; s < N; s++)
+            dense_forward(IN, OUT, x, w, b, y2, s, s + 1);
+        CHECKF(!memcmp(y1, y2, sizeof y1), "path %s", ops_isa_name(isa));
+        dense_forward(IN, OUT, x, w, b, y2, 1, N);
+        CHECKF(!memcmp(y1 + OUT, y2 + OUT, sizeof y1 - OUT * sizeof *y1), "path %s, from 1",
+               ops_isa_name(isa));
+    }
+    ops_isa_set(was);
+    free(x), free(w), free(b);
+}
+
 /* The 2x2 stride-2 fast path on odd shapes (an uncovered last row and column) and on ties (the
  * first maximum in the window wins, as in PyTorch), against a naive reference. */
 TEST(ops_pool_2x2_odd_shapes_and_ties)
