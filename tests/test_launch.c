@@ -373,6 +373,53 @@ TEST(launch_slurm_ranks_train_as_one_machine)
     CHECKF(access(a, F_OK) != 0, "%s is left", a);
 }
 
+static void slurm2_vars(int r, char v[8][200])
+{
+    snprintf(v[0], 200, "SLURM_PROCID=%d", r);
+    snprintf(v[1], 200, "SLURM_STEP_NUM_TASKS=2");
+    snprintf(v[2], 200, "SLURM_STEP_NODELIST=127.0.0.[1-2]");
+    snprintf(v[3], 200, "SLURMD_NODENAME=127.0.0.%d", r + 1);
+    snprintf(v[4], 200, "SLURM_JOB_ID=%d", getpid());
+    snprintf(v[5], 200, "SLURM_STEP_ID=1");
+}
+
+/* Machines' own identities in a launched run: each node proves the identity --identity names
+ * (a file on its own host), rank 0 admits those its --allow file lists; without a launcher
+ * --identity on frugal train is refused. */
+TEST(launch_nodes_prove_their_identities)
+{
+    const char *j = job("launch-id.cfg", "");
+    char id[800], pub[820], line[400], allow[800], port[16], o[800], dir[800];
+    snprintf(id, sizeof id, "%s", test_tmp("launch-node.id"));
+    unlink(id);
+    snprintf(pub, sizeof pub, "%s.pub", id);
+    unlink(pub);
+    CHECKF(FRUGAL(out, "keygen", "--identity", id) == 0, "%s", out);
+    char *space = strrchr(test_read_text(pub, line, sizeof line), ' ');
+    CHECKF(space != NULL, "%s", line);
+    if (!space)
+        return;
+    snprintf(space, sizeof line - (size_t)(space - line), " rack-2-node\n");
+    snprintf(allow, sizeof allow, "%s", test_tmp("launch-allow"));
+    test_write_text(allow, "%s", line);
+    snprintf(port, sizeof port, "%d", test_port(28));
+    snprintf(o, sizeof o, "job.output=%s", test_tmp("launch-id"));
+    snprintf(dir, sizeof dir, "%s", test_tmp("id-rendezvous"));
+    int rc = run_ranks("ids", 2, slurm2_vars,
+                       (const char *const[]){"train", j, "--set", o, "--port", port, "--rendezvous",
+                                             dir, "--identity", id, "--allow", allow, "--overwrite",
+                                             NULL});
+    CHECKF(rc == 0 && strstr(out, "launch: this node proves its identity ") &&
+           strstr(out, "rack-2-node [id ") && strstr(out, "chunks computed"), "%s", out);
+    char path[800], summary[1 << 15];
+    snprintf(path, sizeof path, "%s/summary.json", test_tmp("launch-id"));
+    CHECKF(strstr(test_read_text(path, summary, sizeof summary), "\"identities\": true"), "%s",
+           summary);
+    rc = FRUGAL(out, "train", j, "--set", o, "--identity", id);
+    CHECKF(rc == 1 && strstr(out, "--identity is for the nodes of a launched run (no launcher)"),
+           "%d: %s", rc, out);
+}
+
 static void openmpi_vars(int r, char v[8][200])
 {
     snprintf(v[0], 200, "OMPI_COMM_WORLD_RANK=%d", r);

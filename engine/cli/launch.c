@@ -276,6 +276,7 @@ static void write_json(launch_plan *p, const launch_request *rq, const char *unu
         json_string(f, p->listen);
         fputs(", \"key\": ", f);
         json_string(f, rq->key ? "--key" : "made by rank 0");
+        fprintf(f, ", \"identities\": %s", rq->identity ? "true" : "false");
         fputs(", \"key_file\": ", f);
         json_string(f, p->key_path);
     }
@@ -311,6 +312,8 @@ static void say(const launch_plan *p, const launch_request *rq, FILE *out)
                 e->rank ? ", introduced by rank 0 at " : " (rank 0)", e->rank ? p->coordinator : "");
     fprintf(out, "launch: key %s%s\n", rq->key ? "given: " : p->key_made ? "made by this rank: "
             : "made by rank 0: ", p->key_path);
+    if (rq->identity && p->role == LAUNCH_NODE)
+        fprintf(out, "launch: this node proves its identity %s\n", rq->identity);
     if (e->local_size > 1 && !one_host(e))
         fprintf(out, "launch: warning: %d ranks on this host, each using every core: ask the "
                 "launcher for one task per host\n", e->local_size);
@@ -358,6 +361,9 @@ int launch_prepare(launch_plan *p, const launch_request *rq, launch_getenv_fn ge
                          : launch_env_read(&p->env, why, sizeof why)))
         return fail(err, errlen, "launcher environment: %s", why);
     const char *unused = not_launched(p, rq);
+    if (unused && rq->identity)
+        return fail(err, errlen, "--identity is for the nodes of a launched run (%s); a node "
+                    "started by hand: frugal join --identity", unused);
     if (unused) {
         if (p->env.kind != LAUNCH_NONE)
             fprintf(out, "launch: %s rank %d of %d found, not used: %s\n",
@@ -370,6 +376,9 @@ int launch_prepare(launch_plan *p, const launch_request *rq, launch_getenv_fn ge
     }
     if (read_job(p, job, overrides, err, errlen))
         return -1;
+    if (rq->identity && p->mode == CLUSTER_GOSSIP)
+        return fail(err, errlen, "--identity is a node's (a sync or average run): every gossip "
+                    "peer holds the key");
     p->role = p->mode == CLUSTER_GOSSIP ? LAUNCH_PEER : p->env.rank ? LAUNCH_NODE
                                                                     : LAUNCH_COORDINATOR;
     p->wait_for = p->role == LAUNCH_COORDINATOR ? p->env.size - 1 : 0;

@@ -21,6 +21,7 @@ typedef struct launch_request {    /* from frugal train's command line */
     double wait_s;                 /* --launch-timeout S, or 0: LAUNCH_WAIT_S */
     int off;                       /* --launcher none */
     const char *manual;            /* "--listen" or "--peer" when given (they win), or NULL */
+    const char *identity;          /* --identity FILE: each node's own (rank 0 takes --allow) */
 } launch_request;
 
 typedef enum launch_role {

@@ -22,11 +22,12 @@ int launch_run_join(node_options *o)
     return sig ? 128 + sig : rc;
 }
 
-/* A rank other than 0 of a sync or average run: frugal join, with this command's --workers
- * and --devices. */
-static int run_node(const launch_plan *p, const run_options *o)
+/* A rank other than 0 of a sync or average run: frugal join, with this command's --workers,
+ * --devices and --identity. */
+static int run_node(const launch_plan *p, const run_options *o, const launch_request *rq)
 {
     node_options no = {.coordinator = p->coordinator, .key_path = p->key_path,
+                       .identity_path = rq->identity,
                        .workers = (int)sysconf(_SC_NPROCESSORS_ONLN),
                        .devices = launch_override(o->overrides, "execution.devices"),
                        .timeout_s = o->timeout_s > 0 ? o->timeout_s : 10,
@@ -44,7 +45,7 @@ static int run_node(const launch_plan *p, const run_options *o)
 
 /* Rank 0 (and, in a gossip run, every rank): run_train with the plan's addresses and key; in
  * an OAR job, the other hosts started first and waited for after. */
-static int run_ranked(const launch_plan *p, run_options *o)
+static int run_ranked(const launch_plan *p, run_options *o, const launch_request *rq)
 {
     const char **sets = NULL;
     char output[700];
@@ -72,7 +73,7 @@ static int run_ranked(const launch_plan *p, run_options *o)
     launch_children children = {0};
     char err[1024];
     int rc = 0;
-    if (p->env.kind == LAUNCH_OAR && launch_spawn(&children, p, o, o->out, err, sizeof err)) {
+    if (p->env.kind == LAUNCH_OAR && launch_spawn(&children, p, o, rq, o->out, err, sizeof err)) {
         fprintf(stderr, "frugal train: %s\n", err);
         rc = 1;
     }
@@ -101,7 +102,7 @@ int launch_run_train(run_options *o, const launch_request *rq)
         rc = run_train(o);
         signals_restore();
     } else {
-        rc = p.role == LAUNCH_NODE ? run_node(&p, o) : run_ranked(&p, o);
+        rc = p.role == LAUNCH_NODE ? run_node(&p, o, rq) : run_ranked(&p, o, rq);
     }
     launch_finish(&p);
     return rc;

@@ -22,8 +22,8 @@ static void option(FILE *f, const char *name, const char *value)
     text_shell_word(f, value);
 }
 
-char *launch_spawn_command(const launch_plan *p, const run_options *o, int r, const char *bin,
-                           const char *cwd)
+char *launch_spawn_command(const launch_plan *p, const run_options *o, const launch_request *rq,
+                           int r, const char *bin, const char *cwd)
 {
     char *text = NULL, number[32];
     size_t len;
@@ -58,6 +58,8 @@ char *launch_spawn_command(const launch_plan *p, const run_options *o, int r, co
             option(f, "--workers", workers);
         if (devices)
             option(f, "--devices", devices);
+        if (rq->identity)   /* a path: each host reads its own file there */
+            option(f, "--identity", rq->identity);
     }
     if (o->timeout_s > 0) {
         snprintf(number, sizeof number, "%g", o->timeout_s);
@@ -95,8 +97,8 @@ static pid_t start(const char *host, char *command)
 
 static _Atomic int stop_now = SIGTERM;   /* a start failed: stop those started */
 
-int launch_spawn(launch_children *c, const launch_plan *p, const run_options *o, FILE *out,
-                 char *err, size_t errlen)
+int launch_spawn(launch_children *c, const launch_plan *p, const run_options *o,
+                 const launch_request *rq, FILE *out, char *err, size_t errlen)
 {
     char bin[PATH_MAX], cwd[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", bin, sizeof bin - 1);
@@ -109,7 +111,7 @@ int launch_spawn(launch_children *c, const launch_plan *p, const run_options *o,
     bin[len] = 0;
     c->pid = calloc((size_t)p->env.size, sizeof *c->pid);
     for (int r = 1; c->pid && r < p->env.size; r++) {
-        char *command = launch_spawn_command(p, o, r, bin, cwd);
+        char *command = launch_spawn_command(p, o, rq, r, bin, cwd);
         pid_t pid = command ? start(p->env.hosts.name[r], command) : -1;
         if (pid > 0)
             fprintf(out, "launch: started rank %d on %s: %s\n", r, p->env.hosts.name[r], command);

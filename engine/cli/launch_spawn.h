@@ -20,15 +20,15 @@ typedef struct launch_children {
 
 /* Starts ranks 1.. of the plan (o: the run as rank 0 runs it). 0, or -1 with err (those started
  * are stopped). */
-int launch_spawn(launch_children *c, const launch_plan *p, const run_options *o, FILE *out,
-                 char *err, size_t errlen);
+int launch_spawn(launch_children *c, const launch_plan *p, const run_options *o,
+                 const launch_request *rq, FILE *out, char *err, size_t errlen);
 /* Waits for every one to end: a gossip peer as long as it trains, a node LAUNCH_NODES_END_S
  * at most (then SIGTERM); a stop (a signal here) is passed on. Each end is said on out. 0 when
  * every one ended with status 0. Frees c. */
 int launch_spawn_wait(launch_children *c, int gossip, const _Atomic int *stop, FILE *out);
 
 /* The command line rank r runs on its host (malloc'd), for a shell: `cd DIR && exec BIN ...`. */
-char *launch_spawn_command(const launch_plan *p, const run_options *o, int r, const char *bin,
-                           const char *cwd);
+char *launch_spawn_command(const launch_plan *p, const run_options *o, const launch_request *rq,
+                           int r, const char *bin, const char *cwd);
 
 #endif

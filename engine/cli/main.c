@@ -51,8 +51,9 @@ static int usage(FILE *f)
                "            started by srun, mpirun or inside an OAR job: rank 0 coordinates (or\n"
                "            every rank is a gossip peer) and the others join it, with no other\n"
                "            command ([--port P] [--rendezvous DIR] [--launch-timeout S]\n"
-               "            [--launcher auto|none]; --key FILE, else rank 0 makes one in DIR,\n"
-               "            default .frugal-launch, which every host must share); docs/batch-systems.md\n"
+               "            [--launcher auto|none] [--identity FILE, each node's, with --allow];\n"
+               "            --key FILE, else rank 0 makes one in DIR, default .frugal-launch,\n"
+               "            which every host must share); docs/batch-systems.md\n"
                "  simulate SCENARIO.cfg [--set scenario.KEY=VALUE]... [-o DIR] [--search]\n"
                "            time, joules, gCO2e and bytes of a job on the scenario's machines\n"
                "            (simulated from their profiles; predicts cost, not accuracy); --search:\n"
@@ -337,6 +338,8 @@ static int cmd_train(int argc, char **argv)
             lr.manual = "--listen";
         } else if (!strcmp(argv[i], "--key") && has_value) {
             o.key = lr.key = argv[++i];
+        } else if (!strcmp(argv[i], "--identity") && has_value) {
+            lr.identity = argv[++i];
         } else if (!strcmp(argv[i], "--rendezvous") && has_value) {
             lr.rendezvous = argv[++i];
         } else if (!strcmp(argv[i], "--launch-timeout") && has_value) {
