@@ -327,15 +327,16 @@ static void single(const char *jobpath, const char *name)
 }
 
 static char slurm_port[16], rendezvous[800], output_set[800];
+static int slurm_tasks;   /* a task per host 127.0.0.1.. (the step's id is their number) */
 
 static void slurm_vars(int r, char v[8][200])
 {
     snprintf(v[0], 200, "SLURM_PROCID=%d", r);
-    snprintf(v[1], 200, "SLURM_STEP_NUM_TASKS=3");
-    snprintf(v[2], 200, "SLURM_STEP_NODELIST=127.0.0.[1-3]");
+    snprintf(v[1], 200, "SLURM_STEP_NUM_TASKS=%d", slurm_tasks);
+    snprintf(v[2], 200, "SLURM_STEP_NODELIST=127.0.0.[1-%d]", slurm_tasks);
     snprintf(v[3], 200, "SLURMD_NODENAME=127.0.0.%d", r + 1);
     snprintf(v[4], 200, "SLURM_JOB_ID=%d", getpid());
-    snprintf(v[5], 200, "SLURM_STEP_ID=0");
+    snprintf(v[5], 200, "SLURM_STEP_ID=%d", slurm_tasks);
 }
 
 /* srun -N 3 frugal train JOB: rank 0 coordinates on its host, the others join it with the key
@@ -347,6 +348,7 @@ TEST(launch_slurm_ranks_train_as_one_machine)
     snprintf(slurm_port, sizeof slurm_port, "%d", test_port(20));
     snprintf(rendezvous, sizeof rendezvous, "%s", test_tmp("slurm-rendezvous"));
     snprintf(output_set, sizeof output_set, "job.output=%s", test_tmp("launch-slurm"));
+    slurm_tasks = 3;
     int rc = run_ranks("slurm", 3, slurm_vars,
                        (const char *const[]){"train", j, "--set", output_set, "--port", slurm_port,
                                              "--rendezvous", rendezvous, "--overwrite", NULL});
@@ -368,19 +370,10 @@ TEST(launch_slurm_ranks_train_as_one_machine)
            strstr(summary, "\"hosts\": [\"127.0.0.1\", \"127.0.0.2\", \"127.0.0.3\"]") &&
            strstr(summary, "\"role\": \"coordinator\"") && strstr(summary, "\"port_from\": \"--port\"") &&
            strstr(summary, "\"weights_as_one_machine\": true"), "%s", summary);
-    /* the key rank 0 made is gone with the run */
-    snprintf(a, sizeof a, "%s/slurm-%d.0.key", rendezvous, getpid());
-    CHECKF(access(a, F_OK) != 0, "%s is left", a);
-}
-
-static void slurm2_vars(int r, char v[8][200])
-{
-    snprintf(v[0], 200, "SLURM_PROCID=%d", r);
-    snprintf(v[1], 200, "SLURM_STEP_NUM_TASKS=2");
-    snprintf(v[2], 200, "SLURM_STEP_NODELIST=127.0.0.[1-2]");
-    snprintf(v[3], 200, "SLURMD_NODENAME=127.0.0.%d", r + 1);
-    snprintf(v[4], 200, "SLURM_JOB_ID=%d", getpid());
-    snprintf(v[5], 200, "SLURM_STEP_ID=1");
+    /* the key rank 0 made (where it said) is gone with the run */
+    const char *said = strstr(out, "launch: key made by this rank: ");
+    CHECK(said && sscanf(said + strlen("launch: key made by this rank: "), "%899s", a) == 1);
+    CHECKF(strstr(a, "/slurm-rendezvous/slurm-") && access(a, F_OK) != 0, "%s is left", a);
 }
 
 /* Machines' own identities in a launched run: each node proves the identity --identity names
@@ -405,7 +398,8 @@ TEST(launch_nodes_prove_their_identities)
     snprintf(port, sizeof port, "%d", test_port(28));
     snprintf(o, sizeof o, "job.output=%s", test_tmp("launch-id"));
     snprintf(dir, sizeof dir, "%s", test_tmp("id-rendezvous"));
-    int rc = run_ranks("ids", 2, slurm2_vars,
+    slurm_tasks = 2;
+    int rc = run_ranks("ids", 2, slurm_vars,
                        (const char *const[]){"train", j, "--set", o, "--port", port, "--rendezvous",
                                              dir, "--identity", id, "--allow", allow, "--overwrite",
                                              NULL});
