@@ -306,17 +306,29 @@ static int run_ranks(const char *name, int n, rank_vars vars, const char *const 
     return ok ? 0 : 1;
 }
 
-static void same_bytes(const char *a, const char *b)
+/* The model.bin of runs a and b (test_tmp names), byte for byte. */
+static void same_model(const char *a, const char *b)
 {
     static char da[1 << 20], db[1 << 20];
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    char pa[800], pb[800];
+    snprintf(pa, sizeof pa, "%s/model.bin", test_tmp(a));
+    snprintf(pb, sizeof pb, "%s/model.bin", test_tmp(b));
+    FILE *fa = fopen(pa, "rb"), *fb = fopen(pb, "rb");
     size_t na = fa ? fread(da, 1, sizeof da, fa) : 0, nb = fb ? fread(db, 1, sizeof db, fb) : 0;
-    CHECKF(na > 0 && na == nb && !memcmp(da, db, na), "%s and %s differ (%zu and %zu bytes)", a,
-           b, na, nb);
+    CHECKF(na > 0 && na == nb && !memcmp(da, db, na), "%s and %s differ (%zu and %zu bytes)", pa,
+           pb, na, nb);
     if (fa)
         fclose(fa);
     if (fb)
         fclose(fb);
+}
+
+/* Run `name`'s summary.json (a test_tmp name, with its sub-folder if any), in buf. */
+static char *summary_of(const char *name, char *buf, size_t n)
+{
+    char path[800];
+    snprintf(path, sizeof path, "%s/summary.json", test_tmp(name));
+    return test_read_text(path, buf, n);
 }
 
 static void single(const char *jobpath, const char *name)
@@ -358,13 +370,9 @@ TEST(launch_slurm_ranks_train_as_one_machine)
            strstr(out, "launch: the coordinator, listening at 127.0.0.1:") &&
            strstr(out, "waiting for 2 nodes") && strstr(out, "launch: a node of the coordinator at 127.0.0.1:") &&
            strstr(out, "launch: key made by this rank: ") && strstr(out, "chunks computed"), "%s", out);
-    char a[900], b[800];
-    snprintf(a, sizeof a, "%s/model.bin", test_tmp("launch-single"));
-    snprintf(b, sizeof b, "%s/model.bin", test_tmp("launch-slurm"));
-    same_bytes(a, b);
-    char summary[1 << 15];
-    snprintf(a, sizeof a, "%s/summary.json", test_tmp("launch-slurm"));
-    test_read_text(a, summary, sizeof summary);
+    same_model("launch-single", "launch-slurm");
+    char a[900], summary[1 << 15];
+    summary_of("launch-slurm", summary, sizeof summary);
     CHECKF(strstr(summary, "\"launch\": {\"launcher\": \"slurm\"") &&
            strstr(summary, "\"used\": true, \"rank\": 0, \"ranks\": 3") &&
            strstr(summary, "\"hosts\": [\"127.0.0.1\", \"127.0.0.2\", \"127.0.0.3\"]") &&
@@ -405,9 +413,8 @@ TEST(launch_nodes_prove_their_identities)
                                              NULL});
     CHECKF(rc == 0 && strstr(out, "launch: this node proves its identity ") &&
            strstr(out, "rack-2-node [id ") && strstr(out, "chunks computed"), "%s", out);
-    char path[800], summary[1 << 15];
-    snprintf(path, sizeof path, "%s/summary.json", test_tmp("launch-id"));
-    CHECKF(strstr(test_read_text(path, summary, sizeof summary), "\"identities\": true"), "%s",
+    char summary[1 << 15];
+    CHECKF(strstr(summary_of("launch-id", summary, sizeof summary), "\"identities\": true"), "%s",
            summary);
     rc = FRUGAL(out, "train", j, "--set", o, "--identity", id);
     CHECKF(rc == 1 && strstr(out, "--identity is for the nodes of a launched run (no launcher)"),
@@ -439,9 +446,8 @@ TEST(launch_openmpi_ranks_average_with_the_key_given)
     CHECKF(strstr(out, "launch: openmpi (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, "
                        "OMPI_COMM_WORLD_LOCAL_SIZE): rank 1 of 2") &&
            strstr(out, "launch: key given: ") && strstr(out, "training finished"), "%s", out);
-    char path[800], summary[1 << 15];
-    snprintf(path, sizeof path, "%s/summary.json", test_tmp("launch-openmpi"));
-    test_read_text(path, summary, sizeof summary);
+    char summary[1 << 15];
+    summary_of("launch-openmpi", summary, sizeof summary);
     CHECKF(strstr(summary, "\"launcher\": \"openmpi\"") && strstr(summary, "\"key\": \"--key\"") &&
            strstr(summary, "\"mode\": \"average\""), "%s", summary);
     CHECK(access(".frugal-launch", F_OK) != 0);   /* nothing made where the tests run */
@@ -475,11 +481,11 @@ TEST(launch_pmi_ranks_are_gossip_peers)
     const char *avg = strstr(out, "gossip: the final model is the average of 2 peers' models");
     CHECKF(avg && strstr(avg + 1, "gossip: the final model is the average of 2 peers' models"), "%s", out);
     for (int r = 0; r < 2; r++) {
-        char path[800], summary[1 << 15];
-        snprintf(path, sizeof path, "%s/peer-%d/summary.json", test_tmp("launch-gossip"), r);
-        test_read_text(path, summary, sizeof summary);
+        char peer[64], summary[1 << 15];
+        snprintf(peer, sizeof peer, "launch-gossip/peer-%d", r);
+        summary_of(peer, summary, sizeof summary);
         CHECKF(strstr(summary, "\"launcher\": \"pmi\"") && strstr(summary, "\"role\": \"peer\"") &&
-               strstr(summary, "\"gossip\""), "%s: %s", path, summary);
+               strstr(summary, "\"gossip\""), "%s: %s", peer, summary);
     }
 }
 
@@ -512,13 +518,9 @@ TEST(launch_oar_job_starts_the_other_hosts)
            strstr(out, "chunks computed") &&
            strstr(out, "not in the node file"), "%s", out);
     CHECKF(!strstr(out, "--key frugal-key"), "%s", out);   /* the key's path, never the key */
-    char a[800], b[800];
-    snprintf(a, sizeof a, "%s/model.bin", test_tmp("launch-oar-single"));
-    snprintf(b, sizeof b, "%s/model.bin", test_tmp("launch-oar"));
-    same_bytes(a, b);
-    char summary[1 << 15];
-    snprintf(a, sizeof a, "%s/summary.json", test_tmp("launch-oar"));
-    test_read_text(a, summary, sizeof summary);
+    same_model("launch-oar-single", "launch-oar");
+    char a[800], summary[1 << 15];
+    summary_of("launch-oar", summary, sizeof summary);
     CHECKF(strstr(summary, "\"launcher\": \"oar\"") && strstr(summary, "\"FRUGAL_LAUNCH_RSH\""),
            "%s", summary);
 
@@ -572,9 +574,8 @@ TEST(launch_wrong_environment_fails_fast_and_command_line_wins)
                                                            "--key", key, "--overwrite", NULL});
     CHECKF(rc == 0 && strstr(out, "launch: slurm rank 1 of 2 found, not used: --listen given: it wins"),
            "%d: %s", rc, out);
-    char path[800], summary[1 << 15];
-    snprintf(path, sizeof path, "%s/summary.json", test_tmp("launch-wrong"));
-    CHECKF(strstr(test_read_text(path, summary, sizeof summary),
+    char summary[1 << 15];
+    CHECKF(strstr(summary_of("launch-wrong", summary, sizeof summary),
                   "\"used\": false, \"why\": \"--listen given: it wins\""), "%s", summary);
 
     rc = frugal_run(&(frugal_call){(uid_t)-1, (const char *const[]){"SLURM_PROCID=0", "SLURM_NTASKS=4",
@@ -671,8 +672,5 @@ TEST(launch_real_srun_trains_on_a_one_machine_slurm)
                        "rank 0 of 2 on fnode; hosts fnode") &&
            strstr(log, "launch: a node of the coordinator at 127.0.0.1:") &&
            strstr(log, "chunks computed"), "%s", log);
-    char a[900], b[900];
-    snprintf(a, sizeof a, "%s/model.bin", test_tmp("launch-srun-single"));
-    snprintf(b, sizeof b, "%s/model.bin", test_tmp("launch-srun"));
-    same_bytes(a, b);
+    same_model("launch-srun-single", "launch-srun");
 }

@@ -5,6 +5,7 @@
  *   launch_finish    rank 0 removes what it made */
 #include "engine/cli/launch.h"
 
+#include "common/clock.h"
 #include "common/input_file.h"
 #include "common/json.h"
 #include "engine/job/config.h"
@@ -184,15 +185,12 @@ static int publish_address(launch_plan *p, char *err, size_t errlen)
 static int wait_file(const launch_plan *p, const char *path, const char *what, time_t started,
                      char *err, size_t errlen)
 {
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = clock_now_s();
     for (;;) {
         struct stat st;
         if (!stat(path, &st) && st.st_mtime >= started - LAUNCH_STALE_S)
             return 0;
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if ((double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) > p->wait_s)
+        if (clock_now_s() - t0 > p->wait_s)
             return fail(err, errlen, "rank %d of %d: no %s from rank 0 at %s after %g s: is %s on "
                         "a file system every host shares (else --rendezvous DIR, or --key FILE "
                         "copied to every host), and did rank 0 start?", p->env.rank, p->env.size,

@@ -1,6 +1,7 @@
 /* Rank 0 of an OAR job starts the others through oarsh (launch_spawn.h). */
 #include "engine/cli/launch_spawn.h"
 
+#include "common/clock.h"
 #include "common/env_switches.h"
 #include "common/text.h"
 #include "engine/job/config.h"
@@ -13,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 static void option(FILE *f, const char *name, const char *value)
@@ -133,16 +133,9 @@ int launch_spawn(launch_children *c, const launch_plan *p, const run_options *o,
     return 0;
 }
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 int launch_spawn_wait(launch_children *c, int gossip, const _Atomic int *stop, FILE *out)
 {
-    double deadline = gossip ? INFINITY : now_s() + LAUNCH_NODES_END_S, kill_at = INFINITY;
+    double deadline = gossip ? INFINITY : clock_now_s() + LAUNCH_NODES_END_S, kill_at = INFINITY;
     int left = c->n, failed = 0;
     while (left) {
         for (int i = 0; i < c->n; i++) {
@@ -154,12 +147,12 @@ int launch_spawn_wait(launch_children *c, int gossip, const _Atomic int *stop, F
             failed |= code != 0;
             c->pid[i] = 0, left--;
         }
-        int ask = left && ((stop && atomic_load(stop)) || now_s() > deadline);
-        int sig = !ask ? 0 : kill_at == INFINITY ? SIGTERM : now_s() > kill_at ? SIGKILL : 0;
+        int ask = left && ((stop && atomic_load(stop)) || clock_now_s() > deadline);
+        int sig = !ask ? 0 : kill_at == INFINITY ? SIGTERM : clock_now_s() > kill_at ? SIGKILL : 0;
         if (sig == SIGTERM)   /* once; SIGKILL (once) 10 s later */
             fprintf(out, "launch: %s: stopping the other ranks\n",
-                    now_s() > deadline ? "they did not end" : "stopped");
-        kill_at = sig == SIGTERM ? now_s() + 10 : sig == SIGKILL ? 1e300 : kill_at;
+                    clock_now_s() > deadline ? "they did not end" : "stopped");
+        kill_at = sig == SIGTERM ? clock_now_s() + 10 : sig == SIGKILL ? 1e300 : kill_at;
         for (int i = 0; sig && i < c->n; i++)
             if (c->pid[i])
                 kill(c->pid[i], sig);
