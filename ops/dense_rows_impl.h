@@ -34,6 +34,9 @@ void NAME(dense_rows_dot4, ISA)(const float *x, const float *w, size_t ldw, int 
     int i = 0;
     for (; i + 2 * VL <= n; i += 2 * VL) {
         vf x0 = load(x + i), x1 = load(x + i + VL);
+        /* unrolled: as a loop, GCC kept the sums on the stack, a store and a reload per FMA
+         * (a fifth of the speed; perf annotate) */
+#pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
             a[k] += x0 * load(r[k] + i);
             b[k] += x1 * load(r[k] + i + VL);
