@@ -77,6 +77,16 @@ static void axpy(float alpha, const float *x, float *y, int n)
         axpy_portable(alpha, x, y, n);
 }
 
+/* Samples x and x + ldx, AVX-512: rows in fours for both at once; the same bits as dot4 and
+ * dot on each sample. */
+static void dot4_pairs(const float *x, size_t ldx, const float *wt, int in, int out, int len,
+                       float *y)
+{
+    for (int o = 0; o < out; o += 4)
+        dense_rows_dot4x2_avx512(x, ldx, wt + (size_t)o * in, (size_t)in,
+                                 out - o < 4 ? out - o : 4, len, y + o, y + out + o);
+}
+
 int dense_forward(int in, int out, const float *x, const float *wt, const float *bias, float *y,
                   int n0, int n1)
 {
@@ -86,7 +96,12 @@ int dense_forward(int in, int out, const float *x, const float *wt, const float 
                 y[(size_t)n * out + o] = bias ? bias[o] : 0.0f;
         for (int i0 = 0; i0 < in; i0 += TILE) {
             int len = in - i0 < TILE ? in - i0 : TILE;
-            for (int n = n0; n < n1; n++) {
+            int n = n0;
+            if (ops_isa_active() == OPS_ISA_AVX512)
+                for (; n + 2 <= n1; n += 2)   /* two samples per weight load */
+                    dot4_pairs(x + (size_t)n * in + i0, (size_t)in, wt + i0, in, out, len,
+                               y + (size_t)n * out);
+            for (; n < n1; n++) {
                 const float *xn = x + (size_t)n * in + i0;
                 float *yn = y + (size_t)n * out;
                 int o = 0;

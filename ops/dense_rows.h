@@ -10,6 +10,10 @@
 /* acc[r] += x . w_r for the rows w_0..w_3 (row stride ldw), over n inputs. */
 void dense_rows_dot4_avx2(const float *x, const float *w, size_t ldw, int n, float *acc);
 void dense_rows_dot4_avx512(const float *x, const float *w, size_t ldw, int n, float *acc);
+/* The same for two samples at once (x, and x + ldx into acc2) and the rows w_0..w_rows-1
+ * (rows <= 4), AVX-512 only: the same bits as dot4 (or dot) on each. */
+void dense_rows_dot4x2_avx512(const float *x, size_t ldx, const float *w, size_t ldw, int rows,
+                              int n, float *acc, float *acc2);
 /* a . b over n. */
 float dense_rows_dot_avx2(const float *a, const float *b, int n);
 float dense_rows_dot_avx512(const float *a, const float *b, int n);
