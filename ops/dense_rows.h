@@ -17,6 +17,12 @@ void dense_rows_dot4x2_avx512(const float *x, size_t ldx, const float *w, size_t
 /* a . b over n. */
 float dense_rows_dot_avx2(const float *a, const float *b, int n);
 float dense_rows_dot_avx512(const float *a, const float *b, int n);
+/* dw_r = (add ? dw_r : 0) + sum over samples s < ns of dy[s * ldy + r] * (x + s * ldx), for
+ * the rows r < rows <= 8 of dw (row stride ldw) and n inputs. */
+void dense_rows_outer_avx2(const float *x, size_t ldx, const float *dy, int ldy, int ns,
+                           float *dw, size_t ldw, int rows, int n, int add);
+void dense_rows_outer_avx512(const float *x, size_t ldx, const float *dy, int ldy, int ns,
+                             float *dw, size_t ldw, int rows, int n, int add);
 /* y += alpha x over n. */
 void dense_rows_axpy_avx2(float alpha, const float *x, float *y, int n);
 void dense_rows_axpy_avx512(float alpha, const float *x, float *y, int n);

@@ -110,3 +110,59 @@ void NAME(dense_rows_axpy, ISA)(float alpha, const float *x, float *y, int n)
     for (; i < n; i++)
         y[i] += alpha * x[i];
 }
+
+/* dense_rows_outer's vectors for a constant number of rows (always inlined: the tests on rows
+ * then cost nothing, and the sums stay in registers). */
+static inline __attribute__((always_inline)) int outer_vectors(
+    const float *x, size_t ldx, const float *dy, int ldy, int ns, float *dw, size_t ldw,
+    const int rows, int n, int add)
+{
+    int i = 0;
+    for (; i + VL <= n; i += VL) {
+        vf acc[8];
+#pragma GCC unroll 8
+        for (int r = 0; r < rows; r++)
+            acc[r] = (vf){0};
+        for (int s = 0; s < ns; s++) {
+            vf xv = load(x + (size_t)s * ldx + i);
+            const float *d = dy + (size_t)s * ldy;
+#pragma GCC unroll 8
+            for (int r = 0; r < rows; r++)
+                acc[r] += ((vf){0} + d[r]) * xv;
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < rows; r++) {
+            float *p = dw + (size_t)r * ldw + i;
+            vf v = add ? load(p) + acc[r] : acc[r];
+            memcpy(p, &v, sizeof v);
+        }
+    }
+    return i;
+}
+
+/* dw_r = (add ? dw_r : 0) + the sum over samples s < ns of dy[s ldy + r] x_s (x_s = x + s ldx)
+ * for rows r < rows <= 8 (row stride ldw) and n inputs: each input vector is loaded once for
+ * all the rows, and a row's sums stay in registers over the samples (GEMM packed the inputs
+ * and ran its 8-row tiles twice for 10 rows). Samples summed in order, as GEMM does. */
+void NAME(dense_rows_outer, ISA)(const float *x, size_t ldx, const float *dy, int ldy, int ns,
+                                 float *dw, size_t ldw, int rows, int n, int add)
+{
+    int i;
+    switch (rows) {
+#define ROWS(k)                                                                             \
+    case k:                                                                                 \
+        i = outer_vectors(x, ldx, dy, ldy, ns, dw, ldw, k, n, add);                         \
+        break;
+        ROWS(1) ROWS(2) ROWS(3) ROWS(4) ROWS(5) ROWS(6) ROWS(7)
+#undef ROWS
+    default:
+        i = outer_vectors(x, ldx, dy, ldy, ns, dw, ldw, 8, n, add);
+    }
+    for (; i < n; i++)
+        for (int r = 0; r < rows; r++) {
+            float a = 0;
+            for (int s = 0; s < ns; s++)
+                a += dy[(size_t)s * ldy + r] * x[(size_t)s * ldx + i];
+            dw[(size_t)r * ldw + i] = (add ? dw[(size_t)r * ldw + i] : 0.0f) + a;
+        }
+}
