@@ -487,15 +487,18 @@ TEST(ops_simd_paths_agree_with_portable)
     free(x), free(w), free(b), free(dy), free(A), free(B);
 }
 
-/* The few-sample path (dot products) and the GEMM path give the same dense results. */
+/* The few-sample path (dot products and axpys) and the GEMM path give the same dense results
+ * (40 outputs: with fewer than 32, every chunk takes dot products forward and, on AVX2 and
+ * AVX-512, dense_rows_outer for the weights). */
 TEST(ops_dense_small_and_gemm_paths_agree)
 {
     ops_rng r;
     ops_rng_seed(&r, 21);
-    int n = 12, in = 37, out = 9;
+    enum { n = 12, in = 37, out = 40 };
     float *x = random_floats(&r, (long)n * in, 1), *w = random_floats(&r, (long)out * in, 1);
     float *b = random_floats(&r, out, 1), *dy = random_floats(&r, (long)n * out, 1);
-    float y1[12 * 9], y2[12 * 9], dx1[12 * 37], dx2[12 * 37], dw1[9 * 37], dw2[9 * 37], db1[9], db2[9];
+    float y1[n * out], y2[n * out], dx1[n * in], dx2[n * in], dw1[out * in], dw2[out * in];
+    float db1[out], db2[out];
     dense_forward(in, out, x, w, b, y1, 0, n);   /* GEMM */
     dense_backward_input(in, out, dy, w, dx1, 0, n);
     dense_backward_weights(in, out, x, dy, dw1, db1, 0, n, 0);
@@ -511,10 +514,49 @@ TEST(ops_dense_small_and_gemm_paths_agree)
     free(x), free(w), free(b), free(dy);
 }
 
+/* The weight gradient of few outputs (dense_rows_outer, on AVX2 and AVX-512) is GEMM's bit for
+ * bit: the same sums in the same order, so a model trains to the same bytes as before it. On
+ * every path it is the plain sum within float rounding, accumulating too. Inputs with a tail,
+ * 10 outputs (two groups of 5) and 3. */
+TEST(ops_dense_few_outputs_weight_gradient_is_gemms)
+{
+    ops_rng r;
+    ops_rng_seed(&r, 29);
+    enum { N = 13, IN = 2048 + 77 };
+    float *x = random_floats(&r, (long)N * IN, 1), *dy = random_floats(&r, (long)N * 10, 1);
+    float *dw = malloc(sizeof(float) * 10 * IN), *gemm = malloc(sizeof(float) * 10 * IN);
+    float *sum = malloc(sizeof(float) * 10 * IN), db[10];
+    ops_isa was = ops_isa_active();
+    for (int out = 10; out > 0; out -= 7) {
+        for (int o = 0; o < out; o++)   /* in double: the plain sum */
+            for (int i = 0; i < IN; i++) {
+                double s = 0;
+                for (int n = 0; n < N; n++)
+                    s += (double)dy[n * out + o] * x[(long)n * IN + i];
+                sum[(long)o * IN + i] = (float)s;
+            }
+        for (ops_isa isa = OPS_ISA_PORTABLE; isa <= ops_isa_supported(); isa++) {
+            ops_isa_set(isa);
+            CHECK(!ops_sgemm(1, 0, out, IN, N, 1.0f, dy, out, x, IN, 0.0f, gemm, IN));
+            CHECK(!dense_backward_weights(IN, out, x, dy, dw, db, 0, N, 0));
+            CHECKF(isa == OPS_ISA_PORTABLE || !memcmp(dw, gemm, sizeof(float) * out * IN),
+                   "path %s, %d outputs", ops_isa_name(isa), out);
+            CHECKF(max_rel_diff(dw, sum, (long)out * IN) < 1e-5, "path %s", ops_isa_name(isa));
+            CHECK(!dense_backward_weights(IN, out, x, dy, dw, db, 0, N, 1));
+            for (long k = 0; k < (long)out * IN; k++)
+                dw[k] /= 2;
+            CHECKF(max_rel_diff(dw, sum, (long)out * IN) < 1e-5, "path %s, accumulated",
+                   ops_isa_name(isa));
+        }
+    }
+    ops_isa_set(was);
+    free(x), free(dy), free(dw), free(gemm), free(sum);
+}
+
 /* A sample's dense outputs on the few-sample path are the same bits whichever samples share
- * its chunk: the cluster's byte-identical weights depend on it (a kernel that took samples in
- * pairs would have to keep each one's order). Inputs past a tile (2048) and a tail, 10 outputs
- * (two groups of 4 and 2 alone), every kernel path. */
+ * its chunk: the cluster's byte-identical weights depend on it (AVX-512 takes samples in pairs,
+ * dense_rows_dot4x2, each in its own order). Inputs past a tile (2048) and a tail, 10 outputs
+ * (rows in fours: 4, 4 and 2), every kernel path. */
 TEST(ops_dense_few_samples_same_bits_in_any_chunk)
 {
     ops_rng r;
