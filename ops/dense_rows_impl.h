@@ -4,6 +4,8 @@
  * one sum per row would wait on; each input vector loaded feeds four rows. */
 #include "ops/dense_rows.h"
 
+#include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #define NAME2(a, b) a##_##b
@@ -17,6 +19,18 @@ static inline vf load(const float *p)
     vf v;
     memcpy(&v, p, sizeof v);
     return v;
+}
+
+/* a b + c rounded once, whatever the optimisation level (GCC contracts a * b + c only from
+ * -O2 on, and the sanitizer builds use -O1): GEMM's kernels use FMA, and dense_rows_outer
+ * must give their bits. */
+static inline vf fused(vf a, vf b, vf c)
+{
+#if VEC_BYTES >= 64
+    return (vf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#else
+    return (vf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#endif
 }
 
 static inline float sum(vf v)
@@ -128,7 +142,7 @@ static inline __attribute__((always_inline)) int outer_vectors(
             const float *d = dy + (size_t)s * ldy;
 #pragma GCC unroll 8
             for (int r = 0; r < rows; r++)
-                acc[r] += ((vf){0} + d[r]) * xv;
+                acc[r] = fused((vf){0} + d[r], xv, acc[r]);
         }
 #pragma GCC unroll 8
         for (int r = 0; r < rows; r++) {
@@ -162,7 +176,7 @@ void NAME(dense_rows_outer, ISA)(const float *x, size_t ldx, const float *dy, in
         for (int r = 0; r < rows; r++) {
             float a = 0;
             for (int s = 0; s < ns; s++)
-                a += dy[(size_t)s * ldy + r] * x[(size_t)s * ldx + i];
+                a = fmaf(dy[(size_t)s * ldy + r], x[(size_t)s * ldx + i], a);
             dw[(size_t)r * ldw + i] = (add ? dw[(size_t)r * ldw + i] : 0.0f) + a;
         }
 }
