@@ -1,7 +1,9 @@
 /* Dense layers. Chunks of many samples go through GEMM; a few samples (the engine's grain on large
  * inputs is often one) go through dot products and axpys over the weight rows, which are
  * contiguous (out x in): packing a 10 x 95,000 weight matrix for a single row of GEMM costs more
- * than the multiplication. */
+ * than the multiplication. Few outputs (a classifier's 10) take dot products forward and
+ * dense_rows_outer for the weight gradient whatever the chunk: GEMM's tiles would be mostly
+ * padding. */
 #include "ops/cpu.h"
 #include "ops/dense_rows.h"
 #include "ops/gemm.h"

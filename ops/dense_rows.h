@@ -1,7 +1,8 @@
-/* The few-sample paths of the dense layers (ops/dense.c), built once per SIMD width and chosen at
- * run time like the convolutions: dot products of a sample against 4 weight rows at once, and
- * axpys over a row. Each sums in its own fixed order: results are reproducible on one kernel
- * path, and differ from another's in the last bits only. */
+/* The few-sample and few-output paths of the dense layers (ops/dense.c), built once per SIMD
+ * width and chosen at run time like the convolutions: dot products of one or two samples
+ * against 4 weight rows at once, axpys over a row, and the weight gradient of a few rows summed
+ * over a chunk's samples. Each sums in its own fixed order: results are reproducible on one
+ * kernel path, and differ from another's in the last bits only. */
 #ifndef FRUGAL_OPS_DENSE_ROWS_H
 #define FRUGAL_OPS_DENSE_ROWS_H
 

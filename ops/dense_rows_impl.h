@@ -1,7 +1,9 @@
 /* The dense layers' row kernels (ops/dense_rows.h), included by dense_rows_{avx2,avx512}.c with
  * ISA set to the suffix of the functions to define and VEC_BYTES to the vector width the file is
- * compiled for. Two vectors per row in flight: eight independent sums hide the FMA latency that
- * one sum per row would wait on; each input vector loaded feeds four rows. */
+ * compiled for. Dot products: two vectors per row in flight, eight independent sums hide the
+ * FMA latency that one sum per row would wait on; each input vector loaded feeds four rows (and
+ * each weight vector two samples, on AVX-512). The weight gradient: a vector of each row's sums
+ * in a register over the samples. */
 #include "ops/dense_rows.h"
 
 #include <immintrin.h>
