@@ -1,5 +1,7 @@
 #include "ops/scratch.h"
 
+#include "common/large_alloc.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -55,7 +57,7 @@ float *ops_scratch(int slot, size_t n)
         if (limit && n * sizeof(float) > limit)
             return NULL;
         size_t cap = n + n / 2 + 1024;
-        float *b = aligned_alloc(64, ((cap * sizeof(float)) + 63) & ~(size_t)63);
+        float *b = large_alloc(cap * sizeof(float));
         if (!b)
             return NULL;
         free(s->buf[slot]);

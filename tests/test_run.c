@@ -3,6 +3,7 @@
  * files), a stopped run resumes to the same weights, the summary covers every epoch across
  * resumes, and a diverging run says so. */
 #include "common/env_switches.h"
+#include "common/large_alloc.h"
 #include "engine/model/checkpoint.h"
 #include "engine/report/csv_table.h"
 #include "engine/report/report.h"
@@ -351,11 +352,52 @@ TEST(train_summary_json_is_complete_and_valid)
     CHECK(strstr(text, "\"conv\\\"forward\""));          /* strings escaped */
     CHECK(strstr(text, "\"train_samples\": 300") && strstr(text, "\"grain\": 3"));
     CHECK(strstr(text, "\"resumed_after_epoch\": 3"));
+    char pages[160];
+    snprintf(pages, sizeof pages, "\"huge_pages\": \"%s\"", large_alloc_huge_pages());
+    CHECKF(strstr(text, pages), "%s", pages);
     CHECK(n > 2 && text[n - 2] == '}');
     free(text);
     CHECK(report_write("/nonexistent/dir/summary.json", &in, err, sizeof err) == -1);
     CHECK(strstr(err, "/nonexistent/dir/summary.json.tmp: cannot create") != NULL);
     run_log_free(&log);
+}
+
+/* Whether the mapping that holds p is advised as huge pages ("hg" in its smaps VmFlags). */
+static int advised_huge(const void *p)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    int inside = 0, advised = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            inside = (unsigned long)p >= lo && (unsigned long)p < hi;
+        else if (inside && !strncmp(line, "VmFlags:", 8))
+            advised = strstr(line, " hg") != NULL;
+    }
+    if (f)
+        fclose(f);
+    return advised;
+}
+
+/* Activations and scratch: zeroed, aligned, and from 2 MB up on pages advised as huge where
+ * the kernel has transparent huge pages (summary.json says which). */
+TEST(train_large_buffers_are_zeroed_aligned_and_advised_huge)
+{
+    size_t sizes[] = {100, (2u << 20) - 4, (2u << 20) + 12, 9u << 20};
+    int thp = strncmp(large_alloc_huge_pages(), "off", 3) != 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned char *p = large_alloc(sizes[i]);
+        CHECK(p != NULL);
+        size_t zeros = 0;
+        for (size_t k = 0; p && k < sizes[i]; k++)
+            zeros += p[k] == 0;
+        CHECK(zeros == sizes[i]);
+        CHECK((uintptr_t)p % (sizes[i] >= (2u << 20) ? (2u << 20) : 64) == 0);
+        if (thp && sizes[i] >= (2u << 20))   /* smaller ones may lie in a freed big one */
+            CHECKF(advised_huge(p), "%zu bytes", sizes[i]);
+        free(p);
+    }
 }
 
 /* Energy in the summary: a fake RAPL package, one epoch, its joules split among task kinds. */

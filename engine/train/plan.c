@@ -2,6 +2,7 @@
 #include "common/env_switches.h"
 
 #include "common/json.h"
+#include "common/large_alloc.h"
 #include "engine/job/policy_name.h"
 #include "ops/cpu.h"
 
@@ -166,6 +167,8 @@ void plan_write_json(const exec_plan *p, const model *m, FILE *f)
     json_string(f, p->conv_path);
     fputs(", \"kernel_path\": ", f);
     json_string(f, p->isa_why);
+    fputs(", \"huge_pages\": ", f);   /* for the activations and scratch (large_alloc.h) */
+    json_string(f, large_alloc_huge_pages());
     fprintf(f, ", \"device_workers\": %d, \"task_placement\": \"%s\"", p->devices,
             p->pinned ? "pinned: device kinds on the devices"
             : p->deterministic ? "deterministic: by kind and chunk"

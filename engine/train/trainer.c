@@ -4,6 +4,7 @@
  * and writes, and where it lives. */
 #include "engine/train/trainer_internal.h"
 
+#include "common/large_alloc.h"
 #include "engine/job/memory.h"
 
 #include <stdio.h>
@@ -83,7 +84,7 @@ pass_result trainer_totals_through(const trainer *t, long batch)
 static int chunked_start(trainer *t, chunked *c, const char *name, size_t bytes, int groups)
 {
     c->groups = groups;
-    c->data = calloc(1, bytes);
+    c->data = large_alloc(bytes);
     c->part = calloc((size_t)t->plan.nchunks * (size_t)groups, sizeof *c->part);
     return c->data && c->part && (c->whole = rt_handle_register(t->rt, c->data, bytes, name)) ? 0
                                                                                               : -1;
