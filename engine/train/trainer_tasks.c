@@ -16,8 +16,9 @@ static int load(const rt_ctx *ctx, void *p)
     void *out = rt_ptr(ctx, 2);
     uint8_t *chunk_labels = rt_ptr(ctx, 3);
     const long *order = a->shuffled ? rt_ptr(ctx, 4) : NULL;
+#define SAMPLE(s) (order ? order[a->first + (s)] : a->first + (s))
     for (int s = 0; s < a->n; s++) {
-        long idx = order ? order[a->first + s] : a->first + s;
+        long idx = SAMPLE(s);
         const uint8_t *src = pixels + idx * a->per;
         chunk_labels[s] = labels[idx];
         if (a->bytes) {   /* the first convolution scales the bytes as it reads them */
@@ -25,10 +26,14 @@ static int load(const rt_ctx *ctx, void *p)
             continue;
         }
         float *dst = (float *)out + s * a->per;
+        if (s + 1 < a->n)   /* the next sample's bytes, from anywhere in the data set */
+            for (long i = 0; i < a->per; i += 64)
+                __builtin_prefetch(pixels + SAMPLE(s + 1) * a->per + i);
 #pragma omp simd
         for (long i = 0; i < a->per; i++)
             dst[i] = (float)src[i] * PIXEL_SCALE;
     }
+#undef SAMPLE
     return 0;
 }
 
