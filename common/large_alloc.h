@@ -1,7 +1,7 @@
 /* Large zeroed buffers (activations, gradients, kernels' scratch) on transparent huge pages
- * where the kernel offers them: a batch's activations span thousands of 4 KB pages, and the
- * kernels read them in short runs (a 32x32 channel is one page), so TLB misses and restarted
- * prefetch streams cost vgg-small and DAHL 62x84x3 3% (docs/kernels.md). */
+ * where the kernel offers them: a batch's activations span thousands of 4 KB pages, which the
+ * kernels read in short runs (a 32x32 channel is one page); vgg-small trains 4% faster on huge
+ * pages (docs/kernels.md). */
 #ifndef FRUGAL_LARGE_ALLOC_H
 #define FRUGAL_LARGE_ALLOC_H
 
