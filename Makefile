@@ -106,6 +106,9 @@ $(BUILD)/%_avx512.o: %_avx512.c
 
 $(BUILD)/tests/%.o: CFLAGS += -Itests
 
+# The AVX-512 Winograd build keeps the AVX2 build's 256-bit loops (512-bit ones were slower).
+$(BUILD)/ops/winograd_f4_avx512.o: CFLAGS += -mprefer-vector-width=256
+
 # The OpenCL kernels' source as a C string (opencl/device.c builds it on each device).
 $(BUILD)/gen/opencl/kernels_cl.h: opencl/kernels.cl
 	@mkdir -p $(dir $@)

@@ -35,9 +35,12 @@ static size_t block_cols(const tiling *t)
 
 static tiling tiling_of(const conv_geom *g, int m)
 {
-    int avx2 = ops_isa_active() >= OPS_ISA_AVX2;   /* AVX-512 too: winograd_f4_impl.h */
-    const winograd_variant *v = m == 2 ? (avx2 ? &winograd_f2_avx2 : &winograd_f2_portable)
-                                       : (avx2 ? &winograd_f4_avx2 : &winograd_f4_portable);
+    ops_isa isa = ops_isa_active();   /* F(2x2): AVX-512 machines take AVX2's */
+    const winograd_variant *v =
+        m == 2 ? (isa >= OPS_ISA_AVX2 ? &winograd_f2_avx2 : &winograd_f2_portable)
+        : isa >= OPS_ISA_AVX512 ? &winograd_f4_avx512
+        : isa >= OPS_ISA_AVX2   ? &winograd_f4_avx2
+                                : &winograd_f4_portable;
     int th = (g->oh + m - 1) / m, tw = (g->ow + m - 1) / m;
     tiling t = {g, v, m, (m + 2) * (m + 2), th, tw, m * tw + 2, 0, 0, -1, 0, 0};
     t.array_len = (int)block_cols(&t);

@@ -4,10 +4,11 @@
  * a row reads input columns 4q .. 4q + 5. Each transform applies its matrix to rows, then to
  * columns, with the matrix written out as sums (BT6, AT6, A6, B6 below).
  *
- * Included by winograd_f4.c (baseline SSE) and winograd_f4_avx2.c with ISA set to the suffix of
- * the variant to define. The transforms' arithmetic runs over a block's tiles (tile_array), so
- * wider vectors pay: AVX2 made training 8-15% faster than SSE; AVX-512 was slower than AVX2
- * (./build.sh bench ops, bench train), and AVX-512 machines use the AVX2 variant. */
+ * Included by winograd_f4.c (baseline SSE), winograd_f4_avx2.c and winograd_f4_avx512.c with
+ * ISA set to the suffix of the variant to define. The transforms' arithmetic runs over a
+ * block's tiles (tile_array), so wider vectors pay: AVX2 made training 8-15% faster than SSE;
+ * 512-bit loops were slower than AVX2's (./build.sh bench ops, bench train), and the AVX-512
+ * variant keeps 256-bit loops but for its own input transform (winograd_f4_avx512.c). */
 #include "ops/winograd_tiling.h"
 
 #include <emmintrin.h>   /* SSE2, baseline x86-64: 4x4 transposes between rows and tiles */
@@ -117,40 +118,54 @@ static inline void join_windows(const float *const w[6], int tw, float *line)
     line[4 * tw] = w[4][tw - 1], line[4 * tw + 1] = w[5][tw - 1];
 }
 
-/* V[p][c][col] = (B^T d B)[p] for every channel and tile of the block: rows first, on whole
- * padded rows s read from the input where it is; then each row of a tile row is split by
- * column into cols[i][k][col] (row i, column 4q + k of tile col), and the tiles' columns are
- * transformed all at once. rows: 13 row buffers, 36 tile arrays. */
+/* The row half of the input transform for tile row r of channel c: s[i][lo .. hi) = (B^T
+ * d)[i], d its 6 input rows (b's zeros outside the image; bytes converted in b's rows), the
+ * columns of the padded rows that hold input; the others stay as they are (zeros). */
+static inline void row_transform(const tiling *t, const conv_input *x, const winograd_rows *b,
+                                 float *const s[6], int c, int r)
+{
+    int n = r / t->th, y0 = 4 * (r % t->th) - t->g->pad, lo = b->lo;
+    const float *d[6];
+    for (int i = 0; i < 6; i++)
+        d[i] = ops_winograd_input_row(t, *x, n, c, y0 + i, b->zeros, b->tmp[i]);
+    float *s0 = s[0] + lo, *s1 = s[1] + lo, *s2 = s[2] + lo, *s3 = s[3] + lo;
+    float *s4 = s[4] + lo, *s5 = s[5] + lo;
+#pragma omp simd
+    for (int j = 0; j < b->hi - lo; j++) {
+        float in[6] = {d[0][j], d[1][j], d[2][j], d[3][j], d[4][j], d[5][j]}, o[6];
+        BT6(in, o);
+        s0[j] = o[0], s1[j] = o[1], s2[j] = o[2], s3[j] = o[3], s4[j] = o[4], s5[j] = o[5];
+    }
+}
+
+#ifdef F4_OWN_INPUT   /* the including file has its own (winograd_f4_avx512.c) */
+static void F4_OWN_INPUT(const tiling *t, conv_input x, float *V, float *rows);
+#define F4_INPUT F4_OWN_INPUT
+#else
+#define F4_INPUT input_transform
+#endif
+
+/* V[p][c][col] = (B^T d B)[p] for every channel and tile of the block: rows first
+ * (row_transform); then each row of a tile row is split by column into cols[i][k][col] (row
+ * i, column 4q + k of tile col), and the tiles' columns are transformed all at once. rows: 13
+ * row buffers, 36 tile arrays. */
 static void input_transform(const tiling *t, conv_input x, float *V, float *rows)
 {
     const conv_geom *g = t->g;
     size_t plane = plane_of((size_t)g->c * t->cols);   /* from one point to the next */
     winograd_rows b = ops_winograd_rows_init(t, rows, 6);
-    float *const *s = b.s;
-    int lo = b.lo, hi = b.hi;
     float *cols[6][6];
     for (int i = 0; i < 6; i++)
         for (int k = 0; k < 6; k++)
             cols[i][k] = tile_array(t, rows, 6 * i + k);
     for (int c = 0; c < g->c; c++) {
         for (int r = t->r0; r < t->r1; r++) {
-            int n = r / t->th, y0 = 4 * (r % t->th) - g->pad;
-            const float *d[6];
-            for (int i = 0; i < 6; i++)
-                d[i] = ops_winograd_input_row(t, x, n, c, y0 + i, b.zeros, b.tmp[i]);
-            float *s0 = s[0] + lo, *s1 = s[1] + lo, *s2 = s[2] + lo, *s3 = s[3] + lo;
-            float *s4 = s[4] + lo, *s5 = s[5] + lo;
-#pragma omp simd
-            for (int j = 0; j < hi - lo; j++) {
-                float in[6] = {d[0][j], d[1][j], d[2][j], d[3][j], d[4][j], d[5][j]}, o[6];
-                BT6(in, o);
-                s0[j] = o[0], s1[j] = o[1], s2[j] = o[2], s3[j] = o[3], s4[j] = o[4], s5[j] = o[5];
-            }
+            row_transform(t, &x, &b, b.s, c, r);
             size_t at = (size_t)(r - t->r0) * t->tw;
             for (int i = 0; i < 6; i++) {
                 float *const row_cols[6] = {cols[i][0] + at, cols[i][1] + at, cols[i][2] + at,
                                             cols[i][3] + at, cols[i][4] + at, cols[i][5] + at};
-                split_windows(s[i], t->tw, row_cols);
+                split_windows(b.s[i], t->tw, row_cols);
             }
         }
         float *v = V + (size_t)c * t->cols;
@@ -391,7 +406,7 @@ const winograd_variant NAME(winograd_f4, ISA) = {
           {1 / 24.0f, 1 / 12.0f, 1 / 6.0f},
           {1 / 24.0f, -1 / 12.0f, 1 / 6.0f},
           {0, 0, 1}},
-    .input = input_transform,
+    .input = F4_INPUT,
     .output = output_transform,
     .gradient = gradient_transform,
     .input_adjoint = input_adjoint,

@@ -246,6 +246,6 @@ struct winograd_variant {
 };
 
 extern const winograd_variant winograd_f2_portable, winograd_f2_avx2;
-extern const winograd_variant winograd_f4_portable, winograd_f4_avx2;
+extern const winograd_variant winograd_f4_portable, winograd_f4_avx2, winograd_f4_avx512;
 
 #endif

@@ -788,6 +788,58 @@ TEST(ops_conv_backward_matches_the_passes_apart)
     free(w), free(dy), free(dw1), free(dw2), free(dx1), free(dx2);
 }
 
+/* F(4x4)'s passes on rows of 1 to 17 tiles (the AVX-512 input transform takes 8 tiles of a
+ * row, or whole rows of 4 or 2 tiles, per register pair): on every path this machine has, near
+ * the direct convolution; and on AVX-512, bit for bit AVX2's, whose arithmetic it shares. */
+TEST(ops_winograd4_every_row_length)
+{
+    enum { N = 3, C = 3, F = 5 };
+    const int widths[] = {3, 4, 5, 8, 9, 12, 15, 16, 20, 24, 28, 32, 33, 36, 62, 66};
+    ops_rng r;
+    ops_rng_seed(&r, 13);
+    for (size_t k = 0; k < sizeof widths / sizeof widths[0]; k++) {
+        conv_geom g;
+        CHECK(conv_geom_init(&g, C, 9, widths[k], F, 3, 3, 1, (int)(k & 1)) == 0);
+        size_t nin = (size_t)C * g.h * g.w, nout = (size_t)F * g.oh * g.ow, nw = (size_t)F * C * 9;
+        float *x = random_floats(&r, (long)(N * nin), 1), *w = random_floats(&r, (long)nw, 0.3f);
+        float *dy = random_floats(&r, (long)(N * nout), 1), *out[2][3];
+        for (int a = 0; a < 2; a++) {   /* [direct or the ISA's, AVX2's][y, dx, dw] */
+            out[a][0] = calloc(N * nout, 4), out[a][1] = calloc(N * nin, 4);
+            out[a][2] = calloc(nw + F, 4);
+        }
+        conv_set_strategy(CONV_DIRECT);
+        ops_conv2d_forward(&g, x, w, NULL, out[0][0], 1, N, 0, F);
+        ops_conv2d_backward(&g, (conv_input){x, NULL, 0}, dy, w, out[0][2], out[0][2] + nw,
+                            out[0][1], 1, N);
+        float *ref[3] = {out[0][0], out[0][1], out[0][2]};
+        size_t n[3] = {N * nout, N * nin, nw + F};
+        conv_set_strategy(CONV_WINOGRAD4);
+        FOR_EACH_ISA(isa) {
+            float *got[3] = {calloc(n[0], 4), calloc(n[1], 4), calloc(n[2], 4)};
+            ops_conv2d_forward(&g, x, w, NULL, got[0], 1, N, 0, F);
+            ops_conv2d_backward(&g, (conv_input){x, NULL, 0}, dy, w, got[2], got[2] + nw, got[1],
+                                1, N);
+            for (int p = 0; p < 3; p++) {
+                int bad = 0;
+                for (size_t i = 0; i < n[p]; i++)
+                    bad += !(fabsf(got[p][i] - ref[p][i]) <= 1e-3f + 1e-3f * fabsf(ref[p][i]));
+                CHECKF(!bad, "[%s] width %d, pass %d: %d values off", ops_isa_name(isa),
+                       widths[k], p, bad);
+                if (isa == OPS_ISA_AVX2)
+                    memcpy(out[1][p], got[p], sizeof(float) * n[p]);
+                if (isa == OPS_ISA_AVX512)
+                    CHECKF(!memcmp(got[p], out[1][p], sizeof(float) * n[p]),
+                           "width %d, pass %d: AVX-512 not AVX2's bits", widths[k], p);
+                free(got[p]);
+            }
+        }
+        conv_set_strategy(CONV_AUTO);
+        for (int a = 0; a < 2; a++)
+            free(out[a][0]), free(out[a][1]), free(out[a][2]);
+        free(x), free(w), free(dy);
+    }
+}
+
 /* The same on the Winograd paths (both tile sizes), which also give the input gradient: odd
  * sizes (a last row and column no window covers, tiles past the edge), samples from the second
  * on (the fused backward works from sample 0 of its scratch), float and byte inputs. */
