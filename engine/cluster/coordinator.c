@@ -445,9 +445,14 @@ int coordinator_attach(coordinator *c, trainer *t, rt_runtime *rt, char *err, si
         return -1;
     fprintf(c->log, "cluster: listening on %s (nodes join with: frugal join %s --key KEYFILE); a "
             "node silent for %.0f s is lost\n", c->listen, c->listen, c->timeout_s);
+    /* Under the lock the hub's thread delivers events with: a node may be ready already, and
+     * its events must see the mode's state whole (TSan caught the sync mode's slots read while
+     * they were being set up). */
+    pthread_mutex_lock(&c->lock);
     c->t = t;
     int rc = c->mode->attach(c, err, errlen);
     fflush(c->log);
+    pthread_mutex_unlock(&c->lock);
     return rc;
 }
 
