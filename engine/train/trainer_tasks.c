@@ -26,9 +26,11 @@ static int load(const rt_ctx *ctx, void *p)
             continue;
         }
         float *dst = (float *)out + s * a->per;
-        if (s + 1 < a->n)   /* the next sample's bytes, from anywhere in the data set */
+        if (s + 1 < a->n) {   /* the next sample's bytes, from anywhere in the data set */
+            const uint8_t *next = pixels + SAMPLE(s + 1) * a->per;
             for (long i = 0; i < a->per; i += 64)
-                __builtin_prefetch(pixels + SAMPLE(s + 1) * a->per + i);
+                __builtin_prefetch(next + i);
+        }
 #pragma omp simd
         for (long i = 0; i < a->per; i++)
             dst[i] = (float)src[i] * PIXEL_SCALE;
