@@ -10,9 +10,10 @@
 # then the best mode's E epochs again; the fastest epoch of the best mode. Best-of on both
 # sides, interleaved over the same stretch of time, because this machine's speed drifts with
 # what its neighbours do (one PyTorch run per job moved its figures by up to 60%). gflops:
-# frugal's model FLOPs per image (summary.json, 3 x forward) x img/s; exec_gflops: the FLOPs its kernels execute (a Winograd pass's fewer
-# multiplies, no input gradient before the first layer with weights); peak_pct: exec_gflops
-# against the FMA peak of all cores measured at once at the start (bench_ops --peak N).
+# frugal's model FLOPs per image (summary.json, 3 x forward) x img/s; exec_gflops: the FLOPs
+# its kernels execute (a Winograd pass's fewer multiplies, no input gradient before the first
+# layer with weights); peak_pct: exec_gflops against the FMA peak of all cores measured at once
+# at the start (bench_ops --peak N).
 # Prints: bench train reference=... torch=VERSION
 #         bench train NAME frugal_img_per_s=N torch_img_per_s=N torch_mode=M ratio=X task_share=P
 #         gflops=G exec_gflops=E peak_pct=Q
