@@ -297,13 +297,13 @@ int ops_conv2d_forward_in(const conv_geom *g, conv_input x, const float *wt, con
 {
     switch (conv_path(g, CONV_FORWARD)) {
     case CONV_DIRECT:
-        return DISPATCH(forward, g, x, wt, bias, y, n0, n1, f0, f1, NULL, NULL);
+        return DISPATCH(forward, g, x, wt, bias, y, n0, n1, f0, f1, NULL, NULL, 0);
     case CONV_WIDE:
         return DISPATCH_WIDE(forward, g, x, wt, bias, y, n0, n1, f0, f1);
     case CONV_WINOGRAD:
     case CONV_WINOGRAD4:
         return conv_winograd_forward(g, winograd_tile(g), x, wt, bias, y, n0, n1, f0, f1, NULL,
-                                     NULL);
+                                     NULL, 0);
     default:
         break;
     }
@@ -353,7 +353,7 @@ int ops_conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float 
     case CONV_WINOGRAD:
     case CONV_WINOGRAD4:
         return conv_winograd_backward(g, winograd_tile(g), x, dy, NULL, dwt, dbias, NULL, n0, n1,
-                                      f0, f1, accumulate, NULL, NULL);
+                                      f0, f1, accumulate, NULL, NULL, NULL);
     default:
         break;
     }
@@ -381,7 +381,7 @@ int ops_conv2d_backward(const conv_geom *g, conv_input x, const float *dy, const
 {
     if (uses_winograd(g))
         return conv_winograd_backward(g, winograd_tile(g), x, dy, wt, dwt, dbias, dx, n0, n1, 0,
-                                      g->f, 0, NULL, NULL);
+                                      g->f, 0, NULL, NULL, NULL);
     if (ops_conv2d_backward_filter_in(g, x, dy, dwt, dbias, n0, n1, 0, g->f, 0))
         return -1;
     return dx ? ops_conv2d_backward_input(g, dy, wt, dx, n0, n1) : 0;
@@ -398,35 +398,38 @@ int conv_pool_fusable_with_input_gradient(const conv_geom *g, const pool_geom *p
     return conv_pool_fusable(g, p) && uses_winograd(g);
 }
 
-int ops_conv2d_forward_maxpool(const conv_geom *g, conv_input x, const float *wt, const float *bias,
-                           const pool_geom *p, int relu, float *y, int32_t *argmax, int n0, int n1)
+/* The fused passes, with a pool or without (p NULL), on the Winograd or the direct path. */
+static int forward_fused(const conv_geom *g, conv_input x, const float *wt, const float *bias,
+                         const pool_geom *p, int relu, float *y, int32_t *argmax, int n0, int n1)
 {
-    int rc = uses_winograd(g)
-                 ? conv_winograd_forward(g, winograd_tile(g), x, wt, bias, y, n0, n1, 0, g->f, p,
-                                         argmax)
-                 : DISPATCH(forward, g, x, wt, bias, y, n0, n1, 0, g->f, p, argmax);
-    long pooled = (long)p->c * p->oh * p->ow;
-    if (!rc && relu)   /* in place, while the chunk's pooled output is in cache */
+    if (uses_winograd(g))   /* pooled and through the relu as each row is stored */
+        return conv_winograd_forward(g, winograd_tile(g), x, wt, bias, y, n0, n1, 0, g->f, p,
+                                     argmax, relu);
+    /* pooled, the relu in place afterwards, while the chunk's pooled output is in cache:
+     * pooled row by row, each row's loads stalled on the stores just made (+20 to 50%) */
+    int rc = DISPATCH(forward, g, x, wt, bias, y, n0, n1, 0, g->f, p, argmax, relu && !p);
+    long pooled = p ? (long)p->c * p->oh * p->ow : 0;
+    if (!rc && relu && p)
         ops_relu_forward(y, y, n0 * pooled, n1 * pooled);
     return rc;
 }
 
-/* The samples from n0 of an input: sample 0 of what this returns. */
-static conv_input from_sample(const conv_geom *g, conv_input x, int n0)
+static int backward_fused(const conv_geom *g, conv_input x, const pool_geom *p,
+                          const float *relu_y, const float *dy, const int32_t *argmax,
+                          const float *wt, float *dwt, float *dbias, float *dx, int n0, int n1,
+                          int accumulate)
 {
-    size_t in = (size_t)g->c * g->h * g->w;
-    return x.f ? (conv_input){x.f + n0 * in, NULL, 0} : (conv_input){NULL, x.b + n0, x.scale};
+    if (uses_winograd(g))   /* through the relu and unpooled as each row is read */
+        return conv_winograd_backward(g, winograd_tile(g), x, dy, wt, dwt, dbias, dx, n0, n1, 0,
+                                      g->f, accumulate, p, argmax, relu_y);
+    return dx ? -1 : DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, 0, g->f,
+                              accumulate, p, argmax, relu_y);
 }
 
-static int backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
-                            const float *dy, const int32_t *argmax, const float *wt, float *dwt,
-                            float *dbias, float *dx, int n0, int n1, int accumulate)
+int ops_conv2d_forward_maxpool(const conv_geom *g, conv_input x, const float *wt, const float *bias,
+                           const pool_geom *p, int relu, float *y, int32_t *argmax, int n0, int n1)
 {
-    if (uses_winograd(g))
-        return conv_winograd_backward(g, winograd_tile(g), x, dy, wt, dwt, dbias, dx, n0, n1, 0,
-                                      g->f, accumulate, p, argmax);
-    return dx ? -1 : DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, 0, g->f,
-                              accumulate, p, argmax, NULL);
+    return forward_fused(g, x, wt, bias, p, relu, y, argmax, n0, n1);
 }
 
 int ops_conv2d_backward_maxpool(const conv_geom *g, conv_input x, const pool_geom *p,
@@ -434,19 +437,25 @@ int ops_conv2d_backward_maxpool(const conv_geom *g, conv_input x, const pool_geo
                             const float *wt, float *dwt, float *dbias, float *dx, int n0, int n1,
                             int accumulate)
 {
-    if (!relu_y)
-        return backward_maxpool(g, x, p, dy, argmax, wt, dwt, dbias, dx, n0, n1, accumulate);
-    if (!uses_winograd(g))   /* the direct path masks each pooled row as it unpools it */
-        return dx ? -1 : DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, 0, g->f,
-                                  accumulate, p, argmax, relu_y);
-    /* Winograd: through the relu first, as relu_backward would, into scratch (from sample 0
-     * there). */
-    size_t pooled = (size_t)p->c * p->oh * p->ow, in = (size_t)g->c * g->h * g->w;
-    long n = n1 - n0;
-    float *masked = ops_scratch(SCRATCH_MASKED, (size_t)n * pooled);
-    if (!masked)
-        return -1;
-    ops_relu_backward(relu_y + n0 * pooled, dy + n0 * pooled, masked, 0, n * (long)pooled);
-    return backward_maxpool(g, from_sample(g, x, n0), p, masked, argmax + n0 * pooled, wt, dwt,
-                            dbias, dx ? dx + n0 * in : NULL, 0, (int)n, accumulate);
+    return backward_fused(g, x, p, relu_y, dy, argmax, wt, dwt, dbias, dx, n0, n1, accumulate);
+}
+
+int conv_relu_fusable(const conv_geom *g, int with_input_gradient)
+{
+    return uses_winograd(g) || (conv_uses_direct(g) && !with_input_gradient);
+}
+
+int ops_conv2d_forward_relu(const conv_geom *g, conv_input x, const float *wt, const float *bias,
+                            float *y, int n0, int n1)
+{
+    return conv_relu_fusable(g, 0) ? forward_fused(g, x, wt, bias, NULL, 1, y, NULL, n0, n1) : -1;
+}
+
+int ops_conv2d_backward_relu(const conv_geom *g, conv_input x, const float *relu_y,
+                             const float *dy, const float *wt, float *dwt, float *dbias,
+                             float *dx, int n0, int n1)
+{
+    return conv_relu_fusable(g, dx != NULL)
+               ? backward_fused(g, x, NULL, relu_y, dy, NULL, wt, dwt, dbias, dx, n0, n1, 0)
+               : -1;
 }

@@ -73,6 +73,18 @@ int ops_conv2d_backward_maxpool(const conv_geom *g, conv_input x, const pool_geo
                              const float *wt, float *dwt, float *dbias, float *dx, int n0, int n1,
                              int accumulate);
 
+/* Convolution then a relu in one pass, on the Winograd paths, or the direct one without the
+ * input gradient (conv_relu_fusable): each output row goes through the relu as it is stored,
+ * and backward takes the relu's output y (relu_y) and the gradient of y, and masks each row
+ * of it as it is read. Bit for bit conv2d_forward then relu_forward, and relu_backward then
+ * conv2d_backward (dW and db of all filters, written; dx where not NULL). -1 on another path. */
+int conv_relu_fusable(const conv_geom *g, int with_input_gradient);
+int ops_conv2d_forward_relu(const conv_geom *g, conv_input x, const float *wt, const float *bias,
+                            float *y, int n0, int n1);
+int ops_conv2d_backward_relu(const conv_geom *g, conv_input x, const float *relu_y,
+                             const float *dy, const float *wt, float *dwt, float *dbias,
+                             float *dx, int n0, int n1);
+
 /* How the functions above compute, pass by pass: the direct convolution (vectorised along
  * pixels), the wide one (vectorised along filters; both stride 1 only), Winograd F(2x2, 3x3) or
  * F(4x4, 3x3) (3x3 stride 1; conv_winograd.h) or im2col + GEMM. AUTO takes im2col for strides

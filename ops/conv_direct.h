@@ -4,8 +4,10 @@
  * filters, for many channels and filters. One source of each compiled once per ISA. Same
  * contracts as the conv2d_* functions in conv.h (return values included), which choose among
  * them; with a pool (else NULL), forward pools its output and backward-filter takes the pooled
- * gradient (through the relu after the pool when relu_y, the pooled output, is not NULL), as
- * the fused functions of conv.h do. */
+ * gradient (through the relu after the pool where relu_y, the pooled output, is not NULL);
+ * without a pool, with relu forward's output goes through a relu, and backward-filter's
+ * gradient through it where relu_y, the relu's output, is not NULL; as the fused functions of
+ * conv.h do. */
 #ifndef FRUGAL_CONV_DIRECT_H
 #define FRUGAL_CONV_DIRECT_H
 
@@ -17,7 +19,8 @@
 #define CONV_DIRECT_DECLARE(isa)                                                              \
     int conv_direct_forward_##isa(const conv_geom *g, conv_input x, const float *wt,          \
                                    const float *bias, float *y, int n0, int n1, int f0,      \
-                                   int f1, const pool_geom *pool, int32_t *argmax);          \
+                                   int f1, const pool_geom *pool, int32_t *argmax,           \
+                                   int relu);                                                \
     int conv_direct_backward_input_##isa(const conv_geom *g, const float *dy,               \
                                           const float *wt, float *dx, int n0, int n1);       \
     int conv_direct_backward_filter_##isa(const conv_geom *g, conv_input x,                   \

@@ -195,11 +195,11 @@ static int buffers_get(const tiling *t, int nf, int nweights, buffers *b)
 
 int conv_winograd_forward(const conv_geom *g, int m, conv_input x, const float *wt,
                           const float *bias, float *y, int n0, int n1, int f0, int f1,
-                          const pool_geom *pool, int32_t *argmax)
+                          const pool_geom *pool, int32_t *argmax, int relu)
 {
     tiling t = tiling_of(g, m);
     int nf = f1 - f0;
-    winograd_out out = {y, pool, argmax};
+    winograd_out out = {y, pool, argmax, relu};
     buffers b;
     if (buffers_get(&t, nf, 1, &b) || weight_transform_by_channel(&t, wt, f0, f1, b.weights[0]))
         return -1;
@@ -230,7 +230,7 @@ int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, con
     buffers b;
     if (buffers_get(&t, g->f, 1, &b) || weight_transform(&t, wt, 0, g->f, b.weights[0]))
         return -1;
-    winograd_grad src = {dy, NULL, NULL};
+    winograd_grad src = {dy, NULL, NULL, NULL};
     while (next_block(&t, n0, n1)) {
         t.v->gradient(&t, &src, 0, g->f, b.filters, NULL, b.rows);
         zero_padding(&t, b.filters, g->f);
@@ -243,7 +243,7 @@ int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, con
 int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float *dy,
                            const float *wt, float *dwt, float *dbias, float *dx, int n0, int n1,
                            int f0, int f1, int accumulate, const pool_geom *pool,
-                           const int32_t *argmax)
+                           const int32_t *argmax, const float *relu_y)
 {
     tiling t = tiling_of(g, m);
     int nf = f1 - f0;
@@ -254,7 +254,7 @@ int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float 
     memset(b.weights[0], 0, sizeof(float) * (size_t)t.points * plane_of((size_t)nf * g->c));
     if (dbias && !accumulate)
         memset(dbias, 0, sizeof(float) * (size_t)nf);
-    winograd_grad src = {dy, pool, argmax};
+    winograd_grad src = {dy, pool, argmax, relu_y};
     while (next_block(&t, n0, n1)) {   /* dU and db, summed over the blocks in order */
         t.v->input(&t, x, b.channels, b.rows);
         t.v->gradient(&t, &src, f0, f1, b.filters, dbias, b.rows);

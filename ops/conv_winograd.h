@@ -20,20 +20,22 @@ int conv_winograd_fits(const conv_geom *g);
 
 /* m: the tile's side, 2 or 4. With a pool (else NULL), forward is fused with the 2x2 stride-2
  * max-pool after the convolution, as conv2d_forward_maxpool is: it writes the pooled output
- * and its argmax, bit for bit what it and maxpool_forward give. */
+ * and its argmax, bit for bit what it and maxpool_forward give. With relu, a relu after them
+ * too (relu_forward's, on what is stored). */
 int conv_winograd_forward(const conv_geom *g, int m, conv_input x, const float *wt,
                           const float *bias, float *y, int n0, int n1, int f0, int f1,
-                          const pool_geom *pool, int32_t *argmax);
+                          const pool_geom *pool, int32_t *argmax, int relu);
 int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, const float *wt,
                                  float *dx, int n0, int n1);
 /* The filter gradient of filters [f0, f1) and, with dx (else NULL; all filters only), the
  * input gradient too: conv2d_backward_filter's and conv2d_backward_input's results, bit for
  * bit, with dy transformed once for both. With a pool (else NULL), dy is the gradient of the
  * 2x2 stride-2 max-pool after the convolution, and argmax its forward's: the results are
- * bit for bit those of the gradient maxpool_backward gives. */
+ * bit for bit those of the gradient maxpool_backward gives. With relu_y (else NULL), the
+ * output of a relu after them, that dy goes through first (relu_backward's). */
 int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float *dy,
                            const float *wt, float *dwt, float *dbias, float *dx, int n0, int n1,
                            int f0, int f1, int accumulate, const pool_geom *pool,
-                           const int32_t *argmax);
+                           const int32_t *argmax, const float *relu_y);
 
 #endif

@@ -7,7 +7,7 @@
 
 enum {
     SCRATCH_PACK_A, SCRATCH_PACK_B, SCRATCH_COLUMNS, SCRATCH_PARTIALS, SCRATCH_INPUT,
-    SCRATCH_MASKED, SCRATCH_SLOTS
+    SCRATCH_SLOTS
 };
 
 /* At least n floats, 64-byte aligned; valid until the same thread asks for the same slot again.

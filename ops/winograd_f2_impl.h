@@ -90,30 +90,29 @@ static void input_transform(const tiling *t, conv_input x, float *V, float *rows
 #define TILE_M 2
 #include "ops/winograd_output_impl.h"
 
-/* Output row oy of filter f of sample n as its tiles' columns: ev[q], od[q] = columns 2q and
- * 2q + 1, zero past the output's edge. Pooled, a tile's 2x2 outputs are one window: its
- * gradient goes where its argmax is. */
+/* Output row oy of filter f of sample n as its tiles' columns (through its relu, if any):
+ * ev[q], od[q] = columns 2q and 2q + 1, zero past the output's edge. Pooled, a tile's 2x2
+ * outputs are one window: its gradient goes where its argmax is. */
 static void load_gradient_row(const tiling *t, const winograd_grad *dy, int n, int f, int oy,
                               float *ev, float *od)
 {
     gradient_row r = winograd_gradient_row(t, dy, n, f, oy);
     int whole = !r.dy ? 0 : r.argmax ? dy->pool->ow : t->g->ow / 2;
     if (r.argmax) {
-        const float *d = r.dy;
         const int32_t *a = r.argmax;
 #pragma omp simd
         for (int q = 0; q < whole; q++) {
-            float v = d[q];
+            float v = winograd_through_relu(&r, q);
             ev[q] = a[q] == r.first + 2 * q ? v : 0.0f;
             od[q] = a[q] == r.first + 2 * q + 1 ? v : 0.0f;
         }
     } else if (r.dy) {
 #pragma omp simd
         for (int q = 0; q < whole; q++)
-            ev[q] = r.dy[2 * q], od[q] = r.dy[2 * q + 1];
+            ev[q] = winograd_through_relu(&r, 2 * q), od[q] = winograd_through_relu(&r, 2 * q + 1);
     }
     for (int q = whole; q < t->tw; q++) {   /* past the edge */
-        ev[q] = r.dy && !r.argmax && 2 * q < t->g->ow ? r.dy[2 * q] : 0.0f;
+        ev[q] = r.dy && !r.argmax && 2 * q < t->g->ow ? winograd_through_relu(&r, 2 * q) : 0.0f;
         od[q] = 0.0f;
     }
 }

@@ -246,15 +246,27 @@ static inline void store_tiles(float *const out[4], int q, int tw, __m128 c0, __
         memcpy(out[k] + q, part[k], sizeof(float) * (size_t)(tw - q));
 }
 
+/* dy[0 .. n), zeros after, through the relu whose output is ry (unless NULL): dy where ry > 0,
+ * else 0, as relu_backward gives. */
+static inline __m128 load_upto4_through(const float *dy, const float *ry, int n)
+{
+    __m128 d = load_upto4(dy, n);
+    return ry ? _mm_and_ps(_mm_cmpgt_ps(load_upto4(ry, n), _mm_setzero_ps()), d) : d;
+}
+
 /* out[k][q] = row[4q + k] for q < tw, zero past the output's width ow: a row of output
- * gradients split by column modulo 4, four tiles at a time by 4x4 transposes. */
-static void split_gradient_row(const float *row, int ow, int tw, float *const out[4])
+ * gradients (through its relu, relu_y not NULL) split by column modulo 4, four tiles at a time
+ * by 4x4 transposes. */
+static void split_gradient_row(const float *row, const float *relu_y, int ow, int tw,
+                               float *const out[4])
 {
     for (int q = 0; q < tw; q += 4) {
-        const float *p = row + 4 * q;
-        int left = ow - 4 * q;
-        __m128 c0 = load_upto4(p, left), c1 = load_upto4(p + 4, left - 4);
-        __m128 c2 = load_upto4(p + 8, left - 8), c3 = load_upto4(p + 12, left - 12);
+        int x = 4 * q, left = ow - x;
+        const float *ry = relu_y ? relu_y + x : NULL;
+        __m128 c0 = load_upto4_through(row + x, ry, left);
+        __m128 c1 = load_upto4_through(row + x + 4, ry ? ry + 4 : NULL, left - 4);
+        __m128 c2 = load_upto4_through(row + x + 8, ry ? ry + 8 : NULL, left - 8);
+        __m128 c3 = load_upto4_through(row + x + 12, ry ? ry + 12 : NULL, left - 12);
         _MM_TRANSPOSE4_PS(c0, c1, c2, c3);
         store_tiles(out, q, tw, c0, c1, c2, c3);
     }
@@ -266,15 +278,18 @@ static inline __m128 at_argmax(__m128i a, __m128i x, __m128 v)
     return _mm_and_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(a, x)), v);
 }
 
-/* The same from the pooled gradient: column x = 4q + k of the output row is in window x / 2
- * of r, and gets its gradient where its argmax is x (numbered from r.first); pw windows. Four
- * tiles at a time: their 8 windows' even and odd ones split, then compared. */
+/* The same from the pooled gradient (through its relu, if any): column x = 4q + k of the
+ * output row is in window x / 2 of r, and gets its gradient where its argmax is x (numbered
+ * from r.first); pw windows. Four tiles at a time: their 8 windows' even and odd ones split,
+ * then compared. */
 static void unpool_gradient_row(gradient_row r, int pw, int tw, float *const out[4])
 {
     const __m128i one = _mm_set1_epi32(1);
     for (int q = 0; q < tw; q += 4) {
         int left = pw - 2 * q;
-        __m128 d0 = load_upto4(r.dy + 2 * q, left), d1 = load_upto4(r.dy + 2 * q + 4, left - 4);
+        const float *ry = r.relu_y ? r.relu_y + 2 * q : NULL;
+        __m128 d0 = load_upto4_through(r.dy + 2 * q, ry, left);
+        __m128 d1 = load_upto4_through(r.dy + 2 * q + 4, ry ? ry + 4 : NULL, left - 4);
         __m128 a0 = _mm_castsi128_ps(load_upto4i(r.argmax + 2 * q, left));
         __m128 a1 = _mm_castsi128_ps(load_upto4i(r.argmax + 2 * q + 4, left - 4));
         __m128 d_even = _mm_shuffle_ps(d0, d1, _MM_SHUFFLE(2, 0, 2, 0));
@@ -300,7 +315,7 @@ static void load_gradient_row(const tiling *t, const winograd_grad *dy, int n, i
     else if (r.argmax)
         unpool_gradient_row(r, dy->pool->ow, t->tw, out);
     else
-        split_gradient_row(r.dy, t->g->ow, t->tw, out);
+        split_gradient_row(r.dy, r.relu_y, t->g->ow, t->tw, out);
 }
 
 /* D[p][f - f0][col] = (A e A^T)[p], e the 4x4 block of output gradients of a tile (zero past

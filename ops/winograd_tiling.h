@@ -64,12 +64,21 @@ const float *ops_winograd_input_row(const tiling *t, conv_input x, int n, int c,
 
 /* Where a forward pass puts its output: y, or, fused with the 2x2 stride-2 max-pool after the
  * convolution (pool not NULL), the pooled output y and its argmax, as maxpool_forward gives
- * them. */
+ * them; with relu, what is stored goes through a relu first, as relu_forward's. */
 typedef struct winograd_out {
     float *y;
     const pool_geom *pool;
     int32_t *argmax;
+    int relu;
 } winograd_out;
+
+/* y[0 .. n) through a relu, as relu_forward's (NaN passes). */
+static inline void winograd_relu_in_place(float *y, int n)
+{
+#pragma omp simd
+    for (int i = 0; i < n; i++)
+        y[i] = y[i] < 0.0f ? 0.0f : y[i];
+}
 
 /* Output rows oy .. oy + nrows - 1 of filter f of sample n, ow values each in rows[a] (rows
  * past the output's last are skipped), plus b, into o->y (not pooled: see winograd_pooled). */
@@ -80,6 +89,14 @@ static inline void winograd_store_rows(const tiling *t, const winograd_out *o, i
     for (int a = 0; a < nrows && oy + a < g->oh; a++) {
         const float *row = rows[a];
         float *y = o->y + (((size_t)n * g->f + f) * g->oh + (size_t)(oy + a)) * g->ow;
+        if (o->relu) {   /* in the same loop: reading the stored row back stalled on it */
+#pragma omp simd
+            for (int i = 0; i < g->ow; i++) {
+                float v = row[i] + b;
+                y[i] = v < 0.0f ? 0.0f : v;
+            }
+            continue;
+        }
 #pragma omp simd
         for (int i = 0; i < g->ow; i++)
             y[i] = row[i] + b;
@@ -167,6 +184,10 @@ static inline void winograd_store_pooled(const tiling *t, const winograd_out *o,
 {
     const pool_geom *p = o->pool;
     int half = t->m / 2;
+    if (o->relu)   /* on the pooled values before they are interleaved (on the stored rows,
+                    * their loads stalled on the stores just made) */
+        for (int k = 0; k < half * half; k++)
+            winograd_relu_in_place(w->v[k], t->tiles);
     for (int r = t->r0; r < t->r1; r++) {
         int at = (r - t->r0) * t->tw;
         for (int i = 0; i < half; i++) {
@@ -190,37 +211,50 @@ static inline void winograd_store_pooled(const tiling *t, const winograd_out *o,
 
 /* Where a backward pass reads the output gradient: dy, whole (pool NULL), or, fused with the
  * 2x2 stride-2 max-pool, the pooled gradient dy and its argmax, as maxpool_backward would
- * spread it (without spreading it into memory first). */
+ * spread it (without spreading it into memory first). With relu_y (else NULL), the output of
+ * a relu after them (the same shape as dy), that the gradient goes through first, as
+ * relu_backward's: dy where relu_y > 0, else 0. */
 typedef struct winograd_grad {
     const float *dy;
     const pool_geom *pool;
     const int32_t *argmax;
+    const float *relu_y;
 } winograd_grad;
 
 /* Output row oy of filter f of sample n in a gradient: whole, the row (dy), NULL past the
  * output; pooled, its windows' row (dy and argmax, pool->ow of each) and first, the argmax
- * numbering of the output row's column 0, or NULL where no window holds the row. */
+ * numbering of the output row's column 0, or NULL where no window holds the row. relu_y: the
+ * same row of the relu's output, or NULL without one. */
 typedef struct gradient_row {
     const float *dy;
     const int32_t *argmax;
+    const float *relu_y;
     int32_t first;
 } gradient_row;
+
+/* Value i of a gradient row through its relu, if any (relu_backward's). */
+static inline float winograd_through_relu(const gradient_row *r, int i)
+{
+    float g = r->dy[i];   /* loaded whatever relu_y is, as relu_backward does */
+    return !r->relu_y || r->relu_y[i] > 0.0f ? g : 0.0f;
+}
 
 static inline gradient_row winograd_gradient_row(const tiling *t, const winograd_grad *s, int n,
                                                  int f, int oy)
 {
     const conv_geom *g = t->g;
     const pool_geom *p = s->pool;
-    gradient_row row = {NULL, NULL, 0};
+    gradient_row row = {NULL, NULL, NULL, 0};
     if (oy >= g->oh || (p && oy / 2 >= p->oh))
         return row;
-    if (!p) {
-        row.dy = s->dy + (((size_t)n * g->f + f) * g->oh + (size_t)oy) * g->ow;
-        return row;
+    size_t at = p ? (((size_t)n * p->c + f) * p->oh + (size_t)(oy / 2)) * p->ow
+                  : (((size_t)n * g->f + f) * g->oh + (size_t)oy) * g->ow;
+    row.dy = s->dy + at;
+    row.relu_y = s->relu_y ? s->relu_y + at : NULL;
+    if (p) {
+        row.argmax = s->argmax + at;
+        row.first = (int32_t)(((size_t)f * g->oh + (size_t)oy) * g->ow);
     }
-    size_t at = (((size_t)n * p->c + f) * p->oh + (size_t)(oy / 2)) * p->ow;
-    row.dy = s->dy + at, row.argmax = s->argmax + at;
-    row.first = (int32_t)(((size_t)f * g->oh + (size_t)oy) * g->ow);
     return row;
 }
 

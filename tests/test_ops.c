@@ -864,11 +864,13 @@ TEST(ops_winograd_maxpool_fused_matches_separate)
     int32_t *a1 = calloc(N * npool, 4), *a2 = calloc(N * npool, 4);
     float *dw1 = malloc(sizeof(float) * (nw + F)), *dw2 = malloc(sizeof(float) * (nw + F));
     float *dx1 = calloc(N * nin, 4), *dx2 = calloc(N * nin, 4);
+    FOR_EACH_ISA(isa)
     for (conv_strategy s = CONV_WINOGRAD; s <= CONV_WINOGRAD4; s++) {
         conv_set_strategy(s);
         CHECK(conv_pool_fusable_with_input_gradient(&g, &p));
         for (int relu = 0; relu < 2; relu++) {   /* then a relu after the max-pool */
-            const char *path = conv_path_name(s);
+            char path[64];
+            snprintf(path, sizeof path, "%s, %s", conv_path_name(s), ops_isa_name(isa));
             ops_conv2d_forward(&g, x.f, w, bias, y, 1, N, 0, F);
             ops_maxpool_forward(&p, y, y1, a1, 1, N);
             if (relu) {
@@ -897,4 +899,55 @@ TEST(ops_winograd_maxpool_fused_matches_separate)
     byte_samples_free(&x);
     free(w), free(bias), free(dy), free(dyr), free(y), free(dense), free(y1), free(y2);
     free(a1), free(a2), free(dw1), free(dw2), free(dx1), free(dx2);
+}
+
+/* A convolution fused with the relu after it gives, bit for bit, what the two layers give one
+ * after the other: the relu's output, and from its gradient the filter gradient and (the
+ * Winograd paths) the input gradient, on every ISA: odd sizes (tiles past the edge), samples
+ * from the second on, float and byte inputs. The direct path fuses without the input gradient
+ * only, and refuses it. */
+TEST(ops_conv_relu_fused_matches_separate)
+{
+    enum { N = 3, C = 16, H = 13, W = 15, F = 20 };
+    conv_geom g;
+    CHECK(conv_geom_init(&g, C, H, W, F, 3, 3, 1, 1) == 0);
+    size_t nin = (size_t)C * H * W, nout = (size_t)F * g.oh * g.ow, nw = (size_t)F * C * 9;
+    ops_rng r;
+    ops_rng_seed(&r, 17);
+    byte_samples x;
+    byte_samples_make(&x, N, nin);
+    float *w = random_floats(&r, (long)nw, 0.3f), *bias = random_floats(&r, F, 0.1f);
+    float *dy = random_floats(&r, (long)(N * nout), 1), *dyr = calloc(N * nout, 4);
+    float *y1 = calloc(N * nout, 4), *y2 = calloc(N * nout, 4);
+    float *dw1 = malloc(sizeof(float) * (nw + F)), *dw2 = malloc(sizeof(float) * (nw + F));
+    float *dx1 = calloc(N * nin, 4), *dx2 = calloc(N * nin, 4);
+    const conv_strategy paths[] = {CONV_DIRECT, CONV_WINOGRAD, CONV_WINOGRAD4};
+    FOR_EACH_ISA(isa)
+    for (int k = 0; k < 3; k++) {
+        conv_set_strategy(paths[k]);
+        int with_dx = paths[k] != CONV_DIRECT;
+        char path[64];
+        snprintf(path, sizeof path, "%s, %s", conv_path_name(paths[k]), ops_isa_name(isa));
+        CHECKF(conv_relu_fusable(&g, 0) && conv_relu_fusable(&g, 1) == with_dx, "%s", path);
+        ops_conv2d_forward(&g, x.f, w, bias, y1, 1, N, 0, F);
+        ops_relu_forward(y1, y1, (long)nout, (long)(N * nout));
+        ops_relu_backward(y1, dy, dyr, (long)nout, (long)(N * nout));
+        ops_conv2d_backward(&g, x.in[0], dyr, w, dw1, dw1 + nw, with_dx ? dx1 : NULL, 1, N);
+        for (int in = 0; in < 2; in++) {
+            CHECK(ops_conv2d_forward_relu(&g, x.in[in], w, bias, y2, 1, N) == 0);
+            CHECKF(!memcmp(y1, y2, sizeof(float) * N * nout), "%s: output, input %d", path, in);
+            CHECK(ops_conv2d_backward_relu(&g, x.in[in], y2, dy, w, dw2, dw2 + nw,
+                                           with_dx ? dx2 : NULL, 1, N) == 0);
+            CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + F)), "%s: filter gradient, input %d",
+                   path, in);
+            CHECKF(!with_dx || !memcmp(dx1, dx2, sizeof(float) * N * nin),
+                   "%s: input gradient, input %d", path, in);
+        }
+        if (!with_dx)
+            CHECK(ops_conv2d_backward_relu(&g, x.in[0], y2, dy, w, dw2, dw2 + nw, dx2, 1, N) < 0);
+    }
+    conv_set_strategy(CONV_AUTO);
+    byte_samples_free(&x);
+    free(w), free(bias), free(dy), free(dyr), free(y1), free(y2), free(dw1), free(dw2);
+    free(dx1), free(dx2);
 }

@@ -7,6 +7,7 @@
 #include "engine/job/config.h"
 #include "engine/job/dataset.h"
 #include "engine/model/model.h"
+#include "engine/train/plan.h"
 #include "engine/train/trainer.h"
 #include "ops/conv.h"
 #include "ops/layers.h"
@@ -22,7 +23,14 @@
 
 static int poison_weights;
 
-typedef struct run { double loss[8], acc[8]; float params[4096]; long nparams; int rc; char err[512]; } run;
+typedef struct run {
+    double loss[8], acc[8];
+    float params[4096];
+    long nparams;
+    int rc;
+    char err[512];
+    int fused[CONFIG_MAX_LAYERS];   /* the plan's (plan.h) */
+} run;
 
 /* One epoch as the run loop does it: the training pass, then the test pass. */
 static int epoch(trainer *t, int e, double *loss, double *test_acc, char *err, size_t errlen)
@@ -50,6 +58,9 @@ static void train(const char *cfg_path, int workers, int epochs, run *out)
     CHECKF(model_build(&m, cfg.path, cfg.layers, cfg.nlayers, 1, SYN_SIDE, SYN_SIDE, 10, 1, out->err, sizeof out->err) == 0,
            "%s", out->err);
     model_init(&m, cfg.seed);
+    exec_plan plan;
+    plan_make(&plan, &cfg, &m, 0);
+    memcpy(out->fused, plan.fused, sizeof out->fused);
     if (poison_weights)
         m.layers[0].params[0] = NAN;
     rt_runtime *rt = rt_create(&(rt_config){.workers = workers});
@@ -188,43 +199,55 @@ TEST(train_fused_conv_maxpool_gives_the_same_weights)
     CHECK(!memcmp(apart.params, fused.params, sizeof(float) * (size_t)apart.nparams));
 }
 
-/* make_job's data set, a later convolution followed by its max-pool (fusable with its input
- * gradient on the Winograd paths), fuse = on or off. */
-static const char *pooled_second_conv_job(const char *fuse)
+/* make_job's data set, a first convolution and its relu, then a second one followed by a relu
+ * and, pooled, a max-pool (so the relu runs after the pool), fuse = on or off. Fused, the
+ * first convolution runs with its relu (no input gradient), the second with its max-pool
+ * (and the relu after it) or with its relu, its input gradient from theirs (the Winograd
+ * paths). */
+static const char *second_conv_job(const char *fuse, int pooled)
 {
     static char path[600];
     const char *d = test_tmpdir();
     make_job("");
-    snprintf(path, sizeof path, "%s/pooled-second-conv.cfg", d);
+    snprintf(path, sizeof path, "%s/second-conv.cfg", d);
     FILE *f = fopen(path, "w");
     CHECK(f != NULL);
     fprintf(f, "[job]\nepochs = 2\nbatch = 20\nseed = 5\noutput = %s/run\n[data]\n"
                "train_images = %s/img.gz\ntrain_labels = %s/lbl.gz\n"
                "test_images = %s/img.gz\ntest_labels = %s/lbl.gz\n"
                "[conv]\nfilters = 4\nsize = 3\npadding = 1\n[relu]\n"
-               "[conv]\nfilters = 6\nsize = 3\npadding = 1\n[relu]\n[maxpool]\nsize = 2\n"
+               "[conv]\nfilters = 6\nsize = 3\npadding = 1\n[relu]\n%s"
                "[flatten]\n[dense]\noutputs = 10\n[softmax_xent]\n"
                "[optimizer]\nlr = 0.1\nmomentum = 0.5\n[execution]\ngrain = 3\nfuse = %s\n",
-            d, d, d, d, d, fuse);
+            d, d, d, d, d, pooled ? "[maxpool]\nsize = 2\n" : "", fuse);
     fclose(f);
     return path;
 }
 
-/* A later convolution on the Winograd paths (both tile sizes) fused with its max-pool, the
- * input gradient from the pooled gradient too, trains exactly as the layers apart. */
-TEST(train_fused_winograd_conv_maxpool_gives_the_same_weights)
+/* A later convolution on the Winograd paths (both tile sizes) fused with its max-pool or its
+ * relu, the input gradient from theirs too, trains exactly as the layers apart; so does the
+ * first one fused with its relu, on those paths or the direct one (where the second is not
+ * fused: it would need its input gradient). */
+TEST(train_fused_convolutions_give_the_same_weights)
 {
     static run apart, fused;
-    for (conv_strategy s = CONV_WINOGRAD; s <= CONV_WINOGRAD4; s++) {
-        conv_set_strategy(s);
-        train(pooled_second_conv_job("off"), 2, 2, &apart);
-        train(pooled_second_conv_job("on"), 3, 2, &fused);
-        CHECKF(apart.rc == 0 && fused.rc == 0, "%s %s", apart.err, fused.err);
-        CHECK(apart.nparams == fused.nparams && apart.loss[1] == fused.loss[1]);
-        CHECKF(!memcmp(apart.params, fused.params, sizeof(float) * (size_t)apart.nparams),
-               "%s: the fused layers train otherwise", conv_path_name(s));
-    }
-    conv_set_strategy(CONV_AUTO);
+    const conv_strategy paths[] = {CONV_WINOGRAD, CONV_WINOGRAD4, CONV_DIRECT};
+    for (int pooled = 0; pooled < 2; pooled++)
+        for (int k = 0; k < 3; k++) {
+            conv_set_strategy(paths[k]);
+            train(second_conv_job("off", pooled), 2, 2, &apart);
+            train(second_conv_job("on", pooled), 3, 2, &fused);
+            conv_set_strategy(CONV_AUTO);
+            int second = paths[k] == CONV_DIRECT ? 0 : pooled ? 2 : 1;   /* plan.h */
+            CHECKF(apart.rc == 0 && fused.rc == 0, "%s %s", apart.err, fused.err);
+            CHECKF(!apart.fused[0] && !apart.fused[2] && fused.fused[0] == 1 &&
+                       fused.fused[2] == second, "%s, pooled %d: fused %d and %d",
+                   conv_path_name(paths[k]), pooled, fused.fused[0], fused.fused[2]);
+            CHECK(apart.nparams == fused.nparams && apart.loss[1] == fused.loss[1]);
+            CHECKF(!memcmp(apart.params, fused.params, sizeof(float) * (size_t)apart.nparams),
+                   "%s, pooled %d: the fused layers train otherwise", conv_path_name(paths[k]),
+                   pooled);
+        }
 }
 
 /* A job file with a section twice is refused before anything runs. */

@@ -2,9 +2,12 @@
  * the runtime parallelises). Prints:
  *   bench ops peak_gflops_per_core=X isa=NAME
  *   bench ops CASE gflops=X peak_pct=Y
- *   bench ops fused_backward_SHAPE relu_copy_pct=X argmax_scatter_pct=Y: what a relu and the
- *   pooled gradient's scatter cost the fused convolution + max-pool backward (GFLOP/s count a
- *   direct convolution's multiply-adds, so the Winograd cases pass 100% of the peak)
+ *   bench ops fused_backward_SHAPE relu_pct=X argmax_scatter_pct=Y: what a relu and the
+ *   pooled gradient's scatter cost the fused convolution + max-pool backward
+ *   bench ops conv_relu_SHAPE forward_saved_pct=X backward_saved_pct=Y: what fusing a
+ *   convolution with the relu after it saves
+ * (GFLOP/s count a direct convolution's multiply-adds, so the Winograd cases pass 100% of the
+ * peak.)
  * Usage: bench_ops [seconds-per-case [only-cases-named-with-this]]
  *        bench_ops --peak THREADS: the FMA peak of THREADS cores at once, in GFLOP/s (one number;
  *        ./build.sh bench train compares whole training runs with it). */
@@ -132,10 +135,11 @@ static void bench_conv(int c, int h, int w, int f, int pad, int n)
         free(cc.db);
 }
 
-/* The backward of a convolution fused with its 2x2 max-pool (and relu), taken apart: with the
- * relu's masked scratch copy, without it, and the plain backward of the same convolution on a
- * whole (unpooled) output gradient, the same multiply-adds with no argmax to follow. The
- * differences say what removing the copy, and the pooled gradient's scatter, could gain. */
+/* The backward of a convolution fused with its 2x2 max-pool (and relu), taken apart: through
+ * the relu (masking each pooled row as it is read), without it, and the plain backward of the
+ * same convolution on a whole (unpooled) output gradient, the same multiply-adds with no
+ * argmax to follow. The differences say what the relu, and the pooled gradient's scatter,
+ * cost. */
 typedef struct fused_case {
     conv_geom g;
     pool_geom p;
@@ -186,12 +190,75 @@ static void bench_fused_backward(int c, int h, int w, int f, int pad, int n)
         printf("bench ops %s%s ms=%.3f gflops=%.2f peak_pct=%.1f\n", name, with_dx ? "_dx" : "",
                ms[fc.part], gflops, 100.0 * gflops / ref);
     }
-    printf("bench ops fused_backward_%dx%dx%d_f%d relu_copy_pct=%.1f argmax_scatter_pct=%.1f "
+    printf("bench ops fused_backward_%dx%dx%d_f%d relu_pct=%.1f argmax_scatter_pct=%.1f "
            "(of the fused backward's time)\n", h, w, c, f, 100 * (ms[0] - ms[1]) / ms[0],
            100 * (ms[1] - ms[2]) / ms[0]);
     fflush(stdout);
     free(fc.x), free(fc.dx), free(fc.dy_full), free(fc.y), free(fc.dy), free(fc.argmax);
     free(fc.w), free(fc.dw), free(fc.b), free(fc.db);
+}
+
+/* A convolution and the relu after it: the two apart (the relu a pass of its own over the
+ * output, and over the gradient into a copy that the backward reads) against fused
+ * (ops_conv2d_forward_relu and _backward_relu: each row through the relu as it is stored or
+ * read). part: 0 forward apart, 1 fused; 2 backward apart, 3 fused. */
+typedef struct relu_case {
+    conv_geom g;
+    int n, part, with_dx;
+    float *x, *w, *b, *y, *dy, *masked, *dx, *dw;
+} relu_case;
+
+static void run_relu(void *arg)
+{
+    relu_case *c = arg;
+    conv_input x = {c->x, NULL, 0};
+    long out = (long)c->n * c->g.f * c->g.oh * c->g.ow, nw = (long)c->g.f * c->g.c * 9;
+    float *dx = c->with_dx ? c->dx : NULL;
+    if (c->part == 0) {
+        ops_conv2d_forward(&c->g, c->x, c->w, c->b, c->y, 0, c->n, 0, c->g.f);
+        ops_relu_forward(c->y, c->y, 0, out);
+    } else if (c->part == 1) {
+        ops_conv2d_forward_relu(&c->g, x, c->w, c->b, c->y, 0, c->n);
+    } else if (c->part == 2) {
+        ops_relu_backward(c->y, c->dy, c->masked, 0, out);
+        ops_conv2d_backward(&c->g, x, c->masked, c->w, c->dw, c->dw + nw, dx, 0, c->n);
+    } else {
+        ops_conv2d_backward_relu(&c->g, x, c->y, c->dy, c->w, c->dw, c->dw + nw, dx, 0, c->n);
+    }
+}
+
+static void bench_relu_fused(int c, int h, int w, int f, int pad, int n, int with_dx)
+{
+    relu_case rc = {.n = n};
+    conv_geom_init(&rc.g, c, h, w, f, 3, 3, 1, pad);
+    rc.with_dx = with_dx && conv_relu_fusable(&rc.g, 1);
+    if (!conv_relu_fusable(&rc.g, with_dx))
+        return;
+    size_t in = (size_t)n * c * h * w, out = (size_t)n * f * rc.g.oh * rc.g.ow;
+    rc.x = randoms(in), rc.dx = randoms(in), rc.y = randoms(out), rc.dy = randoms(out);
+    rc.masked = randoms(out), rc.w = randoms((size_t)f * 9 * c), rc.dw = randoms((size_t)f * 9 * c + f);
+    rc.b = randoms((size_t)f);
+    double flops[2] = {2.0 * out * c * 9, 2.0 * out * c * 9 * (rc.with_dx ? 2 : 1)}, ms[4];
+    static const char *part[] = {"forward_apart", "forward_fused", "backward_apart",
+                                 "backward_fused"};
+    char name[128];
+    for (rc.part = 0; rc.part < 4; rc.part++) {
+        snprintf(name, sizeof name, "conv_relu_%dx%dx%d_f%d_batch%d_%s%s", h, w, c, f, n,
+                 part[rc.part], rc.with_dx ? "_dx" : "");
+        if (only && !strstr(name, only))
+            break;
+        double ref, gflops = measure(run_relu, &rc, flops[rc.part / 2], &ref);
+        ms[rc.part] = flops[rc.part / 2] / gflops * 1e-6;
+        printf("bench ops %s ms=%.3f gflops=%.2f peak_pct=%.1f\n", name, ms[rc.part], gflops,
+               100.0 * gflops / ref);
+    }
+    if (rc.part == 4)
+        printf("bench ops conv_relu_%dx%dx%d_f%d forward_saved_pct=%.1f backward_saved_pct=%.1f "
+               "(fused against apart)\n", h, w, c, f, 100 * (ms[0] - ms[1]) / ms[0],
+               100 * (ms[2] - ms[3]) / ms[2]);
+    fflush(stdout);
+    free(rc.x), free(rc.dx), free(rc.y), free(rc.dy), free(rc.masked), free(rc.w), free(rc.dw);
+    free(rc.b);
 }
 
 static void *peak_thread(void *out)
@@ -251,6 +318,8 @@ int main(int argc, char **argv)
     bench_fused_backward(16, 16, 16, 32, 1, 8);   /* cifar-shaped's second */
     bench_fused_backward(1, 28, 28, 64, 1, 8);    /* wide-28's first */
     bench_fused_backward(64, 14, 14, 128, 1, 4);  /* wide-28's second */
+    bench_relu_fused(3, 32, 32, 32, 1, 16, 0);      /* vgg-small's first, a chunk of 16 */
+    bench_relu_fused(32, 16, 16, 64, 1, 16, 1);     /* vgg-small's third */
     printf("bench ops peak_gflops_per_core_max=%.2f (highest seen during the run)\n", peak);
     return 0;
 }

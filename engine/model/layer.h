@@ -78,6 +78,11 @@ struct layer_class {
     int (*fuses_pool)(const layer *l, const layer *next, int need_dx, int grain, int *worth);
     /* Its tasks when fused so, and the input gradient as a task of its own (split by groups). */
     rt_kind *fused_forward, *fused_backward, *backward_input;
+    /* Whether a relu right after it may run inside its tasks (with its input gradient when
+     * need_dx; before a max-pool the relu runs after the pool instead, fused_forward's). NULL:
+     * never. */
+    int (*fuses_relu)(const layer *l, int need_dx);
+    rt_kind *relu_fused_forward, *relu_fused_backward;
 };
 
 const layer_class *layer_class_of(layer_type t);

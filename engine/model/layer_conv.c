@@ -1,6 +1,6 @@
 /* [conv]: a 2-D convolution (ops/conv.h), NCHW, with bias. Its tasks may be split by filters
- * (conv_filter_groups), and a convolution whose output goes only to a max-pool may run fused
- * with it (the trainer decides: engine/train/plan.c). */
+ * (conv_filter_groups), and a convolution whose output goes only to a max-pool or a relu may
+ * run fused with it (the trainer decides: engine/train/plan.c). */
 #include "engine/model/layer.h"
 
 #include "engine/model/device_task.h"
@@ -175,6 +175,41 @@ static int fused_backward(const rt_ctx *ctx, void *p)
                                      0, a->n, 0));
 }
 
+/* Fused with the relu after it (the next layer): the relu's output; backward, from its
+ * gradient through it (at.out: its output) to the filter gradient and, where wanted, the input
+ * gradient (the Winograd paths only: fuses_relu). */
+static int relu_fused_forward(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    const layer *l = a->l;
+    const float *w = rt_ptr(ctx, a->at.params);
+    return layer_kernel_status(ctx, ops_conv2d_forward_relu(&l->conv, input_of(ctx, a), w,
+                                                            w + l->nweights,
+                                                            rt_ptr(ctx, a->at.out), 0, a->n));
+}
+
+static int relu_fused_backward(const rt_ctx *ctx, void *p)
+{
+    const layer_task *a = p;
+    const layer *l = a->l;
+    float *dw = rt_ptr(ctx, a->at.part);
+    return layer_kernel_status(
+        ctx, ops_conv2d_backward_relu(&l->conv, input_of(ctx, a), rt_ptr(ctx, a->at.out),
+                                      rt_ptr(ctx, a->at.dy),
+                                      a->want_dx ? rt_ptr(ctx, a->at.params) : NULL, dw,
+                                      dw + l->nweights, a->want_dx ? rt_ptr(ctx, a->at.dx) : NULL,
+                                      0, a->n));
+}
+
+/* A relu after it fuses where the kernels can take it (the Winograd paths, the direct one
+ * without the input gradient): each output row goes through the relu as it is stored, and the
+ * gradient as it is read, which saves the relu's tasks and a pass over the activations and
+ * gradients each way (./build.sh bench ops: conv_relu_*). */
+static int fuses_relu(const layer *l, int need_dx)
+{
+    return conv_relu_fusable(&l->conv, need_dx);
+}
+
 /* ---- on an OpenCL device: the same work, the same accesses ---- */
 
 static int forward_cl(const rt_ctx *ctx, void *p)
@@ -216,14 +251,17 @@ static int backward_input_cl(const rt_ctx *ctx, void *p)
     return device_task_finish(&dt, ctx, rc);
 }
 
-/* The first layer's input as bytes and the fused max-pool run on the CPU only: the plan turns
- * both off when devices are in use (engine/train/plan.c). */
+/* The first layer's input as bytes and the fused max-pool or relu run on the CPU only: the
+ * plan turns them off when devices are in use (engine/train/plan.c). */
 static rt_kind forward_kind = {.name = "conv_forward", .cpu = forward, .opencl = forward_cl};
 static rt_kind backward_kind = {.name = "conv_backward", .cpu = backward, .opencl = backward_cl};
 static rt_kind backward_input_kind = {.name = "conv_backward_input", .cpu = backward_input,
                                     .opencl = backward_input_cl};
 static rt_kind fused_forward_kind = {.name = "conv_maxpool_forward", .cpu = fused_forward};
 static rt_kind fused_backward_kind = {.name = "conv_maxpool_backward", .cpu = fused_backward};
+static rt_kind relu_fused_forward_kind = {.name = "conv_relu_forward", .cpu = relu_fused_forward};
+static rt_kind relu_fused_backward_kind = {.name = "conv_relu_backward",
+                                           .cpu = relu_fused_backward};
 
 const layer_class layer_conv = {
     .name = "conv", .type = LAYER_CONV, .keys = keys, .defaults = defaults, .complete = complete,
@@ -231,4 +269,6 @@ const layer_class layer_conv = {
     .backward_reads = READS_INPUT, .reads_bytes = 1, .kernel_path = kernel_path, .groups = groups,
     .fuses_pool = fuses_pool, .fused_forward = &fused_forward_kind,
     .fused_backward = &fused_backward_kind, .backward_input = &backward_input_kind,
+    .fuses_relu = fuses_relu, .relu_fused_forward = &relu_fused_forward_kind,
+    .relu_fused_backward = &relu_fused_backward_kind,
 };

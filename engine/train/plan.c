@@ -105,7 +105,11 @@ void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
                       ly->cls->fuses_pool(ly, &ly[1], p->need_dx[l], p->grain, &worth);
         int relu_after = l + 3 < m->nlayers && ly[2].cls->monotone;
         if (fusable && !p->pinned && (cfg->fuse > 0 || (cfg->fuse == 0 && worth)))
-            p->fused[l] = 1 + relu_after;
+            p->fused[l] = 1 + relu_after, p->fused_pool[l] = 1;
+        /* Or the relu right after it, where the layer type can (always worth it). */
+        else if (ly->cls->fuses_relu && l + 2 < m->nlayers && ly[1].cls->monotone &&
+                 ly->cls->fuses_relu(ly, p->need_dx[l]) && !p->pinned && cfg->fuse >= 0)
+            p->fused[l] = 1;
         p->groups[l] = !ly->cls->groups || p->fused[l]
                            ? 1 : ly->cls->groups(ly, cfg->filter_groups, p->grain);
     }

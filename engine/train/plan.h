@@ -1,7 +1,7 @@
 /* How a model is cut into tasks, decided once per run from the model and the job (never from
  * the number of workers, so results do not depend on the machine): the grain (samples per
  * task), filter groups per convolution, which convolutions run fused with their max-pool (and
- * the relu after it), and
+ * the relu after it) or with the relu after them, and
  * whether a first convolution reads the data set's bytes in place. Each choice says why, and
  * the environment variables that forced one are named: summary.json records them. */
 #ifndef FRUGAL_PLAN_H
@@ -16,7 +16,8 @@ typedef struct exec_plan {
     int batch, grain, nchunks;       /* chunk k of a batch: samples [k*batch/n, (k+1)*batch/n) */
     int groups[CONFIG_MAX_LAYERS];   /* tasks per chunk of each layer, split by filters */
     int fused[CONFIG_MAX_LAYERS];    /* layers after conv l run in its tasks: 0; 1, the max-pool
-                                      * l+1; 2, the max-pool and the relu l+2 */
+                                      * or the relu l+1; 2, the max-pool and the relu l+2 */
+    int fused_pool[CONFIG_MAX_LAYERS];   /* the max-pool l+1 among them */
     int need_dx[CONFIG_MAX_LAYERS];  /* does a layer before l have parameters? */
     int bytes_input;                 /* a first convolution reads the data set's bytes */
     char input_why[96];              /* "auto: ..." or "FRUGAL_INPUT=bytes" */

@@ -92,8 +92,20 @@ static void submit_load(trainer *t, const batch_ref *r, int k)
     trainer_submit(t, a.bytes ? &trainer_load_pointers_kind : &trainer_load_kind, &a, sizeof a, PRIO_LOAD, &al, k);
 }
 
+/* Layer l's task kind in a direction: fused with the max-pool after it (and maybe a relu),
+ * with the relu after it, or its own. */
+static rt_kind *fused_kind(const trainer *t, int l, int backward)
+{
+    const layer_class *c = t->m->layers[l].cls;
+    if (!t->plan.fused[l])
+        return backward ? c->backward : c->forward;
+    if (t->plan.fused_pool[l])
+        return backward ? c->fused_backward : c->fused_forward;
+    return backward ? c->relu_fused_backward : c->relu_fused_forward;
+}
+
 /* Layer l's forward task for chunk k and filter group g (or, fused, the convolution, the
- * max-pool after it and maybe a relu). */
+ * max-pool after it and maybe a relu, or the relu after it). */
 static void submit_forward(trainer *t, const batch_ref *r, int l, int k, int g, int n)
 {
     const layer *ly = &t->m->layers[l];
@@ -103,9 +115,10 @@ static void submit_forward(trainer *t, const batch_ref *r, int l, int k, int g, 
     access_list al = {.n = 0};
     add_input(t, r, &a, &al, l, k);
     if (fused) {
-        a.relu = fused == 2;
+        a.relu = fused > t->plan.fused_pool[l];
         a.at.out = add_chunk(&al, &r->b->act[l + 1 + fused], k, RT_W);
-        a.at.aux = add(&al, r->b->aux[l + 1].part[k], RT_W);
+        if (t->plan.fused_pool[l])
+            a.at.aux = add(&al, r->b->aux[l + 1].part[k], RT_W);
     } else {
         a.at.out = groups > 1 ? add(&al, r->b->act[l + 1].part[k * groups + g], RT_W)
                               : add_chunk(&al, &r->b->act[l + 1], k, RT_W);
@@ -114,8 +127,7 @@ static void submit_forward(trainer *t, const batch_ref *r, int l, int k, int g, 
     }
     if (ly->nparams)
         a.at.params = add(&al, t->hparams[l], RT_R);
-    submit_claimed(t, fused ? ly->cls->fused_forward : ly->cls->forward, &a, sizeof a,
-                   PRIO_FORWARD, &al, k, claim_of(r, k));
+    submit_claimed(t, fused_kind(t, l, 0), &a, sizeof a, PRIO_FORWARD, &al, k, claim_of(r, k));
 }
 
 /* The loss of chunk k, its gradient when training, and the tally of its figures. */
@@ -168,8 +180,9 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
         access_list al = {.n = 0};
         a.at.dy = add(&al, r->b->grad[out].part[k], RT_R);
         if (fused) {
-            a.at.aux = add(&al, r->b->aux[l + 1].part[k], RT_R);
-            if (fused == 2)   /* the relu's output, that its gradient goes through */
+            if (t->plan.fused_pool[l])
+                a.at.aux = add(&al, r->b->aux[l + 1].part[k], RT_R);
+            if (fused > t->plan.fused_pool[l])   /* the relu's output, that dy goes through */
                 a.at.out = add_chunk(&al, &r->b->act[out], k, RT_R);
             add_input(t, r, &a, &al, l, k);
         } else if (ly->cls->backward_reads & READS_OUTPUT) {
@@ -187,8 +200,8 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
             if (ly->nparams)
                 a.at.params = add(&al, t->hparams[l], RT_R);
         }
-        submit_claimed(t, fused ? ly->cls->fused_backward : ly->cls->backward, &a, sizeof a,
-                       PRIO_BACKWARD, &al, k, claim_of(r, k));
+        submit_claimed(t, fused_kind(t, l, 1), &a, sizeof a, PRIO_BACKWARD, &al, k,
+                       claim_of(r, k));
     }
     if (dx && groups > 1) {
         layer_task a = task_for(t, l, n);
