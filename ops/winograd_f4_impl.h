@@ -413,6 +413,13 @@ static void input_adjoint(const tiling *t, const float *Z, float *dx, float *row
     }
 }
 
+#ifdef F4_OWN_ADJOINT   /* the including file has its own (winograd_f4_avx512.c) */
+static void F4_OWN_ADJOINT(const tiling *t, const float *Z, float *dx, float *rows);
+#define F4_ADJOINT F4_OWN_ADJOINT
+#else
+#define F4_ADJOINT input_adjoint
+#endif
+
 const winograd_variant NAME(winograd_f4, ISA) = {
     .m = 4,
     .G = {{1 / 4.0f, 0, 0},
@@ -424,5 +431,5 @@ const winograd_variant NAME(winograd_f4, ISA) = {
     .input = F4_INPUT,
     .output = output_transform,
     .gradient = gradient_transform,
-    .input_adjoint = input_adjoint,
+    .input_adjoint = F4_ADJOINT,
 };

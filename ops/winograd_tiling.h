@@ -122,9 +122,15 @@ static inline void winograd_store_input_row(const tiling *t, float *dx, int c, i
     int first = i >= 2 || r % t->th == 0;
     float *out = dx + (((size_t)(r / t->th) * g->c + c) * g->h + (size_t)y) * g->w;
     const float *in = line + g->pad;
+    if (first) {   /* two loops: with the test inside, GCC left one scalar (AVX-512 build) */
+#pragma omp simd
+        for (int x = 0; x < g->w; x++)
+            out[x] = 0.0f + in[x];
+        return;
+    }
 #pragma omp simd
     for (int x = 0; x < g->w; x++)
-        out[x] = (first ? 0.0f : out[x]) + in[x];
+        out[x] += in[x];
 }
 
 /* The 2x2 stride-2 max-pool fused into the output transform, straight from the tiles: a tile's
