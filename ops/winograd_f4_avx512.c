@@ -1,14 +1,16 @@
 /* Winograd F(4x4, 3x3)'s transforms, AVX-512 build: the AVX2 build's (256-bit loops, which
  * measured faster than 512-bit ones here: Makefile), except the column half of the input
- * transform and the input adjoint's windows. The AVX2 build splits each transformed row into
+ * transform, the input adjoint's windows and the output gradient's tiles (below). The AVX2 build splits each transformed row into
  * tile arrays (4x4 SSE transposes), then reads them back to transform the columns; here
  * two-register permutes (vpermt2ps) take 8 tiles' window columns straight out of the row, and
  * the 36 points go straight into V. The adjoint goes the other way: 8 tiles' windows, computed
  * in registers, are permuted straight into their rows, overlaps summed, instead of through 36
- * tile arrays and 4x4 transposes. Same arithmetic, same bits. Compiled with AVX-512 flags. */
+ * tile arrays and 4x4 transposes; the output gradient's blocks are permuted out of its rows.
+ * Same arithmetic, same bits. Compiled with AVX-512 flags. */
 #define ISA avx512
 #define F4_OWN_INPUT input_transform_permuted
 #define F4_OWN_ADJOINT input_adjoint_permuted
+#define F4_OWN_GRADIENT gradient_transform_permuted
 #include "ops/winograd_f4_impl.h"
 
 #include <immintrin.h>
@@ -241,4 +243,194 @@ static void input_adjoint_permuted(const tiling *t, const float *Z, float *dx, f
                         winograd_store_input_row(t, dx, c, r + j, i, y,
                                                  line[i] + (size_t)j * t->row_len);
         }
+}
+
+/* The output gradient of a group of 8 tiles (one, 2 or 4 tile rows of 8, 4 or 2 tiles from
+ * tile row r, tile q on; nrows of them in the block), as load_gradient_row gives it: zero past
+ * the output's edges, unpooled through the argmax, through the relu. The functions below take
+ * pooled and per_row (tiles of a tile row in the group) as constants, so that each case gets
+ * code of its own with its registers indexed by constants (indexed at run time, they went
+ * through the stack and the transform ran slower than AVX2's). */
+typedef struct gradient_group {
+    const tiling *t;
+    const winograd_grad *dy;
+    int f, r, q, nrows;
+} gradient_group;
+
+/* p[0 .. min(n, len)) into lanes at .. of into, zeros to the rest of those len lanes, the
+ * others kept (len 4, 8 or 16, at a multiple of it). Whole, a plain load: masked loads that
+ * missed the cache stalled the transform (it took 16% of vgg-small's time instead of 10%). */
+INLINE __m512 load_lanes(__m512 into, const float *p, int n, int at, int len)
+{
+    if (n >= len && len == 16)
+        return _mm512_loadu_ps(p);
+    if (n >= len && len == 8)
+        return at ? _mm512_insertf32x8(into, _mm256_loadu_ps(p), 1)
+                  : _mm512_insertf32x8(into, _mm256_loadu_ps(p), 0);
+    if (n >= len && len == 4)
+        return at == 0 ? _mm512_insertf32x4(into, _mm_loadu_ps(p), 0)
+               : at == 4 ? _mm512_insertf32x4(into, _mm_loadu_ps(p), 1)
+               : at == 8 ? _mm512_insertf32x4(into, _mm_loadu_ps(p), 2)
+                         : _mm512_insertf32x4(into, _mm_loadu_ps(p), 3);
+    int k = n <= 0 ? 0 : n < len ? n : len;
+    return _mm512_mask_loadu_ps(into, (__mmask16)(((1u << k) - 1) << at), p - at);
+}
+
+/* Row a of the group's tiles: the gradient rows (windows, pooled) of each tile row j side by
+ * side in v (32 values; 16 windows), and the same of the relu's output (ry) and the argmax
+ * (am); first[j], the argmax numbering of row j's column 0. Zeros past the edges. */
+INLINE void gradient_rows(const gradient_group *gg, int a, int pooled, int per_row, __m512 v[2],
+                          __m512 ry[2], __m512 *am, int32_t first[4])
+{
+    const tiling *t = gg->t;
+    const winograd_grad *dy = gg->dy;
+    int per = (pooled ? 2 : 4) * per_row;   /* values of a tile row */
+    int width = pooled ? dy->pool->ow : t->g->ow, x0 = per * gg->q / per_row;
+    v[0] = v[1] = ry[0] = ry[1] = *am = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int j = 0; j < 8 / per_row; j++) {
+        if (j >= gg->nrows)
+            break;
+        int r = gg->r + j;
+        gradient_row row = winograd_gradient_row(t, dy, r / t->th, gg->f, 4 * (r % t->th) + a);
+        first[j] = row.first;
+        if (!row.dy)
+            continue;
+#pragma GCC unroll 2
+        for (int h = 0; h < per; h += 16) {   /* value P = j * per + h of v */
+            int P = j * per + h, len = per - h < 16 ? per - h : 16, n = width - x0 - h;
+            v[P / 16] = load_lanes(v[P / 16], row.dy + x0 + h, n, P % 16, len);
+            if (row.relu_y)
+                ry[P / 16] = load_lanes(ry[P / 16], row.relu_y + x0 + h, n, P % 16, len);
+            if (pooled)
+                *am = load_lanes(*am, (const float *)row.argmax + x0 + h, n, P % 16, len);
+        }
+    }
+}
+
+/* e[k] for k < 4, lane l: column k of tile l, row a of the group's tiles. */
+INLINE void gradient_tiles(const gradient_group *gg, int a, int pooled, int per_row,
+                           const __m512i col[4], v8sf e[4])
+{
+    __m512 v[2], ry[2], am;
+    int32_t first[4] = {0, 0, 0, 0};
+    gradient_rows(gg, a, pooled, per_row, v, ry, &am, first);
+    if (gg->dy->relu_y)   /* through the relu */
+        for (int h = 0; h < 2; h++)
+            v[h] = _mm512_maskz_mov_ps(
+                _mm512_cmp_ps_mask(ry[h], _mm512_setzero_ps(), _CMP_GT_OQ), v[h]);
+    if (!pooled) {   /* value 4l + k of the pair: column k of tile l */
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            e[k] = (v8sf)_mm512_castps512_ps256(_mm512_permutex2var_ps(v[0], col[k], v[1]));
+        return;
+    }
+    /* pooled: tile l's columns 2k' and 2k' + 1 are in window 2l + k'; each takes the window's
+     * gradient where its argmax is that column (numbered from its row's first, + 4 per tile) */
+    __m512i target = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int j = 0; j < 8 / per_row; j++)
+        target = _mm512_mask_set1_epi32(target, (__mmask16)(((1u << per_row) - 1) << (j * per_row)),
+                                        first[j] + 4 * gg->q);
+    target = _mm512_add_epi32(target, _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0,
+                                                        0, 0, 0, 0));
+    if (per_row < 8)   /* 4 t, t the tile within its row, not 4 l */
+        target = _mm512_sub_epi32(target, _mm512_setr_epi32(0, 0, 0, 0, 16, 16, 16, 16, 0, 0, 0,
+                                                             0, 0, 0, 0, 0));
+    if (per_row < 4)
+        target = _mm512_sub_epi32(target, _mm512_setr_epi32(0, 0, 8, 8, 0, 0, 8, 8, 0, 0, 0, 0,
+                                                             0, 0, 0, 0));
+    const __m512i two_l = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+#pragma GCC unroll 2
+    for (int half = 0; half < 2; half++) {
+        __m512i w = _mm512_add_epi32(two_l, _mm512_set1_epi32(half));
+        __m512 g = _mm512_permutexvar_ps(w, v[0]);
+        __m512i at = _mm512_permutexvar_epi32(w, _mm512_castps_si512(am));
+#pragma GCC unroll 2
+        for (int c = 0; c < 2; c++) {
+            __m512i x = _mm512_add_epi32(target, _mm512_set1_epi32(2 * half + c));
+            e[2 * half + c] = (v8sf)_mm512_castps512_ps256(
+                _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(at, x), g));
+        }
+    }
+}
+
+/* A group's n tiles into D at d + at and their sums into sums + at (gradient_transform's
+ * arithmetic, the same order). */
+INLINE void gradient_group_transform(const gradient_group *gg, int pooled, int per_row,
+                                     const __m512i col[4], float *d, size_t plane, float *sums,
+                                     int at, int n)
+{
+    v8sf e[4][4], A[6][4];
+#pragma GCC unroll 4
+    for (int a = 0; a < 4; a++)
+        gradient_tiles(gg, a, pooled, per_row, col, e[a]);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {   /* A e: rows */
+        v8sf in[4] = {e[0][k], e[1][k], e[2][k], e[3][k]}, o[6];
+        A6(in, o);
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; i++)
+            A[i][k] = o[i];
+    }
+    __mmask8 keep = (__mmask8)((1u << n) - 1);
+    _mm256_mask_storeu_ps(sums + at, keep, (__m256)((A[1][0] + A[1][1]) + (A[1][2] + A[1][3])));
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; i++) {   /* (A e) A^T: columns */
+        v8sf o[6];
+        A6(A[i], o);
+#pragma GCC unroll 6
+        for (int k = 0; k < 6; k++)
+            _mm256_mask_storeu_ps(d + (6 * i + k) * plane + at, keep, (__m256)o[k]);
+    }
+}
+
+/* Filter f's tiles of the block, groups of one tile row (per_row 8) or of 8 / per_row. */
+INLINE void gradient_filter(const tiling *t, const winograd_grad *dy, int f, int pooled,
+                            int per_row, const __m512i col[4], float *d, size_t plane,
+                            float *sums)
+{
+    int tw = t->tw, group = per_row == 8 ? 1 : 8 / per_row;
+    for (int r = t->r0; r < t->r1; r += group)
+        for (int q = 0; q < (group > 1 ? 1 : tw); q += 8) {
+            int nrows = t->r1 - r < group ? t->r1 - r : group;
+            gradient_group gg = {t, dy, f, r, q, nrows};
+            int n = group > 1 ? nrows * tw : tw - q < 8 ? tw - q : 8;
+            gradient_group_transform(&gg, pooled, per_row, col, d, plane, sums,
+                                     (r - t->r0) * tw + q, n);
+        }
+}
+
+/* D[p][f - f0][col] = (A e A^T)[p] as gradient_transform, 8 tiles at a time straight from the
+ * gradient rows (gradient_tiles) instead of through 16 tile arrays; the same bits, the bias
+ * sums kept per tile and summed in tile_sum's order. Only where every load is whole (rows of
+ * 2, 4 or a multiple of 8 whole tiles): at the output's edge the loads are masked, and masked
+ * loads that missed the cache made wide-28's 14x14 layer's transform twice as long as the
+ * AVX2 build's, which the others take. */
+static void gradient_transform_permuted(const tiling *t, const winograd_grad *dy, int f0, int f1,
+                                        float *D, float *dbias, float *rows)
+{
+    int tw = t->tw, pooled = dy->pool != NULL;
+    if (t->g->ow != 4 * tw || (tw != 2 && tw != 4 && tw % 8)) {
+        gradient_transform(t, dy, f0, f1, D, dbias, rows);
+        return;
+    }
+    size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
+    const __m512i col[4] = {window_column(0), window_column(1), window_column(2),
+                            window_column(3)};
+    float *sums = tile_array(t, rows, 16);
+    for (int f = f0; f < f1; f++) {
+        float *d = D + (size_t)(f - f0) * t->cols;
+        if (tw == 4)   /* constants, so that each case gets code of its own */
+            pooled ? gradient_filter(t, dy, f, 1, 4, col, d, plane, sums)
+                   : gradient_filter(t, dy, f, 0, 4, col, d, plane, sums);
+        else if (tw == 2)
+            pooled ? gradient_filter(t, dy, f, 1, 2, col, d, plane, sums)
+                   : gradient_filter(t, dy, f, 0, 2, col, d, plane, sums);
+        else
+            pooled ? gradient_filter(t, dy, f, 1, 8, col, d, plane, sums)
+                   : gradient_filter(t, dy, f, 0, 8, col, d, plane, sums);
+        if (dbias)
+            dbias[f - f0] += tile_sum(sums, t->tiles);
+    }
 }

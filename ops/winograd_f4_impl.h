@@ -39,11 +39,12 @@
         (o)[3] = d12 + 8 * d34 + (x)[5];                                                      \
     } while (0)
 
-/* A x, x 4 values, 6 out: the adjoint of AT6 (the output gradient's transform). */
+/* A x, x 4 values (floats or vectors of them), 6 out: the adjoint of AT6 (the output
+ * gradient's transform). */
 #define A6(x, o)                                                                              \
     do {                                                                                      \
-        float s02 = (x)[0] + (x)[2], s13 = (x)[1] + (x)[3];                                   \
-        float t02 = (x)[0] + 4 * (x)[2], t13 = 2 * (x)[1] + 8 * (x)[3];                       \
+        __typeof__((x)[0]) s02 = (x)[0] + (x)[2], s13 = (x)[1] + (x)[3];                      \
+        __typeof__((x)[0]) t02 = (x)[0] + 4 * (x)[2], t13 = 2 * (x)[1] + 8 * (x)[3];          \
         (o)[0] = (x)[0];                                                                      \
         (o)[1] = s02 + s13;                                                                   \
         (o)[2] = s02 - s13;                                                                   \
@@ -318,14 +319,34 @@ static void load_gradient_row(const tiling *t, const winograd_grad *dy, int n, i
         split_gradient_row(r.dy, r.relu_y, t->g->ow, t->tw, out);
 }
 
+/* s[0] + ... + s[n - 1] in a fixed order, whatever the build: 8 lanes of partial sums, then
+ * pairs. So that every build's bias gradients have the same bits (the AVX-512 one sums its
+ * tiles in groups of its own: winograd_f4_avx512.c). */
+static inline float tile_sum(const float *s, int n)
+{
+    typedef float v8 __attribute__((vector_size(32)));
+    v8 acc = {0}, v;
+    int q = 0;
+    for (; q + 8 <= n; q += 8) {
+        memcpy(&v, s + q, sizeof v);
+        acc += v;
+    }
+    float tail[8] = {0};
+    memcpy(tail, s + q, sizeof(float) * (size_t)(n - q));
+    memcpy(&v, tail, sizeof v);
+    acc += v;
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
 /* D[p][f - f0][col] = (A e A^T)[p], e the 4x4 block of output gradients of a tile (zero past
  * the output's edge), for filters [f0, f1): a filter's tiles are gathered into e[a][k][col]
- * (row a, column 4q + k of tile col), then transformed all at once (and summed, for dbias). */
+ * (row a, column 4q + k of tile col), then transformed all at once (and each tile's sum kept,
+ * for dbias). */
 static void gradient_transform(const tiling *t, const winograd_grad *dy, int f0, int f1,
                                float *D, float *dbias, float *rows)
 {
     size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
-    float *e[4][4];
+    float *e[4][4], *sums = tile_array(t, rows, 16);
     for (int a = 0; a < 4; a++)
         for (int k = 0; k < 4; k++)
             e[a][k] = tile_array(t, rows, 4 * a + k);
@@ -338,8 +359,8 @@ static void gradient_transform(const tiling *t, const winograd_grad *dy, int f0,
                 load_gradient_row(t, dy, r / t->th, f, 4 * (r % t->th) + a, tile_row);
             }
         }
-        float *d = D + (size_t)(f - f0) * t->cols, sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
+        float *d = D + (size_t)(f - f0) * t->cols;
+#pragma omp simd
         for (int q = 0; q < t->tiles; q++) {
             float a[6][4];
 #pragma GCC unroll 4
@@ -350,7 +371,7 @@ static void gradient_transform(const tiling *t, const winograd_grad *dy, int f0,
                 for (int i = 0; i < 6; i++)
                     a[i][k] = o[i];
             }
-            sum += (a[1][0] + a[1][1]) + (a[1][2] + a[1][3]);   /* row sums: A's row 1 */
+            sums[q] = (a[1][0] + a[1][1]) + (a[1][2] + a[1][3]);   /* row sums: A's row 1 */
 #pragma GCC unroll 6
             for (int i = 0; i < 6; i++) {   /* (A e) A^T: columns */
                 float o[6];
@@ -361,7 +382,7 @@ static void gradient_transform(const tiling *t, const winograd_grad *dy, int f0,
             }
         }
         if (dbias)
-            dbias[f - f0] += sum;
+            dbias[f - f0] += tile_sum(sums, t->tiles);
     }
 }
 
@@ -420,6 +441,14 @@ static void F4_OWN_ADJOINT(const tiling *t, const float *Z, float *dx, float *ro
 #define F4_ADJOINT input_adjoint
 #endif
 
+#ifdef F4_OWN_GRADIENT   /* the including file has its own (winograd_f4_avx512.c) */
+static void F4_OWN_GRADIENT(const tiling *t, const winograd_grad *dy, int f0, int f1, float *D,
+                            float *dbias, float *rows);
+#define F4_GRADIENT F4_OWN_GRADIENT
+#else
+#define F4_GRADIENT gradient_transform
+#endif
+
 const winograd_variant NAME(winograd_f4, ISA) = {
     .m = 4,
     .G = {{1 / 4.0f, 0, 0},
@@ -430,6 +459,6 @@ const winograd_variant NAME(winograd_f4, ISA) = {
           {0, 0, 1}},
     .input = F4_INPUT,
     .output = output_transform,
-    .gradient = gradient_transform,
+    .gradient = F4_GRADIENT,
     .input_adjoint = F4_ADJOINT,
 };

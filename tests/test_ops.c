@@ -794,7 +794,7 @@ TEST(ops_conv_backward_matches_the_passes_apart)
 TEST(ops_winograd4_every_row_length)
 {
     enum { N = 3, C = 3, F = 5 };
-    const int widths[] = {3, 4, 5, 8, 9, 12, 15, 16, 20, 24, 28, 32, 33, 36, 62, 66};
+    const int widths[] = {3, 4, 5, 8, 9, 12, 15, 16, 20, 24, 28, 32, 33, 36, 62, 66, 40, 64};
     ops_rng r;
     ops_rng_seed(&r, 13);
     for (size_t k = 0; k < sizeof widths / sizeof widths[0]; k++) {
@@ -843,9 +843,9 @@ TEST(ops_winograd4_every_row_length)
 /* The same on the Winograd paths (both tile sizes), which also give the input gradient: odd
  * sizes (a last row and column no window covers, tiles past the edge), samples from the second
  * on (the fused backward works from sample 0 of its scratch), float and byte inputs. */
-TEST(ops_winograd_maxpool_fused_matches_separate)
+static void winograd_maxpool_case(int W)
 {
-    enum { N = 3, C = 16, H = 13, W = 15, F = 20 };
+    enum { N = 3, C = 16, H = 13, F = 20 };
     conv_geom g;
     pool_geom p;
     CHECK(conv_geom_init(&g, C, H, W, F, 3, 3, 1, 1) == 0);
@@ -901,14 +901,23 @@ TEST(ops_winograd_maxpool_fused_matches_separate)
     free(a1), free(a2), free(dw1), free(dw2), free(dx1), free(dx2);
 }
 
+/* Widths whose rows hold 2, 4, 8 and 16 whole tiles (the AVX-512 build's own gradient
+ * transform takes those: winograd_f4_avx512.c) and 15 (the AVX2 build's there). */
+TEST(ops_winograd_maxpool_fused_matches_separate)
+{
+    const int widths[] = {15, 8, 16, 32, 64};
+    for (int k = 0; k < 5; k++)
+        winograd_maxpool_case(widths[k]);
+}
+
 /* A convolution fused with the relu after it gives, bit for bit, what the two layers give one
  * after the other: the relu's output, and from its gradient the filter gradient and (the
  * Winograd paths) the input gradient, on every ISA: odd sizes (tiles past the edge), samples
  * from the second on, float and byte inputs. The direct path fuses without the input gradient
  * only, and refuses it. */
-TEST(ops_conv_relu_fused_matches_separate)
+static void conv_relu_case(int W)
 {
-    enum { N = 3, C = 16, H = 13, W = 15, F = 20 };
+    enum { N = 3, C = 16, H = 13, F = 20 };
     conv_geom g;
     CHECK(conv_geom_init(&g, C, H, W, F, 3, 3, 1, 1) == 0);
     size_t nin = (size_t)C * H * W, nout = (size_t)F * g.oh * g.ow, nw = (size_t)F * C * 9;
@@ -950,4 +959,11 @@ TEST(ops_conv_relu_fused_matches_separate)
     byte_samples_free(&x);
     free(w), free(bias), free(dy), free(dyr), free(y1), free(y2), free(dw1), free(dw2);
     free(dx1), free(dx2);
+}
+
+TEST(ops_conv_relu_fused_matches_separate)
+{
+    const int widths[] = {15, 16, 32};   /* as ops_winograd_maxpool_fused_matches_separate */
+    for (int k = 0; k < 3; k++)
+        conv_relu_case(widths[k]);
 }
