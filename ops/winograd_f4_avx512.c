@@ -1,12 +1,12 @@
 /* Winograd F(4x4, 3x3)'s transforms, AVX-512 build: the AVX2 build's (256-bit loops, which
- * measured faster than 512-bit ones here: Makefile), except the column half of the input
- * transform, the input adjoint's windows and the output gradient's tiles (below). The AVX2 build splits each transformed row into
- * tile arrays (4x4 SSE transposes), then reads them back to transform the columns; here
- * two-register permutes (vpermt2ps) take 8 tiles' window columns straight out of the row, and
- * the 36 points go straight into V. The adjoint goes the other way: 8 tiles' windows, computed
- * in registers, are permuted straight into their rows, overlaps summed, instead of through 36
- * tile arrays and 4x4 transposes; the output gradient's blocks are permuted out of its rows.
- * Same arithmetic, same bits. Compiled with AVX-512 flags. */
+ * measured faster than 512-bit ones here: Makefile), except three. The AVX2 build splits each
+ * transformed input row into tile arrays (4x4 SSE transposes), then reads them back to
+ * transform the columns; here two-register permutes (vpermt2ps) take 8 tiles' window columns
+ * straight out of the row, and the 36 points go straight into V. The input adjoint goes the
+ * other way: 8 tiles' windows, computed in registers, are permuted straight into their rows,
+ * overlaps summed, instead of through 36 tile arrays and 4x4 transposes. The output gradient's
+ * 4x4 blocks are permuted out of its rows likewise. Same arithmetic, same bits. Compiled with
+ * AVX-512 flags. */
 #define ISA avx512
 #define F4_OWN_INPUT input_transform_permuted
 #define F4_OWN_ADJOINT input_adjoint_permuted
@@ -257,9 +257,19 @@ typedef struct gradient_group {
     int f, r, q, nrows;
 } gradient_group;
 
+/* x into lanes 4i .. 4i + 3 of v (i < 4). */
+static inline __m512 insert4(__m512 v, __m128 x, int i)
+{
+    return i == 0 ? _mm512_insertf32x4(v, x, 0)
+           : i == 1 ? _mm512_insertf32x4(v, x, 1)
+           : i == 2 ? _mm512_insertf32x4(v, x, 2)
+                    : _mm512_insertf32x4(v, x, 3);
+}
+
 /* p[0 .. min(n, len)) into lanes at .. of into, zeros to the rest of those len lanes, the
- * others kept (len 4, 8 or 16, at a multiple of it). Whole, a plain load: masked loads that
- * missed the cache stalled the transform (it took 16% of vgg-small's time instead of 10%). */
+ * others kept (len 4, 8 or 16, at a multiple of it). Plain loads only, by 16, 8 or 4 values
+ * and the last few one at a time: masked loads that missed the cache stalled the transform
+ * (it took 16% of vgg-small's time instead of 10%, and twice the AVX2 build's on wide-28). */
 INLINE __m512 load_lanes(__m512 into, const float *p, int n, int at, int len)
 {
     if (n >= len && len == 16)
@@ -267,13 +277,10 @@ INLINE __m512 load_lanes(__m512 into, const float *p, int n, int at, int len)
     if (n >= len && len == 8)
         return at ? _mm512_insertf32x8(into, _mm256_loadu_ps(p), 1)
                   : _mm512_insertf32x8(into, _mm256_loadu_ps(p), 0);
-    if (n >= len && len == 4)
-        return at == 0 ? _mm512_insertf32x4(into, _mm_loadu_ps(p), 0)
-               : at == 4 ? _mm512_insertf32x4(into, _mm_loadu_ps(p), 1)
-               : at == 8 ? _mm512_insertf32x4(into, _mm_loadu_ps(p), 2)
-                         : _mm512_insertf32x4(into, _mm_loadu_ps(p), 3);
-    int k = n <= 0 ? 0 : n < len ? n : len;
-    return _mm512_mask_loadu_ps(into, (__mmask16)(((1u << k) - 1) << at), p - at);
+    for (int i = 0; i < len; i += 4)
+        into = insert4(into, n - i >= 4 ? _mm_loadu_ps(p + i) : load_upto4(p + i, n - i),
+                       (at + i) / 4);
+    return into;
 }
 
 /* Row a of the group's tiles: the gradient rows (windows, pooled) of each tile row j side by
@@ -288,8 +295,8 @@ INLINE void gradient_rows(const gradient_group *gg, int a, int pooled, int per_r
     int width = pooled ? dy->pool->ow : t->g->ow, x0 = per * gg->q / per_row;
     v[0] = v[1] = ry[0] = ry[1] = *am = _mm512_setzero_ps();
 #pragma GCC unroll 4
-    for (int j = 0; j < 8 / per_row; j++) {
-        if (j >= gg->nrows)
+    for (int j = 0; j < 4; j++) {   /* constant bounds, unrolled: v's indexes constants */
+        if (j >= 8 / per_row || j >= gg->nrows)
             break;
         int r = gg->r + j;
         gradient_row row = winograd_gradient_row(t, dy, r / t->th, gg->f, 4 * (r % t->th) + a);
@@ -297,7 +304,9 @@ INLINE void gradient_rows(const gradient_group *gg, int a, int pooled, int per_r
         if (!row.dy)
             continue;
 #pragma GCC unroll 2
-        for (int h = 0; h < per; h += 16) {   /* value P = j * per + h of v */
+        for (int h = 0; h < 32; h += 16) {   /* value P = j * per + h of v */
+            if (h >= per)
+                break;
             int P = j * per + h, len = per - h < 16 ? per - h : 16, n = width - x0 - h;
             v[P / 16] = load_lanes(v[P / 16], row.dy + x0 + h, n, P % 16, len);
             if (row.relu_y)
@@ -329,9 +338,11 @@ INLINE void gradient_tiles(const gradient_group *gg, int a, int pooled, int per_
      * gradient where its argmax is that column (numbered from its row's first, + 4 per tile) */
     __m512i target = _mm512_setzero_si512();
 #pragma GCC unroll 4
-    for (int j = 0; j < 8 / per_row; j++)
-        target = _mm512_mask_set1_epi32(target, (__mmask16)(((1u << per_row) - 1) << (j * per_row)),
-                                        first[j] + 4 * gg->q);
+    for (int j = 0; j < 4; j++)
+        if (j < 8 / per_row) {
+            __mmask16 lanes = (__mmask16)(((1u << per_row) - 1) << (j * per_row));
+            target = _mm512_mask_set1_epi32(target, lanes, first[j] + 4 * gg->q);
+        }
     target = _mm512_add_epi32(target, _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0,
                                                         0, 0, 0, 0));
     if (per_row < 8)   /* 4 t, t the tile within its row, not 4 l */
@@ -403,15 +414,12 @@ INLINE void gradient_filter(const tiling *t, const winograd_grad *dy, int f, int
 
 /* D[p][f - f0][col] = (A e A^T)[p] as gradient_transform, 8 tiles at a time straight from the
  * gradient rows (gradient_tiles) instead of through 16 tile arrays; the same bits, the bias
- * sums kept per tile and summed in tile_sum's order. Only where every load is whole (rows of
- * 2, 4 or a multiple of 8 whole tiles): at the output's edge the loads are masked, and masked
- * loads that missed the cache made wide-28's 14x14 layer's transform twice as long as the
- * AVX2 build's, which the others take. */
+ * sums kept per tile and summed in tile_sum's order. Rows of 1 tile as the AVX2 build does. */
 static void gradient_transform_permuted(const tiling *t, const winograd_grad *dy, int f0, int f1,
                                         float *D, float *dbias, float *rows)
 {
     int tw = t->tw, pooled = dy->pool != NULL;
-    if (t->g->ow != 4 * tw || (tw != 2 && tw != 4 && tw % 8)) {
+    if (tw == 1) {
         gradient_transform(t, dy, f0, f1, D, dbias, rows);
         return;
     }
