@@ -106,7 +106,8 @@ void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
         int relu_after = l + 3 < m->nlayers && ly[2].cls->monotone;
         if (fusable && !p->pinned && (cfg->fuse > 0 || (cfg->fuse == 0 && worth)))
             p->fused[l] = 1 + relu_after, p->fused_pool[l] = 1;
-        /* Or the relu right after it, where the layer type can (always worth it). */
+        /* Or the relu right after it, where the layer type can: never measured slower
+         * (docs/training.md), so auto takes it whenever it can. */
         else if (ly->cls->fuses_relu && l + 2 < m->nlayers && ly[1].cls->monotone &&
                  ly->cls->fuses_relu(ly, p->need_dx[l]) && !p->pinned && cfg->fuse >= 0)
             p->fused[l] = 1;
