@@ -158,7 +158,9 @@ typedef struct panels {
 } panels;
 
 /* Read in place only while the rows a block spans stay in cache (floats): further apart,
- * packing pays for itself. */
+ * packing pays for itself, unless the product has only a row tile or two to reuse B's panels
+ * (a dense layer's input gradient of a 16-sample chunk: packing its 2 MB of weights for every
+ * chunk took 17% of vgg-small's dense backward; prepare_b). */
 #define IN_PLACE_SPAN (64 * 1024)
 
 static const float *panel_at(const panels *p, int j, int *step)
@@ -169,9 +171,10 @@ static const float *panel_at(const panels *p, int j, int *step)
 
 /* op(B)'s panels for a kc x nc block at Bsrc: in place where op(B) is B (not transposed). */
 static panels prepare_b(const gemm_arch *g, int trans, const float *Bsrc, int ldb, int kc, int nc,
-                        float *Bp)
+                        int rows, float *Bp)
 {
-    int in_place = !trans && (size_t)kc * ldb <= IN_PLACE_SPAN ? nc / g->nr * g->nr : 0;
+    int near = (size_t)kc * ldb <= IN_PLACE_SPAN || rows <= 2 * g->mr;
+    int in_place = !trans && near ? nc / g->nr * g->nr : 0;
     pack_b(g, trans, trans ? Bsrc : Bsrc + in_place, ldb, kc, nc - in_place, Bp);
     return (panels){Bsrc, ldb, in_place, g->nr, kc, Bp};
 }
@@ -233,7 +236,7 @@ int ops_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const 
         for (int pc = 0; pc < K; pc += g->kc) {
             int kc = K - pc < g->kc ? K - pc : g->kc;
             const float *Bsrc = trans_b ? B + (size_t)jc * ldb + pc : B + (size_t)pc * ldb + jc;
-            panels b = prepare_b(g, trans_b, Bsrc, ldb, kc, nc, Bp);
+            panels b = prepare_b(g, trans_b, Bsrc, ldb, kc, nc, M, Bp);
             for (int ic = 0; ic < M; ic += g->mc) {
                 int mc = M - ic < g->mc ? M - ic : g->mc;
                 const float *Asrc = trans_a ? A + (size_t)pc * lda + ic : A + (size_t)ic * lda + pc;
