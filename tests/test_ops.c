@@ -625,12 +625,13 @@ TEST(ops_pool_2x2_odd_shapes_and_ties)
 }
 
 /* A first layer reading bytes gives, bit for bit, what the float functions give on the scaled
- * bytes, on both convolution paths, with samples anywhere in memory (here in reverse order). */
-TEST(ops_conv_reads_bytes_like_floats)
+ * bytes, on both convolution paths, with samples anywhere in memory (here in reverse order);
+ * rows shorter than a vector, of whole vectors, and with a partial last one, on every path. */
+static void bytes_like_floats_case(int W)
 {
     conv_geom g;
-    CHECK(conv_geom_init(&g, 3, 11, 13, 6, 3, 3, 1, 1) == 0);
-    size_t nin = 3 * 11 * 13, nout = (size_t)6 * g.oh * g.ow, nw = 6 * 27;
+    CHECK(conv_geom_init(&g, 3, 11, W, 6, 3, 3, 1, 1) == 0);
+    size_t nin = (size_t)3 * 11 * W, nout = (size_t)6 * g.oh * g.ow, nw = 6 * 27;
     uint8_t *xb = malloc(2 * nin);
     float *xf = malloc(sizeof(float) * 2 * nin), *w = malloc(sizeof(float) * nw);
     float *bias = malloc(24), *y1 = calloc(2 * nout, sizeof(float)), *y2 = calloc(2 * nout, 4);
@@ -649,18 +650,30 @@ TEST(ops_conv_reads_bytes_like_floats)
         bias[i] = 0.01f * (float)i;
     for (size_t i = 0; i < 2 * nout; i++)
         dy[i] = (float)((int)(i * 5 % 9) - 4) * 0.25f;
+    FOR_EACH_ISA(isa)
     for (conv_strategy p = CONV_DIRECT; p < CONV_STRATEGIES; p++) {
         conv_set_strategy(p);
         ops_conv2d_forward(&g, xf, w, bias, y1, 0, 2, 1, 6);
         conv_input bytes = {NULL, samples, 1.0f / 255.0f};
         ops_conv2d_forward_in(&g, bytes, w, bias, y2, 0, 2, 1, 6);
-        CHECKF(!memcmp(y1, y2, sizeof(float) * 2 * nout), "forward, %s path", conv_path_name(p));
+        CHECKF(!memcmp(y1, y2, sizeof(float) * 2 * nout), "[%s] width %d, forward, %s path",
+               ops_isa_name(isa), W, conv_path_name(p));
         ops_conv2d_backward_filter(&g, xf, dy, dw1, dw1 + nw, 0, 2, 0, 6, 0);
         ops_conv2d_backward_filter_in(&g, bytes, dy, dw2, dw2 + nw, 0, 2, 0, 6, 0);
-        CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + 6)), "filter gradient, %s path", conv_path_name(p));
+        CHECKF(!memcmp(dw1, dw2, sizeof(float) * (nw + 6)), "[%s] width %d, filter gradient, %s path",
+               ops_isa_name(isa), W, conv_path_name(p));
     }
     conv_set_strategy(CONV_AUTO);
     free(xb), free(xf), free(w), free(bias), free(y1), free(y2), free(dy), free(dw1), free(dw2);
+}
+
+TEST(ops_conv_reads_bytes_like_floats)
+{
+    ops_isa was = ops_isa_active();
+    const int widths[] = {3, 13, 16, 37};
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
+        bytes_like_floats_case(widths[i]);
+    ops_isa_set(was);
 }
 
 /* n samples (at most 3) of nin bytes each and the same as floats scaled by 1/255, both as
