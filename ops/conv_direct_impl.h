@@ -367,14 +367,17 @@ static void dy_band(const conv_geom *g, const float *dy, const pool_geom *pool,
     }
 }
 
-/* The filter gradient's register block: FB filters x KYB kernel rows x KXB neighbouring taps
- * of each, from ky and kx on; each dy vector loaded feeds KYB * KXB taps, each input vector FB
- * filters. Sums q in [q0, q1) of dband's FB planes times the input plane at the taps'
- * offsets, added to pt[(row * kw + tap) * FB + filter] for the rows < rows and taps < kw - kx
- * that exist: the others read the plane's slack (the padding's row and columns past the
- * band's, zeros past q1 in dband) and are dropped. */
-static inline void filter_taps(const float *dband, size_t dstride, const float *plane, int wp,
-                               int q0, int q1, int rows, int ky, int kw, int kx, vf *pt)
+/* The filter gradient's register block: FB filters x kyb <= KYB kernel rows x KXB neighbouring
+ * taps of each, from ky and kx on; each dy vector loaded feeds kyb * KXB taps, each input
+ * vector FB filters. Sums q in [q0, q1) of dband's FB planes times the input plane at the taps'
+ * offsets, added to pt[(row * kw + tap) * FB + filter] for the taps < kw - kx that exist: the
+ * others read the plane's slack (the padding's columns past the band's, zeros past q1 in
+ * dband) and are dropped. kyb is a constant where this is inlined: a 3x3 kernel's last row
+ * alone, instead of a pair whose second row is dropped (a quarter of the FMAs). */
+static inline __attribute__((always_inline)) void filter_taps(const float *dband, size_t dstride,
+                                                              const float *plane, int wp, int q0,
+                                                              int q1, int kyb, int ky, int kw,
+                                                              int kx, vf *pt)
 {
     const float *s = plane + ky * wp + kx;
     vf acc[FB][KYB][KXB];
@@ -394,6 +397,8 @@ static inline void filter_taps(const float *dband, size_t dstride, const float *
         for (int j = 0; j < KYB; j++)
 #pragma GCC unroll 16
             for (int k = 0; k < KXB; k++) {
+                if (j >= kyb)
+                    continue;
                 vf xv = vload(s + j * wp + q + k);
 #pragma GCC unroll 16
                 for (int f = 0; f < FB; f++)
@@ -407,8 +412,23 @@ static inline void filter_taps(const float *dband, size_t dstride, const float *
         for (int k = 0; k < KXB; k++)
 #pragma GCC unroll 16
             for (int f = 0; f < FB; f++)
-                if (j < rows && k < kw - kx)
+                if (j < kyb && k < kw - kx)
                     pt[((size_t)j * kw + k) * FB + f] += acc[f][j][k];
+}
+
+/* Every tap of a channel's kernel, by register blocks of KYB rows (one for the last). */
+_Static_assert(KYB <= 2, "channel_taps leaves a last block of one row");
+static void channel_taps(const float *dband, size_t dstride, const float *plane, int wp, int q0,
+                         int q1, int kh, int kw, vf *pt)
+{
+    for (int ky = 0; ky < kh; ky += KYB)
+        for (int kx = 0; kx < kw; kx += KXB) {
+            vf *at = pt + ((size_t)ky * kw + kx) * FB;
+            if (kh - ky >= KYB)
+                filter_taps(dband, dstride, plane, wp, q0, q1, KYB, ky, kw, kx, at);
+            else
+                filter_taps(dband, dstride, plane, wp, q0, q1, 1, ky, kw, kx, at);
+        }
 }
 
 /* dW[f][c][tap] = sum over q of dy[f][q] * in[c][q + tap offset], with dy laid on the same
@@ -469,11 +489,8 @@ int NAME(conv_direct_backward_filter, ISA)(const conv_geom *g, conv_input x, con
                 for (int q0 = 0; q0 < Q; q0 += QCHUNK) {
                     int q1 = q0 + QCHUNK < Q ? q0 + QCHUNK : Q;
                     for (int c = 0; c < g->c; c++)
-                        for (int ky = 0; ky < g->kh; ky += KYB)
-                            for (int kx = 0; kx < g->kw; kx += KXB)
-                                filter_taps(dband, dstride, in + (size_t)c * stride, wp, q0, q1,
-                                            g->kh - ky, ky, g->kw, kx,
-                                            pb + ((size_t)c * taps + ky * g->kw + kx) * FB);
+                        channel_taps(dband, dstride, in + (size_t)c * stride, wp, q0, q1, g->kh,
+                                     g->kw, pb + (size_t)c * taps * FB);
                 }
             }
         }
