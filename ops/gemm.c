@@ -37,7 +37,7 @@ static void kernel_portable(int kc, const float *A, int sa, const float *B, int 
             C[i * ldc + j] = (add ? C[i * ldc + j] : 0.0f) + alpha * acc[i][j];
 }
 
-const gemm_arch gemm_arch_portable = {P_MR, P_NR, 128, 256, 2048, kernel_portable};
+const gemm_arch gemm_arch_portable = {P_MR, P_NR, 128, 256, 2048, kernel_portable, gemm_transpose};
 
 static const gemm_arch *arch_for(ops_isa isa)
 {
@@ -51,10 +51,9 @@ static const gemm_arch *arch_for(ops_isa isa)
     return &gemm_arch_portable;
 }
 
-/* dst[k * ldd + i] = src[i * lds + k] for i < rows, k < cols: the transposing copy that packing
- * a row-major A (or a transposed B) needs, by 4x4 blocks in SSE registers, where one element at
- * a time would read a column of distant rows per step. */
-static void copy_transposed(const float *src, int lds, int rows, int cols, float *dst, int ldd)
+/* gemm.h's transposing copy, by 4x4 blocks in SSE registers, where one element at a time would
+ * read a column of distant rows per step. */
+void gemm_transpose(const float *src, int lds, int rows, int cols, float *dst, int ldd)
 {
     int i = 0;
     for (; i + 4 <= rows; i += 4) {
@@ -100,7 +99,7 @@ static void pack_a(const gemm_arch *g, int trans, const float *A, int lda, int m
             for (int k = 0; k < kc; k++)
                 memcpy(panel + (size_t)k * g->mr, A + (size_t)k * lda + ir, row);
         else
-            copy_transposed(A + (size_t)ir * lda, lda, m, kc, panel, g->mr);
+            g->transpose(A + (size_t)ir * lda, lda, m, kc, panel, g->mr);
         zero_tail(panel, kc, m, g->mr);
     }
 }
@@ -114,7 +113,7 @@ static void pack_b(const gemm_arch *g, int trans, const float *B, int ldb, int k
         float *panel = Bp + (size_t)jr * kc;
         size_t row = sizeof(float) * (size_t)n;
         if (trans)
-            copy_transposed(B + (size_t)jr * ldb, ldb, n, kc, panel, g->nr);
+            g->transpose(B + (size_t)jr * ldb, ldb, n, kc, panel, g->nr);
         else
             for (int k = 0; k < kc; k++)
                 memcpy(panel + (size_t)k * g->nr, B + (size_t)k * ldb + jr, row);

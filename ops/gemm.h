@@ -15,10 +15,18 @@ int ops_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const 
  * B + k * sb: packed panels (sa = MR, sb = NR) or rows of the caller's matrices. */
 typedef void (*gemm_ukernel)(int kc, const float *A, int sa, const float *B, int sb, float *C,
                              int ldc, float alpha, int add);
+/* dst[k * ldd + i] = src[i * lds + k] for i < rows, k < cols: the transposing copy that packing
+ * a row-major A (or a transposed B) needs. */
+typedef void (*gemm_transposer)(const float *src, int lds, int rows, int cols, float *dst,
+                                int ldd);
+void gemm_transpose(const float *src, int lds, int rows, int cols, float *dst, int ldd);
+void gemm_transpose_avx2(const float *src, int lds, int rows, int cols, float *dst, int ldd);
+
 typedef struct gemm_arch {
-    int mr, nr;            /* register tile */
-    int mc, kc, nc;        /* cache blocks */
-    gemm_ukernel kernel;   /* full MR x NR tiles only; edges go through a scratch tile */
+    int mr, nr;                  /* register tile */
+    int mc, kc, nc;              /* cache blocks */
+    gemm_ukernel kernel;         /* full MR x NR tiles only; edges go through a scratch tile */
+    gemm_transposer transpose;   /* packing's transposing copy (AVX2 and AVX-512: 8 x 8 blocks) */
 } gemm_arch;
 
 extern const gemm_arch gemm_arch_portable, gemm_arch_avx2, gemm_arch_avx512;

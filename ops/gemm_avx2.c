@@ -35,4 +35,45 @@ static void kernel_avx2(int kc, const float *A, int sa, const float *B, int sb, 
     }
 }
 
-const gemm_arch gemm_arch_avx2 = {MR, NR, 96, 256, 2048, kernel_avx2};
+/* An 8 x 8 block of src (rows i, columns k) into dst's rows k, columns i. */
+static inline void transpose8(const float *src, size_t lds, float *dst, size_t ldd)
+{
+    __m256 r[8], t[8];
+#pragma GCC unroll 8
+    for (int a = 0; a < 8; a++)
+        r[a] = _mm256_loadu_ps(src + a * lds);
+#pragma GCC unroll 4
+    for (int a = 0; a < 8; a += 2) {
+        t[a] = _mm256_unpacklo_ps(r[a], r[a + 1]);
+        t[a + 1] = _mm256_unpackhi_ps(r[a], r[a + 1]);
+    }
+#pragma GCC unroll 2
+    for (int a = 0; a < 8; a += 4) {
+        r[a] = _mm256_shuffle_ps(t[a], t[a + 2], 0x44);
+        r[a + 1] = _mm256_shuffle_ps(t[a], t[a + 2], 0xee);
+        r[a + 2] = _mm256_shuffle_ps(t[a + 1], t[a + 3], 0x44);
+        r[a + 3] = _mm256_shuffle_ps(t[a + 1], t[a + 3], 0xee);
+    }
+#pragma GCC unroll 4
+    for (int a = 0; a < 4; a++) {
+        _mm256_storeu_ps(dst + a * ldd, _mm256_permute2f128_ps(r[a], r[a + 4], 0x20));
+        _mm256_storeu_ps(dst + (a + 4) * ldd, _mm256_permute2f128_ps(r[a], r[a + 4], 0x31));
+    }
+}
+
+/* gemm.h's transposing copy by 8 x 8 blocks; the edges (fewer than 8 rows or columns left) to
+ * the portable one. */
+void gemm_transpose_avx2(const float *src, int lds, int rows, int cols, float *dst, int ldd)
+{
+    int rows8 = rows / 8 * 8, cols8 = cols / 8 * 8;
+    for (int i = 0; i < rows8; i += 8)
+        for (int k = 0; k < cols8; k += 8)
+            transpose8(src + (size_t)i * lds + k, (size_t)lds, dst + (size_t)k * ldd + i,
+                       (size_t)ldd);
+    if (cols8 < cols)
+        gemm_transpose(src + cols8, lds, rows8, cols - cols8, dst + (size_t)cols8 * ldd, ldd);
+    if (rows8 < rows)
+        gemm_transpose(src + (size_t)rows8 * lds, lds, rows - rows8, cols, dst + rows8, ldd);
+}
+
+const gemm_arch gemm_arch_avx2 = {MR, NR, 96, 256, 2048, kernel_avx2, gemm_transpose_avx2};

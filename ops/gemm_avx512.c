@@ -41,4 +41,4 @@ static void kernel_avx512(int kc, const float *A, int sa, const float *B, int sb
     }
 }
 
-const gemm_arch gemm_arch_avx512 = {MR, NR, 96, 256, 4096, kernel_avx512};
+const gemm_arch gemm_arch_avx512 = {MR, NR, 96, 256, 4096, kernel_avx512, gemm_transpose_avx2};
