@@ -109,14 +109,12 @@ static void pad_rows(const float *f, const uint8_t *b, float scale, int nplanes,
                 continue;
             }
             size_t at = ((size_t)p * h + sy) * w;
-            if (pad_x)
-                memset(row, 0, sizeof(float) * (size_t)pad_x);
+            memset(row, 0, sizeof(float) * (size_t)pad_x);
             if (f)
                 memcpy(row + pad_x, f + at, sizeof(float) * (size_t)w);
             else
                 bytes_row(row + pad_x, b + at, w, scale);
-            if (wp > pad_x + w)
-                memset(row + pad_x + w, 0, sizeof(float) * (size_t)(wp - pad_x - w));
+            memset(row + pad_x + w, 0, sizeof(float) * (size_t)(wp - pad_x - w));
         }
         memset(d + (size_t)nrows * wp, 0, sizeof(float) * (stride - (size_t)nrows * wp));
     }
