@@ -14,18 +14,8 @@
  * tiles would be mostly padding. */
 enum { GEMM_MIN_SAMPLES = 8, GEMM_MIN_OUTPUTS = 32, TILE = 2048 };
 
-/* The portable builds of ops/dense_rows.h's kernels (baseline SSE). */
-static float dot_portable(const float *a, const float *b, int n)
-{
-    float s = 0;
-#pragma omp simd reduction(+ : s)
-    for (int i = 0; i < n; i++)
-        s += a[i] * b[i];
-    return s;
-}
-
-/* acc[r] += x . w_r for 4 weight rows at once: x is loaded once, and 4 independent sums hide
- * the add latency that a single dot product waits on. */
+/* The portable build of the forward's dot products (baseline SSE): acc[r] += x . w_r for 4
+ * weight rows at once, x loaded once, 4 independent sums hiding the add latency. */
 static void dot4_portable(const float *x, const float *w, size_t ldw, int n, float *acc)
 {
     const float *w0 = w, *w1 = w + ldw, *w2 = w + 2 * ldw, *w3 = w + 3 * ldw;
@@ -41,6 +31,34 @@ static void dot4_portable(const float *x, const float *w, size_t ldw, int n, flo
     acc[0] += s0, acc[1] += s1, acc[2] += s2, acc[3] += s3;
 }
 
+static float dot_portable(const float *a, const float *b, int n)
+{
+    float s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int i = 0; i < n; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
+/* y += x w^T for samples [n0, n1) on baseline SSE: a tile of a sample's inputs against every
+ * row, rows in fours. */
+static void forward_portable(int in, int out, const float *x, const float *wt, float *y, int n0,
+                             int n1)
+{
+    for (int i0 = 0; i0 < in; i0 += TILE) {
+        int len = in - i0 < TILE ? in - i0 : TILE;
+        for (int n = n0; n < n1; n++) {
+            const float *xn = x + (size_t)n * in + i0;
+            float *yn = y + (size_t)n * out;
+            int o = 0;
+            for (; o + 4 <= out; o += 4)
+                dot4_portable(xn, wt + (size_t)o * in + i0, (size_t)in, len, yn + o);
+            for (; o < out; o++)
+                yn[o] += dot_portable(xn, wt + (size_t)o * in + i0, len);
+        }
+    }
+}
+
 static void axpy_portable(float alpha, const float *x, float *y, int n)
 {
 #pragma omp simd
@@ -49,25 +67,6 @@ static void axpy_portable(float alpha, const float *x, float *y, int n)
 }
 
 /* Each kernel on the widest path this CPU runs (ops/cpu.h). */
-static float dot(const float *a, const float *b, int n)
-{
-    ops_isa isa = ops_isa_active();
-    return isa == OPS_ISA_AVX512 ? dense_rows_dot_avx512(a, b, n)
-         : isa == OPS_ISA_AVX2   ? dense_rows_dot_avx2(a, b, n)
-                                 : dot_portable(a, b, n);
-}
-
-static void dot4(const float *x, const float *w, size_t ldw, int n, float *acc)
-{
-    ops_isa isa = ops_isa_active();
-    if (isa == OPS_ISA_AVX512)
-        dense_rows_dot4_avx512(x, w, ldw, n, acc);
-    else if (isa == OPS_ISA_AVX2)
-        dense_rows_dot4_avx2(x, w, ldw, n, acc);
-    else
-        dot4_portable(x, w, ldw, n, acc);
-}
-
 static void axpy(float alpha, const float *x, float *y, int n)
 {
     ops_isa isa = ops_isa_active();
@@ -79,47 +78,25 @@ static void axpy(float alpha, const float *x, float *y, int n)
         axpy_portable(alpha, x, y, n);
 }
 
-/* Samples x and x + ldx, AVX-512: rows in fours for both at once; the same bits as dot4 and
- * dot on each sample. */
-static void dot4_pairs(const float *x, size_t ldx, const float *wt, int in, int out, int len,
-                       float *y)
-{
-    for (int o = 0; o < out; o += 4)
-        dense_rows_dot4x2_avx512(x, ldx, wt + (size_t)o * in, (size_t)in,
-                                 out - o < 4 ? out - o : 4, len, y + o, y + out + o);
-}
-
 int dense_forward(int in, int out, const float *x, const float *wt, const float *bias, float *y,
                   int n0, int n1)
 {
-    if (n1 - n0 < GEMM_MIN_SAMPLES || out < GEMM_MIN_OUTPUTS) {
-        for (int n = n0; n < n1; n++)
-            for (int o = 0; o < out; o++)
-                y[(size_t)n * out + o] = bias ? bias[o] : 0.0f;
-        for (int i0 = 0; i0 < in; i0 += TILE) {
-            int len = in - i0 < TILE ? in - i0 : TILE;
-            int n = n0;
-            if (ops_isa_active() == OPS_ISA_AVX512)
-                for (; n + 2 <= n1; n += 2)   /* two samples per weight load */
-                    dot4_pairs(x + (size_t)n * in + i0, (size_t)in, wt + i0, in, out, len,
-                               y + (size_t)n * out);
-            for (; n < n1; n++) {
-                const float *xn = x + (size_t)n * in + i0;
-                float *yn = y + (size_t)n * out;
-                int o = 0;
-                for (; o + 4 <= out; o += 4)
-                    dot4(xn, wt + (size_t)o * in + i0, (size_t)in, len, yn + o);
-                for (; o < out; o++)
-                    yn[o] += dot(xn, wt + (size_t)o * in + i0, len);
-            }
-        }
-        return 0;
-    }
     for (int n = n0; n < n1; n++)
         for (int o = 0; o < out; o++)
             y[(size_t)n * out + o] = bias ? bias[o] : 0.0f;
-    return ops_sgemm(0, 1, n1 - n0, out, in, 1.0f, x + (size_t)n0 * in, in, wt, in, 1.0f,
-                     y + (size_t)n0 * out, out);
+    if (n1 - n0 >= GEMM_MIN_SAMPLES && out >= GEMM_MIN_OUTPUTS)
+        return ops_sgemm(0, 1, n1 - n0, out, in, 1.0f, x + (size_t)n0 * in, in, wt, in, 1.0f,
+                         y + (size_t)n0 * out, out);
+    const float *xs = x + (size_t)n0 * in;
+    float *ys = y + (size_t)n0 * out;
+    ops_isa isa = ops_isa_active();
+    if (isa == OPS_ISA_AVX512)
+        dense_rows_forward_avx512(xs, (size_t)in, n1 - n0, wt, (size_t)in, out, in, ys, out);
+    else if (isa == OPS_ISA_AVX2)
+        dense_rows_forward_avx2(xs, (size_t)in, n1 - n0, wt, (size_t)in, out, in, ys, out);
+    else
+        forward_portable(in, out, x, wt, y, n0, n1);
+    return 0;
 }
 
 int dense_backward_input(int in, int out, const float *dy, const float *wt, float *dx, int n0,

@@ -518,13 +518,13 @@ TEST(ops_dense_small_and_gemm_paths_agree)
 
 /* The weight gradient of few outputs (dense_rows_outer, on AVX2 and AVX-512) is GEMM's bit for
  * bit: the same sums in the same order, so a model trains to the same bytes as before it. On
- * every path it is the plain sum within float rounding, accumulating too. Inputs with a tail,
- * 10 outputs (two groups of 5) and 3. */
+ * every path it is the plain sum within float rounding, accumulating too. Inputs with a single
+ * vector after AVX-512's pairs and a tail, 10 outputs (two groups of 5) and 3. */
 TEST(ops_dense_few_outputs_weight_gradient_is_gemms)
 {
     ops_rng r;
     ops_rng_seed(&r, 29);
-    enum { N = 13, IN = 2048 + 77 };
+    enum { N = 13, IN = 2048 + 93 };
     float *x = random_floats(&r, (long)N * IN, 1), *dy = random_floats(&r, (long)N * 10, 1);
     float *dw = malloc(sizeof(float) * 10 * IN), *gemm = malloc(sizeof(float) * 10 * IN);
     float *sum = malloc(sizeof(float) * 10 * IN), db[10];
@@ -556,26 +556,40 @@ TEST(ops_dense_few_outputs_weight_gradient_is_gemms)
 }
 
 /* A sample's dense outputs on the few-sample path are the same bits whichever samples share
- * its chunk: the cluster's byte-identical weights depend on it (AVX-512 takes samples in pairs,
- * dense_rows_dot4x2, each in its own order). Inputs past a tile (2048) and a tail, 10 outputs
- * (rows in fours: 4, 4 and 2), every kernel path. */
+ * its chunk: the cluster's byte-identical weights depend on it (AVX2 and AVX-512 take samples
+ * in fours, dense_rows_forward, and the rest one by one). Inputs past two tiles (1024) and a
+ * tail, 10 outputs (rows in groups: 5 and 5, or 2 at a time on AVX2), 7, 4 and 1, every kernel
+ * path; chunks of 9 samples (two fours and one), 8 from the second, and 1; all near the plain
+ * sum. */
 TEST(ops_dense_few_samples_same_bits_in_any_chunk)
 {
     ops_rng r;
     ops_rng_seed(&r, 23);
-    enum { N = 5, IN = 2048 + 77, OUT = 10 };
+    enum { N = 9, IN = 2048 + 77, OUT = 10 };
     float *x = random_floats(&r, (long)N * IN, 1), *w = random_floats(&r, (long)OUT * IN, 1);
-    float *b = random_floats(&r, OUT, 1), y1[N * OUT], y2[N * OUT];
+    float *b = random_floats(&r, OUT, 1), y1[N * OUT], y2[N * OUT], sum[N * OUT];
     ops_isa was = ops_isa_active();
-    for (ops_isa isa = OPS_ISA_PORTABLE; isa <= ops_isa_supported(); isa++) {
-        ops_isa_set(isa);
-        dense_forward(IN, OUT, x, w, b, y1, 0, N);
-        for (int s = 0; s < N; s++)
-            dense_forward(IN, OUT, x, w, b, y2, s, s + 1);
-        CHECKF(!memcmp(y1, y2, sizeof y1), "path %s", ops_isa_name(isa));
-        dense_forward(IN, OUT, x, w, b, y2, 1, N);
-        CHECKF(!memcmp(y1 + OUT, y2 + OUT, sizeof y1 - OUT * sizeof *y1), "path %s, from 1",
-               ops_isa_name(isa));
+    for (int out = OUT; out > 0; out -= 3) {
+        for (int n = 0; n < N; n++)   /* in double: the plain sum */
+            for (int o = 0; o < out; o++) {
+                double t = b[o];
+                for (int i = 0; i < IN; i++)
+                    t += (double)x[(long)n * IN + i] * w[(long)o * IN + i];
+                sum[n * out + o] = (float)t;
+            }
+        for (ops_isa isa = OPS_ISA_PORTABLE; isa <= ops_isa_supported(); isa++) {
+            ops_isa_set(isa);
+            size_t bytes = sizeof(float) * N * out, one = sizeof(float) * out;
+            dense_forward(IN, out, x, w, b, y1, 0, N);
+            CHECKF(max_rel_diff(y1, sum, N * out) < 1e-4, "path %s, %d outputs",
+                   ops_isa_name(isa), out);
+            for (int s = 0; s < N; s++)
+                dense_forward(IN, out, x, w, b, y2, s, s + 1);
+            CHECKF(!memcmp(y1, y2, bytes), "path %s, %d outputs", ops_isa_name(isa), out);
+            dense_forward(IN, out, x, w, b, y2, 1, N);
+            CHECKF(!memcmp((char *)y1 + one, (char *)y2 + one, bytes - one),
+                   "path %s, %d outputs, from 1", ops_isa_name(isa), out);
+        }
     }
     ops_isa_set(was);
     free(x), free(w), free(b);
