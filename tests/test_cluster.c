@@ -1501,13 +1501,14 @@ TEST(cluster_idle_coordinator_takes_back_chunks_waiting_on_a_slow_node)
     long here = (long)summary_figure("take-back", "chunks_taken_back");
     CHECKF(given > 0 && here == given, "%ld chunks given back, %ld taken back by the coordinator\n%s",
            given, here, out);
-    /* those ran on the fallback engine, and count among the run's tasks: a conv_forward a chunk */
+    /* those ran on the fallback engine, and count among the run's tasks: a conv_maxpool_forward
+     * (the convolution fused with its max-pool) a chunk */
     long chunks_here = (long)summary_figure("take-back", "coordinator_chunks");
     const char *whole = strstr(out, "tasks of the whole run");
-    const char *conv = whole ? strstr(whole, "\n  conv_forward ") : NULL;
-    long convs = conv ? atol(conv + strlen("\n  conv_forward ")) : -1;
-    CHECKF(convs == chunks_here, "%ld conv_forward tasks, %ld chunks computed here\n%s", convs,
-           chunks_here, out);
+    const char *conv = whole ? strstr(whole, "\n  conv_maxpool_forward ") : NULL;
+    long convs = conv ? atol(conv + strlen("\n  conv_maxpool_forward ")) : -1;
+    CHECKF(convs == chunks_here, "%ld conv_maxpool_forward tasks, %ld chunks computed here\n%s",
+           convs, chunks_here, out);
     check_identical("single-take-back", "take-back");
     /* the peer worker's tasks (its wait for the node) are none of this machine's energy */
     char summary[1 << 15];

@@ -74,8 +74,8 @@ struct layer_class {
      * (0: auto). NULL: one. */
     int (*groups)(const layer *l, int configured, int grain);
     /* Whether the max-pool after it (next) may run inside its tasks (with its input gradient
-     * when need_dx), and whether that pays for a chunk of `grain` samples. NULL: never. */
-    int (*fuses_pool)(const layer *l, const layer *next, int need_dx, int grain, int *worth);
+     * when need_dx). NULL: never. */
+    int (*fuses_pool)(const layer *l, const layer *next, int need_dx);
     /* Its tasks when fused so, and the input gradient as a task of its own (split by groups). */
     rt_kind *fused_forward, *fused_backward, *backward_input;
     /* Whether a relu right after it may run inside its tasks (with its input gradient when

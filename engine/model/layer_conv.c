@@ -77,18 +77,12 @@ static conv_strategy kernel_path(const layer *l, int pass)
 
 /* A convolution and the max-pool after it can fuse when nothing needs the convolution's own
  * output, and its input gradient comes from the pooled gradient too (Winograd) or is not
- * needed (a first layer): that output is then never stored. Worth it on the Winograd paths; on
- * the direct path when a chunk's output would not stay in cache between the two, or each
- * output sums 27 products or more (3 channels of 3x3: the pooling is then paid for). Measured
- * with ./build.sh bench train: fused, cifar-shaped's first layer (3 channels) trains 15%
- * faster, DAHL's 28x28x1 one 33% slower. */
-static int fuses_pool(const layer *l, const layer *next, int need_dx, int grain, int *worth)
+ * needed (a first layer): that output is then never stored. Faster wherever measured (DAHL's
+ * 28x28x1 first layer, once 33% slower fused, now 35% faster: docs/training.md). */
+static int fuses_pool(const layer *l, const layer *next, int need_dx)
 {
-    int with_dx = conv_pool_fusable_with_input_gradient(&l->conv, &next->pool);
-    int fusable = need_dx ? with_dx : conv_pool_fusable(&l->conv, &next->pool);
-    *worth = fusable && (with_dx || l->conv.c * l->conv.kh * l->conv.kw >= 27 ||
-                         (double)grain * (double)l->out_size * sizeof(float) > 1e6);
-    return fusable;
+    return need_dx ? conv_pool_fusable_with_input_gradient(&l->conv, &next->pool)
+                   : conv_pool_fusable(&l->conv, &next->pool);
 }
 
 /* ---- tasks ---- */

@@ -98,17 +98,15 @@ void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
         p->need_dx[l] = seen_params;
         seen_params |= ly->nparams > 0;
         /* A layer and the max-pool after it in the same tasks (the layer type says when that is
-         * possible and worth it: engine/model/layer_conv.c), and a relu after the max-pool
-         * (engine/model/model.c puts it there) too: applied to the pooled output still in
-         * cache, instead of in tasks of its own. */
-        int worth = 0;
+         * possible: engine/model/layer_conv.c), and a relu after the max-pool (engine/model/
+         * model.c puts it there) too: applied to the pooled output still in cache, instead of
+         * in tasks of its own. Or the relu right after it, where the layer type can. Neither
+         * measured slower anywhere (docs/training.md), so auto takes them whenever it can. */
         int fusable = ly->cls->fuses_pool && l + 1 < m->nlayers && ly[1].cls->max_pool &&
-                      ly->cls->fuses_pool(ly, &ly[1], p->need_dx[l], p->grain, &worth);
+                      ly->cls->fuses_pool(ly, &ly[1], p->need_dx[l]);
         int relu_after = l + 3 < m->nlayers && ly[2].cls->monotone;
-        if (fusable && !p->pinned && (cfg->fuse > 0 || (cfg->fuse == 0 && worth)))
+        if (fusable && !p->pinned && cfg->fuse >= 0)
             p->fused[l] = 1 + relu_after, p->fused_pool[l] = 1;
-        /* Or the relu right after it, where the layer type can: never measured slower
-         * (docs/training.md), so auto takes it whenever it can. */
         else if (ly->cls->fuses_relu && l + 2 < m->nlayers && ly[1].cls->monotone &&
                  ly->cls->fuses_relu(ly, p->need_dx[l]) && !p->pinned && cfg->fuse >= 0)
             p->fused[l] = 1;
