@@ -6,6 +6,7 @@
 #include "engine/job/policy_name.h"
 #include "ops/cpu.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,14 +40,15 @@ int plan_grain(const job_config *cfg, const model *m)
      * overlap its tail. */
     double per = m->flops_per_sample > 0 ? m->flops_per_sample : 1;
     double g = 1e6 / per, for_grads = 2000.0 * per_chunk_params(m) / per;
-    long half = (cfg->batch + 1) / 2;
-    if (for_grads > g)
-        g = for_grads;
-    long grain = g < 1 ? 1 : g > (double)half ? half : (long)g + (g > (double)(long)g);
+    long need = (long)ceil(g > for_grads ? g : for_grads);
     /* A power-of-two number of chunks shares evenly among 2, 4, 8... workers (3 chunks on 2
-     * workers leave one idle a third of the time). */
-    long chunks = 1;
-    while (chunks < (cfg->batch + grain - 1) / grain)
+     * workers leave one idle a third of the time): the one nearest (by ratio) to the batch
+     * over `need`. Rounded up to more chunks of fewer samples, vgg-small (need 27, batch 64)
+     * took 16 samples where 32 train 5% faster; rounded down, a deeper CNN (need 11, batch
+     * 32) took 16 where 8 are 3% faster. */
+    double want = (double)cfg->batch / (double)need;
+    long chunks = 2;
+    while ((double)chunks * 2 <= want * M_SQRT2)
         chunks *= 2;
     return (int)((cfg->batch + chunks - 1) / chunks);
 }
