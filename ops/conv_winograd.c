@@ -147,23 +147,26 @@ static int weight_transform_by_channel(const tiling *t, const float *wt, int f0,
     return 0;
 }
 
-/* dwt (filters [f0, f1) only) = G^T u G of dU[p][f - f0][c], the adjoint of
- * weight_transform: one GEMM into taps[9][pairs] (with the pairs as its long side: as its 9
- * columns they ran the micro-kernel on edges, 6% of vgg-small's time), then each pair's 9
- * taps written, or added when accumulate. */
-static int filter_adjoint(const tiling *t, const float *dU, int f0, int f1, float *dwt,
-                          int accumulate, float *taps)
+/* dwt (filters [f0, f1) only) = G^T u G of dU[p][f - f0][c] (or, by_channel, dU[p][c][f -
+ * f0]), the adjoint of weight_transform: one GEMM into taps[9][pairs] (with the pairs as its
+ * long side: as its 9 columns they ran the micro-kernel on edges, 6% of vgg-small's time),
+ * then each pair's 9 taps written, or added when accumulate. */
+static int filter_adjoint(const tiling *t, const float *dU, int by_channel, int f0, int f1,
+                          float *dwt, int accumulate, float *taps)
 {
-    int pairs = (f1 - f0) * t->g->c;
+    int nf = f1 - f0, nc = t->g->c, pairs = nf * nc;
     float T[MAX_POINTS][9];
     kernel_transform(t, T);
     if (ops_sgemm(1, 0, 9, pairs, t->points, 1.0f, &T[0][0], 9, dU, (int)plane_of((size_t)pairs),
                   0.0f, taps, pairs))
         return -1;
-    for (int q = 0; q < pairs; q++)
-        for (int k = 0; k < 9; k++)
-            dwt[(size_t)q * 9 + k] = (accumulate ? dwt[(size_t)q * 9 + k] : 0.0f) +
-                                     taps[(size_t)k * pairs + q];
+    for (int f = 0; f < nf; f++)
+        for (int c = 0; c < nc; c++) {
+            float *w = dwt + ((size_t)f * nc + (size_t)c) * 9;
+            const float *u = taps + (by_channel ? (size_t)c * nf + (size_t)f : (size_t)f * nc + c);
+            for (int k = 0; k < 9; k++)
+                w[k] = (accumulate ? w[k] : 0.0f) + u[(size_t)k * pairs];
+        }
     return 0;
 }
 
@@ -264,6 +267,10 @@ int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float 
     if (dbias && !accumulate)
         memset(dbias, 0, sizeof(float) * (size_t)nf);
     winograd_grad src = {dy, pool, argmax, relu_y};
+    /* dU = D V^T, or dU^T = V D^T with fewer channels than filters: the GEMM's columns (its
+     * 32-wide register tiles) along the longer side, not 16 channels padded to 32 (the same
+     * sums in the same order either way) */
+    int by_channel = g->c < nf;
     /* the first block writes dU: zeroing it first, then adding, cost a pass over its 36
      * planes each way (1.2 MB on vgg-small's 64 -> 128 layer, a chunk's only block) */
     int first = 1;
@@ -272,12 +279,15 @@ int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float 
         t.v->gradient(&t, &src, f0, f1, b.filters, dbias, b.rows);
         zero_padding(&t, b.channels, g->c);
         zero_padding(&t, b.filters, nf);
-        if (products(&t, 0, 1, nf, g->c, t.cols, b.filters, b.channels, b.weights[0], !first) ||
+        if ((by_channel ? products(&t, 0, 1, g->c, nf, t.cols, b.channels, b.filters,
+                                   b.weights[0], !first)
+                        : products(&t, 0, 1, nf, g->c, t.cols, b.filters, b.channels,
+                                   b.weights[0], !first)) ||
             (dx && input_gradient(&t, &b, b.weights[1], dx)))
             return -1;
         first = 0;
     }
     if (first)   /* no samples: a zero gradient */
         memset(b.weights[0], 0, sizeof(float) * (size_t)t.points * plane_of((size_t)nf * g->c));
-    return filter_adjoint(&t, b.weights[0], f0, f1, dwt, accumulate, b.taps);
+    return filter_adjoint(&t, b.weights[0], by_channel, f0, f1, dwt, accumulate, b.taps);
 }
