@@ -957,6 +957,43 @@ static void winograd_maxpool_case(int W)
     free(a1), free(a2), free(dw1), free(dw2), free(dx1), free(dx2);
 }
 
+/* Winograd's filter gradient with the GEMM's operands either way round (dU^T = V D^T where the
+ * channels, 16 or 3, would pad its 32-wide tiles and the filters would not), over two blocks
+ * of tiles and filter ranges of 32 from 0 and from 32, written then accumulated: the direct
+ * convolution's gradient within rounding, on every ISA. */
+TEST(ops_winograd4_filter_gradient_either_way_round)
+{
+    const int shapes[][2] = {{16, 64}, {3, 64}, {64, 16}};   /* channels, filters */
+    enum { N = 10, H = 16 };   /* 16 tiles a sample: two blocks of 128 or three of 64 */
+    ops_rng r;
+    ops_rng_seed(&r, 37);
+    for (int k = 0; k < 3; k++) {
+        int c = shapes[k][0], f = shapes[k][1];
+        conv_geom g;
+        CHECK(conv_geom_init(&g, c, H, H, f, 3, 3, 1, 1) == 0);
+        size_t nin = (size_t)c * H * H, nout = (size_t)f * H * H, nw = (size_t)f * c * 9;
+        float *x = random_floats(&r, (long)(N * nin), 1);
+        float *dy = random_floats(&r, (long)(N * nout), 1);
+        float *ref = calloc(nw + f, 4), *got = calloc(nw + f, 4);
+        conv_set_strategy(CONV_DIRECT);
+        ops_conv2d_backward_filter(&g, x, dy, ref, ref + nw, 0, N, 0, f, 0);
+        conv_set_strategy(CONV_WINOGRAD4);
+        FOR_EACH_ISA(isa) {
+            int half = f / 2;
+            for (int acc = 0; acc < 2; acc++)   /* samples [0, 4) written, [4, N) added */
+                for (int f0 = 0; f0 < f; f0 += half)
+                    ops_conv2d_backward_filter(&g, x, dy, got + (size_t)f0 * c * 9, NULL,
+                                               acc ? 4 : 0, acc ? N : 4, f0, f0 + half, acc);
+            int bad = 0;
+            for (size_t i = 0; i < nw; i++)
+                bad += !(fabsf(got[i] - ref[i]) <= 1e-3f + 1e-3f * fabsf(ref[i]));
+            CHECKF(!bad, "[%s] %d -> %d: %d weights off", ops_isa_name(isa), c, f, bad);
+        }
+        conv_set_strategy(CONV_AUTO);
+        free(x), free(dy), free(ref), free(got);
+    }
+}
+
 /* Widths whose rows hold 2, 4, 8 and 16 whole tiles (the AVX-512 build's own gradient
  * transform takes those: winograd_f4_avx512.c) and 15 (the AVX2 build's there). */
 TEST(ops_winograd_maxpool_fused_matches_separate)
