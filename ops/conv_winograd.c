@@ -253,6 +253,20 @@ int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, con
     return 0;
 }
 
+/* dU (+)= D V^T over the current block's tiles, or dU^T = V D^T by_channel: where the channels
+ * would leave the GEMM's register tiles (its columns) part empty and the filters would not
+ * (cifar-shaped's 16 channels padded to 32 made its 16 -> 32 layer's backward 25% longer). The
+ * same sums in the same order either way; swapped without that, 64 -> 128 layers ran 2-4%
+ * slower, 32 -> 64 ones as fast. */
+static int filter_products(const tiling *t, const buffers *b, int nf, int by_channel, int add)
+{
+    int nc = t->g->c;
+    const float *left = by_channel ? b->channels : b->filters;
+    const float *right = by_channel ? b->filters : b->channels;
+    return products(t, 0, 1, by_channel ? nc : nf, by_channel ? nf : nc, t->cols, left, right,
+                    b->weights[0], add);
+}
+
 int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float *dy,
                            const float *wt, float *dwt, float *dbias, float *dx, int n0, int n1,
                            int f0, int f1, int accumulate, const pool_geom *pool,
@@ -267,10 +281,6 @@ int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float 
     if (dbias && !accumulate)
         memset(dbias, 0, sizeof(float) * (size_t)nf);
     winograd_grad src = {dy, pool, argmax, relu_y};
-    /* dU = D V^T, or dU^T = V D^T where the channels would leave the GEMM's register tiles
-     * (columns) part empty and the filters would not: cifar-shaped's 16 channels padded to 32
-     * made its 16 -> 32 layer's backward 25% longer. The same sums in the same order either
-     * way; swapped without that, 64 -> 128 layers ran 2-4% slower, 32 -> 64 ones as fast. */
     int by_channel = g->c % COL_ALIGN != 0 && nf % COL_ALIGN == 0;
     /* the first block writes dU: zeroing it first, then adding, cost a pass over its 36
      * planes each way (1.2 MB on vgg-small's 64 -> 128 layer, a chunk's only block) */
@@ -280,10 +290,7 @@ int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float 
         t.v->gradient(&t, &src, f0, f1, b.filters, dbias, b.rows);
         zero_padding(&t, b.channels, g->c);
         zero_padding(&t, b.filters, nf);
-        if ((by_channel ? products(&t, 0, 1, g->c, nf, t.cols, b.channels, b.filters,
-                                   b.weights[0], !first)
-                        : products(&t, 0, 1, nf, g->c, t.cols, b.filters, b.channels,
-                                   b.weights[0], !first)) ||
+        if (filter_products(&t, &b, nf, by_channel, !first) ||
             (dx && input_gradient(&t, &b, b.weights[1], dx)))
             return -1;
         first = 0;
