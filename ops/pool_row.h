@@ -73,10 +73,13 @@ static inline void unpool2_block(const float *gy, const float *ry, const int32_t
                                  float *d1, int w, int32_t corner)
 {
     float g[POOL2_BLOCK];
-    if (ry) {
+    if (ry) {   /* gy loaded whatever ry is: as a load masked by the test, GCC's waited for ry's
+                 * (dy_band took 5.3% of wide-28's time, 3.7% with plain loads) */
 #pragma omp simd
-        for (int ox = 0; ox < POOL2_BLOCK; ox++)
-            g[ox] = ry[ox] > 0.0f ? gy[ox] : 0.0f;
+        for (int ox = 0; ox < POOL2_BLOCK; ox++) {
+            float v = gy[ox];
+            g[ox] = ry[ox] > 0.0f ? v : 0.0f;
+        }
     } else {
         for (int ox = 0; ox < POOL2_BLOCK; ox++)
             g[ox] = gy[ox];
