@@ -72,6 +72,8 @@ static void zero_padding(const tiling *t, float *X, int n)
 {
     size_t plane = plane_of((size_t)n * t->cols);
     size_t pad = sizeof(float) * (size_t)(t->cols - t->tiles);
+    if (!pad)   /* 36 x n empty calls cost wide-28 1.3% of its time */
+        return;
     for (int p = 0; p < t->points; p++)
         for (int i = 0; i < n; i++)
             memset(X + p * plane + (size_t)i * t->cols + t->tiles, 0, pad);
