@@ -95,21 +95,6 @@ winograd_rows ops_winograd_rows_init(const tiling *t, float *rows, int n)
     return b;
 }
 
-const float *ops_winograd_input_row(const tiling *t, conv_input x, int n, int c, int y,
-                                const float *zeros, float *tmp)
-{
-    const conv_geom *g = t->g;
-    if (y < 0 || y >= g->h)
-        return zeros;
-    size_t at = (size_t)n * g->c * g->h * g->w + ((size_t)c * g->h + y) * g->w;
-    if (x.f)
-        return x.f + at;
-    const uint8_t *b = x.b[n] + (at - (size_t)n * g->c * g->h * g->w);
-    for (int j = 0; j < g->w; j++)
-        tmp[j] = (float)b[j] * x.scale;
-    return tmp;
-}
-
 /* T = G (x) G: point p = side i + j of G g G^T is the sum over taps 3a + b of
  * G[i][a] G[j][b] g[a][b]. */
 static void kernel_transform(const tiling *t, float T[MAX_POINTS][9])

@@ -33,7 +33,7 @@ static void input_transform(const tiling *t, conv_input x, float *V, float *rows
             int n = r / t->th, y0 = 2 * (r % t->th) - g->pad;
             const float *d[4];
             for (int i = 0; i < 4; i++)
-                d[i] = ops_winograd_input_row(t, x, n, c, y0 + i, b.zeros, b.tmp[i]);
+                d[i] = winograd_input_row(t, x, n, c, y0 + i, b.zeros, b.tmp[i]);
             float *s0 = s[0] + lo, *s1 = s[1] + lo, *s2 = s[2] + lo, *s3 = s[3] + lo;
 #pragma omp simd
             for (int j = 0; j < hi - lo; j++) {

@@ -128,7 +128,7 @@ static inline void row_transform(const tiling *t, const conv_input *x, const win
     int n = r / t->th, y0 = 4 * (r % t->th) - t->g->pad, lo = b->lo;
     const float *d[6];
     for (int i = 0; i < 6; i++)
-        d[i] = ops_winograd_input_row(t, *x, n, c, y0 + i, b->zeros, b->tmp[i]);
+        d[i] = winograd_input_row(t, *x, n, c, y0 + i, b->zeros, b->tmp[i]);
     float *s0 = s[0] + lo, *s1 = s[1] + lo, *s2 = s[2] + lo, *s3 = s[3] + lo;
     float *s4 = s[4] + lo, *s5 = s[5] + lo;
 #pragma omp simd

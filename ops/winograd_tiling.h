@@ -58,9 +58,22 @@ typedef struct winograd_rows {
 winograd_rows ops_winograd_rows_init(const tiling *t, float *rows, int n);
 
 /* Row y of channel c of sample n, w floats: in place for a float input, converted into tmp for
- * bytes, zeros outside the input. */
-const float *ops_winograd_input_row(const tiling *t, conv_input x, int n, int c, int y,
-                                const float *zeros, float *tmp);
+ * bytes, zeros outside the input. Inline: called for each of a tile row's 6 rows, the call
+ * took 1.6% of vgg-small's time. */
+static inline const float *winograd_input_row(const tiling *t, conv_input x, int n, int c,
+                                              int y, const float *zeros, float *tmp)
+{
+    const conv_geom *g = t->g;
+    if (y < 0 || y >= g->h)
+        return zeros;
+    size_t at = (size_t)n * g->c * g->h * g->w + ((size_t)c * g->h + y) * g->w;
+    if (x.f)
+        return x.f + at;
+    const uint8_t *b = x.b[n] + (at - (size_t)n * g->c * g->h * g->w);
+    for (int j = 0; j < g->w; j++)
+        tmp[j] = (float)b[j] * x.scale;
+    return tmp;
+}
 
 /* Where a forward pass puts its output: y, or, fused with the 2x2 stride-2 max-pool after the
  * convolution (pool not NULL), the pooled output y and its argmax, as maxpool_forward gives
