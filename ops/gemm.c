@@ -3,9 +3,9 @@
  * For each NC-wide block of columns and KC-deep slice of K, op(B) is packed into NR-wide panels;
  * for each MC-tall block of rows, op(A) is packed into MR-tall panels; the micro-kernel then
  * sweeps MR x NR tiles with both operands streaming from packed, cache-resident memory. An
- * operand whose rows of k already hold whole panels (B, or A transposed) and that is small
- * enough to stay in cache is read where it is instead: small GEMMs spent more time packing
- * than multiplying. */
+ * operand small enough to stay in cache is read where it is instead, where the micro-kernel
+ * can take its panels from it (B, whose rows of k hold them; A, along its rows or, transposed,
+ * along its rows of k): small GEMMs spent more time packing than multiplying. */
 #include "ops/gemm.h"
 
 #include "ops/cpu.h"
@@ -17,13 +17,13 @@
 /* Portable micro-kernel: 4 x 8, written so the compiler vectorises it for baseline SSE2. */
 enum { P_MR = 4, P_NR = 8 };
 
-static void kernel_portable(int kc, const float *A, int sa, const float *B, int sb, float *C,
-                            int ldc, float alpha, int add)
+static void kernel_portable(int kc, const float *A, int sa, int si, const float *B, int sb,
+                            float *C, int ldc, float alpha, int add)
 {
     float acc[P_MR][P_NR] = {{0}};
     for (int k = 0; k < kc; k++) {
         for (int i = 0; i < P_MR; i++) {
-            float a = A[i];
+            float a = A[(size_t)i * si];
 #pragma omp simd
             for (int j = 0; j < P_NR; j++)
                 acc[i][j] += a * B[j];
@@ -147,12 +147,15 @@ static void store_edge(const float *tile, int nr, int m, int n, float *C, int ld
 }
 
 /* Where the micro-kernel reads an operand's panels (MR rows of A or NR columns of B, kc deep):
- * those before in_place straight from the caller's matrix, whose rows of k already hold them
- * (panel j at rows + j, step ld); the rest packed (panel j at packed + (j - in_place) * kc,
- * step the panel's width). */
+ * those before in_place straight from the caller's matrix, which already holds them: as rows
+ * of k (B, or A transposed: panel j at rows + j, step ld from one k to the next, across 1
+ * from one row or column to the next), or, A itself, along its rows (panel j at rows + j * ld,
+ * step 1, across ld); the rest packed (panel j at packed + (j - in_place) * kc, step the
+ * panel's width, across 1). */
 typedef struct panels {
     const float *rows;
     int ld, in_place, width, kc;
+    int along_rows;
     const float *packed;
 } panels;
 
@@ -162,10 +165,19 @@ typedef struct panels {
  * chunk took 17% of vgg-small's dense backward; prepare_b). */
 #define IN_PLACE_SPAN (64 * 1024)
 
-static const float *panel_at(const panels *p, int j, int *step)
+static const float *panel_at(const panels *p, int j, int *step, int *across)
 {
-    *step = j < p->in_place ? p->ld : p->width;
-    return j < p->in_place ? p->rows + j : p->packed + (size_t)(j - p->in_place) * p->kc;
+    *across = 1;
+    if (j >= p->in_place) {
+        *step = p->width;
+        return p->packed + (size_t)(j - p->in_place) * p->kc;
+    }
+    if (p->along_rows) {
+        *step = 1, *across = p->ld;
+        return p->rows + (size_t)j * p->ld;
+    }
+    *step = p->ld;
+    return p->rows + j;
 }
 
 /* op(B)'s panels for a kc x nc block at Bsrc: in place where op(B) is B (not transposed). */
@@ -175,16 +187,20 @@ static panels prepare_b(const gemm_arch *g, int trans, const float *Bsrc, int ld
     int near = (size_t)kc * ldb <= IN_PLACE_SPAN || rows <= 2 * g->mr;
     int in_place = !trans && near ? nc / g->nr * g->nr : 0;
     pack_b(g, trans, trans ? Bsrc : Bsrc + in_place, ldb, kc, nc - in_place, Bp);
-    return (panels){Bsrc, ldb, in_place, g->nr, kc, Bp};
+    return (panels){Bsrc, ldb, in_place, g->nr, kc, 0, Bp};
 }
 
-/* op(A)'s panels for an mc x kc block at Asrc: in place where op(A) is A transposed. */
+/* op(A)'s panels for an mc x kc block at Asrc: in place while the rows the block spans stay
+ * in cache, transposed (rows of k) or not (along its rows: packing them took transposing
+ * copies, 2% of vgg-small's time). */
 static panels prepare_a(const gemm_arch *g, int trans, const float *Asrc, int lda, int mc, int kc,
                         float *Ap)
 {
-    int in_place = trans && (size_t)kc * lda <= IN_PLACE_SPAN ? mc / g->mr * g->mr : 0;
-    pack_a(g, trans, trans ? Asrc + in_place : Asrc, lda, mc - in_place, kc, Ap);
-    return (panels){Asrc, lda, in_place, g->mr, kc, Ap};
+    size_t span = (size_t)(trans ? kc : mc) * (size_t)lda;
+    int in_place = span <= IN_PLACE_SPAN ? mc / g->mr * g->mr : 0;
+    pack_a(g, trans, trans ? Asrc + in_place : Asrc + (size_t)in_place * lda, lda, mc - in_place,
+           kc, Ap);
+    return (panels){Asrc, lda, in_place, g->mr, kc, !trans, Ap};
 }
 
 /* C[mc x nc] (+)= alpha * the block's A and B panels, tile by tile; edge tiles through a
@@ -195,16 +211,16 @@ static void multiply_block(const gemm_arch *g, const panels *a, const panels *b,
     _Alignas(64) float tile[16 * 64];
     /* The A micro-panel (mr x kc) stays in L1 while B's panels stream from L2. */
     for (int ir = 0; ir < mc; ir += g->mr) {
-        int m = mc - ir < g->mr ? mc - ir : g->mr, sa, sb;
-        const float *ap = panel_at(a, ir, &sa);
+        int m = mc - ir < g->mr ? mc - ir : g->mr, sa, ia, sb, ib;
+        const float *ap = panel_at(a, ir, &sa, &ia);
         for (int jr = 0; jr < nc; jr += g->nr) {
             int n = nc - jr < g->nr ? nc - jr : g->nr;
-            const float *bp = panel_at(b, jr, &sb);
+            const float *bp = panel_at(b, jr, &sb, &ib);
             float *Ct = C + (size_t)ir * ldc + jr;
             if (m == g->mr && n == g->nr) {
-                g->kernel(a->kc, ap, sa, bp, sb, Ct, ldc, alpha, add);
+                g->kernel(a->kc, ap, sa, ia, bp, sb, Ct, ldc, alpha, add);
             } else {
-                g->kernel(a->kc, ap, sa, bp, sb, tile, g->nr, alpha, 0);
+                g->kernel(a->kc, ap, sa, ia, bp, sb, tile, g->nr, alpha, 0);
                 store_edge(tile, g->nr, m, n, Ct, ldc, add);
             }
         }

@@ -11,10 +11,12 @@ int ops_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const 
                int lda, const float *B, int ldb, float beta, float *C, int ldc);
 
 /* Micro-kernel contract, shared by the per-ISA files: C[mr x nr] = alpha * A * B, plus C when
- * add (else C is not read). Step k reads MR values of A at A + k * sa and NR values of B at
- * B + k * sb: packed panels (sa = MR, sb = NR) or rows of the caller's matrices. */
-typedef void (*gemm_ukernel)(int kc, const float *A, int sa, const float *B, int sb, float *C,
-                             int ldc, float alpha, int add);
+ * add (else C is not read). Step k reads MR values of A, row i at A + k * sa + i * si, and NR
+ * values of B at B + k * sb: packed panels (sa = MR, si = 1, sb = NR), or the caller's
+ * matrices where they already hold them (A transposed: sa = lda, si = 1; A itself: sa = 1,
+ * si = lda; B: sb = ldb). */
+typedef void (*gemm_ukernel)(int kc, const float *A, int sa, int si, const float *B, int sb,
+                             float *C, int ldc, float alpha, int add);
 /* dst[k * ldd + i] = src[i * lds + k] for i < rows, k < cols: the transposing copy that packing
  * a row-major A (or a transposed B) needs. */
 typedef void (*gemm_transposer)(const float *src, int lds, int rows, int cols, float *dst,

@@ -6,8 +6,11 @@
 
 enum { MR = 6, NR = 16 };
 
-static void kernel_avx2(int kc, const float *A, int sa, const float *B, int sb, float *C, int ldc,
-                        float alpha, int add)
+/* The tile, with A's rows si apart (see gemm_avx512.c). */
+static inline __attribute__((always_inline)) void tile_avx2(int kc, const float *A, long sa,
+                                                            long si, const float *B, long sb,
+                                                            float *C, int ldc, float alpha,
+                                                            int add)
 {
     __m256 c[MR][2];
 #pragma GCC unroll 6
@@ -17,7 +20,7 @@ static void kernel_avx2(int kc, const float *A, int sa, const float *B, int sb, 
         __m256 b0 = _mm256_loadu_ps(B), b1 = _mm256_loadu_ps(B + 8);
 #pragma GCC unroll 6
         for (int i = 0; i < MR; i++) {
-            __m256 a = _mm256_broadcast_ss(A + i);
+            __m256 a = _mm256_broadcast_ss(A + i * si);
             c[i][0] = _mm256_fmadd_ps(a, b0, c[i][0]);
             c[i][1] = _mm256_fmadd_ps(a, b1, c[i][1]);
         }
@@ -33,6 +36,15 @@ static void kernel_avx2(int kc, const float *A, int sa, const float *B, int sb, 
         _mm256_storeu_ps(row, _mm256_fmadd_ps(al, c[i][0], c0));
         _mm256_storeu_ps(row + 8, _mm256_fmadd_ps(al, c[i][1], c1));
     }
+}
+
+static void kernel_avx2(int kc, const float *A, int sa, int si, const float *B, int sb, float *C,
+                        int ldc, float alpha, int add)
+{
+    if (si == 1)
+        tile_avx2(kc, A, sa, 1, B, sb, C, ldc, alpha, add);
+    else
+        tile_avx2(kc, A, sa, si, B, sb, C, ldc, alpha, add);
 }
 
 /* An 8 x 8 block of src (rows i, columns k) into dst's rows k, columns i. */

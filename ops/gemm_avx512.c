@@ -9,8 +9,12 @@
 
 enum { MR = 8, NR = 32 };
 
-static void kernel_avx512(int kc, const float *A, int sa, const float *B, int sb, float *C,
-                          int ldc, float alpha, int add)
+/* The tile, with A's rows si apart: a constant 1 (packed panels, A transposed) where it is
+ * inlined, so that those broadcasts keep one pointer; or the rows of A itself. */
+static inline __attribute__((always_inline)) void tile_avx512(int kc, const float *A, long sa,
+                                                              long si, const float *B, long sb,
+                                                              float *C, int ldc, float alpha,
+                                                              int add)
 {
     __m512 c[MR][2];
 #pragma GCC unroll 8
@@ -19,11 +23,12 @@ static void kernel_avx512(int kc, const float *A, int sa, const float *B, int sb
 #pragma GCC unroll 4
     for (int k = 0; k < kc; k++) {
         _mm_prefetch((const char *)(B + 8 * sb), _MM_HINT_T0);
-        _mm_prefetch((const char *)(A + 8 * sa), _MM_HINT_T0);
+        if (si == 1)
+            _mm_prefetch((const char *)(A + 8 * sa), _MM_HINT_T0);
         __m512 b0 = _mm512_loadu_ps(B), b1 = _mm512_loadu_ps(B + 16);
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++) {
-            __m512 a = _mm512_set1_ps(A[i]);
+            __m512 a = _mm512_set1_ps(A[i * si]);
             c[i][0] = _mm512_fmadd_ps(a, b0, c[i][0]);
             c[i][1] = _mm512_fmadd_ps(a, b1, c[i][1]);
         }
@@ -39,6 +44,15 @@ static void kernel_avx512(int kc, const float *A, int sa, const float *B, int sb
         _mm512_storeu_ps(row, _mm512_fmadd_ps(al, c[i][0], c0));
         _mm512_storeu_ps(row + 16, _mm512_fmadd_ps(al, c[i][1], c1));
     }
+}
+
+static void kernel_avx512(int kc, const float *A, int sa, int si, const float *B, int sb, float *C,
+                          int ldc, float alpha, int add)
+{
+    if (si == 1)
+        tile_avx512(kc, A, sa, 1, B, sb, C, ldc, alpha, add);
+    else
+        tile_avx512(kc, A, sa, si, B, sb, C, ldc, alpha, add);
 }
 
 const gemm_arch gemm_arch_avx512 = {MR, NR, 96, 256, 4096, kernel_avx512, gemm_transpose_avx2};
