@@ -186,13 +186,35 @@ __kernel void relu_backward(G const float *y, ulong yo, G const float *dy, ulong
     dx[dxo + i] = y[yo + i] > 0.0f ? dy[dyo + i] : 0.0f;
 }
 
-/* ---- dense layers (with a GEMM: CLBlast, or gemm_rowmajor where CLBlast is not usable) ---- */
+/* ---- dense layers (their gradients with a GEMM: CLBlast, or gemm_rowmajor where CLBlast is not
+ * usable) ---- */
 
-/* y[s][o] = b[o]: the start GEMM adds W x to. Global: n * out. */
-__kernel void fill_bias(G const float *b, ulong bo, G float *y, ulong yo, int out)
+/* The work-group size of dense_forward (kernels.c's DOT_GROUP). */
+#define DOT_GROUP 64
+
+/* y[s][o] = b[o] + sum over k of x[s][k] w[o][k], params = W (out x in) then b: work-group g
+ * computes y[g] (s = g / out, o = g % out), each item a stride of k, then a tree in local memory,
+ * a fixed order. Global: n * out * DOT_GROUP; local: DOT_GROUP. */
+__kernel __attribute__((reqd_work_group_size(DOT_GROUP, 1, 1)))
+void dense_forward(G const float *x, ulong xo, G const float *w, ulong wo, G float *y, ulong yo,
+                   int in, int out)
 {
-    size_t i = get_global_id(0);
-    y[yo + i] = b[bo + i % out];
+    __local float part[DOT_GROUP];
+    size_t g = get_group_id(0);
+    int lid = (int)get_local_id(0), o = (int)(g % out);
+    G const float *xr = x + xo + g / out * in, *wr = w + wo + (size_t)o * in;
+    float acc = 0;
+    for (int k = lid; k < in; k += DOT_GROUP)
+        acc += xr[k] * wr[k];
+    part[lid] = acc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int span = DOT_GROUP / 2; span > 0; span /= 2) {
+        if (lid < span)
+            part[lid] += part[lid + span];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0)
+        y[yo + g] = part[0] + w[wo + (size_t)out * in + o];
 }
 
 /* db[o] = sum over samples of dy[s][o]. Global: out. */

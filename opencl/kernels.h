@@ -40,7 +40,8 @@ int ocl_kernel_maxpool_backward(ocl_launch *l, const pool_geom *g, ocl_buf dy, o
                           ocl_buf dx, int n);
 int ocl_kernel_relu_forward(ocl_launch *l, ocl_buf x, ocl_buf y, long count);
 int ocl_kernel_relu_backward(ocl_launch *l, ocl_buf y, ocl_buf dy, ocl_buf dx, long count);
-/* params: W (out x in) then b; through CLBlast where it passed its self-check. */
+/* params: W (out x in) then b. The forward pass is a work-group per output value; the gradients
+ * go through CLBlast where it passed its self-check. */
 int ocl_kernel_dense_forward(ocl_launch *l, int in, int out, ocl_buf x, ocl_buf params, ocl_buf y,
                        int n);
 /* part gets dW then db; dx (if dx.mem) dy W. */

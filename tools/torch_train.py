@@ -16,7 +16,12 @@ epoch too) and the model's training FLOPs per image (3 x forward: forward, input
 gradient). With --test it trains on the first N images in eager mode, then prints also
 `test_acc=A` on the 10,000 test images after the last epoch.
 
+With --device cuda (./build.sh bench gpu) the model, the images and the shuffles live on the GPU,
+as frugal's do on an OpenCL device, and each epoch is timed from a synchronised start to a
+synchronised end.
+
 Usage: torch_train.py JOB.cfg N [EPOCHS] [THREADS] [--test] [--modes eager,channels_last,compile]
+                      [--device cpu|cuda]
 """
 import gzip
 import sys
@@ -80,38 +85,56 @@ def build(sections, c, h, w):
 
 
 MODES = ("eager", "channels_last", "compile")
+# On a GPU also torch.compile's CUDA graphs (mode="reduce-overhead"): one launch replays the whole
+# forward and backward, which is what small batches need there.
+CUDA_MODES = MODES + ("compile_cudagraphs",)
 
 
-def train(model, x, y, n, batch, epochs, opt, mode):
+def sync(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def train(model, x, y, n, batch, epochs, opt, mode, device):
     """The images per second of the fastest epoch of `epochs`, in `mode`."""
     if mode == "channels_last":
         model = model.to(memory_format=torch.channels_last)
         x = x.contiguous(memory_format=torch.channels_last)
-    step_model = torch.compile(model) if mode == "compile" else model
+    step_model = (torch.compile(model) if mode == "compile" else
+                  torch.compile(model, mode="reduce-overhead") if mode == "compile_cudagraphs" else
+                  model)
     sgd = torch.optim.SGD(model.parameters(), lr=float(opt.get("lr", 0.01)),
                           momentum=float(opt.get("momentum", 0)))
     best = 0.0
     for _ in range(epochs):
-        perm = torch.randperm(n)
+        perm = torch.randperm(n, device=device)
+        sync(device)
         start = time.perf_counter()
         for b in range(0, n, batch):
             i = perm[b:b + batch]
-            if len(i) < batch and mode == "compile":
+            if len(i) < batch and mode.startswith("compile"):
                 continue   # a last short batch would compile the graph again
             sgd.zero_grad()
             F.cross_entropy(step_model(x[i]), y[i]).backward()
             sgd.step()
+        sync(device)
         best = max(best, n / (time.perf_counter() - start))
     return best
 
 
 def main():
     args = [a for a in sys.argv[1:] if a != "--test"]
-    modes = list(MODES)
+    modes = None
     if "--modes" in args:
         at = args.index("--modes")
         modes = args[at + 1].split(",")
         del args[at:at + 2]
+    device = "cpu"
+    if "--device" in args:
+        at = args.index("--device")
+        device = args[at + 1]
+        del args[at:at + 2]
+    modes = modes or list(CUDA_MODES if device == "cuda" else MODES)
     sections = read_job(args[0])
     n = int(args[1])
     epochs = int(args[2]) if len(args) > 2 else 2
@@ -133,19 +156,21 @@ def main():
         return x.expand(-1, c, -1, -1).contiguous(), y
 
     x, y = images("train", n)
+    x, y = x.to(device), y.to(device)
     if "--test" in sys.argv:
         modes = ["eager"]
     best, best_mode, model = 0.0, None, None
     for mode in modes:
         torch.manual_seed(int(conf["job"].get("seed", 42)))
         model, flops = build(sections, c, h, w)
-        if mode == "compile" and (not hasattr(torch, "compile") or epochs < 2):
+        model = model.to(device)
+        if mode.startswith("compile") and (not hasattr(torch, "compile") or epochs < 2):
             print("torch_train: compile skipped: %s" % ("this PyTorch has no torch.compile"
                   if not hasattr(torch, "compile") else "it needs two epochs or more"),
                   file=sys.stderr)
             continue
         try:
-            rate = train(model, x, y, n, batch, epochs, conf["optimizer"], mode)
+            rate = train(model, x, y, n, batch, epochs, conf["optimizer"], mode, device)
         except Exception as e:   # a mode that fails here is a mode this machine cannot use
             print("torch_train: %s failed: %s" % (mode, str(e).splitlines()[0][:200]), file=sys.stderr)
             continue
@@ -154,8 +179,11 @@ def main():
             best, best_mode = rate, mode
     line = "img_per_s=%.1f mode=%s flops_per_image=%d torch=%s" % (best, best_mode, 3 * flops,
                                                                    torch.__version__)
+    if device == "cuda":
+        line += " device=%s" % torch.cuda.get_device_name().replace(" ", "_")
     if "--test" in sys.argv:
         tx, ty = images("t10k", 10000)
+        tx, ty = tx.to(device), ty.to(device)
         with torch.no_grad():
             right = sum((model(tx[b:b + 500]).argmax(1) == ty[b:b + 500]).sum().item()
                         for b in range(0, len(ty), 500))
