@@ -1,5 +1,6 @@
 #include "opencl/device.h"
 #include "common/env_switches.h"
+#include "opencl/completion.h"
 
 #include "opencl/kernels_cl.h"   /* the kernels' source, generated from kernels.cl */
 
@@ -164,6 +165,8 @@ int ocl_open(ocl_device *d, char *err, size_t errlen)
     atomic_store(&d->enqueues, 0);
     atomic_store(&d->injected, 0);
     pthread_mutex_init(&d->kernels_lock, NULL);
+    pthread_mutex_init(&d->awaited_lock, NULL);
+    d->awaited = NULL;
     d->ctx = clCreateContext(NULL, 1, &d->id, NULL, NULL, &rc);
     if (ocl_check(d, rc, "creating a context", err, errlen))
         return -1;
@@ -179,12 +182,19 @@ int ocl_open(ocl_device *d, char *err, size_t errlen)
 
 void ocl_close(ocl_device *d)
 {
+    if (d->queue)
+        clFinish(d->queue);
+    if (d->copies)
+        clFinish(d->copies);
+    ocl_await_close(d);
     for (int i = 0; i < d->nkernels; i++)
         clReleaseKernel(d->kernels[i].k);
     d->nkernels = 0;
-    if (d->scratch)
-        clReleaseMemObject(d->scratch);
-    d->scratch = NULL;
+    for (cl_mem *m = (cl_mem[]){d->scratch, d->relu_scratch}, *end = m + 2; m < end; m++)
+        if (*m)
+            clReleaseMemObject(*m);
+    d->scratch = d->relu_scratch = NULL;
+    d->scratch_bytes = d->relu_scratch_bytes = 0;
     if (d->program)
         clReleaseProgram(d->program);
     if (d->copies)
@@ -195,4 +205,5 @@ void ocl_close(ocl_device *d)
         clReleaseContext(d->ctx);
     d->program = NULL, d->copies = d->queue = NULL, d->ctx = NULL;
     pthread_mutex_destroy(&d->kernels_lock);
+    pthread_mutex_destroy(&d->awaited_lock);
 }

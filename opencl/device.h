@@ -33,11 +33,15 @@ typedef struct ocl_device {
     int nkernels;
     cl_mem scratch;                  /* per-sample figures of the loss, grown on demand */
     size_t scratch_bytes;
+    cl_mem relu_scratch;             /* a gradient through a fused relu, grown on demand */
+    size_t relu_scratch_bytes;
     int clblast;                     /* CLBlast's self-check passed here */
     char clblast_why[160];           /* or why not */
     _Atomic long enqueues;           /* for the failure injection below */
     long fail_after;                 /* FRUGAL_OPENCL_FAIL_AFTER: an injected error (tests) */
     _Atomic int injected;            /* it fired: errors say so */
+    pthread_mutex_t awaited_lock;
+    struct ocl_awaited *awaited;     /* commands whose completion is awaited (completion.h) */
 } ocl_device;
 
 typedef struct ocl_list {

@@ -1,4 +1,5 @@
 #include "opencl/kernels.h"
+#include "opencl/completion.h"
 
 #include <clblast_c.h>
 #include <stdio.h>
@@ -195,30 +196,40 @@ int ocl_kernel_dense_backward(ocl_launch *l, int in, int out, ocl_buf x, ocl_buf
            (dx.mem && gemm(l, 0, 0, n, in, out, 1.0f, dy, out, params, in, 0.0f, dx, in));
 }
 
-/* The device's scratch buffer, at least `bytes`. */
-static cl_mem scratch(ocl_launch *l, size_t bytes)
+/* One of the device's scratch buffers, at least `bytes`. A task uses it between its own
+ * kernels only: a device's tasks are enqueued one after the other on its in-order queue, and a
+ * buffer released while commands use it lives until they end. */
+static cl_mem scratch(ocl_launch *l, cl_mem *buf, size_t *have, size_t bytes)
 {
     ocl_device *d = l->d;
     pthread_mutex_lock(&d->kernels_lock);
-    if (d->scratch_bytes < bytes) {
-        if (d->scratch)
-            clReleaseMemObject(d->scratch);
+    if (*have < bytes) {
+        if (*buf)
+            clReleaseMemObject(*buf);
         cl_int rc;
-        d->scratch = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &rc);
-        d->scratch_bytes = rc == CL_SUCCESS ? bytes : 0;
+        *buf = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &rc);
+        *have = rc == CL_SUCCESS ? bytes : 0;
         if (ocl_check(d, rc, "allocating scratch memory", l->err, l->errlen))
-            d->scratch = NULL;
+            *buf = NULL;
     }
-    cl_mem m = d->scratch;
+    cl_mem m = *buf;
     pthread_mutex_unlock(&d->kernels_lock);
     return m;
+}
+
+int ocl_kernel_relu_backward_scratch(ocl_launch *l, ocl_buf y, ocl_buf dy, long count,
+                                     ocl_buf *dx)
+{
+    cl_mem m = scratch(l, &l->d->relu_scratch, &l->d->relu_scratch_bytes, 4 * (size_t)count);
+    *dx = (ocl_buf){m, 0};
+    return !m || ocl_kernel_relu_backward(l, y, dy, *dx, count) ? -1 : 0;
 }
 
 int ocl_kernel_softmax_xent(ocl_launch *l, int classes, ocl_buf z, ocl_buf labels, float scale,
                       ocl_buf dz, ocl_buf pred, ocl_buf stats, int n)
 {
     /* the losses, then the correct flags, per sample, in the device's scratch buffer */
-    cl_mem s = scratch(l, 8 * (size_t)n);
+    cl_mem s = scratch(l, &l->d->scratch, &l->d->scratch_bytes, 8 * (size_t)n);
     if (!s)
         return -1;
     karg per_sample = {sizeof(cl_mem), {.m = s}};
@@ -243,8 +254,7 @@ int ocl_kernel_sgd(ocl_launch *l, ocl_buf w, ocl_buf g, ocl_buf v, long count, f
 
 int ocl_kernel_on_done(ocl_launch *l, void (CL_CALLBACK *fn)(cl_event, cl_int, void *), void *arg)
 {
-    if (ocl_check(l->d, clSetEventCallback(l->done, CL_COMPLETE, fn, arg), "a task's callback",
-                  l->err, l->errlen))
+    if (ocl_check(l->d, ocl_await(l->d, l->done, fn, arg), "a task's callback", l->err, l->errlen))
         return -1;
     l->done = NULL;   /* the callback releases it */
     clFlush(l->d->queue);

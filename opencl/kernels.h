@@ -40,6 +40,10 @@ int ocl_kernel_maxpool_backward(ocl_launch *l, const pool_geom *g, ocl_buf dy, o
                           ocl_buf dx, int n);
 int ocl_kernel_relu_forward(ocl_launch *l, ocl_buf x, ocl_buf y, long count);
 int ocl_kernel_relu_backward(ocl_launch *l, ocl_buf y, ocl_buf dy, ocl_buf dx, long count);
+/* The same into a scratch buffer of the device's (*dx), for the kernels the caller enqueues next
+ * in the same task: a relu fused after a layer (engine/model/device_task.h). */
+int ocl_kernel_relu_backward_scratch(ocl_launch *l, ocl_buf y, ocl_buf dy, long count,
+                                     ocl_buf *dx);
 /* params: W (out x in) then b. The forward pass is a work-group per output value; the gradients
  * go through CLBlast where it passed its self-check. */
 int ocl_kernel_dense_forward(ocl_launch *l, int in, int out, ocl_buf x, ocl_buf params, ocl_buf y,
@@ -55,8 +59,8 @@ int ocl_kernel_copy_or_add(ocl_launch *l, ocl_buf dst, ocl_buf src, long count, 
 int ocl_kernel_sgd(ocl_launch *l, ocl_buf w, ocl_buf g, ocl_buf v, long count, float lr,
              float momentum, float weight_decay);
 
-/* Sets a callback that completes an asynchronous task when l->done completes (and releases the
- * event). Returns 0 or -1 with err. */
+/* Has fn complete an asynchronous task when l->done completes (and release the event): from the
+ * event's callback or from ocl_poll (completion.h). Returns 0 or -1 with err. */
 int ocl_kernel_on_done(ocl_launch *l, void (CL_CALLBACK *fn)(cl_event, cl_int, void *), void *arg);
 
 #endif

@@ -1,4 +1,5 @@
 #include "opencl/memory.h"
+#include "opencl/completion.h"
 
 #include <stdio.h>
 
@@ -50,8 +51,7 @@ static int ocl_copy(void *device, const rt_copy *c, char *err, size_t errlen)
     if (ocl_check(d, rc, c->to_device ? "copying to the device" : "copying to the host", err,
                   errlen))
         return -1;
-    if (ocl_check(d, clSetEventCallback(e, CL_COMPLETE, copy_done, c->done), "a copy's callback",
-                  err, errlen)) {
+    if (ocl_check(d, ocl_await(d, e, copy_done, c->done), "a copy's callback", err, errlen)) {
         clWaitForEvents(1, &e);   /* enqueued all the same: it must not land after the failure */
         clReleaseEvent(e);
         return -1;

@@ -140,6 +140,9 @@ typedef struct rt_device {
     void *ctx;               /* the driver's, passed to the memory ops and rt_device_ctx */
     int host_cores;          /* > 0: it computes on that many of the host's own cores (an
                               * OpenCL CPU device), so its work is not extra capacity */
+    int (*poll)(void *ctx);  /* optional: completes the device's finished work (RT_PENDING
+                              * tasks, transfers) from its worker while it waits for work,
+                              * sooner than the driver's callbacks; returns how many */
 } rt_device;
 
 #define RT_TRACE_MAX_EVENTS 1000000   /* about 80 MB of trace JSON */

@@ -521,7 +521,15 @@ static rt_task *find_work_patiently(rt_runtime *rt, rt_worker *me, int (*stop_wh
     uint64_t start = clock_ticks();
     int64_t min_steal = STEAL_BACKLOG;
     int pauses = 4;
+    const rt_device *dev = me->device >= 0 ? WORKER_DEVICE(rt, me) : NULL;
     for (unsigned i = 1;; i++) {
+        /* A device's finished work completed here: its successors come to this worker's inbox
+         * now rather than after the driver's callback and a wake-up. Completing something
+         * restarts the wait (the device is busy with a chain of short tasks). */
+        if (dev && dev->poll && dev->poll(dev->ctx) > 0) {
+            start = clock_ticks();
+            pauses = 4;
+        }
         rt_task *t = find_work(rt, me, min_steal);
         if (t || (stop_when && stop_when(rt)))
             return t;

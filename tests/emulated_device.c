@@ -148,7 +148,7 @@ void emu_destroy(emu_device *d)
 
 rt_device emu_as_device(emu_device *d, const char *name)
 {
-    return (rt_device){RT_WORKER_EMULATED, name, &emu_memory, d, 0};
+    return (rt_device){RT_WORKER_EMULATED, name, &emu_memory, d, 0, NULL};
 }
 
 int emu_launch(const rt_ctx *ctx, int naccess, emu_fn fn, const void *args, size_t size)

@@ -20,6 +20,13 @@ void write_idx(const char *path, int dims, const uint32_t *shape, const uint8_t 
 
 const char *make_job(const char *extra)
 {
+    return make_job_model("[conv]\nfilters = 4\nsize = 3\npadding = 1\n[relu]\n[maxpool]\nsize = 2\n"
+                          "[conv]\nfilters = 3\nsize = 3\n[relu]\n[flatten]\n[dense]\noutputs = 10\n",
+                          extra);
+}
+
+const char *make_job_model(const char *layers, const char *extra)
+{
     static char cfg_path[512];
     char img[512], lbl[512];
     snprintf(img, sizeof img, "%s/img.gz", test_tmpdir());
@@ -43,10 +50,8 @@ const char *make_job(const char *extra)
     FILE *f = fopen(cfg_path, "w");
     fprintf(f, "[job]\nepochs = 3\nbatch = 20\nseed = 5\noutput = %s/run\n"
                "[data]\ntrain_images = %s\ntrain_labels = %s\ntest_images = %s\ntest_labels = %s\n"
-               "[conv]\nfilters = 4\nsize = 3\npadding = 1\n[relu]\n[maxpool]\nsize = 2\n"
-               "[conv]\nfilters = 3\nsize = 3\n[relu]\n[flatten]\n[dense]\noutputs = 10\n"
-               "[softmax_xent]\n[optimizer]\nlr = 0.1\nmomentum = 0.5\n[execution]\ngrain = 3\n%s",
-            test_tmpdir(), img, lbl, img, lbl, extra);
+               "%s[softmax_xent]\n[optimizer]\nlr = 0.1\nmomentum = 0.5\n[execution]\ngrain = 3\n%s",
+            test_tmpdir(), img, lbl, img, lbl, layers, extra);
     fclose(f);
     return cfg_path;
 }

@@ -13,5 +13,7 @@ void write_idx(const char *path, int dims, const uint32_t *shape, const uint8_t 
 /* The job file (path returned): a small CNN over the data set, 3 epochs of batch 20, output in
  * the test folder's "run"; `extra` is appended (more keys for [execution], or sections). */
 const char *make_job(const char *extra);
+/* The same with other layers (job-file sections, between [data] and [softmax_xent]). */
+const char *make_job_model(const char *layers, const char *extra);
 
 #endif

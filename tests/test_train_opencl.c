@@ -100,6 +100,28 @@ TEST(opencl_train_one_step_matches_the_cpu)
     check_same_weights("opencl3", "cpu3", 1e-4, 1e-3);
 }
 
+/* On a device each relu runs inside the tasks of the layer before it (a convolution, a max-pool,
+ * a dense layer), its gradient taken through it in the device's scratch: the same step. */
+TEST(opencl_train_fuses_each_relu_into_the_layer_before_it)
+{
+    const char *job = make_job_model("[conv]\nfilters = 4\nsize = 3\npadding = 1\n[relu]\n"
+                                     "[conv]\nfilters = 5\nsize = 3\n[relu]\n[maxpool]\nsize = 2\n"
+                                     "[flatten]\n[dense]\noutputs = 16\n[relu]\n[dense]\n"
+                                     "outputs = 10\n", "");
+    const char *one_step = "data.limit=20";
+    CHECKF(train(job, "cpu", "relu-cpu", NULL, one_step, "job.epochs=1") == 0, "%s", out);
+    CHECKF(train(job, "opencl", "relu-opencl", NULL, one_step, "job.epochs=1") == 0, "%s", out);
+    for (const char *const *k = (const char *const[]){"conv_relu_forward", "conv_relu_backward",
+                                                      "maxpool_relu_forward", "maxpool_relu_backward",
+                                                      "dense_relu_forward", "dense_relu_backward",
+                                                      NULL}; *k; k++) {
+        const char *line = strstr(out, *k), *on = line ? strstr(line, " opencl ") : NULL;
+        CHECKF(on && on < strchr(line, '\n'), "%s on the device: %s", *k, out);
+    }
+    CHECKF(!strstr(out, "  relu_forward "), "%s", out);
+    check_same_weights("relu-opencl", "relu-cpu", 1e-6, 1e-5);
+}
+
 TEST(opencl_train_cpu_plus_opencl_uses_both_and_matches_a_serial_run)
 {
     const char *job = make_job("");

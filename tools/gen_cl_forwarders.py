@@ -11,7 +11,8 @@ clReleaseMemObject clGetMemObjectInfo clCreateProgramWithSource clCreateProgramW
 clBuildProgram clGetProgramBuildInfo clGetProgramInfo clReleaseProgram clCreateKernel
 clReleaseKernel clSetKernelArg clGetKernelWorkGroupInfo clEnqueueNDRangeKernel
 clEnqueueReadBuffer clEnqueueWriteBuffer clEnqueueReadBufferRect clEnqueueWriteBufferRect
-clEnqueueCopyBuffer clEnqueueFillBuffer clSetEventCallback clReleaseEvent clWaitForEvents
+clEnqueueCopyBuffer clEnqueueFillBuffer clSetEventCallback clRetainEvent clReleaseEvent clWaitForEvents
+clGetEventInfo
 clGetEventProfilingInfo clFlush clFinish""".split()
 
 text = open("/usr/include/CL/cl.h").read()

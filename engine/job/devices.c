@@ -2,6 +2,7 @@
 
 #include "common/json.h"
 #include "engine/job/cache_dir.h"
+#include "opencl/completion.h"
 #include "opencl/memory.h"
 
 #include <errno.h>
@@ -100,7 +101,8 @@ int devices_open(run_devices *rd, const job_config *job, rt_config *cfg, FILE *l
         fprintf(log, "OpenCL: %s ready; CLBlast: %s\n", d->name, d->clblast_why);
         int host_cores = (d->type & CL_DEVICE_TYPE_CPU) ? (int)d->compute_units : 0;
         cfg->devices[cfg->ndevices++] =
-            (rt_device){RT_WORKER_OPENCL, d->name, &ocl_memory_ops, d, host_cores};
+            (rt_device){RT_WORKER_OPENCL, d->name, &ocl_memory_ops, d, host_cores,
+                        ocl_polling() ? ocl_poll_device : NULL};
     }
     if (!rd->n)
         fprintf(log, "OpenCL: no device opened; training on the CPU\n");

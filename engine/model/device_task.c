@@ -46,3 +46,34 @@ int device_task_finish(device_task *dt, const rt_ctx *ctx, int rc)
     rt_fail(ctx, "%s", dt->err[0] ? dt->err : "out of memory");
     return -1;
 }
+
+int device_layer_task(const rt_ctx *ctx, const layer_task *a, device_enqueue_fn enqueue)
+{
+    device_task dt;
+    device_task_start(&dt, ctx);
+    ocl_buf none = {NULL, 0};
+    int rc = enqueue(ctx, a, &dt, a->at.dy >= 0 ? device_buf(ctx, a->at.dy, 0) : none);
+    return device_task_finish(&dt, ctx, rc);
+}
+
+int device_layer_relu_forward(const rt_ctx *ctx, const layer_task *a, device_enqueue_fn enqueue)
+{
+    device_task dt;
+    device_task_start(&dt, ctx);
+    ocl_buf out = device_buf(ctx, a->at.out, 0), none = {NULL, 0};
+    int rc = enqueue(ctx, a, &dt, none) ||
+             ocl_kernel_relu_forward(&dt.l, out, out, (long)a->n * a->l->out_size);
+    return device_task_finish(&dt, ctx, rc);
+}
+
+int device_layer_relu_backward(const rt_ctx *ctx, const layer_task *a, device_enqueue_fn enqueue)
+{
+    device_task dt;
+    device_task_start(&dt, ctx);
+    ocl_buf through;
+    int rc = ocl_kernel_relu_backward_scratch(&dt.l, device_buf(ctx, a->at.out, 0),
+                                              device_buf(ctx, a->at.dy, 0),
+                                              (long)a->n * a->l->out_size, &through) ||
+             enqueue(ctx, a, &dt, through);
+    return device_task_finish(&dt, ctx, rc);
+}

@@ -206,56 +206,73 @@ static int fuses_relu(const layer *l, int need_dx)
 
 /* ---- on an OpenCL device: the same work, the same accesses ---- */
 
+static int forward_enqueue(const rt_ctx *ctx, const layer_task *a, device_task *dt, ocl_buf dy)
+{
+    (void)dy;
+    const layer *l = a->l;
+    size_t plane = sizeof(float) * (size_t)l->conv.oh * (size_t)l->conv.ow;
+    return ocl_kernel_conv_forward(&dt->l, &l->conv, device_buf(ctx, a->at.in, 0),
+                                   device_buf(ctx, a->at.params, 0),
+                                   device_buf(ctx, a->at.out, (size_t)a->f0 * plane), a->n,
+                                   a->f0, a->f1);
+}
+
+static int backward_enqueue(const rt_ctx *ctx, const layer_task *a, device_task *dt, ocl_buf dy)
+{
+    const layer *l = a->l;
+    return ocl_kernel_conv_backward_filter(&dt->l, &l->conv, device_buf(ctx, a->at.in, 0), dy,
+                                           device_buf(ctx, a->at.part, 0), a->n, a->f0, a->f1) ||
+           (a->want_dx && ocl_kernel_conv_backward_input(&dt->l, &l->conv, dy,
+                                                         device_buf(ctx, a->at.params, 0),
+                                                         device_buf(ctx, a->at.dx, 0), a->n));
+}
+
+static int backward_input_enqueue(const rt_ctx *ctx, const layer_task *a, device_task *dt,
+                                  ocl_buf dy)
+{
+    return ocl_kernel_conv_backward_input(&dt->l, &a->l->conv, dy,
+                                          device_buf(ctx, a->at.params, 0),
+                                          device_buf(ctx, a->at.dx, 0), a->n);
+}
+
 static int forward_cl(const rt_ctx *ctx, void *p)
 {
-    const layer_task *a = p;
-    const layer *l = a->l;
-    device_task dt;
-    device_task_start(&dt, ctx);
-    size_t plane = sizeof(float) * (size_t)l->conv.oh * (size_t)l->conv.ow;
-    int rc = ocl_kernel_conv_forward(&dt.l, &l->conv, device_buf(ctx, a->at.in, 0),
-                               device_buf(ctx, a->at.params, 0),
-                               device_buf(ctx, a->at.out, (size_t)a->f0 * plane), a->n, a->f0, a->f1);
-    return device_task_finish(&dt, ctx, rc);
+    return device_layer_task(ctx, p, forward_enqueue);
 }
 
 static int backward_cl(const rt_ctx *ctx, void *p)
 {
-    const layer_task *a = p;
-    const layer *l = a->l;
-    device_task dt;
-    device_task_start(&dt, ctx);
-    ocl_buf dy = device_buf(ctx, a->at.dy, 0);
-    int rc = ocl_kernel_conv_backward_filter(&dt.l, &l->conv, device_buf(ctx, a->at.in, 0), dy,
-                                       device_buf(ctx, a->at.part, 0), a->n, a->f0, a->f1) ||
-             (a->want_dx && ocl_kernel_conv_backward_input(&dt.l, &l->conv, dy,
-                                                     device_buf(ctx, a->at.params, 0),
-                                                     device_buf(ctx, a->at.dx, 0), a->n));
-    return device_task_finish(&dt, ctx, rc);
+    return device_layer_task(ctx, p, backward_enqueue);
 }
 
 static int backward_input_cl(const rt_ctx *ctx, void *p)
 {
-    const layer_task *a = p;
-    device_task dt;
-    device_task_start(&dt, ctx);
-    int rc = ocl_kernel_conv_backward_input(&dt.l, &a->l->conv, device_buf(ctx, a->at.dy, 0),
-                                      device_buf(ctx, a->at.params, 0),
-                                      device_buf(ctx, a->at.dx, 0), a->n);
-    return device_task_finish(&dt, ctx, rc);
+    return device_layer_task(ctx, p, backward_input_enqueue);
 }
 
-/* The first layer's input as bytes and the fused max-pool or relu run on the CPU only: the
- * plan turns them off when devices are in use (engine/train/plan.c). */
+static int relu_fused_forward_cl(const rt_ctx *ctx, void *p)
+{
+    return device_layer_relu_forward(ctx, p, forward_enqueue);
+}
+
+static int relu_fused_backward_cl(const rt_ctx *ctx, void *p)
+{
+    return device_layer_relu_backward(ctx, p, backward_enqueue);
+}
+
+/* The first layer's input as bytes and the fused max-pool run on the CPU only: the plan turns
+ * them off when devices are in use (engine/train/plan.c); a fused relu runs on both. */
 static rt_kind forward_kind = {.name = "conv_forward", .cpu = forward, .opencl = forward_cl};
 static rt_kind backward_kind = {.name = "conv_backward", .cpu = backward, .opencl = backward_cl};
 static rt_kind backward_input_kind = {.name = "conv_backward_input", .cpu = backward_input,
                                     .opencl = backward_input_cl};
 static rt_kind fused_forward_kind = {.name = "conv_maxpool_forward", .cpu = fused_forward};
 static rt_kind fused_backward_kind = {.name = "conv_maxpool_backward", .cpu = fused_backward};
-static rt_kind relu_fused_forward_kind = {.name = "conv_relu_forward", .cpu = relu_fused_forward};
+static rt_kind relu_fused_forward_kind = {.name = "conv_relu_forward", .cpu = relu_fused_forward,
+                                          .opencl = relu_fused_forward_cl};
 static rt_kind relu_fused_backward_kind = {.name = "conv_relu_backward",
-                                           .cpu = relu_fused_backward};
+                                           .cpu = relu_fused_backward,
+                                           .opencl = relu_fused_backward_cl};
 
 const layer_class layer_conv = {
     .name = "conv", .type = LAYER_CONV, .keys = keys, .defaults = defaults, .complete = complete,

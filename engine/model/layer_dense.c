@@ -62,36 +62,48 @@ static int backward(const rt_ctx *ctx, void *p)
     return layer_kernel_status(ctx, rc);
 }
 
-static int forward_cl(const rt_ctx *ctx, void *p)
+static int forward_enqueue(const rt_ctx *ctx, const layer_task *a, device_task *dt, ocl_buf dy)
 {
-    const layer_task *a = p;
-    device_task dt;
-    device_task_start(&dt, ctx);
-    int rc = ocl_kernel_dense_forward(&dt.l, a->l->in_c, a->l->out_c, device_buf(ctx, a->at.in, 0),
-                                device_buf(ctx, a->at.params, 0), device_buf(ctx, a->at.out, 0),
-                                a->n);
-    return device_task_finish(&dt, ctx, rc);
+    (void)dy;
+    return ocl_kernel_dense_forward(&dt->l, a->l->in_c, a->l->out_c, device_buf(ctx, a->at.in, 0),
+                                    device_buf(ctx, a->at.params, 0),
+                                    device_buf(ctx, a->at.out, 0), a->n);
 }
 
-static int backward_cl(const rt_ctx *ctx, void *p)
+static int backward_enqueue(const rt_ctx *ctx, const layer_task *a, device_task *dt, ocl_buf dy)
 {
-    const layer_task *a = p;
-    device_task dt;
-    device_task_start(&dt, ctx);
     ocl_buf none = {NULL, 0};
-    int rc = ocl_kernel_dense_backward(&dt.l, a->l->in_c, a->l->out_c, device_buf(ctx, a->at.in, 0),
-                                 device_buf(ctx, a->at.dy, 0),
-                                 a->want_dx ? device_buf(ctx, a->at.params, 0) : none,
-                                 device_buf(ctx, a->at.part, 0),
-                                 a->want_dx ? device_buf(ctx, a->at.dx, 0) : none, a->n);
-    return device_task_finish(&dt, ctx, rc);
+    return ocl_kernel_dense_backward(&dt->l, a->l->in_c, a->l->out_c,
+                                     device_buf(ctx, a->at.in, 0), dy,
+                                     a->want_dx ? device_buf(ctx, a->at.params, 0) : none,
+                                     device_buf(ctx, a->at.part, 0),
+                                     a->want_dx ? device_buf(ctx, a->at.dx, 0) : none, a->n);
+}
+
+static int forward_cl(const rt_ctx *ctx, void *p) { return device_layer_task(ctx, p, forward_enqueue); }
+static int backward_cl(const rt_ctx *ctx, void *p) { return device_layer_task(ctx, p, backward_enqueue); }
+
+/* With the relu after it (a device-pinned run only: engine/train/plan.c). */
+static int relu_fused_forward_cl(const rt_ctx *ctx, void *p)
+{
+    return device_layer_relu_forward(ctx, p, forward_enqueue);
+}
+
+static int relu_fused_backward_cl(const rt_ctx *ctx, void *p)
+{
+    return device_layer_relu_backward(ctx, p, backward_enqueue);
 }
 
 static rt_kind forward_kind = {.name = "dense_forward", .cpu = forward, .opencl = forward_cl};
 static rt_kind backward_kind = {.name = "dense_backward", .cpu = backward, .opencl = backward_cl};
+static rt_kind relu_fused_forward_kind = {.name = "dense_relu_forward",
+                                          .opencl = relu_fused_forward_cl};
+static rt_kind relu_fused_backward_kind = {.name = "dense_relu_backward",
+                                           .opencl = relu_fused_backward_cl};
 
 const layer_class layer_dense = {
     .name = "dense", .type = LAYER_DENSE, .keys = keys, .defaults = defaults,
     .complete = complete, .plan = plan, .forward = &forward_kind, .backward = &backward_kind,
     .backward_reads = READS_INPUT,
+    .relu_fused_forward = &relu_fused_forward_kind, .relu_fused_backward = &relu_fused_backward_kind,
 };

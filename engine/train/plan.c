@@ -77,6 +77,14 @@ static void choose_input(exec_plan *p, const model *m)
     }
 }
 
+/* On a device every layer type with relu-fused kinds for it takes the relu after it (a kernel
+ * more in the same task): the relu's tasks, each a round trip to the device, are saved. */
+static int device_fuses_relu(const layer_class *c)
+{
+    return c->relu_fused_forward && c->relu_fused_forward->opencl && c->relu_fused_backward &&
+           c->relu_fused_backward->opencl;
+}
+
 void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
 {
     memset(p, 0, sizeof *p);
@@ -107,10 +115,11 @@ void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
         int fusable = ly->cls->fuses_pool && l + 1 < m->nlayers && ly[1].cls->max_pool &&
                       ly->cls->fuses_pool(ly, &ly[1], p->need_dx[l]);
         int relu_after = l + 3 < m->nlayers && ly[2].cls->monotone;
+        int relu_next = l + 2 < m->nlayers && ly[1].cls->monotone && cfg->fuse >= 0;
         if (fusable && !p->pinned && cfg->fuse >= 0)
             p->fused[l] = 1 + relu_after, p->fused_pool[l] = 1;
-        else if (ly->cls->fuses_relu && l + 2 < m->nlayers && ly[1].cls->monotone &&
-                 ly->cls->fuses_relu(ly, p->need_dx[l]) && !p->pinned && cfg->fuse >= 0)
+        else if (relu_next && (p->pinned ? device_fuses_relu(ly->cls)
+                                         : ly->cls->fuses_relu && ly->cls->fuses_relu(ly, p->need_dx[l])))
             p->fused[l] = 1;
         p->groups[l] = !ly->cls->groups || p->fused[l]
                            ? 1 : ly->cls->groups(ly, cfg->filter_groups, p->grain);

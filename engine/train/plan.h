@@ -1,7 +1,8 @@
 /* How a model is cut into tasks, decided once per run from the model and the job (never from
  * the number of workers, so results do not depend on the machine): the grain (samples per
  * task), filter groups per convolution, which convolutions run fused with their max-pool (and
- * the relu after it) or with the relu after them, and
+ * the relu after it) or with the relu after them (on a device, any layer with the relu after
+ * it), and
  * whether a first convolution reads the data set's bytes in place. Each choice says why, and
  * the environment variables that forced one are named: summary.json records them. */
 #ifndef FRUGAL_PLAN_H
@@ -15,8 +16,9 @@
 typedef struct exec_plan {
     int batch, grain, nchunks;       /* chunk k of a batch: samples [k*batch/n, (k+1)*batch/n) */
     int groups[CONFIG_MAX_LAYERS];   /* tasks per chunk of each layer, split by filters */
-    int fused[CONFIG_MAX_LAYERS];    /* layers after conv l run in its tasks: 0; 1, the max-pool
-                                      * or the relu l+1; 2, the max-pool and the relu l+2 */
+    int fused[CONFIG_MAX_LAYERS];    /* layers after l (a conv; pinned, any) run in its tasks: 0;
+                                      * 1, the max-pool or the relu l+1; 2, the max-pool and the
+                                      * relu l+2 */
     int fused_pool[CONFIG_MAX_LAYERS];   /* the max-pool l+1 among them */
     int need_dx[CONFIG_MAX_LAYERS];  /* does a layer before l have parameters? */
     int bytes_input;                 /* a first convolution reads the data set's bytes */
@@ -28,7 +30,8 @@ typedef struct exec_plan {
     int by_energy;                   /* an energy policy weighs devices in joules (devices.h) */
     int pinned;                      /* devices = opencl: tasks a device can run run there, and
                                       * the CPU-only variants (the first layer reading bytes,
-                                      * fused convolution and pooling) are off */
+                                      * fused convolution and pooling) are off, a relu is fused
+                                      * into the layer before it wherever it can be */
 } exec_plan;
 
 /* The grain alone (samples per task): the config's, or automatic (see plan.c). */
@@ -37,7 +40,7 @@ void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
 /* The first and one-past-last sample of chunk k in a batch of `size` (<= the planned batch):
  * the full batch's chunks, cut at size (a short last batch uses the same parts). */
 void plan_chunk(const exec_plan *p, int k, int size, int *s0, int *s1);
-/* The convolution whose tasks run layer l (a max-pool or relu fused with it), or -1. */
+/* The layer whose tasks run layer l (a max-pool or relu fused with it), or -1. */
 int plan_fused_into(const exec_plan *p, int l);
 /* The plan as JSON members (no braces), for summary.json. */
 void plan_write_json(const exec_plan *p, const model *m, FILE *f);

@@ -119,6 +119,8 @@ static void submit_forward(trainer *t, const batch_ref *r, int l, int k, int g, 
         a.at.out = add_chunk(&al, &r->b->act[l + 1 + fused], k, RT_W);
         if (t->plan.fused_pool[l])
             a.at.aux = add(&al, r->b->aux[l + 1].part[k], RT_W);
+        else if (ly->cls->aux_bytes)   /* a max-pool with the relu after it (on a device) */
+            a.at.aux = add(&al, r->b->aux[l].part[k], RT_W);
     } else {
         a.at.out = groups > 1 ? add(&al, r->b->act[l + 1].part[k * groups + g], RT_W)
                               : add_chunk(&al, &r->b->act[l + 1], k, RT_W);
@@ -184,7 +186,10 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
                 a.at.aux = add(&al, r->b->aux[l + 1].part[k], RT_R);
             if (fused > t->plan.fused_pool[l])   /* the relu's output, that dy goes through */
                 a.at.out = add_chunk(&al, &r->b->act[out], k, RT_R);
-            add_input(t, r, &a, &al, l, k);
+            if (!t->plan.fused_pool[l] && (ly->cls->backward_reads & READS_AUX))
+                a.at.aux = add(&al, r->b->aux[l].part[k], RT_R);   /* a max-pool's argmax */
+            else
+                add_input(t, r, &a, &al, l, k);
         } else if (ly->cls->backward_reads & READS_OUTPUT) {
             a.at.out = add_chunk(&al, &r->b->act[l + 1], k, RT_R);
         } else if (ly->cls->backward_reads & READS_AUX) {
