@@ -67,12 +67,17 @@ static int run(ocl_launch *l, const char *name, size_t global, size_t local, con
     return 0;
 }
 
-/* Row-major C = alpha op(A) op(B) + beta C: CLBlast where it passed its self-check here. */
+/* Row-major C = alpha op(A) op(B) + beta C: CLBlast where it passed its self-check here, but
+ * for a short inner dimension (a dense layer's gradients: K is the chunk's samples or the
+ * layer's outputs) a work-item per product, each a short sum: CLBlast took 60 us for DAHL's two
+ * (16 x 10 x 676) on an H200, more than the rest of a chunk's backward pass. */
+#define GEMM_SHORT_K 64
+
 static int gemm(ocl_launch *l, int ta, int tb, int M, int N, int K, float alpha, ocl_buf A,
                 int lda, ocl_buf Bm, int ldb, float beta, ocl_buf C, int ldc)
 {
     ocl_device *d = l->d;
-    if (!d->clblast)
+    if (!d->clblast || K <= GEMM_SHORT_K)
         return RUN(l, "gemm_rowmajor", (size_t)M * N, I(ta), I(tb), I(M), I(N), I(K), F(alpha),
                    B(A, 4), I(lda), B(Bm, 4), I(ldb), F(beta), B(C, 4), I(ldc));
     cl_event e = NULL;

@@ -186,8 +186,8 @@ __kernel void relu_backward(G const float *y, ulong yo, G const float *dy, ulong
     dx[dxo + i] = y[yo + i] > 0.0f ? dy[dyo + i] : 0.0f;
 }
 
-/* ---- dense layers (their gradients with a GEMM: CLBlast, or gemm_rowmajor where CLBlast is not
- * usable) ---- */
+/* ---- dense layers (their gradients with a GEMM: gemm_rowmajor for a short inner dimension or
+ * where CLBlast is not usable, else CLBlast) ---- */
 
 /* The work-group size of dense_forward (kernels.c's DOT_GROUP). */
 #define DOT_GROUP 64
@@ -227,8 +227,8 @@ __kernel void column_sum(G const float *dy, ulong dyo, G float *db, ulong dbo, i
     db[dbo + o] = acc;
 }
 
-/* C = alpha op(A) op(B) + beta C, row-major (M x N), op = transpose when t* is set. A plain
- * fallback for devices where CLBlast's self-check failed. Global: M * N. */
+/* C = alpha op(A) op(B) + beta C, row-major (M x N), op = transpose when t* is set: for a short
+ * K (kernels.c's GEMM_SHORT_K), and where CLBlast's self-check failed. Global: M * N. */
 __kernel void gemm_rowmajor(int ta, int tb, int M, int N, int K, float alpha, G const float *A,
                             ulong ao, int lda, G const float *B, ulong bo, int ldb, float beta,
                             G float *C, ulong co, int ldc)

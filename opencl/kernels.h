@@ -45,7 +45,7 @@ int ocl_kernel_relu_backward(ocl_launch *l, ocl_buf y, ocl_buf dy, ocl_buf dx, l
 int ocl_kernel_relu_backward_scratch(ocl_launch *l, ocl_buf y, ocl_buf dy, long count,
                                      ocl_buf *dx);
 /* params: W (out x in) then b. The forward pass is a work-group per output value; the gradients
- * go through CLBlast where it passed its self-check. */
+ * are GEMMs, through CLBlast where it passed its self-check and the inner dimension is long. */
 int ocl_kernel_dense_forward(ocl_launch *l, int in, int out, ocl_buf x, ocl_buf params, ocl_buf y,
                        int n);
 /* part gets dW then db; dx (if dx.mem) dy W. */
