@@ -17,6 +17,7 @@
 #   ./build.sh test-sanitizers
 #                         every test again under ASan+UBSan, and those with threads under TSan
 #   ./build.sh bench WHAT run a benchmark: runtime, ops, train (frugal against PyTorch), opencl,
+#                         gpu (frugal's OpenCL path against PyTorch CUDA on an NVIDIA GPU),
 #                         cluster (a coordinator and a node through tools/netproxy), placement
 #                         (fixed configurations against each policy's choice), gossip, simulate
 #                         (frugal simulate on 10,000 machines), green (participation policies on
@@ -211,6 +212,10 @@ bench() {
         make -s -j"$JOBS" VARIANT=release build/release/bench_opencl
         tools/bench_opencl.sh "${2:-0.3}"
         ;;
+    gpu)
+        build
+        tools/bench_gpu.sh
+        ;;
     cluster)
         build
         make -s -j"$JOBS" VARIANT=release build/release/netproxy
@@ -239,7 +244,7 @@ bench() {
         tools/bench_operating_point.sh
         ;;
     *)
-        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train | opencl | cluster | placement | gossip | simulate | green | operating-point" >&2
+        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train | opencl | gpu | cluster | placement | gossip | simulate | green | operating-point" >&2
         return 2
         ;;
     esac

@@ -80,9 +80,10 @@ static int ended(struct ocl_awaited *a)
     return st <= CL_COMPLETE;
 }
 
-int ocl_poll(ocl_device *d)
+int ocl_poll(ocl_device *d, int *in_flight)
 {
     struct ocl_awaited *done = NULL;
+    int left = 0;
     pthread_mutex_lock(&d->awaited_lock);
     for (struct ocl_awaited **p = &d->awaited; *p;) {
         struct ocl_awaited *a = *p;
@@ -90,10 +91,14 @@ int ocl_poll(ocl_device *d)
             *p = a->next;
             a->next = done;
             done = a;
-        } else
+        } else {
             p = &a->next;
+            left++;
+        }
     }
     pthread_mutex_unlock(&d->awaited_lock);
+    if (in_flight)
+        *in_flight = left;
     int n = 0;
     while (done) {
         struct ocl_awaited *next = done->next;
@@ -104,9 +109,9 @@ int ocl_poll(ocl_device *d)
     return n;
 }
 
-int ocl_poll_device(void *device)
+int ocl_poll_device(void *device, int *in_flight)
 {
-    return ocl_poll(device);
+    return ocl_poll(device, in_flight);
 }
 
 void ocl_await_close(ocl_device *d)

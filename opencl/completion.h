@@ -15,11 +15,12 @@ typedef void (CL_CALLBACK *ocl_done_fn)(cl_event e, cl_int status, void *arg);
  * releases e. Returns CL_SUCCESS, or the error of clSetEventCallback: then nothing will call fn
  * and e is still the caller's. */
 cl_int ocl_await(ocl_device *d, cl_event e, ocl_done_fn fn, void *arg);
-/* Runs the completion function of each awaited command that is done; returns how many. Any
- * thread; it holds no lock while a completion function runs. */
-int ocl_poll(ocl_device *d);
+/* Runs the completion function of each awaited command that is done; returns how many, and in
+ * *in_flight (if not NULL) how many are still awaited. Any thread; it holds no lock while a
+ * completion function runs. */
+int ocl_poll(ocl_device *d, int *in_flight);
 /* ocl_poll for the runtime (rt_device.poll): device is an ocl_device. */
-int ocl_poll_device(void *device);
+int ocl_poll_device(void *device, int *in_flight);
 /* Whether polling is on: FRUGAL_OPENCL_POLL=off leaves completions to the callbacks alone. */
 int ocl_polling(void);
 /* At close, once every command has ended: forgets what is awaited. */

@@ -190,11 +190,12 @@ void ocl_close(ocl_device *d)
     for (int i = 0; i < d->nkernels; i++)
         clReleaseKernel(d->kernels[i].k);
     d->nkernels = 0;
-    for (cl_mem *m = (cl_mem[]){d->scratch, d->relu_scratch}, *end = m + 2; m < end; m++)
-        if (*m)
-            clReleaseMemObject(*m);
-    d->scratch = d->relu_scratch = NULL;
-    d->scratch_bytes = d->relu_scratch_bytes = 0;
+    for (int i = 0; i < OCL_SCRATCHES; i++) {
+        if (d->scratch[i])
+            clReleaseMemObject(d->scratch[i]);
+        d->scratch[i] = NULL;
+        d->scratch_bytes[i] = 0;
+    }
     if (d->program)
         clReleaseProgram(d->program);
     if (d->copies)

@@ -13,6 +13,14 @@
 
 #define OCL_MAX_DEVICES 8
 
+/* A device's scratch buffers, by use (opencl/kernels.c). */
+enum {
+    OCL_SCRATCH_LOSS,                /* per-sample figures of the loss */
+    OCL_SCRATCH_RELU,                /* a gradient through a fused relu */
+    OCL_SCRATCH_SLICES,              /* a filter gradient's partial sums */
+    OCL_SCRATCHES
+};
+
 typedef struct ocl_device {
     /* found by ocl_discover */
     int index;                       /* in discovery order, for [execution] device filters */
@@ -31,10 +39,8 @@ typedef struct ocl_device {
     pthread_mutex_t kernels_lock;    /* cl_kernel objects are not thread-safe to set up */
     struct ocl_kernel { const char *name; cl_kernel k; } kernels[32];   /* created on first use */
     int nkernels;
-    cl_mem scratch;                  /* per-sample figures of the loss, grown on demand */
-    size_t scratch_bytes;
-    cl_mem relu_scratch;             /* a gradient through a fused relu, grown on demand */
-    size_t relu_scratch_bytes;
+    cl_mem scratch[OCL_SCRATCHES];   /* grown on demand, kept: no allocation per task */
+    size_t scratch_bytes[OCL_SCRATCHES];
     int clblast;                     /* CLBlast's self-check passed here */
     char clblast_why[160];           /* or why not */
     _Atomic long enqueues;           /* for the failure injection below */

@@ -67,6 +67,29 @@ static int run(ocl_launch *l, const char *name, size_t global, size_t local, con
     return 0;
 }
 
+/* The device's scratch buffer `which`, at least `bytes`. A task uses it between its own kernels
+ * only: a device's tasks are enqueued one after the other on its in-order queue, and a buffer
+ * released while commands use it lives until they end. Kept between tasks: a buffer created
+ * and released per task (the filter gradient's, until 2026-11) costs an allocation each time,
+ * and on NVIDIA's driver a release may wait for the device. */
+static cl_mem scratch(ocl_launch *l, int which, size_t bytes)
+{
+    ocl_device *d = l->d;
+    pthread_mutex_lock(&d->kernels_lock);
+    if (d->scratch_bytes[which] < bytes) {
+        if (d->scratch[which])
+            clReleaseMemObject(d->scratch[which]);
+        cl_int rc;
+        d->scratch[which] = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &rc);
+        d->scratch_bytes[which] = rc == CL_SUCCESS ? bytes : 0;
+        if (ocl_check(d, rc, "allocating scratch memory", l->err, l->errlen))
+            d->scratch[which] = NULL;
+    }
+    cl_mem m = d->scratch[which];
+    pthread_mutex_unlock(&d->kernels_lock);
+    return m;
+}
+
 /* Row-major C = alpha op(A) op(B) + beta C: CLBlast where it passed its self-check here, but
  * for a short inner dimension (a dense layer's gradients: K is the chunk's samples or the
  * layer's outputs) a work-item per product, each a short sum: CLBlast took 60 us for DAHL's two
@@ -135,19 +158,14 @@ int ocl_kernel_conv_backward_filter(ocl_launch *l, const conv_geom *g, ocl_buf x
     rows_all = rows_all > 0 ? rows_all : 1;   /* no samples: one empty slice, a zero gradient */
     int wanted = FILTER_GRADIENT_ITEMS / nw < 1 ? 1 : FILTER_GRADIENT_ITEMS / nw;
     int rows = (rows_all + wanted - 1) / wanted, slices = (rows_all + rows - 1) / rows;
-    cl_int rc;
-    cl_mem sums = clCreateBuffer(l->d->ctx, CL_MEM_READ_WRITE,
-                                 sizeof(float) * (size_t)slices * (size_t)nw, NULL, &rc);
-    if (ocl_check(l->d, rc, "allocating a filter gradient's slices", l->err, l->errlen))
+    cl_mem sums = scratch(l, OCL_SCRATCH_SLICES, sizeof(float) * (size_t)slices * (size_t)nw);
+    if (!sums)
         return -1;
     ocl_buf slice_sums = {sums, 0};
-    int e = RUN(l, "conv_backward_filter_slices", (size_t)slices * (size_t)nw, B(x, 4), B(dy, 4),
-                B(slice_sums, 4), I(n), GEOM(g), I(f0), I(nf), I(rows));
-    if (!e)
-        e = RUN(l, "conv_backward_filter_total", (size_t)nw, B(slice_sums, 4), B(part, 4), I(nw),
-                I(slices));
-    clReleaseMemObject(sums);   /* freed once the kernels that use it are done */
-    return e;
+    return RUN(l, "conv_backward_filter_slices", (size_t)slices * (size_t)nw, B(x, 4), B(dy, 4),
+               B(slice_sums, 4), I(n), GEOM(g), I(f0), I(nf), I(rows)) ||
+           RUN(l, "conv_backward_filter_total", (size_t)nw, B(slice_sums, 4), B(part, 4), I(nw),
+               I(slices));
 }
 
 #define POOL(g) I((g)->c), I((g)->h), I((g)->w), I((g)->size), I((g)->stride), I((g)->oh), \
@@ -201,31 +219,10 @@ int ocl_kernel_dense_backward(ocl_launch *l, int in, int out, ocl_buf x, ocl_buf
            (dx.mem && gemm(l, 0, 0, n, in, out, 1.0f, dy, out, params, in, 0.0f, dx, in));
 }
 
-/* One of the device's scratch buffers, at least `bytes`. A task uses it between its own
- * kernels only: a device's tasks are enqueued one after the other on its in-order queue, and a
- * buffer released while commands use it lives until they end. */
-static cl_mem scratch(ocl_launch *l, cl_mem *buf, size_t *have, size_t bytes)
-{
-    ocl_device *d = l->d;
-    pthread_mutex_lock(&d->kernels_lock);
-    if (*have < bytes) {
-        if (*buf)
-            clReleaseMemObject(*buf);
-        cl_int rc;
-        *buf = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &rc);
-        *have = rc == CL_SUCCESS ? bytes : 0;
-        if (ocl_check(d, rc, "allocating scratch memory", l->err, l->errlen))
-            *buf = NULL;
-    }
-    cl_mem m = *buf;
-    pthread_mutex_unlock(&d->kernels_lock);
-    return m;
-}
-
 int ocl_kernel_relu_backward_scratch(ocl_launch *l, ocl_buf y, ocl_buf dy, long count,
                                      ocl_buf *dx)
 {
-    cl_mem m = scratch(l, &l->d->relu_scratch, &l->d->relu_scratch_bytes, 4 * (size_t)count);
+    cl_mem m = scratch(l, OCL_SCRATCH_RELU, 4 * (size_t)count);
     *dx = (ocl_buf){m, 0};
     return !m || ocl_kernel_relu_backward(l, y, dy, *dx, count) ? -1 : 0;
 }
@@ -234,7 +231,7 @@ int ocl_kernel_softmax_xent(ocl_launch *l, int classes, ocl_buf z, ocl_buf label
                       ocl_buf dz, ocl_buf pred, ocl_buf stats, int n)
 {
     /* the losses, then the correct flags, per sample, in the device's scratch buffer */
-    cl_mem s = scratch(l, &l->d->scratch, &l->d->scratch_bytes, 8 * (size_t)n);
+    cl_mem s = scratch(l, OCL_SCRATCH_LOSS, 8 * (size_t)n);
     if (!s)
         return -1;
     karg per_sample = {sizeof(cl_mem), {.m = s}};

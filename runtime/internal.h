@@ -197,6 +197,7 @@ typedef struct rt_worker {
     /* Statistics, written by this worker only, read racily by rt_stats_get. */
     _Atomic uint64_t tasks, steals, parks, busy_ticks;
     _Atomic uint64_t late_wakeups;  /* woken by the sleep limit with a task handed to it */
+    _Atomic uint64_t sleeps_in_flight;   /* a device's worker slept with its work running */
     struct { _Atomic uint64_t count, ticks; } per_kind[RT_MAX_KINDS];
     trace_event *events;
     size_t nevents, capevents;

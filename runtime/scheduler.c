@@ -510,6 +510,16 @@ static void park(rt_runtime *rt, rt_worker *me)
     rt_sleep_commit(&me->group->idle, me->slot);
 }
 
+/* Whether me drives a device of its own that it polls and that has work running. */
+static int device_busy(rt_runtime *rt, rt_worker *me)
+{
+    const rt_device *dev = me->device >= 0 ? WORKER_DEVICE(rt, me) : NULL;
+    int in_flight = 0;
+    if (dev && dev->poll && !dev->host_cores)
+        dev->poll(dev->ctx, &in_flight);
+    return in_flight > 0;
+}
+
 /* Look for work a little longer before sleeping: waking a sleeping core costs tens of
  * microseconds (far more on a virtual machine), so short gaps between tasks are spun through.
  * At first only a backlog is worth stealing: taking tasks one by one as the owner pushes them
@@ -524,11 +534,15 @@ static rt_task *find_work_patiently(rt_runtime *rt, rt_worker *me, int (*stop_wh
     const rt_device *dev = me->device >= 0 ? WORKER_DEVICE(rt, me) : NULL;
     for (unsigned i = 1;; i++) {
         /* A device's finished work completed here: its successors come to this worker's inbox
-         * now rather than after the driver's callback and a wake-up. Completing something
-         * restarts the wait (the device is busy with a chain of short tasks). */
-        if (dev && dev->poll && dev->poll(dev->ctx) > 0) {
+         * now rather than after the driver's callback and a wake-up (tens of microseconds on a
+         * machine, up to milliseconds on a virtual one). While a device of its own (a GPU, not
+         * one computing on the host's cores) has work running the worker does not sleep, as
+         * CUDA's default spins while a GPU works. */
+        int in_flight = 0;
+        if (dev && dev->poll &&
+            (dev->poll(dev->ctx, &in_flight) > 0 || (in_flight > 0 && !dev->host_cores))) {
             start = clock_ticks();
-            pauses = 4;
+            pauses = pauses > 16 ? 16 : pauses;
         }
         rt_task *t = find_work(rt, me, min_steal);
         if (t || (stop_when && stop_when(rt)))
@@ -591,6 +605,8 @@ static void *worker_main(void *arg)
             continue;
         }
         bump(&me->parks, 1);
+        if (device_busy(rt, me))   /* a transfer another worker started, or a bug */
+            bump(&me->sleeps_in_flight, 1);
         if (rt_sleep_commit(&me->group->idle, me->slot) && atomic_load(&me->in.head))
             bump(&me->late_wakeups, 1);
     }

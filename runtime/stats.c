@@ -19,6 +19,7 @@ void rt_stats_get(rt_runtime *rt, rt_stats *s)
         s->steals += atomic_load_explicit(&w->steals, memory_order_relaxed);
         s->parks += atomic_load_explicit(&w->parks, memory_order_relaxed);
         s->late_wakeups += atomic_load_explicit(&w->late_wakeups, memory_order_relaxed);
+        s->sleeps_in_flight += atomic_load_explicit(&w->sleeps_in_flight, memory_order_relaxed);
         if (w->kind == RT_WORKER_CPU)
             busy += atomic_load_explicit(&w->busy_ticks, memory_order_relaxed);
         for (int k = 0; k < RT_MAX_KINDS; k++) {
@@ -72,6 +73,7 @@ void rt_stats_reset(rt_runtime *rt)
         atomic_store(&w->steals, 0);
         atomic_store(&w->parks, 0);
         atomic_store(&w->late_wakeups, 0);
+        atomic_store(&w->sleeps_in_flight, 0);
         atomic_store(&w->busy_ticks, 0);
         for (int k = 0; k < RT_MAX_KINDS; k++) {
             atomic_store(&w->per_kind[k].count, 0);
@@ -103,6 +105,7 @@ void rt_stats_add_work(rt_stats *sum, const rt_stats *s)
 {
     sum->tasks += s->tasks, sum->steals += s->steals, sum->parks += s->parks;
     sum->late_wakeups += s->late_wakeups;
+    sum->sleeps_in_flight += s->sleeps_in_flight;
     sum->busy_s += s->busy_s;
     add_transfers(&sum->to_device, &s->to_device);
     add_transfers(&sum->to_host, &s->to_host);
@@ -145,6 +148,9 @@ void rt_stats_print(const rt_stats *s, FILE *f)
         fprintf(f, "runtime: %llu sleeps ended by the %d ms limit with work waiting (lost "
                 "wake-ups, or a wake-up racing the limit)\n", (unsigned long long)s->late_wakeups,
                 SLEEP_LIMIT_MS);
+    if (s->sleeps_in_flight)
+        fprintf(f, "runtime: a device's worker slept %llu times with work running there (a "
+                "transfer another worker started)\n", (unsigned long long)s->sleeps_in_flight);
     for (int k = 0; k < s->nkinds; k++) {
         const rt_kind_stats *ks = &s->kinds[k];
         fprintf(f, "  %-24s %10llu tasks %10.3f s %9.2f us/task", ks->name,

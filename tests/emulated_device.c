@@ -23,6 +23,9 @@ struct emu_device {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     job *head, *tail;
+    int polled;                      /* tasks complete through emu_poll only */
+    job *finished;                   /* polled: run, not yet completed */
+    int tasks_in_flight;             /* polled: launched, not yet completed */
     int stop;
     int delay_us;
     long copies, fail_after;
@@ -72,6 +75,13 @@ static void *device_main(void *arg)
             do_copy(d, &j->copy);
         } else {
             int rc = j->fn(j->data, j->ndata, j->args);
+            if (d->polled) {   /* left for the worker's poll, with its status */
+                j->ndata = rc;
+                pthread_mutex_lock(&d->lock);
+                j->next = d->finished;
+                d->finished = j;
+                continue;
+            }
             rt_task_complete(j->rt, j->task, rc, rc ? "the emulated kernel failed" : NULL);
         }
         free(j);
@@ -146,6 +156,34 @@ void emu_destroy(emu_device *d)
     free(d);
 }
 
+static int emu_poll(void *dev, int *in_flight)
+{
+    emu_device *d = dev;
+    pthread_mutex_lock(&d->lock);
+    job *done = d->finished;
+    d->finished = NULL;
+    int n = 0;
+    for (job *j = done; j; j = j->next)
+        n++;
+    d->tasks_in_flight -= n;
+    *in_flight = d->tasks_in_flight;
+    pthread_mutex_unlock(&d->lock);
+    while (done) {
+        job *next = done->next;
+        rt_task_complete(done->rt, done->task, done->ndata,
+                         done->ndata ? "the emulated kernel failed" : NULL);
+        free(done);
+        done = next;
+    }
+    return n;
+}
+
+rt_device emu_as_polled_device(emu_device *d, const char *name)
+{
+    d->polled = 1;
+    return (rt_device){RT_WORKER_EMULATED, name, &emu_memory, d, 0, emu_poll};
+}
+
 rt_device emu_as_device(emu_device *d, const char *name)
 {
     return (rt_device){RT_WORKER_EMULATED, name, &emu_memory, d, 0, NULL};
@@ -161,6 +199,12 @@ int emu_launch(const rt_ctx *ctx, int naccess, emu_fn fn, const void *args, size
     for (int i = 0; i < naccess; i++)
         j->data[i] = rt_ptr(ctx, i);
     memcpy(j->args, args, size);
-    enqueue(rt_device_ctx(ctx), j);
+    emu_device *d = rt_device_ctx(ctx);
+    if (d->polled) {
+        pthread_mutex_lock(&d->lock);
+        d->tasks_in_flight++;
+        pthread_mutex_unlock(&d->lock);
+    }
+    enqueue(d, j);
     return RT_PENDING;
 }

@@ -18,6 +18,9 @@ void emu_fail_copies_after(emu_device *d, long copies);
 void emu_memory_limit(emu_device *d, size_t bytes);   /* allocations beyond it fail */
 void emu_destroy(emu_device *d);
 rt_device emu_as_device(emu_device *d, const char *name);
+/* The same, but its tasks complete only when its worker polls it (rt_device.poll), as a GPU's
+ * commands may: the worker must not sleep while some are in flight. */
+rt_device emu_as_polled_device(emu_device *d, const char *name);
 
 /* For an RT_WORKER_EMULATED body: runs fn on the device's thread with each access's pointer in
  * its memory and a copy of args, then completes the task (failed if fn returns non-zero).

@@ -236,6 +236,37 @@ TEST(runtime_device_chain_moves_data_once)
     emu_destroy(emu);
 }
 
+/* A device whose tasks complete only through its worker's poll: a chain of them runs to the end
+ * (a worker asleep with work in flight would hang), as the random DAGs do. */
+TEST(runtime_device_completes_through_its_workers_poll)
+{
+    emu_device *emu = emu_create(300);   /* longer than a worker spins idle before it sleeps */
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 2, .ndevices = 1,
+                                            .devices = {emu_as_polled_device(emu, "polled")}});
+    static float x[1024];
+    memset(x, 0, sizeof x);
+    rt_handle *h = rt_handle_register(rt, x, sizeof x, "x");
+    for (int i = 0; i < 50; i++)
+        CHECK(rt_submit(rt, &(rt_task_desc){.kind = &device_add, .naccess = 1,
+                                            .access = {{h, RT_RW}}}) == 0);
+    CHECKF(rt_wait_handle(rt, h, RT_R) == 0, "%s", rt_error(rt));
+    CHECK(x[0] == 50 && x[1023] == 50);
+    rt_stats st;
+    rt_stats_get(rt, &st);
+    CHECKF(st.sleeps_in_flight == 0, "the device's worker slept %llu times with work running",
+           (unsigned long long)st.sleeps_in_flight);
+    rt_handle_unregister(rt, h);
+    rt_destroy(rt);
+    emu_destroy(emu);
+    emu = emu_create(0);
+    rt = rt_create(&(rt_config){.workers = 3, .ndevices = 1,
+                                .devices = {emu_as_polled_device(emu, "polled")}});
+    for (int seed = 1; seed <= test_scale(20); seed++)
+        CHECKF(run_seed(rt, (unsigned)seed * 40503u) == 0, "seed %d", seed);
+    rt_destroy(rt);
+    emu_destroy(emu);
+}
+
 /* Claimed units of work: a unit taken elsewhere before its tasks start runs none of them and
  * leaves its data as it was (the device's copy stays the valid one); an open one
  * runs here, and once it has, nobody else can take it. */

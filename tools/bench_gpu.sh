@@ -14,7 +14,8 @@
 # Knobs: FRUGAL (the binary, default ./frugal, built if missing), BENCH_GPU_ONLY (names of the
 # workloads to run, space-separated), BENCH_GPU_TORCH_MODES (--modes for torch_train.py),
 # BENCH_GPU_SET (more --set options for frugal, e.g. "execution.grain=32"), BENCH_GPU_TYPE (the
-# OpenCL device type to take, default GPU; CPU tries the script on PoCL).
+# OpenCL device type to take, default GPU; CPU tries the script on PoCL), BENCH_GPU_TRACE (a
+# folder: frugal's --trace of each job there, every task and copy on its worker's track).
 # Prints: bench gpu device=NAME torch=VERSION
 #         bench gpu NAME batch=B frugal_img_per_s=N torch_img_per_s=N torch_mode=M ratio=X
 set -euo pipefail
@@ -48,10 +49,12 @@ for s in ${BENCH_GPU_SET:-}; do extra+=(--set "$s"); done
 while read -r name job n epochs; do
     case " ${BENCH_GPU_ONLY:-$name} " in *" $name "*) ;; *) continue ;; esac
     batch=$(sed -n 's/^batch *= *//p' "examples/$job")
+    trace=()
+    [ -n "${BENCH_GPU_TRACE:-}" ] && trace=(--trace "$BENCH_GPU_TRACE/trace-$name.json")
     "$FRUGAL" train "examples/$job" --overwrite --verbose --devices opencl \
         --set execution.device="$index" --set job.epochs="$epochs" --set "job.output=$out/run" \
         --set "data.limit=$n" --set data.test_limit=1 --set energy.baseline_seconds=0 \
-        "${extra[@]}" > "$out/log" 2>&1 || { tail -n 20 "$out/log" >&2; rm -rf "$out/run"; }
+        "${extra[@]}" "${trace[@]}" > "$out/log" 2>&1 || { tail -n 20 "$out/log" >&2; rm -rf "$out/run"; }
     [ -n "${BENCH_GPU_LOGS:-}" ] && cp "$out/log" "$BENCH_GPU_LOGS/frugal-$name.log"
     frugal=$( (tail -n +2 "$out/run/metrics.csv" 2>/dev/null || true) | cut -d, -f7 | sort -g |
               tail -n 1)
