@@ -94,6 +94,14 @@ TEST(opencl_train_one_step_matches_the_cpu)
     CHECKF(train(job, "opencl", "opencl", NULL, one_step, "job.epochs=1") == 0, "%s", out);
     CHECKF(strstr(out, "ready; CLBlast: SGEMM self-check passed"), "%s", out);
     check_same_weights("opencl", "cpu", 1e-6, 1e-5);
+    /* completions through the driver's callbacks alone: the same step, and the switch recorded */
+    const char *callbacks[] = {"FRUGAL_OPENCL_POLL=off", NULL};
+    CHECKF(train(job, "opencl", "callbacks", callbacks, one_step, "job.epochs=1") == 0, "%s", out);
+    check_same_weights("callbacks", "cpu", 1e-6, 1e-5);
+    char path[700], summary[1 << 16];
+    snprintf(path, sizeof path, "%s/callbacks/summary.json", test_tmpdir());
+    test_read_text(path, summary, sizeof summary);
+    CHECKF(strstr(summary, "\"FRUGAL_OPENCL_POLL\": \"off\""), "%s", summary);
     /* three epochs of 15 steps each: still close */
     CHECKF(train(job, "cpu", "cpu3", NULL, NULL, NULL) == 0, "%s", out);
     CHECKF(train(job, "opencl", "opencl3", NULL, NULL, NULL) == 0, "%s", out);
