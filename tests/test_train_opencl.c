@@ -128,6 +128,11 @@ TEST(opencl_train_fuses_each_relu_into_the_layer_before_it)
     }
     CHECKF(!strstr(out, "  relu_forward "), "%s", out);
     check_same_weights("relu-opencl", "relu-cpu", 1e-6, 1e-5);
+    /* fuse = off: the relus in tasks of their own */
+    const char *layers = "[conv]\nfilters = 4\nsize = 3\n[relu]\n[flatten]\n[dense]\noutputs = 10\n";
+    CHECKF(train(make_job_model(layers, "fuse = off\n"), "opencl", "relu-off", NULL, one_step,
+                 "job.epochs=1") == 0, "%s", out);
+    CHECKF(strstr(out, "  relu_forward ") && !strstr(out, "conv_relu_forward"), "%s", out);
 }
 
 TEST(opencl_train_cpu_plus_opencl_uses_both_and_matches_a_serial_run)

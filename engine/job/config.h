@@ -15,7 +15,8 @@
  *   [execution]  workers, grain (auto | N samples per task),
  *                filter_groups (auto | N convolution tasks per chunk, split by filters),
  *                fuse (auto | on | off: a convolution, the max-pool after it and a relu after
- *                that as one task, or a convolution and the relu after it),
+ *                that as one task, or a convolution and the relu after it; on a device, any
+ *                layer and the relu after it),
  *                devices (auto | cpu | opencl | cpu+opencl), device (which OpenCL devices: their
  *                indexes in `frugal info`, comma-separated, or a part of their name),
  *                deterministic (on | off: the same placement, and so the same weights, every run),
