@@ -52,7 +52,18 @@ __kernel void conv_forward(G const float *x, ulong xo, G const float *w, ulong w
     y[yo + (((size_t)n * F + f) * OH + oy) * OW + ox] = acc;
 }
 
-/* dx[n][c][iy][ix] = sum over f, ky, kx of dy * w, where the tap lands. Global: n * C * H * W. */
+/* The first tap (ascending) of a kernel dimension that lands on an output for input position
+ * r = i + pad: taps k = r, r - stride, ... from the output at r / stride down, within [0, K)
+ * and above the last output (r - (O - 1) * stride). */
+static int first_tap(int r, int stride, int O)
+{
+    int k = r % stride, lowest = r - (O - 1) * stride;
+    return k >= lowest ? k : k + (lowest - k + stride - 1) / stride * stride;
+}
+
+/* dx[n][c][iy][ix] = sum over f, ky, kx of dy * w, where the tap lands: the taps that do, found
+ * once per work-item, so the loops divide nothing (the order is ky, kx ascending, as the CPU's).
+ * Global: n * C * H * W. */
 __kernel void conv_backward_input(G const float *dy, ulong dyo, G const float *w, ulong wo,
                                   G float *dx, ulong dxo, int C, int H, int W, int F, int KH,
                                   int KW, int stride, int pad, int OH, int OW)
@@ -60,20 +71,18 @@ __kernel void conv_backward_input(G const float *dy, ulong dyo, G const float *w
     size_t i = get_global_id(0);
     int ix = (int)(i % W), iy = (int)(i / W % H), c = (int)(i / ((size_t)W * H) % C);
     int n = (int)(i / ((size_t)W * H * C));
+    int ry = iy + pad, rx = ix + pad;
+    int ky0 = first_tap(ry, stride, OH), ky1 = min(KH - 1, ry);
+    int kx0 = first_tap(rx, stride, OW), kx1 = min(KW - 1, rx);
+    int oy0 = (ry - ky0) / stride, ox0 = (rx - kx0) / stride;
     float acc = 0;
-    for (int f = 0; f < F; f++)
-        for (int ky = 0; ky < KH; ky++) {
-            int ty = iy + pad - ky;
-            if (ty < 0 || ty % stride || ty / stride >= OH)
-                continue;
-            for (int kx = 0; kx < KW; kx++) {
-                int tx = ix + pad - kx;
-                if (tx < 0 || tx % stride || tx / stride >= OW)
-                    continue;
-                acc += dy[dyo + (((size_t)n * F + f) * OH + ty / stride) * OW + tx / stride] *
-                       w[wo + (((size_t)f * C + c) * KH + ky) * KW + kx];
-            }
-        }
+    for (int f = 0; f < F; f++) {
+        G const float *wf = w + wo + ((size_t)f * C + c) * KH * KW;
+        G const float *dyf = dy + dyo + ((size_t)n * F + f) * OH * OW;
+        for (int ky = ky0, oy = oy0; ky <= ky1; ky += stride, oy--)
+            for (int kx = kx0, ox = ox0; kx <= kx1; kx += stride, ox--)
+                acc += dyf[oy * OW + ox] * wf[ky * KW + kx];
+    }
     dx[dxo + i] = acc;
 }
 

@@ -94,6 +94,7 @@ TEST(opencl_convolution_matches_the_cpu)
         {2, 5, 13, 10, 7, 3, 2, 1, 2, 6},   /* stride 2, a filter range */
         {1, 2, 7, 8, 3, 5, 1, 2, 1, 3},     /* a 5x5 kernel */
         {2, 8, 47, 6, 8, 5, 1, 0, 0, 8},    /* filter gradient: slices of 3 rows, the last of 2 */
+        {2, 3, 10, 12, 4, 3, 2, 0, 0, 4},   /* stride 2: the last row and column reach no output */
     };
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const conv_case *k = &cases[ci];
