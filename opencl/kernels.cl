@@ -104,17 +104,17 @@ __kernel void conv_backward_filter_slices(G const float *x, ulong xo, G const fl
     if (i < (size_t)nf * ckk) {
         int f = f0 + (int)(i / ckk), c = (int)(i / ((size_t)KH * KW) % C);
         int ky = (int)(i / KW % KH), kx = (int)(i % KW);
+        /* the outputs whose tap kx lands inside the row, found once: ix = ox * stride - pad + kx */
+        int ox0 = kx >= pad ? 0 : (pad - kx + stride - 1) / stride;
+        int ox1 = min(OW, W - 1 + pad - kx < 0 ? 0 : (W - 1 + pad - kx) / stride + 1);
         for (int r = first; r < last; r++) {
             int s = r / OH, oy = r % OH, iy = oy * stride - pad + ky;
             if (iy < 0 || iy >= H)
                 continue;
             G const float *dyr = dy + dyo + (((size_t)s * F + f) * OH + oy) * OW;
             G const float *xr = x + xo + (((size_t)s * C + c) * H + iy) * W;
-            for (int ox = 0; ox < OW; ox++) {
-                int ix = ox * stride - pad + kx;
-                if (ix >= 0 && ix < W)
-                    acc += dyr[ox] * xr[ix];
-            }
+            for (int ox = ox0; ox < ox1; ox++)
+                acc += dyr[ox] * xr[ox * stride - pad + kx];
         }
     } else {
         int f = f0 + (int)(i - (size_t)nf * ckk);
