@@ -37,18 +37,16 @@ __kernel void conv_forward(G const float *x, ulong xo, G const float *w, ulong w
     int ox = (int)(i % OW), oy = (int)(i / OW % OH), f = f0 + (int)(i / ((size_t)OW * OH) % nf);
     int n = (int)(i / ((size_t)OW * OH * nf));
     float acc = w[wo + (size_t)F * C * KH * KW + f];
-    for (int c = 0; c < C; c++)
-        for (int ky = 0; ky < KH; ky++) {
-            int iy = oy * stride - pad + ky;
-            if (iy < 0 || iy >= H)
-                continue;
-            for (int kx = 0; kx < KW; kx++) {
-                int ix = ox * stride - pad + kx;
-                if (ix >= 0 && ix < W)
-                    acc += x[xo + (((size_t)n * C + c) * H + iy) * W + ix] *
-                           w[wo + (((size_t)f * C + c) * KH + ky) * KW + kx];
-            }
-        }
+    /* the taps inside the image, found once: iy = y0 + ky, ix = x0 + kx */
+    int y0 = oy * stride - pad, x0 = ox * stride - pad;
+    int ky0 = max(0, -y0), ky1 = min(KH, H - y0), kx0 = max(0, -x0), kx1 = min(KW, W - x0);
+    for (int c = 0; c < C; c++) {
+        G const float *xc = x + xo + ((size_t)n * C + c) * H * W;
+        G const float *wc = w + wo + ((size_t)f * C + c) * KH * KW;
+        for (int ky = ky0; ky < ky1; ky++)
+            for (int kx = kx0; kx < kx1; kx++)
+                acc += xc[(y0 + ky) * W + x0 + kx] * wc[ky * KW + kx];
+    }
     y[yo + (((size_t)n * F + f) * OH + oy) * OW + ox] = acc;
 }
 
