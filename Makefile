@@ -53,11 +53,17 @@ FUZZ_TARGETS := job_file idx cifar pnm checkpoint checkpoint_crc run_log cluster
                 carbon_file node_job power_profile allow_file hello hub_stream
 
 all: $(BUILD)/frugal
-tests: $(BUILD)/frugal_tests $(BUILD)/frugal $(BUILD)/netproxy $(BUILD)/libfake_nvml.so   # tests run the binaries
+tests: $(BUILD)/frugal_tests $(BUILD)/frugal $(BUILD)/netproxy $(BUILD)/libfake_nvml.so \
+       $(BUILD)/fake_icd/libnvidia-opencl.so.1   # tests run the binaries
 
 # NVIDIA's NVML as the energy tests fake it (energy/nvml.c loads it by FRUGAL_NVML_LIBRARY):
 # plain, whatever the variant, as the real one would be.
 $(BUILD)/libfake_nvml.so: tests/fake/fake_nvml.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c17 -Wall -Wextra -Werror -O1 -fPIC -shared -o $@ $<
+
+# A vendor's OpenCL driver that no ICD file lists (opencl/device.c looks for it by dlopen).
+$(BUILD)/fake_icd/libnvidia-opencl.so.1: tests/fake/fake_icd.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c17 -Wall -Wextra -Werror -O1 -fPIC -shared -o $@ $<
 

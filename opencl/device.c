@@ -5,6 +5,7 @@
 #include "opencl/kernels_cl.h"   /* the kernels' source, generated from kernels.cl */
 
 #include <clblast_c.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,33 @@ static void describe_found(ocl_device *d)
     clGetDeviceInfo(d->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof d->max_alloc, &d->max_alloc, NULL);
 }
 
+/* Vendors' drivers often installed without the ICD file that lists them (a container given a
+ * GPU's driver but not /etc/OpenCL/vendors): looked for when no platform of theirs is listed. */
+static const struct { const char *vendor, *library, *icd; } vendor_drivers[] = {
+    {"NVIDIA", "libnvidia-opencl.so.1", "nvidia.icd"},
+    {"AMD", "libamdocl64.so", "amdocl64.icd"},
+    {"Intel", "libigdrcl.so", "intel.icd"},
+};
+
+/* listed: the platforms' names and vendors, one string. */
+static void find_unlisted(ocl_list *list, const char *listed)
+{
+    const char *vendors = getenv("OCL_ICD_VENDORS");
+    for (size_t i = 0; i < sizeof vendor_drivers / sizeof vendor_drivers[0]; i++) {
+        if (strstr(listed, vendor_drivers[i].vendor))
+            continue;
+        void *h = dlopen(vendor_drivers[i].library, RTLD_LAZY | RTLD_LOCAL);
+        if (!h)
+            continue;
+        dlclose(h);
+        snprintf(list->unlisted, sizeof list->unlisted, "%s's OpenCL driver %s is installed but "
+                 "no ICD file in %s names it: a file there holding its name (e.g. %s) makes its "
+                 "devices usable", vendor_drivers[i].vendor, vendor_drivers[i].library,
+                 vendors ? vendors : "/etc/OpenCL/vendors", vendor_drivers[i].icd);
+        return;
+    }
+}
+
 int ocl_discover(ocl_list *list)
 {
     memset(list, 0, sizeof *list);
@@ -40,6 +68,15 @@ int ocl_discover(ocl_list *list)
     cl_platform_id platforms[8];
     cl_uint np = 0;
     cl_int rc = clGetPlatformIDs(8, platforms, &np);
+    char listed[8 * 256] = "";
+    for (cl_uint p = 0; rc == CL_SUCCESS && p < np && p < 8; p++) {
+        char name[128] = "", vendor[128] = "";
+        clGetPlatformInfo(platforms[p], CL_PLATFORM_NAME, sizeof name, name, NULL);
+        clGetPlatformInfo(platforms[p], CL_PLATFORM_VENDOR, sizeof vendor, vendor, NULL);
+        snprintf(listed + strlen(listed), sizeof listed - strlen(listed), "%.127s %.127s; ", name,
+                 vendor);
+    }
+    find_unlisted(list, listed);
     if (rc != CL_SUCCESS || np == 0) {
         const char *vendors = getenv("OCL_ICD_VENDORS");
         snprintf(list->why, sizeof list->why, "no OpenCL platform: the loader found no driver "

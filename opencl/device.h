@@ -54,6 +54,8 @@ typedef struct ocl_list {
     int n;
     ocl_device dev[OCL_MAX_DEVICES];
     char why[512];                   /* when n == 0: why no device was found */
+    char unlisted[400];              /* a vendor's driver installed but listed in no ICD file,
+                                      * and how to list it ("" if none) */
 } ocl_list;
 
 /* Every device of every platform. Returns the number found (0 with list->why set). */

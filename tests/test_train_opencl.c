@@ -9,6 +9,8 @@
 #include "synthetic.h"
 #include "test.h"
 
+#include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,6 +283,43 @@ TEST(opencl_train_info_lists_the_devices)
     CHECK(FRUGAL(out, "info") == 0);
     CHECKF(strstr(out, "[0] ") && strstr(out, "compute units") && strstr(out, "OpenCL ") &&
            strstr(out, "CLBlast: SGEMM self-check passed"), "%s", out);
+}
+
+/* A vendor's driver installed but listed in no ICD file (a container given the GPU's driver
+ * without /etc/OpenCL/vendors/nvidia.icd, as a lent H200 machine was): `frugal info` and a run
+ * say so and how to list it, and the run goes on with what is listed. */
+TEST(opencl_names_an_installed_driver_no_icd_file_lists)
+{
+    const char *variant = getenv("FRUGAL_TEST_VARIANT");
+    char dir[PATH_MAX], rel[64], env[PATH_MAX + 32];
+    snprintf(rel, sizeof rel, "build/%s/fake_icd", variant ? variant : "release");
+    CHECKF(realpath(rel, dir) != NULL, "%s: run make tests", rel);
+    snprintf(env, sizeof env, "LD_LIBRARY_PATH=%s", dir);
+    const char *with_driver[] = {env, NULL};
+    CHECK(frugal_run(&(frugal_call){(uid_t)-1, with_driver, 0}, out, sizeof out,
+                     (const char *const[]){"info", NULL}) == 0);
+    if (strstr(out, "platform NVIDIA")) {
+        printf("  (NVIDIA's driver is listed here: nothing to name)\n");
+        return;
+    }
+    const char *said = "NVIDIA's OpenCL driver libnvidia-opencl.so.1 is installed but no ICD "
+                       "file in /etc/OpenCL/vendors names it: a file there holding its name "
+                       "(e.g. nvidia.icd) makes its devices usable";
+    CHECKF(strstr(out, said) && strstr(out, "[0] "), "%s", out);
+    const char *job = make_job("");
+    CHECKF(train(job, "auto", "unlisted", with_driver, "job.epochs=1", NULL) == 0, "%s", out);
+    CHECKF(strstr(out, said) && strstr(out, "epoch 1/1"), "%s", out);
+    char path[700], summary[1 << 16];
+    snprintf(path, sizeof path, "%s/unlisted/summary.json", test_tmpdir());
+    test_read_text(path, summary, sizeof summary);
+    CHECKF(strstr(summary, "\"devices_note\": \"NVIDIA's OpenCL driver"), "%s", summary);
+    void *real = dlopen("libnvidia-opencl.so.1", RTLD_LAZY);
+    if (real) {   /* this machine has one of its own */
+        dlclose(real);
+        return;
+    }
+    CHECK(FRUGAL(out, "info") == 0);   /* without it: nothing said */
+    CHECKF(!strstr(out, "is installed but no ICD file"), "%s", out);
 }
 
 /* A device that fails mid-run: the run stops with the device and the OpenCL error named, keeps

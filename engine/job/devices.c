@@ -65,7 +65,12 @@ int devices_open(run_devices *rd, const job_config *job, rt_config *cfg, FILE *l
         return 0;
     }
     int explicit = job->devices == DEVICES_OPENCL;
-    if (!ocl_discover(&rd->found) || !(rd->n = choose(rd, job))) {
+    int found = ocl_discover(&rd->found);
+    if (rd->found.unlisted[0]) {   /* a GPU the run may be missing */
+        snprintf(rd->note, sizeof rd->note, "%s", rd->found.unlisted);
+        fprintf(log, "OpenCL: %s\n", rd->found.unlisted);
+    }
+    if (!found || !(rd->n = choose(rd, job))) {
         if (rd->found.n)
             snprintf(rd->found.why, sizeof rd->found.why, "%d OpenCL device%s, none %s",
                      rd->found.n, rd->found.n == 1 ? "" : "s",
@@ -76,8 +81,10 @@ int devices_open(run_devices *rd, const job_config *job, rt_config *cfg, FILE *l
             snprintf(err, errlen, "devices = opencl, but %s", rd->found.why);
             return -1;
         }
-        snprintf(rd->note, sizeof rd->note, "OpenCL: %s; training on the CPU", rd->found.why);
-        fprintf(log, "%s\n", rd->note);
+        size_t at = strlen(rd->note);
+        snprintf(rd->note + at, sizeof rd->note - at, "%sOpenCL: %s; training on the CPU",
+                 at ? "; " : "", rd->found.why);
+        fprintf(log, "OpenCL: %s; training on the CPU\n", rd->found.why);
         return 0;
     }
     ensure_path(rd);
@@ -119,7 +126,10 @@ static const char *type_name(cl_device_type t)
 int devices_print_info(FILE *out)
 {
     run_devices rd = {0};
-    if (!ocl_discover(&rd.found)) {
+    int found = ocl_discover(&rd.found);
+    if (rd.found.unlisted[0])
+        fprintf(out, "OpenCL: %s\n", rd.found.unlisted);
+    if (!found) {
         fprintf(out, "OpenCL: none: %s\n", rd.found.why);
         return 0;
     }
