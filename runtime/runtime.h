@@ -142,9 +142,10 @@ typedef struct rt_device {
                               * OpenCL CPU device), so its work is not extra capacity */
     /* Optional: completes the device's finished work (RT_PENDING tasks, transfers) from its
      * worker while it waits for work, sooner than the driver's callbacks; returns how many, and
-     * in *in_flight how many are still running. The worker does not sleep while some are, unless
-     * the device computes on the host's cores. */
+     * in *in_flight how many are still running. */
     int (*poll)(void *ctx, int *in_flight);
+    int spin;                /* with poll: its worker does not sleep while work runs there (a
+                              * core given to it: a run that puts everything on the device) */
 } rt_device;
 
 #define RT_TRACE_MAX_EVENTS 1000000   /* about 80 MB of trace JSON */
@@ -180,9 +181,9 @@ typedef struct rt_stats {
     uint64_t steals;         /* tasks taken from another worker's deque */
     uint64_t parks;          /* times a worker went to sleep */
     uint64_t late_wakeups;   /* sleeps ended by the time limit with work waiting: lost wake-ups */
-    uint64_t sleeps_in_flight;   /* a device worker went to sleep with work running on its device
-                              * (one it polls, on cores of its own): its completion then waits
-                              * for the driver's callback and a wake-up */
+    uint64_t sleeps_in_flight;   /* a device worker went to sleep with work running on a device
+                              * it spins for (rt_device.spin): its completion then waits for
+                              * the driver's callback and a wake-up */
     double wall_s;           /* since rt_create or the last rt_stats_reset */
     double busy_s;           /* summed over CPU workers: time inside task bodies */
     double task_share;       /* busy_s / (active CPU workers x wall_s): parked time excluded */

@@ -510,12 +510,12 @@ static void park(rt_runtime *rt, rt_worker *me)
     rt_sleep_commit(&me->group->idle, me->slot);
 }
 
-/* Whether me drives a device of its own that it polls and that has work running. */
+/* Whether me drives a device that it spins for (rt_device.spin) and that has work running. */
 static int device_busy(rt_runtime *rt, rt_worker *me)
 {
     const rt_device *dev = me->device >= 0 ? WORKER_DEVICE(rt, me) : NULL;
     int in_flight = 0;
-    if (dev && dev->poll && !dev->host_cores)
+    if (dev && dev->poll && dev->spin)
         dev->poll(dev->ctx, &in_flight);
     return in_flight > 0;
 }
@@ -535,12 +535,11 @@ static rt_task *find_work_patiently(rt_runtime *rt, rt_worker *me, int (*stop_wh
     for (unsigned i = 1;; i++) {
         /* A device's finished work completed here: its successors come to this worker's inbox
          * now rather than after the driver's callback and a wake-up (tens of microseconds on a
-         * machine, up to milliseconds on a virtual one). While a device of its own (a GPU, not
-         * one computing on the host's cores) has work running the worker does not sleep, as
-         * CUDA's default spins while a GPU works. */
+         * machine, up to milliseconds on a virtual one). A device it spins for keeps it awake
+         * while work runs there, as CUDA's default spins while a GPU works. */
         int in_flight = 0;
         if (dev && dev->poll &&
-            (dev->poll(dev->ctx, &in_flight) > 0 || (in_flight > 0 && !dev->host_cores))) {
+            (dev->poll(dev->ctx, &in_flight) > 0 || (in_flight > 0 && dev->spin))) {
             start = clock_ticks();
             pauses = pauses > 16 ? 16 : pauses;
         }

@@ -181,12 +181,12 @@ static int emu_poll(void *dev, int *in_flight)
 rt_device emu_as_polled_device(emu_device *d, const char *name)
 {
     d->polled = 1;
-    return (rt_device){RT_WORKER_EMULATED, name, &emu_memory, d, 0, emu_poll};
+    return (rt_device){RT_WORKER_EMULATED, name, &emu_memory, d, 0, emu_poll, 1};
 }
 
 rt_device emu_as_device(emu_device *d, const char *name)
 {
-    return (rt_device){RT_WORKER_EMULATED, name, &emu_memory, d, 0, NULL};
+    return (rt_device){RT_WORKER_EMULATED, name, &emu_memory, d, 0, NULL, 0};
 }
 
 int emu_launch(const rt_ctx *ctx, int naccess, emu_fn fn, const void *args, size_t size)

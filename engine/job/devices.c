@@ -107,9 +107,16 @@ int devices_open(run_devices *rd, const job_config *job, rt_config *cfg, FILE *l
         }
         fprintf(log, "OpenCL: %s ready; CLBlast: %s\n", d->name, d->clblast_why);
         int host_cores = (d->type & CL_DEVICE_TYPE_CPU) ? (int)d->compute_units : 0;
+        /* Given everything (devices = opencl), a GPU's worker keeps a core to itself, polling
+         * while the GPU works; beside busy CPU workers (cpu+opencl) it would take theirs. */
+        int spin = explicit && !host_cores && ocl_polling();
+        if (spin)
+            snprintf(rd->note + strlen(rd->note), sizeof rd->note - strlen(rd->note),
+                     "%s%s's worker polls it without sleeping while it works (devices = opencl)",
+                     rd->note[0] ? "; " : "", d->name);
         cfg->devices[cfg->ndevices++] =
             (rt_device){RT_WORKER_OPENCL, d->name, &ocl_memory_ops, d, host_cores,
-                        ocl_polling() ? ocl_poll_device : NULL};
+                        ocl_polling() ? ocl_poll_device : NULL, spin};
     }
     if (!rd->n)
         fprintf(log, "OpenCL: no device opened; training on the CPU\n");
