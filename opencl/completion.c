@@ -60,11 +60,27 @@ cl_int ocl_await(ocl_device *d, cl_event e, ocl_done_fn fn, void *arg)
         free(a);
         return rc;
     }
-    /* The callback may have run already: then the list's reference is the last. */
+    /* The callback may have run already: then the list's reference is the last. Records whose
+     * callbacks ran are dropped here too: a worker that is never idle never polls, and each
+     * record holds an event. */
+    struct ocl_awaited *fired = NULL;
     pthread_mutex_lock(&d->awaited_lock);
+    for (struct ocl_awaited **p = &d->awaited; *p;)
+        if (atomic_load(&(*p)->fired)) {
+            struct ocl_awaited *f = *p;
+            *p = f->next;
+            f->next = fired;
+            fired = f;
+        } else
+            p = &(*p)->next;
     a->next = d->awaited;
     d->awaited = a;
     pthread_mutex_unlock(&d->awaited_lock);
+    while (fired) {
+        struct ocl_awaited *next = fired->next;
+        release(fired);
+        fired = next;
+    }
     return CL_SUCCESS;
 }
 
