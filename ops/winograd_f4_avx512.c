@@ -5,12 +5,13 @@
  * straight out of the row, and the 36 points go straight into V. The input adjoint goes the
  * other way: 8 tiles' windows, computed in registers, are permuted straight into their rows,
  * overlaps summed, instead of through 36 tile arrays and 4x4 transposes. The output gradient's
- * 4x4 blocks are permuted out of its rows likewise. Same arithmetic, same bits. Compiled with
- * AVX-512 flags. */
+ * 4x4 blocks are permuted out of its rows likewise, and the outputs (pooled or not) permuted
+ * into theirs. Same arithmetic, same bits. Compiled with AVX-512 flags. */
 #define ISA avx512
 #define F4_OWN_INPUT input_transform_permuted
 #define F4_OWN_ADJOINT input_adjoint_permuted
 #define F4_OWN_GRADIENT gradient_transform_permuted
+#define F4_OWN_OUTPUT output_transform_permuted
 #include "ops/winograd_f4_impl.h"
 
 #include <immintrin.h>
@@ -440,5 +441,246 @@ static void gradient_transform_permuted(const tiling *t, const winograd_grad *dy
                    : gradient_filter(t, dy, f, 0, 8, col, d, plane, sums);
         if (dbias)
             dbias[f - f0] += tile_sum(sums, t->tiles);
+    }
+}
+
+/* The outputs of a group of 8 tiles (one, 2 or 4 tile rows of 8, 4 or 2 tiles from tile row
+ * r, tile q on; nrows of them in the block) of filter f, from m, the group's first points
+ * (plane apart), n <= 8 of them there. As gradient_group, the functions below take pooled and
+ * per_row as constants. */
+typedef struct output_group {
+    const tiling *t;
+    const winograd_out *o;
+    int f, r, q, nrows, n;
+    float b;   /* the bias, added to every output (0 without one, as output_transform does) */
+} output_group;
+
+/* Lanes 0 to 15: value 2l + j of a row of pooled windows, window j of tile l, from
+ * (window 0 | window 1) of 8 tiles each; or (k < 2 ? 4l + k of (column 0 | 1) : of (2 | 3)),
+ * tiles 4h to 4h + 3, the 16 values of an output row from a register pair. */
+static inline __m512i pooled_positions(void)
+{
+    return _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+}
+
+static inline __m512i row_positions(int h)
+{
+    int32_t idx[16];
+    for (int p = 0; p < 16; p++) {
+        int l = 4 * h + p / 4, k = p % 4;
+        idx[p] = (k >= 2 ? 16 : 0) + 8 * (k % 2) + l;
+    }
+    return _mm512_loadu_si512(idx);
+}
+
+/* v's lanes from `from` on moved down to lane 0. */
+static inline __m512 lanes_from(__m512 v, int from)
+{
+    return from ? _mm512_permutexvar_ps(
+                      _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                                         12, 13, 14, 15),
+                                       _mm512_set1_epi32(from)),
+                      v)
+                : v;
+}
+
+/* p[0 .. min(n, 16)) = v's first lanes (nothing when n <= 0). */
+static inline void store_upto16(float *p, __m512 v, int n)
+{
+    if (n > 0)
+        _mm512_mask_storeu_ps(p, (__mmask16)(n >= 16 ? 0xffff : (1u << n) - 1), v);
+}
+
+/* v through the relu, as winograd_relu_in_place (NaN passes). */
+static inline __m512 relu16(__m512 v)
+{
+    return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ),
+                              _mm512_setzero_ps());
+}
+
+/* The group's 4x4 outputs o[a][k] (lane l: tile l), A^T m A as TILE_OUTPUTS computes it. */
+INLINE void group_outputs(const float *m, size_t plane, int n, v8sf o[4][4])
+{
+    __mmask8 keep = (__mmask8)((1u << n) - 1);
+    v8sf s[6][4];
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; i++) {   /* m A: rows' columns */
+        v8sf in[6];
+#pragma GCC unroll 6
+        for (int k = 0; k < 6; k++)
+            in[k] = (v8sf)(n == 8 ? _mm256_loadu_ps(m + (size_t)(6 * i + k) * plane)
+                                  : _mm256_maskz_loadu_ps(keep, m + (size_t)(6 * i + k) * plane));
+        AT6(in, s[i]);
+    }
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {   /* A^T (m A): rows */
+        v8sf in[6] = {s[0][k], s[1][k], s[2][k], s[3][k], s[4][k], s[5][k]}, c[4];
+        AT6(in, c);
+#pragma GCC unroll 4
+        for (int a = 0; a < 4; a++)
+            o[a][k] = c[a];
+    }
+}
+
+/* Row a of the group's outputs (+ b, through the relu) into output row a of each of its tile
+ * rows: the 4 columns of each tile interleaved by permutes, stored up to the output's width. */
+INLINE void store_output_row(const output_group *og, v8sf o[4][4], int a, int per_row,
+                             const __m512i pos[2])
+{
+    const tiling *t = og->t;
+    const conv_geom *g = t->g;
+    __m512 c01 = pair_of(o[a][0], o[a][1], 0xffff), c23 = pair_of(o[a][2], o[a][3], 0xffff);
+    __m512 v[2];
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        v[h] = _mm512_add_ps(_mm512_permutex2var_ps(c01, pos[h], c23), _mm512_set1_ps(og->b));
+        if (og->o->relu)
+            v[h] = relu16(v[h]);
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        if (j >= (per_row == 8 ? 1 : 8 / per_row) || j >= og->nrows)
+            break;
+        int r = og->r + j, oy = 4 * (r % t->th) + a;
+        if (oy >= g->oh)
+            continue;
+        float *y = og->o->y + (((size_t)(r / t->th) * g->f + og->f) * g->oh + oy) * g->ow;
+        if (per_row == 8) {
+            int x = 4 * og->q;
+            store_upto16(y + x, v[0], g->ow - x);
+            store_upto16(y + x + 16, v[1], g->ow - x - 16);
+        } else {   /* tile row j's 4 per_row values, from position 4 per_row j */
+            int at = 4 * per_row * j, width = 4 * per_row;
+            store_upto16(y, lanes_from(v[at / 16], at % 16), g->ow < width ? g->ow : width);
+        }
+    }
+}
+
+/* The group's outputs + b pooled by the 2x2 windows inside each tile, as pooled_output (the
+ * same comparisons, maxpool2_window's), the pooled rows (through the relu) and their argmax
+ * stored in their places. */
+INLINE void store_pooled_rows(const output_group *og, v8sf o[4][4], int per_row)
+{
+    const tiling *t = og->t;
+    const conv_geom *g = t->g;
+    const pool_geom *p = og->o->pool;
+    int ow = g->ow;
+    /* lane l's corner, as winograd_pooled_init's, + the filter's plane: set by tile row in
+     * registers (an array of them, stored one by one and loaded whole, stalled on the stores:
+     * 17% of this function's time) */
+    __m256i c = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        if (j >= (per_row == 8 ? 1 : 8 / per_row))
+            break;
+        int r = og->r + j, col = per_row == 8 ? og->q : 0;
+        int32_t at = (int32_t)((size_t)og->f * g->oh * ow) + 4 * ((r % t->th) * ow + col);
+        c = _mm256_mask_set1_epi32(c, (__mmask8)(((1u << per_row) - 1) << (j * per_row)), at);
+    }
+    c = _mm256_add_epi32(c, per_row == 8 ? _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)
+                            : per_row == 4 ? _mm256_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12)
+                                           : _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
+    v8sf bias = {og->b, og->b, og->b, og->b, og->b, og->b, og->b, og->b};
+#pragma GCC unroll 4
+    for (int a = 0; a < 4; a++)
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            o[a][k] += bias;
+    __m512i interleave = pooled_positions();
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; i++) {
+        __m256 v[2];
+        __m256i am[2];
+#pragma GCC unroll 2
+        for (int j = 0; j < 2; j++) {   /* window (i, j) of each tile */
+            __m256 v00 = (__m256)o[2 * i][2 * j], v01 = (__m256)o[2 * i][2 * j + 1];
+            __m256 v10 = (__m256)o[2 * i + 1][2 * j], v11 = (__m256)o[2 * i + 1][2 * j + 1];
+            __m256i i00 = _mm256_add_epi32(c, _mm256_set1_epi32(2 * i * ow + 2 * j));
+            __m256 best = v00;
+            __m256i at = i00;
+            __mmask8 gt = _mm256_cmp_ps_mask(v01, best, _CMP_GT_OQ);
+            at = _mm256_mask_add_epi32(at, gt, i00, _mm256_set1_epi32(1));
+            best = _mm256_mask_mov_ps(best, gt, v01);
+            gt = _mm256_cmp_ps_mask(v10, best, _CMP_GT_OQ);
+            at = _mm256_mask_add_epi32(at, gt, i00, _mm256_set1_epi32(ow));
+            best = _mm256_mask_mov_ps(best, gt, v10);
+            gt = _mm256_cmp_ps_mask(v11, best, _CMP_GT_OQ);
+            at = _mm256_mask_add_epi32(at, gt, i00, _mm256_set1_epi32(ow + 1));
+            v[j] = _mm256_mask_mov_ps(best, gt, v11);
+            am[j] = at;
+        }
+        __m512 pv = _mm512_permutexvar_ps(
+            interleave, _mm512_insertf32x8(_mm512_castps256_ps512(v[0]), v[1], 1));
+        __m512 pa = _mm512_permutexvar_ps(
+            interleave, _mm512_castsi512_ps(_mm512_inserti32x8(
+                            _mm512_castsi256_si512(am[0]), am[1], 1)));
+        if (og->o->relu)
+            pv = relu16(pv);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            if (j >= (per_row == 8 ? 1 : 8 / per_row) || j >= og->nrows)
+                break;
+            int r = og->r + j, py = 2 * (r % t->th) + i;
+            if (py >= p->oh)
+                continue;
+            size_t row = (((size_t)(r / t->th) * p->c + og->f) * p->oh + py) * p->ow;
+            int at = per_row == 8 ? 0 : 2 * per_row * j, x = per_row == 8 ? 2 * og->q : 0;
+            int n = per_row == 8 || p->ow - x < 2 * per_row ? p->ow - x : 2 * per_row;
+            store_upto16(og->o->y + row + x, lanes_from(pv, at), n);
+            store_upto16((float *)og->o->argmax + row + x, lanes_from(pa, at), n);
+        }
+    }
+}
+
+/* Filter f's outputs of the block from m (its row of M), groups of one tile row (per_row 8)
+ * or of 8 / per_row. */
+INLINE void output_filter(const tiling *t, const winograd_out *o, int f, float b,
+                          const float *m, size_t plane, int pooled, int per_row,
+                          const __m512i pos[2])
+{
+    int tw = t->tw, group = per_row == 8 ? 1 : 8 / per_row;
+    for (int r = t->r0; r < t->r1; r += group)
+        for (int q = 0; q < (group > 1 ? 1 : tw); q += 8) {
+            int nrows = t->r1 - r < group ? t->r1 - r : group;
+            int n = group > 1 ? nrows * tw : tw - q < 8 ? tw - q : 8;
+            output_group og = {t, o, f, r, q, nrows, n, b};
+            v8sf out[4][4];
+            group_outputs(m + (size_t)(r - t->r0) * tw + q, plane, n, out);
+            if (pooled)
+                store_pooled_rows(&og, out, per_row);
+            else
+#pragma GCC unroll 4
+                for (int a = 0; a < 4; a++)
+                    store_output_row(&og, out, a, per_row, pos);
+        }
+}
+
+/* The outputs A^T m A + bias for filters [f0, f1) from M[p][f - f0][col] into o, as
+ * output_transform (pooled or not, through the relu or not), 8 tiles at a time in registers,
+ * permuted straight into the output rows instead of through tile arrays and row buffers: a
+ * row read back as whole registers right after it was stored in pieces stalled on the
+ * stores (12% of output_transform's time). Rows of 1 tile as the AVX2 build does. */
+static void output_transform_permuted(const tiling *t, const float *M, const float *bias,
+                                      const winograd_out *o, int f0, int f1, float *rows)
+{
+    int tw = t->tw, pooled = o->pool != NULL;
+    if (tw == 1) {
+        output_transform(t, M, bias, o, f0, f1, rows);
+        return;
+    }
+    size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
+    const __m512i pos[2] = {row_positions(0), row_positions(1)};
+    for (int f = f0; f < f1; f++) {
+        const float *m = M + (size_t)(f - f0) * t->cols;
+        float b = bias ? bias[f] : 0.0f;
+        if (tw == 4)   /* constants, so that each case gets code of its own */
+            pooled ? output_filter(t, o, f, b, m, plane, 1, 4, pos)
+                   : output_filter(t, o, f, b, m, plane, 0, 4, pos);
+        else if (tw == 2)
+            pooled ? output_filter(t, o, f, b, m, plane, 1, 2, pos)
+                   : output_filter(t, o, f, b, m, plane, 0, 2, pos);
+        else
+            pooled ? output_filter(t, o, f, b, m, plane, 1, 8, pos)
+                   : output_filter(t, o, f, b, m, plane, 0, 8, pos);
     }
 }

@@ -28,11 +28,12 @@
         (o)[5] = 4 * (x)[1] - 5 * (x)[3] + (x)[5];                                            \
     } while (0)
 
-/* A^T x, x 6 values, 4 out: the output transform along one direction. */
+/* A^T x, x 6 values (floats or vectors of them), 4 out: the output transform along one
+ * direction. */
 #define AT6(x, o)                                                                             \
     do {                                                                                      \
-        float s12 = (x)[1] + (x)[2], d12 = (x)[1] - (x)[2];                                   \
-        float s34 = (x)[3] + (x)[4], d34 = (x)[3] - (x)[4];                                   \
+        __typeof__((x)[0]) s12 = (x)[1] + (x)[2], d12 = (x)[1] - (x)[2];                      \
+        __typeof__((x)[0]) s34 = (x)[3] + (x)[4], d34 = (x)[3] - (x)[4];                      \
         (o)[0] = (x)[0] + s12 + s34;                                                          \
         (o)[1] = d12 + 2 * d34;                                                               \
         (o)[2] = s12 + 4 * s34;                                                               \
@@ -441,6 +442,14 @@ static void F4_OWN_ADJOINT(const tiling *t, const float *Z, float *dx, float *ro
 #define F4_ADJOINT input_adjoint
 #endif
 
+#ifdef F4_OWN_OUTPUT   /* the including file has its own (winograd_f4_avx512.c) */
+static void F4_OWN_OUTPUT(const tiling *t, const float *M, const float *bias,
+                          const winograd_out *o, int f0, int f1, float *rows);
+#define F4_OUTPUT F4_OWN_OUTPUT
+#else
+#define F4_OUTPUT output_transform
+#endif
+
 #ifdef F4_OWN_GRADIENT   /* the including file has its own (winograd_f4_avx512.c) */
 static void F4_OWN_GRADIENT(const tiling *t, const winograd_grad *dy, int f0, int f1, float *D,
                             float *dbias, float *rows);
@@ -458,7 +467,7 @@ const winograd_variant NAME(winograd_f4, ISA) = {
           {1 / 24.0f, -1 / 12.0f, 1 / 6.0f},
           {0, 0, 1}},
     .input = F4_INPUT,
-    .output = output_transform,
+    .output = F4_OUTPUT,
     .gradient = F4_GRADIENT,
     .input_adjoint = F4_ADJOINT,
 };
