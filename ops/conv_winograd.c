@@ -137,23 +137,26 @@ static int weight_transform_by_channel(const tiling *t, const float *wt, int f0,
 /* dwt (filters [f0, f1) only) = G^T u G of dU[p][f - f0][c] (or, by_channel, dU[p][c][f -
  * f0]), the adjoint of weight_transform: one GEMM into taps[9][pairs] (with the pairs as its
  * long side: as its 9 columns they ran the micro-kernel on edges, 6% of vgg-small's time),
- * then each pair's 9 taps written, or added when accumulate. */
+ * each pair's 9 taps brought together by transposing copies (one at a time, they took 1% of
+ * wide-28's time), then written, or added when accumulate. taps: 18 values a pair. */
 static int filter_adjoint(const tiling *t, const float *dU, int by_channel, int f0, int f1,
                           float *dwt, int accumulate, float *taps)
 {
     int nf = f1 - f0, nc = t->g->c, pairs = nf * nc;
-    float T[MAX_POINTS][9];
+    float T[MAX_POINTS][9], *by_pair = taps + (size_t)9 * pairs;
     kernel_transform(t, T);
     if (ops_sgemm(1, 0, 9, pairs, t->points, 1.0f, &T[0][0], 9, dU, (int)plane_of((size_t)pairs),
                   0.0f, taps, pairs))
         return -1;
-    for (int f = 0; f < nf; f++)
-        for (int c = 0; c < nc; c++) {
-            float *w = dwt + ((size_t)f * nc + (size_t)c) * 9;
-            const float *u = taps + (by_channel ? (size_t)c * nf + (size_t)f : (size_t)f * nc + c);
-            for (int k = 0; k < 9; k++)
-                w[k] = (accumulate ? w[k] : 0.0f) + u[(size_t)k * pairs];
-        }
+    if (!by_channel)
+        ops_transpose(taps, pairs, 9, pairs, by_pair, 9);
+    else
+        for (int c = 0; c < nc; c++)
+            ops_transpose(taps + (size_t)c * nf, pairs, 9, nf, by_pair + (size_t)c * 9, nc * 9);
+    size_t n = (size_t)9 * pairs;
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        dwt[i] = (accumulate ? dwt[i] : 0.0f) + by_pair[i];
     return 0;
 }
 
@@ -173,7 +176,8 @@ static int products(const tiling *t, int trans_a, int trans_b, int m, int n, int
 
 /* One call's scratch: a block's matrices (one per point) of channel rows (V or Z) and of filter
  * rows (M or D), cols values each; nweights sets of weight matrices, filters x channels (U,
- * dU); the filter gradient's taps (filter_adjoint); the transforms' row buffers. */
+ * dU); the filter gradient's taps, by k then by pair (filter_adjoint); the transforms' row
+ * buffers. */
 typedef struct buffers {
     float *channels, *filters, *weights[2], *taps, *rows;
 } buffers;
@@ -181,7 +185,7 @@ typedef struct buffers {
 static int buffers_get(const tiling *t, int nf, int nweights, buffers *b)
 {
     size_t cols = block_cols(t), nc = (size_t)t->g->c;
-    size_t weights = (size_t)t->points * plane_of((size_t)nf * nc), taps = 9 * (size_t)nf * nc;
+    size_t weights = (size_t)t->points * plane_of((size_t)nf * nc), taps = 18 * (size_t)nf * nc;
     size_t rows = ROW_BUFFERS * (size_t)t->row_len + TILE_ARRAYS * (size_t)t->array_len;
     b->channels = ops_scratch(SCRATCH_COLUMNS, t->points * plane_of(nc * cols));
     b->filters = ops_scratch(SCRATCH_PARTIALS, t->points * plane_of((size_t)nf * cols));

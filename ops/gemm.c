@@ -79,6 +79,11 @@ void gemm_transpose(const float *src, int lds, int rows, int cols, float *dst, i
             dst[(size_t)k * ldd + i] = src[(size_t)i * lds + k];
 }
 
+void ops_transpose(const float *src, int lds, int rows, int cols, float *dst, int ldd)
+{
+    arch_for(ops_isa_active())->transpose(src, lds, rows, cols, dst, ldd);
+}
+
 /* Zeroes columns [from, width) of kc rows of width values: a partial panel's padding. */
 static void zero_tail(float *panel, int kc, int from, int width)
 {

@@ -22,6 +22,8 @@ typedef void (*gemm_ukernel)(int kc, const float *A, int sa, int si, const float
 typedef void (*gemm_transposer)(const float *src, int lds, int rows, int cols, float *dst,
                                 int ldd);
 void gemm_transpose(const float *src, int lds, int rows, int cols, float *dst, int ldd);
+/* The same copy, by the fastest transposer this machine has. */
+void ops_transpose(const float *src, int lds, int rows, int cols, float *dst, int ldd);
 void gemm_transpose_avx2(const float *src, int lds, int rows, int cols, float *dst, int ldd);
 
 typedef struct gemm_arch {
