@@ -13,6 +13,9 @@
  *   FRUGAL_OPENCL_FAIL_AFTER  N: the N-th OpenCL enqueue fails (tests of the fallback)
  *   FRUGAL_OPENCL_POLL     off: a device's commands complete through their callbacks alone, not
  *                          also polled by its waiting worker (opencl/completion.h)
+ *   FRUGAL_OPENCL_CONV     direct | gemm: how a device runs a convolution (a work-item per
+ *                          value, or im2col and CLBlast's GEMM; default: by size,
+ *                          opencl/kernels.c)
  *   FRUGAL_NVML_LIBRARY    NVIDIA's NVML to dlopen (default libnvidia-ml.so.1)
  *   FRUGAL_SYSFS_ROOT, FRUGAL_PROCFS_ROOT  a folder standing for /sys, /proc (the energy tests'
  *                          fake sensors)
@@ -27,7 +30,7 @@
 
 typedef enum env_switch {
     ENV_ISA, ENV_CONV, ENV_INPUT, ENV_MEMBARRIER, ENV_NET_CIPHER, ENV_CACHE_DIR,
-    ENV_PERFMODEL_DIR, ENV_OPENCL_LOADER, ENV_OPENCL_FAIL_AFTER, ENV_OPENCL_POLL, ENV_NVML_LIBRARY,
+    ENV_PERFMODEL_DIR, ENV_OPENCL_LOADER, ENV_OPENCL_FAIL_AFTER, ENV_OPENCL_POLL, ENV_OPENCL_CONV, ENV_NVML_LIBRARY,
     ENV_SYSFS_ROOT, ENV_PROCFS_ROOT, ENV_MODEL_SCOPE, ENV_LAUNCH_RSH, ENV_SWITCHES
 } env_switch;
 

@@ -18,6 +18,7 @@ enum {
     OCL_SCRATCH_LOSS,                /* per-sample figures of the loss */
     OCL_SCRATCH_RELU,                /* a gradient through a fused relu */
     OCL_SCRATCH_SLICES,              /* a filter gradient's partial sums */
+    OCL_SCRATCH_COLUMNS,             /* a convolution's im2col matrices, or their gradient */
     OCL_SCRATCHES
 };
 

@@ -1,6 +1,8 @@
 #include "opencl/kernels.h"
 #include "opencl/completion.h"
 
+#include "common/env_switches.h"
+
 #include <clblast_c.h>
 #include <stdio.h>
 #include <string.h>
@@ -97,6 +99,17 @@ static cl_mem scratch(ocl_launch *l, int which, size_t bytes)
  * pass. */
 #define GEMM_SHORT_K 64
 
+/* A CLBlast call's status and event: 0, or -1 with the error named. */
+static int clblast_done(ocl_launch *l, CLBlastStatusCode s, cl_event e, const char *what)
+{
+    if (ocl_check(l->d, s == CLBlastSuccess ? CL_SUCCESS : (cl_int)s, what, l->err, l->errlen))
+        return -1;
+    last_is(l, e);
+    return 0;
+}
+
+static CLBlastTranspose transposed(int t) { return t ? CLBlastTransposeYes : CLBlastTransposeNo; }
+
 static int gemm(ocl_launch *l, int ta, int tb, int M, int N, int K, float alpha, ocl_buf A,
                 int lda, ocl_buf Bm, int ldb, float beta, ocl_buf C, int ldc)
 {
@@ -107,16 +120,35 @@ static int gemm(ocl_launch *l, int ta, int tb, int M, int N, int K, float alpha,
     cl_event e = NULL;
     CLBlastStatusCode s = (CLBlastStatusCode)ocl_injected_failure(d);
     if (s == CLBlastSuccess)
-        s = CLBlastSgemm(CLBlastLayoutRowMajor, ta ? CLBlastTransposeYes : CLBlastTransposeNo,
-                         tb ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t)M, (size_t)N,
-                         (size_t)K, alpha, A.mem, A.offset / 4, (size_t)lda, Bm.mem,
+        s = CLBlastSgemm(CLBlastLayoutRowMajor, transposed(ta), transposed(tb), (size_t)M,
+                         (size_t)N, (size_t)K, alpha, A.mem, A.offset / 4, (size_t)lda, Bm.mem,
                          Bm.offset / 4, (size_t)ldb, beta, C.mem, C.offset / 4, (size_t)ldc,
                          &d->queue, &e);
-    if (ocl_check(d, s == CLBlastSuccess ? CL_SUCCESS : (cl_int)s, "CLBlast SGEMM", l->err,
-                  l->errlen))
-        return -1;
-    last_is(l, e);
-    return 0;
+    return clblast_done(l, s, e, "CLBlast SGEMM");
+}
+
+/* A matrix of each of `count` GEMMs: at m, ld apart from one row to the next, `step` floats
+ * from one GEMM's to the next (0: the same matrix for all). */
+typedef struct batch_operand {
+    ocl_buf m;
+    int ld;
+    size_t step;
+} batch_operand;
+
+/* C_i = op(A_i) op(B_i) (M x N, inner K) for i < count: CLBlast's strided batched GEMM. */
+static int gemm_each(ocl_launch *l, int ta, int tb, int M, int N, int K, batch_operand A,
+                     batch_operand Bm, batch_operand C, int count)
+{
+    ocl_device *d = l->d;
+    cl_event e = NULL;
+    CLBlastStatusCode s = (CLBlastStatusCode)ocl_injected_failure(d);
+    if (s == CLBlastSuccess)
+        s = CLBlastSgemmStridedBatched(
+            CLBlastLayoutRowMajor, transposed(ta), transposed(tb), (size_t)M, (size_t)N,
+            (size_t)K, 1.0f, A.m.mem, A.m.offset / 4, (size_t)A.ld, A.step, Bm.m.mem,
+            Bm.m.offset / 4, (size_t)Bm.ld, Bm.step, 0.0f, C.m.mem, C.m.offset / 4,
+            (size_t)C.ld, C.step, (size_t)count, &d->queue, &e);
+    return clblast_done(l, s, e, "CLBlast batched SGEMM");
 }
 
 int ocl_kernel_load(ocl_launch *l, ocl_buf pixels, ocl_buf labels_in, ocl_buf order, long first,
@@ -128,21 +160,71 @@ int ocl_kernel_load(ocl_launch *l, ocl_buf pixels, ocl_buf labels_in, ocl_buf or
                B(out, 4), B(labels, 1));
 }
 
+static ocl_buf at(ocl_buf b, size_t floats) { return (ocl_buf){b.mem, b.offset + 4 * floats}; }
+
 #define GEOM(g) I((g)->c), I((g)->h), I((g)->w), I((g)->f), I((g)->kh), I((g)->kw), \
                 I((g)->stride), I((g)->pad), I((g)->oh), I((g)->ow)
+
+/* A convolution runs as a work-item per output value (kernels.cl's conv_forward and the like),
+ * or as each sample's im2col matrix times the weights through CLBlast: where CLBlast passed its
+ * self-check here and the layer has the filters and taps to fill a GEMM's tiles, unless
+ * FRUGAL_OPENCL_CONV says direct or gemm. A work-item per output value does all its taps'
+ * multiply-adds alone, with two loads each, where a GEMM shares its operands' tiles. The
+ * matrices of a chunk must also fit in one allocation of the device's. */
+#define CONV_GEMM_FILTERS 16
+#define CONV_GEMM_TAPS 32
+
+static int conv_by_gemm(ocl_launch *l, const conv_geom *g, int n, int nf)
+{
+    const char *how = env_switch_value(ENV_OPENCL_CONV);
+    size_t taps = (size_t)g->c * g->kh * g->kw, columns = taps * g->oh * g->ow * (size_t)n;
+    if (!l->d->clblast || n <= 0 || 4 * columns > l->d->max_alloc / 2 ||
+        (how && !strcmp(how, "direct")))
+        return 0;
+    return (how && !strcmp(how, "gemm")) ||
+           (nf >= CONV_GEMM_FILTERS && taps >= CONV_GEMM_TAPS);
+}
+
+/* The chunk's im2col matrices, in the device's scratch buffer (*col). */
+static int im2col(ocl_launch *l, const conv_geom *g, ocl_buf x, int n, ocl_buf *col)
+{
+    size_t count = (size_t)n * g->c * g->kh * g->kw * g->oh * g->ow;
+    cl_mem m = scratch(l, OCL_SCRATCH_COLUMNS, 4 * count);
+    *col = (ocl_buf){m, 0};
+    return !m || RUN(l, "im2col", count, B(x, 4), B(*col, 4), GEOM(g)) ? -1 : 0;
+}
 
 int ocl_kernel_conv_forward(ocl_launch *l, const conv_geom *g, ocl_buf x, ocl_buf params, ocl_buf y,
                       int n, int f0, int f1)
 {
-    return RUN(l, "conv_forward", (size_t)n * (size_t)(f1 - f0) * g->oh * g->ow, B(x, 4),
-               B(params, 4), B(y, 4), GEOM(g), I(f0), I(f1 - f0));
+    int nf = f1 - f0, taps = g->c * g->kh * g->kw, Q = g->oh * g->ow;
+    if (!conv_by_gemm(l, g, n, nf))
+        return RUN(l, "conv_forward", (size_t)n * (size_t)nf * Q, B(x, 4), B(params, 4), B(y, 4),
+                   GEOM(g), I(f0), I(nf));
+    ocl_buf col;   /* y_n = W col_n, then the biases (after the F x taps weights) */
+    batch_operand W = {at(params, (size_t)f0 * taps), taps, 0};
+    return im2col(l, g, x, n, &col) ||
+           gemm_each(l, 0, 0, nf, Q, taps, W, (batch_operand){col, Q, (size_t)taps * Q},
+                     (batch_operand){at(y, (size_t)f0 * Q), Q, (size_t)g->f * Q}, n) ||
+           RUN(l, "add_bias", (size_t)n * nf * Q, B(y, 4), B(at(params, (size_t)g->f * taps), 4),
+               I(g->f), I(f0), I(nf), I(Q));
 }
 
 int ocl_kernel_conv_backward_input(ocl_launch *l, const conv_geom *g, ocl_buf dy, ocl_buf params,
                              ocl_buf dx, int n)
 {
-    return RUN(l, "conv_backward_input", (size_t)n * g->c * g->h * g->w, B(dy, 4), B(params, 4),
-               B(dx, 4), GEOM(g));
+    int taps = g->c * g->kh * g->kw, Q = g->oh * g->ow;
+    size_t count = (size_t)n * taps * Q;
+    if (!conv_by_gemm(l, g, n, g->f))
+        return RUN(l, "conv_backward_input", (size_t)n * g->c * g->h * g->w, B(dy, 4),
+                   B(params, 4), B(dx, 4), GEOM(g));
+    cl_mem m = scratch(l, OCL_SCRATCH_COLUMNS, 4 * count);
+    ocl_buf dcol = {m, 0};   /* dcol_n = W^T dy_n, then summed into dx where each tap lands */
+    return !m ||
+           gemm_each(l, 1, 0, taps, Q, g->f, (batch_operand){params, taps, 0},
+                     (batch_operand){dy, Q, (size_t)g->f * Q}, (batch_operand){dcol, Q, (size_t)taps * Q},
+                     n) ||
+           RUN(l, "col2im", (size_t)n * g->c * g->h * g->w, B(dcol, 4), B(dx, 4), GEOM(g));
 }
 
 /* About this many work-items sum the slices of a filter gradient: enough to fill a GPU, while
@@ -150,12 +232,31 @@ int ocl_kernel_conv_backward_input(ocl_launch *l, const conv_geom *g, ocl_buf dy
  * the same order. */
 #define FILTER_GRADIENT_ITEMS 65536
 
+/* The filter gradient through GEMMs: each sample's part (dy_n col_n^T, then its biases' sums)
+ * into the slices' buffer, summed in sample order by the direct path's total. */
+static int conv_backward_filter_gemm(ocl_launch *l, const conv_geom *g, ocl_buf x, ocl_buf dy,
+                                     ocl_buf part, int n, int f0, int nf)
+{
+    int taps = g->c * g->kh * g->kw, Q = g->oh * g->ow, nw = nf * taps + nf;
+    cl_mem m = scratch(l, OCL_SCRATCH_SLICES, sizeof(float) * (size_t)n * (size_t)nw);
+    ocl_buf sums = {m, 0}, col;
+    return !m || im2col(l, g, x, n, &col) ||
+           gemm_each(l, 0, 1, nf, taps, Q, (batch_operand){at(dy, (size_t)f0 * Q), Q, (size_t)g->f * Q},
+                     (batch_operand){col, Q, (size_t)taps * Q}, (batch_operand){sums, taps, (size_t)nw},
+                     n) ||
+           RUN(l, "conv_bias_sums", (size_t)n * nf, B(dy, 4), B(sums, 4), I(g->f), I(f0), I(nf),
+               I(Q), I(taps)) ||
+           RUN(l, "conv_backward_filter_total", (size_t)nw, B(sums, 4), B(part, 4), I(nw), I(n));
+}
+
 int ocl_kernel_conv_backward_filter(ocl_launch *l, const conv_geom *g, ocl_buf x, ocl_buf dy,
                               ocl_buf part, int n, int f0, int f1)
 {
     int nf = f1 - f0, nw = nf * g->c * g->kh * g->kw + nf, rows_all = n * g->oh;
     if (nw <= 0)
         return 0;
+    if (conv_by_gemm(l, g, n, nf))
+        return conv_backward_filter_gemm(l, g, x, dy, part, n, f0, nf);
     rows_all = rows_all > 0 ? rows_all : 1;   /* no samples: one empty slice, a zero gradient */
     int wanted = FILTER_GRADIENT_ITEMS / nw < 1 ? 1 : FILTER_GRADIENT_ITEMS / nw;
     int rows = (rows_all + wanted - 1) / wanted, slices = (rows_all + rows - 1) / rows;
@@ -195,8 +296,6 @@ int ocl_kernel_relu_backward(ocl_launch *l, ocl_buf y, ocl_buf dy, ocl_buf dx, l
 {
     return RUN(l, "relu_backward", (size_t)count, B(y, 4), B(dy, 4), B(dx, 4));
 }
-
-static ocl_buf at(ocl_buf b, size_t floats) { return (ocl_buf){b.mem, b.offset + 4 * floats}; }
 
 /* A work-group per output value (kernels.cl's DOT_GROUP): a dense layer has few of them (samples
  * x outputs) over many inputs, a shape GEMMs tile badly. CLBlast took 0.8 ms on an H200 for 16

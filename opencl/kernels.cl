@@ -136,6 +136,67 @@ __kernel void conv_backward_filter_total(G const float *sums, ulong so, G float 
     dw[dwo + i] = acc;
 }
 
+/* ---- convolutions as GEMMs (kernels.c's conv_by_gemm) ---- */
+
+/* col[n][k][q] = the input value under tap k = (c, ky, kx) of output q = (oy, ox) of sample n,
+ * zero in the padding: each sample's im2col matrix (C KH KW x OH OW), which times the weights
+ * is the convolution. Global: n * C * KH * KW * OH * OW. */
+__kernel void im2col(G const float *x, ulong xo, G float *col, ulong co, int C, int H, int W,
+                     int F, int KH, int KW, int stride, int pad, int OH, int OW)
+{
+    size_t i = get_global_id(0), q = i % ((size_t)OH * OW), r = i / ((size_t)OH * OW);
+    int k = (int)(r % ((size_t)C * KH * KW)), n = (int)(r / ((size_t)C * KH * KW));
+    int ox = (int)(q % OW), oy = (int)(q / OW), kx = k % KW, ky = k / KW % KH, c = k / (KW * KH);
+    int iy = oy * stride - pad + ky, ix = ox * stride - pad + kx;
+    col[co + i] = iy >= 0 && iy < H && ix >= 0 && ix < W
+                      ? x[xo + (((size_t)n * C + c) * H + iy) * W + ix]
+                      : 0.0f;
+}
+
+/* dx[n][c][iy][ix] = the sum of the entries of dcol (each sample's im2col gradient) whose tap
+ * lands there, ky, kx ascending as conv_backward_input sums them (col2im, the adjoint of
+ * im2col). Global: n * C * H * W. */
+__kernel void col2im(G const float *dcol, ulong co, G float *dx, ulong dxo, int C, int H, int W,
+                     int F, int KH, int KW, int stride, int pad, int OH, int OW)
+{
+    size_t i = get_global_id(0), Q = (size_t)OH * OW;
+    int ix = (int)(i % W), iy = (int)(i / W % H), c = (int)(i / ((size_t)W * H) % C);
+    int n = (int)(i / ((size_t)W * H * C));
+    int ry = iy + pad, rx = ix + pad;
+    int ky0 = first_tap(ry, stride, OH), ky1 = min(KH - 1, ry);
+    int kx0 = first_tap(rx, stride, OW), kx1 = min(KW - 1, rx);
+    int oy0 = (ry - ky0) / stride, ox0 = (rx - kx0) / stride;
+    G const float *d = dcol + co + (size_t)n * C * KH * KW * Q;
+    float acc = 0;
+    for (int ky = ky0, oy = oy0; ky <= ky1; ky += stride, oy--)
+        for (int kx = kx0, ox = ox0; kx <= kx1; kx += stride, ox--)
+            acc += d[((size_t)(c * KH + ky) * KW + kx) * Q + oy * OW + ox];
+    dx[dxo + i] = acc;
+}
+
+/* y[n][f0 + j][q] += b[f0 + j]: the biases after a convolution's GEMM. Global: n * nf * Q. */
+__kernel void add_bias(G float *y, ulong yo, G const float *b, ulong bo, int F, int f0, int nf,
+                       int Q)
+{
+    size_t i = get_global_id(0), q = i % Q, n = i / ((size_t)Q * nf);
+    int j = (int)(i / Q % nf);
+    y[yo + (n * F + f0 + j) * Q + q] += b[bo + f0 + j];
+}
+
+/* sums[n][nf K + j] = the sum of dy[n][f0 + j] over its Q outputs: the biases' part of sample
+ * n's filter gradient, whose weights' part is a GEMM. Global: n * nf. */
+__kernel void conv_bias_sums(G const float *dy, ulong dyo, G float *sums, ulong so, int F, int f0,
+                             int nf, int Q, int K)
+{
+    size_t i = get_global_id(0), n = i / nf;
+    int j = (int)(i % nf);
+    G const float *d = dy + dyo + (n * F + f0 + j) * Q;
+    float acc = 0;
+    for (int q = 0; q < Q; q++)
+        acc += d[q];
+    sums[so + n * ((size_t)nf * K + nf) + (size_t)nf * K + j] = acc;
+}
+
 /* ---- pooling and ReLU ---- */
 
 /* The window's maximum (the first one wins, as on the CPU) and where it was in the sample.

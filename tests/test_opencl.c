@@ -3,6 +3,7 @@
  * and in CI (./build.sh deps installs it). Float32 throughout: results agree within a relative
  * tolerance of 1e-4 (sums in another order), argmax and predictions exactly. */
 #include "opencl/device.h"
+#include "common/env_switches.h"
 #include "opencl/kernels.h"
 #include "ops/conv.h"
 #include "ops/layers.h"
@@ -84,10 +85,10 @@ static void close_to(const char *what, const float *got, const float *want, size
 
 typedef struct conv_case { int n, c, h, w, f, k, stride, pad, f0, f1; } conv_case;
 
-TEST(opencl_convolution_matches_the_cpu)
+/* Each case on both ways a device runs a convolution (FRUGAL_OPENCL_CONV): a work-item per
+ * value, and im2col with CLBlast's GEMMs where CLBlast passed its self-check. */
+static void convolution_cases(const char *how)
 {
-    if (!open_device())
-        return;
     const conv_case cases[] = {
         {2, 1, 28, 28, 4, 3, 1, 0, 0, 4},   /* DAHL's */
         {3, 3, 11, 9, 6, 3, 1, 1, 0, 6},    /* odd sizes, padding, 6 filters */
@@ -95,6 +96,8 @@ TEST(opencl_convolution_matches_the_cpu)
         {1, 2, 7, 8, 3, 5, 1, 2, 1, 3},     /* a 5x5 kernel */
         {2, 8, 47, 6, 8, 5, 1, 0, 0, 8},    /* filter gradient: slices of 3 rows, the last of 2 */
         {2, 3, 10, 12, 4, 3, 2, 0, 0, 4},   /* stride 2: the last row and column reach no output */
+        {3, 8, 12, 10, 20, 3, 1, 1, 2, 18}, /* by GEMM unless told: 16 filters, 72 taps */
+        {2, 6, 11, 9, 16, 3, 2, 1, 0, 16},  /* the same with stride 2 */
     };
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const conv_case *k = &cases[ci];
@@ -121,13 +124,34 @@ TEST(opencl_convolution_matches_the_cpu)
         download(bdw, dw_cl, nf * (per + 1) * 4);
         clReleaseMemObject(bx.mem), clReleaseMemObject(bp.mem), clReleaseMemObject(bdy.mem);
         /* forward: only the filter range is written */
+        char what[3][96];
+        for (int p = 0; p < 3; p++)
+            snprintf(what[p], sizeof what[p], "case %zu, %s: conv %s", ci, how,
+                     p == 0 ? "forward" : p == 1 ? "backward input" : "backward filter");
         for (int n = 0; n < k->n; n++)
-            close_to("conv forward", y_cl + ((size_t)n * g.f + k->f0) * g.oh * g.ow,
+            close_to(what[0], y_cl + ((size_t)n * g.f + k->f0) * g.oh * g.ow,
                      y + ((size_t)n * g.f + k->f0) * g.oh * g.ow, nf * g.oh * g.ow);
-        close_to("conv backward input", dx_cl, dx, nx);
-        close_to("conv backward filter", dw_cl, dw, nf * (per + 1));
+        close_to(what[1], dx_cl, dx, nx);
+        close_to(what[2], dw_cl, dw, nf * (per + 1));
         free(x), free(p), free(dy), free(y), free(y_cl), free(dx), free(dx_cl), free(dw), free(dw_cl);
     }
+}
+
+TEST(opencl_convolution_matches_the_cpu)
+{
+    if (!open_device())
+        return;
+    const char *ways[] = {"direct", "gemm", NULL};   /* NULL: chosen by size */
+    for (int i = 0; i < 3; i++) {
+        if (ways[i])
+            setenv("FRUGAL_OPENCL_CONV", ways[i], 1);
+        else
+            unsetenv("FRUGAL_OPENCL_CONV");
+        env_switches_read();
+        convolution_cases(ways[i] ? ways[i] : "by size");
+    }
+    unsetenv("FRUGAL_OPENCL_CONV");
+    env_switches_read();
 }
 
 TEST(opencl_pooling_relu_and_dense_match_the_cpu)

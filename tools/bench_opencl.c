@@ -4,8 +4,11 @@
  * ratio is the device's speed over the CPU's (above 1: the device is faster). A device time
  * runs from the enqueue to the completed event, as a task on the device sees it (launch and
  * queue latency included); each figure is the best of repeated runs. WORKLOAD is a chunk of 16
- * samples of DAHL's CNN at 28x28x1 or 116x158x3. The training runs (img/s on cpu, opencl and
- * cpu+opencl) are tools/bench_opencl.sh.
+ * samples of DAHL's CNN at 28x28x1 or 116x158x3, or a convolution of the deeper jobs (a chunk
+ * as they train it: vgg-small's 32 -> 32 and 64 -> 128 layers, wide-28's 64 -> 128), whose
+ * GFLOP/s count a direct convolution's multiply-adds:
+ *   bench opencl DEVICE conv LAYER PASS device_us=X gflops=Y cpu_us=Z ratio=R
+ * The training runs (img/s on cpu, opencl and cpu+opencl) are tools/bench_opencl.sh.
  * Usage: bench_opencl [seconds-per-case] */
 #include "opencl/device.h"
 #include "opencl/kernels.h"
@@ -241,6 +244,81 @@ static void bench_kernels(const char *workload, int c, int h, int w)
     layers_free(&L);
 }
 
+/* ---- a convolution of the deeper jobs, one chunk ---- */
+
+typedef struct conv_layer {
+    conv_geom g;
+    int n;
+    size_t nw;                         /* weights; the biases follow them in p */
+    float *x, *p, *y, *dy, *dx, *dw;
+    ocl_buf X, P, Y, DY, DX, DW;
+} conv_layer;
+
+static int layer_forward_cpu(void *p)
+{
+    conv_layer *L = p;
+    return ops_conv2d_forward(&L->g, L->x, L->p, L->p + L->nw, L->y, 0, L->n, 0, L->g.f);
+}
+
+static int layer_forward_dev(ocl_launch *l, void *p)
+{
+    conv_layer *L = p;
+    return ocl_kernel_conv_forward(l, &L->g, L->X, L->P, L->Y, L->n, 0, L->g.f);
+}
+
+static int layer_filter_cpu(void *p)
+{
+    conv_layer *L = p;
+    return ops_conv2d_backward_filter(&L->g, L->x, L->dy, L->dw, L->dw + L->nw, 0, L->n, 0,
+                                      L->g.f, 0);
+}
+
+static int layer_filter_dev(ocl_launch *l, void *p)
+{
+    conv_layer *L = p;
+    return ocl_kernel_conv_backward_filter(l, &L->g, L->X, L->DY, L->DW, L->n, 0, L->g.f);
+}
+
+static int layer_input_cpu(void *p)
+{
+    conv_layer *L = p;
+    return ops_conv2d_backward_input(&L->g, L->dy, L->p, L->dx, 0, L->n);
+}
+
+static int layer_input_dev(ocl_launch *l, void *p)
+{
+    conv_layer *L = p;
+    return ocl_kernel_conv_backward_input(l, &L->g, L->DY, L->P, L->DX, L->n);
+}
+
+static void bench_conv_layer(const char *name, int n, int c, int hw, int f)
+{
+    static const struct { const char *pass; bench_fn cpu; device_call dev; } passes[] = {
+        {"forward", layer_forward_cpu, layer_forward_dev},
+        {"backward_filter", layer_filter_cpu, layer_filter_dev},
+        {"backward_input", layer_input_cpu, layer_input_dev}};
+    conv_layer L = {.n = n};
+    conv_geom_init(&L.g, c, hw, hw, f, 3, 3, 1, 1);
+    size_t nx = (size_t)n * c * hw * hw, ny = (size_t)n * f * hw * hw;
+    L.nw = (size_t)f * c * 9;
+    L.x = randoms(nx), L.p = randoms(L.nw + f), L.dy = randoms(ny);
+    L.y = malloc(4 * ny), L.dx = malloc(4 * nx), L.dw = malloc(4 * (L.nw + f));
+    L.X = upload(L.x, 4 * nx), L.P = upload(L.p, 4 * (L.nw + f)), L.DY = upload(L.dy, 4 * ny);
+    L.Y = upload(NULL, 4 * ny), L.DX = upload(NULL, 4 * nx), L.DW = upload(NULL, 4 * (L.nw + f));
+    double flops = 2.0 * (double)ny * (double)c * 9;
+    for (int i = 0; i < 3; i++) {
+        device_run r = {passes[i].dev, &L};
+        double d = best_of(run_on_device, &r), cpu = best_of(passes[i].cpu, &L);
+        printf("bench opencl %s conv %s %s device_us=%.1f gflops=%.1f cpu_us=%.1f ratio=%.2f\n",
+               dev->name, name, passes[i].pass, 1e6 * d, flops / d / 1e9, 1e6 * cpu, cpu / d);
+        fflush(stdout);
+    }
+    ocl_buf *bufs[] = {&L.X, &L.P, &L.Y, &L.DY, &L.DX, &L.DW};
+    for (int i = 0; i < 6; i++)
+        clReleaseMemObject(bufs[i]->mem);
+    free(L.x), free(L.p), free(L.y), free(L.dy), free(L.dx), free(L.dw);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -260,6 +338,9 @@ int main(int argc, char **argv)
         bench_sgemm();
         bench_kernels("28x28x1", 1, 28, 28);
         bench_kernels("116x158x3", 3, 116, 158);
+        bench_conv_layer("vgg-small_32x32_32-32", 32, 32, 32, 32);
+        bench_conv_layer("vgg-small_8x8_64-128", 32, 64, 8, 128);
+        bench_conv_layer("wide-28_14x14_64-128", 16, 64, 14, 128);
         ocl_close(dev);
     }
     return 0;
