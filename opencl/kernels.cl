@@ -59,6 +59,24 @@ static int first_tap(int r, int stride, int O)
     return k >= lowest ? k : k + (lowest - k + stride - 1) / stride * stride;
 }
 
+/* Where input value i of n * C * H * W (sample n, channel c) gets its gradient from: the taps
+ * ky0..ky1 and kx0..kx1 (by stride) that land on an output, the first at output (oy0, ox0),
+ * the others one output up or left each. */
+typedef struct landing { int n, c, ky0, ky1, kx0, kx1, oy0, ox0; } landing;
+
+static landing landing_of(size_t i, int C, int H, int W, int KH, int KW, int stride, int pad,
+                          int OH, int OW)
+{
+    landing t;
+    int ry = (int)(i / W % H) + pad, rx = (int)(i % W) + pad;
+    t.c = (int)(i / ((size_t)W * H) % C);
+    t.n = (int)(i / ((size_t)W * H * C));
+    t.ky0 = first_tap(ry, stride, OH), t.ky1 = min(KH - 1, ry);
+    t.kx0 = first_tap(rx, stride, OW), t.kx1 = min(KW - 1, rx);
+    t.oy0 = (ry - t.ky0) / stride, t.ox0 = (rx - t.kx0) / stride;
+    return t;
+}
+
 /* dx[n][c][iy][ix] = sum over f, ky, kx of dy * w, where the tap lands: the taps that do, found
  * once per work-item, so the loops divide nothing (the order is ky, kx ascending, as the CPU's).
  * Global: n * C * H * W. */
@@ -67,18 +85,13 @@ __kernel void conv_backward_input(G const float *dy, ulong dyo, G const float *w
                                   int KW, int stride, int pad, int OH, int OW)
 {
     size_t i = get_global_id(0);
-    int ix = (int)(i % W), iy = (int)(i / W % H), c = (int)(i / ((size_t)W * H) % C);
-    int n = (int)(i / ((size_t)W * H * C));
-    int ry = iy + pad, rx = ix + pad;
-    int ky0 = first_tap(ry, stride, OH), ky1 = min(KH - 1, ry);
-    int kx0 = first_tap(rx, stride, OW), kx1 = min(KW - 1, rx);
-    int oy0 = (ry - ky0) / stride, ox0 = (rx - kx0) / stride;
+    landing t = landing_of(i, C, H, W, KH, KW, stride, pad, OH, OW);
     float acc = 0;
     for (int f = 0; f < F; f++) {
-        G const float *wf = w + wo + ((size_t)f * C + c) * KH * KW;
-        G const float *dyf = dy + dyo + ((size_t)n * F + f) * OH * OW;
-        for (int ky = ky0, oy = oy0; ky <= ky1; ky += stride, oy--)
-            for (int kx = kx0, ox = ox0; kx <= kx1; kx += stride, ox--)
+        G const float *wf = w + wo + ((size_t)f * C + t.c) * KH * KW;
+        G const float *dyf = dy + dyo + ((size_t)t.n * F + f) * OH * OW;
+        for (int ky = t.ky0, oy = t.oy0; ky <= t.ky1; ky += stride, oy--)
+            for (int kx = t.kx0, ox = t.ox0; kx <= t.kx1; kx += stride, ox--)
                 acc += dyf[oy * OW + ox] * wf[ky * KW + kx];
     }
     dx[dxo + i] = acc;
@@ -160,17 +173,12 @@ __kernel void col2im(G const float *dcol, ulong co, G float *dx, ulong dxo, int 
                      int F, int KH, int KW, int stride, int pad, int OH, int OW)
 {
     size_t i = get_global_id(0), Q = (size_t)OH * OW;
-    int ix = (int)(i % W), iy = (int)(i / W % H), c = (int)(i / ((size_t)W * H) % C);
-    int n = (int)(i / ((size_t)W * H * C));
-    int ry = iy + pad, rx = ix + pad;
-    int ky0 = first_tap(ry, stride, OH), ky1 = min(KH - 1, ry);
-    int kx0 = first_tap(rx, stride, OW), kx1 = min(KW - 1, rx);
-    int oy0 = (ry - ky0) / stride, ox0 = (rx - kx0) / stride;
-    G const float *d = dcol + co + (size_t)n * C * KH * KW * Q;
+    landing t = landing_of(i, C, H, W, KH, KW, stride, pad, OH, OW);
+    G const float *d = dcol + co + (size_t)t.n * C * KH * KW * Q;
     float acc = 0;
-    for (int ky = ky0, oy = oy0; ky <= ky1; ky += stride, oy--)
-        for (int kx = kx0, ox = ox0; kx <= kx1; kx += stride, ox--)
-            acc += d[((size_t)(c * KH + ky) * KW + kx) * Q + oy * OW + ox];
+    for (int ky = t.ky0, oy = t.oy0; ky <= t.ky1; ky += stride, oy--)
+        for (int kx = t.kx0, ox = t.ox0; kx <= t.kx1; kx += stride, ox--)
+            acc += d[((size_t)(t.c * KH + ky) * KW + kx) * Q + oy * OW + ox];
     dx[dxo + i] = acc;
 }
 
