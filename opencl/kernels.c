@@ -220,10 +220,9 @@ int ocl_kernel_conv_backward_input(ocl_launch *l, const conv_geom *g, ocl_buf dy
                    B(params, 4), B(dx, 4), GEOM(g));
     cl_mem m = scratch(l, OCL_SCRATCH_COLUMNS, 4 * count);
     ocl_buf dcol = {m, 0};   /* dcol_n = W^T dy_n, then summed into dx where each tap lands */
+    batch_operand W = {params, taps, 0}, DY = {dy, Q, (size_t)g->f * Q};
     return !m ||
-           gemm_each(l, 1, 0, taps, Q, g->f, (batch_operand){params, taps, 0},
-                     (batch_operand){dy, Q, (size_t)g->f * Q}, (batch_operand){dcol, Q, (size_t)taps * Q},
-                     n) ||
+           gemm_each(l, 1, 0, taps, Q, g->f, W, DY, (batch_operand){dcol, Q, (size_t)taps * Q}, n) ||
            RUN(l, "col2im", (size_t)n * g->c * g->h * g->w, B(dcol, 4), B(dx, 4), GEOM(g));
 }
 
@@ -240,10 +239,10 @@ static int conv_backward_filter_gemm(ocl_launch *l, const conv_geom *g, ocl_buf 
     int taps = g->c * g->kh * g->kw, Q = g->oh * g->ow, nw = nf * taps + nf;
     cl_mem m = scratch(l, OCL_SCRATCH_SLICES, sizeof(float) * (size_t)n * (size_t)nw);
     ocl_buf sums = {m, 0}, col;
+    batch_operand DY = {at(dy, (size_t)f0 * Q), Q, (size_t)g->f * Q};
     return !m || im2col(l, g, x, n, &col) ||
-           gemm_each(l, 0, 1, nf, taps, Q, (batch_operand){at(dy, (size_t)f0 * Q), Q, (size_t)g->f * Q},
-                     (batch_operand){col, Q, (size_t)taps * Q}, (batch_operand){sums, taps, (size_t)nw},
-                     n) ||
+           gemm_each(l, 0, 1, nf, taps, Q, DY, (batch_operand){col, Q, (size_t)taps * Q},
+                     (batch_operand){sums, taps, (size_t)nw}, n) ||
            RUN(l, "conv_bias_sums", (size_t)n * nf, B(dy, 4), B(sums, 4), I(g->f), I(f0), I(nf),
                I(Q), I(taps)) ||
            RUN(l, "conv_backward_filter_total", (size_t)nw, B(sums, 4), B(part, 4), I(nw), I(n));

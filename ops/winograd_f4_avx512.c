@@ -445,24 +445,24 @@ static void gradient_transform_permuted(const tiling *t, const winograd_grad *dy
 }
 
 /* The outputs of a group of 8 tiles (one, 2 or 4 tile rows of 8, 4 or 2 tiles from tile row
- * r, tile q on; nrows of them in the block) of filter f, from m, the group's first points
- * (plane apart), n <= 8 of them there. As gradient_group, the functions below take pooled and
- * per_row as constants. */
+ * r, tile q on; nrows of them in the block) of filter f. As gradient_group, the functions below
+ * take pooled and per_row as constants. */
 typedef struct output_group {
     const tiling *t;
     const winograd_out *o;
-    int f, r, q, nrows, n;
+    int f, r, q, nrows;
     float b;   /* the bias, added to every output (0 without one, as output_transform does) */
 } output_group;
 
-/* Lanes 0 to 15: value 2l + j of a row of pooled windows, window j of tile l, from
- * (window 0 | window 1) of 8 tiles each; or (k < 2 ? 4l + k of (column 0 | 1) : of (2 | 3)),
- * tiles 4h to 4h + 3, the 16 values of an output row from a register pair. */
+/* Lane 2l + j: window j of tile l, from (window 0 | window 1) of 8 tiles each: a row of pooled
+ * windows in order. */
 static inline __m512i pooled_positions(void)
 {
     return _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
 }
 
+/* Lane 4(l - 4h) + k: column k of tile l, tiles 4h to 4h + 3, from the pair (column 0 |
+ * column 1) for k < 2, else (column 2 | column 3): 16 values of an output row in order. */
 static inline __m512i row_positions(int h)
 {
     int32_t idx[16];
@@ -643,7 +643,7 @@ INLINE void output_filter(const tiling *t, const winograd_out *o, int f, float b
         for (int q = 0; q < (group > 1 ? 1 : tw); q += 8) {
             int nrows = t->r1 - r < group ? t->r1 - r : group;
             int n = group > 1 ? nrows * tw : tw - q < 8 ? tw - q : 8;
-            output_group og = {t, o, f, r, q, nrows, n, b};
+            output_group og = {t, o, f, r, q, nrows, b};
             v8sf out[4][4];
             group_outputs(m + (size_t)(r - t->r0) * tw + q, plane, n, out);
             if (pooled)
