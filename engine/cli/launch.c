@@ -87,13 +87,15 @@ static void host_addresses(const launch_env *e, const char *host, char *listen, 
 }
 
 /* rank 0's port: --port, the one srun reserved, or one from the job id (so two jobs sharing a
- * host do not take the same). */
+ * host do not take the same), below the ports Linux hands outgoing connections (32768 on),
+ * which any connection on the host may hold: drawn from 40000 to 59999, a CI run's rank 0
+ * found its port in use (2026-11-30). */
 static void choose_port(launch_plan *p, const launch_request *rq)
 {
     unsigned h = 5381;
     for (const char *c = p->env.job_id; *c; c++)
         h = h * 33 + (unsigned char)*c;
-    p->port = rq->port ? rq->port : p->env.port ? p->env.port : 40000 + (int)(h % 20000);
+    p->port = rq->port ? rq->port : p->env.port ? p->env.port : 20000 + (int)(h % 12000);
     p->port_from = rq->port ? "--port" : p->env.port ? "SLURM_STEP_RESV_PORTS" : "the job id";
 }
 
