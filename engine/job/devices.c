@@ -6,6 +6,7 @@
 #include "opencl/memory.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -28,6 +29,18 @@ static int wanted(const ocl_device *d, const char *filter)
     return strstr(d->name, filter) != NULL;
 }
 
+/* Adds a part to what summary.json records of the devices (rd->note), "; " between parts. */
+static void __attribute__((format(printf, 2, 3))) note_add(run_devices *rd, const char *fmt, ...)
+{
+    size_t at = strlen(rd->note);
+    if (at && at + 2 < sizeof rd->note)
+        memcpy(rd->note + at, "; ", 3), at += 2;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rd->note + at, sizeof rd->note - at, fmt, ap);
+    va_end(ap);
+}
+
 /* PoCL compiles kernels with the linker from PATH and aborts without one: give an empty PATH
  * the usual places (said in the note). */
 static void ensure_path(run_devices *rd)
@@ -36,9 +49,7 @@ static void ensure_path(run_devices *rd)
     if (path && *path)
         return;
     setenv("PATH", "/usr/local/bin:/usr/bin:/bin", 1);
-    snprintf(rd->note + strlen(rd->note), sizeof rd->note - strlen(rd->note),
-             "%sPATH was empty: set to /usr/local/bin:/usr/bin:/bin for the OpenCL compiler",
-             rd->note[0] ? "; " : "");
+    note_add(rd, "PATH was empty: set to /usr/local/bin:/usr/bin:/bin for the OpenCL compiler");
 }
 
 /* The devices to open: auto takes GPUs and accelerators only (an OpenCL CPU device shares the
@@ -67,7 +78,7 @@ int devices_open(run_devices *rd, const job_config *job, rt_config *cfg, FILE *l
     int explicit = job->devices == DEVICES_OPENCL;
     int found = ocl_discover(&rd->found);
     if (rd->found.unlisted[0]) {   /* a GPU the run may be missing */
-        snprintf(rd->note, sizeof rd->note, "%s", rd->found.unlisted);
+        note_add(rd, "%s", rd->found.unlisted);
         fprintf(log, "OpenCL: %s\n", rd->found.unlisted);
     }
     if (!found || !(rd->n = choose(rd, job))) {
@@ -81,9 +92,7 @@ int devices_open(run_devices *rd, const job_config *job, rt_config *cfg, FILE *l
             snprintf(err, errlen, "devices = opencl, but %s", rd->found.why);
             return -1;
         }
-        size_t at = strlen(rd->note);
-        snprintf(rd->note + at, sizeof rd->note - at, "%sOpenCL: %s; training on the CPU",
-                 at ? "; " : "", rd->found.why);
+        note_add(rd, "OpenCL: %s; training on the CPU", rd->found.why);
         fprintf(log, "OpenCL: %s; training on the CPU\n", rd->found.why);
         return 0;
     }
@@ -99,8 +108,7 @@ int devices_open(run_devices *rd, const job_config *job, rt_config *cfg, FILE *l
             if (explicit || job->device_filter[0])
                 return -1;
             /* found by auto or cpu+opencl: the run goes on without it, and says so */
-            snprintf(rd->note + strlen(rd->note), sizeof rd->note - strlen(rd->note),
-                     "%s%.300s; not used", rd->note[0] ? "; " : "", err);
+            note_add(rd, "%.300s; not used", err);
             fprintf(log, "OpenCL: %s; not used\n", err);
             rd->used[i--] = rd->used[--rd->n];
             continue;
@@ -111,9 +119,8 @@ int devices_open(run_devices *rd, const job_config *job, rt_config *cfg, FILE *l
          * while the GPU works; beside busy CPU workers (cpu+opencl) it would take theirs. */
         int spin = explicit && !host_cores && ocl_polling();
         if (spin)
-            snprintf(rd->note + strlen(rd->note), sizeof rd->note - strlen(rd->note),
-                     "%s%s's worker polls it without sleeping while it works (devices = opencl)",
-                     rd->note[0] ? "; " : "", d->name);
+            note_add(rd, "%s's worker polls it without sleeping while it works (devices = opencl)",
+                     d->name);
         cfg->devices[cfg->ndevices++] =
             (rt_device){RT_WORKER_OPENCL, d->name, &ocl_memory_ops, d, host_cores,
                         ocl_polling() ? ocl_poll_device : NULL, spin};
