@@ -246,6 +246,10 @@ static void input_adjoint_permuted(const tiling *t, const float *Z, float *dx, f
         }
 }
 
+/* The tile rows of a group of 8 tiles whose rows hold per_row tiles each (8: a group is 8
+ * tiles of one row, longer rows taking several groups). */
+static inline int group_tile_rows(int per_row) { return per_row == 8 ? 1 : 8 / per_row; }
+
 /* The output gradient of a group of 8 tiles (one, 2 or 4 tile rows of 8, 4 or 2 tiles from
  * tile row r, tile q on; nrows of them in the block), as load_gradient_row gives it: zero past
  * the output's edges, unpooled through the argmax, through the relu. The functions below take
@@ -297,7 +301,7 @@ INLINE void gradient_rows(const gradient_group *gg, int a, int pooled, int per_r
     v[0] = v[1] = ry[0] = ry[1] = *am = _mm512_setzero_ps();
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++) {   /* constant bounds, unrolled: v's indexes constants */
-        if (j >= 8 / per_row || j >= gg->nrows)
+        if (j >= group_tile_rows(per_row) || j >= gg->nrows)
             break;
         int r = gg->r + j;
         gradient_row row = winograd_gradient_row(t, dy, r / t->th, gg->f, 4 * (r % t->th) + a);
@@ -340,7 +344,7 @@ INLINE void gradient_tiles(const gradient_group *gg, int a, int pooled, int per_
     __m512i target = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++)
-        if (j < 8 / per_row) {
+        if (j < group_tile_rows(per_row)) {
             __mmask16 lanes = (__mmask16)(((1u << per_row) - 1) << (j * per_row));
             target = _mm512_mask_set1_epi32(target, lanes, first[j] + 4 * gg->q);
         }
@@ -402,7 +406,7 @@ INLINE void gradient_filter(const tiling *t, const winograd_grad *dy, int f, int
                             int per_row, const __m512i col[4], float *d, size_t plane,
                             float *sums)
 {
-    int tw = t->tw, group = per_row == 8 ? 1 : 8 / per_row;
+    int tw = t->tw, group = group_tile_rows(per_row);
     for (int r = t->r0; r < t->r1; r += group)
         for (int q = 0; q < (group > 1 ? 1 : tw); q += 8) {
             int nrows = t->r1 - r < group ? t->r1 - r : group;
@@ -539,7 +543,7 @@ INLINE void store_output_row(const output_group *og, v8sf o[4][4], int a, int pe
     }
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++) {
-        if (j >= (per_row == 8 ? 1 : 8 / per_row) || j >= og->nrows)
+        if (j >= group_tile_rows(per_row) || j >= og->nrows)
             break;
         int r = og->r + j, oy = 4 * (r % t->th) + a;
         if (oy >= g->oh)
@@ -571,7 +575,7 @@ INLINE void store_pooled_rows(const output_group *og, v8sf o[4][4], int per_row)
     __m256i c = _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++) {
-        if (j >= (per_row == 8 ? 1 : 8 / per_row))
+        if (j >= group_tile_rows(per_row))
             break;
         int r = og->r + j, col = per_row == 8 ? og->q : 0;
         int32_t at = (int32_t)((size_t)og->f * g->oh * ow) + 4 * ((r % t->th) * ow + col);
@@ -618,7 +622,7 @@ INLINE void store_pooled_rows(const output_group *og, v8sf o[4][4], int per_row)
             pv = relu16(pv);
 #pragma GCC unroll 4
         for (int j = 0; j < 4; j++) {
-            if (j >= (per_row == 8 ? 1 : 8 / per_row) || j >= og->nrows)
+            if (j >= group_tile_rows(per_row) || j >= og->nrows)
                 break;
             int r = og->r + j, py = 2 * (r % t->th) + i;
             if (py >= p->oh)
@@ -638,7 +642,7 @@ INLINE void output_filter(const tiling *t, const winograd_out *o, int f, float b
                           const float *m, size_t plane, int pooled, int per_row,
                           const __m512i pos[2])
 {
-    int tw = t->tw, group = per_row == 8 ? 1 : 8 / per_row;
+    int tw = t->tw, group = group_tile_rows(per_row);
     for (int r = t->r0; r < t->r1; r += group)
         for (int q = 0; q < (group > 1 ? 1 : tw); q += 8) {
             int nrows = t->r1 - r < group ? t->r1 - r : group;
