@@ -246,6 +246,13 @@ TEST(launch_mpi_rank_0_publishes_the_key_and_its_address)
     CHECK(plan(&p0, &rq, rank0, err, sizeof err) == -1 && strstr(err, "writable by others"));
     launch_finish(&p0);
     CHECK(chmod(dir, 0700) == 0);
+
+    /* no --port: one from the job id, below the ports Linux hands outgoing connections */
+    launch_request drawn = {.rendezvous = dir, .wait_s = 0.5};
+    CHECKF(plan(&p0, &drawn, rank0, err, sizeof err) == 0, "%s", err);
+    CHECKF(p0.port >= 20000 && p0.port < 32000 && !strcmp(p0.port_from, "the job id"), "%d %s",
+           p0.port, p0.port_from);
+    launch_finish(&p0);
 }
 
 /* ---- whole runs ---- */
