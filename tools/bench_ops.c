@@ -16,6 +16,7 @@
 #include "ops/gemm.h"
 #include "ops/peak.h"
 #include "common/clock.h"
+#include "common/large_alloc.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -28,7 +29,7 @@ static const char *only;   /* run only the cases whose name has this */
 
 static float *randoms(size_t n)
 {
-    float *p = malloc(n * sizeof *p);
+    float *p = large_alloc(n * sizeof *p);   /* huge pages for 2 MB or more, as training's */
     unsigned s = 12345;
     for (size_t i = 0; i < n; i++) {
         s = s * 1103515245u + 12345u;
@@ -310,6 +311,7 @@ int main(int argc, char **argv)
     bench_conv(64, 14, 14, 128, 1, 4);
     bench_conv(3, 32, 32, 32, 1, 4);     /* vgg-small's */
     bench_conv(32, 32, 32, 32, 1, 4);
+    bench_conv(32, 32, 32, 32, 1, 32);   /* a training chunk of it: input from L3 or memory */
     bench_conv(32, 16, 16, 64, 1, 4);
     bench_conv(64, 8, 8, 128, 1, 4);
     bench_fused_backward(3, 270, 360, 4, 0, 2);   /* DAHL 270x360x3's first layer */
