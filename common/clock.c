@@ -40,8 +40,8 @@ static int tsc_is_invariant(void)
 #if defined(__x86_64__)
 /* A (CLOCK_MONOTONIC, TSC) pair read at one instant: the TSC read on both sides of the clock,
  * the narrowest of 16 tries kept. A thread preempted between two reads (a busy machine) would
- * pair them a time slice apart, and a calibration from such a pair was off tenfold: idle
- * workers then spun ten times longer than they should (a test measured it in CI). */
+ * pair them a time slice apart, and a calibration from such a pair can be off tenfold: idle
+ * workers would spin ten times longer than they should (likely what a CI test once saw). */
 static void read_pair(uint64_t *ns, uint64_t *tsc)
 {
     uint64_t narrowest = UINT64_MAX;

@@ -111,8 +111,8 @@ static void clock_pair(double *s, uint64_t *ticks)
 }
 
 /* The runtime's ticks (the TSC where it is invariant) keep time with CLOCK_MONOTONIC: their
- * calibration, 5 ms long, once read a pair a time slice apart on a busy machine and idle
- * workers spun ten times longer than meant. */
+ * calibration, 5 ms long, reads each pair at one instant; a pair read a time slice apart on a
+ * busy machine would put the rate off, and idle workers would spin longer than meant. */
 TEST(runtime_clock_ticks_keep_time_with_the_monotonic_clock)
 {
     clock_init();
