@@ -408,13 +408,15 @@ TEST(green_postponed_sync_job_resumes_to_the_weights_of_one_never_postponed)
 }
 
 /* A budget of grams for a coordinator and a node on 400 g/kWh grids: the run stops before it
- * would spend more, and every machine's grams together stay within it. */
+ * would spend more, and every machine's grams together stay within it. The budget lasts several
+ * rounds (the coordinator checks it a round apart): at 0.01 g, two rounds on a slow host under
+ * TSan spent it before a pace could be measured. */
 TEST(green_budget_is_not_overspent)
 {
     char trace[760], o[800], extra[1024];
     snprintf(trace, sizeof trace, "%s", write_file("flat.csv", "0,400\n"));
     snprintf(extra, sizeof extra, "slowdown = 5\n[energy]\nbaseline_seconds = 0\ncarbon_trace = %s\n"
-             "[placement]\nparticipation = budget\nbudget_g = 0.01\n[cluster]\nmode = average\n"
+             "[placement]\nparticipation = budget\nbudget_g = 0.02\n[cluster]\nmode = average\n"
              "sync_every = 4\n", trace);
     const char *job = job_file("budget.cfg", 1024, 1000, extra);
     snprintf(o, sizeof o, "job.output=%s", test_tmp("budget"));
@@ -432,8 +434,11 @@ TEST(green_budget_is_not_overspent)
     CHECKF(rc == 0 && strstr(summary, "\"stopped\": \"budget: "), "rc %d\n%s", rc, summary);
     double here = figure(summary, "\"this_process\"", "\"gco2e\": ");
     double node_g = figure(summary, "\"nodes\"", "\"gco2e\": ");
-    CHECKF(here > 0 && node_g > 0 && here + node_g <= 0.01 && here + node_g > 0.005,
-           "here %g g, node %g g, budget 0.01 g\n%s", here, node_g, summary);
+    fprintf(stderr, "  budget 0.02 g: here %.4g g, the node %.4g g\n", here, node_g);
+    /* at least 40%: before its pace is measured the run counts its start too, and stops early
+       on a slow host (57% seen under TSan beside two CPU hogs) */
+    CHECKF(here > 0 && node_g > 0 && here + node_g <= 0.02 && here + node_g > 0.008,
+           "here %g g, node %g g, budget 0.02 g\n%s", here, node_g, summary);
 }
 
 /* Two gossip peers, one whose grid turns dirty for two trace hours: it sits those rounds out

@@ -102,21 +102,33 @@ int run_green_budget_spent(run_green *g, long batches)
     if (g->cfg->participation != PARTICIPATION_BUDGET || g->spent)
         return g->spent;
     double spent = grams_all(g), own = here_grams(g), now = clock_now_s();
-    if (g->ref_batches < 0) {   /* the pace is measured once past the start */
+    long enough = BUDGET_MARGIN_BATCHES + (g->cluster ? g->cfg->sync_every : 0), n = 0;
+    double per_batch, per_s;
+    if (g->ref_batches < 0) {
+        /* before the pace is measured (past the start, whose costs are not the pace): from the
+           start, which errs towards stopping early. Under averaging this is called a round
+           apart, and two rounds spent a small budget on a slow host (a CI run overspent by 1%
+           waiting for the pace). */
+        per_batch = batches > 0 ? spent / (double)batches : 0;
+        per_s = now - g->start_clock > 0.2 ? spent / (now - g->start_clock) : 0;
         if (batches >= BUDGET_MARGIN_BATCHES) {
             g->ref_batches = batches, g->ref_grams = spent, g->ref_own = own;
             g->pace_grams = spent, g->pace_clock = now;
         }
-        if (spent < g->cfg->budget_g)
-            return 0;
+    } else {
+        /* the pace over enough batches (and time) that a node's report, a round's grams at
+           once, is not taken for it; before they are enough, the last epoch's, or in the first
+           the pace so far (which such a report errs towards stopping early) */
+        n = batches - g->ref_batches;
+        per_batch = n > 0 ? (spent - g->ref_grams) / (double)n : 0;
+        per_s = now - g->pace_clock > 0.2 ? (spent - g->pace_grams) / (now - g->pace_clock) : 0;
+        if (n >= enough)
+            g->per_batch = per_batch;
+        else if (g->per_batch > 0)
+            per_batch = g->per_batch;
     }
-    /* the pace over enough batches (and time) that a node's report, a round's grams at once, is
-       not taken for it */
-    long n = batches - g->ref_batches, enough = BUDGET_MARGIN_BATCHES + (g->cluster ? g->cfg->sync_every : 0);
-    if (n < enough && spent < g->cfg->budget_g)
+    if (per_batch <= 0 && per_s <= 0 && spent < g->cfg->budget_g)
         return 0;
-    double per_batch = n > 0 ? (spent - g->ref_grams) / (double)n : 0;
-    double per_s = now - g->pace_clock > 0.2 ? (spent - g->pace_grams) / (now - g->pace_clock) : 0;
     /* the epoch's test pass (on this machine alone) must fit too: as the last one took, or
        (before any) as many batches of this machine's training would */
     double test = g->test_grams >= 0 ? g->test_grams

@@ -29,6 +29,7 @@ typedef struct run_green {
     long ref_batches;            /* a budget's pace a batch is measured from this batch of the */
     double ref_grams, ref_own;   /*   epoch (-1: not yet): every machine's grams then, this one's */
     double pace_grams, pace_clock;   /* and a second from there in the first epoch on */
+    double per_batch;            /* the last pace a batch measured over enough batches (0: none) */
     double start_clock;          /* clock_now_s() at the start: the run's pace of grams */
     int spent;                   /* the budget was found spent */
     long test_batches;           /* an epoch's test pass, in batches */

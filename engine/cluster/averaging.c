@@ -497,7 +497,7 @@ static void on_model(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
         return coordinator_refuse(c, n, "a model for a round it was not sent");
     if (rd->skipped) {   /* backup: the round went on without it; it is free for the next */
         n->model_at = clock_now_s();
-        n->joules = r.joules, n->carbon = r.carbon_g_per_kwh, n->grams = r.grams;
+        n->joules = r.joules, n->carbon = r.carbon_g_per_kwh, n->grams = r.grams, n->grams_at = n->model_at;
         if (r.samples && r.compute_s > 0)   /* its measured speed still counts */
             n->round_cost = coordinator_running_mean(n->round_cost, r.compute_s / (r.workers ? r.workers : 1) / r.samples);
         rd->in = rd->skipped = 0;
@@ -518,7 +518,7 @@ static void on_model(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
     n->wait_s += took > computing ? took - computing : 0;
     n->active_s += took;
     n->joules = r.joules, n->estimated = (int)r.estimated, n->carbon = r.carbon_g_per_kwh;
-    n->renewable_w = r.renewable_w, n->grams = r.grams;
+    n->renewable_w = r.renewable_w, n->grams = r.grams, n->grams_at = n->model_at;
     n->running = r.workers < (uint32_t)n->workers ? (int)r.workers : n->workers;
     if (r.samples && computing > 0) {   /* what computing costs, and what the round adds */
         n->round_cost = coordinator_running_mean(n->round_cost, computing / r.samples);

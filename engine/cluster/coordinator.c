@@ -193,7 +193,7 @@ static void on_ready(coordinator *c, peer_node *n, const uint8_t *p, size_t len)
         return coordinator_refuse(c, n, r.nparams != c->nparams ? "its model has other parameters" : why);
     if (n->ready)
         return;
-    n->ready = 1;
+    n->ready = 1, n->grams_at = clock_now_s();
     snprintf(n->devices, sizeof n->devices, "%s", r.devices);
     netio_hub_peer_stats(c->hub, n->peer, &n->net);
     fprintf(c->log, "cluster: node %s (%s, %d workers, %s; computing on %s; traffic %s) joined\n",
@@ -262,6 +262,7 @@ static void on_figures(coordinator *c, peer_node *n, const uint8_t *p, size_t le
         return;
     }
     n->carbon = r.carbon_g_per_kwh, n->renewable_w = r.renewable_w, n->grams = r.grams;
+    n->grams_at = clock_now_s();
     n->joules = r.joules, n->estimated = (int)r.estimated;
 }
 
@@ -464,12 +465,34 @@ void coordinator_use_green_log(coordinator *c, green_log *g)
     pthread_mutex_unlock(&c->lock);
 }
 
+/* Locked. Whether n computes for this run now: a round out (averaging), or its share of the
+ * batches (synchronous) unless the policy leaves it out. */
+static int node_computing(const coordinator *c, const peer_node *n)
+{
+    if (c->cfg->sync_every)
+        return (n->rounds[0].in && !n->rounds[0].done) || (n->rounds[1].in && !n->rounds[1].done);
+    return !n->sitting_out && !n->parked;
+}
+
+/* A node reports its grams with a round's result (or, computing nothing, now and then): a
+ * budget counting those alone learns of a slow round's cost once it is spent (a CI run
+ * overspent a 0.01 g budget so). While it computes, the grams since its report are counted at
+ * its power computing (this machine's until it reports one) and its grid's intensity. */
+double coordinator_node_grams(const coordinator *c, const peer_node *n, double now)
+{
+    if (!n->ready || n->gone || n->grams_at <= 0 || now <= n->grams_at || !node_computing(c, n))
+        return n->grams;
+    double watts = n->watts > 0 ? n->watts : c->local_w;
+    double g_per_kwh = n->carbon > 0 ? n->carbon : c->carbon.value;
+    return n->grams + watts * (now - n->grams_at) * g_per_kwh / 3.6e6;
+}
+
 double coordinator_nodes_grams(coordinator *c)
 {
     pthread_mutex_lock(&c->lock);
-    double g = 0;
+    double g = 0, now = clock_now_s();
     for (int i = 0; i < c->nnodes; i++)
-        g += c->nodes[i].grams;
+        g += coordinator_node_grams(c, &c->nodes[i], now);
     pthread_mutex_unlock(&c->lock);
     return g;
 }

@@ -56,8 +56,9 @@ int coordinator_train_epoch(coordinator *c, int epoch, long first_batch, pass_re
 /* This machine's energy meter: with it, the placement policy ([placement] policy, budget,
  * slowdown) decides which nodes take work (cluster_share.h); without, every node does. */
 void coordinator_use_meter(coordinator *c, energy_meter *meter);
-/* The nodes' grams of CO2e so far (as they report them); whether a ready node that has
- * reported is green now (at most threshold g/kWh, or its renewable power covers its draw). */
+/* The nodes' grams of CO2e so far (as they report them, and since then at their power); whether
+ * a ready node that has reported is green now (at most threshold g/kWh, or its renewable power
+ * covers its draw). */
 double coordinator_nodes_grams(coordinator *c);
 int coordinator_any_node_green(coordinator *c, double threshold);
 /* Where the participation decisions go (the run's, engine/report/green_log.h); NULL: nowhere. */

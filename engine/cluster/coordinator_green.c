@@ -46,7 +46,7 @@ static int gather(coordinator *c, double here_img_s, double here_w, const double
             continue;
         index[n] = i;   /* a node's forecast stays on the node */
         m[n++] = (participant){node_img_s[i], x->watts, x->carbon, x->renewable_w, NULL, 0, 0};
-        *spent += x->grams;
+        *spent += coordinator_node_grams(c, x, clock_now_s());
     }
     return n;
 }

@@ -78,6 +78,7 @@ typedef struct peer_node {
     double compute_s, wait_s, joules, joined_at, active_s;
     double watts, carbon;        /* while computing (running average), its grid's intensity */
     double renewable_w, grams;   /* its renewable power now, its CO2e so far (as it reports) */
+    double grams_at;             /* when it reported them (clock_now_s; 0: not ready) */
     int green_index;             /* its machine in the green log; -1: not yet */
     int estimated;
     int parked, probe;           /* the policy leaves it out; it is due a probe */
@@ -196,7 +197,8 @@ int coordinator_stopping(coordinator *c);
 /* A deadline `due`, shortened once the run is asked to stop to half the timeout from then, so
  * that the batch or round under way ends, and the run saves and exits, within the timeout. */
 double coordinator_due(const coordinator *c, double due);
-double coordinator_running_mean(double avg, double x);        /* a running average of positive figures (0: none) */
+double coordinator_running_mean(double avg, double x);
+double coordinator_node_grams(const coordinator *c, const peer_node *n, double now);   /* locked */        /* a running average of positive figures (0: none) */
 int coordinator_ready_nodes(const coordinator *c);       /* locked */
 void coordinator_refuse(coordinator *c, peer_node *n, const char *why);
 /* Says once per reason why the weights will not be bit-identical to a run on one machine, and

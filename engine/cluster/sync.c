@@ -435,7 +435,7 @@ static void on_result(coordinator *c, peer_node *n, const uint8_t *p, size_t len
     n->samples += r.samples, n->compute_s += r.compute_s;
     n->wait_s += rtt > r.compute_s ? rtt - r.compute_s : 0;
     n->joules = r.joules, n->estimated = (int)r.estimated, n->carbon = r.carbon_g_per_kwh;
-    n->renewable_w = r.renewable_w, n->grams = r.grams;
+    n->renewable_w = r.renewable_w, n->grams = r.grams, n->grams_at = clock_now_s();
     n->late_in_row = 0;
     n->running = r.workers < (uint32_t)n->workers ? (int)r.workers : n->workers;
     n->cost = coordinator_running_mean(n->cost, r.compute_s);
