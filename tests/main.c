@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -154,6 +155,16 @@ static int matches(const char *name, int argc, char **argv)
     return 0;
 }
 
+/* CPU seconds of the tests (and what they spawned) waited for so far: beside a test's wall
+ * time, it says whether the test computes or waits. */
+static double children_cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
 static int cmp_tests(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -176,6 +187,7 @@ int main(int argc, char **argv)
             continue;
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
+        double cpu0 = children_cpu_s();
         fflush(stdout);
         pid_t pid = fork();
         if (pid == 0) {
@@ -197,8 +209,8 @@ int main(int argc, char **argv)
         double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
         int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         const char *why = ok ? "" : WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "";
-        printf("%s %-44s %6.2fs%s%s%s\n", ok ? "PASS" : "FAIL", tests[i].name, s,
-               variant ? " [" : "", variant ? variant : "", variant ? "]" : "");
+        printf("%s %-44s %6.2fs %6.2fs cpu%s%s%s\n", ok ? "PASS" : "FAIL", tests[i].name, s,
+               children_cpu_s() - cpu0, variant ? " [" : "", variant ? variant : "", variant ? "]" : "");
         if (!ok && *why)
             printf("    (%s)\n", why);
         ok ? passed++ : failed++;
