@@ -15,7 +15,8 @@
 #                         install what is missing, build, train (default: DAHL's CNN on Fashion-MNIST)
 #   ./build.sh test       build and run every test (optimised build), and the layout checks
 #   ./build.sh test-sanitizers
-#                         every test again under ASan+UBSan, and those with threads under TSan
+#                         the tests again under ASan+UBSan, and those with threads under TSan
+#                         (less long scenarios that repeat shorter tests' code: ASAN_TESTS, TSAN_TESTS)
 #   ./build.sh bench WHAT run a benchmark: runtime, ops, train (frugal against PyTorch), opencl,
 #                         gpu (frugal's OpenCL path against PyTorch CUDA on an NVIDIA GPU),
 #                         cluster (a coordinator and a node through tools/netproxy), placement
@@ -141,6 +142,39 @@ check_layout() {
     done
 }
 
+# The sanitizer runs. Each test-name prefix must name a test (tests/main.c refuses one that does
+# not); -PREFIX leaves tests out. Left out are long scenarios whose code shorter tests in the same
+# run go through: a sanitizer finds a bad access or a race on the first pass through the code,
+# not the fortieth, and CI must end within 45 minutes on a host three times slower than usual
+# (the run of 2026-12-01 took 86 minutes, TSan alone about 40).
+# ASan+UBSan: every test but
+#   real clusters the simulator is compared with (the cluster_* tests run those clusters),
+#   four gossip peers to an accuracy, and peers of their own classes (gossip_survives_*,
+#   gossip_half_*, gossip_refuses_*: the same peers' code), the placement tuner and the
+#   cluster's energy policy driven for a minute (the placement_* and cluster_* units, and
+#   placement_budget_*), and PoCL compiling every kernel with no cache (opencl_train_*).
+ASAN_TESTS="-simulate_predicts_loopback -simulate_synchronous_cluster -gossip_four_peers
+    -gossip_peers_with_classes -placement_energy_keeps -cluster_energy_policy
+    -opencl_train_in_an_empty_environment"
+# TSan: the tests with threads (the runtime, training, the sensors' sampler, OpenCL's device
+# workers, netio, clusters, gossip, green rounds, launchers, operating points), less the
+# scenarios whose threads a shorter test in the run goes through: a coordinator killed, paused or
+# cut off (cluster_averaging_overlapped_coordinator_killed_* stays), nodes leaving and joining
+# (cluster_node_leaves_*, cluster_slots_* stay), a node's power budget and the energy policy
+# (op_node_* stays), chunks taken back (cluster_idle_node_steals_* stays), the averaging
+# scenarios a shorter one covers, gossip to an accuracy, and the placement and operating-point
+# searches driven for a minute (their units and op_limits_* stay).
+TSAN_TESTS="runtime run_ train energy opencl_train cluster gossip green netio placement trace op_
+    launch_ -cluster_coordinator_killed -cluster_node_rejoins_a_coordinator_paused
+    -cluster_broken_links -cluster_averaging_every_4_steps -cluster_node_keeps_its_own_power
+    -cluster_nodes_leave_and_join -cluster_energy_policy -cluster_node_ends_cleanly_with_a_probe
+    -cluster_says_when_the_weights -cluster_averaging_compressed_takes_a_late_node
+    -cluster_averaging_overlapped_survives -cluster_averaging_drops_a_node_stalled
+    -cluster_refuses_results_out_of_turn -cluster_idle_node_takes_back
+    -cluster_idle_coordinator_takes_back -gossip_four_peers -gossip_peers_with_classes
+    -gossip_half_participation -placement_energy_keeps -placement_budget_below_one_core
+    -op_train_auto -op_windows -opencl_train_in_an_empty_environment"
+
 # run_tests RUN...: each RUN is "variant|test filter|FRUGAL_TEST_SCALE" (sanitizers run fewer
 # seeds); the layout checks count with the first. Ends with "N passed, M failed".
 run_tests() {
@@ -260,7 +294,7 @@ test) deps; build; run_tests "release||1" ;;
 test-sanitizers)
     deps
     build
-    run_tests "asan||4" "tsan|runtime run_ train energy opencl_train cluster gossip green netio placement trace op_ launch_|4"
+    run_tests "asan|${ASAN_TESTS//$'\n'/ }|4" "tsan|${TSAN_TESTS//$'\n'/ }|4"
     ;;
 train)
     shift

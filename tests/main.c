@@ -1,5 +1,6 @@
-/* Runs the registered tests whose names start with any prefix given on the command line, each in
- * its own child process so that a crash or a hang fails one test rather than the run. */
+/* Runs the registered tests whose names start with any prefix given on the command line (and with
+ * none given as -PREFIX), each in its own child process so that a crash or a hang fails one test
+ * rather than the run. */
 #include "common/env_switches.h"
 #include "test.h"
 
@@ -145,14 +146,41 @@ int test_scale(int full)
     return n > 0 ? n : 1;
 }
 
+/* Whether a test runs: its name starts with a prefix given (any test when none is), and with
+ * none given as -PREFIX. */
 static int matches(const char *name, int argc, char **argv)
 {
-    if (argc < 2)
-        return 1;
+    int included = 1;
     for (int i = 1; i < argc; i++)
-        if (!strncmp(name, argv[i], strlen(argv[i])))
-            return 1;
-    return 0;
+        if (argv[i][0] != '-')
+            included = 0;
+    for (int i = 1; i < argc; i++) {
+        int exclude = argv[i][0] == '-';
+        const char *prefix = argv[i] + exclude;
+        if (!strncmp(name, prefix, strlen(prefix))) {
+            if (exclude)
+                return 0;
+            included = 1;
+        }
+    }
+    return included;
+}
+
+/* A prefix that names no test (a test renamed, a typo) would silently run less: refused. */
+static int every_prefix_names_a_test(int argc, char **argv)
+{
+    int ok = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *prefix = argv[i] + (argv[i][0] == '-');
+        int found = 0;
+        for (int t = 0; t < ntests && !found; t++)
+            found = !strncmp(tests[t].name, prefix, strlen(prefix));
+        if (!found) {
+            fprintf(stderr, "no test matches '%s'\n", argv[i]);
+            ok = 0;
+        }
+    }
+    return ok;
 }
 
 /* CPU seconds of the tests (and what they spawned) waited for so far: beside a test's wall
@@ -181,6 +209,10 @@ int main(int argc, char **argv)
     setenv("FRUGAL_NVML_LIBRARY", fake_nvml, 0);
     unsetenv("FAKE_NVML_DIR");
     env_switches_read();
+    if (!every_prefix_names_a_test(argc, argv)) {
+        printf("0 passed, 1 failed\n");
+        return 1;
+    }
     int passed = 0, failed = 0;
     for (int i = 0; i < ntests; i++) {
         if (!matches(tests[i].name, argc, argv))
