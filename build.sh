@@ -152,16 +152,16 @@ check_layout() {
 #   four gossip peers to an accuracy, and peers of their own classes (gossip_survives_*,
 #   gossip_half_*, gossip_refuses_*: the same peers' code), the placement tuner and the
 #   cluster's energy policy and a node's power budget driven for a minute (the placement_*
-#   units, and cluster_averaging_shares_chunks_*), PoCL compiling every kernel with no cache
-#   (opencl_train_*), a coordinator killed or paused and resumed (resuming is
-#   train_resume_* and cluster_averaging_overlapped_coordinator_killed_*), nodes leaving and
-#   joining (cluster_slots_*, cluster_node_leaves_*, cluster_averaging_loses_just_the_rounds_*),
+#   units, and cluster_averaging_shares_chunks_*), a coordinator killed or paused and resumed
+#   (resuming is train_resume_* and cluster_averaging_overlapped_coordinator_killed_*), nodes
+#   leaving and joining (cluster_slots_*, cluster_node_leaves_*,
+#   cluster_averaging_loses_just_the_rounds_*),
 #   a probe under way at the end (cluster_far_node_*), the operating points' search and
 #   windows over short epochs (op_limits_*, op_node_*, op_train_value_* stay), and links broken
 #   by tools/netproxy (the hub_stream fuzzer feeds a real hub frames cut anywhere).
 ASAN_TESTS="-simulate_predicts_loopback -simulate_synchronous_cluster -gossip_four_peers
     -gossip_peers_with_classes -placement_energy_keeps -placement_budget_below_one_core
-    -cluster_energy_policy -opencl_train_in_an_empty_environment -cluster_coordinator_killed
+    -cluster_energy_policy -cluster_coordinator_killed
     -cluster_node_rejoins_a_coordinator_paused -cluster_nodes_leave_and_join
     -cluster_averaging_every_4_steps -cluster_node_ends_cleanly_with_a_probe -op_windows
     -cluster_node_keeps_its_own_power -op_train_auto -cluster_broken_links"
@@ -190,7 +190,7 @@ TSAN_TESTS="runtime run_ train energy opencl_train cluster gossip green netio pl
     -launch_oar -launch_wrong_environment -launch_real_srun -launch_nodes_prove
     -green_postponed_sync -placement_energy_keeps -placement_budget_below_one_core -op_train_auto
     -op_windows -op_train_value_out_of_range -op_train_without_permission
-    -opencl_train_in_an_empty_environment -opencl_train_dahl_cnn_within_a_point
+    -opencl_train_dahl_cnn_within_a_point
     -opencl_train_calibrates_the_placement_figures -cluster_refuses_strangers
     -cluster_stalled_node -cluster_averaging_loses_just_the_rounds -cluster_node_leaves_on_sigint
     -green_node_whose_grid -launch_slurm_ranks"

@@ -538,16 +538,20 @@ static rt_task *find_work_patiently(rt_runtime *rt, rt_worker *me, int (*stop_wh
          * machine, up to milliseconds on a virtual one). A device it spins for keeps it awake
          * while work runs there, as CUDA's default spins while a GPU works. */
         int in_flight = 0;
-        if (dev && dev->poll &&
-            (dev->poll(dev->ctx, &in_flight) > 0 || (in_flight > 0 && dev->spin))) {
+        int completed = dev && dev->poll ? dev->poll(dev->ctx, &in_flight) : 0;
+        int spinning_for_device = in_flight > 0 && dev->spin;
+        if (completed > 0 || spinning_for_device) {
             start = clock_ticks();
             pauses = pauses > 16 ? 16 : pauses;
         }
         rt_task *t = find_work(rt, me, min_steal);
         if (t || (stop_when && stop_when(rt)))
             return t;
+        /* Never sleep on a device's running work, even when this thread lost its core for
+         * longer than the spin (a busy virtual machine): the work would then wait for a wake-up
+         * that no callback sends. */
         double idle = clock_ticks_to_s(clock_ticks() - start);
-        if (idle > IDLE_SPIN_S)
+        if (idle > IDLE_SPIN_S && !spinning_for_device)
             return NULL;
         if (idle > LONE_TASK_WAIT_S)
             min_steal = 1;

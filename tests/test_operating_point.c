@@ -447,7 +447,7 @@ TEST(op_train_auto_searches_each_part_and_puts_every_limit_back)
     fake_machine("auto");
     const char *sets[] = {"placement.operating_point=auto, nvidia1=off", "placement.window_seconds=0.05",
                           NULL};
-    int rc = train_driven("auto", test_scale(60), sets);
+    int rc = train_driven("auto", test_scale(20), sets);   /* the searches took 5 epochs here */
     const char *out = driven_out, *json = driven_json;
     CHECKF(rc == 0 && strstr(out, "operating point: nvidia0 255 W: searching: 300 measured") &&
            strstr(out, "operating point: nvml:0 put back to 300 W") &&
@@ -533,8 +533,9 @@ TEST(op_windows_carry_across_short_epochs)
     if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
         return;   /* one core: nothing to decide */
     fake_machine("short");
-    /* epochs of about 0.1 s here (0.03 s on a machine 3x as fast) and windows of 0.3 s */
-    const char *sets[] = {"placement.policy=energy", "placement.window_seconds=0.3", NULL};
+    /* epochs of 256 samples, about 0.07 s here (0.02 s on a machine 3x as fast), and windows
+     * of 0.3 s */
+    const char *sets[] = {"placement.policy=energy", "placement.window_seconds=0.3", "data.limit=256", NULL};
     int rc = train_driven("short", test_scale(60), sets);
     const char *out = driven_out, *json = driven_json;
     const char *measured = strstr(json, "\"seconds_measured\": ");
