@@ -405,13 +405,9 @@ static int forward_fused(const conv_geom *g, conv_input x, const float *wt, cons
     if (uses_winograd(g))   /* pooled and through the relu as each row is stored */
         return conv_winograd_forward(g, winograd_tile(g), x, wt, bias, y, n0, n1, 0, g->f, p,
                                      argmax, relu);
-    /* pooled, the relu in place afterwards, while the chunk's pooled output is in cache:
-     * pooled row by row, each row's loads stalled on the stores just made (+20 to 50%) */
-    int rc = DISPATCH(forward, g, x, wt, bias, y, n0, n1, 0, g->f, p, argmax, relu && !p);
-    long pooled = p ? (long)p->c * p->oh * p->ow : 0;
-    if (!rc && relu && p)
-        ops_relu_forward(y, y, n0 * pooled, n1 * pooled);
-    return rc;
+    /* the relu on each pooled value before it is stored (a pass over the pooled rows after
+     * them stalled on the stores just made) */
+    return DISPATCH(forward, g, x, wt, bias, y, n0, n1, 0, g->f, p, argmax, relu);
 }
 
 static int backward_fused(const conv_geom *g, conv_input x, const pool_geom *p,

@@ -5,9 +5,9 @@
  * contracts as the conv2d_* functions in conv.h (return values included), which choose among
  * them; with a pool (else NULL), forward pools its output and backward-filter takes the pooled
  * gradient (through the relu after the pool where relu_y, the pooled output, is not NULL);
- * without a pool, with relu forward's output goes through a relu, and backward-filter's
- * gradient through it where relu_y, the relu's output, is not NULL; as the fused functions of
- * conv.h do. */
+ * with relu, forward's output (pooled or not) goes through a relu, and without a pool
+ * backward-filter's gradient goes through it where relu_y, the relu's output, is not NULL; as
+ * the fused functions of conv.h do. */
 #ifndef FRUGAL_CONV_DIRECT_H
 #define FRUGAL_CONV_DIRECT_H
 

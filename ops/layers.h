@@ -16,9 +16,10 @@ int pool_geom_init(pool_geom *g, int c, int h, int w, int size, int stride);
 void ops_maxpool_forward(const pool_geom *g, const float *x, float *y, int32_t *argmax, int n0, int n1);
 /* One row of outputs: windows over the input rows from `in` (row stride `stride`); argmax gets
  * indices into a plane of the pool's width, counted from `at` (the window row's first element),
- * as maxpool_forward numbers them. The fused convolution pools its output with it. */
+ * as maxpool_forward numbers them. With relu, each output goes through a relu (argmax unchanged).
+ * The fused convolution pools its output with it. */
 void ops_maxpool_row(const pool_geom *g, const float *in, size_t stride, float *y, int32_t *argmax,
-                 int32_t at);
+                     int32_t at, int relu);
 /* dx (overwritten for [n0, n1)) gets dy routed back to the winners. */
 void ops_maxpool_backward(const pool_geom *g, const float *dy, const int32_t *argmax, float *dx,
                       int n0, int n1);

@@ -15,10 +15,10 @@ int pool_geom_init(pool_geom *g, int c, int h, int w, int size, int stride)
 
 
 void ops_maxpool_row(const pool_geom *g, const float *in, size_t stride, float *y, int32_t *argmax,
-                 int32_t at)
+                     int32_t at, int relu)
 {
     if (g->size == 2 && g->stride == 2) {
-        maxpool2_row(in, in + stride, y, argmax, g->ow, g->w, at);
+        maxpool2_row(in, in + stride, y, argmax, g->ow, g->w, at, relu);
         return;
     }
     for (int ox = 0; ox < g->ow; ox++) {
@@ -27,7 +27,8 @@ void ops_maxpool_row(const pool_geom *g, const float *in, size_t stride, float *
             for (int j = x0; j < x0 + g->size; j++)
                 if (in[(size_t)i * stride + j] > in[(size_t)bi * stride + bj])
                     bi = i, bj = j;   /* first maximum wins, as in PyTorch */
-        y[ox] = in[(size_t)bi * stride + bj];
+        float v = in[(size_t)bi * stride + bj];
+        y[ox] = relu && v < 0.0f ? 0.0f : v;
         argmax[ox] = at + bi * g->w + bj;
     }
 }
@@ -42,7 +43,7 @@ void ops_maxpool_forward(const pool_geom *g, const float *x, float *y, int32_t *
             for (int oy = 0; oy < g->oh; oy++) {
                 int y0 = oy * g->stride;
                 ops_maxpool_row(g, xc + (size_t)y0 * g->w, (size_t)g->w, y + out + oy * g->ow,
-                            argmax + out + oy * g->ow, c * hw + y0 * g->w);
+                            argmax + out + oy * g->ow, c * hw + y0 * g->w, 0);
             }
         }
 }

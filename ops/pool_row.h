@@ -11,9 +11,10 @@
 
 /* One 2x2 window: v00 v01 on its first row, v10 v11 on the second, w apart in the argmax
  * numbering, i00 numbering v00. The first maximum wins, as in PyTorch; branch-free, so that
- * loops of it vectorise. */
+ * loops of it vectorise. With relu, the maximum goes through a relu (relu_forward's: NaN
+ * passes); the argmax stays the window's, as a relu after the pool leaves it. */
 static inline void maxpool2_window(float v00, float v01, float v10, float v11, int32_t i00,
-                                   int w, float *y, int32_t *a)
+                                   int w, int relu, float *y, int32_t *a)
 {
     float v = v00;
     int32_t b = i00;
@@ -23,7 +24,7 @@ static inline void maxpool2_window(float v00, float v01, float v10, float v11, i
     v = v10 > v ? v10 : v;
     b = v11 > v ? i00 + w + 1 : b;
     v = v11 > v ? v11 : v;
-    *y = v;
+    *y = relu && v < 0.0f ? 0.0f : v;
     *a = b;
 }
 
@@ -32,25 +33,26 @@ static inline void maxpool2_window(float v00, float v01, float v10, float v11, i
  * scalar remainder compiled to branches on the comparisons, mispredicted half the time, and
  * cost more than the vectors on short rows. */
 static inline void maxpool2_block(const float *r0, const float *r1, float *y, int32_t *a, int w,
-                                  int32_t at)
+                                  int32_t at, int relu)
 {
 #pragma omp simd
     for (int ox = 0; ox < POOL2_BLOCK; ox++)
         maxpool2_window(r0[2 * ox], r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1], at + 2 * ox, w,
-                        y + ox, a + ox);
+                        relu, y + ox, a + ox);
 }
 
-/* One output row of ow windows. A last, partial block is done again from ow - POOL2_BLOCK (the
- * same windows give the same results), or, in a row shorter than a block, through a copy. */
+/* One output row of ow windows (through a relu if asked). A last, partial block is done again
+ * from ow - POOL2_BLOCK (the same windows give the same results), or, in a row shorter than a
+ * block, through a copy. */
 static inline void maxpool2_row(const float *r0, const float *r1, float *y, int32_t *a, int ow,
-                                int w, int32_t at)
+                                int w, int32_t at, int relu)
 {
     if (ow < POOL2_BLOCK) {
         float t0[2 * POOL2_BLOCK] = {0}, t1[2 * POOL2_BLOCK] = {0}, ty[POOL2_BLOCK];
         int32_t ta[POOL2_BLOCK];
         for (int i = 0; i < 2 * ow; i++)
             t0[i] = r0[i], t1[i] = r1[i];
-        maxpool2_block(t0, t1, ty, ta, w, at);
+        maxpool2_block(t0, t1, ty, ta, w, at, relu);
         for (int i = 0; i < ow; i++)
             y[i] = ty[i], a[i] = ta[i];
         return;
@@ -58,7 +60,7 @@ static inline void maxpool2_row(const float *r0, const float *r1, float *y, int3
     for (int ox = 0;; ox += POOL2_BLOCK) {
         if (ox + POOL2_BLOCK > ow)
             ox = ow - POOL2_BLOCK;
-        maxpool2_block(r0 + 2 * ox, r1 + 2 * ox, y + ox, a + ox, w, at + 2 * ox);
+        maxpool2_block(r0 + 2 * ox, r1 + 2 * ox, y + ox, a + ox, w, at + 2 * ox, relu);
         if (ox + POOL2_BLOCK == ow)
             return;
     }

@@ -32,7 +32,7 @@ static void pooled_output(const tiling *t, const float *M, const float *bias,
 #pragma GCC unroll 2
                 for (int j = 0; j < HALF; j++)
                     maxpool2_window(v[2 * i][2 * j], v[2 * i][2 * j + 1], v[2 * i + 1][2 * j],
-                                    v[2 * i + 1][2 * j + 1], c + 2 * i * ow + 2 * j, ow,
+                                    v[2 * i + 1][2 * j + 1], c + 2 * i * ow + 2 * j, ow, 0,
                                     w.v[HALF * i + j] + q, w.a[HALF * i + j] + q);
         }
         winograd_store_pooled(t, o, &w, f);
