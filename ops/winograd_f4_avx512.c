@@ -495,7 +495,7 @@ static inline void store_upto16(float *p, __m512 v, int n)
         _mm512_mask_storeu_ps(p, (__mmask16)(n >= 16 ? 0xffff : (1u << n) - 1), v);
 }
 
-/* v through the relu, as winograd_relu_in_place (NaN passes). */
+/* v through the relu, as relu_forward's (NaN passes). */
 static inline __m512 relu16(__m512 v)
 {
     return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ),

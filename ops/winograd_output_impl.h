@@ -3,8 +3,8 @@
  * TILE_OUTPUTS(m, plane, q, o), tile q's TILE_M x TILE_M outputs A^T m A into o from its
  * points m[q], plane apart. A tile's arithmetic runs over all of a block's tiles at once. */
 
-/* The outputs plus the bias, pooled by the 2x2 windows inside each tile (winograd_pooled):
- * only the pooled values and their argmax are stored. */
+/* The outputs plus the bias, pooled by the 2x2 windows inside each tile (winograd_pooled),
+ * through the relu if asked: only the pooled values and their argmax are stored. */
 static void pooled_output(const tiling *t, const float *M, const float *bias,
                           const winograd_out *o, int f0, int f1, float *rows)
 {
@@ -32,7 +32,7 @@ static void pooled_output(const tiling *t, const float *M, const float *bias,
 #pragma GCC unroll 2
                 for (int j = 0; j < HALF; j++)
                     maxpool2_window(v[2 * i][2 * j], v[2 * i][2 * j + 1], v[2 * i + 1][2 * j],
-                                    v[2 * i + 1][2 * j + 1], c + 2 * i * ow + 2 * j, ow, 0,
+                                    v[2 * i + 1][2 * j + 1], c + 2 * i * ow + 2 * j, ow, o->relu,
                                     w.v[HALF * i + j] + q, w.a[HALF * i + j] + q);
         }
         winograd_store_pooled(t, o, &w, f);

@@ -85,14 +85,6 @@ typedef struct winograd_out {
     int relu;
 } winograd_out;
 
-/* y[0 .. n) through a relu, as relu_forward's (NaN passes). */
-static inline void winograd_relu_in_place(float *y, int n)
-{
-#pragma omp simd
-    for (int i = 0; i < n; i++)
-        y[i] = y[i] < 0.0f ? 0.0f : y[i];
-}
-
 /* Output rows oy .. oy + nrows - 1 of filter f of sample n, ow values each in rows[a] (rows
  * past the output's last are skipped), plus b, into o->y (not pooled: see winograd_pooled). */
 static inline void winograd_store_rows(const tiling *t, const winograd_out *o, int n, int f,
@@ -203,10 +195,6 @@ static inline void winograd_store_pooled(const tiling *t, const winograd_out *o,
 {
     const pool_geom *p = o->pool;
     int half = t->m / 2;
-    if (o->relu)   /* on the pooled values before they are interleaved (on the stored rows,
-                    * their loads stalled on the stores just made) */
-        for (int k = 0; k < half * half; k++)
-            winograd_relu_in_place(w->v[k], t->tiles);
     for (int r = t->r0; r < t->r1; r++) {
         int at = (r - t->r0) * t->tw;
         for (int i = 0; i < half; i++) {
