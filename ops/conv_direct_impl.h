@@ -314,6 +314,31 @@ int NAME(conv_direct_backward_input, ISA)(const conv_geom *g, const float *dy, c
     return 0;
 }
 
+/* The band's rows [*lo, *hi) that 2x2 pooling windows (stride 2) lie in whole, of the band of
+ * nb rows from output row oy0: their rows are written whole by unpool2_row. */
+static void unpooled_rows(const pool_geom *pool, int oy0, int nb, int *lo, int *hi)
+{
+    int first = (oy0 + 1) / 2, end = (oy0 + nb) / 2;   /* windows [first, end) */
+    end = end < pool->oh ? end : pool->oh;
+    *lo = 2 * first - oy0;
+    *hi = end > first ? 2 * end - oy0 : *lo;
+}
+
+/* Zeroes used values of a band's plane of row stride wp, except rows [lo, hi)'s first cols
+ * values, which the caller writes: clearing the whole plane first wrote it twice (dy_band's
+ * memset was 5% of DAHL 116x158x3's time). */
+static void zero_band_except(float *d, int lo, int hi, int cols, int wp, size_t used)
+{
+    if (lo >= hi) {
+        memset(d, 0, sizeof(float) * used);
+        return;
+    }
+    memset(d, 0, sizeof(float) * (size_t)lo * wp);
+    for (int r = lo; r < hi; r++)
+        memset(d + (size_t)r * wp + cols, 0, sizeof(float) * (size_t)(wp - cols));
+    memset(d + (size_t)hi * wp, 0, sizeof(float) * (used - (size_t)hi * wp));
+}
+
 /* Rows [oy0, oy0 + nb) of dy for filters [fb, fb + nf), on the input's row stride wp with
  * zeros in the dropped columns, into dband (FB planes of dstride, zeros past the band and for
  * missing filters). With a pool, dy is the pooled gradient: each window's goes to its argmax,
@@ -323,8 +348,12 @@ static void dy_band(const conv_geom *g, const float *dy, const pool_geom *pool,
                     int nb, int wp, size_t dstride, float *dband)
 {
     size_t used = round_up((size_t)nb * wp, VL), ohw = (size_t)g->oh * g->ow;
+    int lo = 0, hi = 0;   /* rows the 2x2 windows below write whole, 2 * pool->ow columns */
+    if (pool && pool->size == 2 && pool->stride == 2)
+        unpooled_rows(pool, oy0, nb, &lo, &hi);
     for (int f = 0; f < FB; f++)
-        memset(dband + (size_t)f * dstride, 0, sizeof(float) * used);
+        zero_band_except(dband + (size_t)f * dstride, f < nf ? lo : 0, f < nf ? hi : 0,
+                         pool ? 2 * pool->ow : 0, wp, used);
     for (int f = 0; f < nf; f++) {
         float *d = dband + (size_t)f * dstride;
         size_t plane = (size_t)n * g->f + fb + f;
