@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -56,8 +57,26 @@ static double demand_seconds(pid_t pid)
     return ns * 1e-9;
 }
 
+/* Whether the file at path holds pattern at least times times. */
+static int file_has(const char *path, const char *pattern, int times)
+{
+    static char text[1 << 18];
+    const char *at = test_read_text(path, text, sizeof text);
+    for (; times > 0 && (at = strstr(at, pattern)); times--)
+        at += strlen(pattern);
+    return times <= 0;
+}
+
 int fake_rapl_drive(const char *root, pid_t pid)
 {
+    return fake_rapl_drive_until(root, pid, NULL, NULL, 0, 0);
+}
+
+int fake_rapl_drive_until(const char *root, pid_t pid, const char *log, const char *pattern,
+                          int times, double seconds)
+{
+    double deadline = clock_now_s() + seconds;
+    int signalled = !pattern;
     char zone[700], counter[760], tmp[780], limit[760];   /* root is at most 600 bytes */
     snprintf(zone, sizeof zone, "%s/sys/class/powercap/intel-rapl:0", root);
     snprintf(limit, sizeof limit, "%s/constraint_0_power_limit_uw", zone);
@@ -71,6 +90,8 @@ int fake_rapl_drive(const char *root, pid_t pid)
             return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         usleep(10 * 1000);
         double t = clock_now_s(), demand = demand_seconds(pid);
+        if (!signalled && (t > deadline || file_has(log, pattern, times)))
+            signalled = kill(pid, SIGINT) == 0;
         if (demand < 0)
             continue;
         /* a thread gone: 0; more threads than cores would not run at once, even alone */

@@ -14,5 +14,10 @@ void fake_rapl_tree(const char *root);
  * where the tree has one (constraint_0_power_limit_uw). Returns pid's exit status once it has
  * exited. */
 int fake_rapl_drive(const char *root, pid_t pid);
+/* fake_rapl_drive, and a SIGINT to pid once its log (a file) holds pattern times times, or
+ * after seconds without: a run as long as the windows a policy needs, on a machine of any
+ * speed. */
+int fake_rapl_drive_until(const char *root, pid_t pid, const char *log, const char *pattern,
+                          int times, double seconds);
 
 #endif
