@@ -162,9 +162,12 @@ static inline winograd_pooled winograd_pooled_init(const tiling *t, float *rows)
     return w;
 }
 
-/* p[0 .. n) = v[0 .. n), n <= 4 of v's values. */
+/* p[0 .. n) = v[0 .. n), n <= 4 of v's values; none for n <= 0 (a negative odd n once
+ * stored one before p: the last pooled value of rows 3, 9, 11, ... wide was overwritten). */
 static inline void store_upto4(float *p, __m128 v, int n)
 {
+    if (n <= 0)
+        return;
     if (n >= 4) {
         _mm_storeu_ps(p, v);
         return;

@@ -998,11 +998,13 @@ TEST(ops_winograd4_filter_gradient_either_way_round)
 
 /* Widths whose rows hold 2, 4, 8 and 16 whole tiles (the AVX-512 build's own gradient and
  * output transforms take those: winograd_f4_avx512.c), 6 (a part of 8 tiles in each row) and
- * 15 (the AVX2 build's there). */
+ * 15 (the AVX2 build's there); and widths 6 and 18, whose pooled rows of 3 and 9 windows end
+ * inside the last group of 4 that the AVX2 and portable builds store (they once wrote the
+ * group's fifth value over the row's last). */
 TEST(ops_winograd_maxpool_fused_matches_separate)
 {
-    const int widths[] = {15, 8, 16, 24, 32, 64};
-    for (int k = 0; k < 6; k++)
+    const int widths[] = {15, 8, 16, 24, 32, 64, 6, 18};
+    for (int k = 0; k < 8; k++)
         winograd_maxpool_case(widths[k]);
 }
 
