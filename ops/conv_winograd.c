@@ -43,14 +43,22 @@ static size_t block_cols(const tiling *t)
     return (size_t)round_up(rows_per_block(t) * t->tw, COL_ALIGN);
 }
 
-static tiling tiling_of(const conv_geom *g, int m)
+/* The variant for tiles of side m, nf filters at a time. F(2x2): AVX-512 machines take
+ * AVX2's. F(4x4) on AVX-512 by tile where the channels and filters fill whole registers. */
+static const winograd_variant *variant_of(const conv_geom *g, int m, int nf)
 {
-    ops_isa isa = ops_isa_active();   /* F(2x2): AVX-512 machines take AVX2's */
-    const winograd_variant *v =
-        m == 2 ? (isa >= OPS_ISA_AVX2 ? &winograd_f2_avx2 : &winograd_f2_portable)
-        : isa >= OPS_ISA_AVX512 ? &winograd_f4_avx512
-        : isa >= OPS_ISA_AVX2   ? &winograd_f4_avx2
-                                : &winograd_f4_portable;
+    ops_isa isa = ops_isa_active();
+    if (m == 2)
+        return isa >= OPS_ISA_AVX2 ? &winograd_f2_avx2 : &winograd_f2_portable;
+    if (isa >= OPS_ISA_AVX512)
+        return g->c % WINOGRAD_LANES == 0 && nf % WINOGRAD_LANES == 0 ? &winograd_f4_avx512_lanes
+                                                                      : &winograd_f4_avx512;
+    return isa >= OPS_ISA_AVX2 ? &winograd_f4_avx2 : &winograd_f4_portable;
+}
+
+static tiling tiling_of(const conv_geom *g, int m, int nf)
+{
+    const winograd_variant *v = variant_of(g, m, nf);
     int th = (g->oh + m - 1) / m, tw = (g->ow + m - 1) / m;
     tiling t = {g, v, m, (m + 2) * (m + 2), th, tw, m * tw + 2, 0, 0, -1, 0, 0};
     t.array_len = (int)block_cols(&t);
@@ -67,16 +75,20 @@ static int next_block(tiling *t, int n0, int n1)
     return t->r0 < t->r1;
 }
 
-/* Zeroes the padding columns of a block's matrices of n rows. */
-static void zero_padding(const tiling *t, float *X, int n)
+/* Zeroes the padding of a block's matrices of n rows of cols, or by_tile, of the n columns
+ * of its rows past its tiles. */
+static void zero_padding(const tiling *t, float *X, int n, int by_tile)
 {
     size_t plane = plane_of((size_t)n * t->cols);
     size_t pad = sizeof(float) * (size_t)(t->cols - t->tiles);
     if (!pad)   /* 36 x n empty calls cost wide-28 1.3% of its time */
         return;
     for (int p = 0; p < t->points; p++)
-        for (int i = 0; i < n; i++)
-            memset(X + p * plane + (size_t)i * t->cols + t->tiles, 0, pad);
+        if (by_tile)
+            memset(X + p * plane + (size_t)t->tiles * n, 0, pad * (size_t)n);
+        else
+            for (int i = 0; i < n; i++)
+                memset(X + p * plane + (size_t)i * t->cols + t->tiles, 0, pad);
 }
 
 winograd_rows ops_winograd_rows_init(const tiling *t, float *rows, int n)
@@ -187,6 +199,8 @@ static int buffers_get(const tiling *t, int nf, int nweights, buffers *b)
     size_t cols = block_cols(t), nc = (size_t)t->g->c;
     size_t weights = (size_t)t->points * plane_of((size_t)nf * nc), taps = 18 * (size_t)nf * nc;
     size_t rows = ROW_BUFFERS * (size_t)t->row_len + TILE_ARRAYS * (size_t)t->array_len;
+    size_t lanes = WINOGRAD_LANES_ROWS * (size_t)t->row_len;
+    rows = t->v->by_tile && lanes > rows ? lanes : rows;
     b->channels = ops_scratch(SCRATCH_COLUMNS, t->points * plane_of(nc * cols));
     b->filters = ops_scratch(SCRATCH_PARTIALS, t->points * plane_of((size_t)nf * cols));
     float *w = ops_scratch(SCRATCH_INPUT, nweights * weights + taps + rows);
@@ -197,20 +211,29 @@ static int buffers_get(const tiling *t, int nf, int nweights, buffers *b)
     return b->channels && b->filters && w ? 0 : -1;
 }
 
+/* M = U^T V, or by tile M = V U (U laid out by channel either way): the same sums. */
+static int forward_products(const tiling *t, const buffers *b, int nf)
+{
+    int nc = t->g->c;
+    if (t->v->by_tile)
+        return products(t, 0, 0, t->cols, nf, nc, b->channels, b->weights[0], b->filters, 0);
+    return products(t, 1, 0, nf, t->cols, nc, b->weights[0], b->channels, b->filters, 0);
+}
+
 int conv_winograd_forward(const conv_geom *g, int m, conv_input x, const float *wt,
                           const float *bias, float *y, int n0, int n1, int f0, int f1,
                           const pool_geom *pool, int32_t *argmax, int relu)
 {
-    tiling t = tiling_of(g, m);
     int nf = f1 - f0;
+    tiling t = tiling_of(g, m, nf);
     winograd_out out = {y, pool, argmax, relu};
     buffers b;
     if (buffers_get(&t, nf, 1, &b) || weight_transform_by_channel(&t, wt, f0, f1, b.weights[0]))
         return -1;
     while (next_block(&t, n0, n1)) {
         t.v->input(&t, x, b.channels, b.rows);
-        zero_padding(&t, b.channels, g->c);
-        if (products(&t, 1, 0, nf, t.cols, g->c, b.weights[0], b.channels, b.filters, 0))
+        zero_padding(&t, b.channels, g->c, t.v->by_tile);
+        if (forward_products(&t, &b, nf))
             return -1;
         t.v->output(&t, b.filters, bias, &out, f0, f1, b.rows);
     }
@@ -230,14 +253,14 @@ static int input_gradient(const tiling *t, const buffers *b, const float *U, flo
 int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, const float *wt,
                                  float *dx, int n0, int n1)
 {
-    tiling t = tiling_of(g, m);
+    tiling t = tiling_of(g, m, g->f);
     buffers b;
     if (buffers_get(&t, g->f, 1, &b) || weight_transform(&t, wt, 0, g->f, b.weights[0]))
         return -1;
     winograd_grad src = {dy, NULL, NULL, NULL};
     while (next_block(&t, n0, n1)) {
         t.v->gradient(&t, &src, 0, g->f, b.filters, NULL, b.rows);
-        zero_padding(&t, b.filters, g->f);
+        zero_padding(&t, b.filters, g->f, 0);
         if (input_gradient(&t, &b, b.weights[0], dx))
             return -1;
     }
@@ -252,6 +275,11 @@ int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, con
 static int filter_products(const tiling *t, const buffers *b, int nf, int by_channel, int add)
 {
     int nc = t->g->c;
+    if (t->v->by_tile)   /* V by tile: dU = D V, or dU^T = V^T D^T */
+        return by_channel ? products(t, 1, 1, nc, nf, t->cols, b->channels, b->filters,
+                                     b->weights[0], add)
+                          : products(t, 0, 0, nf, nc, t->cols, b->filters, b->channels,
+                                     b->weights[0], add);
     const float *left = by_channel ? b->channels : b->filters;
     const float *right = by_channel ? b->filters : b->channels;
     return products(t, 0, 1, by_channel ? nc : nf, by_channel ? nf : nc, t->cols, left, right,
@@ -263,8 +291,8 @@ int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float 
                            int f0, int f1, int accumulate, const pool_geom *pool,
                            const int32_t *argmax, const float *relu_y)
 {
-    tiling t = tiling_of(g, m);
     int nf = f1 - f0;
+    tiling t = tiling_of(g, m, nf);
     buffers b;
     if ((dx && nf != g->f) || buffers_get(&t, nf, dx ? 2 : 1, &b) ||
         (dx && weight_transform(&t, wt, 0, g->f, b.weights[1])))
@@ -279,8 +307,8 @@ int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float 
     while (next_block(&t, n0, n1)) {   /* dU and db, summed over the blocks in order */
         t.v->input(&t, x, b.channels, b.rows);
         t.v->gradient(&t, &src, f0, f1, b.filters, dbias, b.rows);
-        zero_padding(&t, b.channels, g->c);
-        zero_padding(&t, b.filters, nf);
+        zero_padding(&t, b.channels, g->c, t.v->by_tile);
+        zero_padding(&t, b.filters, nf, 0);
         if (filter_products(&t, &b, nf, by_channel, !first) ||
             (dx && input_gradient(&t, &b, b.weights[1], dx)))
             return -1;

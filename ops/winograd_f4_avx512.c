@@ -688,3 +688,13 @@ static void output_transform_permuted(const tiling *t, const float *M, const flo
                    : output_filter(t, o, f, b, m, plane, 0, 8, pos);
     }
 }
+
+const winograd_variant winograd_f4_avx512_lanes = {
+    .m = 4,
+    .G = F4_G,
+    .input = winograd_f4_lanes_input,
+    .output = winograd_f4_lanes_output,
+    .gradient = gradient_transform_permuted,
+    .input_adjoint = input_adjoint_permuted,
+    .by_tile = 1,
+};

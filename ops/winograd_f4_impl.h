@@ -2,13 +2,14 @@
  * infinity (Lavin and Gray's matrices): a 6x6 input window d and a 3x3 filter g give the 4x4
  * outputs A^T [(G g G^T) . (B^T d B)] A; 36 multiplies per 16 outputs instead of 144. Tile q of
  * a row reads input columns 4q .. 4q + 5. Each transform applies its matrix to rows, then to
- * columns, with the matrix written out as sums (BT6, AT6, A6, B6 below).
+ * columns, with the matrix written out as sums (BT6, AT6, A6, B6: winograd_f4_matrices.h).
  *
  * Included by winograd_f4.c (baseline SSE), winograd_f4_avx2.c and winograd_f4_avx512.c with
  * ISA set to the suffix of the variant to define. The transforms' arithmetic runs over a
  * block's tiles (tile_array), so wider vectors pay: AVX2 made training 8-15% faster than SSE;
  * 512-bit loops were slower than AVX2's (./build.sh bench ops, bench train), and the AVX-512
  * variant keeps 256-bit loops but for its own input transform (winograd_f4_avx512.c). */
+#include "ops/winograd_f4_matrices.h"
 #include "ops/winograd_tiling.h"
 
 #include <emmintrin.h>   /* SSE2, baseline x86-64: 4x4 transposes between rows and tiles */
@@ -16,54 +17,6 @@
 
 #define NAME2(a, b) a##_##b
 #define NAME(a, b) NAME2(a, b)
-
-/* B^T x, x 6 values: the input transform along one direction. */
-#define BT6(x, o)                                                                             \
-    do {                                                                                      \
-        (o)[0] = 4 * (x)[0] - 5 * (x)[2] + (x)[4];                                            \
-        (o)[1] = (x)[3] + (x)[4] - 4 * ((x)[1] + (x)[2]);                                     \
-        (o)[2] = 4 * ((x)[1] - (x)[2]) + (x)[4] - (x)[3];                                     \
-        (o)[3] = 2 * ((x)[3] - (x)[1]) + (x)[4] - (x)[2];                                     \
-        (o)[4] = 2 * ((x)[1] - (x)[3]) + (x)[4] - (x)[2];                                     \
-        (o)[5] = 4 * (x)[1] - 5 * (x)[3] + (x)[5];                                            \
-    } while (0)
-
-/* A^T x, x 6 values (floats or vectors of them), 4 out: the output transform along one
- * direction. */
-#define AT6(x, o)                                                                             \
-    do {                                                                                      \
-        __typeof__((x)[0]) s12 = (x)[1] + (x)[2], d12 = (x)[1] - (x)[2];                      \
-        __typeof__((x)[0]) s34 = (x)[3] + (x)[4], d34 = (x)[3] - (x)[4];                      \
-        (o)[0] = (x)[0] + s12 + s34;                                                          \
-        (o)[1] = d12 + 2 * d34;                                                               \
-        (o)[2] = s12 + 4 * s34;                                                               \
-        (o)[3] = d12 + 8 * d34 + (x)[5];                                                      \
-    } while (0)
-
-/* A x, x 4 values (floats or vectors of them), 6 out: the adjoint of AT6 (the output
- * gradient's transform). */
-#define A6(x, o)                                                                              \
-    do {                                                                                      \
-        __typeof__((x)[0]) s02 = (x)[0] + (x)[2], s13 = (x)[1] + (x)[3];                      \
-        __typeof__((x)[0]) t02 = (x)[0] + 4 * (x)[2], t13 = 2 * (x)[1] + 8 * (x)[3];          \
-        (o)[0] = (x)[0];                                                                      \
-        (o)[1] = s02 + s13;                                                                   \
-        (o)[2] = s02 - s13;                                                                   \
-        (o)[3] = t02 + t13;                                                                   \
-        (o)[4] = t02 - t13;                                                                   \
-        (o)[5] = (x)[3];                                                                      \
-    } while (0)
-
-/* B x, x 6 values: the adjoint of BT6 (back from the transform domain to a window). */
-#define B6(x, o)                                                                              \
-    do {                                                                                      \
-        (o)[0] = 4 * (x)[0];                                                                  \
-        (o)[1] = 4 * ((x)[2] - (x)[1] + (x)[5]) + 2 * ((x)[4] - (x)[3]);                      \
-        (o)[2] = -5 * (x)[0] - 4 * ((x)[1] + (x)[2]) - (x)[3] - (x)[4];                       \
-        (o)[3] = (x)[1] - (x)[2] + 2 * ((x)[3] - (x)[4]) - 5 * (x)[5];                        \
-        (o)[4] = (x)[0] + (x)[1] + (x)[2] + (x)[3] + (x)[4];                                  \
-        (o)[5] = (x)[5];                                                                      \
-    } while (0)
 
 /* cols[k][q] = s[4q + k] for k < 6 and q < tw: a padded row of 4 tw + 2 values split into its
  * tiles' window columns (tile q reads columns 4q .. 4q + 5, so neighbours share 2), four tiles
@@ -460,12 +413,7 @@ static void F4_OWN_GRADIENT(const tiling *t, const winograd_grad *dy, int f0, in
 
 const winograd_variant NAME(winograd_f4, ISA) = {
     .m = 4,
-    .G = {{1 / 4.0f, 0, 0},
-          {-1 / 6.0f, -1 / 6.0f, -1 / 6.0f},
-          {-1 / 6.0f, 1 / 6.0f, -1 / 6.0f},
-          {1 / 24.0f, 1 / 12.0f, 1 / 6.0f},
-          {1 / 24.0f, -1 / 12.0f, 1 / 6.0f},
-          {0, 0, 1}},
+    .G = F4_G,
     .input = F4_INPUT,
     .output = F4_OUTPUT,
     .gradient = F4_GRADIENT,

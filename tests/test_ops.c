@@ -1065,3 +1065,84 @@ TEST(ops_conv_relu_fused_matches_separate)
     for (int k = 0; k < 3; k++)
         conv_relu_case(widths[k]);
 }
+
+/* Every output of one run of F(4x4)'s passes on a shape, for lanes_case to compare: the
+ * output (two filter ranges of 16), through a relu, pooled (without and with a relu), the
+ * filter and input gradients of those three, and the argmaxes. */
+enum { LANES_OUTPUTS = 12 };
+
+static void lanes_passes(const conv_geom *g, const pool_geom *p, conv_input x, const float *w,
+                         const float *bias, const float *dy, const float *dyp,
+                         float *o[LANES_OUTPUTS])
+{
+    int N = 3, F = g->f;
+    size_t nw = (size_t)F * g->c * 9;
+    int32_t *a[2] = {(int32_t *)o[10], (int32_t *)o[11]};
+    ops_conv2d_forward_in(g, x, w, bias, o[0], 1, N, 0, F / 2);
+    ops_conv2d_forward_in(g, x, w, bias, o[0], 1, N, F / 2, F);
+    ops_conv2d_forward_relu(g, x, w, bias, o[1], 1, N);
+    for (int relu = 0; relu < 2; relu++)
+        ops_conv2d_forward_maxpool(g, x, w, bias, p, relu, o[2 + relu], a[relu], 1, N);
+    ops_conv2d_backward(g, x, dy, w, o[4], o[4] + nw, o[7], 1, N);
+    ops_conv2d_backward_relu(g, x, o[1], dy, w, o[5], o[5] + nw, o[8], 1, N);
+    ops_conv2d_backward_maxpool(g, x, p, o[3], dyp, a[1], w, o[6], o[6] + nw, o[9], 1, N, 0);
+}
+
+/* AVX-512's F(4x4) with channels and filters 16 to a register (winograd_f4_lanes_avx512.c)
+ * gives AVX2's bits: outputs (filter ranges, relu, max-pool and its argmax), filter and input
+ * gradients, from floats and bytes; rows of 1 to 8 tiles, edges, padding 0 and 1. */
+static void lanes_case(int C, int H, int W, int F, int pad)
+{
+    enum { N = 3 };
+    conv_geom g;
+    pool_geom p;
+    CHECK(conv_geom_init(&g, C, H, W, F, 3, 3, 1, pad) == 0);
+    CHECK(pool_geom_init(&p, F, g.oh, g.ow, 2, 2) == 0);
+    size_t nin = (size_t)C * H * W, nout = (size_t)F * g.oh * g.ow, npool = (size_t)F * p.oh * p.ow;
+    size_t nw = (size_t)F * C * 9;
+    ops_rng r;
+    ops_rng_seed(&r, 41);
+    byte_samples x;
+    byte_samples_make(&x, N, nin);
+    float *w = random_floats(&r, (long)nw, 0.3f), *bias = random_floats(&r, F, 0.1f);
+    float *dy = random_floats(&r, (long)(N * nout), 1);
+    float *dyp = random_floats(&r, (long)(N * npool), 1);
+    const size_t n[LANES_OUTPUTS] = {nout,   nout,   npool, npool, nw + F, nw + F,
+                                     nw + F, nin,    nin,   nin,   npool,  npool};
+    float *run[2][LANES_OUTPUTS];   /* AVX2's, AVX-512's */
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < LANES_OUTPUTS; i++)
+            run[k][i] = calloc(N * n[i], sizeof(float));
+    ops_isa was = ops_isa_active();
+    conv_set_strategy(CONV_WINOGRAD4);
+    for (int in = 0; in < 2; in++) {
+        for (int k = 0; k < 2; k++) {
+            CHECK(ops_isa_set(k ? OPS_ISA_AVX512 : OPS_ISA_AVX2) == 0);
+            lanes_passes(&g, &p, x.in[in], w, bias, dy, dyp, run[k]);
+        }
+        for (int i = 0; i < LANES_OUTPUTS; i++)
+            CHECKF(!memcmp(run[0][i], run[1][i], sizeof(float) * N * n[i]),
+                   "%d -> %d, %dx%d, pad %d, input %d: output %d not AVX2's bits", C, F, H, W,
+                   pad, in, i);
+    }
+    ops_isa_set(was);
+    conv_set_strategy(CONV_AUTO);
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < LANES_OUTPUTS; i++)
+            free(run[k][i]);
+    byte_samples_free(&x);
+    free(w), free(bias), free(dy), free(dyp);
+}
+
+TEST(ops_winograd4_lanes_match_avx2)
+{
+    if (ops_isa_supported() < OPS_ISA_AVX512) {
+        printf("  (no AVX-512 here: nothing to compare)\n");
+        return;
+    }
+    const int shapes[][5] = {{16, 13, 15, 32, 1}, {32, 8, 8, 16, 1},  {16, 14, 14, 48, 1},
+                             {32, 9, 21, 32, 0},  {16, 32, 32, 16, 1}, {16, 5, 6, 16, 1},
+                             {16, 4, 4, 16, 1},   {48, 16, 16, 32, 1}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+        lanes_case(shapes[k][0], shapes[k][1], shapes[k][2], shapes[k][3], shapes[k][4]);
+}

@@ -1,0 +1,369 @@
+/* Winograd F(4x4, 3x3)'s input and output transforms with the channels (filters) along the
+ * vector: 16 to an AVX-512 register, so that a tile's transform is arithmetic between whole
+ * registers, without the permutes that taking tiles' windows out of NCHW rows needs
+ * (winograd_f4_avx512.c). V and M are laid out by tile, V[p][col][c] and M[p][col][f - f0]
+ * (winograd_tiling.h: by_tile), which the GEMMs read in place, with no transposing copies. The
+ * input's rows are transposed into lanes as they are read, 16 channels by 16 columns; the
+ * outputs (or pooled windows and argmaxes) transposed back into a tile row's worth of rows,
+ * then stored whole. The arithmetic is the other builds' (BT6, AT6, the rows first, then the
+ * columns), so the bits are theirs. For channels and filters in multiples of 16
+ * (conv_winograd.c). Compiled with AVX-512 flags. */
+#include "ops/winograd_f4_matrices.h"
+#include "ops/winograd_tiling.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+enum { LANES = 16 };
+
+typedef float v16 __attribute__((vector_size(64)));
+
+static inline v16 load16(const float *p)
+{
+    v16 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void store16(float *p, v16 v) { memcpy(p, &v, sizeof v); }
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* A transpose's first two rounds on n registers (n a multiple of 4), within 128-bit lanes:
+ * afterwards lane l of out[4g + m] holds value 4l + m of in[4g] .. in[4g + 3]. */
+INLINE void transpose_within_lanes(const __m512 *in, __m512 *out, int n)
+{
+    __m512 t[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < n; i += 2) {
+        t[i] = _mm512_unpacklo_ps(in[i], in[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(in[i], in[i + 1]);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < n; i += 4) {
+        __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+        __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+        out[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        out[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        out[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        out[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+}
+
+/* The 16 x 16 transpose: r[i][j] becomes r[j][i]. Within 128-bit lanes, then the lanes
+ * exchanged by two rounds of shuffles. */
+INLINE void transpose16(__m512 r[16])
+{
+    __m512 t[16];
+    transpose_within_lanes(r, r, 16);
+#pragma GCC unroll 16
+    for (int k = 0; k < 4; k++) {
+        __m512 a = r[k], b = r[4 + k], c = r[8 + k], d = r[12 + k];
+        __m512 ab0 = _mm512_shuffle_f32x4(a, b, 0x88), ab1 = _mm512_shuffle_f32x4(a, b, 0xdd);
+        __m512 cd0 = _mm512_shuffle_f32x4(c, d, 0x88), cd1 = _mm512_shuffle_f32x4(c, d, 0xdd);
+        t[k] = _mm512_shuffle_f32x4(ab0, cd0, 0x88);
+        t[8 + k] = _mm512_shuffle_f32x4(ab0, cd0, 0xdd);
+        t[4 + k] = _mm512_shuffle_f32x4(ab1, cd1, 0x88);
+        t[12 + k] = _mm512_shuffle_f32x4(ab1, cd1, 0xdd);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++)
+        r[i] = t[i];
+}
+
+/* The values keep picks from [j, j + 16) of row y of channel c of sample s (floats, or bytes
+ * times the scale, as winograd_input_row converts them), zeros elsewhere. */
+static inline __m512 input_values(const conv_geom *g, conv_input x, int s, int c, int y, int j,
+                                  __mmask16 keep)
+{
+    size_t at = ((size_t)c * g->h + (size_t)y) * g->w + (size_t)j;
+    if (x.f)
+        return _mm512_maskz_loadu_ps(keep, x.f + (size_t)s * g->c * g->h * g->w + at);
+    __m512i b = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(keep, x.b[s] + at));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(b), _mm512_set1_ps(x.scale));
+}
+
+/* line[16 x + k] = channel c0 + k of row y of sample s at padded column x, for x < row_len:
+ * zeros in the padding and outside the image. */
+static void lanes_row(const tiling *t, conv_input x, int s, int c0, int y, float *line)
+{
+    const conv_geom *g = t->g;
+    int len = t->row_len, lo = g->pad, hi = g->pad + g->w < len ? g->pad + g->w : len;
+    if (y < 0 || y >= g->h) {
+        memset(line, 0, sizeof(float) * LANES * (size_t)len);
+        return;
+    }
+    memset(line, 0, sizeof(float) * LANES * (size_t)lo);
+    memset(line + (size_t)LANES * hi, 0, sizeof(float) * LANES * (size_t)(len - hi));
+    for (int j = 0; j < hi - lo; j += LANES) {
+        int n = hi - lo - j < LANES ? hi - lo - j : LANES;
+        __mmask16 keep = (__mmask16)((1u << n) - 1);
+        __m512 r[16];
+#pragma GCC unroll 16
+        for (int k = 0; k < LANES; k++)   /* unrolled: each load's own stride prefetches */
+            r[k] = input_values(g, x, s, c0 + k, y, j, keep);
+        transpose16(r);
+        float *out = line + (size_t)LANES * (lo + j);
+        if (n == LANES)
+#pragma GCC unroll 16
+            for (int q = 0; q < LANES; q++)
+                _mm512_storeu_ps(out + LANES * q, r[q]);
+        else
+            for (int q = 0; q < n; q++)
+                _mm512_storeu_ps(out + LANES * q, r[q]);
+    }
+}
+
+/* Tile row r's 6 input rows of channels [c0, c0 + 16) in lanes, in[0 .. 6): the two it
+ * shares with tile row r - 1 of the same sample (done just before: prev) kept. */
+static void lanes_window_rows(const tiling *t, conv_input x, int c0, int r, int prev,
+                              float *in[6])
+{
+    int keep = prev == r - 1 && r % t->th != 0 ? 2 : 0;
+    if (keep) {   /* rows 4 and 5 become 0 and 1 */
+        float *was0 = in[0], *was1 = in[1];
+        in[0] = in[4], in[1] = in[5], in[4] = in[2], in[5] = in[3];
+        in[2] = was0, in[3] = was1;
+    }
+    int y0 = 4 * (r % t->th) - t->g->pad;
+    for (int i = keep; i < 6; i++)
+        lanes_row(t, x, r / t->th, c0, y0 + i, in[i]);
+}
+
+/* V[p][col][c] = (B^T d B)[p] for every tile of the block and channel: per 16 channels and
+ * tile row, its 6 input rows in lanes, B^T down each column (the row half), then B across
+ * each tile's 6 columns. rows: 12 rows of row_len x 16 values. */
+void winograd_f4_lanes_input(const tiling *t, conv_input x, float *V, float *rows)
+{
+    const conv_geom *g = t->g;
+    size_t plane = plane_of((size_t)g->c * t->cols), line = (size_t)LANES * t->row_len;
+    float *in[6], *s[6];
+    for (int i = 0; i < 6; i++)
+        in[i] = rows + i * line, s[i] = rows + (6 + i) * line;
+    for (int c0 = 0; c0 < g->c; c0 += LANES)
+        for (int r = t->r0; r < t->r1; r++) {
+            lanes_window_rows(t, x, c0, r, r > t->r0 ? r - 1 : -1, in);
+            for (size_t at = 0; at < line; at += LANES) {   /* B^T d: the rows */
+                v16 d[6], o[6];
+#pragma GCC unroll 16
+                for (int i = 0; i < 6; i++)
+                    d[i] = load16(in[i] + at);
+                BT6(d, o);
+#pragma GCC unroll 16
+                for (int i = 0; i < 6; i++)
+                    store16(s[i] + at, o[i]);
+            }
+            float *v = V + (size_t)(r - t->r0) * t->tw * g->c + c0;
+            for (int q = 0; q < t->tw; q++, v += g->c)   /* (B^T d) B: each tile's columns */
+#pragma GCC unroll 16
+                for (int i = 0; i < 6; i++) {
+                    v16 d[6], o[6];
+#pragma GCC unroll 16
+                    for (int k = 0; k < 6; k++)
+                        d[k] = load16(s[i] + (size_t)LANES * (4 * q + k));
+                    BT6(d, o);
+#pragma GCC unroll 16
+                    for (int k = 0; k < 6; k++)
+                        store16(v + (6 * i + k) * plane, o[k]);
+                }
+        }
+}
+
+/* A tile's 4x4 outputs A^T m A of 16 filters, from its 36 points at m, plane apart: across
+ * the columns first, then down (TILE_OUTPUTS' order). */
+static inline void tile_outputs(const float *m, size_t plane, v16 out[4][4])
+{
+    v16 s[6][4];
+#pragma GCC unroll 16
+    for (int i = 0; i < 6; i++) {
+        v16 in[6];
+#pragma GCC unroll 16
+        for (int k = 0; k < 6; k++)
+            in[k] = load16(m + (6 * i + k) * plane);
+        AT6(in, s[i]);
+    }
+#pragma GCC unroll 16
+    for (int k = 0; k < 4; k++) {
+        v16 in[6] = {s[0][k], s[1][k], s[2][k], s[3][k], s[4][k], s[5][k]}, c[4];
+        AT6(in, c);
+#pragma GCC unroll 16
+        for (int a = 0; a < 4; a++)
+            out[a][k] = c[a];
+    }
+}
+
+static inline v16 relu_lanes(v16 v)
+{
+    __mmask16 negative = _mm512_cmp_ps_mask((__m512)v, _mm512_setzero_ps(), _CMP_LT_OQ);
+    return (v16)_mm512_maskz_mov_ps((__mmask16)~negative, (__m512)v);
+}
+
+/* n values from in to out (whole registers, then a masked one). */
+static inline void copy_row(float *out, const float *in, int n)
+{
+    int x = 0;
+    for (; x + LANES <= n; x += LANES)
+        _mm512_storeu_ps(out + x, _mm512_loadu_ps(in + x));
+    if (x < n) {
+        __mmask16 keep = (__mmask16)((1u << (n - x)) - 1);
+        _mm512_mask_storeu_ps(out + x, keep, _mm512_maskz_loadu_ps(keep, in + x));
+    }
+}
+
+/* The tile's outputs (the bias added, through the relu if asked), transposed back to a filter
+ * a register, into stage: 16 filters' 4 rows of the tile row, 4 tw columns each. Staged so
+ * that the output's rows are then written whole (store_staged): stored 4 values at a time
+ * straight into 16 planes 4 KB apart (32 x 32 outputs), whose lines share a cache set, the
+ * stores took most of the output transform's time. */
+static inline void stage_tile(const winograd_out *o, int q, int width, v16 out[4][4],
+                              float *stage)
+{
+    __m512 r[16];
+#pragma GCC unroll 16
+    for (int a = 0; a < 4; a++)
+#pragma GCC unroll 16
+        for (int k = 0; k < 4; k++)
+            r[4 * a + k] = (__m512)(o->relu ? relu_lanes(out[a][k]) : out[a][k]);
+    transpose16(r);
+#pragma GCC unroll 16
+    for (int j = 0; j < LANES; j++) {
+        float *row = stage + (size_t)4 * j * width + 4 * q;
+        _mm_storeu_ps(row, _mm512_castps512_ps128(r[j]));
+        _mm_storeu_ps(row + width, _mm512_extractf32x4_ps(r[j], 1));
+        _mm_storeu_ps(row + 2 * width, _mm512_extractf32x4_ps(r[j], 2));
+        _mm_storeu_ps(row + 3 * width, _mm512_extractf32x4_ps(r[j], 3));
+    }
+}
+
+/* The staged rows of filters [f, f + 16) of tile row tr of sample s into o->y: rows past the
+ * output's last and columns past its width left out. */
+static void store_staged(const tiling *t, const winograd_out *o, int s, int f, int tr,
+                         const float *stage)
+{
+    const conv_geom *g = t->g;
+    int oy = 4 * tr, rows = g->oh - oy < 4 ? g->oh - oy : 4, width = 4 * t->tw;
+    for (int j = 0; j < LANES; j++)
+        for (int a = 0; a < rows; a++) {
+            const float *in = stage + (size_t)(4 * j + a) * width;
+            float *y = o->y + (((size_t)s * g->f + (size_t)(f + j)) * g->oh + oy + a) * g->ow;
+            copy_row(y, in, g->ow);
+        }
+}
+
+/* The tile's 2x2 windows pooled as maxpool2_window does it (the first of equal values kept,
+ * through the relu if asked), the argmax numbered within each filter's output plane, from
+ * plane0 (lanes: the filters' planes' first) and the tile's top left, corner: w[i][j] and
+ * a[i][j] for window row i, column j. */
+static inline void pool_tile(const winograd_out *o, int ow, __m512i plane0, int32_t corner,
+                             v16 out[4][4], __m512 w[2][2], __m512i a[2][2])
+{
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; i++)
+#pragma GCC unroll 2
+        for (int j = 0; j < 2; j++) {
+            __m512i i00 = _mm512_add_epi32(plane0, _mm512_set1_epi32(corner + 2 * i * ow + 2 * j));
+            __m512i at = i00;
+            __m512 best = (__m512)out[2 * i][2 * j];
+            const __m512 next[3] = {(__m512)out[2 * i][2 * j + 1], (__m512)out[2 * i + 1][2 * j],
+                                    (__m512)out[2 * i + 1][2 * j + 1]};
+            const int step[3] = {1, ow, ow + 1};
+#pragma GCC unroll 3
+            for (int k = 0; k < 3; k++) {
+                __mmask16 gt = _mm512_cmp_ps_mask(next[k], best, _CMP_GT_OQ);
+                at = _mm512_mask_add_epi32(at, gt, i00, _mm512_set1_epi32(step[k]));
+                best = _mm512_mask_mov_ps(best, gt, next[k]);
+            }
+            w[i][j] = o->relu ? (__m512)relu_lanes((v16)best) : best;
+            a[i][j] = at;
+        }
+}
+
+/* A filter's 2x2 windows of a tile, values v and argmaxes a (row 0's pair, row 1's), into
+ * its staged rows at f (rows row apart: values' two, then argmaxes'). */
+static inline void store_pairs(float *f, int row, __m128 v, __m128 a)
+{
+    _mm_storel_pi((__m64 *)f, v);
+    _mm_storeh_pi((__m64 *)(f + row), v);
+    _mm_storel_pi((__m64 *)(f + 2 * row), a);
+    _mm_storeh_pi((__m64 *)(f + 3 * row), a);
+}
+
+/* The tile's pooled windows into stage, a filter's 2 pooled rows of 2 tw windows, values then
+ * argmaxes (16 filters x 2 x 2 rows of 2 tw): 8 registers of 16 filters turned into 16
+ * filters' 8 values (the windows', then the argmaxes', in u[4 + m]), stored by pairs. */
+static inline void stage_pooled(int q, int tw, __m512 w[2][2], __m512i a[2][2], float *stage)
+{
+    __m512 v[8] = {w[0][0], w[0][1], w[1][0], w[1][1], _mm512_castsi512_ps(a[0][0]),
+                   _mm512_castsi512_ps(a[0][1]), _mm512_castsi512_ps(a[1][0]),
+                   _mm512_castsi512_ps(a[1][1])}, u[8];
+    transpose_within_lanes(v, u, 8);   /* lane l of u[m]: filter 4l + m's 4 windows */
+    int row = 2 * tw;   /* a filter's values: rows 0 and 1, then its argmaxes' */
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; m++) {   /* the lanes by constants: immediates even at -O1 */
+        float *f = stage + (size_t)m * 4 * row + 2 * q;
+        store_pairs(f, row, _mm512_castps512_ps128(u[m]), _mm512_castps512_ps128(u[4 + m]));
+        f += (size_t)16 * row;
+        store_pairs(f, row, _mm512_extractf32x4_ps(u[m], 1), _mm512_extractf32x4_ps(u[4 + m], 1));
+        f += (size_t)16 * row;
+        store_pairs(f, row, _mm512_extractf32x4_ps(u[m], 2), _mm512_extractf32x4_ps(u[4 + m], 2));
+        f += (size_t)16 * row;
+        store_pairs(f, row, _mm512_extractf32x4_ps(u[m], 3), _mm512_extractf32x4_ps(u[4 + m], 3));
+    }
+}
+
+/* The staged pooled rows of filters [f, f + 16) of tile row tr of sample s into o->y and
+ * o->argmax: rows past the pooled output's last and windows past its width left out. */
+static void store_pooled(const tiling *t, const winograd_out *o, int s, int f, int tr,
+                         const float *stage)
+{
+    const pool_geom *p = o->pool;
+    int row = 2 * t->tw;
+    for (int j = 0; j < LANES; j++)
+        for (int i = 0; i < 2 && 2 * tr + i < p->oh; i++) {
+            size_t at = (((size_t)s * p->c + (size_t)(f + j)) * p->oh + 2 * tr + i) * p->ow;
+            const float *in = stage + (size_t)j * 4 * row + (size_t)i * row;
+            copy_row(o->y + at, in, p->ow);
+            copy_row((float *)o->argmax + at, in + 2 * row, p->ow);
+        }
+}
+
+/* The outputs A^T m A + bias for filters [f0, f1) from M[p][col][f - f0] into o, pooled or
+ * not, through the relu or not: as output_transform, 16 filters of a tile at a time, a tile
+ * row's staged in rows (stage_tile, stage_pooled), then stored whole. */
+void winograd_f4_lanes_output(const tiling *t, const float *M, const float *bias,
+                              const winograd_out *o, int f0, int f1, float *rows)
+{
+    const conv_geom *g = t->g;
+    int nf = f1 - f0, width = 4 * t->tw;
+    size_t plane = plane_of((size_t)nf * t->cols);
+    __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int r = t->r0; r < t->r1; r++)
+        for (int f = 0; f < nf; f += LANES) {
+            const float *m = M + (size_t)(r - t->r0) * t->tw * nf + f;
+            v16 b = bias ? load16(bias + f0 + f) : (v16){0};
+            __m512i plane0 = _mm512_mullo_epi32(_mm512_add_epi32(lane, _mm512_set1_epi32(f0 + f)),
+                                                _mm512_set1_epi32(g->oh * g->ow));
+            int s = r / t->th, tr = r % t->th;
+            for (int q = 0; q < t->tw; q++, m += nf) {
+                v16 out[4][4];
+                tile_outputs(m, plane, out);
+#pragma GCC unroll 16
+                for (int a = 0; a < 4; a++)
+#pragma GCC unroll 16
+                    for (int k = 0; k < 4; k++)
+                        out[a][k] += b;
+                if (o->pool) {
+                    __m512 w[2][2];
+                    __m512i a[2][2];
+                    pool_tile(o, g->ow, plane0, 4 * tr * g->ow + 4 * q, out, w, a);
+                    stage_pooled(q, t->tw, w, a, rows);
+                } else {
+                    stage_tile(o, q, width, out, rows);
+                }
+            }
+            if (o->pool)
+                store_pooled(t, o, s, f0 + f, tr, rows);
+            else
+                store_staged(t, o, s, f0 + f, tr, rows);
+        }
+}

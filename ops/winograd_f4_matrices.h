@@ -1,0 +1,63 @@
+/* Winograd F(4x4, 3x3)'s matrices (Lavin and Gray's, at the points 0, +-1, +-2 and infinity),
+ * written out as sums, for every build's transforms: winograd_f4_impl.h's, and
+ * winograd_f4_lanes_avx512.c's, which must give the same bits. Each macro works on floats or
+ * on vectors of them. */
+#ifndef FRUGAL_WINOGRAD_F4_MATRICES_H
+#define FRUGAL_WINOGRAD_F4_MATRICES_H
+
+/* B^T x, x 6 values: the input transform along one direction. */
+#define BT6(x, o)                                                                             \
+    do {                                                                                      \
+        (o)[0] = 4 * (x)[0] - 5 * (x)[2] + (x)[4];                                            \
+        (o)[1] = (x)[3] + (x)[4] - 4 * ((x)[1] + (x)[2]);                                     \
+        (o)[2] = 4 * ((x)[1] - (x)[2]) + (x)[4] - (x)[3];                                     \
+        (o)[3] = 2 * ((x)[3] - (x)[1]) + (x)[4] - (x)[2];                                     \
+        (o)[4] = 2 * ((x)[1] - (x)[3]) + (x)[4] - (x)[2];                                     \
+        (o)[5] = 4 * (x)[1] - 5 * (x)[3] + (x)[5];                                            \
+    } while (0)
+
+/* A^T x, x 6 values (floats or vectors of them), 4 out: the output transform along one
+ * direction. */
+#define AT6(x, o)                                                                             \
+    do {                                                                                      \
+        __typeof__((x)[0]) s12 = (x)[1] + (x)[2], d12 = (x)[1] - (x)[2];                      \
+        __typeof__((x)[0]) s34 = (x)[3] + (x)[4], d34 = (x)[3] - (x)[4];                      \
+        (o)[0] = (x)[0] + s12 + s34;                                                          \
+        (o)[1] = d12 + 2 * d34;                                                               \
+        (o)[2] = s12 + 4 * s34;                                                               \
+        (o)[3] = d12 + 8 * d34 + (x)[5];                                                      \
+    } while (0)
+
+/* A x, x 4 values (floats or vectors of them), 6 out: the adjoint of AT6 (the output
+ * gradient's transform). */
+#define A6(x, o)                                                                              \
+    do {                                                                                      \
+        __typeof__((x)[0]) s02 = (x)[0] + (x)[2], s13 = (x)[1] + (x)[3];                      \
+        __typeof__((x)[0]) t02 = (x)[0] + 4 * (x)[2], t13 = 2 * (x)[1] + 8 * (x)[3];          \
+        (o)[0] = (x)[0];                                                                      \
+        (o)[1] = s02 + s13;                                                                   \
+        (o)[2] = s02 - s13;                                                                   \
+        (o)[3] = t02 + t13;                                                                   \
+        (o)[4] = t02 - t13;                                                                   \
+        (o)[5] = (x)[3];                                                                      \
+    } while (0)
+
+/* B x, x 6 values: the adjoint of BT6 (back from the transform domain to a window). */
+#define B6(x, o)                                                                              \
+    do {                                                                                      \
+        (o)[0] = 4 * (x)[0];                                                                  \
+        (o)[1] = 4 * ((x)[2] - (x)[1] + (x)[5]) + 2 * ((x)[4] - (x)[3]);                      \
+        (o)[2] = -5 * (x)[0] - 4 * ((x)[1] + (x)[2]) - (x)[3] - (x)[4];                       \
+        (o)[3] = (x)[1] - (x)[2] + 2 * ((x)[3] - (x)[4]) - 5 * (x)[5];                        \
+        (o)[4] = (x)[0] + (x)[1] + (x)[2] + (x)[3] + (x)[4];                                  \
+        (o)[5] = (x)[5];                                                                      \
+    } while (0)
+
+/* G, 6 x 3: the filter transform, U = G g G^T. */
+#define F4_G                                                                                  \
+    {                                                                                         \
+        {1 / 4.0f, 0, 0}, {-1 / 6.0f, -1 / 6.0f, -1 / 6.0f}, {-1 / 6.0f, 1 / 6.0f, -1 / 6.0f}, \
+            {1 / 24.0f, 1 / 12.0f, 1 / 6.0f}, {1 / 24.0f, -1 / 12.0f, 1 / 6.0f}, { 0, 0, 1 }  \
+    }
+
+#endif
