@@ -199,7 +199,7 @@ static int buffers_get(const tiling *t, int nf, int nweights, buffers *b)
     size_t cols = block_cols(t), nc = (size_t)t->g->c;
     size_t weights = (size_t)t->points * plane_of((size_t)nf * nc), taps = 18 * (size_t)nf * nc;
     size_t rows = ROW_BUFFERS * (size_t)t->row_len + TILE_ARRAYS * (size_t)t->array_len;
-    size_t lanes = WINOGRAD_LANES_ROWS * (size_t)t->row_len;
+    size_t lanes = WINOGRAD_LANES_LINES * WINOGRAD_LANES_LINE(t);
     rows = t->v->by_tile && lanes > rows ? lanes : rows;
     b->channels = ops_scratch(SCRATCH_COLUMNS, t->points * plane_of(nc * cols));
     b->filters = ops_scratch(SCRATCH_PARTIALS, t->points * plane_of((size_t)nf * cols));
@@ -240,11 +240,13 @@ int conv_winograd_forward(const conv_geom *g, int m, conv_input x, const float *
     return 0;
 }
 
-/* dx = the windows of Z = U^T D, from the current block's D (all filters); Z in place of V. */
+/* dx = the windows of Z = U^T D (by tile, Z = D U), from the current block's D (all
+ * filters); Z in place of V. */
 static int input_gradient(const tiling *t, const buffers *b, const float *U, float *dx)
 {
     const conv_geom *g = t->g;
-    if (products(t, 1, 0, g->c, t->cols, g->f, U, b->filters, b->channels, 0))
+    if (t->v->by_tile ? products(t, 0, 0, t->cols, g->c, g->f, b->filters, U, b->channels, 0)
+                      : products(t, 1, 0, g->c, t->cols, g->f, U, b->filters, b->channels, 0))
         return -1;
     t->v->input_adjoint(t, b->channels, dx, b->rows);
     return 0;
@@ -260,7 +262,7 @@ int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, con
     winograd_grad src = {dy, NULL, NULL, NULL};
     while (next_block(&t, n0, n1)) {
         t.v->gradient(&t, &src, 0, g->f, b.filters, NULL, b.rows);
-        zero_padding(&t, b.filters, g->f, 0);
+        zero_padding(&t, b.filters, g->f, t.v->by_tile);
         if (input_gradient(&t, &b, b.weights[0], dx))
             return -1;
     }
@@ -275,10 +277,10 @@ int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, con
 static int filter_products(const tiling *t, const buffers *b, int nf, int by_channel, int add)
 {
     int nc = t->g->c;
-    if (t->v->by_tile)   /* V by tile: dU = D V, or dU^T = V^T D^T */
-        return by_channel ? products(t, 1, 1, nc, nf, t->cols, b->channels, b->filters,
+    if (t->v->by_tile)   /* D and V by tile: dU = D^T V, or dU^T = V^T D */
+        return by_channel ? products(t, 1, 0, nc, nf, t->cols, b->channels, b->filters,
                                      b->weights[0], add)
-                          : products(t, 0, 0, nf, nc, t->cols, b->filters, b->channels,
+                          : products(t, 1, 0, nf, nc, t->cols, b->filters, b->channels,
                                      b->weights[0], add);
     const float *left = by_channel ? b->channels : b->filters;
     const float *right = by_channel ? b->filters : b->channels;
@@ -308,7 +310,7 @@ int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float 
         t.v->input(&t, x, b.channels, b.rows);
         t.v->gradient(&t, &src, f0, f1, b.filters, dbias, b.rows);
         zero_padding(&t, b.channels, g->c, t.v->by_tile);
-        zero_padding(&t, b.filters, nf, 0);
+        zero_padding(&t, b.filters, nf, t.v->by_tile);
         if (filter_products(&t, &b, nf, by_channel, !first) ||
             (dx && input_gradient(&t, &b, b.weights[1], dx)))
             return -1;

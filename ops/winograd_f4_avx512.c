@@ -689,12 +689,14 @@ static void output_transform_permuted(const tiling *t, const float *M, const flo
     }
 }
 
+/* For channels and filters in multiples of 16: all four transforms with 16 of them to a
+ * register (winograd_f4_lanes_avx512.c, winograd_f4_lanes_backward_avx512.c). */
 const winograd_variant winograd_f4_avx512_lanes = {
     .m = 4,
     .G = F4_G,
     .input = winograd_f4_lanes_input,
     .output = winograd_f4_lanes_output,
-    .gradient = gradient_transform_permuted,
-    .input_adjoint = input_adjoint_permuted,
+    .gradient = winograd_f4_lanes_gradient,
+    .input_adjoint = winograd_f4_lanes_input_adjoint,
     .by_tile = 1,
 };

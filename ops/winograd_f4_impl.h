@@ -355,25 +355,8 @@ static void input_adjoint(const tiling *t, const float *Z, float *dx, float *row
     for (int c = 0; c < g->c; c++) {
         const float *z = Z + (size_t)c * t->cols;
 #pragma omp simd
-        for (int q = 0; q < t->tiles; q++) {
-            float h[6][6];
-#pragma GCC unroll 6
-            for (int i = 0; i < 6; i++) {   /* z B^T: each row's columns */
-                float in[6];
-#pragma GCC unroll 6
-                for (int k = 0; k < 6; k++)
-                    in[k] = z[(6 * i + k) * plane + q];
-                B6(in, h[i]);
-            }
-#pragma GCC unroll 6
-            for (int k = 0; k < 6; k++) {   /* B (z B^T): the rows combined */
-                float in[6] = {h[0][k], h[1][k], h[2][k], h[3][k], h[4][k], h[5][k]}, o[6];
-                B6(in, o);
-#pragma GCC unroll 6
-                for (int i = 0; i < 6; i++)
-                    win[i][k][q] = o[i];
-            }
-        }
+        for (int q = 0; q < t->tiles; q++)
+            WINDOW_ADJOINT(z, plane, q, win);
         for (int r = t->r0; r < t->r1; r++) {
             size_t at = (size_t)(r - t->r0) * t->tw;
             for (int i = 0, y; i < 6; i++) {

@@ -9,110 +9,9 @@
  * columns), so the bits are theirs. For channels and filters in multiples of 16
  * (conv_winograd.c). Compiled with AVX-512 flags. */
 #include "ops/winograd_f4_matrices.h"
-#include "ops/winograd_tiling.h"
+#include "ops/winograd_lanes_impl.h"
 
-#include <immintrin.h>
 #include <string.h>
-
-enum { LANES = 16 };
-
-typedef float v16 __attribute__((vector_size(64)));
-
-static inline v16 load16(const float *p)
-{
-    v16 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void store16(float *p, v16 v) { memcpy(p, &v, sizeof v); }
-
-#define INLINE static inline __attribute__((always_inline))
-
-/* A transpose's first two rounds on n registers (n a multiple of 4), within 128-bit lanes:
- * afterwards lane l of out[4g + m] holds value 4l + m of in[4g] .. in[4g + 3]. */
-INLINE void transpose_within_lanes(const __m512 *in, __m512 *out, int n)
-{
-    __m512 t[16];
-#pragma GCC unroll 16
-    for (int i = 0; i < n; i += 2) {
-        t[i] = _mm512_unpacklo_ps(in[i], in[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(in[i], in[i + 1]);
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < n; i += 4) {
-        __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
-        __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
-        out[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-        out[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-        out[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-        out[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-    }
-}
-
-/* The 16 x 16 transpose: r[i][j] becomes r[j][i]. Within 128-bit lanes, then the lanes
- * exchanged by two rounds of shuffles. */
-INLINE void transpose16(__m512 r[16])
-{
-    __m512 t[16];
-    transpose_within_lanes(r, r, 16);
-#pragma GCC unroll 16
-    for (int k = 0; k < 4; k++) {
-        __m512 a = r[k], b = r[4 + k], c = r[8 + k], d = r[12 + k];
-        __m512 ab0 = _mm512_shuffle_f32x4(a, b, 0x88), ab1 = _mm512_shuffle_f32x4(a, b, 0xdd);
-        __m512 cd0 = _mm512_shuffle_f32x4(c, d, 0x88), cd1 = _mm512_shuffle_f32x4(c, d, 0xdd);
-        t[k] = _mm512_shuffle_f32x4(ab0, cd0, 0x88);
-        t[8 + k] = _mm512_shuffle_f32x4(ab0, cd0, 0xdd);
-        t[4 + k] = _mm512_shuffle_f32x4(ab1, cd1, 0x88);
-        t[12 + k] = _mm512_shuffle_f32x4(ab1, cd1, 0xdd);
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; i++)
-        r[i] = t[i];
-}
-
-/* The values keep picks from [j, j + 16) of row y of channel c of sample s (floats, or bytes
- * times the scale, as winograd_input_row converts them), zeros elsewhere. */
-static inline __m512 input_values(const conv_geom *g, conv_input x, int s, int c, int y, int j,
-                                  __mmask16 keep)
-{
-    size_t at = ((size_t)c * g->h + (size_t)y) * g->w + (size_t)j;
-    if (x.f)
-        return _mm512_maskz_loadu_ps(keep, x.f + (size_t)s * g->c * g->h * g->w + at);
-    __m512i b = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(keep, x.b[s] + at));
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(b), _mm512_set1_ps(x.scale));
-}
-
-/* line[16 x + k] = channel c0 + k of row y of sample s at padded column x, for x < row_len:
- * zeros in the padding and outside the image. */
-static void lanes_row(const tiling *t, conv_input x, int s, int c0, int y, float *line)
-{
-    const conv_geom *g = t->g;
-    int len = t->row_len, lo = g->pad, hi = g->pad + g->w < len ? g->pad + g->w : len;
-    if (y < 0 || y >= g->h) {
-        memset(line, 0, sizeof(float) * LANES * (size_t)len);
-        return;
-    }
-    memset(line, 0, sizeof(float) * LANES * (size_t)lo);
-    memset(line + (size_t)LANES * hi, 0, sizeof(float) * LANES * (size_t)(len - hi));
-    for (int j = 0; j < hi - lo; j += LANES) {
-        int n = hi - lo - j < LANES ? hi - lo - j : LANES;
-        __mmask16 keep = (__mmask16)((1u << n) - 1);
-        __m512 r[16];
-#pragma GCC unroll 16
-        for (int k = 0; k < LANES; k++)   /* unrolled: each load's own stride prefetches */
-            r[k] = input_values(g, x, s, c0 + k, y, j, keep);
-        transpose16(r);
-        float *out = line + (size_t)LANES * (lo + j);
-        if (n == LANES)
-#pragma GCC unroll 16
-            for (int q = 0; q < LANES; q++)
-                _mm512_storeu_ps(out + LANES * q, r[q]);
-        else
-            for (int q = 0; q < n; q++)
-                _mm512_storeu_ps(out + LANES * q, r[q]);
-    }
-}
 
 /* Tile row r's 6 input rows of channels [c0, c0 + 16) in lanes, in[0 .. 6): the two it
  * shares with tile row r - 1 of the same sample (done just before: prev) kept. */
@@ -132,18 +31,18 @@ static void lanes_window_rows(const tiling *t, conv_input x, int c0, int r, int 
 
 /* V[p][col][c] = (B^T d B)[p] for every tile of the block and channel: per 16 channels and
  * tile row, its 6 input rows in lanes, B^T down each column (the row half), then B across
- * each tile's 6 columns. rows: 12 rows of row_len x 16 values. */
+ * each tile's 6 columns. rows: 12 lines (WINOGRAD_LANES_LINE). */
 void winograd_f4_lanes_input(const tiling *t, conv_input x, float *V, float *rows)
 {
     const conv_geom *g = t->g;
-    size_t plane = plane_of((size_t)g->c * t->cols), line = (size_t)LANES * t->row_len;
+    size_t plane = plane_of((size_t)g->c * t->cols), line = WINOGRAD_LANES_LINE(t);
     float *in[6], *s[6];
     for (int i = 0; i < 6; i++)
         in[i] = rows + i * line, s[i] = rows + (6 + i) * line;
     for (int c0 = 0; c0 < g->c; c0 += LANES)
         for (int r = t->r0; r < t->r1; r++) {
             lanes_window_rows(t, x, c0, r, r > t->r0 ? r - 1 : -1, in);
-            for (size_t at = 0; at < line; at += LANES) {   /* B^T d: the rows */
+            for (size_t at = 0; at < (size_t)LANES * t->row_len; at += LANES) {   /* B^T d */
                 v16 d[6], o[6];
 #pragma GCC unroll 16
                 for (int i = 0; i < 6; i++)
@@ -164,7 +63,7 @@ void winograd_f4_lanes_input(const tiling *t, conv_input x, float *V, float *row
                     BT6(d, o);
 #pragma GCC unroll 16
                     for (int k = 0; k < 6; k++)
-                        store16(v + (6 * i + k) * plane, o[k]);
+                        store16(v + (6 * i + k) * plane, o[k]);   /* i, k constants here */
                 }
         }
 }
@@ -178,8 +77,8 @@ static inline void tile_outputs(const float *m, size_t plane, v16 out[4][4])
     for (int i = 0; i < 6; i++) {
         v16 in[6];
 #pragma GCC unroll 16
-        for (int k = 0; k < 6; k++)
-            in[k] = load16(m + (6 * i + k) * plane);
+        for (int k = 0; k < 6; k++, m += plane)   /* a pointer stepped: 36 offsets spilled */
+            in[k] = load16(m);
         AT6(in, s[i]);
     }
 #pragma GCC unroll 16
@@ -196,18 +95,6 @@ static inline v16 relu_lanes(v16 v)
 {
     __mmask16 negative = _mm512_cmp_ps_mask((__m512)v, _mm512_setzero_ps(), _CMP_LT_OQ);
     return (v16)_mm512_maskz_mov_ps((__mmask16)~negative, (__m512)v);
-}
-
-/* n values from in to out (whole registers, then a masked one). */
-static inline void copy_row(float *out, const float *in, int n)
-{
-    int x = 0;
-    for (; x + LANES <= n; x += LANES)
-        _mm512_storeu_ps(out + x, _mm512_loadu_ps(in + x));
-    if (x < n) {
-        __mmask16 keep = (__mmask16)((1u << (n - x)) - 1);
-        _mm512_mask_storeu_ps(out + x, keep, _mm512_maskz_loadu_ps(keep, in + x));
-    }
 }
 
 /* The tile's outputs (the bias added, through the relu if asked), transposed back to a filter

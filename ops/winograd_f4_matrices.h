@@ -53,6 +53,28 @@
         (o)[5] = (x)[5];                                                                      \
     } while (0)
 
+/* The 6x6 window B z B^T of a tile (the input adjoint's), columns first: z[(6 i + k) * plane +
+ * q] point (i, k) of tile q, into win[i][k][q]. A macro, for the loops over tiles (or
+ * channels) around it to vectorise, and for every build's GCC to contract its multiplies and
+ * adds alike: written on vectors of 16 instead, a few percent of the values came out rounded
+ * otherwise. */
+#define WINDOW_ADJOINT(z, plane, q, win)                                                      \
+    do {                                                                                      \
+        float h_[6][6];                                                                       \
+        _Pragma("GCC unroll 6") for (int i_ = 0; i_ < 6; i_++) { /* z B^T: row's columns */  \
+            float in_[6];                                                                     \
+            _Pragma("GCC unroll 6") for (int k_ = 0; k_ < 6; k_++)                            \
+                in_[k_] = (z)[(6 * i_ + k_) * (plane) + (q)];                                 \
+            B6(in_, h_[i_]);                                                                  \
+        }                                                                                     \
+        _Pragma("GCC unroll 6") for (int k_ = 0; k_ < 6; k_++) { /* B (z B^T): the rows */   \
+            float in_[6] = {h_[0][k_], h_[1][k_], h_[2][k_], h_[3][k_], h_[4][k_], h_[5][k_]}, \
+                  o_[6];                                                                      \
+            B6(in_, o_);                                                                      \
+            _Pragma("GCC unroll 6") for (int i_ = 0; i_ < 6; i_++)(win)[i_][k_][q] = o_[i_];  \
+        }                                                                                     \
+    } while (0)
+
 /* G, 6 x 3: the filter transform, U = G g G^T. */
 #define F4_G                                                                                  \
     {                                                                                         \

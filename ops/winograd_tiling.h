@@ -287,20 +287,25 @@ struct winograd_variant {
     void (*gradient)(const tiling *t, const winograd_grad *dy, int f0, int f1, float *D,
                      float *dbias, float *rows);
     void (*input_adjoint)(const tiling *t, const float *Z, float *dx, float *rows);
-    /* Set: V and M laid out by tile, V[p][col][c] and M[p][col][f - f0], the channels
-     * (filters) of a tile side by side (winograd_f4_lanes_avx512.c); D and Z stay as above. */
+    /* Set: V, M, D and Z laid out by tile, V[p][col][c], M[p][col][f - f0] and so on, the
+     * channels (filters) of a tile side by side (winograd_f4_lanes_avx512.c). */
     int by_tile;
 };
 
 extern const winograd_variant winograd_f2_portable, winograd_f2_avx2;
 extern const winograd_variant winograd_f4_portable, winograd_f4_avx2, winograd_f4_avx512;
-/* AVX-512's with the input and output transforms by tile: for channels and filters in
- * multiples of WINOGRAD_LANES. Its input transform's rows: WINOGRAD_LANES_ROWS row_len each. */
+/* AVX-512's by tile, 16 channels (filters) to a register: for channels and filters in
+ * multiples of WINOGRAD_LANES. Its transforms' rows: WINOGRAD_LANES_LINES lines of
+ * WINOGRAD_LANES_LINE floats (16 x row_len + 16 columns). */
 extern const winograd_variant winograd_f4_avx512_lanes;
 #define WINOGRAD_LANES 16
-#define WINOGRAD_LANES_ROWS (12 * WINOGRAD_LANES)
+#define WINOGRAD_LANES_LINES 12
+#define WINOGRAD_LANES_LINE(t) ((size_t)WINOGRAD_LANES * (size_t)((t)->row_len + WINOGRAD_LANES))
 void winograd_f4_lanes_input(const tiling *t, conv_input x, float *V, float *rows);
 void winograd_f4_lanes_output(const tiling *t, const float *M, const float *bias,
                               const winograd_out *o, int f0, int f1, float *rows);
+void winograd_f4_lanes_gradient(const tiling *t, const winograd_grad *dy, int f0, int f1,
+                                float *D, float *dbias, float *rows);
+void winograd_f4_lanes_input_adjoint(const tiling *t, const float *Z, float *dx, float *rows);
 
 #endif

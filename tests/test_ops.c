@@ -1090,7 +1090,7 @@ static void lanes_passes(const conv_geom *g, const pool_geom *p, conv_input x, c
 
 /* AVX-512's F(4x4) with channels and filters 16 to a register (winograd_f4_lanes_avx512.c)
  * gives AVX2's bits: outputs (filter ranges, relu, max-pool and its argmax), filter and input
- * gradients, from floats and bytes; rows of 1 to 8 tiles, edges, padding 0 and 1. */
+ * gradients, from floats and bytes; rows of 1 to 16 tiles, edges, padding 0 and 1. */
 static void lanes_case(int C, int H, int W, int F, int pad)
 {
     enum { N = 3 };
@@ -1140,9 +1140,12 @@ TEST(ops_winograd4_lanes_match_avx2)
         printf("  (no AVX-512 here: nothing to compare)\n");
         return;
     }
-    const int shapes[][5] = {{16, 13, 15, 32, 1}, {32, 8, 8, 16, 1},  {16, 14, 14, 48, 1},
+    /* the last two: a sample's tile rows in two blocks of tiles (winograd_f4_lanes_input_adjoint
+     * reads the rows that the block before left back from dx) */
+    const int shapes[][5] = {{16, 13, 15, 32, 1}, {32, 8, 8, 16, 1},   {16, 14, 14, 48, 1},
                              {32, 9, 21, 32, 0},  {16, 32, 32, 16, 1}, {16, 5, 6, 16, 1},
-                             {16, 4, 4, 16, 1},   {48, 16, 16, 32, 1}};
+                             {16, 4, 4, 16, 1},   {48, 16, 16, 32, 1}, {16, 64, 64, 16, 1},
+                             {32, 40, 37, 48, 1}};
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
         lanes_case(shapes[k][0], shapes[k][1], shapes[k][2], shapes[k][3], shapes[k][4]);
 }

@@ -1,0 +1,264 @@
+/* Winograd F(4x4, 3x3)'s output gradient transform and input adjoint with the filters
+ * (channels) along the vector, 16 to an AVX-512 register, as the forward's transforms
+ * (winograd_f4_lanes_avx512.c): D and Z laid out by tile, D[p][col][f - f0] and Z[p][col][c],
+ * which the GEMMs read in place. The output gradient's rows (or the pooled gradient's and its
+ * argmax's) are transposed into lanes as they are read; the input gradient's rows are
+ * summed in lanes, then transposed back and stored whole. The arithmetic and its order are
+ * the other builds' (A6, B6, the windows' overlaps, the bias gradient's tile_sum), so the bits
+ * are theirs. Compiled with AVX-512 flags. */
+#include "ops/winograd_f4_matrices.h"
+#include "ops/winograd_lanes_impl.h"
+
+#include <string.h>
+
+static int up16(int n) { return (n + LANES - 1) / LANES * LANES; }
+
+/* keep for the n <= 16 first values of a register (none for n <= 0). */
+static inline __mmask16 first_n(int n)
+{
+    return n <= 0 ? 0 : n >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+}
+
+/* Values [x, x + 16) of 16 rows, rows[j] + x for row j, zero past the rows' width w; through
+ * the relu whose output rows are relu[j] (if not NULL): zero where it is not above 0, as
+ * relu_backward gives. Transposed into line[16 x'] for x' in [x, x + 16). */
+static void rows_to_lanes(const float *const rows[LANES], const float *const relu[LANES], int x,
+                          int w, float *line)
+{
+    __mmask16 keep = first_n(w - x);
+    __m512 r[16];
+#pragma GCC unroll 16
+    for (int j = 0; j < LANES; j++) {
+        r[j] = keep ? _mm512_maskz_loadu_ps(keep, rows[j] + x) : _mm512_setzero_ps();
+        if (relu[0] && keep) {
+            __m512 y = _mm512_maskz_loadu_ps(keep, relu[j] + x);
+            r[j] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_GT_OQ),
+                                       r[j]);
+        }
+    }
+    transpose16(r);
+#pragma GCC unroll 16
+    for (int q = 0; q < LANES; q++)
+        _mm512_storeu_ps(line + (size_t)LANES * (x + q), r[q]);
+}
+
+/* Row y (of h rows, w wide) of the 16 planes from plane f of sample s, planes of an NCHW
+ * tensor of nplanes per sample, into lanes: line[16 x + j], x < width (a multiple of 16), zero
+ * past w and for y >= h; values through the relu's output relu (else NULL). */
+static void planes_to_lanes(const float *t, const float *relu, int nplanes, int h, int w, int s,
+                            int f, int y, int width, float *line)
+{
+    if (y >= h) {
+        memset(line, 0, sizeof(float) * LANES * (size_t)width);
+        return;
+    }
+    const float *rows[LANES], *ry[LANES];
+    for (int j = 0; j < LANES; j++) {
+        size_t at = (((size_t)s * nplanes + (size_t)(f + j)) * h + (size_t)y) * w;
+        rows[j] = t + at;
+        ry[j] = relu ? relu + at : NULL;
+    }
+    for (int x = 0; x < width; x += LANES)
+        rows_to_lanes(rows, ry, x, w, line);
+}
+
+/* A tile's 4x4 block of output gradient of 16 filters: e[a][k] at column 4q + k of g[a] (the
+ * tile row's 4 gradient rows in lanes); pooled, spread from the windows' gradients in v[i]
+ * and argmaxes in am[i] (the tile row's 2 pooled rows in lanes) to where the argmax is, the
+ * positions numbered from plane0 (a lane's filter's plane) and the tile's top left, corner. */
+INLINE void gradient_block(const float *const g[4], const float *const v[2],
+                           const float *const am[2], int pooled, int q, __m512i plane0,
+                           int32_t corner, int ow, v16 e[4][4])
+{
+    if (!pooled) {
+#pragma GCC unroll 4
+        for (int a = 0; a < 4; a++)
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++)
+                e[a][k] = load16(g[a] + (size_t)LANES * (4 * q + k));
+        return;
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; i++)
+#pragma GCC unroll 2
+        for (int j = 0; j < 2; j++) {
+            size_t at = (size_t)LANES * (2 * q + j);
+            __m512 d = _mm512_loadu_ps(v[i] + at);
+            __m512i a = _mm512_loadu_si512((const void *)(am[i] + at));
+            __m512i i00 = _mm512_add_epi32(plane0, _mm512_set1_epi32(corner + 2 * i * ow + 2 * j));
+            const int step[4] = {0, 1, ow, ow + 1};
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                __m512i x = _mm512_add_epi32(i00, _mm512_set1_epi32(step[k]));
+                e[2 * i + k / 2][2 * j + k % 2] =
+                    (v16)_mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(a, x), d);
+            }
+        }
+}
+
+/* The transform of a tile's block e, A e A^T, rows first, into D at d (plane apart), and the
+ * sum of the block's gradients (row 1 of A e, as gradient_transform sums them). */
+INLINE v16 gradient_tile(v16 e[4][4], float *d, size_t plane)
+{
+    v16 A[6][4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {   /* A e: rows */
+        v16 in[4] = {e[0][k], e[1][k], e[2][k], e[3][k]}, o[6];
+        A6(in, o);
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; i++)
+            A[i][k] = o[i];
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; i++) {   /* (A e) A^T: columns */
+        v16 o[6];
+        A6(A[i], o);
+#pragma GCC unroll 6
+        for (int k = 0; k < 6; k++, d += plane)
+            store16(d, o[k]);
+    }
+    return (A[1][0] + A[1][1]) + (A[1][2] + A[1][3]);
+}
+
+/* sums[col % 8] summed as tile_sum sums n tiles: the lanes of its last group past the tiles
+ * get a zero added too. */
+static v16 tile_sums(v16 sums[8], int n)
+{
+    for (int j = n % 8; j < 8; j++)
+        sums[j] += (v16){0};
+    return ((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7]));
+}
+
+/* D[p][col][f - f0] = (A e A^T)[p] for the block's tiles and filters [f0, f1), e a tile's 4x4
+ * output gradients (zero past the output's edge); with dbias (else NULL), each filter's
+ * gradients summed over the block's tiles in tile_sum's order added to dbias[f - f0]. rows:
+ * the tile row's 4 gradient rows in lanes, or its 2 pooled rows and their argmaxes. */
+void winograd_f4_lanes_gradient(const tiling *t, const winograd_grad *dy, int f0, int f1,
+                                float *D, float *dbias, float *rows)
+{
+    const conv_geom *g = t->g;
+    const pool_geom *p = dy->pool;
+    int nf = f1 - f0, width = up16(p ? 2 * t->tw : 4 * t->tw);   /* outputs or windows */
+    size_t plane = plane_of((size_t)nf * t->cols), line = (size_t)LANES * width;
+    const float *gl[4] = {rows, rows + line, rows + 2 * line, rows + 3 * line};
+    const float *v[2] = {gl[0], gl[1]}, *am[2] = {gl[2], gl[3]};
+    __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int f = f0; f < f1; f += LANES) {
+        __m512i plane0 = _mm512_mullo_epi32(_mm512_add_epi32(lane, _mm512_set1_epi32(f)),
+                                            _mm512_set1_epi32(g->oh * g->ow));
+        v16 sums[8] = {{0}};
+        float *d = D + (f - f0);
+        for (int r = t->r0, col = 0; r < t->r1; r++) {
+            int s = r / t->th, tr = r % t->th;
+            for (int i = 0; i < (p ? 2 : 4); i++)
+                if (!p)
+                    planes_to_lanes(dy->dy, dy->relu_y, g->f, g->oh, g->ow, s, f, 4 * tr + i,
+                                    width, rows + i * line);
+                else {   /* past the pooled rows: zeros, whatever the argmax */
+                    planes_to_lanes(dy->dy, dy->relu_y, p->c, p->oh, p->ow, s, f, 2 * tr + i,
+                                    width, rows + i * line);
+                    planes_to_lanes((const float *)dy->argmax, NULL, p->c, p->oh, p->ow, s, f,
+                                    2 * tr + i, width, rows + (2 + i) * line);
+                }
+            for (int q = 0; q < t->tw; q++, col++) {
+                v16 e[4][4];
+                gradient_block(gl, v, am, p != NULL, q, plane0, 4 * tr * g->ow + 4 * q, g->ow, e);
+                sums[col % 8] += gradient_tile(e, d + (size_t)col * nf, plane);
+            }
+        }
+        if (dbias)
+            store16(dbias + (f - f0), load16(dbias + (f - f0)) + tile_sums(sums, t->tiles));
+    }
+}
+
+/* Tile q's 6x6 window B z B^T of 16 channels, from its 36 points at z (plane apart), in a
+ * loop over the channels as input_adjoint's over tiles (WINDOW_ADJOINT), joined into the tile
+ * row's 6 lines in lanes: columns 0 and 1 added to the tile before's 4 and 5 (to a zero for
+ * the first tile), 4 and 5 stored for the next tile to add to. */
+INLINE void adjoint_tile(const float *z, size_t plane, int q, float *const lines[6])
+{
+    float win[6][6][LANES];
+#pragma omp simd
+    for (int j = 0; j < LANES; j++)
+        WINDOW_ADJOINT(z, plane, j, win);
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; i++)
+#pragma GCC unroll 6
+        for (int k = 0; k < 6; k++) {
+            float *at = lines[i] + (size_t)LANES * (4 * q + k);
+            v16 w = load16(win[i][k]);
+            if (k < 2)
+                store16(at, w + (q ? load16(at) : (v16){0}));
+            else
+                store16(at, w);
+        }
+}
+
+/* line[x] = base + line[x] over the row's len columns in lanes (base NULL: zero). */
+static void add_lanes(float *line, const float *base, int len)
+{
+    for (size_t x = 0; x < (size_t)LANES * len; x += LANES)
+        store16(line + x, (base ? load16(base + x) : (v16){0}) + load16(line + x));
+}
+
+/* Row y of channels [c0, c0 + 16) of sample s's input gradient from line (lanes, padded:
+ * input column x at pad + x), transposed back, 16 columns at a time. */
+static void store_lanes_row(const tiling *t, float *dx, int s, int c0, int y, const float *line)
+{
+    const conv_geom *g = t->g;
+    const float *in = line + (size_t)LANES * g->pad;
+    for (int x = 0; x < g->w; x += LANES) {
+        __m512 r[16];
+#pragma GCC unroll 16
+        for (int q = 0; q < LANES; q++)
+            r[q] = _mm512_loadu_ps(in + (size_t)LANES * (x + q));
+        transpose16(r);
+        __mmask16 keep = first_n(g->w - x);
+#pragma GCC unroll 16
+        for (int j = 0; j < LANES; j++)
+            _mm512_mask_storeu_ps(
+                dx + (((size_t)s * g->c + (size_t)(c0 + j)) * g->h + (size_t)y) * g->w + x, keep,
+                r[j]);
+    }
+}
+
+/* dx = the windows of Z[p][col][c] summed where they overlap, as input_adjoint: per 16
+ * channels and tile row, its windows joined into 6 lines (adjoint_tile); a line's row of dx is
+ * 0 + the line, or where the tile row above covered it too (rows 0 and 1), what that one
+ * gave (kept in lanes when it was done just before, else read back from dx) + the line.
+ * rows: 8 lines of row_len + 16 columns in lanes. */
+void winograd_f4_lanes_input_adjoint(const tiling *t, const float *Z, float *dx, float *rows)
+{
+    const conv_geom *g = t->g;
+    size_t plane = plane_of((size_t)g->c * t->cols), line = WINOGRAD_LANES_LINE(t);
+    float *lines[6], *above[2] = {rows + 6 * line, rows + 7 * line};
+    for (int i = 0; i < 6; i++)
+        lines[i] = rows + i * line;
+    for (int c0 = 0; c0 < g->c; c0 += LANES)
+        for (int r = t->r0; r < t->r1; r++) {
+            int s = r / t->th, tr = r % t->th, y0 = 4 * tr - g->pad;
+            const float *z = Z + (size_t)(r - t->r0) * t->tw * g->c + c0;
+            for (int q = 0; q < t->tw; q++)
+                adjoint_tile(z + (size_t)q * g->c, plane, q, lines);
+            int kept = r > t->r0 && tr > 0;   /* rows 0 and 1's base in above */
+            int keep = r + 1 < t->r1 && tr + 1 < t->th;   /* the next tile row adds to 4, 5 */
+            for (int i = 0; i < 6; i++) {
+                int y = y0 + i;
+                if (y < 0 || y >= g->h)
+                    continue;
+                const float *base = NULL;
+                if (i < 2 && tr > 0) {
+                    if (!kept)
+                        lanes_row(t, (conv_input){dx, NULL, 0}, s, c0, y, above[i]);
+                    base = above[i];
+                }
+                add_lanes(lines[i], base, t->row_len);
+                if (i >= 4 && keep) {   /* stored by the next tile row, with its rows 0, 1 */
+                    float *was = above[i - 4];
+                    above[i - 4] = lines[i], lines[i] = was;
+                } else {
+                    store_lanes_row(t, dx, s, c0, y, lines[i]);
+                }
+            }
+        }
+}
