@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # frugal against PyTorch, in one invocation (./build.sh bench train): DAHL's four workloads (named
-# by their input shape) and three deeper CNNs (cifar-shaped, vgg-small, wide-28).
+# by their input shape) and four deeper CNNs (cifar-shaped, vgg-small, wide-28, and deeper:
+# examples/deeper-fashion-mnist.cfg).
 # The reference is the PyTorch a user installs today: PyPI's torch in a virtual environment this
 # script makes on first use (build/torch-venv; the default wheel brings NVIDIA's CUDA libraries,
 # some GB), else Debian's python3-torch (said so). frugal: the examples/ job files, one worker per
@@ -99,6 +100,7 @@ done <<'EOF_WORKLOADS'
 cifar-shaped cifar-shaped-fashion-mnist.cfg 8192 2
 vgg-small vgg-small-fashion-mnist.cfg 4096 2
 wide-28 wide-28-fashion-mnist.cfg 8192 2
+deeper deeper-fashion-mnist.cfg 8192 2
 EOF_WORKLOADS
 
 # Accuracy: the same job files, 2 epochs on their 8192 training images each side, then the
