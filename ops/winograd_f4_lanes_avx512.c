@@ -63,7 +63,7 @@ void winograd_f4_lanes_input(const tiling *t, conv_input x, float *V, float *row
                     BT6(d, o);
 #pragma GCC unroll 16
                     for (int k = 0; k < 6; k++)
-                        store16(v + (6 * i + k) * plane, o[k]);   /* i, k constants here */
+                        store16(v + (6 * i + k) * plane, o[k]);
                 }
         }
 }
