@@ -1,7 +1,9 @@
 /* Winograd F(m x m, 3x3): see conv_winograd.h. Summed over channels, each point of the
- * transform domain is a GEMM: (filters x channels) times (channels x tiles). Tiles are taken in
- * blocks of whole tile rows, so that a block's transformed data stays in cache between the
- * transforms (winograd_f2_impl.h, winograd_f4_impl.h) and the GEMMs. */
+ * transform domain is a GEMM: (filters x channels) times (channels x tiles), or for a variant
+ * laid out by tile (winograd_tiling.h) (tiles x channels) times (channels x filters), the same
+ * sums. Tiles are taken in blocks of whole tile rows, so that a block's transformed data stays
+ * in cache between the transforms (winograd_f2_impl.h, winograd_f4_impl.h,
+ * winograd_f4_lanes_avx512.c) and the GEMMs. */
 #include "ops/conv_winograd.h"
 
 #include "ops/cpu.h"
@@ -75,16 +77,16 @@ static int next_block(tiling *t, int n0, int n1)
     return t->r0 < t->r1;
 }
 
-/* Zeroes the padding of a block's matrices of n rows of cols, or by_tile, of the n columns
- * of its rows past its tiles. */
-static void zero_padding(const tiling *t, float *X, int n, int by_tile)
+/* Zeroes the padding of a block's matrices of n rows of cols, or by tile, of the n columns of
+ * its rows past its tiles. */
+static void zero_padding(const tiling *t, float *X, int n)
 {
     size_t plane = plane_of((size_t)n * t->cols);
     size_t pad = sizeof(float) * (size_t)(t->cols - t->tiles);
     if (!pad)   /* 36 x n empty calls cost wide-28 1.3% of its time */
         return;
     for (int p = 0; p < t->points; p++)
-        if (by_tile)
+        if (t->v->by_tile)
             memset(X + p * plane + (size_t)t->tiles * n, 0, pad * (size_t)n);
         else
             for (int i = 0; i < n; i++)
@@ -232,7 +234,7 @@ int conv_winograd_forward(const conv_geom *g, int m, conv_input x, const float *
         return -1;
     while (next_block(&t, n0, n1)) {
         t.v->input(&t, x, b.channels, b.rows);
-        zero_padding(&t, b.channels, g->c, t.v->by_tile);
+        zero_padding(&t, b.channels, g->c);
         if (forward_products(&t, &b, nf))
             return -1;
         t.v->output(&t, b.filters, bias, &out, f0, f1, b.rows);
@@ -262,7 +264,7 @@ int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, con
     winograd_grad src = {dy, NULL, NULL, NULL};
     while (next_block(&t, n0, n1)) {
         t.v->gradient(&t, &src, 0, g->f, b.filters, NULL, b.rows);
-        zero_padding(&t, b.filters, g->f, t.v->by_tile);
+        zero_padding(&t, b.filters, g->f);
         if (input_gradient(&t, &b, b.weights[0], dx))
             return -1;
     }
@@ -309,8 +311,8 @@ int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float 
     while (next_block(&t, n0, n1)) {   /* dU and db, summed over the blocks in order */
         t.v->input(&t, x, b.channels, b.rows);
         t.v->gradient(&t, &src, f0, f1, b.filters, dbias, b.rows);
-        zero_padding(&t, b.channels, g->c, t.v->by_tile);
-        zero_padding(&t, b.filters, nf, t.v->by_tile);
+        zero_padding(&t, b.channels, g->c);
+        zero_padding(&t, b.filters, nf);
         if (filter_products(&t, &b, nf, by_channel, !first) ||
             (dx && input_gradient(&t, &b, b.weights[1], dx)))
             return -1;
