@@ -97,6 +97,18 @@ static inline v16 relu_lanes(v16 v)
     return (v16)_mm512_maskz_mov_ps((__mmask16)~negative, (__m512)v);
 }
 
+/* n values from in to out (whole registers, then a masked one). */
+static inline void copy_row(float *out, const float *in, int n)
+{
+    int x = 0;
+    for (; x + LANES <= n; x += LANES)
+        _mm512_storeu_ps(out + x, _mm512_loadu_ps(in + x));
+    if (x < n) {
+        __mmask16 keep = first_n(n - x);
+        _mm512_mask_storeu_ps(out + x, keep, _mm512_maskz_loadu_ps(keep, in + x));
+    }
+}
+
 /* The tile's outputs (the bias added, through the relu if asked), transposed back to a filter
  * a register, into stage: 16 filters' 4 rows of the tile row, 4 tw columns each. Staged so
  * that the output's rows are then written whole (store_staged): stored 4 values at a time

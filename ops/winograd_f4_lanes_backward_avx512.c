@@ -13,12 +13,6 @@
 
 static int up16(int n) { return (n + LANES - 1) / LANES * LANES; }
 
-/* keep for the n <= 16 first values of a register (none for n <= 0). */
-static inline __mmask16 first_n(int n)
-{
-    return n <= 0 ? 0 : n >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
-}
-
 /* Values [x, x + 16) of 16 rows, rows[j] + x for row j, zero past the rows' width w; through
  * the relu whose output rows are relu[j] (if not NULL): zero where it is not above 0, as
  * relu_backward gives. Transposed into line[16 x'] for x' in [x, x + 16). */

@@ -66,16 +66,10 @@ INLINE void transpose16(__m512 r[16])
         r[i] = t[i];
 }
 
-/* n values from in to out (whole registers, then a masked one). */
-static inline void copy_row(float *out, const float *in, int n)
+/* keep for the n <= 16 first values of a register (none for n <= 0). */
+static inline __mmask16 first_n(int n)
 {
-    int x = 0;
-    for (; x + LANES <= n; x += LANES)
-        _mm512_storeu_ps(out + x, _mm512_loadu_ps(in + x));
-    if (x < n) {
-        __mmask16 keep = (__mmask16)((1u << (n - x)) - 1);
-        _mm512_mask_storeu_ps(out + x, keep, _mm512_maskz_loadu_ps(keep, in + x));
-    }
+    return n <= 0 ? 0 : n >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
 }
 
 /* The values keep picks from [j, j + 16) of row y of channel c of sample s (floats, or bytes
@@ -104,7 +98,7 @@ static inline void lanes_row(const tiling *t, conv_input x, int s, int c0, int y
     memset(line + (size_t)LANES * hi, 0, sizeof(float) * LANES * (size_t)(len - hi));
     for (int j = 0; j < hi - lo; j += LANES) {
         int n = hi - lo - j < LANES ? hi - lo - j : LANES;
-        __mmask16 keep = (__mmask16)((1u << n) - 1);
+        __mmask16 keep = first_n(n);
         __m512 r[16];
 #pragma GCC unroll 16
         for (int k = 0; k < LANES; k++)   /* unrolled: each load's own stride prefetches */
