@@ -38,7 +38,8 @@ static void rows_to_lanes(const float *const rows[LANES], const float *const rel
 
 /* Row y (of h rows, w wide) of the 16 planes from plane f of sample s, planes of an NCHW
  * tensor of nplanes per sample, into lanes: line[16 x + j], x < width (a multiple of 16), zero
- * past w and for y >= h; values through the relu's output relu (else NULL). */
+ * past w and for y >= h; values through the relu's output relu (else NULL). Row y + ROWS_AHEAD
+ * prefetched. */
 static void planes_to_lanes(const float *t, const float *relu, int nplanes, int h, int w, int s,
                             int f, int y, int width, float *line)
 {
@@ -54,6 +55,14 @@ static void planes_to_lanes(const float *t, const float *relu, int nplanes, int 
     }
     for (int x = 0; x < width; x += LANES)
         rows_to_lanes(rows, ry, x, w, line);
+    if (y + ROWS_AHEAD >= h)
+        return;
+    size_t ahead = (size_t)ROWS_AHEAD * w, plane = sizeof(float) * (size_t)h * w;
+    for (int x = 0; x < w; x += LANES) {
+        prefetch_planes((const char *)(rows[0] + ahead + x), plane);
+        if (relu)
+            prefetch_planes((const char *)(ry[0] + ahead + x), plane);
+    }
 }
 
 /* A tile's 4x4 block of output gradient of 16 filters: e[a][k] at column 4q + k of g[a] (the
