@@ -86,7 +86,8 @@ INLINE __m512 input_values(const conv_geom *g, conv_input x, int s, int c, int y
 
 /* How many rows ahead the transforms prefetch the rows they read from 16 planes: the planes'
  * lines share cache sets (planes 4 KB apart on a 32 x 32 layer) and each is a stream of its
- * own, more than the hardware's prefetchers follow. 1 or 2 measured alike, 4 and 8 slower. */
+ * own, more than the hardware's prefetchers follow (docs/kernels.md: it helps when the host's
+ * memory is contended). 1 and 2 measured alike, 4 and 8 slower. */
 enum { ROWS_AHEAD = 2 };
 
 /* Prefetches the line at p of 16 planes, plane bytes apart, into L1. */
