@@ -61,7 +61,7 @@ static void calibrate(void)
     if (!tsc_is_invariant())
         return;
     /* 5 ms against CLOCK_MONOTONIC gives the rate to well under 0.1%. */
-    uint64_t n0, t0, n1, t1;
+    uint64_t n0 = 0, t0 = 0, n1 = 0, t1 = 0;   /* set by read_pair (GCC -fPIC did not see it) */
     read_pair(&n0, &t0);
     do
         read_pair(&n1, &t1);
