@@ -23,7 +23,9 @@
 #                         (fixed configurations against each policy's choice), gossip, simulate
 #                         (frugal simulate on 10,000 machines), green (participation policies on
 #                         2020 grid traces of France and Great Britain), operating-point (power
-#                         caps searched against the machine's own limits; needs root)
+#                         caps searched against the machine's own limits; needs root),
+#                         ab [REV] [CALLS] (the working tree's CPU kernels against REV's, default
+#                         HEAD, call by call in one process)
 #   ./build.sh fuzz [SECONDS]
 #                         libFuzzer (clang, ASan+UBSan) on every decoder, SECONDS each (30)
 #   ./build.sh fixtures   regenerate tests/fixtures from PyTorch (Debian's python3-torch)
@@ -297,8 +299,12 @@ bench() {
         build
         tools/bench_operating_point.sh
         ;;
+    ab)
+        shift
+        tools/bench_ab.sh "$@"
+        ;;
     *)
-        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train | opencl | gpu | cluster | placement | gossip | simulate | green | operating-point" >&2
+        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train | opencl | gpu | cluster | placement | gossip | simulate | green | operating-point | ab [REV] [calls]" >&2
         return 2
         ;;
     esac

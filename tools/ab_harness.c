@@ -1,0 +1,145 @@
+/* Two builds of the CPU kernels in one process (tools/bench_ab.sh): each a shared library of
+ * ops/ and common/, loaded side by side; the fused convolution passes of the bench's layers
+ * timed with one library, then the other, call by call, the fastest call of each kept. A host
+ * whose speed drifts over minutes slows both alike this way, where runs one after another
+ * would each catch a different stretch of it. Before every call a sweep through 4 MB takes the
+ * layer's input out of L2, as it arrives in training (from the task before, or the other core).
+ *
+ * usage: ab_harness CALLS BASE.so NEW.so
+ * prints: bench ab LAYER PASS base_us=A new_us=B speedup=A/B */
+#include "ops/conv.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef int (*geom_init_fn)(conv_geom *, int, int, int, int, int, int, int, int);
+typedef int (*pool_init_fn)(pool_geom *, int, int, int, int, int);
+typedef int (*forward_fn)(const conv_geom *, conv_input, const float *, const float *,
+                          const pool_geom *, int, float *, int32_t *, int, int);
+typedef int (*backward_fn)(const conv_geom *, conv_input, const pool_geom *, const float *,
+                           const float *, const int32_t *, const float *, float *, float *,
+                           float *, int, int, int);
+
+typedef struct kernels {
+    const char *path;
+    geom_init_fn geom_init;
+    pool_init_fn pool_init;
+    forward_fn forward;
+    backward_fn backward;
+} kernels;
+
+/* A layer of the bench's jobs, fused with its 2x2 max-pool and relu, 16 samples a call. */
+typedef struct layer_case {
+    const char *name;
+    int c, h, f, dx;   /* channels, side, filters; dx: the input gradient too */
+} layer_case;
+
+static const layer_case cases[] = {
+    {"wide-28_28x28_1-64_direct", 1, 28, 64, 0},
+    {"cifar_16x16_16-32", 16, 16, 32, 1},
+    {"vgg_32x32_32-32", 32, 32, 32, 1},
+    {"vgg_16x16_64-64", 64, 16, 64, 1},
+    {"vgg_8x8_64-128", 64, 8, 128, 1},
+    {"wide-28_14x14_64-128", 64, 14, 128, 1},
+};
+
+enum { SAMPLES = 16, SWEEP_BYTES = 4 << 20 };
+
+static int load(kernels *k, const char *path)
+{
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        fprintf(stderr, "ab_harness: %s\n", dlerror());
+        return -1;
+    }
+    k->path = path;
+    *(void **)&k->geom_init = dlsym(lib, "conv_geom_init");
+    *(void **)&k->pool_init = dlsym(lib, "pool_geom_init");
+    *(void **)&k->forward = dlsym(lib, "ops_conv2d_forward_maxpool");
+    *(void **)&k->backward = dlsym(lib, "ops_conv2d_backward_maxpool");
+    if (!k->geom_init || !k->pool_init || !k->forward || !k->backward) {
+        fprintf(stderr, "ab_harness: %s lacks the fused convolution's functions\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+static float *random_floats(size_t n)
+{
+    float *p = malloc(sizeof(float) * n);
+    for (size_t i = 0; p && i < n; i++)
+        p[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+    return p;
+}
+
+static double seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The fastest forward and backward call of each library, alternating. */
+static int time_case(const layer_case *lc, const kernels k[2], int calls, char *sweep,
+                     double best[2][2])
+{
+    conv_geom g;
+    pool_geom p;
+    if (k[0].geom_init(&g, lc->c, lc->h, lc->h, lc->f, 3, 3, 1, 1) ||
+        k[0].pool_init(&p, lc->f, g.oh, g.ow, 2, 2))
+        return -1;
+    size_t nx = (size_t)SAMPLES * lc->c * lc->h * lc->h, ny = (size_t)SAMPLES * lc->f * p.oh * p.ow;
+    size_t nw = (size_t)lc->f * lc->c * 9;
+    float *x = random_floats(nx), *w = random_floats(nw), *b = random_floats(lc->f);
+    float *y = random_floats(ny), *dy = random_floats(ny), *dx = random_floats(nx);
+    float *dw = random_floats(nw + lc->f);
+    int32_t *argmax = malloc(sizeof(int32_t) * ny);
+    int rc = x && w && b && y && dy && dx && dw && argmax ? 0 : -1;
+    conv_input in = {x, NULL, 0};
+    for (int i = 0; i < 2; i++)
+        best[i][0] = best[i][1] = 1e30;
+    for (int call = 0; call < calls && !rc; call++)
+        for (int i = 0; i < 2 && !rc; i++)
+            for (int pass = 0; pass < 2 && !rc; pass++) {
+                memset(sweep, call + pass, SWEEP_BYTES);
+                double t0 = seconds();
+                rc = pass == 0 ? k[i].forward(&g, in, w, b, &p, 1, y, argmax, 0, SAMPLES)
+                               : k[i].backward(&g, in, &p, y, dy, argmax, w, dw, dw + nw,
+                                               lc->dx ? dx : NULL, 0, SAMPLES, 0);
+                double t = seconds() - t0;
+                best[i][pass] = t < best[i][pass] ? t : best[i][pass];
+            }
+    free(x), free(w), free(b), free(y), free(dy), free(dx), free(dw), free(argmax);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    kernels k[2];
+    int calls = argc == 4 ? atoi(argv[1]) : 0;
+    char *sweep = malloc(SWEEP_BYTES);
+    if (calls < 1 || !sweep) {
+        fprintf(stderr, "usage: ab_harness CALLS BASE.so NEW.so\n");
+        return 2;
+    }
+    if (load(&k[0], argv[2]) || load(&k[1], argv[3]))
+        return 1;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        double best[2][2];
+        if (time_case(&cases[c], k, calls, sweep, best)) {
+            fprintf(stderr, "ab_harness: %s failed (out of memory, or a kernel refused it)\n",
+                    cases[c].name);
+            return 1;
+        }
+        for (int pass = 0; pass < 2; pass++)
+            printf("bench ab %s %s base_us=%.0f new_us=%.0f speedup=%.3f\n", cases[c].name,
+                   pass ? "backward" : "forward", 1e6 * best[0][pass], 1e6 * best[1][pass],
+                   best[0][pass] / best[1][pass]);
+        fflush(stdout);
+    }
+    free(sweep);
+    return 0;
+}
