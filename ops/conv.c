@@ -2,6 +2,7 @@
 #include "common/env_switches.h"
 
 #include "ops/conv_direct.h"
+#include "ops/conv_lanes.h"
 #include "ops/conv_winograd.h"
 #include "ops/cpu.h"
 #include "ops/gemm.h"
@@ -269,6 +270,38 @@ int conv_uses_direct(const conv_geom *g)
 #define DISPATCH(fn, ...) DISPATCH_ISA(conv_direct_##fn, __VA_ARGS__)
 #define DISPATCH_WIDE(fn, ...) DISPATCH_ISA(conv_wide_##fn, __VA_ARGS__)
 
+/* On AVX-512, the direct path of a first layer (3x3, few channels, filters by 16) runs along
+ * filters (conv_lanes.h): wide-28's 1 -> 64 layer took 13% of its training time along output
+ * pixels (docs/kernels.md). By the layer's shape alone, so that every pass of a layer, fused
+ * or not, on any range of filters, sums in the same order. */
+static int lanes_fit(const conv_geom *g)
+{
+    return ops_isa_active() == OPS_ISA_AVX512 && g->stride == 1 && g->kh == 3 && g->kw == 3 &&
+           g->c <= CONV_LANES_MAX_CHANNELS && g->f % CONV_LANES_FILTERS == 0;
+}
+
+/* The direct path's forward (pooled 2x2 on the lanes kernel; other windows on the direct
+ * kernel, which gives the same bits). */
+static int direct_forward(const conv_geom *g, conv_input x, const float *wt, const float *bias,
+                          float *y, int n0, int n1, int f0, int f1, const pool_geom *p,
+                          int32_t *argmax, int relu)
+{
+    if (lanes_fit(g) && (!p || (p->size == 2 && p->stride == 2)))
+        return conv_lanes_forward(g, x, wt, bias, y, n0, n1, f0, f1, p, argmax, relu);
+    return DISPATCH(forward, g, x, wt, bias, y, n0, n1, f0, f1, p, argmax, relu);
+}
+
+static int direct_backward_filter(const conv_geom *g, conv_input x, const float *dy, float *dwt,
+                                  float *dbias, int n0, int n1, int f0, int f1, int accumulate,
+                                  const pool_geom *p, const int32_t *argmax, const float *relu_y)
+{
+    if (lanes_fit(g))
+        return conv_lanes_backward_filter(g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate, p,
+                                          argmax, relu_y);
+    return DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate, p,
+                    argmax, relu_y);
+}
+
 /* The Winograd tile's side: every pass of a layer takes the same path. */
 static int winograd_tile(const conv_geom *g)
 {
@@ -297,7 +330,7 @@ int ops_conv2d_forward_in(const conv_geom *g, conv_input x, const float *wt, con
 {
     switch (conv_path(g, CONV_FORWARD)) {
     case CONV_DIRECT:
-        return DISPATCH(forward, g, x, wt, bias, y, n0, n1, f0, f1, NULL, NULL, 0);
+        return direct_forward(g, x, wt, bias, y, n0, n1, f0, f1, NULL, NULL, 0);
     case CONV_WIDE:
         return DISPATCH_WIDE(forward, g, x, wt, bias, y, n0, n1, f0, f1);
     case CONV_WINOGRAD:
@@ -346,8 +379,8 @@ int ops_conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float 
 {
     switch (conv_path(g, CONV_BACKWARD_FILTER)) {
     case CONV_DIRECT:
-        return DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate, NULL,
-                        NULL, NULL);
+        return direct_backward_filter(g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate, NULL,
+                                      NULL, NULL);
     case CONV_WIDE:
         return DISPATCH_WIDE(backward_filter, g, x, dy, dwt, dbias, n0, n1, f0, f1, accumulate);
     case CONV_WINOGRAD:
@@ -407,7 +440,7 @@ static int forward_fused(const conv_geom *g, conv_input x, const float *wt, cons
                                      argmax, relu);
     /* the relu on each pooled value before it is stored (a pass over the pooled rows after
      * them stalled on the stores just made) */
-    return DISPATCH(forward, g, x, wt, bias, y, n0, n1, 0, g->f, p, argmax, relu);
+    return direct_forward(g, x, wt, bias, y, n0, n1, 0, g->f, p, argmax, relu);
 }
 
 static int backward_fused(const conv_geom *g, conv_input x, const pool_geom *p,
@@ -418,8 +451,8 @@ static int backward_fused(const conv_geom *g, conv_input x, const pool_geom *p,
     if (uses_winograd(g))   /* through the relu and unpooled as each row is read */
         return conv_winograd_backward(g, winograd_tile(g), x, dy, wt, dwt, dbias, dx, n0, n1, 0,
                                       g->f, accumulate, p, argmax, relu_y);
-    return dx ? -1 : DISPATCH(backward_filter, g, x, dy, dwt, dbias, n0, n1, 0, g->f,
-                              accumulate, p, argmax, relu_y);
+    return dx ? -1 : direct_backward_filter(g, x, dy, dwt, dbias, n0, n1, 0, g->f, accumulate, p,
+                                            argmax, relu_y);
 }
 
 int ops_conv2d_forward_maxpool(const conv_geom *g, conv_input x, const float *wt, const float *bias,

@@ -45,6 +45,20 @@ static inline vf vload(const float *p)
 
 static inline void vstore(float *p, vf v) { memcpy(p, &v, sizeof v); }
 
+/* acc + w * x, rounded once where the instruction set has FMA: GCC contracts the expression
+ * only from -O2, so the bits would differ between the release and the sanitizer builds (and
+ * from conv_lanes_avx512.c's, which gives this kernel's forward bits). */
+static inline vf vfma(vf w, vf x, vf acc)
+{
+#if VEC_BYTES >= 64
+    return (vf)_mm512_fmadd_ps((__m512)w, (__m512)x, (__m512)acc);
+#elif VEC_BYTES >= 32
+    return (vf)_mm256_fmadd_ps((__m256)w, (__m256)x, (__m256)acc);
+#else
+    return acc + w * x;
+#endif
+}
+
 static inline vf vsplat(float x)
 {
     return (vf){0} + x;   /* GCC broadcasts a scalar operand */
@@ -160,7 +174,7 @@ static void valid_block(int cin, int kh, int kw, int wp, size_t stride, const fl
                         vf wv = vsplat(w[f]);
                         #pragma GCC unroll 16
                         for (int v = 0; v < NV; v++)
-                            acc[f][v] += wv * xv[v];
+                            acc[f][v] = vfma(wv, xv[v], acc[f][v]);
                     }
                 }
         }
@@ -425,7 +439,7 @@ static inline __attribute__((always_inline)) void filter_taps(const float *dband
                 vf xv = vload(s + j * wp + q + k);
 #pragma GCC unroll 16
                 for (int f = 0; f < FB; f++)
-                    acc[f][j][k] += d[f] * xv;
+                    acc[f][j][k] = vfma(d[f], xv, acc[f][j][k]);
             }
     }
     /* constant bounds and tests inside: acc stays in registers */

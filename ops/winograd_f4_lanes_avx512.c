@@ -91,12 +91,6 @@ static inline void tile_outputs(const float *m, size_t plane, v16 out[4][4])
     }
 }
 
-static inline v16 relu_lanes(v16 v)
-{
-    __mmask16 negative = _mm512_cmp_ps_mask((__m512)v, _mm512_setzero_ps(), _CMP_LT_OQ);
-    return (v16)_mm512_maskz_mov_ps((__mmask16)~negative, (__m512)v);
-}
-
 /* n values from in to out (whole registers, then a masked one). */
 static inline void copy_row(float *out, const float *in, int n)
 {
@@ -161,19 +155,9 @@ static inline void pool_tile(const winograd_out *o, int ow, __m512i plane0, int3
 #pragma GCC unroll 2
         for (int j = 0; j < 2; j++) {
             __m512i i00 = _mm512_add_epi32(plane0, _mm512_set1_epi32(corner + 2 * i * ow + 2 * j));
-            __m512i at = i00;
-            __m512 best = (__m512)out[2 * i][2 * j];
-            const __m512 next[3] = {(__m512)out[2 * i][2 * j + 1], (__m512)out[2 * i + 1][2 * j],
-                                    (__m512)out[2 * i + 1][2 * j + 1]};
-            const int step[3] = {1, ow, ow + 1};
-#pragma GCC unroll 3
-            for (int k = 0; k < 3; k++) {
-                __mmask16 gt = _mm512_cmp_ps_mask(next[k], best, _CMP_GT_OQ);
-                at = _mm512_mask_add_epi32(at, gt, i00, _mm512_set1_epi32(step[k]));
-                best = _mm512_mask_mov_ps(best, gt, next[k]);
-            }
-            w[i][j] = o->relu ? (__m512)relu_lanes((v16)best) : best;
-            a[i][j] = at;
+            w[i][j] = pool2_lanes((__m512)out[2 * i][2 * j], (__m512)out[2 * i][2 * j + 1],
+                                  (__m512)out[2 * i + 1][2 * j], (__m512)out[2 * i + 1][2 * j + 1],
+                                  i00, ow, o->relu, &a[i][j]);
         }
 }
 

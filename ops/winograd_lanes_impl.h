@@ -4,73 +4,10 @@
 #ifndef FRUGAL_WINOGRAD_LANES_IMPL_H
 #define FRUGAL_WINOGRAD_LANES_IMPL_H
 
+#include "ops/lanes_avx512.h"
 #include "ops/winograd_tiling.h"
 
-#include <immintrin.h>
 #include <string.h>
-
-enum { LANES = 16 };
-
-typedef float v16 __attribute__((vector_size(64)));
-
-static inline v16 load16(const float *p)
-{
-    v16 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void store16(float *p, v16 v) { memcpy(p, &v, sizeof v); }
-
-#define INLINE static inline __attribute__((always_inline))
-
-/* A transpose's first two rounds on n registers (n a multiple of 4), within 128-bit lanes:
- * afterwards lane l of out[4g + m] holds value 4l + m of in[4g] .. in[4g + 3]. */
-INLINE void transpose_within_lanes(const __m512 *in, __m512 *out, int n)
-{
-    __m512 t[16];
-#pragma GCC unroll 16
-    for (int i = 0; i < n; i += 2) {
-        t[i] = _mm512_unpacklo_ps(in[i], in[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(in[i], in[i + 1]);
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < n; i += 4) {
-        __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
-        __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
-        out[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-        out[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-        out[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-        out[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-    }
-}
-
-/* The 16 x 16 transpose: r[i][j] becomes r[j][i]. Within 128-bit lanes, then the lanes
- * exchanged by two rounds of shuffles. */
-INLINE void transpose16(__m512 r[16])
-{
-    __m512 t[16];
-    transpose_within_lanes(r, r, 16);
-#pragma GCC unroll 16
-    for (int k = 0; k < 4; k++) {
-        __m512 a = r[k], b = r[4 + k], c = r[8 + k], d = r[12 + k];
-        __m512 ab0 = _mm512_shuffle_f32x4(a, b, 0x88), ab1 = _mm512_shuffle_f32x4(a, b, 0xdd);
-        __m512 cd0 = _mm512_shuffle_f32x4(c, d, 0x88), cd1 = _mm512_shuffle_f32x4(c, d, 0xdd);
-        t[k] = _mm512_shuffle_f32x4(ab0, cd0, 0x88);
-        t[8 + k] = _mm512_shuffle_f32x4(ab0, cd0, 0xdd);
-        t[4 + k] = _mm512_shuffle_f32x4(ab1, cd1, 0x88);
-        t[12 + k] = _mm512_shuffle_f32x4(ab1, cd1, 0xdd);
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; i++)
-        r[i] = t[i];
-}
-
-/* keep for the n <= 16 first values of a register (none for n <= 0). */
-static inline __mmask16 first_n(int n)
-{
-    return n <= 0 ? 0 : n >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
-}
 
 /* The values keep picks from [j, j + 16) of row y of channel c of sample s (floats, or bytes
  * times the scale, as winograd_input_row converts them), zeros elsewhere. */

@@ -808,6 +808,117 @@ TEST(ops_conv_maxpool_fused_matches_separate)
     }
 }
 
+/* Values a and b agree within rounding (the filter gradient's sums in another order). */
+static int near_all(const float *a, const float *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(fabsf(a[i] - b[i]) <= 1e-4f + 1e-4f * fabsf(b[i])))
+            return 0;
+    return 1;
+}
+
+/* One shape of ops_conv_lanes_match_the_direct_kernel: N samples of C channels, H x W, F filters, padding P. */
+static void conv_lanes_case(int C, int H, int W, int F, int P)
+{
+    enum { N = 3 };
+    conv_geom g;
+    CHECK(conv_geom_init(&g, C, H, W, F, 3, 3, 1, P) == 0);
+    size_t nin = (size_t)C * H * W, nout = (size_t)F * g.oh * g.ow, nw = (size_t)F * C * 9;
+    ops_rng r;
+    ops_rng_seed(&r, 21);
+    byte_samples x;
+    byte_samples_make(&x, N, nin);
+    for (int c = 0; c < C; c++)   /* sample 0's first rows zero: windows of equal values */
+        for (int k = 0; k < 4 * W; k++)
+            x.b[c * H * W + k] = 0, x.f[c * H * W + k] = 0;
+    float *w = random_floats(&r, (long)nw, 0.3f), *bias = random_floats(&r, F, 0.1f);
+    float *dy = random_floats(&r, (long)(N * nout), 1), *dyr = calloc(N * nout, 4);
+    float *y[2], *dw[2], *pooled[2], *dense = calloc(N * nout, 4);
+    int32_t *a[2];
+    for (int i = 0; i < 2; i++) {   /* [AVX2's direct kernel, AVX-512's lanes] */
+        y[i] = calloc(N * nout, 4), dw[i] = calloc(nw + F, 4);
+        pooled[i] = calloc(N * nout, 4), a[i] = calloc(N * nout, 4);
+    }
+    const int ranges[][2] = {{0, F}, {5, F - 3}, {16, F}};
+    for (int i = 0; i < 2; i++) {
+        ops_isa_set(i ? OPS_ISA_AVX512 : OPS_ISA_AVX2);
+        for (int k = 0; k < 3; k++)   /* forward of filter ranges cut anywhere */
+            ops_conv2d_forward_in(&g, x.in[k % 2], w, bias, y[i], 1, N, ranges[k][0], ranges[k][1]);
+        ops_conv2d_backward_filter(&g, x.f, dy, dw[i], dw[i] + nw, 1, N, 0, F, 0);
+    }
+    CHECKF(!memcmp(y[0], y[1], sizeof(float) * N * nout), "%dx%dx%d -> %d: forward", C, H, W, F);
+    CHECKF(near_all(dw[1], dw[0], nw + F), "%dx%dx%d -> %d: filter gradient", C, H, W, F);
+    float *ref = dw[0], *part = calloc(nw + F, 4);   /* lanes' own: every other pass's bits */
+    memcpy(ref, dw[1], sizeof(float) * (nw + F));
+    for (int in = 0; in < 2; in++) {
+        ops_conv2d_backward_filter_in(&g, x.in[in], dy, part, part + nw, 1, N, 16, F, 0);
+        CHECKF(!memcmp(part, ref + 16 * C * 9, sizeof(float) * (F - 16) * C * 9) &&
+               !memcmp(part + nw, ref + nw + 16, sizeof(float) * (F - 16)),
+               "%dx%dx%d -> %d: filter range from 16, input %d", C, H, W, F, in);
+    }
+    ops_conv2d_backward_filter(&g, x.f, dy, part, part + nw, 1, N, 0, F, 0);
+    ops_conv2d_backward_filter(&g, x.f, dy, part, part + nw, 1, N, 0, F, 1);
+    int doubled = 1;
+    for (size_t i = 0; i < nw + F; i++)
+        doubled &= part[i] == ref[i] + ref[i];
+    CHECKF(doubled, "%dx%dx%d -> %d: accumulated", C, H, W, F);
+    /* fused with a relu: forward as the direct kernel's, gradients as the passes apart */
+    ops_isa_set(OPS_ISA_AVX2);
+    ops_conv2d_forward_relu(&g, x.in[0], w, bias, y[0], 0, N);
+    ops_isa_set(OPS_ISA_AVX512);
+    ops_conv2d_forward_relu(&g, x.in[1], w, bias, y[1], 0, N);
+    CHECKF(!memcmp(y[0], y[1], sizeof(float) * N * nout), "%dx%dx%d -> %d: forward, relu", C, H, W, F);
+    ops_relu_backward(y[1], dy, dyr, 0, (long)(N * nout));
+    ops_conv2d_backward_filter(&g, x.f, dyr, ref, ref + nw, 0, N, 0, F, 0);
+    ops_conv2d_backward_relu(&g, x.in[1], y[1], dy, w, part, part + nw, NULL, 0, N);
+    CHECKF(!memcmp(part, ref, sizeof(float) * (nw + F)), "%dx%dx%d -> %d: gradient through the relu",
+           C, H, W, F);
+    for (int size = 2; size <= 3; size++)   /* max-pools, then a relu: the same */
+        for (int relu = 0; relu < 2; relu++) {
+            pool_geom p;
+            CHECK(pool_geom_init(&p, F, g.oh, g.ow, size, size) == 0);
+            size_t npool = (size_t)F * p.oh * p.ow;
+            for (int i = 0; i < 2; i++) {
+                ops_isa_set(i ? OPS_ISA_AVX512 : OPS_ISA_AVX2);
+                ops_conv2d_forward_maxpool(&g, x.in[i], w, bias, &p, relu, pooled[i], a[i], 0, N);
+            }
+            CHECKF(!memcmp(pooled[0], pooled[1], sizeof(float) * N * npool) &&
+                   !memcmp(a[0], a[1], 4 * N * npool), "%dx%dx%d -> %d: %dx%d pool, relu %d",
+                   C, H, W, F, size, size, relu);
+            if (relu)
+                ops_relu_backward(pooled[1], dy, dyr, 0, (long)(N * npool));
+            ops_maxpool_backward(&p, relu ? dyr : dy, a[1], dense, 0, N);
+            ops_conv2d_backward_filter(&g, x.f, dense, ref, ref + nw, 0, N, 0, F, 0);
+            ops_conv2d_backward_maxpool(&g, x.in[1], &p, relu ? pooled[1] : NULL, dy, a[1], NULL,
+                                        part, part + nw, NULL, 0, N, 0);
+            CHECKF(!memcmp(part, ref, sizeof(float) * (nw + F)), "%dx%dx%d -> %d: gradient "
+                   "through a %dx%d pool, relu %d", C, H, W, F, size, size, relu);
+        }
+    byte_samples_free(&x);
+    for (int i = 0; i < 2; i++)
+        free(y[i]), free(dw[i]), free(pooled[i]), free(a[i]);
+    free(w), free(bias), free(dy), free(dyr), free(dense), free(part);
+}
+
+/* On AVX-512, first layers (few channels, filters by 16) take the lanes kernel
+ * (ops/conv_lanes.h): its forward gives AVX2's direct kernel's bits, pooled or not, on filter
+ * ranges cut anywhere, from floats or bytes; its filter gradient is the direct kernel's within
+ * rounding, and the same bits on any filter range, accumulated, and fused with a relu or a
+ * 2x2 or 3x3 max-pool as the passes apart. Shapes: wide-28's first layer, odd sizes (rows and
+ * columns no window covers, blocks past the edge), no padding, two and three channels. */
+TEST(ops_conv_lanes_match_the_direct_kernel)
+{
+    ops_isa was = ops_isa_active();
+    if (ops_isa_supported() < OPS_ISA_AVX512) {
+        printf("  no AVX-512 on this machine: the lanes kernel is not used\n");
+        return;
+    }
+    conv_lanes_case(1, 28, 28, 64, 1);
+    conv_lanes_case(3, 13, 19, 32, 1);
+    conv_lanes_case(2, 9, 21, 48, 0);
+    ops_isa_set(was);
+}
+
 /* ops_conv2d_backward (both gradients in one call; the Winograd paths transform dy once for both)
  * gives the passes' results apart, bit for bit, on every path: odd sizes, samples from the
  * second on, float and byte inputs, and without dx. */

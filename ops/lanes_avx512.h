@@ -1,0 +1,100 @@
+/* Sixteen floats to an AVX-512 register, one per channel or filter ("lanes"), and the 16 x 16
+ * transposes that move them in and out of NCHW rows: what the channel-lanes Winograd
+ * transforms (winograd_lanes_impl.h) and the few-channel convolution (conv_lanes_avx512.c)
+ * share. Included by AVX-512 builds only. */
+#ifndef FRUGAL_LANES_AVX512_H
+#define FRUGAL_LANES_AVX512_H
+
+#include <immintrin.h>
+#include <string.h>
+
+enum { LANES = 16 };
+
+typedef float v16 __attribute__((vector_size(64)));
+
+static inline v16 load16(const float *p)
+{
+    v16 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void store16(float *p, v16 v) { memcpy(p, &v, sizeof v); }
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* A transpose's first two rounds on n registers (n a multiple of 4), within 128-bit lanes:
+ * afterwards lane l of out[4g + m] holds value 4l + m of in[4g] .. in[4g + 3]. */
+INLINE void transpose_within_lanes(const __m512 *in, __m512 *out, int n)
+{
+    __m512 t[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < n; i += 2) {
+        t[i] = _mm512_unpacklo_ps(in[i], in[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(in[i], in[i + 1]);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < n; i += 4) {
+        __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+        __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+        out[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        out[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        out[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        out[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+}
+
+/* The 16 x 16 transpose: r[i][j] becomes r[j][i]. Within 128-bit lanes, then the lanes
+ * exchanged by two rounds of shuffles. */
+INLINE void transpose16(__m512 r[16])
+{
+    __m512 t[16];
+    transpose_within_lanes(r, r, 16);
+#pragma GCC unroll 16
+    for (int k = 0; k < 4; k++) {
+        __m512 a = r[k], b = r[4 + k], c = r[8 + k], d = r[12 + k];
+        __m512 ab0 = _mm512_shuffle_f32x4(a, b, 0x88), ab1 = _mm512_shuffle_f32x4(a, b, 0xdd);
+        __m512 cd0 = _mm512_shuffle_f32x4(c, d, 0x88), cd1 = _mm512_shuffle_f32x4(c, d, 0xdd);
+        t[k] = _mm512_shuffle_f32x4(ab0, cd0, 0x88);
+        t[8 + k] = _mm512_shuffle_f32x4(ab0, cd0, 0xdd);
+        t[4 + k] = _mm512_shuffle_f32x4(ab1, cd1, 0x88);
+        t[12 + k] = _mm512_shuffle_f32x4(ab1, cd1, 0xdd);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++)
+        r[i] = t[i];
+}
+
+/* keep for the n <= 16 first values of a register (none for n <= 0). */
+static inline __mmask16 first_n(int n)
+{
+    return n <= 0 ? 0 : n >= LANES ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+}
+
+/* v through a relu (relu_forward's: NaN passes). */
+static inline v16 relu_lanes(v16 v)
+{
+    __mmask16 negative = _mm512_cmp_ps_mask((__m512)v, _mm512_setzero_ps(), _CMP_LT_OQ);
+    return (v16)_mm512_maskz_mov_ps((__mmask16)~negative, (__m512)v);
+}
+
+/* A 2x2 window of 16 filters, v00 v01 on its first row, v10 v11 on the second, pooled as
+ * maxpool2_window does it (the first of equal values kept, through the relu if asked); its
+ * argmax into *at, numbered from i00 (per lane) on rows ow apart. */
+INLINE __m512 pool2_lanes(__m512 v00, __m512 v01, __m512 v10, __m512 v11, __m512i i00, int ow,
+                          int relu, __m512i *at)
+{
+    const __m512 next[3] = {v01, v10, v11};
+    const int step[3] = {1, ow, ow + 1};
+    __m512 best = v00;
+    *at = i00;
+#pragma GCC unroll 3
+    for (int k = 0; k < 3; k++) {
+        __mmask16 gt = _mm512_cmp_ps_mask(next[k], best, _CMP_GT_OQ);
+        *at = _mm512_mask_add_epi32(*at, gt, i00, _mm512_set1_epi32(step[k]));
+        best = _mm512_mask_mov_ps(best, gt, next[k]);
+    }
+    return relu ? (__m512)relu_lanes((v16)best) : best;
+}
+
+#endif
