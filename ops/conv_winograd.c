@@ -201,7 +201,7 @@ static int buffers_get(const tiling *t, int nf, int nweights, buffers *b)
     size_t cols = block_cols(t), nc = (size_t)t->g->c;
     size_t weights = (size_t)t->points * plane_of((size_t)nf * nc), taps = 18 * (size_t)nf * nc;
     size_t rows = ROW_BUFFERS * (size_t)t->row_len + TILE_ARRAYS * (size_t)t->array_len;
-    size_t lanes = WINOGRAD_LANES_LINES * WINOGRAD_LANES_LINE(t);
+    size_t lanes = WINOGRAD_LANES_LINES * WINOGRAD_LANES_LINE(t) + WINOGRAD_LANES_STAGE(t->g);
     rows = t->v->by_tile && lanes > rows ? lanes : rows;
     b->channels = ops_scratch(SCRATCH_COLUMNS, t->points * plane_of(nc * cols));
     b->filters = ops_scratch(SCRATCH_PARTIALS, t->points * plane_of((size_t)nf * cols));

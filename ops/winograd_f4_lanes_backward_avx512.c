@@ -132,6 +132,35 @@ static v16 tile_sums(v16 sums[8], int n)
     return ((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7]));
 }
 
+/* Rows [y0, y1) of the planes of filters [f, f + 16) of sample s (of nplanes, h x w) of each
+ * of dy's arrays copied into stage, one after another, read there as sample 0's filters
+ * [0, 16): as window_source does for the input (winograd_f4_lanes_avx512.c), from planes of
+ * fewer than 4096 values; else dy itself (wide-28's convolution tasks 3.7% shorter). */
+static winograd_grad gradient_source(const tiling *t, const winograd_grad *dy, int nplanes,
+                                     int h, int w, int s, int f, int y0, int y1, float *stage,
+                                     int *staged)
+{
+    *staged = WINOGRAD_LANES_STAGE(t->g) != 0;
+    if (!*staged)
+        return *dy;
+    winograd_grad out = *dy;
+    const float **arrays[3] = {&out.dy, &out.relu_y, (const float **)&out.argmax};
+    y1 = y1 < h ? y1 : h;
+    size_t plane = (size_t)h * w, from = (size_t)y0 * w;
+    size_t count = y1 > y0 ? (size_t)(y1 - y0) * w : 0;
+    for (int a = 0; a < 3; a++) {
+        const float *in = *arrays[a];
+        if (!in)
+            continue;
+        float *to = stage + (size_t)a * LANES * plane;
+        for (int k = 0; k < LANES; k++)
+            memcpy(to + k * plane + from, in + ((size_t)s * nplanes + f + k) * plane + from,
+                   sizeof(float) * count);
+        *arrays[a] = to;
+    }
+    return out;
+}
+
 /* D[p][col][f - f0] = (A e A^T)[p] for the block's tiles and filters [f0, f1), e a tile's 4x4
  * output gradients (zero past the output's edge); with dbias (else NULL), each filter's
  * gradients summed over the block's tiles in tile_sum's order added to dbias[f - f0]. rows:
@@ -145,22 +174,31 @@ void winograd_f4_lanes_gradient(const tiling *t, const winograd_grad *dy, int f0
     size_t plane = plane_of((size_t)nf * t->cols), line = (size_t)LANES * width;
     const float *gl[4] = {rows, rows + line, rows + 2 * line, rows + 3 * line};
     const float *v[2] = {gl[0], gl[1]}, *am[2] = {gl[2], gl[3]};
+    float *stage = rows + WINOGRAD_LANES_LINES * WINOGRAD_LANES_LINE(t);
     __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     for (int f = f0; f < f1; f += LANES) {
         __m512i plane0 = _mm512_mullo_epi32(_mm512_add_epi32(lane, _mm512_set1_epi32(f)),
                                             _mm512_set1_epi32(g->oh * g->ow));
         v16 sums[8] = {{0}};
         float *d = D + (f - f0);
+        winograd_grad src = *dy;
+        int staged = 0, nplanes = p ? p->c : g->f, h = p ? p->oh : g->oh, w = p ? p->ow : g->ow;
         for (int r = t->r0, col = 0; r < t->r1; r++) {
-            int s = r / t->th, tr = r % t->th;
-            for (int i = 0; i < (p ? 2 : 4); i++)
+            int s = r / t->th, tr = r % t->th, per = p ? 2 : 4;
+            if (r == t->r0 || tr == 0) {   /* a sample's rows, of the block's tile rows */
+                int last = s * t->th + t->th < t->r1 ? t->th : t->r1 - s * t->th;
+                src = gradient_source(t, dy, nplanes, h, w, s, f, per * tr, per * last, stage,
+                                      &staged);
+            }
+            int ss = staged ? 0 : s, ff = staged ? 0 : f, np = staged ? LANES : nplanes;
+            for (int i = 0; i < per; i++)
                 if (!p)
-                    planes_to_lanes(dy->dy, dy->relu_y, g->f, g->oh, g->ow, s, f, 4 * tr + i,
-                                    width, rows + i * line);
+                    planes_to_lanes(src.dy, src.relu_y, np, h, w, ss, ff, 4 * tr + i, width,
+                                    rows + i * line);
                 else {   /* past the pooled rows: zeros, whatever the argmax */
-                    planes_to_lanes(dy->dy, dy->relu_y, p->c, p->oh, p->ow, s, f, 2 * tr + i,
-                                    width, rows + i * line);
-                    planes_to_lanes((const float *)dy->argmax, NULL, p->c, p->oh, p->ow, s, f,
+                    planes_to_lanes(src.dy, src.relu_y, np, h, w, ss, ff, 2 * tr + i, width,
+                                    rows + i * line);
+                    planes_to_lanes((const float *)src.argmax, NULL, np, h, w, ss, ff,
                                     2 * tr + i, width, rows + (2 + i) * line);
                 }
             for (int q = 0; q < t->tw; q++, col++) {
@@ -252,7 +290,7 @@ void winograd_f4_lanes_input_adjoint(const tiling *t, const float *Z, float *dx,
                 const float *base = NULL;
                 if (i < 2 && tr > 0) {
                     if (!kept)
-                        lanes_row(t, (conv_input){dx, NULL, 0}, s, c0, y, above[i]);
+                        lanes_row(t, lanes_src_of(g, (conv_input){dx, NULL, 0}, s, c0), y, above[i]);
                     base = above[i];
                 }
                 if (i >= 4 && keep) {   /* stored by the next tile row, with its rows 0, 1 */

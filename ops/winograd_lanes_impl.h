@@ -7,18 +7,34 @@
 #include "ops/lanes_avx512.h"
 #include "ops/winograd_tiling.h"
 
+#include <stdint.h>
 #include <string.h>
 
-/* The values keep picks from [j, j + 16) of row y of channel c of sample s (floats, or bytes
- * times the scale, as winograd_input_row converts them), zeros elsewhere. */
-INLINE __m512 input_values(const conv_geom *g, conv_input x, int s, int c, int y, int j,
-                                  __mmask16 keep)
+/* Where lanes_row reads: 16 planes of one sample, plane apart, floats or bytes times the
+ * scale (as winograd_input_row converts them). */
+typedef struct lanes_src {
+    const float *f;
+    const uint8_t *b;   /* where f is NULL */
+    float scale;
+    size_t plane;
+} lanes_src;
+
+/* Channels [c0, c0 + 16) of sample s of x. */
+static inline lanes_src lanes_src_of(const conv_geom *g, conv_input x, int s, int c0)
 {
-    size_t at = ((size_t)c * g->h + (size_t)y) * g->w + (size_t)j;
+    size_t plane = (size_t)g->h * g->w;
     if (x.f)
-        return _mm512_maskz_loadu_ps(keep, x.f + (size_t)s * g->c * g->h * g->w + at);
-    __m512i b = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(keep, x.b[s] + at));
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(b), _mm512_set1_ps(x.scale));
+        return (lanes_src){x.f + ((size_t)s * g->c + (size_t)c0) * plane, NULL, 0, plane};
+    return (lanes_src){NULL, x.b[s] + (size_t)c0 * plane, x.scale, plane};
+}
+
+/* The values keep picks from [at, at + 16) of plane k of src, zeros elsewhere. */
+INLINE __m512 src_values(lanes_src src, int k, size_t at, __mmask16 keep)
+{
+    if (src.f)
+        return _mm512_maskz_loadu_ps(keep, src.f + (size_t)k * src.plane + at);
+    __m512i b = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(keep, src.b + (size_t)k * src.plane + at));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(b), _mm512_set1_ps(src.scale));
 }
 
 /* How many rows ahead the transforms prefetch the rows they read from 16 planes: the planes'
@@ -35,19 +51,18 @@ INLINE void prefetch_planes(const char *p, size_t plane)
         _mm_prefetch(p + (size_t)k * plane, _MM_HINT_T0);
 }
 
-/* Prefetches what input_values reads of channels [c0, c0 + 16). */
-static inline void prefetch_input(const conv_geom *g, conv_input x, int s, int c0, int y, int j)
+/* Prefetches what src_values reads at at of the 16 planes. */
+static inline void prefetch_src(lanes_src src, size_t at)
 {
-    size_t plane = (size_t)g->h * g->w, at = ((size_t)c0 * g->h + (size_t)y) * g->w + (size_t)j;
-    if (x.f)
-        prefetch_planes((const char *)(x.f + (size_t)s * g->c * plane + at), sizeof(float) * plane);
+    if (src.f)
+        prefetch_planes((const char *)(src.f + at), sizeof(float) * src.plane);
     else
-        prefetch_planes((const char *)(x.b[s] + at), plane);
+        prefetch_planes((const char *)(src.b + at), src.plane);
 }
 
-/* line[16 x + k] = channel c0 + k of row y of sample s at padded column x, for x < row_len:
- * zeros in the padding and outside the image. */
-static inline void lanes_row(const tiling *t, conv_input x, int s, int c0, int y, float *line)
+/* line[16 x + k] = plane k of src's row y at padded column x, for x < row_len: zeros in the
+ * padding and outside the image. */
+static inline void lanes_row(const tiling *t, lanes_src src, int y, float *line)
 {
     const conv_geom *g = t->g;
     int len = t->row_len, lo = g->pad, hi = g->pad + g->w < len ? g->pad + g->w : len;
@@ -60,12 +75,13 @@ static inline void lanes_row(const tiling *t, conv_input x, int s, int c0, int y
     for (int j = 0; j < hi - lo; j += LANES) {
         int n = hi - lo - j < LANES ? hi - lo - j : LANES;
         __mmask16 keep = first_n(n);
+        size_t at = (size_t)y * g->w + (size_t)j;
         __m512 r[16];
 #pragma GCC unroll 16
         for (int k = 0; k < LANES; k++)
-            r[k] = input_values(g, x, s, c0 + k, y, j, keep);
+            r[k] = src_values(src, k, at, keep);
         if (y + ROWS_AHEAD < g->h)
-            prefetch_input(g, x, s, c0, y + ROWS_AHEAD, j);
+            prefetch_src(src, at + (size_t)ROWS_AHEAD * g->w);
         transpose16(r);
         float *out = line + (size_t)LANES * (lo + j);
         if (n == LANES)
