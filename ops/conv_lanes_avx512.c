@@ -2,10 +2,11 @@
  * sample's few channels are copied into zero-padded planes; an input value is broadcast
  * straight from them into the fused multiply-adds of 16 filters. Forward keeps a block of 2
  * output rows x 8 columns in 16 registers, pools its 2x2 windows between registers, and
- * stages a row (or a pooled row) in lanes, turned into NCHW rows by 16 x 16 transposes. The
- * filter gradient turns each output row's gradient into lanes (through the pooling's argmax
- * and the relu), then adds each column's vector times the broadcast input under every tap.
- * Compiled with AVX-512 flags. */
+ * stages a row (or a pooled row) in lanes, turned by 16 x 16 transposes into the rows of a
+ * run of the 16 filters' planes, copied out whole. The filter gradient copies the 16
+ * filters' gradient planes (and argmaxes, and the relu's output) in whole, turns each output
+ * row's gradient into lanes (through the pooling's argmax and the relu), then adds each
+ * column's vector times the broadcast input under every tap. Compiled with AVX-512 flags. */
 #include "ops/conv_lanes.h"
 #include "ops/lanes_avx512.h"
 #include "ops/scratch.h"
