@@ -2,8 +2,9 @@
  * vectorised along filters: 16 filters to a register, each input value broadcast against
  * them, where conv_direct_impl.h vectorises along output pixels, 4 filters at a time, and
  * pools and scatters gradients through memory. The same contracts as conv_direct_forward_*
- * and conv_direct_backward_filter_* (conv_direct.h); conv.c takes it for the shapes
- * conv_lanes_fits names, on machines with AVX-512.
+ * and conv_direct_backward_filter_* (conv_direct.h); conv.c's direct path takes it on
+ * machines with AVX-512 for 3x3 stride-1 layers of up to CONV_LANES_MAX_CHANNELS channels
+ * and filters in multiples of CONV_LANES_FILTERS (by the layer's shape alone).
  *
  * Forward gives the direct kernel's bits (the same sums in the same order); forward pools 2x2
  * windows only (others go to the direct kernel, with the same bits). The filter gradient sums

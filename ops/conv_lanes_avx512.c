@@ -172,13 +172,11 @@ INLINE void pool_block(v16 acc[2][BLOCK_COLS], __m512i i00, int ow, int relu, fl
     }
 }
 
-/* Where a forward call writes: the pool (2x2, or NULL) and its argmaxes, the relu. */
-typedef struct forward_out {
-    float *y;
+/* What a forward call adds to the convolution: a pool (2x2, or NULL), a relu. */
+typedef struct forward_how {
     const pool_geom *pool;
-    int32_t *argmax;
     int relu;
-} forward_out;
+} forward_how;
 
 /* A group's outputs, laid out as in y (and argmax): nf planes of plane floats, written a row
  * of every plane at a time (the transposes' order) into run, then copied out in one pass.
@@ -193,7 +191,7 @@ typedef struct group_run {
 /* Filters [f, f + nf) of a sample, its padded channels in d, their weights wl and bias b,
  * into run. stage: 2 rows of cols positions in lanes (pooled: values, then argmaxes). */
 static void forward_filters(const conv_geom *g, const padded *d, const v16 *wl, v16 b,
-                            const forward_out *o, int f, int nf, const group_run *run,
+                            const forward_how *o, int f, int nf, const group_run *run,
                             float *stage, int cols)
 {
     const pool_geom *p = o->pool;
@@ -244,7 +242,7 @@ int conv_lanes_forward(const conv_geom *g, conv_input x, const float *wt, const 
         int f = f0 + LANES * k, nf = f1 - f < LANES ? f1 - f : LANES;
         lanes_weights(g, wt, f, nf, wl + (size_t)k * g->c * TAPS);
     }
-    forward_out o = {y, pool, argmax, relu};
+    forward_how o = {pool, relu};
     group_run run = {out, pool ? out + LANES * plane : NULL, plane};
     for (int n = n0; n < n1; n++) {
         pad_sample(g, x, n, &d);
