@@ -33,17 +33,37 @@ void ops_maxpool_row(const pool_geom *g, const float *in, size_t stride, float *
     }
 }
 
+/* A row of fewer than POOL2_BLOCK 2x2 windows, its rows read in place as far as a whole
+ * block's (into the rows after them, before end), the windows past the row dropped: copying
+ * the rows out first took most of the deeper CNN's max-pool (rows of 7 windows). */
+static void maxpool2_short_row(const pool_geom *g, const float *r0, float *y, int32_t *argmax,
+                               int32_t at)
+{
+    float ty[POOL2_BLOCK];
+    int32_t ta[POOL2_BLOCK];
+    maxpool2_block(r0, r0 + g->w, ty, ta, g->w, at, 0);
+    memcpy(y, ty, sizeof(float) * (size_t)g->ow);
+    memcpy(argmax, ta, sizeof(int32_t) * (size_t)g->ow);
+}
+
 void ops_maxpool_forward(const pool_geom *g, const float *x, float *y, int32_t *argmax, int n0, int n1)
 {
     int hw = g->h * g->w, ohw = g->oh * g->ow;
+    int short_rows = g->size == 2 && g->stride == 2 && g->ow < POOL2_BLOCK;
+    const float *end = x + (size_t)n1 * g->c * hw;
     for (int n = n0; n < n1; n++)
         for (int c = 0; c < g->c; c++) {
             const float *xc = x + ((size_t)n * g->c + c) * hw;
             size_t out = ((size_t)n * g->c + c) * ohw;
             for (int oy = 0; oy < g->oh; oy++) {
                 int y0 = oy * g->stride;
-                ops_maxpool_row(g, xc + (size_t)y0 * g->w, (size_t)g->w, y + out + oy * g->ow,
-                            argmax + out + oy * g->ow, c * hw + y0 * g->w, 0);
+                const float *r0 = xc + (size_t)y0 * g->w;
+                if (short_rows && r0 + g->w + 2 * POOL2_BLOCK <= end)
+                    maxpool2_short_row(g, r0, y + out + oy * g->ow, argmax + out + oy * g->ow,
+                                       c * hw + y0 * g->w);
+                else
+                    ops_maxpool_row(g, r0, (size_t)g->w, y + out + oy * g->ow,
+                                    argmax + out + oy * g->ow, c * hw + y0 * g->w, 0);
             }
         }
 }
