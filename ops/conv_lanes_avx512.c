@@ -91,27 +91,13 @@ static void lanes_to_rows(const float *stage, int count, int nf, float *out, siz
 }
 
 /* The inverse: columns [0, count) of the rows at in + k * plane of the first nf filters (zeros
- * for the others), through the relu whose output is at relu + k * plane where relu is not
- * NULL (relu_backward's: a value passes where the output is > 0), into stage in lanes. */
-static void rows_to_lanes(const float *in, const float *relu, int count, int nf, size_t plane,
+ * for the others), through the relu whose output rows are at relu (else NULL), into stage in
+ * lanes. */
+static void rows_in_lanes(const float *in, const float *relu, int count, int nf, size_t plane,
                           float *stage)
 {
-    for (int x0 = 0; x0 < count; x0 += LANES) {
-        __mmask16 keep = first_n(count - x0);
-        __m512 r[LANES];
-        for (int k = 0; k < LANES; k++) {
-            r[k] = k < nf ? _mm512_maskz_loadu_ps(keep, in + k * plane + x0) : _mm512_setzero_ps();
-            if (relu && k < nf) {
-                __m512 out = _mm512_maskz_loadu_ps(keep, relu + k * plane + x0);
-                r[k] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(out, _mm512_setzero_ps(),
-                                                              _CMP_GT_OQ), r[k]);
-            }
-        }
-        transpose16(r);
-#pragma GCC unroll 16
-        for (int q = 0; q < LANES; q++)
-            _mm512_storeu_ps(stage + (size_t)LANES * (x0 + q), r[q]);
-    }
+    for (int x0 = 0; x0 < count; x0 += LANES)
+        rows_to_lanes(in, relu, plane, nf, x0, count, stage);
 }
 
 /* Output rows oy and oy + 1, columns [x0, x0 + BLOCK_COLS), of 16 filters: the bias, then
@@ -300,16 +286,16 @@ static void gradient_row(const conv_geom *g, const gradient_in *in, size_t k, in
     const pool_geom *p = in->pool;
     if (!p) {
         size_t at = k * in->plane + (size_t)oy * g->ow;
-        rows_to_lanes(in->dy + at, in->relu_y ? in->relu_y + at : NULL, g->ow, nf, in->plane, row);
+        rows_in_lanes(in->dy + at, in->relu_y ? in->relu_y + at : NULL, g->ow, nf, in->plane, row);
         return;
     }
     int py = oy / p->stride, inside = py < p->oh;
     size_t at = k * in->plane + (size_t)py * p->ow;
     float *argmaxes = pooled + (size_t)LANES * pcols;
     if (inside && oy % p->stride == 0) {
-        rows_to_lanes(in->dy + at, in->relu_y ? in->relu_y + at : NULL, p->ow, nf, in->plane,
+        rows_in_lanes(in->dy + at, in->relu_y ? in->relu_y + at : NULL, p->ow, nf, in->plane,
                       pooled);
-        rows_to_lanes((const float *)in->argmax + at, NULL, p->ow, nf, in->plane, argmaxes);
+        rows_in_lanes((const float *)in->argmax + at, NULL, p->ow, nf, in->plane, argmaxes);
     }
     __m512i at_ox = _mm512_add_epi32(first_outputs(g, f), _mm512_set1_epi32(oy * g->ow));
     int ox = 0;

@@ -97,4 +97,28 @@ INLINE __m512 pool2_lanes(__m512 v00, __m512 v01, __m512 v10, __m512 v11, __m512
     return relu ? (__m512)relu_lanes((v16)best) : best;
 }
 
+/* Values [x, x + 16) of the first n rows at row0 + k * plane (zeros for the others, and past
+ * the rows' width w), through the relu whose output rows lie at relu0 + k * plane where relu0
+ * is not NULL (relu_backward's: a value passes where the output is above 0), transposed into
+ * line[16 x'] for x' in [x, x + 16). */
+static inline void rows_to_lanes(const float *row0, const float *relu0, size_t plane, int n,
+                                 int x, int w, float *line)
+{
+    __mmask16 keep = first_n(w - x);
+    __m512 r[LANES];
+    for (int k = 0; k < LANES; k++) {
+        int in = k < n && keep;
+        r[k] = in ? _mm512_maskz_loadu_ps(keep, row0 + k * plane + x) : _mm512_setzero_ps();
+        if (relu0 && in) {
+            __m512 out = _mm512_maskz_loadu_ps(keep, relu0 + k * plane + x);
+            r[k] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(out, _mm512_setzero_ps(), _CMP_GT_OQ),
+                                       r[k]);
+        }
+    }
+    transpose16(r);
+#pragma GCC unroll 16
+    for (int q = 0; q < LANES; q++)
+        _mm512_storeu_ps(line + (size_t)LANES * (x + q), r[q]);
+}
+
 #endif

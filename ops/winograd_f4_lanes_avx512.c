@@ -40,17 +40,15 @@ static lanes_src window_source(const tiling *t, conv_input x, int c0, int r, int
     lanes_src src = lanes_src_of(g, x, r / t->th, c0);
     if (!WINOGRAD_LANES_STAGE(g))
         return src;
-    int last = r / t->th * t->th + t->th < r1 ? r / t->th * t->th + t->th : r1;   /* of r's sample */
-    int y0 = 4 * (r % t->th) - g->pad, y1 = 4 * (last - r / t->th * t->th) + 2 - g->pad;
+    int first = r / t->th * t->th, last = first + t->th < r1 ? first + t->th : r1;   /* r's sample's */
+    int y0 = 4 * (r - first) - g->pad, y1 = 4 * (last - first) + 2 - g->pad;
     y0 = y0 < 0 ? 0 : y0;
     y1 = y1 > g->h ? g->h : y1;
-    size_t from = (size_t)y0 * g->w, count = (size_t)(y1 - y0) * g->w;
-    for (int k = 0; k < LANES && y0 < y1; k++) {
+    size_t from = (size_t)y0 * g->w, count = y1 > y0 ? (size_t)(y1 - y0) * g->w : 0;
+    if (src.f)
+        copy_planes(stage, src.f, src.plane, from, count);
+    for (int k = 0; k < LANES && !src.f; k++) {   /* bytes, converted as src_values does */
         float *to = stage + (size_t)k * src.plane + from;
-        if (src.f) {
-            memcpy(to, src.f + (size_t)k * src.plane + from, sizeof(float) * count);
-            continue;
-        }
         for (size_t i = 0; i < count; i += LANES) {
             __mmask16 keep = first_n(count - i < LANES ? (int)(count - i) : LANES);
             _mm512_mask_storeu_ps(to + i, keep, src_values(src, k, from + i, keep));

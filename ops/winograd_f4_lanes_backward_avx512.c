@@ -13,29 +13,6 @@
 
 static int up16(int n) { return (n + LANES - 1) / LANES * LANES; }
 
-/* Values [x, x + 16) of 16 rows, rows[j] + x for row j, zero past the rows' width w; through
- * the relu whose output rows are relu[j] (if not NULL): zero where it is not above 0, as
- * relu_backward gives. Transposed into line[16 x'] for x' in [x, x + 16). */
-static void rows_to_lanes(const float *const rows[LANES], const float *const relu[LANES], int x,
-                          int w, float *line)
-{
-    __mmask16 keep = first_n(w - x);
-    __m512 r[16];
-#pragma GCC unroll 16
-    for (int j = 0; j < LANES; j++) {
-        r[j] = keep ? _mm512_maskz_loadu_ps(keep, rows[j] + x) : _mm512_setzero_ps();
-        if (relu[0] && keep) {
-            __m512 y = _mm512_maskz_loadu_ps(keep, relu[j] + x);
-            r[j] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_GT_OQ),
-                                       r[j]);
-        }
-    }
-    transpose16(r);
-#pragma GCC unroll 16
-    for (int q = 0; q < LANES; q++)
-        _mm512_storeu_ps(line + (size_t)LANES * (x + q), r[q]);
-}
-
 /* Row y (of h rows, w wide) of the 16 planes from plane f of sample s, planes of an NCHW
  * tensor of nplanes per sample, into lanes: line[16 x + j], x < width (a multiple of 16), zero
  * past w and for y >= h; values through the relu's output relu (else NULL). Row y + ROWS_AHEAD
@@ -47,21 +24,17 @@ static void planes_to_lanes(const float *t, const float *relu, int nplanes, int 
         memset(line, 0, sizeof(float) * LANES * (size_t)width);
         return;
     }
-    const float *rows[LANES], *ry[LANES];
-    for (int j = 0; j < LANES; j++) {
-        size_t at = (((size_t)s * nplanes + (size_t)(f + j)) * h + (size_t)y) * w;
-        rows[j] = t + at;
-        ry[j] = relu ? relu + at : NULL;
-    }
+    size_t at = (((size_t)s * nplanes + (size_t)f) * h + (size_t)y) * w, plane = (size_t)h * w;
+    const float *rows = t + at, *ry = relu ? relu + at : NULL;
     for (int x = 0; x < width; x += LANES)
-        rows_to_lanes(rows, ry, x, w, line);
+        rows_to_lanes(rows, ry, plane, LANES, x, w, line);
     if (y + ROWS_AHEAD >= h)
         return;
-    size_t ahead = (size_t)ROWS_AHEAD * w, plane = sizeof(float) * (size_t)h * w;
+    size_t ahead = (size_t)ROWS_AHEAD * w;
     for (int x = 0; x < w; x += LANES) {
-        prefetch_planes((const char *)(rows[0] + ahead + x), plane);
+        prefetch_planes((const char *)(rows + ahead + x), sizeof(float) * plane);
         if (relu)
-            prefetch_planes((const char *)(ry[0] + ahead + x), plane);
+            prefetch_planes((const char *)(ry + ahead + x), sizeof(float) * plane);
     }
 }
 
@@ -153,9 +126,7 @@ static winograd_grad gradient_source(const tiling *t, const winograd_grad *dy, i
         if (!in)
             continue;
         float *to = stage + (size_t)a * LANES * plane;
-        for (int k = 0; k < LANES; k++)
-            memcpy(to + k * plane + from, in + ((size_t)s * nplanes + f + k) * plane + from,
-                   sizeof(float) * count);
+        copy_planes(to, in + ((size_t)s * nplanes + f) * plane, plane, from, count);
         *arrays[a] = to;
     }
     return out;
