@@ -106,10 +106,10 @@ EOF_WORKLOADS
 # Accuracy: the same job files, 2 epochs on their 8192 training images each side, then the
 # 10,000 test images (different initial weights and shuffles: expect a point or so either way).
 # Prints: bench train accuracy NAME epochs=2 frugal_test_acc=A torch_test_acc=B
-for name in cifar-shaped wide-28; do
+for name in cifar-shaped wide-28 deeper; do
     job=$name-fashion-mnist.cfg
     ./frugal train "examples/$job" --set job.epochs=2 --set "job.output=$out/acc-$name" \
-        --set energy.baseline_seconds=0 > "$out/log" 2>&1 || { cat "$out/log" >&2; exit 1; }
+        --set data.limit=8192 --set energy.baseline_seconds=0 > "$out/log" 2>&1 || { cat "$out/log" >&2; exit 1; }
     frugal=$(tail -n 1 "$out/acc-$name/metrics.csv" | cut -d, -f5)
     torch=nan
     [ -n "$python" ] && torch=$("$python" tools/torch_train.py "examples/$job" 8192 2 "$workers" \
