@@ -46,7 +46,7 @@ static lanes_src window_source(const tiling *t, conv_input x, int c0, int r, int
     y1 = y1 > g->h ? g->h : y1;
     size_t from = (size_t)y0 * g->w, count = y1 > y0 ? (size_t)(y1 - y0) * g->w : 0;
     if (src.f)
-        copy_planes(stage, src.f, src.plane, from, count);
+        copy_planes(stage, src.plane, src.f, src.plane, from, count);
     for (int k = 0; k < LANES && !src.f; k++) {   /* bytes, converted as src_values does */
         float *to = stage + (size_t)k * src.plane + from;
         for (size_t i = 0; i < count; i += LANES) {

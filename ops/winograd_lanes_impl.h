@@ -60,14 +60,15 @@ static inline void prefetch_src(lanes_src src, size_t at)
         prefetch_planes((const char *)(src.b + at), src.plane);
 }
 
-/* Values [at, at + count) of 16 planes, plane floats apart, from from into to: the rows of a
- * sample's planes the transforms copy before they read them (window_source,
- * gradient_source). */
-static inline void copy_planes(float *to, const float *from, size_t plane, size_t at,
-                               size_t count)
+/* Values [at, at + count) of 16 planes, from from (planes from_plane floats apart) into to
+ * (to_plane apart): the rows of a sample's planes the transforms copy before they read them
+ * (window_source, gradient_source), or after they wrote them (the input adjoint's). */
+static inline void copy_planes(float *to, size_t to_plane, const float *from, size_t from_plane,
+                               size_t at, size_t count)
 {
     for (int k = 0; k < LANES; k++)
-        memcpy(to + (size_t)k * plane + at, from + (size_t)k * plane + at, sizeof(float) * count);
+        memcpy(to + (size_t)k * to_plane + at, from + (size_t)k * from_plane + at,
+               sizeof(float) * count);
 }
 
 /* line[16 x + k] = plane k of src's row y at padded column x, for x < row_len: zeros in the

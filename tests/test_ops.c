@@ -1251,12 +1251,13 @@ TEST(ops_winograd4_lanes_match_avx2)
         printf("  (no AVX-512 here: nothing to compare)\n");
         return;
     }
-    /* the last two: a sample's tile rows in two blocks of tiles (winograd_f4_lanes_input_adjoint
-     * reads the rows that the block before left back from dx) */
+    /* the last three: a sample's tile rows in two blocks of tiles (winograd_f4_lanes_input_adjoint
+     * reads the rows that the block before left back from dx); the last, and 32 x 32, with
+     * planes a multiple of 4 KB apart: its input gradient staged */
     const int shapes[][5] = {{16, 13, 15, 32, 1}, {32, 8, 8, 16, 1},   {16, 14, 14, 48, 1},
                              {32, 9, 21, 32, 0},  {16, 32, 32, 16, 1}, {16, 5, 6, 16, 1},
                              {16, 4, 4, 16, 1},   {48, 16, 16, 32, 1}, {16, 64, 64, 16, 1},
-                             {32, 40, 37, 48, 1}};
+                             {32, 40, 37, 48, 1}, {16, 48, 64, 16, 1}};
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
         lanes_case(shapes[k][0], shapes[k][1], shapes[k][2], shapes[k][3], shapes[k][4]);
 }
