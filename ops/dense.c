@@ -8,6 +8,7 @@
 #include "ops/dense_rows.h"
 #include "ops/gemm.h"
 #include "ops/layers.h"
+#include "ops/scratch.h"
 
 /* Forward with few outputs (a classifier's 10) also takes dot products, in tiles of the input
  * dimension so that each sample and each weight row is read from memory once: GEMM's register
@@ -78,15 +79,33 @@ static void axpy(float alpha, const float *x, float *y, int n)
         axpy_portable(alpha, x, y, n);
 }
 
+/* y^T = W x^T, then y: GEMM as x W^T would pack the weights transposed for every chunk (2 MB
+ * for vgg-small's 2048 -> 256, as long as the products), where W x^T reads them in place and
+ * packs the chunk instead. The same products summed in the same order, the same bits. */
+static int forward_gemm(int in, int out, const float *x, const float *wt, const float *bias,
+                        float *y, int n)
+{
+    float *yt = ops_scratch(SCRATCH_PARTIALS, (size_t)out * (size_t)n);
+    if (!yt)
+        return -1;
+    for (int o = 0; o < out; o++)
+        for (int s = 0; s < n; s++)
+            yt[(size_t)o * n + s] = bias ? bias[o] : 0.0f;
+    if (ops_sgemm(0, 1, out, n, in, 1.0f, wt, in, x, in, 1.0f, yt, n))
+        return -1;
+    ops_transpose(yt, n, out, n, y, out);
+    return 0;
+}
+
 int dense_forward(int in, int out, const float *x, const float *wt, const float *bias, float *y,
                   int n0, int n1)
 {
+    if (n1 - n0 >= GEMM_MIN_SAMPLES && out >= GEMM_MIN_OUTPUTS)
+        return forward_gemm(in, out, x + (size_t)n0 * in, wt, bias, y + (size_t)n0 * out,
+                            n1 - n0);
     for (int n = n0; n < n1; n++)
         for (int o = 0; o < out; o++)
             y[(size_t)n * out + o] = bias ? bias[o] : 0.0f;
-    if (n1 - n0 >= GEMM_MIN_SAMPLES && out >= GEMM_MIN_OUTPUTS)
-        return ops_sgemm(0, 1, n1 - n0, out, in, 1.0f, x + (size_t)n0 * in, in, wt, in, 1.0f,
-                         y + (size_t)n0 * out, out);
     const float *xs = x + (size_t)n0 * in;
     float *ys = y + (size_t)n0 * out;
     ops_isa isa = ops_isa_active();

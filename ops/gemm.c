@@ -199,10 +199,12 @@ static panels prepare_b(const gemm_arch *g, int trans, const float *Bsrc, int ld
  * in cache, transposed (rows of k) or not (along its rows: packing them took transposing
  * copies, 2% of vgg-small's time). */
 static panels prepare_a(const gemm_arch *g, int trans, const float *Asrc, int lda, int mc, int kc,
-                        float *Ap)
+                        int cols, float *Ap)
 {
+    /* ... or where one column tile is all it meets: each panel read once, packing it would
+     * only add a copy (a dense layer's 256 x 2048 weights times a chunk of 32 samples) */
     size_t span = (size_t)(trans ? kc : mc) * (size_t)lda;
-    int in_place = span <= IN_PLACE_SPAN ? mc / g->mr * g->mr : 0;
+    int in_place = span <= IN_PLACE_SPAN || cols <= g->nr ? mc / g->mr * g->mr : 0;
     pack_a(g, trans, trans ? Asrc + in_place : Asrc + (size_t)in_place * lda, lda, mc - in_place,
            kc, Ap);
     return (panels){Asrc, lda, in_place, g->mr, kc, !trans, Ap};
@@ -260,7 +262,7 @@ int ops_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const 
             for (int ic = 0; ic < M; ic += g->mc) {
                 int mc = M - ic < g->mc ? M - ic : g->mc;
                 const float *Asrc = trans_a ? A + (size_t)pc * lda + ic : A + (size_t)ic * lda + pc;
-                panels a = prepare_a(g, trans_a, Asrc, lda, mc, kc, Ap);
+                panels a = prepare_a(g, trans_a, Asrc, lda, mc, kc, nc, Ap);
                 multiply_block(g, &a, &b, mc, nc, alpha, C + (size_t)ic * ldc + jc, ldc,
                                !(overwrite && pc == 0));
             }
