@@ -540,6 +540,10 @@ TEST(ops_dense_small_and_gemm_paths_agree)
     CHECK(max_rel_diff(dx1, dx2, n * in) < 1e-5);
     CHECK(max_rel_diff(dw1, dw2, out * in) < 1e-5);
     CHECK(max_rel_diff(db1, db2, out) < 1e-5);
+    memset(y2, 0, sizeof y2);   /* GEMM on samples [2, n): their rows, the same bits */
+    dense_forward(in, out, x, w, b, y2, 2, n);
+    CHECK(!memcmp(y1 + 2 * out, y2 + 2 * out, sizeof(float) * (n - 2) * out));
+    CHECK(y2[0] == 0.0f && y2[2 * out - 1] == 0.0f);
     free(x), free(w), free(b), free(dy);
 }
 

@@ -109,7 +109,8 @@ EOF_WORKLOADS
 for name in cifar-shaped wide-28 deeper; do
     job=$name-fashion-mnist.cfg
     ./frugal train "examples/$job" --set job.epochs=2 --set "job.output=$out/acc-$name" \
-        --set data.limit=8192 --set energy.baseline_seconds=0 > "$out/log" 2>&1 || { cat "$out/log" >&2; exit 1; }
+        --set data.limit=8192 --set energy.baseline_seconds=0 > "$out/log" 2>&1 ||
+        { cat "$out/log" >&2; exit 1; }
     frugal=$(tail -n 1 "$out/acc-$name/metrics.csv" | cut -d, -f5)
     torch=nan
     [ -n "$python" ] && torch=$("$python" tools/torch_train.py "examples/$job" 8192 2 "$workers" \
