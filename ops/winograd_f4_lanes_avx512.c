@@ -32,7 +32,9 @@ static void lanes_window_rows(const tiling *t, lanes_src src, int r, int prev, f
  * floats copied into stage, where they fit (WINOGRAD_LANES_STAGE), else x in place. Read in
  * place, 16 planes' short rows at a time, the transposes waited on 16 cache misses at once
  * wherever x had left the cache; copied in order, the planes stream in (vgg-small's
- * convolution tasks 3.6% shorter in training, docs/kernels.md). */
+ * convolution tasks 3.6% shorter in training, docs/kernels.md). Copied planes 4 KB apart
+ * (32 x 32) would still share a cache set: the stage's are skewed (the 32 -> 32 layer's
+ * forward 1.5-3% shorter, ./build.sh bench ab). */
 static lanes_src window_source(const tiling *t, conv_input x, int c0, int r, int r1,
                                float *stage)
 {
@@ -45,16 +47,17 @@ static lanes_src window_source(const tiling *t, conv_input x, int c0, int r, int
     y0 = y0 < 0 ? 0 : y0;
     y1 = y1 > g->h ? g->h : y1;
     size_t from = (size_t)y0 * g->w, count = y1 > y0 ? (size_t)(y1 - y0) * g->w : 0;
+    size_t skewed = plane_of(src.plane);
     if (src.f)
-        copy_planes(stage, src.plane, src.f, src.plane, from, count);
+        copy_planes(stage, skewed, src.f, src.plane, from, count);
     for (int k = 0; k < LANES && !src.f; k++) {   /* bytes, converted as src_values does */
-        float *to = stage + (size_t)k * src.plane + from;
+        float *to = stage + (size_t)k * skewed + from;
         for (size_t i = 0; i < count; i += LANES) {
             __mmask16 keep = first_n(count - i < LANES ? (int)(count - i) : LANES);
             _mm512_mask_storeu_ps(to + i, keep, src_values(src, k, from + i, keep));
         }
     }
-    return (lanes_src){stage, NULL, 0, src.plane};
+    return (lanes_src){stage, NULL, 0, skewed};
 }
 
 /* V[p][col][c] = (B^T d B)[p] for every tile of the block and channel: per 16 channels and

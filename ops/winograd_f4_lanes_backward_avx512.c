@@ -13,18 +13,18 @@
 
 static int up16(int n) { return (n + LANES - 1) / LANES * LANES; }
 
-/* Row y (of h rows, w wide) of the 16 planes from plane f of sample s, planes of an NCHW
- * tensor of nplanes per sample, into lanes: line[16 x + j], x < width (a multiple of 16), zero
- * past w and for y >= h; values through the relu's output relu (else NULL). Row y + ROWS_AHEAD
- * prefetched. */
-static void planes_to_lanes(const float *t, const float *relu, int nplanes, int h, int w, int s,
-                            int f, int y, int width, float *line)
+/* Row y (of h rows, w wide) of the 16 planes from plane f of sample s, planes of a tensor of
+ * nplanes per sample, plane floats apart (h x w for NCHW, more in the stage), into lanes:
+ * line[16 x + j], x < width (a multiple of 16), zero past w and for y >= h; values through
+ * the relu's output relu (else NULL). Row y + ROWS_AHEAD prefetched. */
+static void planes_to_lanes(const float *t, const float *relu, int nplanes, size_t plane, int h,
+                            int w, int s, int f, int y, int width, float *line)
 {
     if (y >= h) {
         memset(line, 0, sizeof(float) * LANES * (size_t)width);
         return;
     }
-    size_t at = (((size_t)s * nplanes + (size_t)f) * h + (size_t)y) * w, plane = (size_t)h * w;
+    size_t at = ((size_t)s * nplanes + (size_t)f) * plane + (size_t)y * w;
     const float *rows = t + at, *ry = relu ? relu + at : NULL;
     for (int x = 0; x < width; x += LANES)
         rows_to_lanes(rows, ry, plane, LANES, x, w, line);
@@ -106,29 +106,32 @@ static v16 tile_sums(v16 sums[8], int n)
 }
 
 /* Rows [y0, y1) of the planes of filters [f, f + 16) of sample s (of nplanes, h x w) of each
- * of dy's arrays copied into stage, one after another, read there as sample 0's filters
- * [0, 16): as window_source does for the input (winograd_f4_lanes_avx512.c), from planes of
- * fewer than 4096 values; else dy itself (wide-28's convolution tasks 3.7% shorter). */
+ * of dy's arrays copied into stage, one after another, planes skewed (plane_of), read there
+ * as sample 0's filters [0, 16): as window_source does for the input
+ * (winograd_f4_lanes_avx512.c), from planes of fewer than 4096 values; else dy itself
+ * (wide-28's convolution tasks 3.7% shorter). *plane: the planes' stride where they are. */
 static winograd_grad gradient_source(const tiling *t, const winograd_grad *dy, int nplanes,
                                      int h, int w, int s, int f, int y0, int y1, float *stage,
-                                     int *staged)
+                                     int *staged, size_t *plane)
 {
     *staged = WINOGRAD_LANES_STAGE(t->g) != 0;
+    *plane = (size_t)h * w;
     if (!*staged)
         return *dy;
     winograd_grad out = *dy;
     const float **arrays[3] = {&out.dy, &out.relu_y, (const float **)&out.argmax};
     y1 = y1 < h ? y1 : h;
-    size_t plane = (size_t)h * w, from = (size_t)y0 * w;
+    size_t from = (size_t)y0 * w, skewed = plane_of(*plane);
     size_t count = y1 > y0 ? (size_t)(y1 - y0) * w : 0;
     for (int a = 0; a < 3; a++) {
         const float *in = *arrays[a];
         if (!in)
             continue;
-        float *to = stage + (size_t)a * LANES * plane;
-        copy_planes(to, plane, in + ((size_t)s * nplanes + f) * plane, plane, from, count);
+        float *to = stage + (size_t)a * LANES * skewed;
+        copy_planes(to, skewed, in + ((size_t)s * nplanes + f) * *plane, *plane, from, count);
         *arrays[a] = to;
     }
+    *plane = skewed;
     return out;
 }
 
@@ -154,22 +157,23 @@ void winograd_f4_lanes_gradient(const tiling *t, const winograd_grad *dy, int f0
         float *d = D + (f - f0);
         winograd_grad src = *dy;
         int staged = 0, nplanes = p ? p->c : g->f, h = p ? p->oh : g->oh, w = p ? p->ow : g->ow;
+        size_t stride = 0;   /* between the planes read, where they are */
         for (int r = t->r0, col = 0; r < t->r1; r++) {
             int s = r / t->th, tr = r % t->th, per = p ? 2 : 4;
             if (r == t->r0 || tr == 0) {   /* a sample's rows, of the block's tile rows */
                 int last = s * t->th + t->th < t->r1 ? t->th : t->r1 - s * t->th;
                 src = gradient_source(t, dy, nplanes, h, w, s, f, per * tr, per * last, stage,
-                                      &staged);
+                                      &staged, &stride);
             }
             int ss = staged ? 0 : s, ff = staged ? 0 : f, np = staged ? LANES : nplanes;
             for (int i = 0; i < per; i++)
                 if (!p)
-                    planes_to_lanes(src.dy, src.relu_y, np, h, w, ss, ff, 4 * tr + i, width,
-                                    rows + i * line);
+                    planes_to_lanes(src.dy, src.relu_y, np, stride, h, w, ss, ff, 4 * tr + i,
+                                    width, rows + i * line);
                 else {   /* past the pooled rows: zeros, whatever the argmax */
-                    planes_to_lanes(src.dy, src.relu_y, np, h, w, ss, ff, 2 * tr + i, width,
-                                    rows + i * line);
-                    planes_to_lanes((const float *)src.argmax, NULL, np, h, w, ss, ff,
+                    planes_to_lanes(src.dy, src.relu_y, np, stride, h, w, ss, ff, 2 * tr + i,
+                                    width, rows + i * line);
+                    planes_to_lanes((const float *)src.argmax, NULL, np, stride, h, w, ss, ff,
                                     2 * tr + i, width, rows + (2 + i) * line);
                 }
             for (int q = 0; q < t->tw; q++, col++) {

@@ -298,16 +298,19 @@ extern const winograd_variant winograd_f4_portable, winograd_f4_avx2, winograd_f
  * multiples of WINOGRAD_LANES. Its transforms' rows: WINOGRAD_LANES_LINES lines of
  * WINOGRAD_LANES_LINE floats (16 x row_len + 16 columns), then WINOGRAD_LANES_STAGE floats
  * where the planes a transform reads (16 of the input, or of the output gradient, the relu's
- * output and the argmaxes) are copied first; none for planes of 4096 values and more, which
- * are read in place. */
+ * output and the argmaxes) are copied first, skewed (plane_of) so that the 16 rows read at
+ * once do not share a cache set; none for planes of 4096 values and more, which are read in
+ * place. */
 extern const winograd_variant winograd_f4_avx512_lanes;
 #define WINOGRAD_LANES 16
 #define WINOGRAD_LANES_LINES 12
 #define WINOGRAD_LANES_LINE(t) ((size_t)WINOGRAD_LANES * (size_t)((t)->row_len + WINOGRAD_LANES))
 #define WINOGRAD_LANES_PLANE(g) \
     ((size_t)((g)->h * (g)->w > (g)->oh * (g)->ow ? (g)->h * (g)->w : (g)->oh * (g)->ow))
-#define WINOGRAD_LANES_STAGE(g) \
-    (WINOGRAD_LANES_PLANE(g) < 4096 ? 3 * (size_t)WINOGRAD_LANES * WINOGRAD_LANES_PLANE(g) : 0)
+#define WINOGRAD_LANES_STAGE(g)                                                            \
+    (WINOGRAD_LANES_PLANE(g) < 4096                                                        \
+         ? 3 * (size_t)WINOGRAD_LANES * plane_of(WINOGRAD_LANES_PLANE(g))                  \
+         : 0)
 void winograd_f4_lanes_input(const tiling *t, conv_input x, float *V, float *rows);
 void winograd_f4_lanes_output(const tiling *t, const float *M, const float *bias,
                               const winograd_out *o, int f0, int f1, float *rows);
