@@ -249,12 +249,18 @@ typedef struct adjoint_out {
     int lo, hi;                  /* the rows staged, of the sample at hand */
 } adjoint_out;
 
+/* Channel c0's plane of sample s in dx, the first of the 16. */
+static float *dx_planes(const tiling *t, const adjoint_out *o, int s, int c0)
+{
+    return o->dx + ((size_t)s * t->g->c + (size_t)c0) * o->plane;
+}
+
 static float *adjoint_row(const tiling *t, adjoint_out *o, int s, int c0, int y, size_t *plane)
 {
     const conv_geom *g = t->g;
     if (!o->stage) {
         *plane = o->plane;
-        return o->dx + ((size_t)s * g->c + (size_t)c0) * o->plane + (size_t)y * g->w;
+        return dx_planes(t, o, s, c0) + (size_t)y * g->w;
     }
     o->lo = o->lo < y ? o->lo : y;
     o->hi = o->hi > y + 1 ? o->hi : y + 1;
@@ -266,8 +272,8 @@ static void adjoint_flush(const tiling *t, adjoint_out *o, int s, int c0)
 {
     const conv_geom *g = t->g;
     if (o->stage && o->lo < o->hi)
-        copy_planes(o->dx + ((size_t)s * g->c + (size_t)c0) * o->plane, o->plane, o->stage,
-                    o->stage_plane, (size_t)o->lo * g->w, (size_t)(o->hi - o->lo) * g->w);
+        copy_planes(dx_planes(t, o, s, c0), o->plane, o->stage, o->stage_plane,
+                    (size_t)o->lo * g->w, (size_t)(o->hi - o->lo) * g->w);
     o->lo = g->h, o->hi = 0;
 }
 
@@ -284,7 +290,7 @@ void winograd_f4_lanes_input_adjoint(const tiling *t, const float *Z, float *dx,
     for (int i = 0; i < 6; i++)
         lines[i] = rows + i * line;
     size_t dx_plane = (size_t)g->h * g->w;
-    int staged = WINOGRAD_LANES_STAGE(g) && dx_plane % 1024 == 0;
+    int staged = WINOGRAD_LANES_STAGE(g) && sizeof(float) * dx_plane % 4096 == 0;
     adjoint_out o = {dx, staged ? rows + WINOGRAD_LANES_LINES * line : NULL, dx_plane,
                      plane_of(dx_plane), g->h, 0};
     for (int c0 = 0; c0 < g->c; c0 += LANES)
