@@ -315,7 +315,7 @@ static int winograd_tile(const conv_geom *g)
 int ops_conv2d_forward(const conv_geom *g, const float *x, const float *wt, const float *bias,
                    float *y, int n0, int n1, int f0, int f1)
 {
-    return ops_conv2d_forward_in(g, (conv_input){x, NULL, 0}, wt, bias, y, n0, n1, f0, f1);
+    return ops_conv2d_forward_in(g, (conv_input){x, NULL, 0, 0}, wt, bias, y, n0, n1, f0, f1);
 }
 
 /* One sample of bytes as floats, for the im2col path. */
@@ -374,7 +374,7 @@ int ops_conv2d_backward_input(const conv_geom *g, const float *dy, const float *
 int ops_conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy, float *dwt,
                            float *dbias, int n0, int n1, int f0, int f1, int accumulate)
 {
-    return ops_conv2d_backward_filter_in(g, (conv_input){x, NULL, 0}, dy, dwt, dbias, n0, n1, f0, f1,
+    return ops_conv2d_backward_filter_in(g, (conv_input){x, NULL, 0, 0}, dy, dwt, dbias, n0, n1, f0, f1,
                                      accumulate);
 }
 
@@ -419,9 +419,13 @@ int ops_conv2d_backward(const conv_geom *g, conv_input x, const float *dy, const
     if (uses_winograd(g))
         return conv_winograd_backward(g, winograd_tile(g), x, dy, wt, dwt, dbias, dx, n0, n1, 0,
                                       g->f, 0, NULL, NULL, NULL);
-    if (ops_conv2d_backward_filter_in(g, x, dy, dwt, dbias, n0, n1, 0, g->f, 0))
+    if (ops_conv2d_backward_filter_in(g, x, dy, dwt, dbias, n0, n1, 0, g->f, 0) ||
+        (dx && ops_conv2d_backward_input(g, dy, wt, dx, n0, n1)))
         return -1;
-    return dx ? ops_conv2d_backward_input(g, dy, wt, dx, n0, n1) : 0;
+    long per = (long)g->c * g->h * g->w;
+    if (dx && x.relu_output && x.f)
+        ops_relu_backward(x.f, dx, dx, n0 * per, n1 * per);
+    return 0;
 }
 
 int conv_pool_fusable(const conv_geom *g, const pool_geom *p)

@@ -34,11 +34,15 @@ int ops_conv2d_backward_filter(const conv_geom *g, const float *x, const float *
                             float *dbias, int n0, int n1, int f0, int f1, int accumulate);
 
 /* A convolution's input: floats (f: N*C*H*W), or bytes scaled as they are read (b[n]: sample
- * n's C*H*W bytes, anywhere in memory; f is NULL). */
+ * n's C*H*W bytes, anywhere in memory; f is NULL). relu_output: f is a relu's output, and the
+ * input gradient (dx) goes back through that relu too: kept where f is positive, 0 elsewhere,
+ * bit for bit relu_backward's. The relu's own backward is then left out, with its read of the
+ * activation that this layer's backward reads anyway (engine/train/plan.c). */
 typedef struct conv_input {
     const float *f;
     const uint8_t *const *b;
     float scale;
+    int relu_output;
 } conv_input;
 
 /* conv2d_forward and conv2d_backward_filter from a conv_input. From bytes, a first layer reads

@@ -8,6 +8,7 @@
 
 #include "ops/cpu.h"
 #include "ops/gemm.h"
+#include "ops/layers.h"
 #include "ops/scratch.h"
 #include "ops/winograd_tiling.h"
 
@@ -271,6 +272,20 @@ int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, con
     return 0;
 }
 
+/* Through the relu that gave x (x.relu_output), dx's samples [*done, the last that the current
+ * block finished): each sample's rows take sums from the tiles of both blocks at a boundary
+ * inside it, so a sample is masked once its last tile row is done; its input rows are still
+ * in cache from this block's input transform. */
+static void relu_mask_done(const tiling *t, conv_input x, float *dx, int *done)
+{
+    int finished = t->r1 / t->th;
+    if (!x.relu_output || !x.f || !dx || finished <= *done)
+        return;
+    long per = (long)t->g->c * t->g->h * t->g->w;
+    ops_relu_backward(x.f, dx, dx, *done * per, finished * per);
+    *done = finished;
+}
+
 /* dU (+)= D V^T over the current block's tiles, or dU^T = V D^T by_channel: where the channels
  * would leave the GEMM's register tiles (its columns) part empty and the filters would not
  * (cifar-shaped's 16 channels padded to 32 made its 16 -> 32 layer's backward 25% longer). The
@@ -307,7 +322,7 @@ int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float 
     int by_channel = g->c % COL_ALIGN != 0 && nf % COL_ALIGN == 0;
     /* the first block writes dU: zeroing it first, then adding, cost a pass over its 36
      * planes each way (1.2 MB on vgg-small's 64 -> 128 layer, a chunk's only block) */
-    int first = 1;
+    int first = 1, masked = n0;
     while (next_block(&t, n0, n1)) {   /* dU and db, summed over the blocks in order */
         t.v->input(&t, x, b.channels, b.rows);
         t.v->gradient(&t, &src, f0, f1, b.filters, dbias, b.rows);
@@ -316,6 +331,7 @@ int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float 
         if (filter_products(&t, &b, nf, by_channel, !first) ||
             (dx && input_gradient(&t, &b, b.weights[1], dx)))
             return -1;
+        relu_mask_done(&t, x, dx, &masked);
         first = 0;
     }
     if (first)   /* no samples: a zero gradient */

@@ -699,7 +699,7 @@ static void bytes_like_floats_case(int W)
     for (conv_strategy p = CONV_DIRECT; p < CONV_STRATEGIES; p++) {
         conv_set_strategy(p);
         ops_conv2d_forward(&g, xf, w, bias, y1, 0, 2, 1, 6);
-        conv_input bytes = {NULL, samples, 1.0f / 255.0f};
+        conv_input bytes = {NULL, samples, 1.0f / 255.0f, 0};
         ops_conv2d_forward_in(&g, bytes, w, bias, y2, 0, 2, 1, 6);
         CHECKF(!memcmp(y1, y2, sizeof(float) * 2 * nout), "[%s] width %d, forward, %s path",
                ops_isa_name(isa), W, conv_path_name(p));
@@ -740,8 +740,8 @@ static void byte_samples_make(byte_samples *s, int n, size_t nin)
     }
     for (int i = 0; i < n; i++)
         s->samples[i] = s->b + i * nin;
-    s->in[0] = (conv_input){s->f, NULL, 0};
-    s->in[1] = (conv_input){NULL, s->samples, 1.0f / 255.0f};
+    s->in[0] = (conv_input){s->f, NULL, 0, 0};
+    s->in[1] = (conv_input){NULL, s->samples, 1.0f / 255.0f, 0};
 }
 
 static void byte_samples_free(byte_samples *s) { free(s->b), free(s->f); }
@@ -982,7 +982,7 @@ TEST(ops_winograd4_every_row_length)
         }
         conv_set_strategy(CONV_DIRECT);
         ops_conv2d_forward(&g, x, w, NULL, out[0][0], 1, N, 0, F);
-        ops_conv2d_backward(&g, (conv_input){x, NULL, 0}, dy, w, out[0][2], out[0][2] + nw,
+        ops_conv2d_backward(&g, (conv_input){x, NULL, 0, 0}, dy, w, out[0][2], out[0][2] + nw,
                             out[0][1], 1, N);
         float *ref[3] = {out[0][0], out[0][1], out[0][2]};
         size_t n[3] = {N * nout, N * nin, nw + F};
@@ -990,7 +990,7 @@ TEST(ops_winograd4_every_row_length)
         FOR_EACH_ISA(isa) {
             float *got[3] = {calloc(n[0], 4), calloc(n[1], 4), calloc(n[2], 4)};
             ops_conv2d_forward(&g, x, w, NULL, got[0], 1, N, 0, F);
-            ops_conv2d_backward(&g, (conv_input){x, NULL, 0}, dy, w, got[2], got[2] + nw, got[1],
+            ops_conv2d_backward(&g, (conv_input){x, NULL, 0, 0}, dy, w, got[2], got[2] + nw, got[1],
                                 1, N);
             for (int p = 0; p < 3; p++) {
                 int bad = 0;
@@ -1179,6 +1179,66 @@ TEST(ops_conv_relu_fused_matches_separate)
     const int widths[] = {15, 16, 32};   /* as ops_winograd_maxpool_fused_matches_separate */
     for (int k = 0; k < 3; k++)
         conv_relu_case(widths[k]);
+}
+
+/* One backward of a shape on samples [1, N) with the input gradient, by the fused call k
+ * (0: unfused, 1: with its relu, 2: with its max-pool), x through a relu or not; -1 where the
+ * call is not on this path. */
+static int backward_call(int k, const conv_geom *g, const pool_geom *p, conv_input x,
+                         const float *w, const float *dy, const float *y, const int32_t *argmax,
+                         float *dw, float *dx, int N)
+{
+    float *db = dw + (size_t)g->f * g->c * 9;
+    if (k == 0)
+        return ops_conv2d_backward(g, x, dy, w, dw, db, dx, 1, N);
+    if (k == 1)
+        return ops_conv2d_backward_relu(g, x, y, dy, w, dw, db, dx, 1, N);
+    return ops_conv2d_backward_maxpool(g, x, p, y, dy, argmax, w, dw, db, dx, 1, N, 0);
+}
+
+/* An input that is a relu's output (conv_input.relu_output) takes the input gradient through
+ * that relu: relu_backward's bits on the gradient without it, the filter gradient unchanged,
+ * sample 0 (outside the range) untouched. 28 x 28 cuts the Winograd blocks inside samples
+ * (18 tile rows of 7 a block at F(4x4), 9 of 14 at F(2x2)), so a sample is masked only once
+ * the block after has added its edge rows; the direct path masks after its input gradient. */
+TEST(ops_conv_input_gradient_through_the_relu_before)
+{
+    enum { N = 5, C = 16, H = 28, F = 16 };
+    conv_geom g;
+    pool_geom p;
+    CHECK(conv_geom_init(&g, C, H, H, F, 3, 3, 1, 1) == 0);
+    CHECK(pool_geom_init(&p, F, g.oh, g.ow, 2, 2) == 0);
+    size_t nin = (size_t)C * H * H, nout = (size_t)F * g.oh * g.ow, nw = (size_t)F * C * 9 + F;
+    ops_rng r;
+    ops_rng_seed(&r, 23);
+    float *xs = random_floats(&r, (long)(N * nin), 1), *w = random_floats(&r, (long)nw, 0.3f);
+    float *dy = random_floats(&r, (long)(N * nout), 1), *y = random_floats(&r, (long)(N * nout), 1);
+    int32_t *argmax = calloc(N * nout, sizeof(int32_t));
+    ops_relu_forward(xs, xs, 0, (long)(N * nin));   /* half of it zeros */
+    float *dx[2], *dw[2];
+    for (int i = 0; i < 2; i++)
+        dx[i] = calloc(N * nin, sizeof(float)), dw[i] = calloc(nw, sizeof(float));
+    const conv_strategy paths[] = {CONV_WINOGRAD, CONV_WINOGRAD4, CONV_DIRECT};
+    for (int s = 0; s < 3; s++)
+        for (int k = 0; k < (paths[s] == CONV_DIRECT ? 1 : 3); k++) {
+            conv_set_strategy(paths[s]);
+            ops_conv2d_forward_maxpool(&g, (conv_input){xs, NULL, 0, 0}, w, w + nw - F, &p, 1,
+                                       y, argmax, 0, N);   /* a real argmax for the pooled call */
+            for (int i = 0; i < 2; i++) {
+                for (size_t j = 0; j < N * nin; j++)
+                    dx[i][j] = 7.0f;
+                CHECK(backward_call(k, &g, &p, (conv_input){xs, NULL, 0, i}, w, dy, y, argmax,
+                                    dw[i], dx[i], N) == 0);
+            }
+            conv_set_strategy(CONV_AUTO);
+            ops_relu_backward(xs, dx[0], dx[0], (long)nin, (long)(N * nin));
+            CHECKF(!memcmp(dx[0], dx[1], sizeof(float) * N * nin) && !memcmp(dw[0], dw[1], sizeof(float) * nw),
+                   "%s, call %d: not the relu's gradient", conv_path_name(paths[s]), k);
+            CHECK(dx[1][0] == 7.0f && dx[1][nin - 1] == 7.0f);
+        }
+    for (int i = 0; i < 2; i++)
+        free(dx[i]), free(dw[i]);
+    free(xs), free(w), free(dy), free(y), free(argmax);
 }
 
 /* Every output of one run of F(4x4)'s passes on a shape, for lanes_case to compare: the

@@ -98,7 +98,7 @@ static int time_case(const layer_case *lc, const kernels k[2], int calls, char *
     float *dw = random_floats(nw + lc->f);
     int32_t *argmax = malloc(sizeof(int32_t) * ny);
     int rc = x && w && b && y && dy && dx && dw && argmax ? 0 : -1;
-    conv_input in = {x, NULL, 0};
+    conv_input in = {x, NULL, 0, 0};
     for (int i = 0; i < 2; i++)
         best[i][0] = best[i][1] = 1e30;
     for (int call = 0; call < calls && !rc; call++)

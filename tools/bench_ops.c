@@ -152,7 +152,7 @@ typedef struct fused_case {
 static void run_fused(void *arg)
 {
     fused_case *c = arg;
-    conv_input x = {c->x, NULL, 0};
+    conv_input x = {c->x, NULL, 0, 0};
     float *dx = conv_pool_fusable_with_input_gradient(&c->g, &c->p) ? c->dx : NULL;
     if (c->part == 2)
         ops_conv2d_backward(&c->g, x, c->dy_full, c->w, c->dw, c->db, dx, 0, c->n);
@@ -175,7 +175,7 @@ static void bench_fused_backward(int c, int h, int w, int f, int pad, int n)
     fc.argmax = malloc(pooled * sizeof *fc.argmax);
     fc.w = randoms((size_t)f * 9 * c), fc.dw = randoms((size_t)f * 9 * c);
     fc.b = randoms((size_t)f), fc.db = randoms((size_t)f);
-    ops_conv2d_forward_maxpool(&fc.g, (conv_input){fc.x, NULL, 0}, fc.w, fc.b, &fc.p, 1, fc.y,
+    ops_conv2d_forward_maxpool(&fc.g, (conv_input){fc.x, NULL, 0, 0}, fc.w, fc.b, &fc.p, 1, fc.y,
                                fc.argmax, 0, n);
     int with_dx = conv_pool_fusable_with_input_gradient(&fc.g, &fc.p);
     double flops = 2.0 * out * c * 9 * (with_dx ? 2 : 1), ms[3];
@@ -212,7 +212,7 @@ typedef struct relu_case {
 static void run_relu(void *arg)
 {
     relu_case *c = arg;
-    conv_input x = {c->x, NULL, 0};
+    conv_input x = {c->x, NULL, 0, 0};
     long out = (long)c->n * c->g.f * c->g.oh * c->g.ow, nw = (long)c->g.f * c->g.c * 9;
     float *dx = c->with_dx ? c->dx : NULL;
     if (c->part == 0) {

@@ -68,6 +68,11 @@ struct layer_class {
     int max_pool;                  /* takes a window's maximum (commutes with `monotone` ones) */
     int monotone;                  /* f(max(x)) = max(f(x)), also for the gradient: before a
                                       max-pool it runs after it, on a quarter of the data */
+    int gates_by_output;           /* backward keeps the gradient where its output is positive
+                                      and zeroes it elsewhere (a relu) */
+    int gates_input_gradient;      /* its fused backward can do that for a gates_by_output layer
+                                      whose output is its input, as it writes its input gradient
+                                      (layer_task.dx_through_relu) */
     /* The kernel path of a pass (a conv_pass), for layers with a choice of kernels; NULL: none. */
     conv_strategy (*kernel_path)(const layer *l, int pass);
     /* Tasks per chunk, its units (filters, outputs) split between them: the configured number
@@ -101,6 +106,7 @@ typedef struct layer_task {
     signed char bytes_input;        /* the input is the data set's bytes, through `samples` */
     signed char want_dx;            /* backward: the input gradient too */
     signed char relu;               /* a fused convolution: a relu after its max-pool */
+    signed char dx_through_relu;    /* backward: the input gradient through the relu before */
     struct { signed char in, out, aux, params, dy, dx, part, samples, labels, stats; } at;
 } layer_task;
 

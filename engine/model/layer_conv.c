@@ -91,8 +91,8 @@ static int fuses_pool(const layer *l, const layer *next, int need_dx)
 static conv_input input_of(const rt_ctx *ctx, const layer_task *a)
 {
     if (a->bytes_input)
-        return (conv_input){NULL, rt_ptr(ctx, a->at.samples), PIXEL_SCALE};
-    return (conv_input){rt_ptr(ctx, a->at.in), NULL, 0};
+        return (conv_input){NULL, rt_ptr(ctx, a->at.samples), PIXEL_SCALE, 0};
+    return (conv_input){rt_ptr(ctx, a->at.in), NULL, 0, 0};
 }
 
 /* Filters [f0, f1) of a chunk's output are a part that starts at filter f0 of its first sample;
@@ -152,16 +152,25 @@ static int fused_forward(const rt_ctx *ctx, void *p)
                                                            rt_ptr(ctx, a->at.aux), 0, a->n));
 }
 
-/* From the pooled gradient (through the relu, if fused: its output is at.out) and the argmax
- * to the filter gradient, and the input gradient where one is wanted (the Winograd paths only:
- * engine/train/plan.c). */
+/* A fused backward's input: through the relu before too, where the plan left that relu's
+ * backward to this layer's input gradient. */
+static conv_input backward_input_of(const rt_ctx *ctx, const layer_task *a)
+{
+    conv_input x = input_of(ctx, a);
+    x.relu_output = a->dx_through_relu;
+    return x;
+}
+
+/* From the pooled gradient (through the relu, if fused: its output is at.out; none when the
+ * layer after took the relu's backward) and the argmax to the filter gradient, and the input
+ * gradient where one is wanted (the Winograd paths only: engine/train/plan.c). */
 static int fused_backward(const rt_ctx *ctx, void *p)
 {
     const layer_task *a = p;
     const layer *l = a->l;
     float *dw = rt_ptr(ctx, a->at.part);
     return layer_kernel_status(
-        ctx, ops_conv2d_backward_maxpool(&l->conv, input_of(ctx, a), &l[1].pool,
+        ctx, ops_conv2d_backward_maxpool(&l->conv, backward_input_of(ctx, a), &l[1].pool,
                                      a->at.out >= 0 ? rt_ptr(ctx, a->at.out) : NULL,
                                      rt_ptr(ctx, a->at.dy), rt_ptr(ctx, a->at.aux),
                                      a->want_dx ? rt_ptr(ctx, a->at.params) : NULL, dw,
@@ -170,8 +179,9 @@ static int fused_backward(const rt_ctx *ctx, void *p)
 }
 
 /* Fused with the relu after it (the next layer): the relu's output; backward, from its
- * gradient through it (at.out: its output) to the filter gradient and, where wanted, the input
- * gradient (the Winograd paths only: fuses_relu). */
+ * gradient through it (at.out: its output; none when the layer after took the relu's backward)
+ * to the filter gradient and, where wanted, the input gradient (the Winograd paths only:
+ * fuses_relu). */
 static int relu_fused_forward(const rt_ctx *ctx, void *p)
 {
     const layer_task *a = p;
@@ -188,7 +198,8 @@ static int relu_fused_backward(const rt_ctx *ctx, void *p)
     const layer *l = a->l;
     float *dw = rt_ptr(ctx, a->at.part);
     return layer_kernel_status(
-        ctx, ops_conv2d_backward_relu(&l->conv, input_of(ctx, a), rt_ptr(ctx, a->at.out),
+        ctx, ops_conv2d_backward_relu(&l->conv, backward_input_of(ctx, a),
+                                      a->at.out >= 0 ? rt_ptr(ctx, a->at.out) : NULL,
                                       rt_ptr(ctx, a->at.dy),
                                       a->want_dx ? rt_ptr(ctx, a->at.params) : NULL, dw,
                                       dw + l->nweights, a->want_dx ? rt_ptr(ctx, a->at.dx) : NULL,
@@ -280,6 +291,7 @@ const layer_class layer_conv = {
     .backward_reads = READS_INPUT, .reads_bytes = 1, .kernel_path = kernel_path, .groups = groups,
     .fuses_pool = fuses_pool, .fused_forward = &fused_forward_kind,
     .fused_backward = &fused_backward_kind, .backward_input = &backward_input_kind,
-    .fuses_relu = fuses_relu, .relu_fused_forward = &relu_fused_forward_kind,
+    .gates_input_gradient = 1, .fuses_relu = fuses_relu,
+    .relu_fused_forward = &relu_fused_forward_kind,
     .relu_fused_backward = &relu_fused_backward_kind,
 };

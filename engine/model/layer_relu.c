@@ -59,4 +59,5 @@ const layer_class layer_relu = {
     .name = "relu", .type = LAYER_RELU, .keys = keys, .defaults = defaults, .complete = complete,
     .plan = plan, .forward = &forward_kind, .backward = &backward_kind,
     .backward_reads = READS_OUTPUT, .monotone = 1,
+    .gates_by_output = 1,
 };

@@ -85,6 +85,28 @@ static int device_fuses_relu(const layer_class *c)
            c->relu_fused_backward->opencl;
 }
 
+/* A relu fused into the layer before it goes back through the input gradient of the layer
+ * after it where that layer's fused backward can take it: as it writes each sample's input
+ * gradient, whose input (the relu's output) is still in cache from its own transforms. The
+ * relu's backward then reads neither that output again nor, on the direct path, copies its
+ * gradient masked (the same values, bit for bit). CPU only: the device kernels gate in the
+ * relu's layer. */
+static void gate_in_next_layer(exec_plan *p, const model *m)
+{
+    for (int l = 1; l < m->nlayers && !p->devices; l++) {
+        const layer *ly = &m->layers[l];
+        p->dx_through_relu[l] = plan_fused_into(p, l - 1) >= 0 &&
+                                ly[-1].cls->gates_by_output && ly->cls->gates_input_gradient &&
+                                p->fused[l] && p->need_dx[l] && p->groups[l] == 1;
+    }
+}
+
+int plan_relu_left_to_next(const exec_plan *p, int l)
+{
+    int next = l + 1 + p->fused[l];
+    return p->fused[l] > p->fused_pool[l] && next < CONFIG_MAX_LAYERS && p->dx_through_relu[next];
+}
+
 void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
 {
     memset(p, 0, sizeof *p);
@@ -124,6 +146,7 @@ void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
         p->groups[l] = !ly->cls->groups || p->fused[l]
                            ? 1 : ly->cls->groups(ly, cfg->filter_groups, p->grain);
     }
+    gate_in_next_layer(p, m);
 }
 
 int plan_fused_into(const exec_plan *p, int l)
@@ -197,6 +220,8 @@ void plan_write_json(const exec_plan *p, const model *m, FILE *f)
         int with_next = p->fused[l] || (inside && next_inside);
         fprintf(f, ", \"tasks_per_chunk\": %d, \"fused_with_next\": %s", p->groups[l],
                 with_next ? "true" : "false");
+        if (p->dx_through_relu[l])
+            fputs(", \"input_gradient_through_relu\": true", f);
         const layer *ly = &m->layers[l];
         if (ly->cls->kernel_path)
             fprintf(f, ", \"kernels\": {\"forward\": \"%s\", \"backward_input\": \"%s\", "

@@ -21,6 +21,9 @@ typedef struct exec_plan {
                                       * relu l+2 */
     int fused_pool[CONFIG_MAX_LAYERS];   /* the max-pool l+1 among them */
     int need_dx[CONFIG_MAX_LAYERS];  /* does a layer before l have parameters? */
+    int dx_through_relu[CONFIG_MAX_LAYERS];   /* l's backward takes its input gradient through
+                                      * the relu l-1 too (fused into the layer before it), whose
+                                      * own backward is left out (plan_relu_left_to_next) */
     int bytes_input;                 /* a first convolution reads the data set's bytes */
     char input_why[96];              /* "auto: ..." or "FRUGAL_INPUT=bytes" */
     char conv_path[64];              /* "auto" or "FRUGAL_CONV=im2col" */
@@ -42,6 +45,9 @@ void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
 void plan_chunk(const exec_plan *p, int k, int size, int *s0, int *s1);
 /* The layer whose tasks run layer l (a max-pool or relu fused with it), or -1. */
 int plan_fused_into(const exec_plan *p, int l);
+/* Whether the relu fused into layer l goes back through the input gradient of the layer after
+ * it (dx_through_relu) instead of in l's backward. */
+int plan_relu_left_to_next(const exec_plan *p, int l);
 /* The plan as JSON members (no braces), for summary.json. */
 void plan_write_json(const exec_plan *p, const model *m, FILE *f);
 

@@ -184,8 +184,8 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
         if (fused) {
             if (t->plan.fused_pool[l])
                 a.at.aux = add(&al, r->b->aux[l + 1].part[k], RT_R);
-            if (fused > t->plan.fused_pool[l])   /* the relu's output, that dy goes through */
-                a.at.out = add_chunk(&al, &r->b->act[out], k, RT_R);
+            if (fused > t->plan.fused_pool[l] && !plan_relu_left_to_next(&t->plan, l))
+                a.at.out = add_chunk(&al, &r->b->act[out], k, RT_R);   /* dy goes through it */
             if (!t->plan.fused_pool[l] && (ly->cls->backward_reads & READS_AUX))
                 a.at.aux = add(&al, r->b->aux[l].part[k], RT_R);   /* a max-pool's argmax */
             else
@@ -201,6 +201,7 @@ static void submit_backward(trainer *t, const batch_ref *r, int l, int k, int n)
             a.at.part = add(&al, t->hpartial_part[l][k * groups + g], RT_W);
         if (dx && groups == 1) {
             a.want_dx = 1;
+            a.dx_through_relu = (signed char)t->plan.dx_through_relu[l];
             a.at.dx = add(&al, r->b->grad[l].part[k], RT_W);
             if (ly->nparams)
                 a.at.params = add(&al, t->hparams[l], RT_R);
