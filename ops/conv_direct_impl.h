@@ -87,13 +87,12 @@ static inline vf vload_bytes(const uint8_t *p)
  * busy time with 4 KB ahead; 1 KB, 2 KB and 8 KB did less well). */
 #define PREFETCH_BYTES 4096
 
-/* dst[i] = src[i] * scale for i < w: whole vectors, the last one overlapping the one before
- * (the compiler's loop left the rest of a row scalar). */
+/* dst[i] = src[i] * scale for i < w (a row, or rows end to end): whole vectors, the last one
+ * overlapping the one before (the compiler's loop left the rest of a row scalar). */
 static void bytes_row(float *dst, const uint8_t *src, int w, float scale)
 {
-    for (int i = 0; i < w; i += 64)
-        __builtin_prefetch(src + PREFETCH_BYTES + i);
     if (w < VL) {
+        __builtin_prefetch(src + PREFETCH_BYTES);
         for (int i = 0; i < w; i++)
             dst[i] = (float)src[i] * scale;
         return;
@@ -101,6 +100,8 @@ static void bytes_row(float *dst, const uint8_t *src, int w, float scale)
     for (int i = 0;; i += VL) {
         if (i + VL > w)
             i = w - VL;
+        if (i % 64 < VL)   /* a line ahead per line converted, as it goes */
+            __builtin_prefetch(src + PREFETCH_BYTES + i);
         vstore(dst + i, vload_bytes(src + i) * scale);
         if (i + VL == w)
             return;
@@ -115,6 +116,19 @@ static void pad_rows(const float *f, const uint8_t *b, float scale, int nplanes,
 {
     for (int p = 0; p < nplanes; p++) {
         float *d = dst + (size_t)p * stride;
+        if (wp == w) {   /* no columns to pad: the rows lie end to end, one run for them all */
+            int lo = pad_y - r0, hi = h + pad_y - r0;   /* the rows with a source row */
+            lo = lo < 0 ? 0 : lo > nrows ? nrows : lo;
+            hi = hi < lo ? lo : hi > nrows ? nrows : hi;
+            size_t at = ((size_t)p * h + (size_t)(r0 + lo - pad_y)) * w, n = (size_t)(hi - lo) * w;
+            memset(d, 0, sizeof(float) * (size_t)lo * wp);
+            if (f)
+                memcpy(d + (size_t)lo * wp, f + at, sizeof(float) * n);
+            else
+                bytes_row(d + (size_t)lo * wp, b + at, (int)n, scale);
+            memset(d + (size_t)hi * wp, 0, sizeof(float) * (stride - (size_t)hi * wp));
+            continue;
+        }
         for (int r = 0; r < nrows; r++) {
             float *row = d + (size_t)r * wp;
             int sy = r0 + r - pad_y;

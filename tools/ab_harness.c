@@ -4,6 +4,8 @@
  * whose speed drifts over minutes slows both alike this way, where runs one after another
  * would each catch a different stretch of it. Before every call a sweep through 4 MB takes the
  * layer's input out of L2, as it arrives in training (from the task before, or the other core).
+ * DAHL's first layers read their bytes in place: 16 samples a call, drawn from 64 MB of them,
+ * out of cache as a data set is.
  *
  * usage: ab_harness CALLS BASE.so NEW.so
  * prints: bench ab LAYER PASS base_us=A new_us=B speedup=A/B */
@@ -46,7 +48,18 @@ static const layer_case cases[] = {
     {"wide-28_14x14_64-128", 64, 14, 128, 1},
 };
 
-enum { SAMPLES = 16, SWEEP_BYTES = 4 << 20 };
+/* A first layer of DAHL's CNN (4 filters, no padding, pooled), on bytes. */
+typedef struct bytes_case {
+    const char *name;
+    int c, h, w;
+} bytes_case;
+
+static const bytes_case first_layers[] = {
+    {"dahl_62x84x3_bytes", 3, 62, 84},
+    {"dahl_116x158x3_bytes", 3, 116, 158},
+};
+
+enum { SAMPLES = 16, SWEEP_BYTES = 4 << 20, DATA_SET_BYTES = 64 << 20 };
 
 static int load(kernels *k, const char *path)
 {
@@ -116,30 +129,82 @@ static int time_case(const layer_case *lc, const kernels k[2], int calls, char *
     return rc;
 }
 
+/* The same for a first layer on bytes: each call's samples drawn anew from the data set. */
+static int time_bytes_case(const bytes_case *bc, const kernels k[2], int calls,
+                           const uint8_t *data, double best[2][2])
+{
+    conv_geom g;
+    pool_geom p;
+    if (k[0].geom_init(&g, bc->c, bc->h, bc->w, 4, 3, 3, 1, 0) ||
+        k[0].pool_init(&p, 4, g.oh, g.ow, 2, 2))
+        return -1;
+    size_t per = (size_t)bc->c * bc->h * bc->w, ny = (size_t)SAMPLES * 4 * p.oh * p.ow;
+    size_t nw = (size_t)4 * bc->c * 9;
+    float *w = random_floats(nw), *b = random_floats(4), *y = random_floats(ny);
+    float *dy = random_floats(ny), *dw = random_floats(nw + 4);
+    int32_t *argmax = malloc(sizeof(int32_t) * ny);
+    const uint8_t *samples[SAMPLES];
+    conv_input in = {NULL, samples, 1.0f / 255.0f, 0};
+    int rc = w && b && y && dy && dw && argmax ? 0 : -1;
+    for (int i = 0; i < 2; i++)
+        best[i][0] = best[i][1] = 1e30;
+    for (int call = 0; call < calls && !rc; call++)
+        for (int i = 0; i < 2 && !rc; i++) {
+            for (int s = 0; s < SAMPLES; s++)
+                samples[s] = data + (size_t)rand() % (DATA_SET_BYTES / per) * per;
+            for (int pass = 0; pass < 2 && !rc; pass++) {
+                double t0 = seconds();
+                rc = pass == 0 ? k[i].forward(&g, in, w, b, &p, 1, y, argmax, 0, SAMPLES)
+                               : k[i].backward(&g, in, &p, y, dy, argmax, w, dw, dw + nw, NULL,
+                                               0, SAMPLES, 0);
+                double t = seconds() - t0;
+                best[i][pass] = t < best[i][pass] ? t : best[i][pass];
+            }
+        }
+    free(w), free(b), free(y), free(dy), free(dw), free(argmax);
+    return rc;
+}
+
+static void report(const char *name, double best[2][2])
+{
+    for (int pass = 0; pass < 2; pass++)
+        printf("bench ab %s %s base_us=%.0f new_us=%.0f speedup=%.3f\n", name,
+               pass ? "backward" : "forward", 1e6 * best[0][pass], 1e6 * best[1][pass],
+               best[0][pass] / best[1][pass]);
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
     kernels k[2];
     int calls = argc == 4 ? atoi(argv[1]) : 0;
     char *sweep = malloc(SWEEP_BYTES);
-    if (calls < 1 || !sweep) {
+    uint8_t *data = malloc(DATA_SET_BYTES);
+    if (calls < 1 || !sweep || !data) {
         fprintf(stderr, "usage: ab_harness CALLS BASE.so NEW.so\n");
         return 2;
     }
     if (load(&k[0], argv[2]) || load(&k[1], argv[3]))
         return 1;
+    for (size_t i = 0; i < DATA_SET_BYTES; i++)
+        data[i] = (uint8_t)rand();
+    double best[2][2];
+    const char *name = NULL;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        double best[2][2];
-        if (time_case(&cases[c], k, calls, sweep, best)) {
-            fprintf(stderr, "ab_harness: %s failed (out of memory, or a kernel refused it)\n",
-                    cases[c].name);
-            return 1;
-        }
-        for (int pass = 0; pass < 2; pass++)
-            printf("bench ab %s %s base_us=%.0f new_us=%.0f speedup=%.3f\n", cases[c].name,
-                   pass ? "backward" : "forward", 1e6 * best[0][pass], 1e6 * best[1][pass],
-                   best[0][pass] / best[1][pass]);
-        fflush(stdout);
+        name = cases[c].name;
+        if (time_case(&cases[c], k, calls, sweep, best))
+            goto failed;
+        report(name, best);
     }
-    free(sweep);
+    for (size_t c = 0; c < sizeof first_layers / sizeof first_layers[0]; c++) {
+        name = first_layers[c].name;
+        if (time_bytes_case(&first_layers[c], k, calls, data, best))
+            goto failed;
+        report(name, best);
+    }
+    free(sweep), free(data);
     return 0;
+failed:
+    fprintf(stderr, "ab_harness: %s failed (out of memory, or a kernel refused it)\n", name);
+    return 1;
 }

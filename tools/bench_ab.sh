@@ -2,8 +2,9 @@
 # The working tree's CPU kernels against REV's (default HEAD), in one process
 # (./build.sh bench ab [REV] [CALLS]): each tree's ops/ and common/ compiled as its own Makefile
 # compiles them for the release binary, plus -fPIC, into a shared library; tools/ab_harness.c
-# loads both and times the fused convolution passes of the bench's layers with one, then the
-# other, call by call, the fastest of CALLS (default 100) each. Made for hosts whose speed
+# loads both and times the fused convolution passes of the bench's layers (and of DAHL's first
+# layers on bytes) with one, then the other, call by call, the fastest of CALLS (default 100)
+# each. Made for hosts whose speed
 # drifts over minutes (docs/kernels.md: 25% on machine A), where whole runs one after another
 # cannot tell a few percent apart. REV's ops/conv.h and ops/layers.h must be the working
 # tree's (the harness calls both libraries through them).
