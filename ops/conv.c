@@ -374,8 +374,8 @@ int ops_conv2d_backward_input(const conv_geom *g, const float *dy, const float *
 int ops_conv2d_backward_filter(const conv_geom *g, const float *x, const float *dy, float *dwt,
                            float *dbias, int n0, int n1, int f0, int f1, int accumulate)
 {
-    return ops_conv2d_backward_filter_in(g, (conv_input){x, NULL, 0, 0}, dy, dwt, dbias, n0, n1, f0, f1,
-                                     accumulate);
+    return ops_conv2d_backward_filter_in(g, (conv_input){x, NULL, 0, 0}, dy, dwt, dbias, n0, n1,
+                                         f0, f1, accumulate);
 }
 
 int ops_conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float *dy, float *dwt,

@@ -308,7 +308,8 @@ void winograd_f4_lanes_input_adjoint(const tiling *t, const float *Z, float *dx,
                 const float *base = NULL;
                 if (i < 2 && tr > 0) {
                     if (!kept)
-                        lanes_row(t, lanes_src_of(g, (conv_input){dx, NULL, 0, 0}, s, c0), y, above[i]);
+                        lanes_row(t, lanes_src_of(g, (conv_input){dx, NULL, 0, 0}, s, c0), y,
+                                  above[i]);
                     base = above[i];
                 }
                 if (i >= 4 && keep) {   /* stored by the next tile row, with its rows 0, 1 */

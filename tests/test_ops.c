@@ -1232,7 +1232,8 @@ TEST(ops_conv_input_gradient_through_the_relu_before)
             }
             conv_set_strategy(CONV_AUTO);
             ops_relu_backward(xs, dx[0], dx[0], (long)nin, (long)(N * nin));
-            CHECKF(!memcmp(dx[0], dx[1], sizeof(float) * N * nin) && !memcmp(dw[0], dw[1], sizeof(float) * nw),
+            CHECKF(!memcmp(dx[0], dx[1], sizeof(float) * N * nin) &&
+                       !memcmp(dw[0], dw[1], sizeof(float) * nw),
                    "%s, call %d: not the relu's gradient", conv_path_name(paths[s]), k);
             CHECK(dx[1][0] == 7.0f && dx[1][nin - 1] == 7.0f);
         }

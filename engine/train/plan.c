@@ -88,12 +88,13 @@ static int device_fuses_relu(const layer_class *c)
 /* A relu fused into the layer before it goes back through the input gradient of the layer
  * after it where that layer's fused backward can take it: as it writes each sample's input
  * gradient, whose input (the relu's output) is still in cache from its own transforms. The
- * relu's backward then reads neither that output again nor, on the direct path, copies its
- * gradient masked (the same values, bit for bit). CPU only: the device kernels gate in the
- * relu's layer. */
+ * relu's layer then no longer reads that output again, nor copies it or its gradient masked
+ * (the same values, bit for bit). CPU only: the device kernels gate in the relu's layer. */
 static void gate_in_next_layer(exec_plan *p, const model *m)
 {
-    for (int l = 1; l < m->nlayers && !p->devices; l++) {
+    if (p->devices)
+        return;
+    for (int l = 1; l < m->nlayers; l++) {
         const layer *ly = &m->layers[l];
         p->dx_through_relu[l] = plan_fused_into(p, l - 1) >= 0 &&
                                 ly[-1].cls->gates_by_output && ly->cls->gates_input_gradient &&
