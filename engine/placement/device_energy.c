@@ -37,6 +37,21 @@ double device_energy_calibrate(double joules, double seconds, double idle_w, dou
     return w > 0 && w < 1e4 ? w : -1;
 }
 
+/* Adds an epoch's figures to ev; with enough busy time gathered, the watts they give (and the
+ * busy seconds they came from, in *busy_s), and ev starts afresh: -1 until then, or when the
+ * figure is impossible. */
+static double calibrate_from(energy_evidence *ev, double joules, double seconds, double idle_w,
+                             double *busy_s)
+{
+    ev->joules += joules, ev->seconds += seconds, ev->busy_s += *busy_s;
+    if (!(ev->busy_s >= MIN_BUSY_S))
+        return -1;
+    double w = device_energy_calibrate(ev->joules, ev->seconds, idle_w, ev->busy_s);
+    *busy_s = ev->busy_s;
+    *ev = (energy_evidence){0, 0, 0};
+    return w;
+}
+
 /* rd->energy_note: the figures in use and where they come from. */
 static void note(const device_energy *de, run_devices *rd)
 {
@@ -85,15 +100,18 @@ void device_energy_begin(device_energy *de, run_devices *rd, rt_runtime *rt,
 }
 
 /* The CPU's watts per busy core-second: its sensors' joules above their idle over the CPU
- * workers' busy seconds (a device on the host's cores counts as that many cores while busy). */
-static double cpu_watts(const device_energy *de, const energy_run *er, const sensor *s, int n,
-                        const epoch_energy *e, const rt_stats *st, double device_busy)
+ * workers' busy seconds (a device on the host's cores counts as that many cores while busy);
+ * *busy: the core-seconds it came from. */
+static double cpu_watts(device_energy *de, const energy_run *er, const sensor *s, int n,
+                        const epoch_energy *e, const rt_stats *st, double device_busy,
+                        double *busy)
 {
     double joules = 0, idle = 0, seconds = e->f.seconds + e->test.seconds;
     for (int i = 0; i < n && i < e->f.ndevices; i++)
         if (s[i].in_total && s[i].scope != SCOPE_GPU)
             joules += e->f.device_j[i] + e->test.device_j[i], idle += er->sensor_idle_w[i];
-    return device_energy_calibrate(joules, seconds, idle, st->busy_s + device_busy * de->host_cores);
+    *busy = st->busy_s + device_busy * de->host_cores;
+    return calibrate_from(&de->cpu, joules, seconds, idle, busy);
 }
 
 void device_energy_epoch(device_energy *de, run_devices *rd, rt_runtime *rt, energy_run *er,
@@ -107,23 +125,25 @@ void device_energy_epoch(device_energy *de, run_devices *rd, rt_runtime *rt, ene
     for (int k = 0; k < st->nkinds; k++)
         device_busy += st->kinds[k].busy_by[RT_WORKER_OPENCL];
     double was[2] = {de->m.active_w[RT_WORKER_CPU], de->m.active_w[RT_WORKER_OPENCL]};
-    double cpu = energy_meter_estimated(er->meter) ? -1 : cpu_watts(de, er, s, n, e, st, device_busy);
+    double cpu_busy = 0, gpu_busy = device_busy;
+    double cpu = energy_meter_estimated(er->meter)
+                     ? -1 : cpu_watts(de, er, s, n, e, st, device_busy, &cpu_busy);
     if (cpu > 0) {
         de->m.active_w[RT_WORKER_CPU] = cpu;
         snprintf(de->cpu_from, sizeof de->cpu_from, "per core, measured: its sensors' joules "
-                 "above idle over %.3g busy core-seconds", st->busy_s + device_busy * de->host_cores);
+                 "above idle over %.3g busy core-seconds", cpu_busy);
         if (de->host_cores)
             de->m.active_w[RT_WORKER_OPENCL] = cpu * de->host_cores;
     }
     int g = de->gpu_sensor;
     double gpu = g >= 0 && g < e->f.ndevices
-                     ? device_energy_calibrate(e->f.device_j[g] + e->test.device_j[g], seconds,
-                                               er->sensor_idle_w[g], device_busy)
+                     ? calibrate_from(&de->gpu, e->f.device_j[g] + e->test.device_j[g], seconds,
+                                      er->sensor_idle_w[g], &gpu_busy)
                      : -1;
     if (gpu > 0) {
         de->m.active_w[RT_WORKER_OPENCL] = gpu;
         snprintf(de->device_from, sizeof de->device_from, "measured by %s %.60s over %.3g busy s",
-                 s[g].source, s[g].name, device_busy);
+                 s[g].source, s[g].name, gpu_busy);
     }
     if (cpu <= 0 && gpu <= 0)
         return;

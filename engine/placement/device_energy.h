@@ -3,9 +3,11 @@
  * idle, and the machine's idle power. They start from priors: one core's watts from [energy]
  * power_profile (one core busy minus idle) or model_core_watts, PoCL that many times its host
  * cores, a GPU 100 W. After every epoch, where sensors measured it and the idle power was
- * measured, each is calibrated: the epoch's joules above idle over its busy seconds (the CPU from
- * its package, DRAM and board sensors; a GPU from its own sensor: NVML, or hwmon for AMD and
- * Intel). StarPU's dmda asks the user for these figures; frugal measures them. */
+ * measured, each is calibrated: the joules above idle over the busy seconds (the CPU from its
+ * package, DRAM and board sensors; a GPU from its own sensor: NVML, or hwmon for AMD and
+ * Intel), of that epoch, or of the epochs since the last figure where one epoch's busy time is
+ * too short to tell (a fast machine, a small job). StarPU's dmda asks the user for these
+ * figures; frugal measures them. */
 #ifndef FRUGAL_DEVICE_ENERGY_H
 #define FRUGAL_DEVICE_ENERGY_H
 
@@ -17,6 +19,11 @@
 
 #include <stdio.h>
 
+/* What the epochs since the last figure measured: their joules, seconds and busy seconds. */
+typedef struct energy_evidence {
+    double joules, seconds, busy_s;
+} energy_evidence;
+
 typedef struct device_energy {
     int on;
     rt_energy_model m;
@@ -24,6 +31,7 @@ typedef struct device_energy {
     int gpu_sensor;             /* the meter's sensor that measures the device; -1: none */
     char cpu_from[200], device_from[200];
     int calibrations;           /* epochs whose figures replaced the priors */
+    energy_evidence cpu, gpu;   /* gathered until there is enough to calibrate from */
 } device_energy;
 
 /* Sets the priors (nothing without devices, under the time policy or when deterministic) and
