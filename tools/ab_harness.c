@@ -4,6 +4,9 @@
  * whose speed drifts over minutes slows both alike this way, where runs one after another
  * would each catch a different stretch of it. Before every call a sweep through 4 MB takes the
  * layer's input out of L2, as it arrives in training (from the task before, or the other core).
+ * Each layer's relu goes back as training's plan sends it (engine/train/plan.c): through the
+ * next layer's input gradient where that layer takes it (relu_y NULL here), and the layers
+ * with an input gradient take the relu before them.
  * DAHL's first layers read their bytes in place: 16 samples a call, drawn from 64 MB of them,
  * out of cache as a data set is.
  *
@@ -24,6 +27,10 @@ typedef int (*forward_fn)(const conv_geom *, conv_input, const float *, const fl
 typedef int (*backward_fn)(const conv_geom *, conv_input, const pool_geom *, const float *,
                            const float *, const int32_t *, const float *, float *, float *,
                            float *, int, int, int);
+typedef int (*relu_forward_fn)(const conv_geom *, conv_input, const float *, const float *,
+                               float *, int, int);
+typedef int (*relu_backward_fn)(const conv_geom *, conv_input, const float *, const float *,
+                                const float *, float *, float *, float *, int, int);
 
 typedef struct kernels {
     const char *path;
@@ -31,21 +38,28 @@ typedef struct kernels {
     pool_init_fn pool_init;
     forward_fn forward;
     backward_fn backward;
+    relu_forward_fn relu_forward;
+    relu_backward_fn relu_backward;
 } kernels;
 
-/* A layer of the bench's jobs, fused with its 2x2 max-pool and relu, 16 samples a call. */
+/* A layer of the bench's jobs, fused with its 2x2 max-pool and relu (or its relu alone), 16
+ * samples a call. */
 typedef struct layer_case {
     const char *name;
     int c, h, f, dx;   /* channels, side, filters; dx: the input gradient too */
+    int pool;          /* fused with a max-pool; else with its relu only */
+    int next_gates;    /* the next layer takes this one's relu back (no relu_y here) */
 } layer_case;
 
 static const layer_case cases[] = {
-    {"wide-28_28x28_1-64_direct", 1, 28, 64, 0},
-    {"cifar_16x16_16-32", 16, 16, 32, 1},
-    {"vgg_32x32_32-32", 32, 32, 32, 1},
-    {"vgg_16x16_64-64", 64, 16, 64, 1},
-    {"vgg_8x8_64-128", 64, 8, 128, 1},
-    {"wide-28_14x14_64-128", 64, 14, 128, 1},
+    {"wide-28_28x28_1-64_direct", 1, 28, 64, 0, 1, 1},
+    {"cifar_16x16_16-32", 16, 16, 32, 1, 1, 0},
+    {"vgg_32x32_3-32_relu", 3, 32, 32, 0, 0, 1},
+    {"vgg_32x32_32-32", 32, 32, 32, 1, 1, 1},
+    {"vgg_16x16_32-64_relu", 32, 16, 64, 1, 0, 1},
+    {"vgg_16x16_64-64", 64, 16, 64, 1, 1, 1},
+    {"vgg_8x8_64-128", 64, 8, 128, 1, 1, 0},
+    {"wide-28_14x14_64-128", 64, 14, 128, 1, 1, 0},
 };
 
 /* A first layer of DAHL's CNN (4 filters, no padding, pooled), on bytes. */
@@ -73,7 +87,10 @@ static int load(kernels *k, const char *path)
     *(void **)&k->pool_init = dlsym(lib, "pool_geom_init");
     *(void **)&k->forward = dlsym(lib, "ops_conv2d_forward_maxpool");
     *(void **)&k->backward = dlsym(lib, "ops_conv2d_backward_maxpool");
-    if (!k->geom_init || !k->pool_init || !k->forward || !k->backward) {
+    *(void **)&k->relu_forward = dlsym(lib, "ops_conv2d_forward_relu");
+    *(void **)&k->relu_backward = dlsym(lib, "ops_conv2d_backward_relu");
+    if (!k->geom_init || !k->pool_init || !k->forward || !k->backward || !k->relu_forward ||
+        !k->relu_backward) {
         fprintf(stderr, "ab_harness: %s lacks the fused convolution's functions\n", path);
         return -1;
     }
@@ -95,6 +112,22 @@ static double seconds(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* One pass of a case with library k: forward, or backward. */
+static int run_pass(const layer_case *lc, const kernels *k, int pass, const conv_geom *g,
+                    const pool_geom *p, conv_input in, const float *w, const float *b, float *y,
+                    int32_t *argmax, const float *dy, float *dw, float *dx)
+{
+    size_t nw = (size_t)lc->f * lc->c * 9;
+    const float *relu_y = lc->next_gates ? NULL : y;
+    if (pass == 0)
+        return lc->pool ? k->forward(g, in, w, b, p, 1, y, argmax, 0, SAMPLES)
+                        : k->relu_forward(g, in, w, b, y, 0, SAMPLES);
+    if (lc->pool)
+        return k->backward(g, in, p, relu_y, dy, argmax, w, dw, dw + nw, lc->dx ? dx : NULL, 0,
+                           SAMPLES, 0);
+    return k->relu_backward(g, in, relu_y, dy, w, dw, dw + nw, lc->dx ? dx : NULL, 0, SAMPLES);
+}
+
 /* The fastest forward and backward call of each library, alternating. */
 static int time_case(const layer_case *lc, const kernels k[2], int calls, char *sweep,
                      double best[2][2])
@@ -104,14 +137,15 @@ static int time_case(const layer_case *lc, const kernels k[2], int calls, char *
     if (k[0].geom_init(&g, lc->c, lc->h, lc->h, lc->f, 3, 3, 1, 1) ||
         k[0].pool_init(&p, lc->f, g.oh, g.ow, 2, 2))
         return -1;
-    size_t nx = (size_t)SAMPLES * lc->c * lc->h * lc->h, ny = (size_t)SAMPLES * lc->f * p.oh * p.ow;
+    size_t out = lc->pool ? (size_t)p.oh * p.ow : (size_t)g.oh * g.ow;
+    size_t nx = (size_t)SAMPLES * lc->c * lc->h * lc->h, ny = (size_t)SAMPLES * lc->f * out;
     size_t nw = (size_t)lc->f * lc->c * 9;
     float *x = random_floats(nx), *w = random_floats(nw), *b = random_floats(lc->f);
     float *y = random_floats(ny), *dy = random_floats(ny), *dx = random_floats(nx);
     float *dw = random_floats(nw + lc->f);
     int32_t *argmax = malloc(sizeof(int32_t) * ny);
     int rc = x && w && b && y && dy && dx && dw && argmax ? 0 : -1;
-    conv_input in = {x, NULL, 0, 0};
+    conv_input in = {x, NULL, 0, lc->dx};   /* with dx, the input is a relu's output */
     for (int i = 0; i < 2; i++)
         best[i][0] = best[i][1] = 1e30;
     for (int call = 0; call < calls && !rc; call++)
@@ -119,9 +153,7 @@ static int time_case(const layer_case *lc, const kernels k[2], int calls, char *
             for (int pass = 0; pass < 2 && !rc; pass++) {
                 memset(sweep, call + pass, SWEEP_BYTES);
                 double t0 = seconds();
-                rc = pass == 0 ? k[i].forward(&g, in, w, b, &p, 1, y, argmax, 0, SAMPLES)
-                               : k[i].backward(&g, in, &p, y, dy, argmax, w, dw, dw + nw,
-                                               lc->dx ? dx : NULL, 0, SAMPLES, 0);
+                rc = run_pass(lc, &k[i], pass, &g, &p, in, w, b, y, argmax, dy, dw, dx);
                 double t = seconds() - t0;
                 best[i][pass] = t < best[i][pass] ? t : best[i][pass];
             }
