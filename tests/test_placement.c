@@ -554,8 +554,10 @@ TEST(placement_carbon_file_is_reread_and_a_bad_one_keeps_the_last_figure)
 }
 
 /* The sensor that calibrates a GPU's power for placement: by the name NVML shares with OpenCL,
- * else the only sensor of the device's vendor; none when two could be it, or none is readable. */
-TEST(placement_device_sensor_is_found_by_name_or_its_only_vendor_sensor)
+ * else the only sensor of the device's vendor; none when two could be it, or none is readable.
+ * The figure: joules above idle over busy seconds, from epochs added up while each is too
+ * short to tell. */
+TEST(placement_device_sensor_is_found_and_short_epochs_add_up_to_a_figure)
 {
     sensor s[4] = {{.name = "package-0", .source = "rapl", .scope = SCOPE_CPU},
                    {.name = "NVIDIA A2", .source = "nvml", .scope = SCOPE_GPU},
@@ -572,4 +574,15 @@ TEST(placement_device_sensor_is_found_by_name_or_its_only_vendor_sensor)
     CHECK(fabs(device_energy_calibrate(500, 10, 20, 2) - 150) < 1e-9);
     CHECK(device_energy_calibrate(500, 10, 20, 0.1) < 0);    /* too little evidence */
     CHECK(device_energy_calibrate(150, 10, 20, 2) < 0);      /* below idle: a sensor misread */
+    /* epochs of 0.09 busy seconds (1 s, 150 W of work over a 20 W idle) add up to a figure */
+    energy_evidence ev = {0, 0, 0};
+    double busy = 0.09;
+    CHECK(device_energy_gather(&ev, 20 + 150 * 0.09, 1, 20, &busy) < 0);
+    busy = 0.09;
+    CHECK(device_energy_gather(&ev, 20 + 150 * 0.09, 1, 20, &busy) < 0);
+    busy = 0.09;
+    CHECK(fabs(device_energy_gather(&ev, 20 + 150 * 0.09, 1, 20, &busy) - 150) < 1e-9);
+    CHECK(fabs(busy - 0.27) < 1e-12 && ev.busy_s == 0 && ev.joules == 0);   /* afresh */
+    busy = 0.25;   /* enough alone: from this epoch only */
+    CHECK(fabs(device_energy_gather(&ev, 20 + 90 * 0.25, 1, 20, &busy) - 90) < 1e-9);
 }

@@ -37,11 +37,8 @@ double device_energy_calibrate(double joules, double seconds, double idle_w, dou
     return w > 0 && w < 1e4 ? w : -1;
 }
 
-/* Adds an epoch's figures to ev; with enough busy time gathered, the watts they give (and the
- * busy seconds they came from, in *busy_s), and ev starts afresh: -1 until then, or when the
- * figure is impossible. */
-static double calibrate_from(energy_evidence *ev, double joules, double seconds, double idle_w,
-                             double *busy_s)
+double device_energy_gather(energy_evidence *ev, double joules, double seconds, double idle_w,
+                            double *busy_s)
 {
     ev->joules += joules, ev->seconds += seconds, ev->busy_s += *busy_s;
     if (!(ev->busy_s >= MIN_BUSY_S))
@@ -111,7 +108,7 @@ static double cpu_watts(device_energy *de, const energy_run *er, const sensor *s
         if (s[i].in_total && s[i].scope != SCOPE_GPU)
             joules += e->f.device_j[i] + e->test.device_j[i], idle += er->sensor_idle_w[i];
     *busy = st->busy_s + device_busy * de->host_cores;
-    return calibrate_from(&de->cpu, joules, seconds, idle, busy);
+    return device_energy_gather(&de->cpu, joules, seconds, idle, busy);
 }
 
 void device_energy_epoch(device_energy *de, run_devices *rd, rt_runtime *rt, energy_run *er,
@@ -137,8 +134,8 @@ void device_energy_epoch(device_energy *de, run_devices *rd, rt_runtime *rt, ene
     }
     int g = de->gpu_sensor;
     double gpu = g >= 0 && g < e->f.ndevices
-                     ? calibrate_from(&de->gpu, e->f.device_j[g] + e->test.device_j[g], seconds,
-                                      er->sensor_idle_w[g], &gpu_busy)
+                     ? device_energy_gather(&de->gpu, e->f.device_j[g] + e->test.device_j[g],
+                                            seconds, er->sensor_idle_w[g], &gpu_busy)
                      : -1;
     if (gpu > 0) {
         de->m.active_w[RT_WORKER_OPENCL] = gpu;

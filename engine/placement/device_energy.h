@@ -50,5 +50,10 @@ int device_energy_sensor_for(const sensor *s, int n, const char *name, const cha
 /* Watts per busy second above idle: (joules - idle_w x seconds) / busy_s; -1 when the evidence
  * is thin (under 0.2 busy seconds) or the figure impossible (not in 0..10 kW). */
 double device_energy_calibrate(double joules, double seconds, double idle_w, double busy_s);
+/* Adds an epoch's figures to ev; once the busy time gathered reaches 0.2 s, the watts they all
+ * give (device_energy_calibrate; *busy_s: the busy seconds they came from) and ev starts
+ * afresh. -1 until then, or when the figure is impossible. */
+double device_energy_gather(energy_evidence *ev, double joules, double seconds, double idle_w,
+                            double *busy_s);
 
 #endif
