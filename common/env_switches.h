@@ -5,6 +5,7 @@
  *   FRUGAL_ISA             portable | avx2 | avx512: the CPU kernels' path (ops/cpu.c)
  *   FRUGAL_CONV            direct | wide | im2col | winograd | winograd4: the convolution path
  *   FRUGAL_INPUT           floats | bytes: how a first convolution reads its input (plan.c)
+ *   FRUGAL_LAYOUT          nchw: no channel lanes between convolutions (plan.c)
  *   FRUGAL_MEMBARRIER      off: the runtime's sleepers fence as where membarrier() is missing
  *   FRUGAL_NET_CIPHER      auto | xchacha20poly1305: the cluster's cipher
  *   FRUGAL_CACHE_DIR       where a node keeps the coordinator's files
@@ -31,7 +32,8 @@
 typedef enum env_switch {
     ENV_ISA, ENV_CONV, ENV_INPUT, ENV_MEMBARRIER, ENV_NET_CIPHER, ENV_CACHE_DIR,
     ENV_PERFMODEL_DIR, ENV_OPENCL_LOADER, ENV_OPENCL_FAIL_AFTER, ENV_OPENCL_POLL, ENV_OPENCL_CONV,
-    ENV_NVML_LIBRARY, ENV_SYSFS_ROOT, ENV_PROCFS_ROOT, ENV_MODEL_SCOPE, ENV_LAUNCH_RSH, ENV_SWITCHES
+    ENV_NVML_LIBRARY, ENV_SYSFS_ROOT, ENV_PROCFS_ROOT, ENV_MODEL_SCOPE, ENV_LAUNCH_RSH, ENV_LAYOUT,
+    ENV_SWITCHES
 } env_switch;
 
 /* Reads every switch from the environment (again). Call it before threads start. */

@@ -13,6 +13,12 @@ typedef struct conv_geom {
     int c, h, w;                /* input channels and size */
     int f, kh, kw, stride, pad; /* filters, kernel, stride, zero padding */
     int oh, ow;                 /* output size, derived */
+    /* The activations' layout (0 after conv_geom_init: NCHW): with in_lanes the input and its
+     * gradient, with out_lanes the output (or the pooled output, its argmax and the relu's
+     * output) and its gradient, are in channel lanes, [n][c / 16][y][x][16]: a pixel's 16
+     * channels side by side, a block of 16 channels where NCHW has their 16 planes. Only where
+     * conv_lanes_layout says so; other calls fail (-1). */
+    int in_lanes, out_lanes;
 } conv_geom;
 
 /* Fills g; returns -1 when the output would be empty or a parameter is out of range. */
@@ -88,6 +94,16 @@ int ops_conv2d_forward_relu(const conv_geom *g, conv_input x, const float *wt, c
 int ops_conv2d_backward_relu(const conv_geom *g, conv_input x, const float *relu_y,
                              const float *dy, const float *wt, float *dwt, float *dbias,
                              float *dx, int n0, int n1);
+
+/* Whether g's passes take their input (CONV_LANES_INPUT) or their output (CONV_LANES_OUTPUT)
+ * in channel lanes (in_lanes, out_lanes), with filter ranges in multiples of 16, and the input
+ * gradient too where with_input_gradient: the Winograd F(4x4) path on AVX-512 with channels
+ * and filters in multiples of 16 (its transforms work on 16 channels a register, and in NCHW
+ * spend much of their time moving 16 planes' rows in and out of lanes: docs/kernels.md), and
+ * the output of a first layer on the lanes kernel (conv_lanes.h) without its input gradient.
+ * By the shape, the path and the ISA at the call. */
+enum { CONV_LANES_INPUT = 1, CONV_LANES_OUTPUT = 2 };
+int conv_lanes_layout(const conv_geom *g, int which, int with_input_gradient);
 
 /* How the functions above compute, pass by pass: the direct convolution (vectorised along
  * pixels), the wide one (vectorised along filters; both stride 1 only), Winograd F(2x2, 3x3) or

@@ -168,11 +168,24 @@ typedef struct forward_how {
  * of every plane at a time (the transposes' order) into run, then copied out in one pass.
  * Written straight into y, 16 planes' short rows at a time, the stores missed the cache in
  * 32 places at once whenever y had left it, and stalled the multiply-adds behind them: in
- * training, wide-28's first layer ran 2.5 times slower than alone. */
+ * training, wide-28's first layer ran 2.5 times slower than alone. An output in channel
+ * lanes (out_lanes) is written in order where it lies: the run is y's block itself. */
 typedef struct group_run {
     float *values, *argmaxes;   /* the run; argmaxes NULL without a pool */
     size_t plane;               /* floats per output plane */
+    int lanes;
 } group_run;
+
+/* count positions of 16 filters at stage into the run's rows from position at: as they are
+ * in channel lanes, else the first nf filters' rows (lanes_to_rows). */
+static void stage_to_run(const group_run *run, const float *stage, int count, int nf,
+                         float *rows, size_t at)
+{
+    if (run->lanes)
+        memcpy(rows + (size_t)LANES * at, stage, sizeof(float) * LANES * (size_t)count);
+    else
+        lanes_to_rows(stage, count, nf, rows + at, run->plane);
+}
 
 /* Filters [f, f + nf) of a sample, its padded channels in d, their weights wl and bias b,
  * into run. stage: 2 rows of cols positions in lanes (pooled: values, then argmaxes). */
@@ -202,13 +215,12 @@ static void forward_filters(const conv_geom *g, const padded *d, const v16 *wl, 
         }
         if (p) {
             size_t at = (size_t)(oy / 2) * p->ow;
-            lanes_to_rows(stage, p->ow, nf, run->values + at, run->plane);
-            lanes_to_rows(second, p->ow, nf, run->argmaxes + at, run->plane);
+            stage_to_run(run, stage, p->ow, nf, run->values, at);
+            stage_to_run(run, second, p->ow, nf, run->argmaxes, at);
             continue;
         }
         for (int r = 0; r < 2 && oy + r < g->oh; r++)
-            lanes_to_rows(r ? second : stage, g->ow, nf,
-                          run->values + (size_t)(oy + r) * g->ow, run->plane);
+            stage_to_run(run, r ? second : stage, g->ow, nf, run->values, (size_t)(oy + r) * g->ow);
     }
 }
 
@@ -218,6 +230,8 @@ int conv_lanes_forward(const conv_geom *g, conv_input x, const float *wt, const 
 {
     int groups = (f1 - f0 + LANES - 1) / LANES, cols = round_up(g->ow, LANES);
     size_t plane = pool ? (size_t)pool->oh * pool->ow : (size_t)g->oh * g->ow;
+    if (g->out_lanes && (f0 % LANES || (f1 - f0) % LANES))
+        return -1;   /* whole blocks of 16 filters only */
     padded d = padded_of(g);
     v16 *wl = (v16 *)ops_scratch(SCRATCH_PACK_B, (size_t)groups * g->c * TAPS * LANES);
     float *stage = ops_scratch(SCRATCH_COLUMNS, (size_t)2 * cols * LANES);
@@ -229,7 +243,7 @@ int conv_lanes_forward(const conv_geom *g, conv_input x, const float *wt, const 
         lanes_weights(g, wt, f, nf, wl + (size_t)k * g->c * TAPS);
     }
     forward_how o = {pool, relu};
-    group_run run = {out, pool ? out + LANES * plane : NULL, plane};
+    group_run run = {out, pool ? out + LANES * plane : NULL, plane, g->out_lanes};
     for (int n = n0; n < n1; n++) {
         pad_sample(g, x, n, &d);
         for (int k = 0; k < groups; k++) {
@@ -237,9 +251,13 @@ int conv_lanes_forward(const conv_geom *g, conv_input x, const float *wt, const 
             v16 b = {0};
             if (bias)
                 b = (v16)_mm512_maskz_loadu_ps(first_n(nf), bias + f);
+            size_t at = ((size_t)n * g->f + f) * plane, bytes = sizeof(float) * nf * plane;
+            if (run.lanes)
+                run.values = y + at, run.argmaxes = pool ? (float *)argmax + at : NULL;
             forward_filters(g, &d, wl + (size_t)k * g->c * TAPS, b, &o, f, nf, &run, stage,
                             cols);
-            size_t at = ((size_t)n * g->f + f) * plane, bytes = sizeof(float) * nf * plane;
+            if (run.lanes)
+                continue;
             memcpy(y + at, run.values, bytes);
             if (pool)
                 memcpy(argmax + at, run.argmaxes, bytes);
@@ -250,13 +268,14 @@ int conv_lanes_forward(const conv_geom *g, conv_input x, const float *wt, const 
 
 /* What a filter-gradient call reads besides the input: the gradient (of the pooled output
  * with a pool, else of the output), the argmaxes, the relu's output (else NULL); by planes
- * of `plane` floats. */
+ * of `plane` floats, or with lanes in channel lanes, by blocks of 16 planes' floats. */
 typedef struct gradient_in {
     const float *dy;
     const pool_geom *pool;
     const int32_t *argmax;
     const float *relu_y;
     size_t plane;
+    int lanes;
 } gradient_in;
 
 /* in's planes of filters [f, f + nf) of sample n copied into buf, one run each (the planes of
@@ -266,7 +285,12 @@ static void copy_gradients(const conv_geom *g, const gradient_in *in, int n, int
                            float *buf, gradient_in *out)
 {
     size_t at = ((size_t)n * g->f + f) * in->plane, count = (size_t)nf * in->plane;
-    *out = (gradient_in){buf, in->pool, NULL, NULL, in->plane};
+    if (in->lanes) {   /* in order already: read where they lie */
+        *out = (gradient_in){in->dy + at, in->pool, in->pool ? in->argmax + at : NULL,
+                             in->relu_y ? in->relu_y + at : NULL, in->plane, 1};
+        return;
+    }
+    *out = (gradient_in){buf, in->pool, NULL, NULL, in->plane, 0};
     memcpy(buf, in->dy + at, sizeof(float) * count);
     if (in->pool) {
         out->argmax = (const int32_t *)memcpy(buf + count, in->argmax + at, sizeof(float) * count);
@@ -274,6 +298,19 @@ static void copy_gradients(const conv_geom *g, const gradient_in *in, int n, int
     }
     if (in->relu_y)
         out->relu_y = memcpy(buf + count, in->relu_y + at, sizeof(float) * count);
+}
+
+/* count positions of a row of the first nf of in's planes k from the first (t: the gradient
+ * or the argmaxes, relu: the relu's output or NULL), from position pos of a plane, into stage
+ * in lanes: transposed from NCHW rows, copied from channel lanes. */
+static void row_in_lanes(const gradient_in *in, const float *t, const float *relu, size_t k,
+                         size_t pos, int count, int nf, float *stage)
+{
+    size_t at = k * in->plane + (in->lanes ? LANES * pos : pos);
+    if (in->lanes)
+        lanes_copy(t + at, relu ? relu + at : NULL, count, stage);
+    else
+        rows_in_lanes(t + at, relu ? relu + at : NULL, count, nf, in->plane, stage);
 }
 
 /* Output row oy's gradient of filters [f, f + nf) in lanes, into row, from in's planes k
@@ -285,17 +322,15 @@ static void gradient_row(const conv_geom *g, const gradient_in *in, size_t k, in
 {
     const pool_geom *p = in->pool;
     if (!p) {
-        size_t at = k * in->plane + (size_t)oy * g->ow;
-        rows_in_lanes(in->dy + at, in->relu_y ? in->relu_y + at : NULL, g->ow, nf, in->plane, row);
+        row_in_lanes(in, in->dy, in->relu_y, k, (size_t)oy * g->ow, g->ow, nf, row);
         return;
     }
     int py = oy / p->stride, inside = py < p->oh;
-    size_t at = k * in->plane + (size_t)py * p->ow;
+    size_t at = (size_t)py * p->ow;
     float *argmaxes = pooled + (size_t)LANES * pcols;
     if (inside && oy % p->stride == 0) {
-        rows_in_lanes(in->dy + at, in->relu_y ? in->relu_y + at : NULL, p->ow, nf, in->plane,
-                      pooled);
-        rows_in_lanes((const float *)in->argmax + at, NULL, p->ow, nf, in->plane, argmaxes);
+        row_in_lanes(in, in->dy, in->relu_y, k, at, p->ow, nf, pooled);
+        row_in_lanes(in, (const float *)in->argmax, NULL, k, at, p->ow, nf, argmaxes);
     }
     __m512i at_ox = _mm512_add_epi32(first_outputs(g, f), _mm512_set1_epi32(oy * g->ow));
     int ox = 0;
@@ -380,6 +415,8 @@ int conv_lanes_backward_filter(const conv_geom *g, conv_input x, const float *dy
                                const pool_geom *pool, const int32_t *argmax,
                                const float *relu_y)
 {
+    if (g->out_lanes && (f0 % LANES || (f1 - f0) % LANES))
+        return -1;   /* whole blocks of 16 filters only */
     int groups = (f1 - f0 + LANES - 1) / LANES, per = g->c * TAPS + 1;
     int cols = round_up(g->ow, LANES), pcols = pool ? round_up(pool->ow, LANES) : 0;
     padded d = padded_of(g);
@@ -390,7 +427,7 @@ int conv_lanes_backward_filter(const conv_geom *g, conv_input x, const float *dy
     if (!d.p || !sums || !row || !copies)
         return -1;
     memset(sums, 0, sizeof(v16) * (size_t)groups * per);
-    gradient_in in = {dy, pool, argmax, relu_y, plane}, pair_in;
+    gradient_in in = {dy, pool, argmax, relu_y, plane, g->out_lanes}, pair_in;
     for (int n = n0; n < n1; n++) {
         pad_sample(g, x, n, &d);
         for (int k = 0; k < groups; k += 2) {   /* groups by pairs, and one alone */

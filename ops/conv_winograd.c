@@ -68,6 +68,14 @@ static tiling tiling_of(const conv_geom *g, int m, int nf)
     return t;
 }
 
+/* Activations in channel lanes (conv.h) only through the variant by lanes, in whole blocks of
+ * 16 filters from f0. */
+static int layout_refused(const tiling *t, int f0)
+{
+    return (t->g->in_lanes || t->g->out_lanes) &&
+           (t->v != &winograd_f4_avx512_lanes || f0 % WINOGRAD_LANES);
+}
+
 /* Moves t to the block after the current one, within samples [n0, n1); 0 past the end. */
 static int next_block(tiling *t, int n0, int n1)
 {
@@ -231,7 +239,8 @@ int conv_winograd_forward(const conv_geom *g, int m, conv_input x, const float *
     tiling t = tiling_of(g, m, nf);
     winograd_out out = {y, pool, argmax, relu};
     buffers b;
-    if (buffers_get(&t, nf, 1, &b) || weight_transform_by_channel(&t, wt, f0, f1, b.weights[0]))
+    if (layout_refused(&t, f0) || (g->in_lanes && !x.f) || buffers_get(&t, nf, 1, &b) ||
+        weight_transform_by_channel(&t, wt, f0, f1, b.weights[0]))
         return -1;
     while (next_block(&t, n0, n1)) {
         t.v->input(&t, x, b.channels, b.rows);
@@ -260,7 +269,8 @@ int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, con
 {
     tiling t = tiling_of(g, m, g->f);
     buffers b;
-    if (buffers_get(&t, g->f, 1, &b) || weight_transform(&t, wt, 0, g->f, b.weights[0]))
+    if (layout_refused(&t, 0) || buffers_get(&t, g->f, 1, &b) ||
+        weight_transform(&t, wt, 0, g->f, b.weights[0]))
         return -1;
     winograd_grad src = {dy, NULL, NULL, NULL};
     while (next_block(&t, n0, n1)) {
@@ -313,7 +323,8 @@ int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float 
     int nf = f1 - f0;
     tiling t = tiling_of(g, m, nf);
     buffers b;
-    if ((dx && nf != g->f) || buffers_get(&t, nf, dx ? 2 : 1, &b) ||
+    if ((dx && nf != g->f) || layout_refused(&t, f0) || (g->in_lanes && !x.f) ||
+        buffers_get(&t, nf, dx ? 2 : 1, &b) ||
         (dx && weight_transform(&t, wt, 0, g->f, b.weights[1])))
         return -1;
     if (dbias && !accumulate)

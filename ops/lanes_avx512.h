@@ -97,6 +97,21 @@ INLINE __m512 pool2_lanes(__m512 v00, __m512 v01, __m512 v10, __m512 v11, __m512
     return relu ? (__m512)relu_lanes((v16)best) : best;
 }
 
+/* n pixels of 16 lanes from in to line, through the relu whose output lies at relu (else
+ * NULL; relu_backward's: a value passes where the output is above 0). */
+static inline void lanes_copy(const float *in, const float *relu, int n, float *line)
+{
+    if (!relu) {
+        memcpy(line, in, sizeof(float) * LANES * (size_t)n);
+        return;
+    }
+    for (size_t i = 0; i < (size_t)LANES * n; i += LANES) {
+        __mmask16 up = _mm512_cmp_ps_mask(_mm512_loadu_ps(relu + i), _mm512_setzero_ps(),
+                                          _CMP_GT_OQ);
+        _mm512_storeu_ps(line + i, _mm512_maskz_loadu_ps(up, in + i));
+    }
+}
+
 /* Values [x, x + 16) of the first n rows at row0 + k * plane (zeros for the others, and past
  * the rows' width w), through the relu whose output rows lie at relu0 + k * plane where relu0
  * is not NULL (relu_backward's: a value passes where the output is above 0), transposed into

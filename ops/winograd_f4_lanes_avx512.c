@@ -40,7 +40,7 @@ static lanes_src window_source(const tiling *t, conv_input x, int c0, int r, int
 {
     const conv_geom *g = t->g;
     lanes_src src = lanes_src_of(g, x, r / t->th, c0);
-    if (!WINOGRAD_LANES_STAGE(g))
+    if (!WINOGRAD_LANES_STAGE(g) || src.lanes)
         return src;
     int first = r / t->th * t->th, last = first + t->th < r1 ? first + t->th : r1;   /* r's sample's */
     int y0 = 4 * (r - first) - g->pad, y1 = 4 * (last - first) + 2 - g->pad;
@@ -57,49 +57,91 @@ static lanes_src window_source(const tiling *t, conv_input x, int c0, int r, int
             _mm512_mask_storeu_ps(to + i, keep, src_values(src, k, from + i, keep));
         }
     }
-    return (lanes_src){stage, NULL, 0, skewed};
+    return (lanes_src){stage, NULL, 0, skewed, 0};
+}
+
+/* B^T d down columns [from, to) of the 6 rows at in (the padded row's column from at in[i]),
+ * into the same columns of s. */
+static inline void row_half(const float *const in[6], float *const s[6], int from, int to)
+{
+    for (size_t at = 0; at < (size_t)LANES * (to - from); at += LANES) {
+        v16 d[6], o[6];
+#pragma GCC unroll 16
+        for (int i = 0; i < 6; i++)
+            d[i] = load16(in[i] + at);
+        BT6(d, o);
+#pragma GCC unroll 16
+        for (int i = 0; i < 6; i++)
+            store16(s[i] + (size_t)LANES * from + at, o[i]);
+    }
+}
+
+/* (B^T d) B: each tile's 6 columns of the row half's s, the 36 points into v (the tile row's
+ * first tile's, plane apart; tiles g->c apart). */
+static inline void column_half(const tiling *t, float *const s[6], float *v, size_t plane)
+{
+    for (int q = 0; q < t->tw; q++, v += t->g->c)
+#pragma GCC unroll 16
+        for (int i = 0; i < 6; i++) {
+            v16 d[6], o[6];
+#pragma GCC unroll 16
+            for (int k = 0; k < 6; k++)
+                d[k] = load16(s[i] + (size_t)LANES * (4 * q + k));
+            BT6(d, o);
+#pragma GCC unroll 16
+            for (int k = 0; k < 6; k++)
+                store16(v + (6 * i + k) * plane, o[k]);
+        }
+}
+
+/* Tile row r's 6 input rows of channels [c0, c0 + 16) in channel lanes, where they lie in x
+ * (the padded row's column pad, the input's first), or zeros outside the input. */
+static void window_rows_in_place(const tiling *t, conv_input x, int c0, int r,
+                                 const float *zeros, const float *in[6])
+{
+    const conv_geom *g = t->g;
+    const float *block = lanes_src_of(g, x, r / t->th, c0).f;
+    int y0 = 4 * (r % t->th) - g->pad;
+    for (int i = 0; i < 6; i++)
+        in[i] = y0 + i >= 0 && y0 + i < g->h ? block + (size_t)LANES * (y0 + i) * g->w : zeros;
 }
 
 /* V[p][col][c] = (B^T d B)[p] for every tile of the block and channel: per 16 channels and
  * tile row, its 6 input rows in lanes, B^T down each column (the row half), then B across
- * each tile's 6 columns. rows: 12 lines (WINOGRAD_LANES_LINE). */
+ * each tile's 6 columns. rows: 12 lines (WINOGRAD_LANES_LINE). An input in channel lanes is
+ * read where it lies, its padding columns left zero in s. */
 void winograd_f4_lanes_input(const tiling *t, conv_input x, float *V, float *rows)
 {
     const conv_geom *g = t->g;
     size_t plane = plane_of((size_t)g->c * t->cols), line = WINOGRAD_LANES_LINE(t);
-    float *in[6], *s[6];
+    float *buf[6], *s[6];
+    const float *in[6];
     for (int i = 0; i < 6; i++)
-        in[i] = rows + i * line, s[i] = rows + (6 + i) * line;
+        buf[i] = rows + i * line, s[i] = rows + (6 + i) * line;
     float *stage = rows + WINOGRAD_LANES_LINES * line;
+    int lo = g->pad, hi = g->pad + g->w < t->row_len ? g->pad + g->w : t->row_len;
+    if (g->in_lanes) {   /* buf[0]: the zeros of rows outside the input */
+        memset(buf[0], 0, sizeof(float) * line);
+        for (int i = 0; i < 6; i++) {
+            memset(s[i], 0, sizeof(float) * LANES * (size_t)lo);
+            memset(s[i] + (size_t)LANES * hi, 0, sizeof(float) * LANES * (size_t)(t->row_len - hi));
+        }
+    }
     lanes_src src;
     for (int c0 = 0; c0 < g->c; c0 += LANES)
         for (int r = t->r0; r < t->r1; r++) {
-            if (r == t->r0 || r % t->th == 0)   /* a sample's rows */
-                src = window_source(t, x, c0, r, t->r1, stage);
-            lanes_window_rows(t, src, r, r > t->r0 ? r - 1 : -1, in);
-            for (size_t at = 0; at < (size_t)LANES * t->row_len; at += LANES) {   /* B^T d */
-                v16 d[6], o[6];
-#pragma GCC unroll 16
+            if (g->in_lanes) {
+                window_rows_in_place(t, x, c0, r, buf[0], in);
+                row_half(in, s, lo, hi);
+            } else {
+                if (r == t->r0 || r % t->th == 0)   /* a sample's rows */
+                    src = window_source(t, x, c0, r, t->r1, stage);
+                lanes_window_rows(t, src, r, r > t->r0 ? r - 1 : -1, buf);
                 for (int i = 0; i < 6; i++)
-                    d[i] = load16(in[i] + at);
-                BT6(d, o);
-#pragma GCC unroll 16
-                for (int i = 0; i < 6; i++)
-                    store16(s[i] + at, o[i]);
+                    in[i] = buf[i];
+                row_half(in, s, 0, t->row_len);
             }
-            float *v = V + (size_t)(r - t->r0) * t->tw * g->c + c0;
-            for (int q = 0; q < t->tw; q++, v += g->c)   /* (B^T d) B: each tile's columns */
-#pragma GCC unroll 16
-                for (int i = 0; i < 6; i++) {
-                    v16 d[6], o[6];
-#pragma GCC unroll 16
-                    for (int k = 0; k < 6; k++)
-                        d[k] = load16(s[i] + (size_t)LANES * (4 * q + k));
-                    BT6(d, o);
-#pragma GCC unroll 16
-                    for (int k = 0; k < 6; k++)
-                        store16(v + (6 * i + k) * plane, o[k]);
-                }
+            column_half(t, s, V + (size_t)(r - t->r0) * t->tw * g->c + c0, plane);
         }
 }
 
@@ -245,9 +287,46 @@ static void store_pooled(const tiling *t, const winograd_out *o, int s, int f, i
         }
 }
 
+/* The tile's outputs (through the relu if asked) of filters [f, f + 16) of sample s into y in
+ * channel lanes, where they lie: rows and columns past the output's edge left out. */
+static inline void store_tile_lanes(const tiling *t, const winograd_out *o, int s, int f,
+                                    int tr, int q, v16 out[4][4])
+{
+    const conv_geom *g = t->g;
+    int oy = 4 * tr, ox = 4 * q, rows = g->oh - oy, cols = g->ow - ox;
+    float *y = o->y + ((size_t)s * g->f + (size_t)f) * g->oh * g->ow +
+               ((size_t)oy * g->ow + (size_t)ox) * LANES;
+#pragma GCC unroll 4
+    for (int a = 0; a < 4; a++)
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            if (a < rows && k < cols)
+                store16(y + ((size_t)a * g->ow + (size_t)k) * LANES,
+                        o->relu ? relu_lanes(out[a][k]) : out[a][k]);
+}
+
+/* The tile's pooled windows and their argmaxes likewise, into o->y and o->argmax. */
+static inline void store_pooled_lanes(const winograd_out *o, int s, int f, int tr, int q,
+                                      __m512 w[2][2], __m512i a[2][2])
+{
+    const pool_geom *p = o->pool;
+    size_t block = ((size_t)s * p->c + (size_t)f) * p->oh * p->ow;
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; i++)
+#pragma GCC unroll 2
+        for (int j = 0; j < 2; j++) {
+            if (2 * tr + i >= p->oh || 2 * q + j >= p->ow)
+                continue;
+            size_t at = block + ((size_t)(2 * tr + i) * p->ow + (size_t)(2 * q + j)) * LANES;
+            _mm512_storeu_ps(o->y + at, w[i][j]);
+            _mm512_storeu_si512(o->argmax + at, a[i][j]);
+        }
+}
+
 /* The outputs A^T m A + bias for filters [f0, f1) from M[p][col][f - f0] into o, pooled or
  * not, through the relu or not: as output_transform, 16 filters of a tile at a time, a tile
- * row's staged in rows (stage_tile, stage_pooled), then stored whole. */
+ * row's staged in rows (stage_tile, stage_pooled), then stored whole; in channel lanes
+ * (out_lanes), each tile's stored where it lies. */
 void winograd_f4_lanes_output(const tiling *t, const float *M, const float *bias,
                               const winograd_out *o, int f0, int f1, float *rows)
 {
@@ -274,11 +353,18 @@ void winograd_f4_lanes_output(const tiling *t, const float *M, const float *bias
                     __m512 w[2][2];
                     __m512i a[2][2];
                     pool_tile(o, g->ow, plane0, 4 * tr * g->ow + 4 * q, out, w, a);
-                    stage_pooled(q, t->tw, w, a, rows);
+                    if (g->out_lanes)
+                        store_pooled_lanes(o, s, f0 + f, tr, q, w, a);
+                    else
+                        stage_pooled(q, t->tw, w, a, rows);
+                } else if (g->out_lanes) {
+                    store_tile_lanes(t, o, s, f0 + f, tr, q, out);
                 } else {
                     stage_tile(o, q, width, out, rows);
                 }
             }
+            if (g->out_lanes)
+                continue;
             if (o->pool)
                 store_pooled(t, o, s, f0 + f, tr, rows);
             else

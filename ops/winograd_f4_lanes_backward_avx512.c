@@ -38,6 +38,24 @@ static void planes_to_lanes(const float *t, const float *relu, int nplanes, size
     }
 }
 
+/* The same row of a tensor in channel lanes (out_lanes): where it lies when its first need
+ * pixels are in it and no relu masks them; else copied into line (through the relu, zeros
+ * from w to need); zeros for y >= h. */
+static const float *lanes_gradient_row(const float *t, const float *relu, int nplanes, int h,
+                                       int w, int s, int f, int y, int need, float *line,
+                                       const float *zeros)
+{
+    if (y >= h)
+        return zeros;
+    size_t at = ((size_t)s * nplanes + (size_t)f) * h * w + (size_t)LANES * y * w;
+    if (!relu && need <= w)
+        return t + at;
+    lanes_copy(t + at, relu ? relu + at : NULL, w < need ? w : need, line);
+    if (need > w)
+        memset(line + (size_t)LANES * w, 0, sizeof(float) * LANES * (size_t)(need - w));
+    return line;
+}
+
 /* A tile's 4x4 block of output gradient of 16 filters: e[a][k] at column 4q + k of g[a] (the
  * tile row's 4 gradient rows in lanes); pooled, spread from the windows' gradients in v[i]
  * and argmaxes in am[i] (the tile row's 2 pooled rows in lanes) to where the argmax is, the
@@ -148,7 +166,9 @@ void winograd_f4_lanes_gradient(const tiling *t, const winograd_grad *dy, int f0
     size_t plane = plane_of((size_t)nf * t->cols), line = (size_t)LANES * width;
     const float *gl[4] = {rows, rows + line, rows + 2 * line, rows + 3 * line};
     const float *v[2] = {gl[0], gl[1]}, *am[2] = {gl[2], gl[3]};
-    float *stage = rows + WINOGRAD_LANES_LINES * WINOGRAD_LANES_LINE(t);
+    float *stage = rows + WINOGRAD_LANES_LINES * WINOGRAD_LANES_LINE(t), *zeros = rows + 4 * line;
+    if (g->out_lanes)
+        memset(zeros, 0, sizeof(float) * line);
     __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     for (int f = f0; f < f1; f += LANES) {
         __m512i plane0 = _mm512_mullo_epi32(_mm512_add_epi32(lane, _mm512_set1_epi32(f)),
@@ -160,22 +180,32 @@ void winograd_f4_lanes_gradient(const tiling *t, const winograd_grad *dy, int f0
         size_t stride = 0;   /* between the planes read, where they are */
         for (int r = t->r0, col = 0; r < t->r1; r++) {
             int s = r / t->th, tr = r % t->th, per = p ? 2 : 4;
-            if (r == t->r0 || tr == 0) {   /* a sample's rows, of the block's tile rows */
-                int last = s * t->th + t->th < t->r1 ? t->th : t->r1 - s * t->th;
-                src = gradient_source(t, dy, nplanes, h, w, s, f, per * tr, per * last, stage,
-                                      &staged, &stride);
-            }
-            int ss = staged ? 0 : s, ff = staged ? 0 : f, np = staged ? LANES : nplanes;
-            for (int i = 0; i < per; i++)
-                if (!p)
-                    planes_to_lanes(src.dy, src.relu_y, np, stride, h, w, ss, ff, 4 * tr + i,
-                                    width, rows + i * line);
-                else {   /* past the pooled rows: zeros, whatever the argmax */
-                    planes_to_lanes(src.dy, src.relu_y, np, stride, h, w, ss, ff, 2 * tr + i,
-                                    width, rows + i * line);
-                    planes_to_lanes((const float *)src.argmax, NULL, np, stride, h, w, ss, ff,
-                                    2 * tr + i, width, rows + (2 + i) * line);
+            if (g->out_lanes) {   /* read where they lie, or copied into the row buffers */
+                int need = p ? 2 * t->tw : 4 * t->tw;
+                for (int i = 0; i < per; i++) {
+                    const float *grad = dy->dy, *argmax = (const float *)dy->argmax;
+                    float *buf = rows + i * line;
+                    *(p ? &v[i] : &gl[i]) = lanes_gradient_row(grad, dy->relu_y, nplanes, h, w, s,
+                                                               f, per * tr + i, need, buf, zeros);
+                    if (p)
+                        am[i] = lanes_gradient_row(argmax, NULL, nplanes, h, w, s, f, per * tr + i,
+                                                   need, buf + 2 * line, zeros);
                 }
+            } else {
+                if (r == t->r0 || tr == 0) {   /* a sample's rows, of the block's tile rows */
+                    int last = s * t->th + t->th < t->r1 ? t->th : t->r1 - s * t->th;
+                    src = gradient_source(t, dy, nplanes, h, w, s, f, per * tr, per * last, stage,
+                                          &staged, &stride);
+                }
+                int ss = staged ? 0 : s, ff = staged ? 0 : f, np = staged ? LANES : nplanes;
+                for (int i = 0; i < per; i++) {   /* past the pooled rows: zeros, any argmax */
+                    planes_to_lanes(src.dy, src.relu_y, np, stride, h, w, ss, ff, per * tr + i,
+                                    width, rows + i * line);
+                    if (p)
+                        planes_to_lanes((const float *)src.argmax, NULL, np, stride, h, w, ss, ff,
+                                        2 * tr + i, width, rows + (2 + i) * line);
+                }
+            }
             for (int q = 0; q < t->tw; q++, col++) {
                 v16 e[4][4];
                 gradient_block(gl, v, am, p != NULL, q, plane0, 4 * tr * g->ow + 4 * q, g->ow, e);
@@ -221,6 +251,13 @@ static void store_lanes_row(const tiling *t, float *out, size_t plane, const flo
 {
     const conv_geom *g = t->g;
     size_t from = (size_t)LANES * g->pad;
+    if (g->in_lanes) {   /* dx in channel lanes: the row as it is */
+        for (size_t at = 0; at < (size_t)LANES * g->w; at += LANES) {
+            v16 b = base ? load16(base + from + at) + (v16){0} : (v16){0};
+            store16(out + at, b + load16(line + from + at));
+        }
+        return;
+    }
     for (int x = 0; x < g->w; x += LANES) {
         __m512 r[16];
 #pragma GCC unroll 16
@@ -258,9 +295,9 @@ static float *dx_planes(const tiling *t, const adjoint_out *o, int s, int c0)
 static float *adjoint_row(const tiling *t, adjoint_out *o, int s, int c0, int y, size_t *plane)
 {
     const conv_geom *g = t->g;
-    if (!o->stage) {
+    if (!o->stage) {   /* in channel lanes, a row of the 16 channels' block */
         *plane = o->plane;
-        return dx_planes(t, o, s, c0) + (size_t)y * g->w;
+        return dx_planes(t, o, s, c0) + (size_t)y * g->w * (g->in_lanes ? LANES : 1);
     }
     o->lo = o->lo < y ? o->lo : y;
     o->hi = o->hi > y + 1 ? o->hi : y + 1;
@@ -290,7 +327,7 @@ void winograd_f4_lanes_input_adjoint(const tiling *t, const float *Z, float *dx,
     for (int i = 0; i < 6; i++)
         lines[i] = rows + i * line;
     size_t dx_plane = (size_t)g->h * g->w;
-    int staged = WINOGRAD_LANES_STAGE(g) && sizeof(float) * dx_plane % 4096 == 0;
+    int staged = WINOGRAD_LANES_STAGE(g) && sizeof(float) * dx_plane % 4096 == 0 && !g->in_lanes;
     adjoint_out o = {dx, staged ? rows + WINOGRAD_LANES_LINES * line : NULL, dx_plane,
                      plane_of(dx_plane), g->h, 0};
     for (int c0 = 0; c0 < g->c; c0 += LANES)

@@ -1,6 +1,8 @@
 /* What the channel-lanes transforms share (winograd_f4_lanes_avx512.c, forward;
  * winograd_f4_lanes_backward_avx512.c): 16 channels (filters) to an AVX-512 register, moved in
- * and out of NCHW rows by 16 x 16 transposes. Included by AVX-512 builds only. */
+ * and out of NCHW rows by 16 x 16 transposes, or read and written as they are where the
+ * activations are in channel lanes themselves (conv_geom's in_lanes, out_lanes). Included by
+ * AVX-512 builds only. */
 #ifndef FRUGAL_WINOGRAD_LANES_IMPL_H
 #define FRUGAL_WINOGRAD_LANES_IMPL_H
 
@@ -11,21 +13,25 @@
 #include <string.h>
 
 /* Where lanes_row reads: 16 planes of one sample, plane apart, floats or bytes times the
- * scale (as winograd_input_row converts them). */
+ * scale (as winograd_input_row converts them); or with lanes, floats in channel lanes, a
+ * pixel's 16 channels side by side (row y at f + 16 w y). */
 typedef struct lanes_src {
     const float *f;
     const uint8_t *b;   /* where f is NULL */
     float scale;
     size_t plane;
+    int lanes;
 } lanes_src;
 
-/* Channels [c0, c0 + 16) of sample s of x. */
+/* Channels [c0, c0 + 16) of sample s of x: in NCHW, their planes; in lanes, their block,
+ * which lies where their planes would. */
 static inline lanes_src lanes_src_of(const conv_geom *g, conv_input x, int s, int c0)
 {
     size_t plane = (size_t)g->h * g->w;
     if (x.f)
-        return (lanes_src){x.f + ((size_t)s * g->c + (size_t)c0) * plane, NULL, 0, plane};
-    return (lanes_src){NULL, x.b[s] + (size_t)c0 * plane, x.scale, plane};
+        return (lanes_src){x.f + ((size_t)s * g->c + (size_t)c0) * plane, NULL, 0, plane,
+                           g->in_lanes};
+    return (lanes_src){NULL, x.b[s] + (size_t)c0 * plane, x.scale, plane, 0};
 }
 
 /* The values keep picks from [at, at + 16) of plane k of src, zeros elsewhere. */
@@ -83,6 +89,10 @@ static inline void lanes_row(const tiling *t, lanes_src src, int y, float *line)
     }
     memset(line, 0, sizeof(float) * LANES * (size_t)lo);
     memset(line + (size_t)LANES * hi, 0, sizeof(float) * LANES * (size_t)(len - hi));
+    if (src.lanes) {
+        lanes_copy(src.f + (size_t)LANES * y * g->w, NULL, hi - lo, line + (size_t)LANES * lo);
+        return;
+    }
     for (int j = 0; j < hi - lo; j += LANES) {
         int n = hi - lo - j < LANES ? hi - lo - j : LANES;
         __mmask16 keep = first_n(n);

@@ -1326,3 +1326,124 @@ TEST(ops_winograd4_lanes_match_avx2)
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
         lanes_case(shapes[k][0], shapes[k][1], shapes[k][2], shapes[k][3], shapes[k][4]);
 }
+
+/* n samples of c planes of hw values (c a multiple of 16), NCHW into channel lanes (conv.h:
+ * [n][c / 16][hw][16]), or back. As bits: argmaxes go through too. */
+static void lanes_layout(const void *from, void *to, int n, int c, int hw, int back)
+{
+    const uint32_t *in = from;
+    uint32_t *out = to;
+    for (int s = 0; s < n; s++)
+        for (int k = 0; k < c; k++)
+            for (int p = 0; p < hw; p++) {
+                size_t nchw = ((size_t)s * c + k) * hw + p;
+                size_t lanes = ((size_t)s * c + k / 16 * 16) * hw + (size_t)p * 16 + k % 16;
+                out[back ? nchw : lanes] = in[back ? lanes : nchw];
+            }
+}
+
+static float *lanes_copy_of(const float *x, int n, int c, int hw)
+{
+    float *y = malloc(sizeof(float) * (size_t)n * c * hw);
+    lanes_layout(x, y, n, c, hw, 0);
+    return y;
+}
+
+/* A shape's passes in NCHW, then with the input (where it has 16 channels or more) and the
+ * output in channel lanes: every output, brought back to NCHW, and every gradient the same
+ * bits (lanes_passes' 12, the forward by filter ranges of 16; a first layer, 3 channels on the
+ * lanes kernel, without its input gradient). */
+static void layout_case(int C, int H, int W, int F)
+{
+    enum { N = 3 };
+    conv_geom g;
+    pool_geom p;
+    CHECK(conv_geom_init(&g, C, H, W, F, 3, 3, 1, 1) == 0);
+    CHECK(pool_geom_init(&p, F, g.oh, g.ow, 2, 2) == 0);
+    int in = C % 16 == 0, hw = g.oh * g.ow, phw = p.oh * p.ow;
+    CHECK(conv_lanes_layout(&g, CONV_LANES_OUTPUT, in));
+    CHECK(conv_lanes_layout(&g, CONV_LANES_INPUT, in) == in);
+    size_t nin = (size_t)C * H * W, nout = (size_t)F * hw, npool = (size_t)F * phw;
+    size_t nw = (size_t)F * C * 9;
+    ops_rng r;
+    ops_rng_seed(&r, 43);
+    float *x = random_floats(&r, (long)(N * nin), 1), *w = random_floats(&r, (long)nw, 0.3f);
+    float *bias = random_floats(&r, F, 0.1f), *dy = random_floats(&r, (long)(N * nout), 1);
+    float *dyp = random_floats(&r, (long)(N * npool), 1);
+    const size_t n[LANES_OUTPUTS] = {nout,   nout,   npool, npool, nw + F, nw + F,
+                                     nw + F, nin,    nin,   nin,   npool,  npool};
+    /* in lanes: 0 for the weights' gradients, else the planes and their size */
+    const int planes[LANES_OUTPUTS][2] = {{F, hw}, {F, hw},  {F, phw}, {F, phw},
+                                          {0, 0},  {0, 0},   {0, 0},   {C, H * W},
+                                          {C, H * W}, {C, H * W}, {F, phw}, {F, phw}};
+    float *run[2][LANES_OUTPUTS];   /* NCHW's, lanes' */
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < LANES_OUTPUTS; i++)
+            run[k][i] = calloc(N * n[i], sizeof(float));
+    float *xl = in ? lanes_copy_of(x, N, C, H * W) : x;
+    float *dyl = lanes_copy_of(dy, N, F, hw), *dypl = lanes_copy_of(dyp, N, F, phw);
+    for (int k = 0; k < 2; k++) {
+        conv_geom gk = g;
+        gk.in_lanes = k && in, gk.out_lanes = k;
+        conv_input xk = {k ? xl : x, NULL, 0, 0};
+        const float *d = k ? dyl : dy, *dp = k ? dypl : dyp;
+        float **o = run[k];
+        int32_t *a[2] = {(int32_t *)o[10], (int32_t *)o[11]};
+        for (int f = 0; f < F; f += 16)
+            CHECK(ops_conv2d_forward_in(&gk, xk, w, bias, o[0], 1, N, f, f + 16) == 0);
+        CHECK(ops_conv2d_forward_relu(&gk, xk, w, bias, o[1], 1, N) == 0);
+        for (int relu = 0; relu < 2; relu++)
+            CHECK(ops_conv2d_forward_maxpool(&gk, xk, w, bias, &p, relu, o[2 + relu], a[relu], 1,
+                                             N) == 0);
+        if (in) {
+            CHECK(ops_conv2d_backward(&gk, xk, d, w, o[4], o[4] + nw, o[7], 1, N) == 0);
+            xk.relu_output = 1;   /* and through the relu that gave x */
+        }
+        CHECK(ops_conv2d_backward_relu(&gk, xk, o[1], d, w, o[5], o[5] + nw, in ? o[8] : NULL,
+                                       1, N) == 0);
+        CHECK(ops_conv2d_backward_maxpool(&gk, xk, &p, o[3], dp, a[1], w, o[6], o[6] + nw,
+                                          in ? o[9] : NULL, 1, N, 0) == 0);
+    }
+    for (int i = 0; i < LANES_OUTPUTS; i++) {
+        if (!in && planes[i][0] == C)   /* a first layer's input gradient: none */
+            continue;
+        float *back = malloc(sizeof(float) * N * n[i]);
+        if (planes[i][0])
+            lanes_layout(run[1][i], back, N, planes[i][0], planes[i][1], 1);
+        else
+            memcpy(back, run[1][i], sizeof(float) * N * n[i]);
+        CHECKF(!memcmp(run[0][i], back, sizeof(float) * N * n[i]),
+               "%d -> %d, %dx%d: output %d in channel lanes not NCHW's bits", C, F, H, W, i);
+        free(back);
+    }
+    /* NCHW paths refuse lanes: a 3x3 layer of 8 filters, and the input of a first layer */
+    conv_geom bad = g;
+    bad.in_lanes = 1;
+    CHECK(in || ops_conv2d_forward_in(&bad, (conv_input){x, NULL, 0, 0}, w, bias, run[0][0], 0,
+                                      1, 0, F) == -1);
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < LANES_OUTPUTS; i++)
+            free(run[k][i]);
+    if (in)
+        free(xl);
+    free(x), free(w), free(bias), free(dy), free(dyp), free(dyl), free(dypl);
+}
+
+TEST(ops_conv_in_channel_lanes_gives_the_nchw_bits)
+{
+    if (ops_isa_supported() < OPS_ISA_AVX512) {
+        printf("  (no AVX-512 here: channel lanes are not taken)\n");
+        return;
+    }
+    ops_isa was = ops_isa_active();
+    CHECK(ops_isa_set(OPS_ISA_AVX512) == 0);
+    /* Winograd F(4x4): 32 x 32 (the 4 KB planes), 16 x 16, 8 x 8, 14 x 14 and 13 x 15 (tiles
+     * past the edge, pooled rows of 7 and 6), a sample's tile rows in two blocks (40 x 40);
+     * first layers of 3 channels on the lanes kernel */
+    const int shapes[][4] = {{32, 32, 32, 32}, {32, 16, 16, 64}, {64, 8, 8, 128},
+                             {16, 14, 14, 32}, {16, 13, 15, 16}, {32, 40, 40, 16},
+                             {3, 32, 32, 32},  {3, 13, 15, 16}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+        layout_case(shapes[k][0], shapes[k][1], shapes[k][2], shapes[k][3]);
+    ops_isa_set(was);
+}

@@ -10,6 +10,7 @@
 #include "engine/train/plan.h"
 #include "engine/train/trainer.h"
 #include "ops/conv.h"
+#include "ops/cpu.h"
 #include "ops/layers.h"
 #include "synthetic.h"
 #include "test.h"
@@ -25,12 +26,13 @@ static int poison_weights;
 
 typedef struct run {
     double loss[8], acc[8];
-    float params[4096];
+    float params[16384];
     long nparams;
     int rc;
     char err[512];
     int fused[CONFIG_MAX_LAYERS];   /* the plan's (plan.h) */
     int dx_through_relu[CONFIG_MAX_LAYERS];
+    int out_lanes[CONFIG_MAX_LAYERS];
 } run;
 
 /* One epoch as the run loop does it: the training pass, then the test pass. */
@@ -63,6 +65,7 @@ static void train(const char *cfg_path, int workers, int epochs, run *out)
     plan_make(&plan, &cfg, &m, 0);
     memcpy(out->fused, plan.fused, sizeof out->fused);
     memcpy(out->dx_through_relu, plan.dx_through_relu, sizeof out->dx_through_relu);
+    memcpy(out->out_lanes, plan.out_lanes, sizeof out->out_lanes);
     if (poison_weights)
         m.layers[0].params[0] = NAN;
     rt_runtime *rt = rt_create(&(rt_config){.workers = workers});
@@ -75,7 +78,7 @@ static void train(const char *cfg_path, int workers, int epochs, run *out)
     }
     trainer_destroy(t);   /* the parameters back in host memory */
     for (int l = 0; l < m.nlayers; l++)
-        for (long i = 0; i < m.layers[l].nparams && out->nparams < 4096; i++)
+        for (long i = 0; i < m.layers[l].nparams && out->nparams < 16384; i++)
             out->params[out->nparams++] = m.layers[l].params[i];
     char final[600];
     snprintf(final, sizeof final, "%s/final.bin", test_tmpdir());
@@ -253,6 +256,47 @@ TEST(train_fused_convolutions_give_the_same_weights)
                    "%s, pooled %d: the fused layers train otherwise", conv_path_name(paths[k]),
                    pooled);
         }
+}
+
+/* Three convolutions of 16 filters, the first on the lanes kernel, the others on Winograd
+ * F(4x4) (12 x 12), the last fused with its max-pool: on AVX-512 the activations between them
+ * go in channel lanes, and train to the same weights as in NCHW (FRUGAL_LAYOUT=nchw). */
+TEST(train_channel_lanes_give_the_nchw_weights)
+{
+    static run nchw, lanes;
+    const char *d = test_tmpdir();
+    char path[600];
+    make_job("");
+    snprintf(path, sizeof path, "%s/lanes.cfg", d);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fprintf(f, "[job]\nepochs = 2\nbatch = 20\nseed = 9\noutput = %s/run\n[data]\n"
+               "train_images = %s/img.gz\ntrain_labels = %s/lbl.gz\n"
+               "test_images = %s/img.gz\ntest_labels = %s/lbl.gz\n"
+               "[conv]\nfilters = 16\nsize = 3\npadding = 2\n[relu]\n"
+               "[conv]\nfilters = 16\nsize = 3\npadding = 1\n[relu]\n"
+               "[conv]\nfilters = 16\nsize = 3\npadding = 1\n[relu]\n[maxpool]\nsize = 2\n"
+               "[flatten]\n[dense]\noutputs = 10\n[softmax_xent]\n"
+               "[optimizer]\nlr = 0.05\nmomentum = 0.5\n[execution]\ngrain = 3\n",
+            d, d, d, d, d);
+    fclose(f);
+    setenv("FRUGAL_LAYOUT", "nchw", 1);
+    env_switches_read();
+    train(path, 2, 2, &nchw);
+    unsetenv("FRUGAL_LAYOUT");
+    env_switches_read();
+    train(path, 3, 2, &lanes);
+    CHECKF(nchw.rc == 0 && lanes.rc == 0, "%s %s", nchw.err, lanes.err);
+    CHECK(!nchw.out_lanes[0] && !nchw.out_lanes[2]);
+    if (ops_isa_active() == OPS_ISA_AVX512)   /* conv, relu | conv, relu | conv ... */
+        CHECKF(lanes.out_lanes[0] && lanes.out_lanes[2] && !lanes.out_lanes[4],
+               "lanes after layers 0, 2, 4: %d %d %d", lanes.out_lanes[0], lanes.out_lanes[2],
+               lanes.out_lanes[4]);
+    else
+        printf("  (no AVX-512 here: NCHW both times)\n");
+    CHECK(nchw.nparams == lanes.nparams && nchw.nparams > 10000);
+    CHECKF(!memcmp(nchw.params, lanes.params, sizeof(float) * (size_t)nchw.nparams),
+           "channel lanes train otherwise");
 }
 
 /* A job file with a section twice is refused before anything runs. */

@@ -88,6 +88,10 @@ struct layer_class {
      * never. */
     int (*fuses_relu)(const layer *l, int need_dx);
     rt_kind *relu_fused_forward, *relu_fused_backward;
+    /* Whether its tasks can take their input (CONV_LANES_INPUT) or give their output
+     * (CONV_LANES_OUTPUT) in channel lanes (ops/conv.h), with the input gradient when need_dx,
+     * in `groups` tasks a chunk. NULL: NCHW only. */
+    int (*lanes_layout)(const layer *l, int which, int need_dx, int groups);
 };
 
 const layer_class *layer_class_of(layer_type t);
@@ -107,6 +111,7 @@ typedef struct layer_task {
     signed char want_dx;            /* backward: the input gradient too */
     signed char relu;               /* a fused convolution: a relu after its max-pool */
     signed char dx_through_relu;    /* backward: the input gradient through the relu before */
+    signed char in_lanes, out_lanes;   /* the input, the output in channel lanes (ops/conv.h) */
     struct { signed char in, out, aux, params, dy, dx, part, samples, labels, stats; } at;
 } layer_task;
 

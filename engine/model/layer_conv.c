@@ -87,6 +87,14 @@ static int fuses_pool(const layer *l, const layer *next, int need_dx)
 
 /* ---- tasks ---- */
 
+/* The layer's geometry with the activations' layout the plan chose for this task. */
+static conv_geom geom_of(const layer_task *a)
+{
+    conv_geom g = a->l->conv;
+    g.in_lanes = a->in_lanes, g.out_lanes = a->out_lanes;
+    return g;
+}
+
 /* The input: the activation, or for a first layer possibly the data set's bytes in place. */
 static conv_input input_of(const rt_ctx *ctx, const layer_task *a)
 {
@@ -105,9 +113,10 @@ static float *chunk_start(const rt_ctx *ctx, int i, const layer_task *a)
 static int forward(const rt_ctx *ctx, void *p)
 {
     const layer_task *a = p;
+    conv_geom g = geom_of(a);
     const layer *l = a->l;
     const float *w = rt_ptr(ctx, a->at.params);
-    return layer_kernel_status(ctx, ops_conv2d_forward_in(&l->conv, input_of(ctx, a), w,
+    return layer_kernel_status(ctx, ops_conv2d_forward_in(&g, input_of(ctx, a), w,
                                                       w + l->nweights, chunk_start(ctx, a->at.out, a),
                                                       0, a->n, a->f0, a->f1));
 }
@@ -117,16 +126,17 @@ static int forward(const rt_ctx *ctx, void *p)
 static int backward(const rt_ctx *ctx, void *p)
 {
     const layer_task *a = p;
+    conv_geom g = geom_of(a);
     const layer *l = a->l;
     const float *dy = rt_ptr(ctx, a->at.dy);
     float *dw = rt_ptr(ctx, a->at.part);
     long per_filter = l->nweights / l->conv.f;
     if (a->want_dx)   /* one group: all filters */
-        return layer_kernel_status(ctx, ops_conv2d_backward(&l->conv, input_of(ctx, a), dy,
+        return layer_kernel_status(ctx, ops_conv2d_backward(&g, input_of(ctx, a), dy,
                                                         rt_ptr(ctx, a->at.params), dw,
                                                         dw + l->nweights, rt_ptr(ctx, a->at.dx),
                                                         0, a->n));
-    return layer_kernel_status(ctx, ops_conv2d_backward_filter_in(&l->conv, input_of(ctx, a), dy, dw,
+    return layer_kernel_status(ctx, ops_conv2d_backward_filter_in(&g, input_of(ctx, a), dy, dw,
                                                               dw + (a->f1 - a->f0) * per_filter,
                                                               0, a->n, a->f0, a->f1, 0));
 }
@@ -134,7 +144,8 @@ static int backward(const rt_ctx *ctx, void *p)
 static int backward_input(const rt_ctx *ctx, void *p)
 {
     const layer_task *a = p;
-    return layer_kernel_status(ctx, ops_conv2d_backward_input(&a->l->conv, rt_ptr(ctx, a->at.dy),
+    conv_geom g = geom_of(a);
+    return layer_kernel_status(ctx, ops_conv2d_backward_input(&g, rt_ptr(ctx, a->at.dy),
                                                           rt_ptr(ctx, a->at.params),
                                                           rt_ptr(ctx, a->at.dx), 0, a->n));
 }
@@ -144,9 +155,10 @@ static int backward_input(const rt_ctx *ctx, void *p)
 static int fused_forward(const rt_ctx *ctx, void *p)
 {
     const layer_task *a = p;
+    conv_geom g = geom_of(a);
     const layer *l = a->l;
     const float *w = rt_ptr(ctx, a->at.params);
-    return layer_kernel_status(ctx, ops_conv2d_forward_maxpool(&l->conv, input_of(ctx, a), w,
+    return layer_kernel_status(ctx, ops_conv2d_forward_maxpool(&g, input_of(ctx, a), w,
                                                            w + l->nweights, &l[1].pool, a->relu,
                                                            rt_ptr(ctx, a->at.out),
                                                            rt_ptr(ctx, a->at.aux), 0, a->n));
@@ -167,10 +179,11 @@ static conv_input backward_input_of(const rt_ctx *ctx, const layer_task *a)
 static int fused_backward(const rt_ctx *ctx, void *p)
 {
     const layer_task *a = p;
+    conv_geom g = geom_of(a);
     const layer *l = a->l;
     float *dw = rt_ptr(ctx, a->at.part);
     return layer_kernel_status(
-        ctx, ops_conv2d_backward_maxpool(&l->conv, backward_input_of(ctx, a), &l[1].pool,
+        ctx, ops_conv2d_backward_maxpool(&g, backward_input_of(ctx, a), &l[1].pool,
                                      a->at.out >= 0 ? rt_ptr(ctx, a->at.out) : NULL,
                                      rt_ptr(ctx, a->at.dy), rt_ptr(ctx, a->at.aux),
                                      a->want_dx ? rt_ptr(ctx, a->at.params) : NULL, dw,
@@ -185,9 +198,10 @@ static int fused_backward(const rt_ctx *ctx, void *p)
 static int relu_fused_forward(const rt_ctx *ctx, void *p)
 {
     const layer_task *a = p;
+    conv_geom g = geom_of(a);
     const layer *l = a->l;
     const float *w = rt_ptr(ctx, a->at.params);
-    return layer_kernel_status(ctx, ops_conv2d_forward_relu(&l->conv, input_of(ctx, a), w,
+    return layer_kernel_status(ctx, ops_conv2d_forward_relu(&g, input_of(ctx, a), w,
                                                             w + l->nweights,
                                                             rt_ptr(ctx, a->at.out), 0, a->n));
 }
@@ -195,10 +209,11 @@ static int relu_fused_forward(const rt_ctx *ctx, void *p)
 static int relu_fused_backward(const rt_ctx *ctx, void *p)
 {
     const layer_task *a = p;
+    conv_geom g = geom_of(a);
     const layer *l = a->l;
     float *dw = rt_ptr(ctx, a->at.part);
     return layer_kernel_status(
-        ctx, ops_conv2d_backward_relu(&l->conv, backward_input_of(ctx, a),
+        ctx, ops_conv2d_backward_relu(&g, backward_input_of(ctx, a),
                                       a->at.out >= 0 ? rt_ptr(ctx, a->at.out) : NULL,
                                       rt_ptr(ctx, a->at.dy),
                                       a->want_dx ? rt_ptr(ctx, a->at.params) : NULL, dw,
@@ -213,6 +228,12 @@ static int relu_fused_backward(const rt_ctx *ctx, void *p)
 static int fuses_relu(const layer *l, int need_dx)
 {
     return conv_relu_fusable(&l->conv, need_dx);
+}
+
+/* Channel lanes where the kernels take them, each task's filters in blocks of 16. */
+static int lanes_layout(const layer *l, int which, int need_dx, int groups)
+{
+    return l->conv.f % (16 * groups) == 0 && conv_lanes_layout(&l->conv, which, need_dx);
 }
 
 /* ---- on an OpenCL device: the same work, the same accesses ---- */
@@ -293,5 +314,5 @@ const layer_class layer_conv = {
     .fused_backward = &fused_backward_kind, .backward_input = &backward_input_kind,
     .gates_input_gradient = 1, .fuses_relu = fuses_relu,
     .relu_fused_forward = &relu_fused_forward_kind,
-    .relu_fused_backward = &relu_fused_backward_kind,
+    .relu_fused_backward = &relu_fused_backward_kind, .lanes_layout = lanes_layout,
 };

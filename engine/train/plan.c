@@ -102,6 +102,33 @@ static void gate_in_next_layer(exec_plan *p, const model *m)
     }
 }
 
+/* A layer's output goes to the next in channel lanes, 16 channels of a pixel side by side
+ * (ops/conv.h), where both take them: between the Winograd convolutions of AVX-512 machines,
+ * whose transforms work on 16 channels a register and in NCHW spent much of their time turning
+ * 16 planes' rows into lanes and back (docs/kernels.md). The same values, bit for bit. CPU
+ * only: the device kernels read NCHW. */
+static void choose_layouts(exec_plan *p, const model *m)
+{
+    const char *forced = env_switch_value(ENV_LAYOUT);   /* nchw */
+    int nchw = forced && !strcmp(forced, "nchw");
+    snprintf(p->layout_why, sizeof p->layout_why, "%s",
+             nchw ? "FRUGAL_LAYOUT=nchw"
+             : p->devices ? "nchw: device workers (their kernels read NCHW)"
+                          : "auto: channel lanes between layers that take them");
+    if (nchw || p->devices)
+        return;
+    for (int l = 0; l < m->nlayers; l++) {
+        int next = l + 1 + p->fused[l];
+        if (plan_fused_into(p, l) >= 0 || next >= m->nlayers)
+            continue;
+        const layer *a = &m->layers[l], *b = &m->layers[next];
+        int lanes = a->cls->lanes_layout && b->cls->lanes_layout &&
+                    a->cls->lanes_layout(a, CONV_LANES_OUTPUT, p->need_dx[l], p->groups[l]) &&
+                    b->cls->lanes_layout(b, CONV_LANES_INPUT, p->need_dx[next], p->groups[next]);
+        p->out_lanes[l] = p->in_lanes[next] = lanes;
+    }
+}
+
 int plan_relu_left_to_next(const exec_plan *p, int l)
 {
     int next = l + 1 + p->fused[l];
@@ -148,6 +175,7 @@ void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
                            ? 1 : ly->cls->groups(ly, cfg->filter_groups, p->grain);
     }
     gate_in_next_layer(p, m);
+    choose_layouts(p, m);
 }
 
 int plan_fused_into(const exec_plan *p, int l)
@@ -206,6 +234,8 @@ void plan_write_json(const exec_plan *p, const model *m, FILE *f)
     json_string(f, p->conv_path);
     fputs(", \"kernel_path\": ", f);
     json_string(f, p->isa_why);
+    fputs(", \"activation_layout\": ", f);
+    json_string(f, p->layout_why);
     fputs(", \"huge_pages\": ", f);   /* for the activations and scratch (large_alloc.h) */
     json_string(f, large_alloc_huge_pages());
     fprintf(f, ", \"device_workers\": %d, \"task_placement\": \"%s\"", p->devices,
@@ -223,6 +253,8 @@ void plan_write_json(const exec_plan *p, const model *m, FILE *f)
                 with_next ? "true" : "false");
         if (p->dx_through_relu[l])
             fputs(", \"input_gradient_through_relu\": true", f);
+        if (p->out_lanes[l])   /* the next layer's input in channel lanes */
+            fputs(", \"output_in_channel_lanes\": true", f);
         const layer *ly = &m->layers[l];
         if (ly->cls->kernel_path)
             fprintf(f, ", \"kernels\": {\"forward\": \"%s\", \"backward_input\": \"%s\", "

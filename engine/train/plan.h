@@ -24,6 +24,11 @@ typedef struct exec_plan {
     int dx_through_relu[CONFIG_MAX_LAYERS];   /* l's backward takes its input gradient through
                                       * the relu l-1 too (fused into the layer before it), whose
                                       * own backward is left out (plan_relu_left_to_next) */
+    int in_lanes[CONFIG_MAX_LAYERS], out_lanes[CONFIG_MAX_LAYERS];   /* l's input, output in
+                                      * channel lanes (ops/conv.h): between two layers that
+                                      * take them, the first's output (after what is fused into
+                                      * it) the second's input */
+    char layout_why[96];             /* "auto: ..." or "FRUGAL_LAYOUT=nchw" */
     int bytes_input;                 /* a first convolution reads the data set's bytes */
     char input_why[96];              /* "auto: ..." or "FRUGAL_INPUT=bytes" */
     char conv_path[64];              /* "auto" or "FRUGAL_CONV=im2col" */

@@ -58,7 +58,9 @@ static _Atomic int *claim_of(const batch_ref *r, int k)
 
 static layer_task task_for(const trainer *t, int l, int n)
 {
-    layer_task a = {.l = &t->m->layers[l], .n = n, .f1 = 0};
+    layer_task a = {.l = &t->m->layers[l], .n = n, .f1 = 0,
+                    .in_lanes = (signed char)t->plan.in_lanes[l],
+                    .out_lanes = (signed char)t->plan.out_lanes[l]};
     memset(&a.at, -1, sizeof a.at);
     return a;
 }
