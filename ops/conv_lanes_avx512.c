@@ -188,21 +188,33 @@ static void stage_to_run(const group_run *run, const float *stage, int count, in
 }
 
 /* Filters [f, f + nf) of a sample, its padded channels in d, their weights wl and bias b,
- * into run. stage: 2 rows of cols positions in lanes (pooled: values, then argmaxes). */
+ * into run. stage: 2 rows of cols positions in lanes (pooled: values, then argmaxes); in
+ * channel lanes, the run's rows themselves where the blocks of columns stay within them. */
 static void forward_filters(const conv_geom *g, const padded *d, const v16 *wl, v16 b,
                             const forward_how *o, int f, int nf, const group_run *run,
                             float *stage, int cols)
 {
     const pool_geom *p = o->pool;
     __m512i plane0 = first_outputs(g, f);
-    float *second = stage + (size_t)LANES * cols;
     for (int oy = 0; oy < (p ? 2 * p->oh : g->oh); oy += 2) {
+        /* a pooled row's last block may spill a few windows into the next row, which is
+         * written after it; an unpooled pair's rows are written block by block, together */
+        int whole = g->ow % BLOCK_COLS == 0;
+        int in_place = run->lanes && (p ? whole || oy / 2 + 1 < p->oh : whole && oy + 1 < g->oh);
+        float *first = stage, *second = stage + (size_t)LANES * cols;
+        int stride = cols;   /* between the pair of rows, unpooled */
+        if (in_place && p) {
+            first = run->values + (size_t)LANES * (oy / 2) * p->ow;
+            second = run->argmaxes + (size_t)LANES * (oy / 2) * p->ow;
+        } else if (in_place) {
+            first = run->values + (size_t)LANES * oy * g->ow, stride = g->ow;
+        }
         for (int x0 = 0; x0 < g->ow; x0 += BLOCK_COLS) {
             v16 acc[2][BLOCK_COLS];
             forward_block(d, g->c, wl, b, oy, x0, acc);
             if (p) {
                 __m512i i00 = _mm512_add_epi32(plane0, _mm512_set1_epi32(oy * g->ow + x0));
-                pool_block(acc, i00, g->ow, o->relu, stage + LANES * (x0 / 2),
+                pool_block(acc, i00, g->ow, o->relu, first + LANES * (x0 / 2),
                            second + LANES * (x0 / 2));
                 continue;
             }
@@ -210,17 +222,20 @@ static void forward_filters(const conv_geom *g, const padded *d, const v16 *wl, 
             for (int r = 0; r < 2; r++)
 #pragma GCC unroll 8
                 for (int j = 0; j < BLOCK_COLS; j++)
-                    store16(stage + (size_t)LANES * (r * cols + x0 + j),
+                    store16(first + (size_t)LANES * (r * stride + x0 + j),
                             o->relu ? relu_lanes(acc[r][j]) : acc[r][j]);
         }
+        if (in_place)
+            continue;
         if (p) {
             size_t at = (size_t)(oy / 2) * p->ow;
-            stage_to_run(run, stage, p->ow, nf, run->values, at);
+            stage_to_run(run, first, p->ow, nf, run->values, at);
             stage_to_run(run, second, p->ow, nf, run->argmaxes, at);
             continue;
         }
         for (int r = 0; r < 2 && oy + r < g->oh; r++)
-            stage_to_run(run, r ? second : stage, g->ow, nf, run->values, (size_t)(oy + r) * g->ow);
+            stage_to_run(run, r ? first + (size_t)LANES * cols : first, g->ow, nf, run->values,
+                         (size_t)(oy + r) * g->ow);
     }
 }
 
@@ -313,30 +328,36 @@ static void row_in_lanes(const gradient_in *in, const float *t, const float *rel
         rows_in_lanes(t + at, relu ? relu + at : NULL, count, nf, in->plane, stage);
 }
 
-/* Output row oy's gradient of filters [f, f + nf) in lanes, into row, from in's planes k
- * from the first (copy_gradients'). With a pool, each position gets its window's gradient
+/* Output row oy's gradient of filters [f, f + nf) in lanes, into row (or where it lies, in
+ * lanes already), from in's planes k from the first (copy_gradients'). With a pool, each position gets its window's gradient
  * where the window's argmax names it (zero elsewhere, and outside every window): the window
  * row's gradients and argmaxes are turned into lanes (pooled) on its first row. */
-static void gradient_row(const conv_geom *g, const gradient_in *in, size_t k, int f, int nf,
-                         int oy, float *row, float *pooled, int pcols)
+static const float *gradient_row(const conv_geom *g, const gradient_in *in, size_t k, int f,
+                                 int nf, int oy, float *row, float *pooled, int pcols)
 {
     const pool_geom *p = in->pool;
+    if (!p && in->lanes && !in->relu_y)   /* in lanes already: read where it lies */
+        return in->dy + k * in->plane + (size_t)LANES * oy * g->ow;
     if (!p) {
         row_in_lanes(in, in->dy, in->relu_y, k, (size_t)oy * g->ow, g->ow, nf, row);
-        return;
+        return row;
     }
     int py = oy / p->stride, inside = py < p->oh;
     size_t at = (size_t)py * p->ow;
-    float *argmaxes = pooled + (size_t)LANES * pcols;
-    if (inside && oy % p->stride == 0) {
+    const float *values = pooled, *argmaxes = pooled + (size_t)LANES * pcols;
+    if (inside && in->lanes && !in->relu_y) {   /* the window row where it lies */
+        values = in->dy + k * in->plane + LANES * at;
+        argmaxes = (const float *)in->argmax + k * in->plane + LANES * at;
+    } else if (inside && oy % p->stride == 0) {
         row_in_lanes(in, in->dy, in->relu_y, k, at, p->ow, nf, pooled);
-        row_in_lanes(in, (const float *)in->argmax, NULL, k, at, p->ow, nf, argmaxes);
+        row_in_lanes(in, (const float *)in->argmax, NULL, k, at, p->ow, nf,
+                     pooled + (size_t)LANES * pcols);
     }
     __m512i at_ox = _mm512_add_epi32(first_outputs(g, f), _mm512_set1_epi32(oy * g->ow));
     int ox = 0;
     for (int px = 0; inside && px < p->ow; px++) {   /* a window's columns */
         __m512i a = _mm512_loadu_si512(argmaxes + LANES * px);
-        __m512 v = _mm512_loadu_ps(pooled + LANES * px);
+        __m512 v = _mm512_loadu_ps(values + LANES * px);
         for (int j = 0; j < p->stride; j++, ox++) {
             __mmask16 hit = _mm512_cmpeq_epi32_mask(a, at_ox);
             _mm512_storeu_ps(row + LANES * ox, _mm512_maskz_mov_ps(hit, v));
@@ -345,6 +366,7 @@ static void gradient_row(const conv_geom *g, const gradient_in *in, size_t k, in
     }
     for (; ox < g->ow; ox++)   /* outside every window */
         _mm512_storeu_ps(row + LANES * ox, _mm512_setzero_ps());
+    return row;
 }
 
 /* sums[k][c * TAPS + tap] += the gradient of group k's row (rows[k], in lanes) times channel c
@@ -440,9 +462,9 @@ int conv_lanes_backward_filter(const conv_geom *g, conv_input x, const float *dy
                 for (int i = 0; i < pair; i++) {
                     int nf = f1 - f - LANES * i < LANES ? f1 - f - LANES * i : LANES;
                     float *r = row + (size_t)i * LANES * (cols + 2 * pcols);
-                    gradient_row(g, &pair_in, (size_t)LANES * i, f + LANES * i, nf, oy, r,
-                                 r + (size_t)LANES * cols, pcols);
-                    rows[i] = r, at[i] = sums + (size_t)(k + i) * per;
+                    rows[i] = gradient_row(g, &pair_in, (size_t)LANES * i, f + LANES * i, nf, oy,
+                                           r, r + (size_t)LANES * cols, pcols);
+                    at[i] = sums + (size_t)(k + i) * per;
                 }
                 if (pair == 2)
                     add_rows(&d, g->c, oy, g->ow, 2, rows, at);

@@ -106,41 +106,56 @@ static void window_rows_in_place(const tiling *t, conv_input x, int c0, int r,
         in[i] = y0 + i >= 0 && y0 + i < g->h ? block + (size_t)LANES * (y0 + i) * g->w : zeros;
 }
 
+/* winograd_f4_lanes_input from an input in channel lanes, read where it lies (the padding
+ * columns left zero in s). (By tile row, each tile's channels written together in whole
+ * lines, it ran 1-2% slower; with the next tile row's rows prefetched as it reads its own,
+ * 1-5% slower: ./build.sh bench ab.) */
+static void input_in_place(const tiling *t, conv_input x, float *V, float *rows)
+{
+    const conv_geom *g = t->g;
+    size_t plane = plane_of((size_t)g->c * t->cols), line = WINOGRAD_LANES_LINE(t);
+    int lo = g->pad, hi = g->pad + g->w < t->row_len ? g->pad + g->w : t->row_len;
+    float *zeros = rows, *s[6];   /* zeros: rows outside the input */
+    memset(zeros, 0, sizeof(float) * line);
+    for (int i = 0; i < 6; i++) {
+        s[i] = rows + (6 + i) * line;
+        memset(s[i], 0, sizeof(float) * LANES * (size_t)lo);
+        memset(s[i] + (size_t)LANES * hi, 0, sizeof(float) * LANES * (size_t)(t->row_len - hi));
+    }
+    const float *in[6];
+    for (int c0 = 0; c0 < g->c; c0 += LANES)
+        for (int r = t->r0; r < t->r1; r++) {
+            window_rows_in_place(t, x, c0, r, zeros, in);
+            row_half(in, s, lo, hi);
+            column_half(t, s, V + (size_t)(r - t->r0) * t->tw * g->c + c0, plane);
+        }
+}
+
 /* V[p][col][c] = (B^T d B)[p] for every tile of the block and channel: per 16 channels and
  * tile row, its 6 input rows in lanes, B^T down each column (the row half), then B across
- * each tile's 6 columns. rows: 12 lines (WINOGRAD_LANES_LINE). An input in channel lanes is
- * read where it lies, its padding columns left zero in s. */
+ * each tile's 6 columns. rows: 12 lines (WINOGRAD_LANES_LINE). */
 void winograd_f4_lanes_input(const tiling *t, conv_input x, float *V, float *rows)
 {
     const conv_geom *g = t->g;
+    if (g->in_lanes) {
+        input_in_place(t, x, V, rows);
+        return;
+    }
     size_t plane = plane_of((size_t)g->c * t->cols), line = WINOGRAD_LANES_LINE(t);
     float *buf[6], *s[6];
     const float *in[6];
     for (int i = 0; i < 6; i++)
         buf[i] = rows + i * line, s[i] = rows + (6 + i) * line;
     float *stage = rows + WINOGRAD_LANES_LINES * line;
-    int lo = g->pad, hi = g->pad + g->w < t->row_len ? g->pad + g->w : t->row_len;
-    if (g->in_lanes) {   /* buf[0]: the zeros of rows outside the input */
-        memset(buf[0], 0, sizeof(float) * line);
-        for (int i = 0; i < 6; i++) {
-            memset(s[i], 0, sizeof(float) * LANES * (size_t)lo);
-            memset(s[i] + (size_t)LANES * hi, 0, sizeof(float) * LANES * (size_t)(t->row_len - hi));
-        }
-    }
     lanes_src src;
     for (int c0 = 0; c0 < g->c; c0 += LANES)
         for (int r = t->r0; r < t->r1; r++) {
-            if (g->in_lanes) {
-                window_rows_in_place(t, x, c0, r, buf[0], in);
-                row_half(in, s, lo, hi);
-            } else {
-                if (r == t->r0 || r % t->th == 0)   /* a sample's rows */
-                    src = window_source(t, x, c0, r, t->r1, stage);
-                lanes_window_rows(t, src, r, r > t->r0 ? r - 1 : -1, buf);
-                for (int i = 0; i < 6; i++)
-                    in[i] = buf[i];
-                row_half(in, s, 0, t->row_len);
-            }
+            if (r == t->r0 || r % t->th == 0)   /* a sample's rows */
+                src = window_source(t, x, c0, r, t->r1, stage);
+            lanes_window_rows(t, src, r, r > t->r0 ? r - 1 : -1, buf);
+            for (int i = 0; i < 6; i++)
+                in[i] = buf[i];
+            row_half(in, s, 0, t->row_len);
             column_half(t, s, V + (size_t)(r - t->r0) * t->tw * g->c + c0, plane);
         }
 }

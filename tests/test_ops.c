@@ -1377,9 +1377,13 @@ static void layout_case(int C, int H, int W, int F)
                                           {0, 0},  {0, 0},   {0, 0},   {C, H * W},
                                           {C, H * W}, {C, H * W}, {F, phw}, {F, phw}};
     float *run[2][LANES_OUTPUTS];   /* NCHW's, lanes' */
-    for (int k = 0; k < 2; k++)
+    float *gated[2][2];   /* pooled without relu_y (the next layer gates): dW and db, dx */
+    for (int k = 0; k < 2; k++) {
         for (int i = 0; i < LANES_OUTPUTS; i++)
             run[k][i] = calloc(N * n[i], sizeof(float));
+        gated[k][0] = calloc(nw + F, sizeof(float));
+        gated[k][1] = calloc(N * nin, sizeof(float));
+    }
     float *xl = in ? lanes_copy_of(x, N, C, H * W) : x;
     float *dyl = lanes_copy_of(dy, N, F, hw), *dypl = lanes_copy_of(dyp, N, F, phw);
     for (int k = 0; k < 2; k++) {
@@ -1403,7 +1407,18 @@ static void layout_case(int C, int H, int W, int F)
                                        1, N) == 0);
         CHECK(ops_conv2d_backward_maxpool(&gk, xk, &p, o[3], dp, a[1], w, o[6], o[6] + nw,
                                           in ? o[9] : NULL, 1, N, 0) == 0);
+        CHECK(ops_conv2d_backward_maxpool(&gk, xk, &p, NULL, dp, a[1], w, gated[k][0],
+                                          gated[k][0] + nw, in ? gated[k][1] : NULL, 1, N,
+                                          0) == 0);
     }
+    float *gated_dx = malloc(sizeof(float) * N * nin);
+    if (in)
+        lanes_layout(gated[1][1], gated_dx, N, C, H * W, 1);
+    CHECKF(!memcmp(gated[0][0], gated[1][0], sizeof(float) * (nw + F)) &&
+               (!in || !memcmp(gated[0][1], gated_dx, sizeof(float) * N * nin)),
+           "%d -> %d, %dx%d: pooled without the relu's output, in lanes: not NCHW's bits", C,
+           F, H, W);
+    free(gated_dx);
     for (int i = 0; i < LANES_OUTPUTS; i++) {
         if (!in && planes[i][0] == C)   /* a first layer's input gradient: none */
             continue;
@@ -1421,9 +1436,11 @@ static void layout_case(int C, int H, int W, int F)
     bad.in_lanes = 1;
     CHECK(in || ops_conv2d_forward_in(&bad, (conv_input){x, NULL, 0, 0}, w, bias, run[0][0], 0,
                                       1, 0, F) == -1);
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 2; k++) {
         for (int i = 0; i < LANES_OUTPUTS; i++)
             free(run[k][i]);
+        free(gated[k][0]), free(gated[k][1]);
+    }
     if (in)
         free(xl);
     free(x), free(w), free(bias), free(dy), free(dyp), free(dyl), free(dypl);

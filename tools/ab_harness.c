@@ -6,7 +6,9 @@
  * layer's input out of L2, as it arrives in training (from the task before, or the other core).
  * Each layer's relu goes back as training's plan sends it (engine/train/plan.c): through the
  * next layer's input gradient where that layer takes it (relu_y NULL here), and the layers
- * with an input gradient take the relu before them.
+ * with an input gradient take the relu before them; and the activations between two
+ * convolutions in channel lanes where training's plan puts them there (where the library
+ * has conv_lanes_layout and it says yes).
  * DAHL's first layers read their bytes in place: 16 samples a call, drawn from 64 MB of them,
  * out of cache as a data set is.
  *
@@ -31,6 +33,7 @@ typedef int (*relu_forward_fn)(const conv_geom *, conv_input, const float *, con
                                float *, int, int);
 typedef int (*relu_backward_fn)(const conv_geom *, conv_input, const float *, const float *,
                                 const float *, float *, float *, float *, int, int);
+typedef int (*lanes_layout_fn)(const conv_geom *, int, int);
 
 typedef struct kernels {
     const char *path;
@@ -40,6 +43,7 @@ typedef struct kernels {
     backward_fn backward;
     relu_forward_fn relu_forward;
     relu_backward_fn relu_backward;
+    lanes_layout_fn lanes_layout;   /* NULL: NCHW only */
 } kernels;
 
 /* A layer of the bench's jobs, fused with its 2x2 max-pool and relu (or its relu alone), 16
@@ -49,17 +53,18 @@ typedef struct layer_case {
     int c, h, f, dx;   /* channels, side, filters; dx: the input gradient too */
     int pool;          /* fused with a max-pool; else with its relu only */
     int next_gates;    /* the next layer takes this one's relu back (no relu_y here) */
+    int in_lanes, out_lanes;   /* the layer before, after it a convolution (plan.c) */
 } layer_case;
 
 static const layer_case cases[] = {
-    {"wide-28_28x28_1-64_direct", 1, 28, 64, 0, 1, 1},
-    {"cifar_16x16_16-32", 16, 16, 32, 1, 1, 0},
-    {"vgg_32x32_3-32_relu", 3, 32, 32, 0, 0, 1},
-    {"vgg_32x32_32-32", 32, 32, 32, 1, 1, 1},
-    {"vgg_16x16_32-64_relu", 32, 16, 64, 1, 0, 1},
-    {"vgg_16x16_64-64", 64, 16, 64, 1, 1, 1},
-    {"vgg_8x8_64-128", 64, 8, 128, 1, 1, 0},
-    {"wide-28_14x14_64-128", 64, 14, 128, 1, 1, 0},
+    {"wide-28_28x28_1-64_direct", 1, 28, 64, 0, 1, 1, 0, 1},
+    {"cifar_16x16_16-32", 16, 16, 32, 1, 1, 0, 1, 0},
+    {"vgg_32x32_3-32_relu", 3, 32, 32, 0, 0, 1, 0, 1},
+    {"vgg_32x32_32-32", 32, 32, 32, 1, 1, 1, 1, 1},
+    {"vgg_16x16_32-64_relu", 32, 16, 64, 1, 0, 1, 1, 1},
+    {"vgg_16x16_64-64", 64, 16, 64, 1, 1, 1, 1, 1},
+    {"vgg_8x8_64-128", 64, 8, 128, 1, 1, 0, 1, 0},
+    {"wide-28_14x14_64-128", 64, 14, 128, 1, 1, 0, 1, 0},
 };
 
 /* A first layer of DAHL's CNN (4 filters, no padding, pooled), on bytes. */
@@ -89,6 +94,7 @@ static int load(kernels *k, const char *path)
     *(void **)&k->backward = dlsym(lib, "ops_conv2d_backward_maxpool");
     *(void **)&k->relu_forward = dlsym(lib, "ops_conv2d_forward_relu");
     *(void **)&k->relu_backward = dlsym(lib, "ops_conv2d_backward_relu");
+    *(void **)&k->lanes_layout = dlsym(lib, "conv_lanes_layout");
     if (!k->geom_init || !k->pool_init || !k->forward || !k->backward || !k->relu_forward ||
         !k->relu_backward) {
         fprintf(stderr, "ab_harness: %s lacks the fused convolution's functions\n", path);
@@ -112,11 +118,23 @@ static double seconds(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* g with the case's layouts, where library k takes them. */
+static conv_geom layout_of(const layer_case *lc, const kernels *k, const conv_geom *g)
+{
+    conv_geom l = *g;
+    l.in_lanes = lc->in_lanes && k->lanes_layout && k->lanes_layout(g, CONV_LANES_INPUT, lc->dx);
+    l.out_lanes = lc->out_lanes && k->lanes_layout &&
+                  k->lanes_layout(g, CONV_LANES_OUTPUT, lc->dx);
+    return l;
+}
+
 /* One pass of a case with library k: forward, or backward. */
-static int run_pass(const layer_case *lc, const kernels *k, int pass, const conv_geom *g,
+static int run_pass(const layer_case *lc, const kernels *k, int pass, const conv_geom *nchw,
                     const pool_geom *p, conv_input in, const float *w, const float *b, float *y,
                     int32_t *argmax, const float *dy, float *dw, float *dx)
 {
+    conv_geom layout = layout_of(lc, k, nchw);
+    const conv_geom *g = &layout;
     size_t nw = (size_t)lc->f * lc->c * 9;
     const float *relu_y = lc->next_gates ? NULL : y;
     if (pass == 0)
