@@ -63,7 +63,7 @@ static tiling tiling_of(const conv_geom *g, int m, int nf)
 {
     const winograd_variant *v = variant_of(g, m, nf);
     int th = (g->oh + m - 1) / m, tw = (g->ow + m - 1) / m;
-    tiling t = {g, v, m, (m + 2) * (m + 2), th, tw, m * tw + 2, 0, 0, -1, 0, 0};
+    tiling t = {g, v, m, (m + 2) * (m + 2), th, tw, m * tw + 2, 0, 0, -1, 0, 0, NULL};
     t.array_len = (int)block_cols(&t);
     return t;
 }
@@ -289,8 +289,8 @@ int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, con
 static void relu_mask_done(const tiling *t, conv_input x, float *dx, int *done)
 {
     int finished = t->r1 / t->th;
-    if (!x.relu_output || !x.f || !dx || finished <= *done)
-        return;
+    if (!x.relu_output || !x.f || !dx || t->g->in_lanes || finished <= *done)
+        return;   /* (in lanes: done by the input adjoint, row by row) */
     long per = (long)t->g->c * t->g->h * t->g->w;
     ops_relu_backward(x.f, dx, dx, *done * per, finished * per);
     *done = finished;
@@ -322,6 +322,7 @@ int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float 
 {
     int nf = f1 - f0;
     tiling t = tiling_of(g, m, nf);
+    t.relu_x = x.relu_output ? x.f : NULL;
     buffers b;
     if ((dx && nf != g->f) || layout_refused(&t, f0) || (g->in_lanes && !x.f) ||
         buffers_get(&t, nf, dx ? 2 : 1, &b) ||

@@ -244,17 +244,23 @@ INLINE void adjoint_tile(const float *z, size_t plane, int q, float *const lines
  * plane): 0 + line, or (base + 0) + line, the sum input_adjoint makes (base: what the tile
  * row above gave, added to a zero when it was made, and the same bits again, or NULL), from
  * lines in lanes (padded: input column x at pad + x), transposed back, 16 columns at a time.
+ * In channel lanes, stored as it is, and where gate is not NULL (the relu's output row) kept
+ * where that is positive, relu_backward's.
  * Added here, as the rows are stored: a pass of its own over the lines took 40% of the
  * adjoint's time. */
 static void store_lanes_row(const tiling *t, float *out, size_t plane, const float *line,
-                            const float *base)
+                            const float *base, const float *gate)
 {
     const conv_geom *g = t->g;
     size_t from = (size_t)LANES * g->pad;
-    if (g->in_lanes) {   /* dx in channel lanes: the row as it is */
+    if (g->in_lanes) {   /* dx in channel lanes: the row as it is, through the relu at gate */
         for (size_t at = 0; at < (size_t)LANES * g->w; at += LANES) {
             v16 b = base ? load16(base + from + at) + (v16){0} : (v16){0};
-            store16(out + at, b + load16(line + from + at));
+            __m512 v = (__m512)(b + load16(line + from + at));
+            if (gate)
+                v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(_mm512_loadu_ps(gate + at),
+                                                           _mm512_setzero_ps(), _CMP_GT_OQ), v);
+            _mm512_storeu_ps(out + at, v);
         }
         return;
     }
@@ -338,6 +344,9 @@ void winograd_f4_lanes_input_adjoint(const tiling *t, const float *Z, float *dx,
                 adjoint_tile(z + (size_t)q * g->c, plane, q, lines);
             int kept = r > t->r0 && tr > 0;   /* rows 0 and 1's base in above */
             int keep = r + 1 < t->r1 && tr + 1 < t->th;   /* the next tile row adds to 4, 5 */
+            const float *relu = NULL;   /* the relu's output, whose rows gate dx's */
+            if (g->in_lanes && t->relu_x)
+                relu = lanes_src_of(g, (conv_input){t->relu_x, NULL, 0, 0}, s, c0).f;
             for (int i = 0; i < 6; i++) {
                 int y = y0 + i;
                 if (y < 0 || y >= g->h)
@@ -355,7 +364,9 @@ void winograd_f4_lanes_input_adjoint(const tiling *t, const float *Z, float *dx,
                 } else {
                     size_t stride;
                     float *out = adjoint_row(t, &o, s, c0, y, &stride);
-                    store_lanes_row(t, out, stride, lines[i], base);
+                    /* (a row the next block adds to is kept so twice: the same) */
+                    const float *gate = relu ? relu + (size_t)LANES * y * g->w : NULL;
+                    store_lanes_row(t, out, stride, lines[i], base, gate);
                 }
             }
             if (r + 1 == t->r1 || tr + 1 == t->th)   /* the sample's rows of the block done */

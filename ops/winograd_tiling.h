@@ -28,6 +28,10 @@ typedef struct tiling {
     int array_len;          /* a tile array's floats (tile_array): the largest block's cols */
     int r0, r1;             /* the current block; r1 < 0 before the first */
     int tiles, cols;        /* its tiles, (r1 - r0) * tw; cols: tiles rounded up */
+    /* Backward through the relu whose output is the input (conv_input.relu_output), else
+     * NULL: in channel lanes the input adjoint keeps each row of dx where it is positive as
+     * it stores it; otherwise conv_winograd.c masks whole samples after. */
+    const float *relu_x;
 } tiling;
 
 /* The points' matrices lie one after another, elems values each, then SKEW more: were they a
