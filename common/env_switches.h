@@ -5,7 +5,8 @@
  *   FRUGAL_ISA             portable | avx2 | avx512: the CPU kernels' path (ops/cpu.c)
  *   FRUGAL_CONV            direct | wide | im2col | winograd | winograd4: the convolution path
  *   FRUGAL_INPUT           floats | bytes: how a first convolution reads its input (plan.c)
- *   FRUGAL_LAYOUT          nchw: no channel lanes between convolutions (plan.c)
+ *   FRUGAL_LAYOUT          nchw | auto: activations between convolutions in NCHW, or in channel
+ *                          lanes where both take them (plan.c, ops/conv.h)
  *   FRUGAL_MEMBARRIER      off: the runtime's sleepers fence as where membarrier() is missing
  *   FRUGAL_NET_CIPHER      auto | xchacha20poly1305: the cluster's cipher
  *   FRUGAL_CACHE_DIR       where a node keeps the coordinator's files

@@ -6,7 +6,9 @@
  * run of the 16 filters' planes, copied out whole. The filter gradient copies the 16
  * filters' gradient planes (and argmaxes, and the relu's output) in whole, turns each output
  * row's gradient into lanes (through the pooling's argmax and the relu), then adds each
- * column's vector times the broadcast input under every tap. Compiled with AVX-512 flags. */
+ * column's vector times the broadcast input under every tap. An output in channel lanes
+ * (out_lanes) needs no transposes: its rows are written, and its gradient's read, where they
+ * lie. Compiled with AVX-512 flags. */
 #include "ops/conv_lanes.h"
 #include "ops/lanes_avx512.h"
 #include "ops/scratch.h"
@@ -329,9 +331,10 @@ static void row_in_lanes(const gradient_in *in, const float *t, const float *rel
 }
 
 /* Output row oy's gradient of filters [f, f + nf) in lanes, into row (or where it lies, in
- * lanes already), from in's planes k from the first (copy_gradients'). With a pool, each position gets its window's gradient
- * where the window's argmax names it (zero elsewhere, and outside every window): the window
- * row's gradients and argmaxes are turned into lanes (pooled) on its first row. */
+ * channel lanes already), from in's planes k from the first (copy_gradients'). With a pool,
+ * each position gets its window's gradient where the window's argmax names it (zero
+ * elsewhere, and outside every window): the window row's gradients and argmaxes are turned
+ * into lanes (pooled) on its first row, or read where they lie. */
 static const float *gradient_row(const conv_geom *g, const gradient_in *in, size_t k, int f,
                                  int nf, int oy, float *row, float *pooled, int pcols)
 {

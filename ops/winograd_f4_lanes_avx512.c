@@ -5,7 +5,8 @@
  * (winograd_tiling.h: by_tile), which the GEMMs read in place, with no transposing copies. The
  * input's rows are transposed into lanes as they are read, 16 channels by 16 columns; the
  * outputs (or pooled windows and argmaxes) transposed back into a tile row's worth of rows,
- * then stored whole. The arithmetic is the other builds' (BT6, AT6, the rows first, then the
+ * then stored whole; in channel lanes (conv_geom's in_lanes, out_lanes) both are read and
+ * stored where they lie. The arithmetic is the other builds' (BT6, AT6, the rows first, then the
  * columns), so the bits are theirs. For channels and filters in multiples of 16
  * (conv_winograd.c). Compiled with AVX-512 flags. */
 #include "ops/winograd_f4_matrices.h"

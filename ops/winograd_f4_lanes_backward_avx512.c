@@ -3,7 +3,9 @@
  * (winograd_f4_lanes_avx512.c): D and Z laid out by tile, D[p][col][f - f0] and Z[p][col][c],
  * which the GEMMs read in place. The output gradient's rows (or the pooled gradient's and its
  * argmax's) are transposed into lanes as they are read; the input gradient's rows are
- * summed in lanes, then transposed back and stored whole. The arithmetic and its order are
+ * summed in lanes, then transposed back and stored whole. In channel lanes (conv_geom's
+ * out_lanes, in_lanes) the gradient's rows are read, and the input gradient's stored (through
+ * the relu before, if any), as they are. The arithmetic and its order are
  * the other builds' (A6, B6, the windows' overlaps, the bias gradient's tile_sum), so the bits
  * are theirs. Compiled with AVX-512 flags. */
 #include "ops/winograd_f4_matrices.h"

@@ -109,12 +109,14 @@ static void gate_in_next_layer(exec_plan *p, const model *m)
  * only: the device kernels read NCHW. */
 static void choose_layouts(exec_plan *p, const model *m)
 {
-    const char *forced = env_switch_value(ENV_LAYOUT);   /* nchw */
+    const char *forced = env_switch_value(ENV_LAYOUT);   /* nchw | auto */
     int nchw = forced && !strcmp(forced, "nchw");
-    snprintf(p->layout_why, sizeof p->layout_why, "%s",
+    int ignored = forced && !nchw && strcmp(forced, "auto");
+    snprintf(p->layout_why, sizeof p->layout_why, "%s%s",
              nchw ? "FRUGAL_LAYOUT=nchw"
              : p->devices ? "nchw: device workers (their kernels read NCHW)"
-                          : "auto: channel lanes between layers that take them");
+                          : "auto: channel lanes between layers that take them",
+             ignored ? " (FRUGAL_LAYOUT ignored: not nchw or auto)" : "");
     if (nchw || p->devices)
         return;
     for (int l = 0; l < m->nlayers; l++) {

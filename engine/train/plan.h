@@ -2,8 +2,8 @@
  * the number of workers, so results do not depend on the machine): the grain (samples per
  * task), filter groups per convolution, which convolutions run fused with their max-pool (and
  * the relu after it) or with the relu after them (on a device, any layer with the relu after
- * it), and
- * whether a first convolution reads the data set's bytes in place. Each choice says why, and
+ * it), whether a first convolution reads the data set's bytes in place, and which activations
+ * between layers are in channel lanes instead of NCHW. Each choice says why, and
  * the environment variables that forced one are named: summary.json records them. */
 #ifndef FRUGAL_PLAN_H
 #define FRUGAL_PLAN_H
