@@ -209,24 +209,36 @@ TEST(train_fused_conv_maxpool_gives_the_same_weights)
  * first convolution runs with its relu (no input gradient), the second with its max-pool
  * (and the relu after it) or with its relu, its input gradient from theirs (the Winograd
  * paths). */
-static const char *second_conv_job(const char *fuse, int pooled)
+/* name.cfg on make_job's data set: the layers given, then a dense classifier; SGD at lr, 3
+ * samples a task, and fuse = fuse. */
+static const char *conv_job(const char *name, int seed, const char *layers, const char *lr,
+                            const char *fuse)
 {
     static char path[600];
     const char *d = test_tmpdir();
     make_job("");
-    snprintf(path, sizeof path, "%s/second-conv.cfg", d);
+    snprintf(path, sizeof path, "%s/%s.cfg", d, name);
     FILE *f = fopen(path, "w");
     CHECK(f != NULL);
-    fprintf(f, "[job]\nepochs = 2\nbatch = 20\nseed = 5\noutput = %s/run\n[data]\n"
+    fprintf(f, "[job]\nepochs = 2\nbatch = 20\nseed = %d\noutput = %s/run\n[data]\n"
                "train_images = %s/img.gz\ntrain_labels = %s/lbl.gz\n"
-               "test_images = %s/img.gz\ntest_labels = %s/lbl.gz\n"
-               "[conv]\nfilters = 4\nsize = 3\npadding = 1\n[relu]\n"
-               "[conv]\nfilters = 6\nsize = 3\npadding = 1\n[relu]\n%s"
+               "test_images = %s/img.gz\ntest_labels = %s/lbl.gz\n%s"
                "[flatten]\n[dense]\noutputs = 10\n[softmax_xent]\n"
-               "[optimizer]\nlr = 0.1\nmomentum = 0.5\n[execution]\ngrain = 3\nfuse = %s\n",
-            d, d, d, d, d, pooled ? "[maxpool]\nsize = 2\n" : "", fuse);
+               "[optimizer]\nlr = %s\nmomentum = 0.5\n[execution]\ngrain = 3\nfuse = %s\n",
+            seed, d, d, d, d, d, layers, lr, fuse);
     fclose(f);
     return path;
+}
+
+static const char *second_conv_job(const char *fuse, int pooled)
+{
+    return conv_job("second-conv", 5,
+                    pooled ? "[conv]\nfilters = 4\nsize = 3\npadding = 1\n[relu]\n"
+                             "[conv]\nfilters = 6\nsize = 3\npadding = 1\n[relu]\n"
+                             "[maxpool]\nsize = 2\n"
+                           : "[conv]\nfilters = 4\nsize = 3\npadding = 1\n[relu]\n"
+                             "[conv]\nfilters = 6\nsize = 3\npadding = 1\n[relu]\n",
+                    "0.1", fuse);
 }
 
 /* A later convolution on the Winograd paths (both tile sizes) fused with its max-pool or its
@@ -264,22 +276,12 @@ TEST(train_fused_convolutions_give_the_same_weights)
 TEST(train_channel_lanes_give_the_nchw_weights)
 {
     static run nchw, lanes;
-    const char *d = test_tmpdir();
-    char path[600];
-    make_job("");
-    snprintf(path, sizeof path, "%s/lanes.cfg", d);
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fprintf(f, "[job]\nepochs = 2\nbatch = 20\nseed = 9\noutput = %s/run\n[data]\n"
-               "train_images = %s/img.gz\ntrain_labels = %s/lbl.gz\n"
-               "test_images = %s/img.gz\ntest_labels = %s/lbl.gz\n"
-               "[conv]\nfilters = 16\nsize = 3\npadding = 2\n[relu]\n"
-               "[conv]\nfilters = 16\nsize = 3\npadding = 1\n[relu]\n"
-               "[conv]\nfilters = 16\nsize = 3\npadding = 1\n[relu]\n[maxpool]\nsize = 2\n"
-               "[flatten]\n[dense]\noutputs = 10\n[softmax_xent]\n"
-               "[optimizer]\nlr = 0.05\nmomentum = 0.5\n[execution]\ngrain = 3\n",
-            d, d, d, d, d);
-    fclose(f);
+    const char *path = conv_job("lanes", 9,
+                                "[conv]\nfilters = 16\nsize = 3\npadding = 2\n[relu]\n"
+                                "[conv]\nfilters = 16\nsize = 3\npadding = 1\n[relu]\n"
+                                "[conv]\nfilters = 16\nsize = 3\npadding = 1\n[relu]\n"
+                                "[maxpool]\nsize = 2\n",
+                                "0.05", "auto");
     setenv("FRUGAL_LAYOUT", "nchw", 1);
     env_switches_read();
     train(path, 2, 2, &nchw);
