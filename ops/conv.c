@@ -284,9 +284,11 @@ static int lanes_fit(const conv_geom *g)
            g->c <= CONV_LANES_MAX_CHANNELS && g->f % CONV_LANES_FILTERS == 0;
 }
 
-int conv_lanes_layout(const conv_geom *g, int which, int with_input_gradient)
+int conv_lanes_layout(const conv_geom *g, const pool_geom *pool, int which,
+                      int with_input_gradient)
 {
-    if (ops_isa_active() != OPS_ISA_AVX512 || g->f % CONV_LANES_FILTERS)
+    if (ops_isa_active() != OPS_ISA_AVX512 || g->f % CONV_LANES_FILTERS ||
+        (pool && (pool->size != 2 || pool->stride != 2)))
         return 0;
     if (conv_path(g, CONV_FORWARD) == CONV_WINOGRAD4)
         return g->c % CONV_LANES_FILTERS == 0;   /* winograd_f4_lanes_avx512.c */
@@ -296,10 +298,11 @@ int conv_lanes_layout(const conv_geom *g, int which, int with_input_gradient)
 
 /* A call in channel lanes on a path that cannot take them fails: its results would be read
  * in the wrong places. */
-static int layout_refused(const conv_geom *g, int with_input_gradient)
+static int layout_refused(const conv_geom *g, const pool_geom *p, int with_input_gradient)
 {
-    return (g->in_lanes && !conv_lanes_layout(g, CONV_LANES_INPUT, with_input_gradient)) ||
-           (g->out_lanes && !conv_lanes_layout(g, CONV_LANES_OUTPUT, with_input_gradient));
+    int dx = with_input_gradient;
+    return (g->in_lanes && !conv_lanes_layout(g, p, CONV_LANES_INPUT, dx)) ||
+           (g->out_lanes && !conv_lanes_layout(g, p, CONV_LANES_OUTPUT, dx));
 }
 
 /* The direct path's forward (pooled 2x2 on the lanes kernel; other windows on the direct
@@ -308,8 +311,6 @@ static int direct_forward(const conv_geom *g, conv_input x, const float *wt, con
                           float *y, int n0, int n1, int f0, int f1, const pool_geom *p,
                           int32_t *argmax, int relu)
 {
-    if (g->out_lanes && p && (p->size != 2 || p->stride != 2))
-        return -1;
     if (lanes_fit(g) && (!p || (p->size == 2 && p->stride == 2)))
         return conv_lanes_forward(g, x, wt, bias, y, n0, n1, f0, f1, p, argmax, relu);
     return DISPATCH(forward, g, x, wt, bias, y, n0, n1, f0, f1, p, argmax, relu);
@@ -352,7 +353,7 @@ static const float *bytes_to_floats(const conv_geom *g, const uint8_t *x, float 
 int ops_conv2d_forward_in(const conv_geom *g, conv_input x, const float *wt, const float *bias,
                       float *y, int n0, int n1, int f0, int f1)
 {
-    if (layout_refused(g, 0))
+    if (layout_refused(g, NULL, 0))
         return -1;
     switch (conv_path(g, CONV_FORWARD)) {
     case CONV_DIRECT:
@@ -380,7 +381,7 @@ int ops_conv2d_forward_in(const conv_geom *g, conv_input x, const float *wt, con
 int ops_conv2d_backward_input(const conv_geom *g, const float *dy, const float *wt, float *dx,
                           int n0, int n1)
 {
-    if (layout_refused(g, 1))
+    if (layout_refused(g, NULL, 1))
         return -1;
     switch (conv_path(g, CONV_BACKWARD_INPUT)) {
     case CONV_DIRECT:
@@ -405,7 +406,7 @@ int ops_conv2d_backward_filter(const conv_geom *g, const float *x, const float *
 int ops_conv2d_backward_filter_in(const conv_geom *g, conv_input x, const float *dy, float *dwt,
                               float *dbias, int n0, int n1, int f0, int f1, int accumulate)
 {
-    if (layout_refused(g, 0))
+    if (layout_refused(g, NULL, 0))
         return -1;
     switch (conv_path(g, CONV_BACKWARD_FILTER)) {
     case CONV_DIRECT:
@@ -442,7 +443,7 @@ static int uses_winograd(const conv_geom *g)
 int ops_conv2d_backward(const conv_geom *g, conv_input x, const float *dy, const float *wt,
                     float *dwt, float *dbias, float *dx, int n0, int n1)
 {
-    if (layout_refused(g, dx != NULL))
+    if (layout_refused(g, NULL, dx != NULL))
         return -1;
     if (uses_winograd(g))
         return conv_winograd_backward(g, winograd_tile(g), x, dy, wt, dwt, dbias, dx, n0, n1, 0,
@@ -471,7 +472,7 @@ int conv_pool_fusable_with_input_gradient(const conv_geom *g, const pool_geom *p
 static int forward_fused(const conv_geom *g, conv_input x, const float *wt, const float *bias,
                          const pool_geom *p, int relu, float *y, int32_t *argmax, int n0, int n1)
 {
-    if (layout_refused(g, 0))
+    if (layout_refused(g, p, 0))
         return -1;
     if (uses_winograd(g))   /* pooled and through the relu as each row is stored */
         return conv_winograd_forward(g, winograd_tile(g), x, wt, bias, y, n0, n1, 0, g->f, p,
@@ -486,7 +487,7 @@ static int backward_fused(const conv_geom *g, conv_input x, const pool_geom *p,
                           const float *wt, float *dwt, float *dbias, float *dx, int n0, int n1,
                           int accumulate)
 {
-    if (layout_refused(g, dx != NULL))
+    if (layout_refused(g, p, dx != NULL))
         return -1;
     if (uses_winograd(g))   /* through the relu and unpooled as each row is read */
         return conv_winograd_backward(g, winograd_tile(g), x, dy, wt, dwt, dbias, dx, n0, n1, 0,

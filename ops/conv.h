@@ -25,7 +25,8 @@ typedef struct conv_geom {
 int conv_geom_init(conv_geom *g, int c, int h, int w, int f, int kh, int kw, int stride, int pad);
 
 /* Every function returns 0, or -1 when its scratch memory could not be allocated (nothing is
- * written then): a caller must not mistake a skipped kernel for a result. */
+ * written then; or, a caller's mistake, when the path does not take g's layout:
+ * conv_lanes_layout): a caller must not mistake a skipped kernel for a result. */
 
 /* y[n, f0:f1] = W[f0:f1] * x[n] + b[f0:f1]  (x: N*C*H*W, W: F*C*KH*KW, b: F or NULL) */
 int ops_conv2d_forward(const conv_geom *g, const float *x, const float *wt, const float *bias,
@@ -95,15 +96,17 @@ int ops_conv2d_backward_relu(const conv_geom *g, conv_input x, const float *relu
                              const float *dy, const float *wt, float *dwt, float *dbias,
                              float *dx, int n0, int n1);
 
-/* Whether g's passes take their input (CONV_LANES_INPUT) or their output (CONV_LANES_OUTPUT)
- * in channel lanes (in_lanes, out_lanes), with filter ranges in multiples of 16, and the input
- * gradient too where with_input_gradient: the Winograd F(4x4) path on AVX-512 with channels
- * and filters in multiples of 16 (its transforms work on 16 channels a register, and in NCHW
- * spend much of their time moving 16 planes' rows in and out of lanes: docs/kernels.md), and
- * the output of a first layer on the lanes kernel (conv_lanes.h) without its input gradient.
- * By the shape, the path and the ISA at the call. */
+/* Whether g's passes (fused with the max-pool pool, else NULL) take their input
+ * (CONV_LANES_INPUT) or their output (CONV_LANES_OUTPUT) in channel lanes (in_lanes,
+ * out_lanes), with filter ranges in multiples of 16, and the input gradient too where
+ * with_input_gradient: the Winograd F(4x4) path on AVX-512 with channels and filters in
+ * multiples of 16 (its transforms work on 16 channels a register, and in NCHW spend much of
+ * their time moving 16 planes' rows in and out of lanes: docs/kernels.md), and the output of a
+ * first layer on the lanes kernel (conv_lanes.h) without its input gradient; pooled, 2x2
+ * windows only. By the shape, the path and the ISA at the call. */
 enum { CONV_LANES_INPUT = 1, CONV_LANES_OUTPUT = 2 };
-int conv_lanes_layout(const conv_geom *g, int which, int with_input_gradient);
+int conv_lanes_layout(const conv_geom *g, const pool_geom *pool, int which,
+                      int with_input_gradient);
 
 /* How the functions above compute, pass by pass: the direct convolution (vectorised along
  * pixels), the wide one (vectorised along filters; both stride 1 only), Winograd F(2x2, 3x3) or

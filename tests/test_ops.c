@@ -1361,8 +1361,11 @@ static void layout_case(int C, int H, int W, int F)
     CHECK(conv_geom_init(&g, C, H, W, F, 3, 3, 1, 1) == 0);
     CHECK(pool_geom_init(&p, F, g.oh, g.ow, 2, 2) == 0);
     int in = C % 16 == 0, hw = g.oh * g.ow, phw = p.oh * p.ow;
-    CHECK(conv_lanes_layout(&g, CONV_LANES_OUTPUT, in));
-    CHECK(conv_lanes_layout(&g, CONV_LANES_INPUT, in) == in);
+    pool_geom p3;   /* other windows than 2x2: NCHW */
+    CHECK(pool_geom_init(&p3, F, g.oh, g.ow, 3, 3) == 0);
+    CHECK(conv_lanes_layout(&g, &p, CONV_LANES_OUTPUT, in));
+    CHECK(conv_lanes_layout(&g, NULL, CONV_LANES_INPUT, in) == in);
+    CHECK(!conv_lanes_layout(&g, &p3, CONV_LANES_OUTPUT, in));
     size_t nin = (size_t)C * H * W, nout = (size_t)F * hw, npool = (size_t)F * phw;
     size_t nw = (size_t)F * C * 9;
     ops_rng r;

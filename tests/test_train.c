@@ -299,6 +299,14 @@ TEST(train_channel_lanes_give_the_nchw_weights)
     CHECK(nchw.nparams == lanes.nparams && nchw.nparams > 10000);
     CHECKF(!memcmp(nchw.params, lanes.params, sizeof(float) * (size_t)nchw.nparams),
            "channel lanes train otherwise");
+    /* a first layer pooled 3x3 (its lanes kernel pools 2x2 only) before one that takes lanes:
+     * NCHW between them, and it trains */
+    train(conv_job("pooled3", 9,
+                   "[conv]\nfilters = 16\nsize = 3\npadding = 2\n[relu]\n[maxpool]\nsize = 3\n"
+                   "[conv]\nfilters = 16\nsize = 3\npadding = 1\n[relu]\n",
+                   "0.05", "auto"),
+          2, 1, &lanes);
+    CHECKF(lanes.rc == 0 && !lanes.out_lanes[0], "%s", lanes.err);
 }
 
 /* A job file with a section twice is refused before anything runs. */

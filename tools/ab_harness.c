@@ -33,7 +33,7 @@ typedef int (*relu_forward_fn)(const conv_geom *, conv_input, const float *, con
                                float *, int, int);
 typedef int (*relu_backward_fn)(const conv_geom *, conv_input, const float *, const float *,
                                 const float *, float *, float *, float *, int, int);
-typedef int (*lanes_layout_fn)(const conv_geom *, int, int);
+typedef int (*lanes_layout_fn)(const conv_geom *, const pool_geom *, int, int);
 
 typedef struct kernels {
     const char *path;
@@ -122,9 +122,10 @@ static double seconds(void)
 static conv_geom layout_of(const layer_case *lc, const kernels *k, const conv_geom *g)
 {
     conv_geom l = *g;
-    l.in_lanes = lc->in_lanes && k->lanes_layout && k->lanes_layout(g, CONV_LANES_INPUT, lc->dx);
+    l.in_lanes = lc->in_lanes && k->lanes_layout &&
+                 k->lanes_layout(g, NULL, CONV_LANES_INPUT, lc->dx);
     l.out_lanes = lc->out_lanes && k->lanes_layout &&
-                  k->lanes_layout(g, CONV_LANES_OUTPUT, lc->dx);
+                  k->lanes_layout(g, NULL, CONV_LANES_OUTPUT, lc->dx);
     return l;
 }
 

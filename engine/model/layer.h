@@ -90,8 +90,8 @@ struct layer_class {
     rt_kind *relu_fused_forward, *relu_fused_backward;
     /* Whether its tasks can take their input (CONV_LANES_INPUT) or give their output
      * (CONV_LANES_OUTPUT) in channel lanes (ops/conv.h), with the input gradient when need_dx,
-     * in `groups` tasks a chunk. NULL: NCHW only. */
-    int (*lanes_layout)(const layer *l, int which, int need_dx, int groups);
+     * in `groups` tasks a chunk, with the max-pool pool in them (else NULL). NULL: NCHW only. */
+    int (*lanes_layout)(const layer *l, int which, int need_dx, int groups, const layer *pool);
 };
 
 const layer_class *layer_class_of(layer_type t);

@@ -231,9 +231,10 @@ static int fuses_relu(const layer *l, int need_dx)
 }
 
 /* Channel lanes where the kernels take them, each task's filters in blocks of 16. */
-static int lanes_layout(const layer *l, int which, int need_dx, int groups)
+static int lanes_layout(const layer *l, int which, int need_dx, int groups, const layer *pool)
 {
-    return l->conv.f % (16 * groups) == 0 && conv_lanes_layout(&l->conv, which, need_dx);
+    return l->conv.f % (16 * groups) == 0 &&
+           conv_lanes_layout(&l->conv, pool ? &pool->pool : NULL, which, need_dx);
 }
 
 /* ---- on an OpenCL device: the same work, the same accesses ---- */

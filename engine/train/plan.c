@@ -124,9 +124,13 @@ static void choose_layouts(exec_plan *p, const model *m)
         if (plan_fused_into(p, l) >= 0 || next >= m->nlayers)
             continue;
         const layer *a = &m->layers[l], *b = &m->layers[next];
+        const layer *a_pool = p->fused_pool[l] ? a + 1 : NULL;
+        const layer *b_pool = next + 1 < m->nlayers && p->fused_pool[next] ? b + 1 : NULL;
         int lanes = a->cls->lanes_layout && b->cls->lanes_layout &&
-                    a->cls->lanes_layout(a, CONV_LANES_OUTPUT, p->need_dx[l], p->groups[l]) &&
-                    b->cls->lanes_layout(b, CONV_LANES_INPUT, p->need_dx[next], p->groups[next]);
+                    a->cls->lanes_layout(a, CONV_LANES_OUTPUT, p->need_dx[l], p->groups[l],
+                                         a_pool) &&
+                    b->cls->lanes_layout(b, CONV_LANES_INPUT, p->need_dx[next], p->groups[next],
+                                         b_pool);
         p->out_lanes[l] = p->in_lanes[next] = lanes;
     }
 }
