@@ -41,7 +41,7 @@ static lanes_src window_source(const tiling *t, conv_input x, int c0, int r, int
 {
     const conv_geom *g = t->g;
     lanes_src src = lanes_src_of(g, x, r / t->th, c0);
-    if (!WINOGRAD_LANES_STAGE(g) || src.lanes)
+    if (!WINOGRAD_LANES_STAGE(g))
         return src;
     int first = r / t->th * t->th, last = first + t->th < r1 ? first + t->th : r1;   /* r's sample's */
     int y0 = 4 * (r - first) - g->pad, y1 = 4 * (last - first) + 2 - g->pad;

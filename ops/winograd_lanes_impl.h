@@ -78,7 +78,8 @@ static inline void copy_planes(float *to, size_t to_plane, const float *from, si
 }
 
 /* line[16 x + k] = plane k of src's row y at padded column x, for x < row_len: zeros in the
- * padding and outside the image. */
+ * padding and outside the image. (In channel lanes, the row copied: the input adjoint reads
+ * back what the block before left in dx.) */
 static inline void lanes_row(const tiling *t, lanes_src src, int y, float *line)
 {
     const conv_geom *g = t->g;
