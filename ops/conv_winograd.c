@@ -69,11 +69,12 @@ static tiling tiling_of(const conv_geom *g, int m, int nf)
 }
 
 /* Activations in channel lanes (conv.h) only through the variant by lanes, in whole blocks of
- * 16 filters from f0. */
-static int layout_refused(const tiling *t, int f0)
+ * 16 filters from f0, and an input in lanes only as floats (bytes: the input is bytes). */
+static int layout_refused(const tiling *t, int f0, int bytes)
 {
-    return (t->g->in_lanes || t->g->out_lanes) &&
-           (t->v != &winograd_f4_avx512_lanes || f0 % WINOGRAD_LANES);
+    int lanes = t->g->in_lanes || t->g->out_lanes;
+    return (t->g->in_lanes && bytes) ||
+           (lanes && (t->v != &winograd_f4_avx512_lanes || f0 % WINOGRAD_LANES));
 }
 
 /* Moves t to the block after the current one, within samples [n0, n1); 0 past the end. */
@@ -239,7 +240,7 @@ int conv_winograd_forward(const conv_geom *g, int m, conv_input x, const float *
     tiling t = tiling_of(g, m, nf);
     winograd_out out = {y, pool, argmax, relu};
     buffers b;
-    if (layout_refused(&t, f0) || (g->in_lanes && !x.f) || buffers_get(&t, nf, 1, &b) ||
+    if (layout_refused(&t, f0, !x.f) || buffers_get(&t, nf, 1, &b) ||
         weight_transform_by_channel(&t, wt, f0, f1, b.weights[0]))
         return -1;
     while (next_block(&t, n0, n1)) {
@@ -269,7 +270,7 @@ int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, con
 {
     tiling t = tiling_of(g, m, g->f);
     buffers b;
-    if (layout_refused(&t, 0) || buffers_get(&t, g->f, 1, &b) ||
+    if (layout_refused(&t, 0, 0) || buffers_get(&t, g->f, 1, &b) ||
         weight_transform(&t, wt, 0, g->f, b.weights[0]))
         return -1;
     winograd_grad src = {dy, NULL, NULL, NULL};
@@ -324,7 +325,7 @@ int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float 
     tiling t = tiling_of(g, m, nf);
     t.relu_x = x.relu_output ? x.f : NULL;
     buffers b;
-    if ((dx && nf != g->f) || layout_refused(&t, f0) || (g->in_lanes && !x.f) ||
+    if ((dx && nf != g->f) || layout_refused(&t, f0, !x.f) ||
         buffers_get(&t, nf, dx ? 2 : 1, &b) ||
         (dx && weight_transform(&t, wt, 0, g->f, b.weights[1])))
         return -1;
