@@ -10,6 +10,7 @@
 #include "ops/gemm.h"
 #include "ops/layers.h"
 #include "ops/scratch.h"
+#include "ops/winograd_ahead.h"
 #include "ops/winograd_tiling.h"
 
 #include <string.h>
@@ -185,16 +186,19 @@ static int filter_adjoint(const tiling *t, const float *dU, int by_channel, int 
 }
 
 /* The products C[p] = op(A[p]) op(B[p]) (+ C[p] when add) of every point, each of A, B, C a
- * stack of row-major matrices. */
+ * stack of row-major matrices; meanwhile what ahead holds (or NULL) is prefetched. */
 static int products(const tiling *t, int trans_a, int trans_b, int m, int n, int k,
-                    const float *A, const float *B, float *C, int add)
+                    const float *A, const float *B, float *C, int add, const winograd_ahead *ahead)
 {
     int lda = trans_a ? m : k, ldb = trans_b ? k : n;
-    for (int p = 0; p < t->points; p++)
+    for (int p = 0; p < t->points; p++) {
+        if (ahead)
+            winograd_ahead_fetch(ahead, p, t->points);
         if (ops_sgemm(trans_a, trans_b, m, n, k, 1.0f, A + p * plane_of((size_t)m * k), lda,
                       B + p * plane_of((size_t)k * n), ldb, add ? 1.0f : 0.0f,
                       C + p * plane_of((size_t)m * n), n))
             return -1;
+    }
     return 0;
 }
 
@@ -224,12 +228,25 @@ static int buffers_get(const tiling *t, int nf, int nweights, buffers *b)
 }
 
 /* M = U^T V, or by tile M = V U (U laid out by channel either way): the same sums. */
-static int forward_products(const tiling *t, const buffers *b, int nf)
+static int forward_products(const tiling *t, const buffers *b, int nf, const winograd_ahead *a)
 {
     int nc = t->g->c;
     if (t->v->by_tile)
-        return products(t, 0, 0, t->cols, nf, nc, b->channels, b->weights[0], b->filters, 0);
-    return products(t, 1, 0, nf, t->cols, nc, b->weights[0], b->channels, b->filters, 0);
+        return products(t, 0, 0, t->cols, nf, nc, b->channels, b->weights[0], b->filters, 0, a);
+    return products(t, 1, 0, nf, t->cols, nc, b->weights[0], b->channels, b->filters, 0, a);
+}
+
+/* Adds to a what the block after t's (within samples [n0, n1)) reads from memory: its input
+ * rows, then with dy (else NULL) its gradient rows of filters [f0, f1). */
+static void ahead_of_next(winograd_ahead *a, const tiling *t, int n0, int n1, conv_input x,
+                          const winograd_grad *dy, int f0, int f1)
+{
+    tiling next = *t;
+    if (!next_block(&next, n0, n1))
+        return;
+    winograd_ahead_input(a, &next, x);
+    if (dy)
+        winograd_ahead_gradient(a, &next, dy, f0, f1);
 }
 
 int conv_winograd_forward(const conv_geom *g, int m, conv_input x, const float *wt,
@@ -244,9 +261,13 @@ int conv_winograd_forward(const conv_geom *g, int m, conv_input x, const float *
         weight_transform_by_channel(&t, wt, f0, f1, b.weights[0]))
         return -1;
     while (next_block(&t, n0, n1)) {
+        winograd_ahead next = {.n = 0, .total = 0};
+        winograd_grad written = {y, pool, argmax, NULL};
+        winograd_ahead_gradient(&next, &t, &written, f0, f1);
+        ahead_of_next(&next, &t, n0, n1, x, NULL, 0, 0);
         t.v->input(&t, x, b.channels, b.rows);
         zero_padding(&t, b.channels, g->c);
-        if (forward_products(&t, &b, nf))
+        if (forward_products(&t, &b, nf, &next))
             return -1;
         t.v->output(&t, b.filters, bias, &out, f0, f1, b.rows);
     }
@@ -255,11 +276,12 @@ int conv_winograd_forward(const conv_geom *g, int m, conv_input x, const float *
 
 /* dx = the windows of Z = U^T D (by tile, Z = D U), from the current block's D (all
  * filters); Z in place of V. */
-static int input_gradient(const tiling *t, const buffers *b, const float *U, float *dx)
+static int input_gradient(const tiling *t, const buffers *b, const float *U, float *dx,
+                          const winograd_ahead *a)
 {
     const conv_geom *g = t->g;
-    if (t->v->by_tile ? products(t, 0, 0, t->cols, g->c, g->f, b->filters, U, b->channels, 0)
-                      : products(t, 1, 0, g->c, t->cols, g->f, U, b->filters, b->channels, 0))
+    if (t->v->by_tile ? products(t, 0, 0, t->cols, g->c, g->f, b->filters, U, b->channels, 0, a)
+                      : products(t, 1, 0, g->c, t->cols, g->f, U, b->filters, b->channels, 0, a))
         return -1;
     t->v->input_adjoint(t, b->channels, dx, b->rows);
     return 0;
@@ -277,7 +299,7 @@ int conv_winograd_backward_input(const conv_geom *g, int m, const float *dy, con
     while (next_block(&t, n0, n1)) {
         t.v->gradient(&t, &src, 0, g->f, b.filters, NULL, b.rows);
         zero_padding(&t, b.filters, g->f);
-        if (input_gradient(&t, &b, b.weights[0], dx))
+        if (input_gradient(&t, &b, b.weights[0], dx, NULL))
             return -1;
     }
     return 0;
@@ -302,18 +324,19 @@ static void relu_mask_done(const tiling *t, conv_input x, float *dx, int *done)
  * (cifar-shaped's 16 channels padded to 32 made its 16 -> 32 layer's backward 25% longer). The
  * same sums in the same order either way; swapped without that, 64 -> 128 layers ran 2-4%
  * slower, 32 -> 64 ones as fast. */
-static int filter_products(const tiling *t, const buffers *b, int nf, int by_channel, int add)
+static int filter_products(const tiling *t, const buffers *b, int nf, int by_channel, int add,
+                           const winograd_ahead *a)
 {
     int nc = t->g->c;
     if (t->v->by_tile)   /* D and V by tile: dU = D^T V, or dU^T = V^T D */
         return by_channel ? products(t, 1, 0, nc, nf, t->cols, b->channels, b->filters,
-                                     b->weights[0], add)
+                                     b->weights[0], add, a)
                           : products(t, 1, 0, nf, nc, t->cols, b->filters, b->channels,
-                                     b->weights[0], add);
+                                     b->weights[0], add, a);
     const float *left = by_channel ? b->channels : b->filters;
     const float *right = by_channel ? b->filters : b->channels;
     return products(t, 0, 1, by_channel ? nc : nf, by_channel ? nf : nc, t->cols, left, right,
-                    b->weights[0], add);
+                    b->weights[0], add, a);
 }
 
 int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float *dy,
@@ -337,12 +360,20 @@ int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float 
      * planes each way (1.2 MB on vgg-small's 64 -> 128 layer, a chunk's only block) */
     int first = 1, masked = n0;
     while (next_block(&t, n0, n1)) {   /* dU and db, summed over the blocks in order */
+        /* prefetched during the last products: the input rows the relu's gradient reads
+         * again (x, the relu's output), then the next block's input and gradient */
+        winograd_ahead ahead = {.n = 0, .total = 0};
+        if (dx && x.relu_output)
+            winograd_ahead_input(&ahead, &t, x);
+        if (dx)
+            winograd_ahead_input(&ahead, &t, (conv_input){dx, NULL, 0, 0});
+        ahead_of_next(&ahead, &t, n0, n1, x, &src, f0, f1);
         t.v->input(&t, x, b.channels, b.rows);
         t.v->gradient(&t, &src, f0, f1, b.filters, dbias, b.rows);
         zero_padding(&t, b.channels, g->c);
         zero_padding(&t, b.filters, nf);
-        if (filter_products(&t, &b, nf, by_channel, !first) ||
-            (dx && input_gradient(&t, &b, b.weights[1], dx)))
+        if (filter_products(&t, &b, nf, by_channel, !first, dx ? NULL : &ahead) ||
+            (dx && input_gradient(&t, &b, b.weights[1], dx, &ahead)))
             return -1;
         relu_mask_done(&t, x, dx, &masked);
         first = 0;

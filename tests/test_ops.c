@@ -5,6 +5,7 @@
 #include "ops/cpu.h"
 #include "ops/gemm.h"
 #include "ops/layers.h"
+#include "ops/winograd_ahead.h"
 #include "test.h"
 
 #include <stdlib.h>
@@ -1262,6 +1263,48 @@ static void lanes_passes(const conv_geom *g, const pool_geom *p, conv_input x, c
     ops_conv2d_backward(g, x, dy, w, o[4], o[4] + nw, o[7], 1, N);
     ops_conv2d_backward_relu(g, x, o[1], dy, w, o[5], o[5] + nw, o[8], 1, N);
     ops_conv2d_backward_maxpool(g, x, p, o[3], dyp, a[1], w, o[6], o[6] + nw, o[9], 1, N, 0);
+}
+
+
+/* The rows a Winograd block reads, as winograd_ahead lists them for the GEMMs to prefetch: a
+ * 32 x 32 layer of 32 channels in channel lanes, F(4x4) (8 x 8 tiles a sample), the block of
+ * tile rows 4 to 12: sample 0's input rows 15 to 31 and sample 1's 0 to 16 (padding 1), of
+ * each block of 16 channels; sample 0's second block runs on into sample 1's first, one run.
+ * The pooled gradient of filters [16, 32) there: rows 8 to 15 and 0 to 7 of 16 x 16, values
+ * then argmaxes. Fails when rows are clipped wrong, runs are not merged, or a sample is
+ * missed. */
+TEST(ops_winograd_ahead_lists_the_rows_a_block_reads)
+{
+    conv_geom g;
+    CHECK(conv_geom_init(&g, 32, 32, 32, 32, 3, 3, 1, 1) == 0);
+    g.in_lanes = g.out_lanes = 1;
+    tiling t = {.g = &g, .m = 4, .points = 36, .th = 8, .tw = 8, .r0 = 4, .r1 = 12};
+    static float x[2 * 32 * 32 * 32];
+    size_t row = 16 * 32, sample = 32 * 32 * 32;   /* floats: a row of 16 lanes, a sample */
+    winograd_ahead a = {.n = 0, .total = 0};
+    winograd_ahead_input(&a, &t, (conv_input){x, NULL, 0, 0});
+    CHECK(a.n == 3);
+    CHECK(a.at[0] == (const char *)(x + 15 * row) && a.bytes[0] == sizeof(float) * 17 * row);
+    CHECK(a.at[1] == (const char *)(x + 16 * 32 * 32 + 15 * row));
+    CHECK(a.bytes[1] == sizeof(float) * (17 + 17) * row);
+    CHECK(a.at[2] == (const char *)(x + sample + 16 * 32 * 32));
+    CHECK(a.bytes[2] == sizeof(float) * 17 * row);
+    CHECK(a.total == sizeof(float) * 4 * 17 * row);
+
+    pool_geom p;
+    CHECK(pool_geom_init(&p, 32, 32, 32, 2, 2) == 0);
+    static float dy[2 * 32 * 16 * 16];
+    static int32_t argmax[2 * 32 * 16 * 16];
+    winograd_grad src = {dy, &p, argmax, NULL};
+    winograd_ahead d = {.n = 0, .total = 0};
+    winograd_ahead_gradient(&d, &t, &src, 16, 32);
+    size_t prow = 16 * 16, psample = 32 * 16 * 16, pblock = 16 * 16 * 16;
+    CHECK(d.n == 4);
+    CHECK(d.at[0] == (const char *)(dy + pblock + 8 * prow) && d.bytes[0] == sizeof(float) * 8 * prow);
+    CHECK(d.at[1] == (const char *)(argmax + pblock + 8 * prow));
+    CHECK(d.at[2] == (const char *)(dy + psample + pblock) && d.bytes[2] == sizeof(float) * 8 * prow);
+    CHECK(d.at[3] == (const char *)(argmax + psample + pblock));
+    CHECK(d.total == sizeof(float) * 4 * 8 * prow);
 }
 
 /* AVX-512's F(4x4) with channels and filters 16 to a register (winograd_f4_lanes_avx512.c)
