@@ -25,7 +25,8 @@
 #                         2020 grid traces of France and Great Britain), operating-point (power
 #                         caps searched against the machine's own limits; needs root),
 #                         ab [REV] [CALLS] (the working tree's CPU kernels against REV's, default
-#                         HEAD, call by call in one process)
+#                         HEAD, call by call in one process), pair [REV] [PAIRS] [JOB] [--set ..]
+#                         (the working tree's frugal against REV's, both training at once)
 #   ./build.sh fuzz [SECONDS]
 #                         libFuzzer (clang, ASan+UBSan) on every decoder, SECONDS each (30)
 #   ./build.sh fixtures   regenerate tests/fixtures from PyTorch (Debian's python3-torch)
@@ -303,8 +304,12 @@ bench() {
         shift
         tools/bench_ab.sh "$@"
         ;;
+    pair)
+        shift
+        tools/bench_pair.sh "$@"
+        ;;
     *)
-        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train | opencl | gpu | cluster | placement | gossip | simulate | green | operating-point | ab [REV] [calls]" >&2
+        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train | opencl | gpu | cluster | placement | gossip | simulate | green | operating-point | ab [REV] [calls] | pair [REV] [pairs] [job] [--set key=value ...]" >&2
         return 2
         ;;
     esac
