@@ -244,9 +244,9 @@ static void ahead_of_next(winograd_ahead *a, const tiling *t, int n0, int n1, co
     tiling next = *t;
     if (!next_block(&next, n0, n1))
         return;
-    winograd_ahead_input(a, &next, x);
+    winograd_ahead_input_rows(a, &next, x);
     if (dy)
-        winograd_ahead_gradient(a, &next, dy, f0, f1);
+        winograd_ahead_output_rows(a, &next, dy, f0, f1);
 }
 
 int conv_winograd_forward(const conv_geom *g, int m, conv_input x, const float *wt,
@@ -261,13 +261,15 @@ int conv_winograd_forward(const conv_geom *g, int m, conv_input x, const float *
         weight_transform_by_channel(&t, wt, f0, f1, b.weights[0]))
         return -1;
     while (next_block(&t, n0, n1)) {
-        winograd_ahead next = {.n = 0, .total = 0};
+        /* prefetched during the products: the rows the output transform writes, then the
+         * next block's input rows */
+        winograd_ahead ahead = {.n = 0, .total = 0};
         winograd_grad written = {y, pool, argmax, NULL};
-        winograd_ahead_gradient(&next, &t, &written, f0, f1);
-        ahead_of_next(&next, &t, n0, n1, x, NULL, 0, 0);
+        winograd_ahead_output_rows(&ahead, &t, &written, f0, f1);
+        ahead_of_next(&ahead, &t, n0, n1, x, NULL, 0, 0);
         t.v->input(&t, x, b.channels, b.rows);
         zero_padding(&t, b.channels, g->c);
-        if (forward_products(&t, &b, nf, &next))
+        if (forward_products(&t, &b, nf, &ahead))
             return -1;
         t.v->output(&t, b.filters, bias, &out, f0, f1, b.rows);
     }
@@ -360,13 +362,14 @@ int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float 
      * planes each way (1.2 MB on vgg-small's 64 -> 128 layer, a chunk's only block) */
     int first = 1, masked = n0;
     while (next_block(&t, n0, n1)) {   /* dU and db, summed over the blocks in order */
-        /* prefetched during the last products: the input rows the relu's gradient reads
-         * again (x, the relu's output), then the next block's input and gradient */
+        /* prefetched during the block's last products (the input gradient's, else the
+         * filter gradient's): the input rows that the relu before reads again (its output,
+         * x) and dx's, then the next block's input and gradient rows */
         winograd_ahead ahead = {.n = 0, .total = 0};
         if (dx && x.relu_output)
-            winograd_ahead_input(&ahead, &t, x);
+            winograd_ahead_input_rows(&ahead, &t, x);
         if (dx)
-            winograd_ahead_input(&ahead, &t, (conv_input){dx, NULL, 0, 0});
+            winograd_ahead_input_rows(&ahead, &t, (conv_input){dx, NULL, 0, 0});
         ahead_of_next(&ahead, &t, n0, n1, x, &src, f0, f1);
         t.v->input(&t, x, b.channels, b.rows);
         t.v->gradient(&t, &src, f0, f1, b.filters, dbias, b.rows);

@@ -38,7 +38,7 @@ static void sample_rows(const tiling *t, int s, int *lo, int *hi)
     *hi = (t->r1 < first + t->th ? t->r1 : first + t->th) - first;
 }
 
-void winograd_ahead_input(winograd_ahead *a, const tiling *t, conv_input x)
+void winograd_ahead_input_rows(winograd_ahead *a, const tiling *t, conv_input x)
 {
     const conv_geom *g = t->g;
     for (int s = t->r0 / t->th; s * t->th < t->r1; s++) {
@@ -49,19 +49,19 @@ void winograd_ahead_input(winograd_ahead *a, const tiling *t, conv_input x)
     }
 }
 
-void winograd_ahead_gradient(winograd_ahead *a, const tiling *t, const winograd_grad *dy,
-                             int f0, int f1)
+void winograd_ahead_output_rows(winograd_ahead *a, const tiling *t, const winograd_grad *arrays,
+                                int f0, int f1)
 {
     const conv_geom *g = t->g;
-    const pool_geom *p = dy->pool;
+    const pool_geom *p = arrays->pool;
     int nplanes = p ? p->c : g->f, h = p ? p->oh : g->oh, w = p ? p->ow : g->ow;
-    int per = p ? t->m / 2 : t->m;   /* gradient rows a tile row reads */
+    int per = p ? t->m / 2 : t->m;   /* rows a tile row covers */
     for (int s = t->r0 / t->th; s * t->th < t->r1; s++) {
         int lo, hi;
         sample_rows(t, s, &lo, &hi);
-        const void *arrays[3] = {dy->dy, dy->argmax, dy->relu_y};
+        const void *each[3] = {arrays->dy, arrays->argmax, arrays->relu_y};
         for (int i = 0; i < 3; i++)
-            add_rows(a, arrays[i], g->out_lanes, nplanes, h, w, s, f0, f1, per * lo, per * hi);
+            add_rows(a, each[i], g->out_lanes, nplanes, h, w, s, f0, f1, per * lo, per * hi);
     }
 }
 

@@ -1,10 +1,11 @@
-/* Internal to the Winograd convolution (conv_winograd.c): the activations a block's transforms
- * will read, brought into the cache while the block before runs its GEMMs. A forward's input
- * is read again by its backward long after, and a gradient arrives from the layer after's
- * backward: both from memory, where the transforms stalled on them (a third of the input
- * transform's time and of the gradient transform's in vgg-small's profile). The GEMMs run from
- * the cache at the FMA peak and leave the memory idle; prefetching the next block's rows
- * there, a share before each point's product, overlaps the two. */
+/* Internal to the Winograd convolution (conv_winograd.c): the rows a block's transforms will
+ * read or write in memory, brought into the cache while a block's GEMMs run. A forward's input
+ * is read again by its backward long after, an argmax and a gradient arrive from far, and an
+ * output's or dx's lines are fetched before they are written: the transforms stalled on them
+ * (a third of the input transform's time and of the gradient transform's, a quarter of the
+ * input adjoint's, in vgg-small's profile). The GEMMs run from L1 and L2 at the FMA peak and
+ * leave the memory idle; prefetching a share of those rows before each point's product
+ * overlaps the two (docs/kernels.md). */
 #ifndef FRUGAL_WINOGRAD_AHEAD_H
 #define FRUGAL_WINOGRAD_AHEAD_H
 
@@ -12,8 +13,8 @@
 
 #include <stddef.h>
 
-/* Runs of bytes, in the order the transforms read them. Past AHEAD_RUNS runs the rest is left
- * to the hardware (a hint, not a need). */
+/* Runs of bytes, in the order the transforms use them. Past AHEAD_RUNS runs the rest is left
+ * to the hardware (a hint, not a need). Zero n and total to start. */
 enum { AHEAD_RUNS = 64 };
 typedef struct winograd_ahead {
     const char *at[AHEAD_RUNS];
@@ -22,15 +23,18 @@ typedef struct winograd_ahead {
     size_t total;
 } winograd_ahead;
 
-/* The input rows that the tiles of t's block read from x (floats: bytes are left alone). */
-void winograd_ahead_input(winograd_ahead *a, const tiling *t, conv_input x);
+/* Adds the rows of x (or of a tensor shaped as x: dx) that t's block reads (floats only: a
+ * data set's bytes are left alone). */
+void winograd_ahead_input_rows(winograd_ahead *a, const tiling *t, conv_input x);
 
-/* The output gradient's rows (pooled: the pooled gradient's and its argmax's; through a relu:
- * also its output's) that t's block reads for filters [f0, f1). */
-void winograd_ahead_gradient(winograd_ahead *a, const tiling *t, const winograd_grad *dy,
-                             int f0, int f1);
+/* Adds the rows of filters [f0, f1) that t's block reads or writes in arrays shaped as the
+ * output: the output or its gradient, or pooled, the pooled values' and the argmax's, and a
+ * relu's output where relu_y is not NULL. */
+void winograd_ahead_output_rows(winograd_ahead *a, const tiling *t, const winograd_grad *arrays,
+                                int f0, int f1);
 
-/* Share `part` of `parts` of a's bytes, into the second-level cache. */
+/* Prefetches share `part` of `parts` of a's bytes (the T0 hint, every level: T1, L2 only, ran
+ * no faster on Zen 5). */
 void winograd_ahead_fetch(const winograd_ahead *a, int part, int parts);
 
 #endif

@@ -1282,7 +1282,7 @@ TEST(ops_winograd_ahead_lists_the_rows_a_block_reads)
     static float x[2 * 32 * 32 * 32];
     size_t row = 16 * 32, sample = 32 * 32 * 32;   /* floats: a row of 16 lanes, a sample */
     winograd_ahead a = {.n = 0, .total = 0};
-    winograd_ahead_input(&a, &t, (conv_input){x, NULL, 0, 0});
+    winograd_ahead_input_rows(&a, &t, (conv_input){x, NULL, 0, 0});
     CHECK(a.n == 3);
     CHECK(a.at[0] == (const char *)(x + 15 * row) && a.bytes[0] == sizeof(float) * 17 * row);
     CHECK(a.at[1] == (const char *)(x + 16 * 32 * 32 + 15 * row));
@@ -1297,7 +1297,7 @@ TEST(ops_winograd_ahead_lists_the_rows_a_block_reads)
     static int32_t argmax[2 * 32 * 16 * 16];
     winograd_grad src = {dy, &p, argmax, NULL};
     winograd_ahead d = {.n = 0, .total = 0};
-    winograd_ahead_gradient(&d, &t, &src, 16, 32);
+    winograd_ahead_output_rows(&d, &t, &src, 16, 32);
     size_t prow = 16 * 16, psample = 32 * 16 * 16, pblock = 16 * 16 * 16;
     CHECK(d.n == 4);
     CHECK(d.at[0] == (const char *)(dy + pblock + 8 * prow) && d.bytes[0] == sizeof(float) * 8 * prow);
