@@ -1,4 +1,4 @@
-/* The rows a Winograd block reads, prefetched: see winograd_ahead.h. */
+/* The rows a Winograd block reads or writes, listed and prefetched: see winograd_ahead.h. */
 #include "ops/winograd_ahead.h"
 
 static void add_run(winograd_ahead *a, const void *p, size_t bytes)
