@@ -78,16 +78,10 @@ static inline void row_half(const float *const in[6], float *const s[6], int fro
 }
 
 /* (B^T d) B: each tile's 6 columns of the row half's s, the 36 points into v (the tile row's
- * first tile's, plane apart; tiles g->c apart). Meanwhile the lines of [ahead, ahead + bytes)
- * are prefetched, a share a tile (ahead may be NULL). */
-static inline void column_half(const tiling *t, float *const s[6], float *v, size_t plane,
-                               const char *ahead, size_t bytes)
+ * first tile's, plane apart; tiles g->c apart). */
+static inline void column_half(const tiling *t, float *const s[6], float *v, size_t plane)
 {
-    size_t per = (bytes / 64 + t->tw - 1) / t->tw * 64;
     for (int q = 0; q < t->tw; q++, v += t->g->c) {
-        size_t from = (size_t)q * per, to = from + per < bytes ? from + per : bytes;
-        for (size_t b = from; ahead && b < to; b += 64)
-            _mm_prefetch(ahead + b, _MM_HINT_T0);
 #pragma GCC unroll 16
         for (int i = 0; i < 6; i++) {
             v16 d[6], o[6];
@@ -114,33 +108,11 @@ static void window_rows_in_place(const tiling *t, conv_input x, int c0, int r,
         in[i] = y0 + i >= 0 && y0 + i < g->h ? block + (size_t)LANES * (y0 + i) * g->w : zeros;
 }
 
-/* The input rows that the tile row after r (of channels c0: the next in the block, else the
- * block's first of the next 16 channels) reads and r does not: where they start in x, and
- * *bytes of them (one run: rows of one sample's block of 16 channels), or NULL. */
-static const char *rows_ahead(const tiling *t, conv_input x, int c0, int r, size_t *bytes)
-{
-    const conv_geom *g = t->g;
-    int r1 = r + 1 < t->r1 ? r + 1 : t->r0, c1 = r + 1 < t->r1 ? c0 : c0 + LANES;
-    if (c1 >= g->c)
-        return NULL;
-    int y0 = 4 * (r1 % t->th) - g->pad, y1 = y0 + 6;
-    if (c1 == c0 && r1 / t->th == r / t->th)   /* the rows r has read */
-        y0 = 4 * (r % t->th) - g->pad + 6;
-    y0 = y0 < 0 ? 0 : y0;
-    y1 = y1 > g->h ? g->h : y1;
-    if (y0 >= y1)
-        return NULL;
-    *bytes = sizeof(float) * LANES * (size_t)(y1 - y0) * g->w;
-    return (const char *)(lanes_src_of(g, x, r1 / t->th, c1).f + (size_t)LANES * y0 * g->w);
-}
-
 /* winograd_f4_lanes_input from an input in channel lanes, read where it lies (the padding
- * columns left zero in s). The rows of the next tile row are prefetched while this one's
- * columns are transformed: a tile row reads 4 rows it did not read before (8 KB on a 32 x 32
- * layer, 32 lines each), too short a stream for the hardware's prefetchers to run ahead of,
- * and 60% of this function's time sat on those loads (vgg-small's busy time -3%, one worker
- * or two; docs/kernels.md). (By tile row, each tile's channels written together in whole
- * lines, it ran 1-2% slower: ./build.sh bench ab.) */
+ * columns left zero in s). Its rows were prefetched while the block before ran its GEMMs
+ * (winograd_ahead.h; that took over from prefetching the next tile row's rows here, which
+ * then measured the same: docs/kernels.md). (By tile row, each tile's channels written
+ * together in whole lines, it ran 1-2% slower: ./build.sh bench ab.) */
 static void input_in_place(const tiling *t, conv_input x, float *V, float *rows)
 {
     const conv_geom *g = t->g;
@@ -158,9 +130,7 @@ static void input_in_place(const tiling *t, conv_input x, float *V, float *rows)
         for (int r = t->r0; r < t->r1; r++) {
             window_rows_in_place(t, x, c0, r, zeros, in);
             row_half(in, s, lo, hi);
-            size_t bytes = 0;
-            const char *ahead = rows_ahead(t, x, c0, r, &bytes);
-            column_half(t, s, V + (size_t)(r - t->r0) * t->tw * g->c + c0, plane, ahead, bytes);
+            column_half(t, s, V + (size_t)(r - t->r0) * t->tw * g->c + c0, plane);
         }
 }
 
@@ -189,7 +159,7 @@ void winograd_f4_lanes_input(const tiling *t, conv_input x, float *V, float *row
             for (int i = 0; i < 6; i++)
                 in[i] = buf[i];
             row_half(in, s, 0, t->row_len);
-            column_half(t, s, V + (size_t)(r - t->r0) * t->tw * g->c + c0, plane, NULL, 0);
+            column_half(t, s, V + (size_t)(r - t->r0) * t->tw * g->c + c0, plane);
         }
 }
 
