@@ -321,21 +321,24 @@ TEST(simulate_predicts_loopback_averaging_clusters_calibrated_from_one_machine)
         }
         /* Shares follow the processes' speeds on this host, which a neighbour can tilt between
          * the calibration and the run (seen: a node 62% where 50% was predicted, the epochs
-         * steady): a case off is measured once more, from its calibration, and fails if off
-         * again. */
-        if (shares_off && !again) {
-            printf("  %s: shares off: the case again\n", cases[c].what);
+         * steady), and a neighbour that starts or stops between them moves every epoch alike
+         * (seen in CI: the slower node's case at 2.00 s, every real epoch steady, against a
+         * prediction of 0.96 s from a calibration a few seconds older, the other cases within
+         * 20%). A case off is measured once more, from a calibration of its own, and fails if
+         * off again. Time: gross errors only (the compute missing, or counted twice); the
+         * calibration's own short runs move the prediction by up to 30% between runs on a
+         * shared machine (the same case simulated at 0.88 and 1.17 s), so a tighter bound would
+         * test the host's load, not the simulator; docs/simulate.md gives the errors measured. */
+        int time_off = timed && fabs(error) > 0.50;
+        if ((shares_off || time_off) && !again) {
+            printf("  %s: %s off: the case again\n", cases[c].what, shares_off ? "shares" : "time");
             again = 1, c--;
             continue;
         }
         CHECKF(!shares_off, "%s: the nodes' shares off their prediction twice", cases[c].what);
+        CHECKF(!time_off, "%s: time per epoch off by %+.1f%% twice", cases[c].what, 100 * error);
         again = 0;
         steady_cases++, sum += fabs(error);
-        /* Gross errors only (the compute missing, or counted twice). The calibration's own
-           short runs move the prediction by up to 30% between runs on a shared machine (the same
-           case simulated at 0.88 and 1.17 s), so a tighter bound would test the host's load, not
-           the simulator; docs/simulate.md gives the errors measured. */
-        CHECKF(!timed || fabs(error) <= 0.50, "%s: time per epoch off by %+.1f%%", cases[c].what, 100 * error);
     }
     /* printed, not checked: an average bound of 30% failed one run in four here (2026-11-30:
      * +44%, +12% and -44%, the cases' own profiles moving with the host's load) */
