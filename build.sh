@@ -17,7 +17,8 @@
 #   ./build.sh test-sanitizers
 #                         the tests again under ASan+UBSan, and those with threads under TSan
 #                         (less long scenarios that repeat shorter tests' code: ASAN_TESTS, TSAN_TESTS)
-#   ./build.sh bench WHAT run a benchmark: runtime, ops, train (frugal against PyTorch), opencl,
+#   ./build.sh bench WHAT run a benchmark: runtime, ops, train [NAME ...] (frugal against PyTorch;
+#                         NAME: 28x28x1, vgg-small, ...: those workloads only), opencl,
 #                         gpu (frugal's OpenCL path against PyTorch CUDA on an NVIDIA GPU),
 #                         cluster (a coordinator and a node through tools/netproxy), placement
 #                         (fixed configurations against each policy's choice), gossip, simulate
@@ -262,7 +263,8 @@ bench() {
         ;;
     train)
         build
-        tools/bench_train.sh
+        shift
+        tools/bench_train.sh "$@"
         ;;
     opencl)
         build
@@ -309,7 +311,7 @@ bench() {
         tools/bench_pair.sh "$@"
         ;;
     *)
-        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train | opencl | gpu | cluster | placement | gossip | simulate | green | operating-point | ab [REV] [calls] | pair [REV] [pairs] [job] [--set key=value ...]" >&2
+        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train [NAME ...] | opencl | gpu | cluster | placement | gossip | simulate | green | operating-point | ab [REV] [calls] | pair [REV] [pairs] [job] [--set key=value ...]" >&2
         return 2
         ;;
     esac

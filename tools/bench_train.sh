@@ -15,11 +15,27 @@
 # its kernels execute (a Winograd pass's fewer multiplies, no input gradient before the first
 # layer with weights); peak_pct: exec_gflops against the FMA peak of all cores measured at once
 # at the start (bench_ops --peak N).
+# usage: bench_train.sh [NAME ...]: those workloads only (and their accuracy lines), else all.
 # Prints: bench train reference=... torch=VERSION
 #         bench train NAME frugal_img_per_s=N torch_img_per_s=N torch_mode=M ratio=X task_share=P
 #         gflops=G exec_gflops=E peak_pct=Q
 set -euo pipefail
 cd "$(dirname "$0")/.."
+workloads='28x28x1 dahl-fashion-mnist.cfg 8192 6
+62x84x3 dahl-fashion-mnist-62x84x3.cfg 2048 4
+116x158x3 dahl-fashion-mnist-116x158x3.cfg 2048 3
+270x360x3 dahl-fashion-mnist-270x360x3.cfg 2048 3
+cifar-shaped cifar-shaped-fashion-mnist.cfg 8192 2
+vgg-small vgg-small-fashion-mnist.cfg 4096 2
+wide-28 wide-28-fashion-mnist.cfg 8192 2
+deeper deeper-fashion-mnist.cfg 8192 2'
+# The workloads named on the command line (a name no workload has is an error), else all.
+chosen() { [ $# -eq 0 ] || [[ " ${wanted[*]} " == *" $1 "* ]]; }
+wanted=("$@")
+for name in "${wanted[@]}"; do
+    grep -q "^$name " <<< "$workloads" ||
+        { echo "bench train: no workload '$name' (there are: $(cut -d' ' -f1 <<< "$workloads" | tr '\n' ' '))" >&2; exit 2; }
+done
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 workers=$(nproc)
@@ -63,6 +79,7 @@ run_frugal() {
 }
 
 while read -r name job n epochs; do
+    chosen "$name" ${wanted[@]+"${wanted[@]}"} || continue
     : > "$out/epochs.csv"
     run_frugal
     torch=nan mode=none ratio=nan
@@ -92,21 +109,13 @@ while read -r name job n epochs; do
         "frugal_img_per_s=%.0f torch_img_per_s=%.0f torch_mode=%s ratio=%s task_share=%.2f " \
         "gflops=%.1f exec_gflops=%.1f peak_pct=%.1f\n", name, f, t, m, r, s, f * fl / 1e9,
         f * ex / 1e9, 100 * f * ex / 1e9 / p }'
-done <<'EOF_WORKLOADS'
-28x28x1 dahl-fashion-mnist.cfg 8192 6
-62x84x3 dahl-fashion-mnist-62x84x3.cfg 2048 4
-116x158x3 dahl-fashion-mnist-116x158x3.cfg 2048 3
-270x360x3 dahl-fashion-mnist-270x360x3.cfg 2048 3
-cifar-shaped cifar-shaped-fashion-mnist.cfg 8192 2
-vgg-small vgg-small-fashion-mnist.cfg 4096 2
-wide-28 wide-28-fashion-mnist.cfg 8192 2
-deeper deeper-fashion-mnist.cfg 8192 2
-EOF_WORKLOADS
+done <<< "$workloads"
 
 # Accuracy: the same job files, 2 epochs on their 8192 training images each side, then the
 # 10,000 test images (different initial weights and shuffles: expect a point or so either way).
 # Prints: bench train accuracy NAME epochs=2 frugal_test_acc=A torch_test_acc=B
 for name in cifar-shaped wide-28 deeper; do
+    chosen "$name" ${wanted[@]+"${wanted[@]}"} || continue
     job=$name-fashion-mnist.cfg
     ./frugal train "examples/$job" --set job.epochs=2 --set "job.output=$out/acc-$name" \
         --set data.limit=8192 --set energy.baseline_seconds=0 > "$out/log" 2>&1 ||
