@@ -30,7 +30,7 @@ vgg-small vgg-small-fashion-mnist.cfg 4096 2
 wide-28 wide-28-fashion-mnist.cfg 8192 2
 deeper deeper-fashion-mnist.cfg 8192 2'
 # The workloads named on the command line (a name no workload has is an error), else all.
-chosen() { [ $# -eq 0 ] || [[ " ${wanted[*]} " == *" $1 "* ]]; }
+chosen() { [ ${#wanted[@]} -eq 0 ] || [[ " ${wanted[*]} " == *" $1 "* ]]; }
 wanted=("$@")
 for name in "${wanted[@]}"; do
     grep -q "^$name " <<< "$workloads" ||
@@ -79,7 +79,7 @@ run_frugal() {
 }
 
 while read -r name job n epochs; do
-    chosen "$name" ${wanted[@]+"${wanted[@]}"} || continue
+    chosen "$name" || continue
     : > "$out/epochs.csv"
     run_frugal
     torch=nan mode=none ratio=nan
@@ -115,7 +115,7 @@ done <<< "$workloads"
 # 10,000 test images (different initial weights and shuffles: expect a point or so either way).
 # Prints: bench train accuracy NAME epochs=2 frugal_test_acc=A torch_test_acc=B
 for name in cifar-shaped wide-28 deeper; do
-    chosen "$name" ${wanted[@]+"${wanted[@]}"} || continue
+    chosen "$name" || continue
     job=$name-fashion-mnist.cfg
     ./frugal train "examples/$job" --set job.epochs=2 --set "job.output=$out/acc-$name" \
         --set data.limit=8192 --set energy.baseline_seconds=0 > "$out/log" 2>&1 ||
