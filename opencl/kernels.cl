@@ -393,12 +393,17 @@ __kernel void copy_or_add(G float *dst, ulong dsto, G const float *src, ulong sr
     dst[dsto + i] = copy ? src[srco + i] : dst[dsto + i] + src[srco + i];
 }
 
-/* PyTorch's SGD: g += wd * w; v = momentum * v + g; w -= lr * v. Global: count. */
+/* PyTorch's SGD: g += wd * w; v = momentum * v + g; w -= lr * v; without momentum, w -= lr * g
+ * and v is left as it is (ops/sgd.c). Global: count. */
 __kernel void sgd_update(G float *w, ulong wo, G const float *g, ulong go, G float *v, ulong vo,
                          float lr, float momentum, float wd)
 {
     size_t i = get_global_id(0);
     float d = g[go + i] + wd * w[wo + i];
+    if (momentum == 0.0f) {
+        w[wo + i] -= lr * d;
+        return;
+    }
     float vi = momentum * v[vo + i] + d;
     v[vo + i] = vi;
     w[wo + i] -= lr * vi;

@@ -41,7 +41,8 @@ int dense_backward_weights(int in, int out, const float *x, const float *dy, flo
 double ops_softmax_xent(int classes, const float *logits, const uint8_t *labels, float *dlogits,
                     float scale, int n0, int n1, int *correct);
 
-/* PyTorch SGD: g += wd * w; v = momentum * v + g; w -= lr * v (v starts at zero). */
+/* PyTorch SGD: g += wd * w; v = momentum * v + g; w -= lr * v (v starts at zero). Without
+ * momentum, w -= lr * g and v is left as it is (PyTorch keeps none). */
 void sgd_update(float *w, const float *g, float *v, float lr, float momentum, float wd, long i0,
                 long i1);
 

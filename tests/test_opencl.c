@@ -281,8 +281,14 @@ TEST(opencl_loss_update_and_load_match_the_cpu)
     ocl_launch u = launch();
     ocl_buf bw = upload(w, count * 4, 4), bg = upload(g, count * 4, 0), bv = upload(v, count * 4, 8),
             bs = upload(w, count * 4, 0);
+    float *w_plus_g = malloc(count * 4);
+    for (size_t i = 0; i < count; i++)
+        w_plus_g[i] = w[i] + g[i];
+    /* a step with momentum, then one without (the velocity then left as it is) */
     sgd_update(w, g, v, 0.1f, 0.9f, 0.01f, 0, (long)count);
+    sgd_update(w, g, v, 0.1f, 0.0f, 0.01f, 0, (long)count);
     finish(&u, ocl_kernel_sgd(&u, bw, bg, bv, (long)count, 0.1f, 0.9f, 0.01f) ||
+                   ocl_kernel_sgd(&u, bw, bg, bv, (long)count, 0.1f, 0.0f, 0.01f) ||
                    ocl_kernel_copy_or_add(&u, bs, bg, (long)count, 0));
     download(bw, w_cl, count * 4);
     download(bv, v_cl, count * 4);
@@ -290,6 +296,8 @@ TEST(opencl_loss_update_and_load_match_the_cpu)
     clReleaseMemObject(bg.mem);
     close_to("sgd weights", w_cl, w, count);
     close_to("sgd velocity", v_cl, v, count);
+    close_to("copy_or_add", sum, w_plus_g, count);
+    free(w_plus_g);
     free(w), free(v), free(w_cl), free(v_cl), free(sum), free(g);
 
     uint8_t pixels[5 * 6], dlabels[5] = {4, 3, 2, 1, 0};

@@ -184,6 +184,17 @@ TEST(ops_softmax_xent_relu_sgd_match_pytorch)
         free(w);
     }
     fx_free(cs, nc);
+
+    /* without momentum: w -= lr * (g + wd * w), the velocity left as it is (PyTorch keeps none) */
+    float w[37], g[37], v[37];
+    for (int i = 0; i < 37; i++)
+        w[i] = (float)(i - 18) / 7, g[i] = (float)(i % 5) - 2.5f, v[i] = 1000.0f + (float)i;
+    sgd_update(w, g, v, 0.25f, 0.0f, 0.5f, 3, 37);
+    for (int i = 0; i < 37; i++) {
+        double w0 = (double)(i - 18) / 7, expect = i < 3 ? w0 : w0 - 0.25 * (g[i] + 0.5 * w0);
+        CHECK_NEAR(w[i], expect, 1e-6, 1e-6);
+        CHECK(v[i] == 1000.0f + (float)i);
+    }
 }
 
 /* Naive double-precision reference for GEMM. */
