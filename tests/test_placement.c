@@ -317,6 +317,20 @@ static int best_seen(const char *name, int cheapest)
     return best;
 }
 
+/* NAME's last choice's figures, as text (for a failure's message). */
+static const char *seen_text(const char *name)
+{
+    static char text[1024];
+    int workers[16], at = 0;
+    double rate[16], cost[16];
+    int n = seen_by_choice(name, workers, rate, cost);
+    text[0] = 0;
+    for (int i = 0; i < n && at < (int)sizeof text - 80; i++)
+        at += snprintf(text + at, sizeof text - (size_t)at, " %d workers: %.0f img/s, cost %.4g;",
+                       workers[i], rate[i], cost[i]);
+    return text;
+}
+
 /* Whether NAME's last choice saw one worker within `slowdown` of its fastest count. */
 static int one_seen_within(const char *name, double slowdown)
 {
@@ -344,7 +358,8 @@ TEST(placement_energy_keeps_one_worker_where_the_second_core_costs_more)
      * must keep what its own figures measured cheapest. */
     int energy_kept = workers_chosen("energy", "placement.policy=energy", NULL);
     CHECKF(energy_kept == 1 || (under_variant("asan") && best_seen("energy", 1) == energy_kept),
-           "energy kept %d workers where 1 was measured cheaper", energy_kept);
+           "energy kept %d workers where 1 was measured cheaper (seen:%s)", energy_kept,
+           seen_text("energy"));
     /* With batches of 128 (more chunks each) one worker is about twice as slow, so time keeps
      * two (unless this machine's second core was busy elsewhere: then one measured fastest) and
      * a 30% cap on the slowdown keeps more. At 32, each batch's 2 chunks and its serial
