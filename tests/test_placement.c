@@ -356,10 +356,21 @@ TEST(placement_energy_keeps_one_worker_where_the_second_core_costs_more)
     /* Under ASan the main thread's own work (building each batch's graph) can have one
      * worker's process draw nearly two cores' power from the fake counter: there the policy
      * must keep what its own figures measured cheapest. */
-    int energy_kept = workers_chosen("energy", "placement.policy=energy", NULL);
-    CHECKF(energy_kept == 1 || (under_variant("asan") && best_seen("energy", 1) == energy_kept),
+    const char *energy = "energy";
+    int energy_kept = workers_chosen(energy, "placement.policy=energy", NULL);
+    /* A neighbour busy only while one worker was measured makes that count look dear (its
+     * threads' waits count as demand, and it trains slower): seen once in 8 runs of the whole
+     * suite on a 2-vCPU host. Then the choice is measured again, from new figures (a run of
+     * another name), and fails if it is off twice. */
+    if (energy_kept != 1 && !under_variant("asan")) {
+        printf("  energy kept %d workers (seen:%s): measured again\n", energy_kept,
+               seen_text(energy));
+        energy = "energy-again";
+        energy_kept = workers_chosen(energy, "placement.policy=energy", NULL);
+    }
+    CHECKF(energy_kept == 1 || (under_variant("asan") && best_seen(energy, 1) == energy_kept),
            "energy kept %d workers where 1 was measured cheaper (seen:%s)", energy_kept,
-           seen_text("energy"));
+           seen_text(energy));
     /* With batches of 128 (more chunks each) one worker is about twice as slow, so time keeps
      * two (unless this machine's second core was busy elsewhere: then one measured fastest) and
      * a 30% cap on the slowdown keeps more. At 32, each batch's 2 chunks and its serial
