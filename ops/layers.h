@@ -45,6 +45,11 @@ double ops_softmax_xent(int classes, const float *logits, const uint8_t *labels,
  * momentum, w -= lr * g and v is left as it is (PyTorch keeps none). */
 void sgd_update(float *w, const float *g, float *v, float lr, float momentum, float wd, long i0,
                 long i1);
+/* sgd_update of n values with g the sum of nparts partial gradients, added in the order given
+ * (((parts[0] + parts[1]) + parts[2]) ...): the bits of summing them into g first, without g
+ * written out and read back. v may be NULL without momentum. */
+void sgd_update_parts(float *w, const float *const *parts, int nparts, float *v, float lr,
+                      float momentum, float wd, long n);
 
 /* A small, seeded, reproducible generator (xoshiro128**) for initialisation and shuffling. */
 typedef struct ops_rng { uint32_t s[4]; } ops_rng;

@@ -8,6 +8,7 @@
 #include "ops/winograd_ahead.h"
 #include "test.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -195,6 +196,35 @@ TEST(ops_softmax_xent_relu_sgd_match_pytorch)
         CHECK_NEAR(w[i], expect, 1e-6, 1e-6);
         CHECK(v[i] == 1000.0f + (float)i);
     }
+}
+
+/* The sum of a layer's chunks and its step in one pass: the bits of summing first (in the
+ * parts' order) and stepping after, with and without momentum, across the pass's blocks. */
+TEST(ops_sgd_from_parts_matches_summing_first)
+{
+    enum { N = 1300, PARTS = 4 };
+    static float parts[PARTS][N], w[2][N], v[2][N], g[N];
+    const float *order[PARTS];
+    for (int k = 0; k < PARTS; k++) {
+        order[k] = parts[PARTS - 1 - k];   /* the last chunk first, as the trainer sums */
+        for (int i = 0; i < N; i++)
+            parts[k][i] = sinf((float)(i * (k + 3))) / (float)(k + 1);
+    }
+    for (int momentum = 0; momentum < 2; momentum++)
+        for (int nparts = 1; nparts <= PARTS; nparts++) {
+            for (int i = 0; i < N; i++)
+                w[0][i] = w[1][i] = cosf((float)i), v[0][i] = v[1][i] = 0.01f * (float)(i % 7);
+            for (int i = 0; i < N; i++) {
+                g[i] = order[0][i];
+                for (int k = 1; k < nparts; k++)
+                    g[i] += order[k][i];
+            }
+            float m = momentum ? 0.9f : 0.0f;
+            sgd_update(w[0], g, v[0], 0.05f, m, 0.01f, 0, N);
+            sgd_update_parts(w[1], order, nparts, momentum ? v[1] : NULL, 0.05f, m, 0.01f, N);
+            CHECKF(!memcmp(w[0], w[1], sizeof w[0]) && !memcmp(v[0], v[1], sizeof v[0]),
+                   "momentum %g, %d parts: not the same bits", (double)m, nparts);
+        }
 }
 
 /* Naive double-precision reference for GEMM. */

@@ -149,8 +149,15 @@ typedef struct sgd_args {
     float lr, momentum, weight_decay;
 } sgd_args;
 
+/* Accesses: parameters (RW), velocity (RW) with momentum, then the chunks' partial gradients
+ * (R, from first_part on, the last chunk first): their sum and the step in one pass. */
+typedef struct update_args {
+    sgd_args sgd;
+    int parts, first_part;
+} update_args;
+
 extern rt_kind trainer_load_kind, trainer_load_pointers_kind, trainer_tally_kind,
-    trainer_gradsum_kind, trainer_sgd_kind;
+    trainer_gradsum_kind, trainer_sgd_kind, trainer_update_kind;
 /* dst = src (copy), or dst += src. */
 void trainer_copy_or_add(float *dst, const float *src, long n, int copy);
 

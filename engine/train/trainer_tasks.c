@@ -103,6 +103,17 @@ static int sgd(const rt_ctx *ctx, void *p)
     return 0;
 }
 
+static int update(const rt_ctx *ctx, void *p)
+{
+    const update_args *a = p;
+    const float *parts[RT_MAX_ACCESS];
+    for (int k = 0; k < a->parts; k++)
+        parts[k] = rt_ptr(ctx, a->first_part + k);
+    sgd_update_parts(rt_ptr(ctx, 0), parts, a->parts, a->sgd.momentum != 0 ? rt_ptr(ctx, 1) : NULL,
+                     a->sgd.lr, a->sgd.momentum, a->sgd.weight_decay, a->sgd.n);
+    return 0;
+}
+
 /* ---- on an OpenCL device ---- */
 
 static int load_cl(const rt_ctx *ctx, void *p)
@@ -156,3 +167,5 @@ rt_kind trainer_load_pointers_kind = {.name = "load_pointers", .cpu = load};
 rt_kind trainer_tally_kind = {.name = "tally", .cpu = tally};
 rt_kind trainer_gradsum_kind = {.name = "gradient_sum", .cpu = gradsum, .opencl = gradsum_cl};
 rt_kind trainer_sgd_kind = {.name = "sgd", .cpu = sgd, .opencl = sgd_cl};
+/* Where no device works (their copies would come back to the host for it). */
+rt_kind trainer_update_kind = {.name = "gradient_sum_sgd", .cpu = update};
