@@ -5,7 +5,7 @@
 void sgd_update(float *w, const float *g, float *v, float lr, float momentum, float wd, long i0,
                 long i1)
 {
-    if (momentum == 0.0f) {   /* as PyTorch, no velocity: a third less memory traffic */
+    if (momentum == 0.0f) {   /* as PyTorch, no velocity: 3 streams instead of 5 */
 #pragma omp simd
         for (long i = i0; i < i1; i++)
             w[i] -= lr * (g[i] + wd * w[i]);
