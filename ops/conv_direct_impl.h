@@ -62,9 +62,21 @@ static inline vf vfma(vf w, vf x, vf acc)
 #endif
 }
 
+/* x in every lane. Not (vf){0} + x: GCC kept that addition (0 + x is not x for x = -0), an add
+ * and a broadcast from a register for each weight where one broadcast load does (and the
+ * register broadcast took a pipe the FMAs need). */
 static inline vf vsplat(float x)
 {
-    return (vf){0} + x;   /* GCC broadcasts a scalar operand */
+#if VEC_BYTES >= 64
+    __m512 v = _mm512_set1_ps(x);
+#elif VEC_BYTES >= 32
+    __m256 v = _mm256_set1_ps(x);
+#else
+    __m128 v = _mm_set1_ps(x);
+#endif
+    vf r;
+    memcpy(&r, &v, sizeof r);
+    return r;
 }
 
 /* VL bytes at p as floats (GCC's __builtin_convertvector converted them one at a time). */
