@@ -35,6 +35,20 @@ static inline vf fused(vf a, vf b, vf c)
 #endif
 }
 
+/* x in every lane: a broadcast load where x is in memory ((vf){0} + x kept an addition, as 0 + x
+ * is not x for x = -0, then broadcast from a register). */
+static inline vf splat(float x)
+{
+#if VEC_BYTES >= 64
+    __m512 v = _mm512_set1_ps(x);
+#else
+    __m256 v = _mm256_set1_ps(x);
+#endif
+    vf r;
+    memcpy(&r, &v, sizeof r);
+    return r;
+}
+
 static inline float sum(vf v)
 {
     float s = 0;
@@ -148,7 +162,7 @@ void NAME(dense_rows_forward, ISA)(const float *x, size_t ldx, int ns, const flo
 
 void NAME(dense_rows_axpy, ISA)(float alpha, const float *x, float *y, int n)
 {
-    vf al = (vf){0} + alpha;
+    vf al = splat(alpha);
     int i = 0;
     for (; i + VL <= n; i += VL) {
         vf v = load(y + i) + al * load(x + i);
@@ -177,7 +191,7 @@ static inline __attribute__((always_inline)) void outer_block(
         const float *d = dy + (size_t)s * ldy;
 #pragma GCC unroll 8
         for (int r = 0; r < rows; r++) {
-            vf dv = (vf){0} + d[r];
+            vf dv = splat(d[r]);
             for (int v = 0; v < nv; v++)
                 acc[r][v] = fused(dv, xv[v], acc[r][v]);
         }
