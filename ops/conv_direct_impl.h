@@ -352,7 +352,7 @@ int NAME(conv_direct_forward, ISA)(const conv_geom *g, conv_input x, const float
                         int32_t first = (int32_t)((fb + f) * ohw + (size_t)(oy0 + r) * g->ow);
                         if (pool->size == 2)   /* inline, for this file's instruction set */
                             pool2_row(o + (size_t)r * wp, o + (size_t)(r + 1) * wp, y + at,
-                                         argmax + at, pool->ow, g->ow, first, relu);
+                                      argmax + at, pool->ow, g->ow, first, relu);
                         else
                             ops_maxpool_row(pool, o + (size_t)r * wp, (size_t)wp, y + at,
                                             argmax + at, first, relu);

@@ -2,9 +2,10 @@
  * windows or more (a row shorter than a block goes through pool_row.h). Included by the
  * AVX-512 build of the direct convolution only, inline for it.
  *
- * Why: pool_row.h's blocks of 8, as GCC vectorises them, took 17% of DAHL 62x84x3's fused
- * forward and a quarter of its fused backward; here a block is a few permutes and masked moves
- * for twice the windows. Values are compared and moved, never computed: the same bits. */
+ * Why: with pool_row.h's blocks of 8, as GCC vectorises them, the pooling took 17% of DAHL
+ * 62x84x3's fused forward and the unpooling (with a memset per row) a quarter of its fused
+ * backward; here a block is a few permutes and masked moves for twice the windows. Values are
+ * compared and moved, never computed: the same bits. */
 #ifndef FRUGAL_POOL_ROW_WIDE_H
 #define FRUGAL_POOL_ROW_WIDE_H
 
