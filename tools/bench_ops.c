@@ -262,6 +262,72 @@ static void bench_relu_fused(int c, int h, int w, int f, int pad, int n, int wit
     free(rc.b);
 }
 
+/* A first layer as DAHL trains it: 16-sample chunks of bytes, each sample anywhere in a data
+ * set of 2048 (so that its bytes come from memory), convolution, relu and 2x2 max-pool fused,
+ * forward then backward (filter gradient only), each call the next chunk of a shuffled order.
+ * Reports microseconds a sample, the direct kernels' multiply-adds (which include the
+ * unpooled zeros) in GFLOP/s. */
+typedef struct first_case {
+    conv_geom g;
+    pool_geom p;
+    int backward, chunk, at;
+    const uint8_t **order;
+    float *y, *dy, w[4 * 27], b[4], dw[4 * 27], db[4];
+    int32_t *argmax;
+} first_case;
+
+enum { FIRST_SET = 2048, FIRST_CHUNK = 16 };
+
+static void run_first(void *arg)
+{
+    first_case *c = arg;
+    conv_input x = {NULL, c->order + c->at, 1.0f / 255, 0};
+    size_t pooled = (size_t)c->g.f * c->p.oh * c->p.ow, at = (size_t)(c->at % 32) * pooled;
+    if (c->backward)
+        ops_conv2d_backward_maxpool(&c->g, x, &c->p, c->y + at, c->dy + at, c->argmax + at, c->w,
+                                    c->dw, c->db, NULL, 0, FIRST_CHUNK, 0);
+    else
+        ops_conv2d_forward_maxpool(&c->g, x, c->w, c->b, &c->p, 1, c->y + at, c->argmax + at, 0,
+                                   FIRST_CHUNK);
+    c->at = (c->at + FIRST_CHUNK) % FIRST_SET;   /* the next chunk, its bytes not in cache */
+}
+
+static void bench_first_layer(int h, int w)
+{
+    first_case fc = {0};
+    conv_geom_init(&fc.g, 3, h, w, 4, 3, 3, 1, 0);
+    if (pool_geom_init(&fc.p, 4, fc.g.oh, fc.g.ow, 2, 2) || !conv_pool_fusable(&fc.g, &fc.p))
+        return;
+    size_t per = (size_t)3 * h * w, pooled = (size_t)4 * fc.p.oh * fc.p.ow;
+    uint8_t *set = large_alloc(per * FIRST_SET);
+    fc.order = malloc(sizeof *fc.order * FIRST_SET);
+    fc.y = randoms(pooled * 32), fc.dy = randoms(pooled * 32);
+    fc.argmax = large_alloc(sizeof *fc.argmax * pooled * 32);
+    if (!set || !fc.order || !fc.argmax)
+        return;
+    for (size_t i = 0; i < per * FIRST_SET; i++)
+        set[i] = (uint8_t)(i * 2654435761u >> 24);
+    for (int i = 0; i < FIRST_SET; i++)   /* 997 is prime to 2048: every sample once */
+        fc.order[i] = set + per * (size_t)(i * 997 % FIRST_SET);
+    for (int i = 0; i < 4 * 27; i++)
+        fc.w[i] = (float)(i * 37 % 11 - 5) / 10;
+    double flops = 2.0 * FIRST_CHUNK * fc.g.oh * fc.g.ow * 4 * 27;
+    for (fc.backward = 0; fc.backward < 2; fc.backward++) {
+        char name[96];
+        snprintf(name, sizeof name, "first_layer_%dx%dx3_f4_bytes_batch%d_%s", h, w, FIRST_CHUNK,
+                 fc.backward ? "backward" : "forward");
+        if (only && !strstr(name, only))
+            continue;
+        ops_conv2d_forward_maxpool(&fc.g, (conv_input){NULL, fc.order, 1.0f / 255, 0}, fc.w,
+                                   fc.b, &fc.p, 1, fc.y, fc.argmax, 0, 32);   /* real argmaxes */
+        double ref, gflops = measure(run_first, &fc, flops, &ref);
+        printf("bench ops %s us_per_sample=%.2f gflops=%.2f peak_pct=%.1f\n", name,
+               flops / gflops * 1e-3 / FIRST_CHUNK, gflops, 100.0 * gflops / ref);
+        fflush(stdout);
+    }
+    free(set), free(fc.order), free(fc.y), free(fc.dy), free(fc.argmax);
+}
+
 static void *peak_thread(void *out)
 {
     *(double *)out = ops_peak_gflops(ops_isa_active(), 0.5);
@@ -320,6 +386,8 @@ int main(int argc, char **argv)
     bench_fused_backward(16, 16, 16, 32, 1, 8);   /* cifar-shaped's second */
     bench_fused_backward(1, 28, 28, 64, 1, 8);    /* wide-28's first */
     bench_fused_backward(64, 14, 14, 128, 1, 4);  /* wide-28's second */
+    bench_first_layer(62, 84);                    /* DAHL 62x84x3's, as training runs it */
+    bench_first_layer(116, 158);
     bench_relu_fused(3, 32, 32, 32, 1, 16, 0);      /* vgg-small's first, a chunk of 16 */
     bench_relu_fused(32, 16, 16, 64, 1, 16, 1);     /* vgg-small's third */
     printf("bench ops peak_gflops_per_core_max=%.2f (highest seen during the run)\n", peak);
