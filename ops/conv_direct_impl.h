@@ -10,6 +10,7 @@
 #include "ops/conv_direct.h"
 #include "ops/pool_row.h"
 #include "ops/scratch.h"
+#include "ops/vec_impl.h"
 #if VEC_BYTES >= 64
 #include "ops/pool_row_wide.h"
 #endif
@@ -37,17 +38,6 @@
 #define KXB 2                  /* 16 registers: FB * KXB accumulators + FB dy vectors */
 #endif
 
-typedef float vf __attribute__((vector_size(VEC_BYTES)));
-
-static inline vf vload(const float *p)
-{
-    vf v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void vstore(float *p, vf v) { memcpy(p, &v, sizeof v); }
-
 /* acc + w * x, rounded once where the instruction set has FMA: GCC contracts the expression
  * only from -O2, so the bits would differ between the release and the sanitizer builds (and
  * from conv_lanes_avx512.c's, which gives this kernel's forward bits). */
@@ -60,23 +50,6 @@ static inline vf vfma(vf w, vf x, vf acc)
 #else
     return acc + w * x;
 #endif
-}
-
-/* x in every lane. Not (vf){0} + x: GCC kept that addition (0 + x is not x for x = -0), an add
- * and a broadcast from a register for each weight where one broadcast load does (and the
- * register broadcast took a pipe the FMAs need). */
-static inline vf vsplat(float x)
-{
-#if VEC_BYTES >= 64
-    __m512 v = _mm512_set1_ps(x);
-#elif VEC_BYTES >= 32
-    __m256 v = _mm256_set1_ps(x);
-#else
-    __m128 v = _mm_set1_ps(x);
-#endif
-    vf r;
-    memcpy(&r, &v, sizeof r);
-    return r;
 }
 
 /* VL bytes at p as floats (GCC's __builtin_convertvector converted them one at a time). */

@@ -5,6 +5,7 @@
  * in a register. The weight gradient: a vector of each row's sums in a register over the
  * samples. */
 #include "ops/dense_rows.h"
+#include "ops/vec_impl.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -13,15 +14,6 @@
 #define NAME2(a, b) a##_##b
 #define NAME(a, b) NAME2(a, b)
 #define VL (VEC_BYTES / 4)
-
-typedef float vf __attribute__((vector_size(VEC_BYTES)));
-
-static inline vf load(const float *p)
-{
-    vf v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
 
 /* a b + c rounded once, whatever the optimisation level (GCC contracts a * b + c only from
  * -O2 on, and the sanitizer builds use -O1): GEMM's kernels use FMA, and dense_rows_outer
@@ -33,20 +25,6 @@ static inline vf fused(vf a, vf b, vf c)
 #else
     return (vf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
 #endif
-}
-
-/* x in every lane: a broadcast load where x is in memory ((vf){0} + x kept an addition, as 0 + x
- * is not x for x = -0, then broadcast from a register). */
-static inline vf splat(float x)
-{
-#if VEC_BYTES >= 64
-    __m512 v = _mm512_set1_ps(x);
-#else
-    __m256 v = _mm256_set1_ps(x);
-#endif
-    vf r;
-    memcpy(&r, &v, sizeof r);
-    return r;
 }
 
 static inline float sum(vf v)
@@ -84,12 +62,12 @@ static inline __attribute__((always_inline)) void dot_block(
         vf xv[QUAD];
 #pragma GCC unroll 4
         for (int s = 0; s < ns; s++) {
-            xv[s] = load(x + s * ldx + i);
+            xv[s] = vload(x + s * ldx + i);
             __asm__("" : "+v"(xv[s]));   /* in a register: GCC would load it once per row */
         }
 #pragma GCC unroll 5
         for (int r = 0; r < rows; r++) {
-            vf wv = load(w + r * ldw + i);
+            vf wv = vload(w + r * ldw + i);
 #pragma GCC unroll 4
             for (int s = 0; s < ns; s++)
                 a[s][r] = fused(xv[s], wv, a[s][r]);
@@ -162,10 +140,10 @@ void NAME(dense_rows_forward, ISA)(const float *x, size_t ldx, int ns, const flo
 
 void NAME(dense_rows_axpy, ISA)(float alpha, const float *x, float *y, int n)
 {
-    vf al = splat(alpha);
+    vf al = vsplat(alpha);
     int i = 0;
     for (; i + VL <= n; i += VL) {
-        vf v = load(y + i) + al * load(x + i);
+        vf v = vload(y + i) + al * vload(x + i);
         memcpy(y + i, &v, sizeof v);
     }
     for (; i < n; i++)
@@ -187,11 +165,11 @@ static inline __attribute__((always_inline)) void outer_block(
     for (int s = 0; s < ns; s++) {
         vf xv[2];
         for (int v = 0; v < nv; v++)
-            xv[v] = load(x + (size_t)s * ldx + i + v * VL);
+            xv[v] = vload(x + (size_t)s * ldx + i + v * VL);
         const float *d = dy + (size_t)s * ldy;
 #pragma GCC unroll 8
         for (int r = 0; r < rows; r++) {
-            vf dv = splat(d[r]);
+            vf dv = vsplat(d[r]);
             for (int v = 0; v < nv; v++)
                 acc[r][v] = fused(dv, xv[v], acc[r][v]);
         }
@@ -200,7 +178,7 @@ static inline __attribute__((always_inline)) void outer_block(
     for (int r = 0; r < rows; r++)
         for (int v = 0; v < nv; v++) {
             float *p = dw + (size_t)r * ldw + i + v * VL;
-            vf sum = add ? load(p) + acc[r][v] : acc[r][v];
+            vf sum = add ? vload(p) + acc[r][v] : acc[r][v];
             memcpy(p, &sum, sizeof sum);
         }
 }
