@@ -23,8 +23,12 @@
 
 #define VL (VEC_BYTES / 4)     /* floats per vector */
 #define FB 4                   /* filters per register block */
-#if VEC_BYTES >= 32
+#if VEC_BYTES >= 64
 #define NV 4                   /* vectors of q per register block: FB * NV accumulators */
+#elif VEC_BYTES >= 32
+#define NV 3                   /* AVX2's 16 registers: with 4 (16 sums), GCC took every input
+                                * vector from memory again in each of its 4 FMAs, and DAHL
+                                * 62x84x3's forward ran 1.8x longer */
 #else
 #define NV 2                   /* SSE has 16 registers */
 #endif
