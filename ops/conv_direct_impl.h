@@ -38,8 +38,8 @@
 #define KYB 2                  /* kernel rows per backward-filter register block */
 #define KXB 3                  /* taps of each: 24 accumulators of 32 registers */
 #else
-#define KYB 1
-#define KXB 2                  /* 16 registers: FB * KXB accumulators + FB dy vectors */
+#define KYB 1                  /* 16 registers: 12 sums, the 3 input vectors and a dy vector */
+#define KXB 3
 #endif
 
 /* acc + w * x, rounded once where the instruction set has FMA: GCC contracts the expression
@@ -480,6 +480,7 @@ static inline __attribute__((always_inline)) void filter_taps(const float *dband
             for (int k = 0; k < KXB; k++)
                 acc[f][j][k] = vsplat(0);
     for (int q = q0; q < q1; q += VL) {
+#if VEC_BYTES >= 64
         vf d[FB];
 #pragma GCC unroll 16
         for (int f = 0; f < FB; f++) {
@@ -499,6 +500,24 @@ static inline __attribute__((always_inline)) void filter_taps(const float *dband
                 for (int f = 0; f < FB; f++)
                     acc[f][j][k] = vfma(d[f], xv, acc[f][j][k]);
             }
+#else
+        /* the row's input vectors first, then each filter's dy vector for its KXB sums: a
+         * 3-tap row in one block (in blocks of 2, a quarter of the FMAs were for a dropped
+         * fourth tap) */
+        vf xv[KXB];
+#pragma GCC unroll 16
+        for (int k = 0; k < KXB; k++) {
+            xv[k] = vload(s + q + k);
+            __asm__("" : "+v"(xv[k]));
+        }
+#pragma GCC unroll 16
+        for (int f = 0; f < FB; f++) {
+            vf d = vload(dband + (size_t)f * dstride + q);
+#pragma GCC unroll 16
+            for (int k = 0; k < KXB; k++)
+                acc[f][0][k] = vfma(d, xv[k], acc[f][0][k]);
+        }
+#endif
     }
     /* constant bounds and tests inside: acc stays in registers */
 #pragma GCC unroll 16
