@@ -11,7 +11,7 @@
 #include "ops/pool_row.h"
 #include "ops/scratch.h"
 #include "ops/vec_impl.h"
-#if VEC_BYTES >= 64
+#if VEC_BYTES >= 32
 #include "ops/pool_row_wide.h"
 #endif
 
@@ -233,11 +233,11 @@ static void through_relu(float *d, const float *dy, const float *ry, size_t n)
     }
 }
 
-/* A row of 2x2 windows (pool_row.h), 16 a block where this build has them. */
+/* A row of 2x2 windows (pool_row.h), a vector's worth a block where this build has them. */
 static inline void pool2_row(const float *r0, const float *r1, float *y, int32_t *a, int ow,
                              int w, int32_t at, int relu)
 {
-#if VEC_BYTES >= 64
+#if VEC_BYTES >= 32
     if (ow >= POOL2_WIDE) {
         maxpool2_row_wide(r0, r1, y, a, ow, w, at, relu);
         return;
@@ -249,7 +249,7 @@ static inline void pool2_row(const float *r0, const float *r1, float *y, int32_t
 /* Whether unpool_row zeroes its rows' columns [2 * ow, wp) itself. */
 static int unpool_row_zeroes_tail(int ow)
 {
-#if VEC_BYTES >= 64
+#if VEC_BYTES >= 32
     return ow >= POOL2_WIDE;
 #else
     (void)ow;
@@ -257,12 +257,12 @@ static int unpool_row_zeroes_tail(int ow)
 #endif
 }
 
-/* A row of 2x2 windows' gradient spread over its two rows (pool_row.h), 16 windows a block
- * where this build has them. */
+/* A row of 2x2 windows' gradient spread over its two rows (pool_row.h), a vector's worth of
+ * windows a block where this build has them. */
 static inline void unpool_row(const float *gy, const float *ry, const int32_t *a, float *d0,
                               float *d1, int ow, int w, int32_t corner, int wp)
 {
-#if VEC_BYTES >= 64
+#if VEC_BYTES >= 32
     if (ow >= POOL2_WIDE) {
         unpool2_row_wide(gy, ry, a, d0, d1, ow, w, corner, wp);
         return;

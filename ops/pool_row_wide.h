@@ -1,16 +1,19 @@
-/* pool_row.h's max-pool row and its gradient on AVX-512, 16 windows a block, for rows of 16
- * windows or more (a row shorter than a block goes through pool_row.h). Included by the
- * AVX-512 build of the direct convolution only, inline for it.
+/* pool_row.h's max-pool row and its gradient in whole vectors: 16 windows a block on AVX-512,
+ * 8 on AVX2, for rows of at least a block (a shorter row goes through pool_row.h). Included
+ * by the AVX2 and AVX-512 builds of the direct convolution only (VEC_BYTES 32 or 64), inline
+ * for them.
  *
  * Why: with pool_row.h's blocks of 8, as GCC vectorises them, the pooling took 17% of DAHL
  * 62x84x3's fused forward and the unpooling (with a memset per row) a quarter of its fused
- * backward; here a block is a few permutes and masked moves for twice the windows. Values are
- * compared and moved, never computed: the same bits. */
+ * backward on AVX-512; here a block is a few permutes and masked moves. Values are compared
+ * and moved, never computed: the same bits. */
 #ifndef FRUGAL_POOL_ROW_WIDE_H
 #define FRUGAL_POOL_ROW_WIDE_H
 
 #include <immintrin.h>
 #include <stdint.h>
+
+#if VEC_BYTES >= 64
 
 #define POOL2_WIDE 16   /* windows per block */
 
@@ -100,5 +103,98 @@ static inline void unpool2_row_wide(const float *gy, const float *ry, const int3
         _mm512_mask_storeu_ps(d1 + c, m, zero);
     }
 }
+
+#else   /* AVX2: 8 windows a block, from two vectors of each row */
+
+#define POOL2_WIDE 8
+
+/* Columns 0, 2, .., 14 (odd 0: even ones; 1: odd ones) of the 16 at p: a shuffle within
+ * 128-bit lanes, then the lanes' 64-bit halves put in order. */
+static inline __m256 pool2_wide_split(const float *p, int odd)
+{
+    __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+    __m256 s = odd ? _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1))
+                   : _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+    return _mm256_castpd_ps(
+        _mm256_permute4x64_pd(_mm256_castps_pd(s), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+/* b and v where keep says so, else a and u (keep a comparison's mask). */
+static inline void pool2_wide_take(__m256 keep, __m256i b, __m256 v, __m256i *a, __m256 *u)
+{
+    *a = _mm256_castps_si256(
+        _mm256_blendv_ps(_mm256_castsi256_ps(*a), _mm256_castsi256_ps(b), keep));
+    *u = _mm256_blendv_ps(*u, v, keep);
+}
+
+/* As the AVX-512 maxpool2_row_wide, 8 windows a block. */
+static inline void maxpool2_row_wide(const float *r0, const float *r1, float *y, int32_t *a,
+                                     int ow, int w, int32_t at, int relu)
+{
+    const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m256i right = _mm256_set1_epi32(1), below = _mm256_set1_epi32(w);
+    const __m256i diagonal = _mm256_set1_epi32(w + 1);
+    const __m256 zero = _mm256_setzero_ps();
+    for (int ox = 0;; ox += POOL2_WIDE) {
+        if (ox + POOL2_WIDE > ow)
+            ox = ow - POOL2_WIDE;   /* the last block again from ow - 8: the same values */
+        const float *p0 = r0 + 2 * ox, *p1 = r1 + 2 * ox;
+        __m256 v = pool2_wide_split(p0, 0), v01 = pool2_wide_split(p0, 1);
+        __m256 v10 = pool2_wide_split(p1, 0), v11 = pool2_wide_split(p1, 1);
+        __m256i i00 = _mm256_add_epi32(even, _mm256_set1_epi32(at + 2 * ox)), b = i00;
+        pool2_wide_take(_mm256_cmp_ps(v01, v, _CMP_GT_OQ), _mm256_add_epi32(i00, right), v01,
+                        &b, &v);
+        pool2_wide_take(_mm256_cmp_ps(v10, v, _CMP_GT_OQ), _mm256_add_epi32(i00, below), v10,
+                        &b, &v);
+        pool2_wide_take(_mm256_cmp_ps(v11, v, _CMP_GT_OQ), _mm256_add_epi32(i00, diagonal),
+                        v11, &b, &v);
+        if (relu)   /* relu_forward's: NaN passes */
+            v = _mm256_andnot_ps(_mm256_cmp_ps(v, zero, _CMP_LT_OQ), v);
+        _mm256_storeu_ps(y + ox, v);
+        _mm256_storeu_si256((__m256i *)(a + ox), b);
+        if (ox + POOL2_WIDE == ow)
+            return;
+    }
+}
+
+/* As the AVX-512 unpool2_row_wide, 8 windows a block: each window's gradient and place in
+ * its window copied to the lanes of its two columns (4 windows a vector), kept where the
+ * place is that column's. */
+static inline void unpool2_row_wide(const float *gy, const float *ry, const int32_t *a,
+                                    float *d0, float *d1, int ow, int w, int32_t corner, int wp)
+{
+    const __m256i low = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+    const __m256i high = _mm256_add_epi32(low, _mm256_set1_epi32(4));
+    const __m256i top = _mm256_setr_epi32(0, 1, 0, 1, 0, 1, 0, 1);
+    const __m256i bottom = _mm256_add_epi32(top, _mm256_set1_epi32(w));
+    const __m256i columns = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m256 zero = _mm256_setzero_ps();
+    for (int ox = 0;; ox += POOL2_WIDE) {
+        if (ox + POOL2_WIDE > ow)
+            ox = ow - POOL2_WIDE;
+        __m256 g = _mm256_loadu_ps(gy + ox);   /* loaded whatever ry is, as unpool2_block */
+        if (ry)
+            g = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(ry + ox), zero, _CMP_GT_OQ), g);
+        __m256i first = _mm256_add_epi32(columns, _mm256_set1_epi32(corner + 2 * ox));
+        __m256i k = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(a + ox)), first);
+        __m256 g0 = _mm256_permutevar8x32_ps(g, low), g1 = _mm256_permutevar8x32_ps(g, high);
+        __m256i k0 = _mm256_permutevar8x32_epi32(k, low);
+        __m256i k1 = _mm256_permutevar8x32_epi32(k, high);
+        float *e0 = d0 + 2 * ox, *e1 = d1 + 2 * ox;
+        _mm256_storeu_ps(e0, _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(k0, top)), g0));
+        _mm256_storeu_ps(e0 + 8,
+                         _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(k1, top)), g1));
+        _mm256_storeu_ps(e1,
+                         _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(k0, bottom)), g0));
+        _mm256_storeu_ps(e1 + 8,
+                         _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(k1, bottom)), g1));
+        if (ox + POOL2_WIDE == ow)
+            break;
+    }
+    for (int c = 2 * ow; c < wp; c++)   /* the columns past the last window */
+        d0[c] = d1[c] = 0.0f;
+}
+
+#endif
 
 #endif
