@@ -12,9 +12,13 @@
  * DAHL's first layers read their bytes in place: 16 samples a call, drawn from 64 MB of them,
  * out of cache as a data set is.
  *
+ * AB_BASE_ISA and AB_NEW_ISA (portable, avx2 or avx512) hold a library to that instruction
+ * set (its own ops_isa_set): one tree's two builds compared in one process.
+ *
  * usage: ab_harness CALLS BASE.so NEW.so
  * prints: bench ab LAYER PASS base_us=A new_us=B speedup=A/B */
 #include "ops/conv.h"
+#include "ops/cpu.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -80,7 +84,29 @@ static const bytes_case first_layers[] = {
 
 enum { SAMPLES = 16, SWEEP_BYTES = 4 << 20, DATA_SET_BYTES = 64 << 20 };
 
-static int load(kernels *k, const char *path)
+/* Holds the library lib to the instruction set named by the environment variable var, if
+ * set. */
+static int hold_isa(void *lib, const char *var, const char *path)
+{
+    const char *name = getenv(var);
+    if (!name || !*name)
+        return 0;
+    int (*set)(ops_isa) = NULL;
+    *(void **)&set = dlsym(lib, "ops_isa_set");
+    static const char *const names[] = {"portable", "avx2", "avx512"};   /* by ops_isa */
+    ops_isa isa = OPS_ISA_PORTABLE;
+    while (isa <= OPS_ISA_AVX512 && strcmp(name, names[isa]))
+        isa++;
+    if (!set || isa > OPS_ISA_AVX512 || set(isa)) {
+        fprintf(stderr, "ab_harness: %s=%s: not an instruction set %s can run here\n", var, name,
+                path);
+        return -1;
+    }
+    printf("bench ab %s=%s\n", var, name);
+    return 0;
+}
+
+static int load(kernels *k, const char *path, const char *isa_var)
 {
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
@@ -100,7 +126,7 @@ static int load(kernels *k, const char *path)
         fprintf(stderr, "ab_harness: %s lacks the fused convolution's functions\n", path);
         return -1;
     }
-    return 0;
+    return hold_isa(lib, isa_var, path);
 }
 
 static float *random_floats(size_t n)
@@ -235,7 +261,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: ab_harness CALLS BASE.so NEW.so\n");
         return 2;
     }
-    if (load(&k[0], argv[2]) || load(&k[1], argv[3]))
+    if (load(&k[0], argv[2], "AB_BASE_ISA") || load(&k[1], argv[3], "AB_NEW_ISA"))
         return 1;
     for (size_t i = 0; i < DATA_SET_BYTES; i++)
         data[i] = (uint8_t)rand();

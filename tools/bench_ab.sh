@@ -7,7 +7,9 @@
 # each. Made for hosts whose speed
 # drifts over minutes (docs/kernels.md: 25% on machine A), where whole runs one after another
 # cannot tell a few percent apart. REV's ops/conv.h and ops/layers.h must be the working
-# tree's (the harness calls both libraries through them).
+# tree's (the harness calls both libraries through them). AB_BASE_ISA and AB_NEW_ISA
+# (portable, avx2, avx512) hold REV's or the working tree's kernels to that instruction set:
+# `AB_NEW_ISA=avx2 ./build.sh bench ab HEAD` times one tree's AVX2 paths against its best.
 # Prints: bench ab LAYER PASS base_us=A new_us=B speedup=A/B
 set -euo pipefail
 cd "$(dirname "$0")/.."
