@@ -1,0 +1,70 @@
+/* F(4x4)'s input transform without tile arrays, for the builds whose column half takes 8
+ * tiles' window columns straight out of the transformed rows (winograd_f4_avx2.c by in-lane
+ * transposes, winograd_f4_avx512.c by two-register permutes): the row half as
+ * winograd_f4_impl.h's, then 8 tiles at a time the 6 columns of their windows, B, and the 36
+ * points stored straight into V. Same arithmetic as winograd_f4_impl.h's input_transform, same
+ * bits. The including file defines, before including this after winograd_f4_impl.h:
+ *   v8sf, 8 floats; INLINE;
+ *   window_index and window_index_make(): what window_columns needs, built once per call;
+ *   window_columns(ix, s, rows, x, c): c[m] = column m of 8 tiles' windows of one window row:
+ *     8 tiles of one tile row from column x of s[0] (rows 1), or whole tile rows of 4 or 2
+ *     tiles, s[j] of tile row j (rows 2 or 4; x 0); it may read 32 floats past a row;
+ *   store_tiles8(p, v, n): the first n values of v to p. */
+
+/* 8 tiles into V at v (n <= 8 of them stored), from window row i's transformed rows s (as
+ * window_columns reads them): B on their 6 window columns, the 6 points stored. */
+INLINE void column_half(const window_index *ix, const float *const s[4], int rows, int x,
+                        float *v, size_t plane, int n)
+{
+    v8sf c[6], o[6];
+    window_columns(ix, s, rows, x, c);
+    BT6(c, o);
+#pragma GCC unroll 6
+    for (int k = 0; k < 6; k++)
+        store_tiles8(v + k * plane, o[k], n);
+}
+
+/* V[p][c][col] = (B^T d B)[p] for every channel and tile of the block: per group of tile rows
+ * (one, or 2 of 4 tiles, or 4 of 2) the row half (row_transform) into row buffers, then the
+ * column half 8 tiles at a time. Rows of 1 tile as the AVX2 build does. rows: 13 row buffers,
+ * then the other groups' in the tile arrays' place. */
+static void input_transform_permuted(const tiling *t, conv_input x, float *V, float *rows)
+{
+    int tw = t->tw, group = tw == 4 ? 2 : tw == 2 ? 4 : 1;
+    if (tw == 1) {
+        input_transform(t, x, V, rows);
+        return;
+    }
+    const conv_geom *g = t->g;
+    size_t plane = plane_of((size_t)g->c * t->cols);   /* from one point to the next */
+    const window_index ix = window_index_make();
+    winograd_rows b = ops_winograd_rows_init(t, rows, 6);
+    int stride = t->row_len + 32;   /* the loads reach 32 past: garbage there, not used */
+    float *s[4][6];   /* s[j][i]: row i of tile row j of the group */
+    for (int j = 0; j < group; j++)
+        for (int i = 0; i < 6; i++) {
+            s[j][i] = j ? tile_array(t, rows, 0) + (size_t)(6 * j + i) * stride : b.s[i];
+            if (j)   /* the padding columns */
+                memcpy(s[j][i], b.s[i], sizeof(float) * (size_t)t->row_len);
+        }
+    for (int c = 0; c < g->c; c++)
+        for (int r = t->r0; r < t->r1; r += group) {
+            for (int j = 0; j < group; j++)   /* past the block: tile row r again, not stored */
+                row_transform(t, &x, &b, s[j], c, r + j < t->r1 ? r + j : r);
+            float *v = V + (size_t)c * t->cols + (size_t)(r - t->r0) * tw;
+            int left = (t->r1 - r) * tw < 8 ? (t->r1 - r) * tw : 8;
+            for (int i = 0; i < 6; i++) {
+                const float *const si[4] = {s[0][i], s[group > 1][i], s[group > 2 ? 2 : 0][i],
+                                            s[group > 2 ? 3 : 0][i]};
+                float *vi = v + 6 * i * plane;
+                if (group == 2)   /* constants, so that each gets code of its own */
+                    column_half(&ix, si, 2, 0, vi, plane, left);
+                else if (group == 4)
+                    column_half(&ix, si, 4, 0, vi, plane, left);
+                else
+                    for (int q = 0; q < tw; q += 8)
+                        column_half(&ix, si, 1, 4 * q, vi + q, plane, tw - q < 8 ? tw - q : 8);
+            }
+        }
+}
+
