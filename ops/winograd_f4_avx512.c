@@ -83,20 +83,18 @@ static inline void store_tiles8(float *p, v8sf v, int n)
     _mm256_mask_storeu_ps(p, (__mmask8)((1u << n) - 1), (__m256)v);
 }
 
-#include "ops/winograd_f4_columns_impl.h"
-
 /* Where the values of a group's 8 tiles' window rows go in its lines: register b of 3 holds
  * line positions 16b .. 16b + 15, from the windows' columns 0 to 3 (a: indexes into the pairs
  * o0|o1, o2|o3) and columns 4 and 5 (b: into o4|o5), which the next tile's 0 and 1 overlap.
  * A position with no such value is masked to zero. */
-typedef struct line_map {
+typedef struct line_index {
     __m512i a[3], b[3];
     __mmask16 ka[3], kb[3];
-} line_map;
+} line_index;
 
 /* Lane l is tile l % per_row of the group's tile row l / per_row, whose line starts at
  * (l / per_row) * stride. */
-static line_map line_map_of(int per_row, int stride)
+static line_index line_index_make(int per_row, int stride)
 {
     int a[48], b[48];
     for (int p = 0; p < 48; p++)
@@ -108,7 +106,7 @@ static line_map line_map_of(int per_row, int stride)
         for (int m = 0; m < 2; m++)
             b[at + 4 + m] = 8 * m + l;
     }
-    line_map mp;
+    line_index mp;
     for (int r = 0; r < 3; r++) {
         int32_t ia[16], ib[16];
         unsigned ka = 0, kb = 0;
@@ -130,33 +128,12 @@ static inline __m512 pair_of(v8sf lo, v8sf hi, __mmask16 keep)
                                                         (__m256)hi, 1));
 }
 
-/* The windows of n <= 8 tiles from z (their 36 points plane apart) into the lines of window
- * rows 0 to 5, from line[i] + at: B z B^T in registers, in input_adjoint's order, then each
- * window row's 6 columns permuted into place, overlaps summed. With join, the group before
- * (in the same tile row) stored its last tile's columns 4 and 5 at line[i] + at, which this
- * group's first tile's 0 and 1 overlap. (Kept in registers between calls instead, they went
- * through the stack, and rows of 8 tiles took 50% longer than the AVX2 build's.) */
-INLINE void window_lines(const float *z, size_t plane, int n, const line_map *mp,
-                         float *const line[6], int at, int join)
+/* winograd_f4_columns_impl.h's window rows into their lines: each window row's 6 columns
+ * permuted into place, overlaps summed (a position no tile reaches: zero). */
+INLINE void window_lines_store(const line_index *mp, v8sf o[6][6], int n, int rows,
+                               float *const line[6], int at, int join)
 {
-    v8sf h[6][6];
-#pragma GCC unroll 6
-    for (int i = 0; i < 6; i++) {   /* z B^T: each row's columns */
-        v8sf in[6];
-#pragma GCC unroll 6
-        for (int k = 0; k < 6; k++)
-            in[k] = (v8sf)_mm256_loadu_ps(z + (size_t)(6 * i + k) * plane);
-        B6(in, h[i]);
-    }
-    v8sf o[6][6];   /* [window row][column] */
-#pragma GCC unroll 6
-    for (int k = 0; k < 6; k++) {   /* B (z B^T): the rows combined */
-        v8sf in[6] = {h[0][k], h[1][k], h[2][k], h[3][k], h[4][k], h[5][k]}, out[6];
-        B6(in, out);
-#pragma GCC unroll 6
-        for (int i = 0; i < 6; i++)
-            o[i][k] = out[i];
-    }
+    (void)rows;   /* in the indexes */
     __mmask16 keep = (__mmask16)((1u << n) - 1);
     keep |= (__mmask16)(keep << 8);
 #pragma GCC unroll 6
@@ -175,41 +152,7 @@ INLINE void window_lines(const float *z, size_t plane, int n, const line_map *mp
     }
 }
 
-/* dx from the windows of Z[p][c][col], as input_adjoint: per group of tile rows (one, or 2 of
- * 4 tiles, or 4 of 2) the lines of their window rows, 8 tiles at a time (window_lines), then
- * each tile row's stored in order. Rows of 1 tile, or too little scratch for the lines, as
- * the AVX2 build does. rows: the lines, in the row buffers' and tile arrays' place. */
-static void input_adjoint_permuted(const tiling *t, const float *Z, float *dx, float *rows)
-{
-    int tw = t->tw, group = tw == 4 ? 2 : tw == 2 ? 4 : 1;
-    size_t stride = (size_t)group * t->row_len + 48;   /* a window row's lines; 48: the stores
-                                                          * past the last tile */
-    size_t room = ROW_BUFFERS * (size_t)t->row_len + TILE_ARRAYS * (size_t)t->array_len;
-    if (tw == 1 || 6 * stride > room) {
-        input_adjoint(t, Z, dx, rows);
-        return;
-    }
-    const conv_geom *g = t->g;
-    size_t plane = plane_of((size_t)g->c * t->cols);
-    line_map mp = line_map_of(group > 1 ? tw : 8, t->row_len);
-    float *const line[6] = {rows, rows + stride, rows + 2 * stride, rows + 3 * stride,
-                            rows + 4 * stride, rows + 5 * stride};
-    for (int c = 0; c < g->c; c++)
-        for (int r = t->r0; r < t->r1; r += group) {
-            const float *z = Z + (size_t)c * t->cols + (size_t)(r - t->r0) * tw;
-            int nrows = t->r1 - r < group ? t->r1 - r : group;
-            if (group > 1)
-                window_lines(z, plane, nrows * tw, &mp, line, 0, 0);
-            else
-                for (int q = 0; q < tw; q += 8)
-                    window_lines(z + q, plane, tw - q < 8 ? tw - q : 8, &mp, line, 4 * q, q > 0);
-            for (int j = 0; j < nrows; j++)
-                for (int i = 0, y; i < 6; i++)
-                    if (winograd_window_row(t, r + j, i, &y))
-                        winograd_store_input_row(t, dx, c, r + j, i, y,
-                                                 line[i] + (size_t)j * t->row_len);
-        }
-}
+#include "ops/winograd_f4_columns_impl.h"
 
 /* The tile rows of a group of 8 tiles whose rows hold per_row tiles each (8: a group is 8
  * tiles of one row, longer rows taking several groups). */

@@ -1,15 +1,20 @@
-/* F(4x4)'s input transform without tile arrays, for the builds whose column half takes 8
- * tiles' window columns straight out of the transformed rows (winograd_f4_avx2.c by in-lane
- * transposes, winograd_f4_avx512.c by two-register permutes): the row half as
- * winograd_f4_impl.h's, then 8 tiles at a time the 6 columns of their windows, B, and the 36
- * points stored straight into V. Same arithmetic as winograd_f4_impl.h's input_transform, same
- * bits. The including file defines, before including this after winograd_f4_impl.h:
+/* F(4x4)'s input transform and input adjoint without tile arrays, for the builds that take 8
+ * tiles' window columns straight out of rows and put them back (winograd_f4_avx2.c by in-lane
+ * transposes, winograd_f4_avx512.c by two-register permutes). The input transform: the row
+ * half as winograd_f4_impl.h's, then 8 tiles at a time the 6 columns of their windows, B, and
+ * the 36 points stored straight into V. The adjoint: 8 tiles' windows computed in registers,
+ * then each window row's columns put into the rows they cover. Same arithmetic as
+ * winograd_f4_impl.h's input_transform and input_adjoint, same bits. The including file defines, before including this after winograd_f4_impl.h:
  *   v8sf, 8 floats; INLINE;
  *   window_index and window_index_make(): what window_columns needs, built once per call;
  *   window_columns(ix, s, rows, x, c): c[m] = column m of 8 tiles' windows of one window row:
  *     8 tiles of one tile row from column x of s[0] (rows 1), or whole tile rows of 4 or 2
  *     tiles, s[j] of tile row j (rows 2 or 4; x 0); it may read 32 floats past a row;
- *   store_tiles8(p, v, n): the first n values of v to p. */
+ *   store_tiles8(p, v, n): the first n values of v to p;
+ * and for the input adjoint the other way round (input_adjoint_permuted):
+ *   line_index and line_index_make(per_row, stride): built once per call, for groups of
+ *     tile rows of per_row tiles (8: part of a longer row), their lines stride apart;
+ *   window_lines_store(li, o, n, rows, line, at, join): see window_lines. */
 
 /* 8 tiles into V at v (n <= 8 of them stored), from window row i's transformed rows s (as
  * window_columns reads them): B on their 6 window columns, the 6 points stored. */
@@ -68,3 +73,72 @@ static void input_transform_permuted(const tiling *t, conv_input x, float *V, fl
         }
 }
 
+/* The windows of n <= 8 tiles from z (their 36 points plane apart) into the lines of window
+ * rows 0 to 5, from line[i] + at: B z B^T in registers, in input_adjoint's order, then each
+ * window row's 6 columns put into its lines with the overlaps summed (window_lines_store:
+ * tiles as window_columns reads them, rows 1, 2 or 4). With join, the group before (in the
+ * same tile row) stored its last tile's columns 4 and 5 at line[i] + at, which this group's
+ * first tile's 0 and 1 overlap. (Kept in registers between calls instead, they went through
+ * the stack, and rows of 8 tiles took 50% longer than the tile arrays' way.) */
+INLINE void window_lines(const line_index *li, const float *z, size_t plane, int n, int rows,
+                         float *const line[6], int at, int join)
+{
+    v8sf h[6][6];
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; i++) {   /* z B^T: each row's columns */
+        v8sf in[6];
+#pragma GCC unroll 6
+        for (int k = 0; k < 6; k++)
+            memcpy(&in[k], z + (size_t)(6 * i + k) * plane, sizeof in[k]);
+        B6(in, h[i]);
+    }
+    v8sf o[6][6];   /* [window row][column] */
+#pragma GCC unroll 6
+    for (int k = 0; k < 6; k++) {   /* B (z B^T): the rows combined */
+        v8sf in[6] = {h[0][k], h[1][k], h[2][k], h[3][k], h[4][k], h[5][k]}, out[6];
+        B6(in, out);
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; i++)
+            o[i][k] = out[i];
+    }
+    window_lines_store(li, o, n, rows, line, at, join);
+}
+
+/* dx from the windows of Z[p][c][col], as input_adjoint: per group of tile rows (one, or 2 of
+ * 4 tiles, or 4 of 2) the lines of their window rows, 8 tiles at a time (window_lines), then
+ * each tile row's stored in order. Rows of 1 tile, or too little scratch for the lines, as
+ * the AVX2 build does. rows: the lines, in the row buffers' and tile arrays' place. */
+static void input_adjoint_permuted(const tiling *t, const float *Z, float *dx, float *rows)
+{
+    int tw = t->tw, group = tw == 4 ? 2 : tw == 2 ? 4 : 1;
+    size_t stride = (size_t)group * t->row_len + 48;   /* a window row's lines; 48: the stores
+                                                          * past the last tile */
+    size_t room = ROW_BUFFERS * (size_t)t->row_len + TILE_ARRAYS * (size_t)t->array_len;
+    if (tw == 1 || 6 * stride > room) {
+        input_adjoint(t, Z, dx, rows);
+        return;
+    }
+    const conv_geom *g = t->g;
+    size_t plane = plane_of((size_t)g->c * t->cols);
+    const line_index li = line_index_make(group > 1 ? tw : 8, t->row_len);
+    float *const line[6] = {rows, rows + stride, rows + 2 * stride, rows + 3 * stride,
+                            rows + 4 * stride, rows + 5 * stride};
+    for (int c = 0; c < g->c; c++)
+        for (int r = t->r0; r < t->r1; r += group) {
+            const float *z = Z + (size_t)c * t->cols + (size_t)(r - t->r0) * tw;
+            int nrows = t->r1 - r < group ? t->r1 - r : group;
+            if (group == 2)   /* constants, so that each gets code of its own */
+                window_lines(&li, z, plane, nrows * tw, 2, line, 0, 0);
+            else if (group == 4)
+                window_lines(&li, z, plane, nrows * tw, 4, line, 0, 0);
+            else
+                for (int q = 0; q < tw; q += 8)
+                    window_lines(&li, z + q, plane, tw - q < 8 ? tw - q : 8, 1, line, 4 * q,
+                                 q > 0);
+            for (int j = 0; j < nrows; j++)
+                for (int i = 0, y; i < 6; i++)
+                    if (winograd_window_row(t, r + j, i, &y))
+                        winograd_store_input_row(t, dx, c, r + j, i, y,
+                                                 line[i] + (size_t)j * t->row_len);
+        }
+}
