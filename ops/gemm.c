@@ -84,12 +84,13 @@ void ops_transpose(const float *src, int lds, int rows, int cols, float *dst, in
     arch_for(ops_isa_active())->transpose(src, lds, rows, cols, dst, ldd);
 }
 
-/* Zeroes columns [from, width) of kc rows of width values: a partial panel's padding. */
-static void zero_tail(float *panel, int kc, int from, int width)
+/* A partial panel (from < width values of each of its kc rows) zeroed whole before it is
+ * filled: its padding. (A memset of its last width - from values per row, kc calls of a few
+ * bytes, took 0.4% of vgg-small's time with AVX2's 6-row panels and 32 filters.) */
+static void zero_partial(float *panel, int kc, int from, int width)
 {
     if (from < width)
-        for (int k = 0; k < kc; k++)
-            memset(panel + (size_t)k * width + from, 0, sizeof(float) * (size_t)(width - from));
+        memset(panel, 0, sizeof(float) * (size_t)kc * (size_t)width);
 }
 
 /* op(A)[ic.., pc..] -> MR-row panels, each kc columns of MR values, zero-padded. */
@@ -100,12 +101,12 @@ static void pack_a(const gemm_arch *g, int trans, const float *A, int lda, int m
         int m = mc - ir < g->mr ? mc - ir : g->mr;
         float *panel = Ap + (size_t)ir * kc;
         size_t row = sizeof(float) * (size_t)m;
+        zero_partial(panel, kc, m, g->mr);
         if (trans)
             for (int k = 0; k < kc; k++)
                 memcpy(panel + (size_t)k * g->mr, A + (size_t)k * lda + ir, row);
         else
             g->transpose(A + (size_t)ir * lda, lda, m, kc, panel, g->mr);
-        zero_tail(panel, kc, m, g->mr);
     }
 }
 
@@ -117,12 +118,12 @@ static void pack_b(const gemm_arch *g, int trans, const float *B, int ldb, int k
         int n = nc - jr < g->nr ? nc - jr : g->nr;
         float *panel = Bp + (size_t)jr * kc;
         size_t row = sizeof(float) * (size_t)n;
+        zero_partial(panel, kc, n, g->nr);
         if (trans)
             g->transpose(B + (size_t)jr * ldb, ldb, n, kc, panel, g->nr);
         else
             for (int k = 0; k < kc; k++)
                 memcpy(panel + (size_t)k * g->nr, B + (size_t)k * ldb + jr, row);
-        zero_tail(panel, kc, n, g->nr);
     }
 }
 
