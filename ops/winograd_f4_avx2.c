@@ -1,11 +1,13 @@
 /* Winograd F(4x4, 3x3)'s transforms, AVX2+FMA build (compiled with -mavx2 -mfma): the input
  * transform's column half takes 8 tiles' window columns straight out of the transformed rows
- * by 4x4 transposes within 128-bit lanes, and the input adjoint puts 8 tiles' windows back
- * into their rows the same way (winograd_f4_columns_impl.h), where the portable build goes
- * through tile arrays. */
+ * by 4x4 transposes within 128-bit lanes, the input adjoint puts 8 tiles' windows back into
+ * their rows the same way, and the output gradient's transform takes 8 tiles' 4x4 blocks out
+ * of the gradient rows (winograd_f4_columns_impl.h), where the portable build goes through
+ * tile arrays. */
 #define ISA avx2
 #define F4_OWN_INPUT input_transform_permuted
 #define F4_OWN_ADJOINT input_adjoint_permuted
+#define F4_OWN_GRADIENT gradient_transform_permuted
 #include "ops/winograd_f4_impl.h"
 
 #include <immintrin.h>
@@ -163,6 +165,133 @@ INLINE void window_lines_store(const line_index *li, v8sf o[6][6], int n, int ro
             }
         }
     }
+}
+
+/* p[0 .. n), zeros after, of 8 floats (the last few, at the output's edge, by a masked load). */
+static inline __m256 load_upto8(const float *p, int n)
+{
+    if (n >= 8)
+        return _mm256_loadu_ps(p);
+    if (n <= 0)
+        return _mm256_setzero_ps();
+    return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(n),
+                                                    _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+}
+
+/* 4 values at lo's place, 4 at hi's. */
+static inline __m256 join128(__m128 lo, __m128 hi)
+{
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+}
+
+/* Values 2l + odd of the 16 in lo and hi, l = 0 .. 7 (as pool_row_wide.h splits a row). */
+static inline __m256 every_other(__m256 lo, __m256 hi, int odd)
+{
+    __m256 s = odd ? _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1))
+                   : _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+/* The group's values of row a of its tiles, tile by tile (tile row j's at j * per, per = 4
+ * or 2 values a tile times per_row), from the rows' p + x0 (n of them before the output's
+ * edge; zeros after, and for a row NULL): all 32 (of 4 a tile) in v[0 .. 4), or 16 in v[0 ..
+ * 2). */
+INLINE void group_values(const float *const p[4], int nrows, int per, int all, int x0, int n,
+                         __m256 *v)
+{
+    if (per == 4) {   /* 4 rows of 4 */
+        __m128 h[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            h[j] = j < nrows && p[j] ? load_upto4(p[j] + x0, n) : _mm_setzero_ps();
+        v[0] = join128(h[0], h[1]), v[1] = join128(h[2], h[3]);
+        return;
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+#pragma GCC unroll 4
+        for (int h = 0; h < 32; h += 8)
+            if (j * per + h < all && h < per)
+                v[(j * per + h) / 8] = j < nrows && p[j] ? load_upto8(p[j] + x0 + h, n - h)
+                                                         : _mm256_setzero_ps();
+}
+
+/* v where the argmax a is x, else 0. */
+static inline v8sf at_argmax8(__m256 a, __m256i x, __m256 v)
+{
+    return (v8sf)_mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_castps_si256(a), x)),
+                               v);
+}
+
+/* winograd_f4_columns_impl.h's gradient tiles: e[k] lane l = column k of row a of tile l. The
+ * group's gradient rows loaded whole (zeros past the output's edge and its last row, as
+ * load_gradient_row's), through the relu; then unpooled, tiles k and k + 4 put in a vector's
+ * two lanes and its columns taken by a 4x4 transpose within lanes; pooled, each tile's two
+ * windows split apart, and each column takes its window's gradient where the argmax is that
+ * column. */
+INLINE void gradient_tiles(const window_index *ix, const gradient_group *gg, int a, int pooled,
+                           int per_row, v8sf e[4])
+{
+    (void)ix;
+    const tiling *t = gg->t;
+    const winograd_grad *dy = gg->dy;
+    int per = (pooled ? 2 : 4) * per_row, nrows = group_tile_rows(per_row);
+    int x0 = per * gg->q / per_row, n = (pooled ? dy->pool->ow : t->g->ow) - x0;
+    nrows = gg->nrows < nrows ? gg->nrows : nrows;
+    const float *g[4] = {NULL, NULL, NULL, NULL}, *ry[4] = {NULL, NULL, NULL, NULL};
+    const float *am[4] = {NULL, NULL, NULL, NULL};
+    int32_t first[4] = {0, 0, 0, 0};
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        if (j >= nrows)
+            break;
+        int r = gg->r + j;
+        gradient_row row = winograd_gradient_row(t, dy, r / t->th, gg->f, 4 * (r % t->th) + a);
+        g[j] = row.dy, ry[j] = row.dy ? row.relu_y : NULL;
+        am[j] = (const float *)row.argmax, first[j] = row.first + 4 * gg->q;
+    }
+    __m256 v[4], y[4];
+    int all = pooled ? 16 : 32;
+    group_values(g, nrows, per, all, x0, n, v);
+    if (dy->relu_y) {   /* relu_backward's: a value passes where the output is above 0 */
+        group_values(ry, nrows, per, all, x0, n, y);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            if (8 * k < all)
+                v[k] = _mm256_and_ps(_mm256_cmp_ps(y[k], _mm256_setzero_ps(), _CMP_GT_OQ), v[k]);
+    }
+    if (!pooled) {   /* tile l's values at 4l .. 4l + 3 */
+        __m256 c[4] = {_mm256_permute2f128_ps(v[0], v[2], 0x20),
+                       _mm256_permute2f128_ps(v[0], v[2], 0x31),
+                       _mm256_permute2f128_ps(v[1], v[3], 0x20),
+                       _mm256_permute2f128_ps(v[1], v[3], 0x31)};
+        __m256 u0 = _mm256_unpacklo_ps(c[0], c[1]), u1 = _mm256_unpackhi_ps(c[0], c[1]);
+        __m256 u2 = _mm256_unpacklo_ps(c[2], c[3]), u3 = _mm256_unpackhi_ps(c[2], c[3]);
+        e[0] = (v8sf)_mm256_shuffle_ps(u0, u2, _MM_SHUFFLE(1, 0, 1, 0));
+        e[1] = (v8sf)_mm256_shuffle_ps(u0, u2, _MM_SHUFFLE(3, 2, 3, 2));
+        e[2] = (v8sf)_mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(1, 0, 1, 0));
+        e[3] = (v8sf)_mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(3, 2, 3, 2));
+        return;
+    }
+    __m256 w[2];   /* tile l's windows at 2l, 2l + 1 */
+    group_values(am, nrows, per, all, x0, n, w);
+    __m256 g0 = every_other(v[0], v[1], 0), g1 = every_other(v[0], v[1], 1);
+    __m256 a0 = every_other(w[0], w[1], 0), a1 = every_other(w[0], w[1], 1);
+    /* column x of tile l: first of its row + 4 t + x, t the tile within its row */
+    __m256i x = per_row == 8 ? _mm256_set1_epi32(first[0])
+                : per_row == 4
+                    ? _mm256_setr_epi32(first[0], first[0], first[0], first[0], first[1],
+                                        first[1], first[1], first[1])
+                    : _mm256_setr_epi32(first[0], first[0], first[1], first[1], first[2],
+                                        first[2], first[3], first[3]);
+    x = _mm256_add_epi32(x, per_row == 8   ? _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)
+                            : per_row == 4 ? _mm256_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12)
+                                           : _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
+    __m256i one = _mm256_set1_epi32(1), x2 = _mm256_add_epi32(x, _mm256_add_epi32(one, one));
+    e[0] = at_argmax8(a0, x, g0);
+    e[1] = at_argmax8(a0, _mm256_add_epi32(x, one), g0);
+    e[2] = at_argmax8(a1, x2, g1);
+    e[3] = at_argmax8(a1, _mm256_add_epi32(x2, one), g1);
 }
 
 #include "ops/winograd_f4_columns_impl.h"

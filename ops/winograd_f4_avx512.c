@@ -152,24 +152,6 @@ INLINE void window_lines_store(const line_index *mp, v8sf o[6][6], int n, int ro
     }
 }
 
-#include "ops/winograd_f4_columns_impl.h"
-
-/* The tile rows of a group of 8 tiles whose rows hold per_row tiles each (8: a group is 8
- * tiles of one row, longer rows taking several groups). */
-static inline int group_tile_rows(int per_row) { return per_row == 8 ? 1 : 8 / per_row; }
-
-/* The output gradient of a group of 8 tiles (one, 2 or 4 tile rows of 8, 4 or 2 tiles from
- * tile row r, tile q on; nrows of them in the block), as load_gradient_row gives it: zero past
- * the output's edges, unpooled through the argmax, through the relu. The functions below take
- * pooled and per_row (tiles of a tile row in the group) as constants, so that each case gets
- * code of its own with its registers indexed by constants (indexed at run time, they went
- * through the stack and the transform ran slower than AVX2's). */
-typedef struct gradient_group {
-    const tiling *t;
-    const winograd_grad *dy;
-    int f, r, q, nrows;
-} gradient_group;
-
 /* x into lanes 4i .. 4i + 3 of v (i < 4). */
 static inline __m512 insert4(__m512 v, __m128 x, int i)
 {
@@ -230,9 +212,10 @@ INLINE void gradient_rows(const gradient_group *gg, int a, int pooled, int per_r
     }
 }
 
-/* e[k] for k < 4, lane l: column k of tile l, row a of the group's tiles. */
-INLINE void gradient_tiles(const gradient_group *gg, int a, int pooled, int per_row,
-                           const __m512i col[4], v8sf e[4])
+/* winograd_f4_columns_impl.h's gradient tiles: e[k] for k < 4, lane l: column k of tile l,
+ * row a of the group's tiles. */
+INLINE void gradient_tiles(const window_index *ix, const gradient_group *gg, int a, int pooled,
+                           int per_row, v8sf e[4])
 {
     __m512 v[2], ry[2], am;
     int32_t first[4] = {0, 0, 0, 0};
@@ -244,7 +227,7 @@ INLINE void gradient_tiles(const gradient_group *gg, int a, int pooled, int per_
     if (!pooled) {   /* value 4l + k of the pair: column k of tile l */
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++)
-            e[k] = (v8sf)_mm512_castps512_ps256(_mm512_permutex2var_ps(v[0], col[k], v[1]));
+            e[k] = (v8sf)_mm512_castps512_ps256(_mm512_permutex2var_ps(v[0], ix->col[k], v[1]));
         return;
     }
     /* pooled: tile l's columns 2k' and 2k' + 1 are in window 2l + k'; each takes the window's
@@ -279,82 +262,7 @@ INLINE void gradient_tiles(const gradient_group *gg, int a, int pooled, int per_
     }
 }
 
-/* A group's n tiles into D at d + at and their sums into sums + at (gradient_transform's
- * arithmetic, the same order). */
-INLINE void gradient_group_transform(const gradient_group *gg, int pooled, int per_row,
-                                     const __m512i col[4], float *d, size_t plane, float *sums,
-                                     int at, int n)
-{
-    v8sf e[4][4], A[6][4];
-#pragma GCC unroll 4
-    for (int a = 0; a < 4; a++)
-        gradient_tiles(gg, a, pooled, per_row, col, e[a]);
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; k++) {   /* A e: rows */
-        v8sf in[4] = {e[0][k], e[1][k], e[2][k], e[3][k]}, o[6];
-        A6(in, o);
-#pragma GCC unroll 6
-        for (int i = 0; i < 6; i++)
-            A[i][k] = o[i];
-    }
-    __mmask8 keep = (__mmask8)((1u << n) - 1);
-    _mm256_mask_storeu_ps(sums + at, keep, (__m256)((A[1][0] + A[1][1]) + (A[1][2] + A[1][3])));
-#pragma GCC unroll 6
-    for (int i = 0; i < 6; i++) {   /* (A e) A^T: columns */
-        v8sf o[6];
-        A6(A[i], o);
-#pragma GCC unroll 6
-        for (int k = 0; k < 6; k++)
-            _mm256_mask_storeu_ps(d + (6 * i + k) * plane + at, keep, (__m256)o[k]);
-    }
-}
-
-/* Filter f's tiles of the block, groups of one tile row (per_row 8) or of 8 / per_row. */
-INLINE void gradient_filter(const tiling *t, const winograd_grad *dy, int f, int pooled,
-                            int per_row, const __m512i col[4], float *d, size_t plane,
-                            float *sums)
-{
-    int tw = t->tw, group = group_tile_rows(per_row);
-    for (int r = t->r0; r < t->r1; r += group)
-        for (int q = 0; q < (group > 1 ? 1 : tw); q += 8) {
-            int nrows = t->r1 - r < group ? t->r1 - r : group;
-            gradient_group gg = {t, dy, f, r, q, nrows};
-            int n = group > 1 ? nrows * tw : tw - q < 8 ? tw - q : 8;
-            gradient_group_transform(&gg, pooled, per_row, col, d, plane, sums,
-                                     (r - t->r0) * tw + q, n);
-        }
-}
-
-/* D[p][f - f0][col] = (A e A^T)[p] as gradient_transform, 8 tiles at a time straight from the
- * gradient rows (gradient_tiles) instead of through 16 tile arrays; the same bits, the bias
- * sums kept per tile and summed in tile_sum's order. Rows of 1 tile as the AVX2 build does. */
-static void gradient_transform_permuted(const tiling *t, const winograd_grad *dy, int f0, int f1,
-                                        float *D, float *dbias, float *rows)
-{
-    int tw = t->tw, pooled = dy->pool != NULL;
-    if (tw == 1) {
-        gradient_transform(t, dy, f0, f1, D, dbias, rows);
-        return;
-    }
-    size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
-    const __m512i col[4] = {window_column(0), window_column(1), window_column(2),
-                            window_column(3)};
-    float *sums = tile_array(t, rows, 16);
-    for (int f = f0; f < f1; f++) {
-        float *d = D + (size_t)(f - f0) * t->cols;
-        if (tw == 4)   /* constants, so that each case gets code of its own */
-            pooled ? gradient_filter(t, dy, f, 1, 4, col, d, plane, sums)
-                   : gradient_filter(t, dy, f, 0, 4, col, d, plane, sums);
-        else if (tw == 2)
-            pooled ? gradient_filter(t, dy, f, 1, 2, col, d, plane, sums)
-                   : gradient_filter(t, dy, f, 0, 2, col, d, plane, sums);
-        else
-            pooled ? gradient_filter(t, dy, f, 1, 8, col, d, plane, sums)
-                   : gradient_filter(t, dy, f, 0, 8, col, d, plane, sums);
-        if (dbias)
-            dbias[f - f0] += tile_sum(sums, t->tiles);
-    }
-}
+#include "ops/winograd_f4_columns_impl.h"
 
 /* The outputs of a group of 8 tiles (one, 2 or 4 tile rows of 8, 4 or 2 tiles from tile row
  * r, tile q on; nrows of them in the block) of filter f. As gradient_group, the functions below

@@ -1,10 +1,12 @@
-/* F(4x4)'s input transform and input adjoint without tile arrays, for the builds that take 8
- * tiles' window columns straight out of rows and put them back (winograd_f4_avx2.c by in-lane
- * transposes, winograd_f4_avx512.c by two-register permutes). The input transform: the row
- * half as winograd_f4_impl.h's, then 8 tiles at a time the 6 columns of their windows, B, and
- * the 36 points stored straight into V. The adjoint: 8 tiles' windows computed in registers,
- * then each window row's columns put into the rows they cover. Same arithmetic as
- * winograd_f4_impl.h's input_transform and input_adjoint, same bits. The including file defines, before including this after winograd_f4_impl.h:
+/* F(4x4)'s input transform, input adjoint and output gradient's transform without tile arrays,
+ * for the builds that take 8 tiles' columns straight out of rows and put them back
+ * (winograd_f4_avx2.c by in-lane transposes, winograd_f4_avx512.c by two-register permutes).
+ * The input transform: the row half as winograd_f4_impl.h's, then 8 tiles at a time the 6
+ * columns of their windows, B, and the 36 points stored straight into V. The adjoint: 8
+ * tiles' windows computed in registers, then each window row's columns put into the rows they
+ * cover. The gradient's: 8 tiles' 4x4 blocks taken out of the gradient rows (unpooled through
+ * the argmax, through the relu), A, and the 36 points into D. Same arithmetic as
+ * winograd_f4_impl.h's input_transform, input_adjoint and gradient_transform, same bits. The including file defines, before including this after winograd_f4_impl.h:
  *   v8sf, 8 floats; INLINE;
  *   window_index and window_index_make(): what window_columns needs, built once per call;
  *   window_columns(ix, s, rows, x, c): c[m] = column m of 8 tiles' windows of one window row:
@@ -14,7 +16,10 @@
  * and for the input adjoint the other way round (input_adjoint_permuted):
  *   line_index and line_index_make(per_row, stride): built once per call, for groups of
  *     tile rows of per_row tiles (8: part of a longer row), their lines stride apart;
- *   window_lines_store(li, o, n, rows, line, at, join): see window_lines. */
+ *   window_lines_store(li, o, n, rows, line, at, join): see window_lines;
+ * and for the output gradient's transform (gradient_transform_permuted):
+ *   gradient_tiles(ix, gg, a, pooled, per_row, e): e[k] lane l = column k of row a of tile l
+ *     of the group gg (winograd_tiling.h), as load_gradient_row gives it. */
 
 /* 8 tiles into V at v (n <= 8 of them stored), from window row i's transformed rows s (as
  * window_columns reads them): B on their 6 window columns, the 6 points stored. */
@@ -141,4 +146,78 @@ static void input_adjoint_permuted(const tiling *t, const float *Z, float *dx, f
                         winograd_store_input_row(t, dx, c, r + j, i, y,
                                                  line[i] + (size_t)j * t->row_len);
         }
+}
+
+/* A group's n tiles into D at d + at and their sums into sums + at (gradient_transform's
+ * arithmetic, the same order). */
+INLINE void gradient_group_transform(const window_index *ix, const gradient_group *gg,
+                                     int pooled, int per_row, float *d, size_t plane,
+                                     float *sums, int at, int n)
+{
+    v8sf e[4][4], A[6][4];
+#pragma GCC unroll 4
+    for (int a = 0; a < 4; a++)
+        gradient_tiles(ix, gg, a, pooled, per_row, e[a]);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {   /* A e: rows */
+        v8sf in[4] = {e[0][k], e[1][k], e[2][k], e[3][k]}, o[6];
+        A6(in, o);
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; i++)
+            A[i][k] = o[i];
+    }
+    store_tiles8(sums + at, (A[1][0] + A[1][1]) + (A[1][2] + A[1][3]), n);
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; i++) {   /* (A e) A^T: columns */
+        v8sf o[6];
+        A6(A[i], o);
+#pragma GCC unroll 6
+        for (int k = 0; k < 6; k++)
+            store_tiles8(d + (6 * i + k) * plane + at, o[k], n);
+    }
+}
+
+/* Filter f's tiles of the block, groups of one tile row (per_row 8) or of 8 / per_row. */
+INLINE void gradient_filter(const window_index *ix, const tiling *t, const winograd_grad *dy,
+                            int f, int pooled, int per_row, float *d, size_t plane, float *sums)
+{
+    int tw = t->tw, group = group_tile_rows(per_row);
+    for (int r = t->r0; r < t->r1; r += group)
+        for (int q = 0; q < (group > 1 ? 1 : tw); q += 8) {
+            int nrows = t->r1 - r < group ? t->r1 - r : group;
+            gradient_group gg = {t, dy, f, r, q, nrows};
+            int n = group > 1 ? nrows * tw : tw - q < 8 ? tw - q : 8;
+            gradient_group_transform(ix, &gg, pooled, per_row, d, plane, sums,
+                                     (r - t->r0) * tw + q, n);
+        }
+}
+
+/* D[p][f - f0][col] = (A e A^T)[p] as gradient_transform, 8 tiles at a time straight from the
+ * gradient rows (gradient_tiles) instead of through 16 tile arrays; the same bits, the bias
+ * sums kept per tile and summed in tile_sum's order. Rows of 1 tile as the AVX2 build does. */
+static void gradient_transform_permuted(const tiling *t, const winograd_grad *dy, int f0, int f1,
+                                        float *D, float *dbias, float *rows)
+{
+    int tw = t->tw, pooled = dy->pool != NULL;
+    if (tw == 1) {
+        gradient_transform(t, dy, f0, f1, D, dbias, rows);
+        return;
+    }
+    size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
+    const window_index ix = window_index_make();
+    float *sums = tile_array(t, rows, 16);
+    for (int f = f0; f < f1; f++) {
+        float *d = D + (size_t)(f - f0) * t->cols;
+        if (tw == 4)   /* constants, so that each case gets code of its own */
+            pooled ? gradient_filter(&ix, t, dy, f, 1, 4, d, plane, sums)
+                   : gradient_filter(&ix, t, dy, f, 0, 4, d, plane, sums);
+        else if (tw == 2)
+            pooled ? gradient_filter(&ix, t, dy, f, 1, 2, d, plane, sums)
+                   : gradient_filter(&ix, t, dy, f, 0, 2, d, plane, sums);
+        else
+            pooled ? gradient_filter(&ix, t, dy, f, 1, 8, d, plane, sums)
+                   : gradient_filter(&ix, t, dy, f, 0, 8, d, plane, sums);
+        if (dbias)
+            dbias[f - f0] += tile_sum(sums, t->tiles);
+    }
 }

@@ -272,6 +272,22 @@ static inline gradient_row winograd_gradient_row(const tiling *t, const winograd
     return row;
 }
 
+/* The tile rows of a group of 8 tiles whose rows hold per_row tiles each (8: a group is 8
+ * tiles of one row, longer rows taking several groups). */
+static inline int group_tile_rows(int per_row) { return per_row == 8 ? 1 : 8 / per_row; }
+
+/* The output gradient of a group of 8 tiles (one, 2 or 4 tile rows of 8, 4 or 2 tiles from
+ * tile row r, tile q on; nrows of them in the block), as load_gradient_row gives it: zero past
+ * the output's edges, unpooled through the argmax, through the relu. The functions below take
+ * pooled and per_row (tiles of a tile row in the group) as constants, so that each case gets
+ * code of its own with its registers indexed by constants (indexed at run time, they went
+ * through the stack and the transform ran slower than AVX2's). */
+typedef struct gradient_group {
+    const tiling *t;
+    const winograd_grad *dy;
+    int f, r, q, nrows;
+} gradient_group;
+
 /* One tile size's transforms, on the current block of t; rows: the row buffers and the tile
  * arrays.
  * input: V[p][c][col], the input windows in the transform domain. output: the tiles' outputs
