@@ -1,13 +1,14 @@
 /* Winograd F(4x4, 3x3)'s transforms, AVX2+FMA build (compiled with -mavx2 -mfma): the input
  * transform's column half takes 8 tiles' window columns straight out of the transformed rows
  * by 4x4 transposes within 128-bit lanes, the input adjoint puts 8 tiles' windows back into
- * their rows the same way, and the output gradient's transform takes 8 tiles' 4x4 blocks out
- * of the gradient rows (winograd_f4_columns_impl.h), where the portable build goes through
- * tile arrays. */
+ * their rows the same way, the output gradient's transform takes 8 tiles' 4x4 blocks out of
+ * the gradient rows, and the output transform puts 8 tiles' outputs into theirs, pooled or
+ * not (winograd_f4_columns_impl.h), where the portable build goes through tile arrays. */
 #define ISA avx2
 #define F4_OWN_INPUT input_transform_permuted
 #define F4_OWN_ADJOINT input_adjoint_permuted
 #define F4_OWN_GRADIENT gradient_transform_permuted
+#define F4_OWN_OUTPUT output_transform_permuted
 #include "ops/winograd_f4_impl.h"
 
 #include <immintrin.h>
@@ -17,17 +18,50 @@ typedef float v8sf __attribute__((vector_size(32)));
 /* Inlined whatever GCC thinks: each caller passes constants that its code is specialised on. */
 #define INLINE static inline __attribute__((always_inline))
 
+/* Lanes [0, n) set: a mask for the first n of 8 values. */
+static inline __m256i first_n8(int n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* p[0 .. n), zeros after, of 8 floats (the last few, at a row's end, by a masked load). */
+static inline __m256 load_upto8(const float *p, int n)
+{
+    if (n >= 8)
+        return _mm256_loadu_ps(p);
+    return n <= 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(p, first_n8(n));
+}
+
+/* p[0 .. min(n, 8)) = v's first values (nothing when n <= 0). */
+static inline void store_upto8(float *p, __m256 v, int n)
+{
+    if (n >= 8)
+        _mm256_storeu_ps(p, v);
+    else if (n > 0)
+        _mm256_maskstore_ps(p, first_n8(n), v);
+}
+
+/* 4 values at lo's place, 4 at hi's. */
+static inline __m256 join128(__m128 lo, __m128 hi)
+{
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+}
+
+/* v through the relu, as relu_forward's (NaN passes). */
+static inline __m256 relu8(__m256 v)
+{
+    return _mm256_andnot_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ), v);
+}
+
+/* winograd_f4_columns_impl.h's loads and stores of a group's 8 tiles (n of them). */
+static inline v8sf load_tiles8(const float *p, int n) { return (v8sf)load_upto8(p, n); }
+static inline void store_tiles8(float *p, v8sf v, int n) { store_upto8(p, (__m256)v, n); }
+
 typedef struct window_index {
     char unused;   /* in-lane shuffles take their order from immediates */
 } window_index;
 
 static inline window_index window_index_make(void) { return (window_index){0}; }
-
-/* 4 floats at lo, then 4 at hi. */
-static inline __m256 halves(const float *lo, const float *hi)
-{
-    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(lo)), _mm_loadu_ps(hi), 1);
-}
 
 /* winograd_f4_columns_impl.h's window columns: tile l's window starts at at[l]; register k
  * holds tiles k and k + 4 (a 128-bit lane each), columns 0 to 3 or 4 to 7, so that a 4x4
@@ -44,8 +78,8 @@ INLINE void window_columns(const window_index *ix, const float *const s[4], int 
     __m256 a[4], b[4];
 #pragma GCC unroll 4
     for (int k = 0; k < 4; k++) {
-        a[k] = halves(at[k], at[k + 4]);
-        b[k] = halves(at[k] + 4, at[k + 4] + 4);
+        a[k] = join128(_mm_loadu_ps(at[k]), _mm_loadu_ps(at[k + 4]));
+        b[k] = join128(_mm_loadu_ps(at[k] + 4), _mm_loadu_ps(at[k + 4] + 4));
     }
     __m256 u0 = _mm256_unpacklo_ps(a[0], a[1]), u1 = _mm256_unpackhi_ps(a[0], a[1]);
     __m256 u2 = _mm256_unpacklo_ps(a[2], a[3]), u3 = _mm256_unpackhi_ps(a[2], a[3]);
@@ -56,17 +90,6 @@ INLINE void window_columns(const window_index *ix, const float *const s[4], int 
     c[3] = (v8sf)_mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(3, 2, 3, 2));
     c[4] = (v8sf)_mm256_shuffle_ps(w0, w2, _MM_SHUFFLE(1, 0, 1, 0));
     c[5] = (v8sf)_mm256_shuffle_ps(w0, w2, _MM_SHUFFLE(3, 2, 3, 2));
-}
-
-/* The first n of 8 values. */
-static inline void store_tiles8(float *p, v8sf v, int n)
-{
-    if (n == 8) {
-        _mm256_storeu_ps(p, (__m256)v);
-        return;
-    }
-    __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    _mm256_maskstore_ps(p, keep, (__m256)v);
 }
 
 typedef struct line_index {
@@ -100,8 +123,7 @@ INLINE void window_lines_store(const line_index *li, v8sf o[6][6], int n, int ro
                                float *const line[6], int at, int join)
 {
     const __m256 zero = _mm256_setzero_ps();
-    const __m256 keep = _mm256_castsi256_ps(
-        _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+    const __m256 keep = _mm256_castsi256_ps(first_n8(n));
 #pragma GCC unroll 6
     for (int i = 0; i < 6; i++) {
         __m256 c[6];
@@ -165,23 +187,6 @@ INLINE void window_lines_store(const line_index *li, v8sf o[6][6], int n, int ro
             }
         }
     }
-}
-
-/* p[0 .. n), zeros after, of 8 floats (the last few, at the output's edge, by a masked load). */
-static inline __m256 load_upto8(const float *p, int n)
-{
-    if (n >= 8)
-        return _mm256_loadu_ps(p);
-    if (n <= 0)
-        return _mm256_setzero_ps();
-    return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(n),
-                                                    _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
-}
-
-/* 4 values at lo's place, 4 at hi's. */
-static inline __m256 join128(__m128 lo, __m128 hi)
-{
-    return _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
 }
 
 /* Values 2l + odd of the 16 in lo and hi, l = 0 .. 7 (as pool_row_wide.h splits a row). */
@@ -292,6 +297,159 @@ INLINE void gradient_tiles(const window_index *ix, const gradient_group *gg, int
     e[1] = at_argmax8(a0, _mm256_add_epi32(x, one), g0);
     e[2] = at_argmax8(a1, x2, g1);
     e[3] = at_argmax8(a1, _mm256_add_epi32(x2, one), g1);
+}
+
+/* Values [4 per_row j, 4 per_row (j + 1)) of the 32 in v (8 a vector), the tiles of tile row j
+ * of a group of per_row tiles a row, stored at y up to n of them. */
+INLINE void store_tile_row(float *y, const __m256 v[4], int j, int per_row, int n)
+{
+    if (per_row == 8)
+#pragma GCC unroll 4
+        for (int h = 0; h < 4; h++)
+            store_upto8(y + 8 * h, v[h], n - 8 * h);
+    else if (per_row == 4)
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++)
+            store_upto8(y + 8 * h, v[2 * j + h], n - 8 * h);
+    else
+        store_upto8(y, v[j], n);
+}
+
+/* winograd_f4_columns_impl.h's output row: the inverse of window_columns' transpose puts tile
+ * k's 4 columns and tile k + 4's in a vector's two lanes, whose lanes then line the 8 tiles'
+ * 32 values up in order. */
+INLINE void store_output_row(const window_index *ix, const output_group *og, v8sf o[4][4],
+                             int a, int per_row)
+{
+    (void)ix;
+    const tiling *t = og->t;
+    const conv_geom *g = t->g;
+    __m256 u0 = _mm256_unpacklo_ps((__m256)o[a][0], (__m256)o[a][1]);
+    __m256 u1 = _mm256_unpackhi_ps((__m256)o[a][0], (__m256)o[a][1]);
+    __m256 u2 = _mm256_unpacklo_ps((__m256)o[a][2], (__m256)o[a][3]);
+    __m256 u3 = _mm256_unpackhi_ps((__m256)o[a][2], (__m256)o[a][3]);
+    __m256 c[4] = {_mm256_shuffle_ps(u0, u2, _MM_SHUFFLE(1, 0, 1, 0)),
+                   _mm256_shuffle_ps(u0, u2, _MM_SHUFFLE(3, 2, 3, 2)),
+                   _mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(1, 0, 1, 0)),
+                   _mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(3, 2, 3, 2))};   /* tiles k, k + 4 */
+    __m256 v[4] = {_mm256_permute2f128_ps(c[0], c[1], 0x20), _mm256_permute2f128_ps(c[2], c[3], 0x20),
+                   _mm256_permute2f128_ps(c[0], c[1], 0x31), _mm256_permute2f128_ps(c[2], c[3], 0x31)};
+#pragma GCC unroll 4
+    for (int h = 0; h < 4; h++) {
+        v[h] = _mm256_add_ps(v[h], _mm256_set1_ps(og->b));
+        if (og->o->relu)
+            v[h] = relu8(v[h]);
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        if (j >= group_tile_rows(per_row) || j >= og->nrows)
+            break;
+        int r = og->r + j, oy = 4 * (r % t->th) + a;
+        if (oy >= g->oh)
+            continue;
+        float *y = og->o->y + (((size_t)(r / t->th) * g->f + og->f) * g->oh + oy) * g->ow;
+        int x = per_row == 8 ? 4 * og->q : 0;
+        store_tile_row(y + x, v, j, per_row, g->ow - x);
+    }
+}
+
+/* a where keep says so, else b. */
+static inline __m256i blend_i(__m256i b, __m256i a, __m256 keep)
+{
+    return _mm256_castps_si256(
+        _mm256_blendv_ps(_mm256_castsi256_ps(b), _mm256_castsi256_ps(a), keep));
+}
+
+/* winograd_f4_columns_impl.h's pooled rows: each tile's windows compared in registers as
+ * maxpool2_window does (the first maximum kept), each window row's two windows of the 8 tiles
+ * interleaved into a row's order. */
+INLINE void store_pooled_rows(const window_index *ix, const output_group *og, v8sf o[4][4],
+                              int per_row)
+{
+    (void)ix;
+    const tiling *t = og->t;
+    const conv_geom *g = t->g;
+    const pool_geom *p = og->o->pool;
+    int ow = g->ow;
+    int32_t corner[4] = {0, 0, 0, 0};   /* winograd_pooled_init's, + the filter's plane */
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        if (j >= group_tile_rows(per_row))
+            break;
+        int r = og->r + j, col = per_row == 8 ? og->q : 0;
+        corner[j] = (int32_t)((size_t)og->f * g->oh * ow) + 4 * ((r % t->th) * ow + col);
+    }
+    __m256i c = per_row == 8 ? _mm256_set1_epi32(corner[0])
+                : per_row == 4
+                    ? _mm256_setr_epi32(corner[0], corner[0], corner[0], corner[0], corner[1],
+                                        corner[1], corner[1], corner[1])
+                    : _mm256_setr_epi32(corner[0], corner[0], corner[1], corner[1], corner[2],
+                                        corner[2], corner[3], corner[3]);
+    c = _mm256_add_epi32(c, per_row == 8   ? _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)
+                            : per_row == 4 ? _mm256_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12)
+                                           : _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
+    v8sf bias = {og->b, og->b, og->b, og->b, og->b, og->b, og->b, og->b};
+#pragma GCC unroll 4
+    for (int a = 0; a < 4; a++)
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            o[a][k] += bias;
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; i++) {
+        __m256 v[2], am[2];
+#pragma GCC unroll 2
+        for (int j = 0; j < 2; j++) {   /* window (i, j) of each tile */
+            __m256 v01 = (__m256)o[2 * i][2 * j + 1];
+            __m256 v10 = (__m256)o[2 * i + 1][2 * j], v11 = (__m256)o[2 * i + 1][2 * j + 1];
+            __m256i i00 = _mm256_add_epi32(c, _mm256_set1_epi32(2 * i * ow + 2 * j)), at = i00;
+            __m256 best = (__m256)o[2 * i][2 * j];
+            __m256 gt = _mm256_cmp_ps(v01, best, _CMP_GT_OQ);
+            at = blend_i(at, _mm256_add_epi32(i00, _mm256_set1_epi32(1)), gt);
+            best = _mm256_blendv_ps(best, v01, gt);
+            gt = _mm256_cmp_ps(v10, best, _CMP_GT_OQ);
+            at = blend_i(at, _mm256_add_epi32(i00, _mm256_set1_epi32(ow)), gt);
+            best = _mm256_blendv_ps(best, v10, gt);
+            gt = _mm256_cmp_ps(v11, best, _CMP_GT_OQ);
+            at = blend_i(at, _mm256_add_epi32(i00, _mm256_set1_epi32(ow + 1)), gt);
+            v[j] = _mm256_blendv_ps(best, v11, gt);
+            am[j] = _mm256_castsi256_ps(at);
+        }
+        __m256 lo = _mm256_unpacklo_ps(v[0], v[1]), hi = _mm256_unpackhi_ps(v[0], v[1]);
+        __m256 alo = _mm256_unpacklo_ps(am[0], am[1]), ahi = _mm256_unpackhi_ps(am[0], am[1]);
+        __m256 pv[4] = {_mm256_permute2f128_ps(lo, hi, 0x20), _mm256_permute2f128_ps(lo, hi, 0x31)};
+        __m256 pa[4] = {_mm256_permute2f128_ps(alo, ahi, 0x20),
+                        _mm256_permute2f128_ps(alo, ahi, 0x31)};   /* tiles 0-3, 4-7 */
+        if (og->o->relu)
+            pv[0] = relu8(pv[0]), pv[1] = relu8(pv[1]);
+        if (per_row == 2) {   /* a tile row's 4 windows: a lane each */
+            pv[3] = _mm256_permute2f128_ps(pv[1], pv[1], 0x11);
+            pv[2] = pv[1];
+            pv[1] = _mm256_permute2f128_ps(pv[0], pv[0], 0x11);
+            pa[3] = _mm256_permute2f128_ps(pa[1], pa[1], 0x11);
+            pa[2] = pa[1];
+            pa[1] = _mm256_permute2f128_ps(pa[0], pa[0], 0x11);
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            if (j >= group_tile_rows(per_row) || j >= og->nrows)
+                break;
+            int r = og->r + j, py = 2 * (r % t->th) + i;
+            if (py >= p->oh)
+                continue;
+            size_t row = (((size_t)(r / t->th) * p->c + og->f) * p->oh + py) * p->ow;
+            int x = per_row == 8 ? 2 * og->q : 0, n = p->ow - x;
+            n = per_row < 8 && n > 2 * per_row ? 2 * per_row : n;
+            if (per_row == 8) {
+                store_upto8(og->o->y + row + x, pv[0], n);
+                store_upto8(og->o->y + row + x + 8, pv[1], n - 8);
+                store_upto8((float *)og->o->argmax + row + x, pa[0], n);
+                store_upto8((float *)og->o->argmax + row + x + 8, pa[1], n - 8);
+            } else {
+                store_upto8(og->o->y + row, pv[j], n);
+                store_upto8((float *)og->o->argmax + row, pa[j], n);
+            }
+        }
+    }
 }
 
 #include "ops/winograd_f4_columns_impl.h"

@@ -1,12 +1,9 @@
-/* Winograd F(4x4, 3x3)'s transforms, AVX-512 build: the AVX2 build's (256-bit loops, which
- * measured faster than 512-bit ones here: Makefile), except three. The AVX2 build splits each
- * transformed input row into tile arrays (4x4 SSE transposes), then reads them back to
- * transform the columns; here two-register permutes (vpermt2ps) take 8 tiles' window columns
- * straight out of the row, and the 36 points go straight into V. The input adjoint goes the
- * other way: 8 tiles' windows, computed in registers, are permuted straight into their rows,
- * overlaps summed, instead of through 36 tile arrays and 4x4 transposes. The output gradient's
- * 4x4 blocks are permuted out of its rows likewise, and the outputs (pooled or not) permuted
- * into theirs. Same arithmetic, same bits. Compiled with AVX-512 flags. */
+/* Winograd F(4x4, 3x3)'s transforms, AVX-512 build, for layers whose channels or filters do
+ * not fill 16 lanes (winograd_f4_lanes_avx512.c takes the others): winograd_f4_columns_impl.h's,
+ * 256-bit arithmetic (faster than 512-bit loops here: Makefile), with two-register permutes
+ * (vpermt2ps) taking 8 tiles' window columns and gradient blocks out of rows, and putting
+ * windows and outputs (pooled or not) back into theirs, where the AVX2 build needs in-lane
+ * transposes. Same arithmetic, same bits. Compiled with AVX-512 flags. */
 #define ISA avx512
 #define F4_OWN_INPUT input_transform_permuted
 #define F4_OWN_ADJOINT input_adjoint_permuted
@@ -31,13 +28,17 @@ static inline __m512i window_column(int m)
 
 /* The permutes' indexes, built once per call. */
 typedef struct window_index {
-    __m512i col[4];
+    __m512i col[4];   /* window_column's */
+    __m512i pos[2];   /* row_positions' */
 } window_index;
+
+static __m512i row_positions(int h);
 
 static inline window_index window_index_make(void)
 {
     return (window_index){{window_column(0), window_column(1), window_column(2),
-                           window_column(3)}};
+                           window_column(3)},
+                          {row_positions(0), row_positions(1)}};
 }
 
 /* Values [x, x + 16) of a transformed row, and [x + 4, x + 20) (the windows' columns 4 and 5
@@ -81,6 +82,12 @@ INLINE void window_columns(const window_index *ix, const float *const s[4], int 
 static inline void store_tiles8(float *p, v8sf v, int n)
 {
     _mm256_mask_storeu_ps(p, (__mmask8)((1u << n) - 1), (__m256)v);
+}
+
+/* The first n of 8 values, zeros after. */
+static inline v8sf load_tiles8(const float *p, int n)
+{
+    return (v8sf)(n == 8 ? _mm256_loadu_ps(p) : _mm256_maskz_loadu_ps((__mmask8)((1u << n) - 1), p));
 }
 
 /* Where the values of a group's 8 tiles' window rows go in its lines: register b of 3 holds
@@ -262,18 +269,6 @@ INLINE void gradient_tiles(const window_index *ix, const gradient_group *gg, int
     }
 }
 
-#include "ops/winograd_f4_columns_impl.h"
-
-/* The outputs of a group of 8 tiles (one, 2 or 4 tile rows of 8, 4 or 2 tiles from tile row
- * r, tile q on; nrows of them in the block) of filter f. As gradient_group, the functions below
- * take pooled and per_row as constants. */
-typedef struct output_group {
-    const tiling *t;
-    const winograd_out *o;
-    int f, r, q, nrows;
-    float b;   /* the bias, added to every output (0 without one, as output_transform does) */
-} output_group;
-
 /* Lane 2l + j: window j of tile l, from (window 0 | window 1) of 8 tiles each: a row of pooled
  * windows in order. */
 static inline __m512i pooled_positions(void)
@@ -318,34 +313,10 @@ static inline __m512 relu16(__m512 v)
                               _mm512_setzero_ps());
 }
 
-/* The group's 4x4 outputs o[a][k] (lane l: tile l), A^T m A as TILE_OUTPUTS computes it. */
-INLINE void group_outputs(const float *m, size_t plane, int n, v8sf o[4][4])
-{
-    __mmask8 keep = (__mmask8)((1u << n) - 1);
-    v8sf s[6][4];
-#pragma GCC unroll 6
-    for (int i = 0; i < 6; i++) {   /* m A: rows' columns */
-        v8sf in[6];
-#pragma GCC unroll 6
-        for (int k = 0; k < 6; k++)
-            in[k] = (v8sf)(n == 8 ? _mm256_loadu_ps(m + (size_t)(6 * i + k) * plane)
-                                  : _mm256_maskz_loadu_ps(keep, m + (size_t)(6 * i + k) * plane));
-        AT6(in, s[i]);
-    }
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; k++) {   /* A^T (m A): rows */
-        v8sf in[6] = {s[0][k], s[1][k], s[2][k], s[3][k], s[4][k], s[5][k]}, c[4];
-        AT6(in, c);
-#pragma GCC unroll 4
-        for (int a = 0; a < 4; a++)
-            o[a][k] = c[a];
-    }
-}
-
 /* Row a of the group's outputs (+ b, through the relu) into output row a of each of its tile
  * rows: the 4 columns of each tile interleaved by permutes, stored up to the output's width. */
-INLINE void store_output_row(const output_group *og, v8sf o[4][4], int a, int per_row,
-                             const __m512i pos[2])
+INLINE void store_output_row(const window_index *ix, const output_group *og, v8sf o[4][4],
+                             int a, int per_row)
 {
     const tiling *t = og->t;
     const conv_geom *g = t->g;
@@ -353,7 +324,7 @@ INLINE void store_output_row(const output_group *og, v8sf o[4][4], int a, int pe
     __m512 v[2];
 #pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
-        v[h] = _mm512_add_ps(_mm512_permutex2var_ps(c01, pos[h], c23), _mm512_set1_ps(og->b));
+        v[h] = _mm512_add_ps(_mm512_permutex2var_ps(c01, ix->pos[h], c23), _mm512_set1_ps(og->b));
         if (og->o->relu)
             v[h] = relu16(v[h]);
     }
@@ -379,8 +350,10 @@ INLINE void store_output_row(const output_group *og, v8sf o[4][4], int a, int pe
 /* The group's outputs + b pooled by the 2x2 windows inside each tile, as pooled_output (the
  * same comparisons, maxpool2_window's), the pooled rows (through the relu) and their argmax
  * stored in their places. */
-INLINE void store_pooled_rows(const output_group *og, v8sf o[4][4], int per_row)
+INLINE void store_pooled_rows(const window_index *ix, const output_group *og, v8sf o[4][4],
+                              int per_row)
 {
+    (void)ix;
     const tiling *t = og->t;
     const conv_geom *g = t->g;
     const pool_geom *p = og->o->pool;
@@ -452,58 +425,7 @@ INLINE void store_pooled_rows(const output_group *og, v8sf o[4][4], int per_row)
     }
 }
 
-/* Filter f's outputs of the block from m (its row of M), groups of one tile row (per_row 8)
- * or of 8 / per_row. */
-INLINE void output_filter(const tiling *t, const winograd_out *o, int f, float b,
-                          const float *m, size_t plane, int pooled, int per_row,
-                          const __m512i pos[2])
-{
-    int tw = t->tw, group = group_tile_rows(per_row);
-    for (int r = t->r0; r < t->r1; r += group)
-        for (int q = 0; q < (group > 1 ? 1 : tw); q += 8) {
-            int nrows = t->r1 - r < group ? t->r1 - r : group;
-            int n = group > 1 ? nrows * tw : tw - q < 8 ? tw - q : 8;
-            output_group og = {t, o, f, r, q, nrows, b};
-            v8sf out[4][4];
-            group_outputs(m + (size_t)(r - t->r0) * tw + q, plane, n, out);
-            if (pooled)
-                store_pooled_rows(&og, out, per_row);
-            else
-#pragma GCC unroll 4
-                for (int a = 0; a < 4; a++)
-                    store_output_row(&og, out, a, per_row, pos);
-        }
-}
-
-/* The outputs A^T m A + bias for filters [f0, f1) from M[p][f - f0][col] into o, as
- * output_transform (pooled or not, through the relu or not), 8 tiles at a time in registers,
- * permuted straight into the output rows instead of through tile arrays and row buffers: a
- * row read back as whole registers right after it was stored in pieces stalled on the
- * stores (12% of output_transform's time). Rows of 1 tile as the AVX2 build does. */
-static void output_transform_permuted(const tiling *t, const float *M, const float *bias,
-                                      const winograd_out *o, int f0, int f1, float *rows)
-{
-    int tw = t->tw, pooled = o->pool != NULL;
-    if (tw == 1) {
-        output_transform(t, M, bias, o, f0, f1, rows);
-        return;
-    }
-    size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
-    const __m512i pos[2] = {row_positions(0), row_positions(1)};
-    for (int f = f0; f < f1; f++) {
-        const float *m = M + (size_t)(f - f0) * t->cols;
-        float b = bias ? bias[f] : 0.0f;
-        if (tw == 4)   /* constants, so that each case gets code of its own */
-            pooled ? output_filter(t, o, f, b, m, plane, 1, 4, pos)
-                   : output_filter(t, o, f, b, m, plane, 0, 4, pos);
-        else if (tw == 2)
-            pooled ? output_filter(t, o, f, b, m, plane, 1, 2, pos)
-                   : output_filter(t, o, f, b, m, plane, 0, 2, pos);
-        else
-            pooled ? output_filter(t, o, f, b, m, plane, 1, 8, pos)
-                   : output_filter(t, o, f, b, m, plane, 0, 8, pos);
-    }
-}
+#include "ops/winograd_f4_columns_impl.h"
 
 /* For channels and filters in multiples of 16: all four transforms with 16 of them to a
  * register (winograd_f4_lanes_avx512.c, winograd_f4_lanes_backward_avx512.c). */

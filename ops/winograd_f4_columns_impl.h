@@ -1,12 +1,15 @@
-/* F(4x4)'s input transform, input adjoint and output gradient's transform without tile arrays,
- * for the builds that take 8 tiles' columns straight out of rows and put them back
- * (winograd_f4_avx2.c by in-lane transposes, winograd_f4_avx512.c by two-register permutes).
- * The input transform: the row half as winograd_f4_impl.h's, then 8 tiles at a time the 6
- * columns of their windows, B, and the 36 points stored straight into V. The adjoint: 8
+/* F(4x4)'s four transforms without tile arrays, for the builds that take 8 tiles' columns
+ * straight out of rows and put them back (winograd_f4_avx2.c by in-lane transposes,
+ * winograd_f4_avx512.c by two-register permutes), where winograd_f4_impl.h's go through tile
+ * arrays. The input transform: the row half as winograd_f4_impl.h's, then 8 tiles at a time
+ * the 6 columns of their windows, B, and the 36 points stored straight into V. The adjoint: 8
  * tiles' windows computed in registers, then each window row's columns put into the rows they
  * cover. The gradient's: 8 tiles' 4x4 blocks taken out of the gradient rows (unpooled through
- * the argmax, through the relu), A, and the 36 points into D. Same arithmetic as
- * winograd_f4_impl.h's input_transform, input_adjoint and gradient_transform, same bits. The including file defines, before including this after winograd_f4_impl.h:
+ * the argmax, through the relu), A, and the 36 points into D. The output transform: 8 tiles'
+ * 4x4 outputs in registers, put into their rows (pooled or not). Same arithmetic as
+ * winograd_f4_impl.h's transforms, same bits. Rows of 1 tile go to those.
+ *
+ * Included after winograd_f4_impl.h by a file that has defined:
  *   v8sf, 8 floats; INLINE;
  *   window_index and window_index_make(): what window_columns needs, built once per call;
  *   window_columns(ix, s, rows, x, c): c[m] = column m of 8 tiles' windows of one window row:
@@ -19,7 +22,13 @@
  *   window_lines_store(li, o, n, rows, line, at, join): see window_lines;
  * and for the output gradient's transform (gradient_transform_permuted):
  *   gradient_tiles(ix, gg, a, pooled, per_row, e): e[k] lane l = column k of row a of tile l
- *     of the group gg (winograd_tiling.h), as load_gradient_row gives it. */
+ *     of the group gg (winograd_tiling.h), as load_gradient_row gives it;
+ * and for the output transform (output_transform_permuted):
+ *   load_tiles8(p, n): the first n of 8 values, zeros after;
+ *   store_output_row(ix, og, o, a, per_row): row a of the group's outputs o[a][k] (lane l:
+ *     tile l) + og->b, through the relu if asked, into output row a of each tile row;
+ *   store_pooled_rows(ix, og, o, per_row): the outputs + og->b pooled by the 2x2 windows
+ *     inside each tile as pooled_output, the pooled rows and argmaxes stored. */
 
 /* 8 tiles into V at v (n <= 8 of them stored), from window row i's transformed rows s (as
  * window_columns reads them): B on their 6 window columns, the 6 points stored. */
@@ -36,7 +45,7 @@ INLINE void column_half(const window_index *ix, const float *const s[4], int row
 
 /* V[p][c][col] = (B^T d B)[p] for every channel and tile of the block: per group of tile rows
  * (one, or 2 of 4 tiles, or 4 of 2) the row half (row_transform) into row buffers, then the
- * column half 8 tiles at a time. Rows of 1 tile as the AVX2 build does. rows: 13 row buffers,
+ * column half 8 tiles at a time. Rows of 1 tile as winograd_f4_impl.h does. rows: 13 row buffers,
  * then the other groups' in the tile arrays' place. */
 static void input_transform_permuted(const tiling *t, conv_input x, float *V, float *rows)
 {
@@ -112,7 +121,7 @@ INLINE void window_lines(const line_index *li, const float *z, size_t plane, int
 /* dx from the windows of Z[p][c][col], as input_adjoint: per group of tile rows (one, or 2 of
  * 4 tiles, or 4 of 2) the lines of their window rows, 8 tiles at a time (window_lines), then
  * each tile row's stored in order. Rows of 1 tile, or too little scratch for the lines, as
- * the AVX2 build does. rows: the lines, in the row buffers' and tile arrays' place. */
+ * winograd_f4_impl.h does. rows: the lines, in the row buffers' and tile arrays' place. */
 static void input_adjoint_permuted(const tiling *t, const float *Z, float *dx, float *rows)
 {
     int tw = t->tw, group = tw == 4 ? 2 : tw == 2 ? 4 : 1;
@@ -194,7 +203,7 @@ INLINE void gradient_filter(const window_index *ix, const tiling *t, const winog
 
 /* D[p][f - f0][col] = (A e A^T)[p] as gradient_transform, 8 tiles at a time straight from the
  * gradient rows (gradient_tiles) instead of through 16 tile arrays; the same bits, the bias
- * sums kept per tile and summed in tile_sum's order. Rows of 1 tile as the AVX2 build does. */
+ * sums kept per tile and summed in tile_sum's order. Rows of 1 tile as winograd_f4_impl.h does. */
 static void gradient_transform_permuted(const tiling *t, const winograd_grad *dy, int f0, int f1,
                                         float *D, float *dbias, float *rows)
 {
@@ -219,5 +228,81 @@ static void gradient_transform_permuted(const tiling *t, const winograd_grad *dy
                    : gradient_filter(&ix, t, dy, f, 0, 8, d, plane, sums);
         if (dbias)
             dbias[f - f0] += tile_sum(sums, t->tiles);
+    }
+}
+
+/* The group's 4x4 outputs o[a][k] (lane l: tile l), A^T m A as TILE_OUTPUTS computes it. */
+INLINE void group_outputs(const float *m, size_t plane, int n, v8sf o[4][4])
+{
+    v8sf s[6][4];
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; i++) {   /* m A: rows' columns */
+        v8sf in[6];
+#pragma GCC unroll 6
+        for (int k = 0; k < 6; k++)
+            in[k] = load_tiles8(m + (size_t)(6 * i + k) * plane, n);
+        AT6(in, s[i]);
+    }
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {   /* A^T (m A): rows */
+        v8sf in[6] = {s[0][k], s[1][k], s[2][k], s[3][k], s[4][k], s[5][k]}, c[4];
+        AT6(in, c);
+#pragma GCC unroll 4
+        for (int a = 0; a < 4; a++)
+            o[a][k] = c[a];
+    }
+}
+
+/* Filter f's outputs of the block from m (its row of M), groups of one tile row (per_row 8)
+ * or of 8 / per_row. */
+INLINE void output_filter(const tiling *t, const winograd_out *o, int f, float b,
+                          const float *m, size_t plane, int pooled, int per_row,
+                          const window_index *ix)
+{
+    int tw = t->tw, group = group_tile_rows(per_row);
+    for (int r = t->r0; r < t->r1; r += group)
+        for (int q = 0; q < (group > 1 ? 1 : tw); q += 8) {
+            int nrows = t->r1 - r < group ? t->r1 - r : group;
+            int n = group > 1 ? nrows * tw : tw - q < 8 ? tw - q : 8;
+            output_group og = {t, o, f, r, q, nrows, b};
+            v8sf out[4][4];
+            group_outputs(m + (size_t)(r - t->r0) * tw + q, plane, n, out);
+            if (pooled)
+                store_pooled_rows(ix, &og, out, per_row);
+            else
+#pragma GCC unroll 4
+                for (int a = 0; a < 4; a++)
+                    store_output_row(ix, &og, out, a, per_row);
+        }
+}
+
+/* The outputs A^T m A + bias for filters [f0, f1) from M[p][f - f0][col] into o, as
+ * output_transform (pooled or not, through the relu or not), 8 tiles at a time in registers,
+ * put straight into the output rows (store_output_row, store_pooled_rows: the including
+ * file's) instead of through tile arrays and row buffers: a
+ * row read back as whole registers right after it was stored in pieces stalled on the
+ * stores (12% of output_transform's time). Rows of 1 tile as winograd_f4_impl.h does. */
+static void output_transform_permuted(const tiling *t, const float *M, const float *bias,
+                                      const winograd_out *o, int f0, int f1, float *rows)
+{
+    int tw = t->tw, pooled = o->pool != NULL;
+    if (tw == 1) {
+        output_transform(t, M, bias, o, f0, f1, rows);
+        return;
+    }
+    size_t plane = plane_of((size_t)(f1 - f0) * t->cols);
+    const window_index ix = window_index_make();
+    for (int f = f0; f < f1; f++) {
+        const float *m = M + (size_t)(f - f0) * t->cols;
+        float b = bias ? bias[f] : 0.0f;
+        if (tw == 4)   /* constants, so that each case gets code of its own */
+            pooled ? output_filter(t, o, f, b, m, plane, 1, 4, &ix)
+                   : output_filter(t, o, f, b, m, plane, 0, 4, &ix);
+        else if (tw == 2)
+            pooled ? output_filter(t, o, f, b, m, plane, 1, 2, &ix)
+                   : output_filter(t, o, f, b, m, plane, 0, 2, &ix);
+        else
+            pooled ? output_filter(t, o, f, b, m, plane, 1, 8, &ix)
+                   : output_filter(t, o, f, b, m, plane, 0, 8, &ix);
     }
 }

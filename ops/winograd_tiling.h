@@ -288,6 +288,16 @@ typedef struct gradient_group {
     int f, r, q, nrows;
 } gradient_group;
 
+/* The outputs of a group of 8 tiles (one, 2 or 4 tile rows of 8, 4 or 2 tiles from tile row
+ * r, tile q on; nrows of them in the block) of filter f. As gradient_group, the functions below
+ * take pooled and per_row as constants. */
+typedef struct output_group {
+    const tiling *t;
+    const winograd_out *o;
+    int f, r, q, nrows;
+    float b;   /* the bias, added to every output (0 without one, as output_transform does) */
+} output_group;
+
 /* One tile size's transforms, on the current block of t; rows: the row buffers and the tile
  * arrays.
  * input: V[p][c][col], the input windows in the transform domain. output: the tiles' outputs
