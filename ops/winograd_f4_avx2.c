@@ -221,6 +221,20 @@ INLINE void group_values(const float *const p[4], int nrows, int per, int all, i
                                                          : _mm256_setzero_ps();
 }
 
+/* Lane l: at[j] + 4 t for tile l, t-th of tile row j of a group of per_row tiles a row: a
+ * number (an argmax's) of each tile's first column, from its row's. Set from registers (an
+ * array stored lane by lane and loaded whole stalls on the stores: winograd_f4_avx512.c). */
+INLINE __m256i tile_columns(const int32_t at[4], int per_row)
+{
+    __m256i row = per_row == 8 ? _mm256_set1_epi32(at[0])
+                  : per_row == 4
+                      ? _mm256_setr_epi32(at[0], at[0], at[0], at[0], at[1], at[1], at[1], at[1])
+                      : _mm256_setr_epi32(at[0], at[0], at[1], at[1], at[2], at[2], at[3], at[3]);
+    return _mm256_add_epi32(row, per_row == 8   ? _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)
+                                 : per_row == 4 ? _mm256_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12)
+                                                : _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
+}
+
 /* v where the argmax a is x, else 0. */
 static inline v8sf at_argmax8(__m256 a, __m256i x, __m256 v)
 {
@@ -282,17 +296,7 @@ INLINE void gradient_tiles(const window_index *ix, const gradient_group *gg, int
     group_values(am, nrows, per, all, x0, n, w);
     __m256 g0 = every_other(v[0], v[1], 0), g1 = every_other(v[0], v[1], 1);
     __m256 a0 = every_other(w[0], w[1], 0), a1 = every_other(w[0], w[1], 1);
-    /* column x of tile l: first of its row + 4 t + x, t the tile within its row */
-    __m256i x = per_row == 8 ? _mm256_set1_epi32(first[0])
-                : per_row == 4
-                    ? _mm256_setr_epi32(first[0], first[0], first[0], first[0], first[1],
-                                        first[1], first[1], first[1])
-                    : _mm256_setr_epi32(first[0], first[0], first[1], first[1], first[2],
-                                        first[2], first[3], first[3]);
-    x = _mm256_add_epi32(x, per_row == 8   ? _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)
-                            : per_row == 4 ? _mm256_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12)
-                                           : _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
-    __m256i one = _mm256_set1_epi32(1), x2 = _mm256_add_epi32(x, _mm256_add_epi32(one, one));
+    __m256i x = tile_columns(first, per_row), one = _mm256_set1_epi32(1), x2 = _mm256_add_epi32(x, _mm256_add_epi32(one, one));
     e[0] = at_argmax8(a0, x, g0);
     e[1] = at_argmax8(a0, _mm256_add_epi32(x, one), g0);
     e[2] = at_argmax8(a1, x2, g1);
@@ -379,15 +383,7 @@ INLINE void store_pooled_rows(const window_index *ix, const output_group *og, v8
         int r = og->r + j, col = per_row == 8 ? og->q : 0;
         corner[j] = (int32_t)((size_t)og->f * g->oh * ow) + 4 * ((r % t->th) * ow + col);
     }
-    __m256i c = per_row == 8 ? _mm256_set1_epi32(corner[0])
-                : per_row == 4
-                    ? _mm256_setr_epi32(corner[0], corner[0], corner[0], corner[0], corner[1],
-                                        corner[1], corner[1], corner[1])
-                    : _mm256_setr_epi32(corner[0], corner[0], corner[1], corner[1], corner[2],
-                                        corner[2], corner[3], corner[3]);
-    c = _mm256_add_epi32(c, per_row == 8   ? _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)
-                            : per_row == 4 ? _mm256_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12)
-                                           : _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
+    __m256i c = tile_columns(corner, per_row);
     v8sf bias = {og->b, og->b, og->b, og->b, og->b, og->b, og->b, og->b};
 #pragma GCC unroll 4
     for (int a = 0; a < 4; a++)
