@@ -1264,6 +1264,8 @@ TEST(ops_conv_input_gradient_through_the_relu_before)
     for (int i = 0; i < 2; i++)
         dx[i] = calloc(N * nin, sizeof(float)), dw[i] = calloc(nw, sizeof(float));
     const conv_strategy paths[] = {CONV_WINOGRAD, CONV_WINOGRAD4, CONV_DIRECT};
+    ops_isa was = ops_isa_active();
+    FOR_EACH_ISA(isa)   /* the variants by lanes mask after, the others as they store */
     for (int s = 0; s < 3; s++)
         for (int k = 0; k < (paths[s] == CONV_DIRECT ? 1 : 3); k++) {
             conv_set_strategy(paths[s]);
@@ -1279,9 +1281,11 @@ TEST(ops_conv_input_gradient_through_the_relu_before)
             ops_relu_backward(xs, dx[0], dx[0], (long)nin, (long)(N * nin));
             CHECKF(!memcmp(dx[0], dx[1], sizeof(float) * N * nin) &&
                        !memcmp(dw[0], dw[1], sizeof(float) * nw),
-                   "%s, call %d: not the relu's gradient", conv_path_name(paths[s]), k);
+                   "[%s] %s, call %d: not the relu's gradient", ops_isa_name(isa),
+                   conv_path_name(paths[s]), k);
             CHECK(dx[1][0] == 7.0f && dx[1][nin - 1] == 7.0f);
         }
+    ops_isa_set(was);
     for (int i = 0; i < 2; i++)
         free(dx[i]), free(dw[i]);
     free(xs), free(w), free(dy), free(y), free(argmax);
