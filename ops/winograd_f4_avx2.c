@@ -53,6 +53,18 @@ static inline __m256 relu8(__m256 v)
     return _mm256_andnot_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ), v);
 }
 
+/* The 4x4 transposes within each 128-bit lane of in[0 .. 4): value m of lane l of out[k] is
+ * value k of lane l of in[m]. */
+INLINE void transpose_in_lanes(const __m256 in[4], __m256 out[4])
+{
+    __m256 u0 = _mm256_unpacklo_ps(in[0], in[1]), u1 = _mm256_unpackhi_ps(in[0], in[1]);
+    __m256 u2 = _mm256_unpacklo_ps(in[2], in[3]), u3 = _mm256_unpackhi_ps(in[2], in[3]);
+    out[0] = _mm256_shuffle_ps(u0, u2, _MM_SHUFFLE(1, 0, 1, 0));
+    out[1] = _mm256_shuffle_ps(u0, u2, _MM_SHUFFLE(3, 2, 3, 2));
+    out[2] = _mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(1, 0, 1, 0));
+    out[3] = _mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(3, 2, 3, 2));
+}
+
 /* winograd_f4_columns_impl.h's loads and stores of a group's 8 tiles (n of them). */
 static inline v8sf load_tiles8(const float *p, int n) { return (v8sf)load_upto8(p, n); }
 static inline void store_tiles8(float *p, v8sf v, int n) { store_upto8(p, (__m256)v, n); }
@@ -81,13 +93,11 @@ INLINE void window_columns(const window_index *ix, const float *const s[4], int 
         a[k] = join128(_mm_loadu_ps(at[k]), _mm_loadu_ps(at[k + 4]));
         b[k] = join128(_mm_loadu_ps(at[k] + 4), _mm_loadu_ps(at[k + 4] + 4));
     }
-    __m256 u0 = _mm256_unpacklo_ps(a[0], a[1]), u1 = _mm256_unpackhi_ps(a[0], a[1]);
-    __m256 u2 = _mm256_unpacklo_ps(a[2], a[3]), u3 = _mm256_unpackhi_ps(a[2], a[3]);
-    __m256 w0 = _mm256_unpacklo_ps(b[0], b[1]), w2 = _mm256_unpacklo_ps(b[2], b[3]);
-    c[0] = (v8sf)_mm256_shuffle_ps(u0, u2, _MM_SHUFFLE(1, 0, 1, 0));
-    c[1] = (v8sf)_mm256_shuffle_ps(u0, u2, _MM_SHUFFLE(3, 2, 3, 2));
-    c[2] = (v8sf)_mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(1, 0, 1, 0));
-    c[3] = (v8sf)_mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 t[4], w0 = _mm256_unpacklo_ps(b[0], b[1]), w2 = _mm256_unpacklo_ps(b[2], b[3]);
+    transpose_in_lanes(a, t);   /* columns 4 and 5: the first half of b's transpose */
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; m++)
+        c[m] = (v8sf)t[m];
     c[4] = (v8sf)_mm256_shuffle_ps(w0, w2, _MM_SHUFFLE(1, 0, 1, 0));
     c[5] = (v8sf)_mm256_shuffle_ps(w0, w2, _MM_SHUFFLE(3, 2, 3, 2));
 }
@@ -130,13 +140,8 @@ INLINE void window_lines_store(const line_index *li, v8sf o[6][6], int n, int ro
 #pragma GCC unroll 6
         for (int k = 0; k < 6; k++)
             c[k] = n == 8 ? (__m256)o[i][k] : _mm256_and_ps((__m256)o[i][k], keep);
-        __m256 t0 = _mm256_unpacklo_ps(c[0], c[1]), t1 = _mm256_unpackhi_ps(c[0], c[1]);
-        __m256 t2 = _mm256_unpacklo_ps(c[2], c[3]), t3 = _mm256_unpackhi_ps(c[2], c[3]);
-        __m256 t4 = _mm256_unpacklo_ps(c[4], c[5]), t5 = _mm256_unpackhi_ps(c[4], c[5]);
-        __m256 a[4] = {_mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0)),
-                       _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2)),
-                       _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0)),
-                       _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2))};
+        __m256 a[4], t4 = _mm256_unpacklo_ps(c[4], c[5]), t5 = _mm256_unpackhi_ps(c[4], c[5]);
+        transpose_in_lanes(c, a);
         __m256 b[4] = {
             _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(t4), _mm256_setzero_pd())),
             _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(t4), _mm256_setzero_pd())),
@@ -284,12 +289,11 @@ INLINE void gradient_tiles(const window_index *ix, const gradient_group *gg, int
                        _mm256_permute2f128_ps(v[0], v[2], 0x31),
                        _mm256_permute2f128_ps(v[1], v[3], 0x20),
                        _mm256_permute2f128_ps(v[1], v[3], 0x31)};
-        __m256 u0 = _mm256_unpacklo_ps(c[0], c[1]), u1 = _mm256_unpackhi_ps(c[0], c[1]);
-        __m256 u2 = _mm256_unpacklo_ps(c[2], c[3]), u3 = _mm256_unpackhi_ps(c[2], c[3]);
-        e[0] = (v8sf)_mm256_shuffle_ps(u0, u2, _MM_SHUFFLE(1, 0, 1, 0));
-        e[1] = (v8sf)_mm256_shuffle_ps(u0, u2, _MM_SHUFFLE(3, 2, 3, 2));
-        e[2] = (v8sf)_mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(1, 0, 1, 0));
-        e[3] = (v8sf)_mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(3, 2, 3, 2));
+        __m256 t[4];
+        transpose_in_lanes(c, t);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            e[k] = (v8sf)t[k];
         return;
     }
     __m256 w[2];   /* tile l's windows at 2l, 2l + 1 */
@@ -328,14 +332,9 @@ INLINE void store_output_row(const window_index *ix, const output_group *og, v8s
     (void)ix;
     const tiling *t = og->t;
     const conv_geom *g = t->g;
-    __m256 u0 = _mm256_unpacklo_ps((__m256)o[a][0], (__m256)o[a][1]);
-    __m256 u1 = _mm256_unpackhi_ps((__m256)o[a][0], (__m256)o[a][1]);
-    __m256 u2 = _mm256_unpacklo_ps((__m256)o[a][2], (__m256)o[a][3]);
-    __m256 u3 = _mm256_unpackhi_ps((__m256)o[a][2], (__m256)o[a][3]);
-    __m256 c[4] = {_mm256_shuffle_ps(u0, u2, _MM_SHUFFLE(1, 0, 1, 0)),
-                   _mm256_shuffle_ps(u0, u2, _MM_SHUFFLE(3, 2, 3, 2)),
-                   _mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(1, 0, 1, 0)),
-                   _mm256_shuffle_ps(u1, u3, _MM_SHUFFLE(3, 2, 3, 2))};   /* tiles k, k + 4 */
+    const __m256 cols[4] = {(__m256)o[a][0], (__m256)o[a][1], (__m256)o[a][2], (__m256)o[a][3]};
+    __m256 c[4];   /* tiles k and k + 4 */
+    transpose_in_lanes(cols, c);
     __m256 v[4] = {_mm256_permute2f128_ps(c[0], c[1], 0x20), _mm256_permute2f128_ps(c[2], c[3], 0x20),
                    _mm256_permute2f128_ps(c[0], c[1], 0x31), _mm256_permute2f128_ps(c[2], c[3], 0x31)};
 #pragma GCC unroll 4
