@@ -37,7 +37,8 @@ static void kernel_portable(int kc, const float *A, int sa, int si, const float 
             C[i * ldc + j] = (add ? C[i * ldc + j] : 0.0f) + alpha * acc[i][j];
 }
 
-const gemm_arch gemm_arch_portable = {P_MR, P_NR, 128, 256, 2048, kernel_portable, gemm_transpose};
+const gemm_arch gemm_arch_portable = {P_MR, P_NR, 128, 256, 2048, kernel_portable, gemm_transpose,
+                                      NULL};
 
 static const gemm_arch *arch_for(ops_isa isa)
 {
@@ -227,6 +228,8 @@ static void multiply_block(const gemm_arch *g, const panels *a, const panels *b,
             float *Ct = C + (size_t)ir * ldc + jr;
             if (m == g->mr && n == g->nr) {
                 g->kernel(a->kc, ap, sa, ia, bp, sb, Ct, ldc, alpha, add);
+            } else if (n == g->nr && g->rows) {
+                g->rows(m, a->kc, ap, sa, ia, bp, sb, Ct, ldc, alpha, add);
             } else {
                 g->kernel(a->kc, ap, sa, ia, bp, sb, tile, g->nr, alpha, 0);
                 store_edge(tile, g->nr, m, n, Ct, ldc, add);

@@ -26,11 +26,20 @@ void gemm_transpose(const float *src, int lds, int rows, int cols, float *dst, i
 void ops_transpose(const float *src, int lds, int rows, int cols, float *dst, int ldd);
 void gemm_transpose_avx2(const float *src, int lds, int rows, int cols, float *dst, int ldd);
 
+/* The first rows < MR rows of a tile NR wide, as the micro-kernel into a scratch tile and
+ * that tile's rows added to C give them (the same bits), straight into C: an edge of fewer
+ * rows costs its rows' multiply-adds, not a whole tile's. */
+typedef void (*gemm_rows_ukernel)(int rows, int kc, const float *A, int sa, int si,
+                                  const float *B, int sb, float *C, int ldc, float alpha,
+                                  int add);
+
 typedef struct gemm_arch {
     int mr, nr;                  /* register tile */
     int mc, kc, nc;              /* cache blocks */
     gemm_ukernel kernel;         /* full MR x NR tiles only; edges go through a scratch tile */
     gemm_transposer transpose;   /* packing's transposing copy (AVX2 and AVX-512: 8 x 8 blocks) */
+    gemm_rows_ukernel rows;      /* where MR leaves a part tile of the common sizes (AVX2's 6
+                                  * rows against 32 filters), else NULL */
 } gemm_arch;
 
 extern const gemm_arch gemm_arch_portable, gemm_arch_avx2, gemm_arch_avx512;

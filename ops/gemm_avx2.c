@@ -6,20 +6,23 @@
 
 enum { MR = 6, NR = 16 };
 
-/* The tile, with A's rows si apart (see gemm_avx512.c). */
-static inline __attribute__((always_inline)) void tile_avx2(int kc, const float *A, long sa,
-                                                            long si, const float *B, long sb,
-                                                            float *C, int ldc, float alpha,
-                                                            int add)
+/* The first mr rows of the tile, with A's rows si apart (see gemm_avx512.c); mr a constant
+ * where it is inlined. Whole tiles (mr = MR) end with C = alpha * AB + (add ? C : 0), one
+ * rounding; part tiles as the scratch tile and store_edge (gemm.c) give them, C = (add ? C :
+ * 0) + (alpha * AB + 0), so that an edge has the bits it had through the scratch tile. */
+static inline __attribute__((always_inline)) void tile_avx2(int mr, int kc, const float *A,
+                                                            long sa, long si, const float *B,
+                                                            long sb, float *C, int ldc,
+                                                            float alpha, int add)
 {
     __m256 c[MR][2];
 #pragma GCC unroll 6
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < mr; i++)
         c[i][0] = c[i][1] = _mm256_setzero_ps();
     for (int k = 0; k < kc; k++) {
         __m256 b0 = _mm256_loadu_ps(B), b1 = _mm256_loadu_ps(B + 8);
 #pragma GCC unroll 6
-        for (int i = 0; i < MR; i++) {
+        for (int i = 0; i < mr; i++) {
             __m256 a = _mm256_broadcast_ss(A + i * si);
             c[i][0] = _mm256_fmadd_ps(a, b0, c[i][0]);
             c[i][1] = _mm256_fmadd_ps(a, b1, c[i][1]);
@@ -27,14 +30,19 @@ static inline __attribute__((always_inline)) void tile_avx2(int kc, const float 
         A += sa;
         B += sb;
     }
-    __m256 al = _mm256_set1_ps(alpha);
+    __m256 al = _mm256_set1_ps(alpha), zero = _mm256_setzero_ps();
 #pragma GCC unroll 6
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < mr; i++) {
         float *row = C + (long)i * ldc;
-        __m256 c0 = add ? _mm256_loadu_ps(row) : _mm256_setzero_ps();
-        __m256 c1 = add ? _mm256_loadu_ps(row + 8) : _mm256_setzero_ps();
-        _mm256_storeu_ps(row, _mm256_fmadd_ps(al, c[i][0], c0));
-        _mm256_storeu_ps(row + 8, _mm256_fmadd_ps(al, c[i][1], c1));
+        __m256 c0 = add ? _mm256_loadu_ps(row) : zero;
+        __m256 c1 = add ? _mm256_loadu_ps(row + 8) : zero;
+        if (mr == MR) {
+            _mm256_storeu_ps(row, _mm256_fmadd_ps(al, c[i][0], c0));
+            _mm256_storeu_ps(row + 8, _mm256_fmadd_ps(al, c[i][1], c1));
+        } else {
+            _mm256_storeu_ps(row, _mm256_add_ps(c0, _mm256_fmadd_ps(al, c[i][0], zero)));
+            _mm256_storeu_ps(row + 8, _mm256_add_ps(c1, _mm256_fmadd_ps(al, c[i][1], zero)));
+        }
     }
 }
 
@@ -42,9 +50,22 @@ static void kernel_avx2(int kc, const float *A, int sa, int si, const float *B, 
                         int ldc, float alpha, int add)
 {
     if (si == 1)
-        tile_avx2(kc, A, sa, 1, B, sb, C, ldc, alpha, add);
+        tile_avx2(MR, kc, A, sa, 1, B, sb, C, ldc, alpha, add);
     else
-        tile_avx2(kc, A, sa, si, B, sb, C, ldc, alpha, add);
+        tile_avx2(MR, kc, A, sa, si, B, sb, C, ldc, alpha, add);
+}
+
+/* gemm.h's rows kernel: a part tile of 1 to MR - 1 rows (packed: si = 1). */
+static void rows_avx2(int rows, int kc, const float *A, int sa, int si, const float *B, int sb,
+                      float *C, int ldc, float alpha, int add)
+{
+    switch (rows) {   /* constants, so that each gets its registers */
+    case 1: tile_avx2(1, kc, A, sa, si, B, sb, C, ldc, alpha, add); break;
+    case 2: tile_avx2(2, kc, A, sa, si, B, sb, C, ldc, alpha, add); break;
+    case 3: tile_avx2(3, kc, A, sa, si, B, sb, C, ldc, alpha, add); break;
+    case 4: tile_avx2(4, kc, A, sa, si, B, sb, C, ldc, alpha, add); break;
+    default: tile_avx2(5, kc, A, sa, si, B, sb, C, ldc, alpha, add); break;
+    }
 }
 
 /* An 8 x 8 block of src (rows i, columns k) into dst's rows k, columns i. */
@@ -88,4 +109,5 @@ void gemm_transpose_avx2(const float *src, int lds, int rows, int cols, float *d
         gemm_transpose(src + (size_t)rows8 * lds, lds, rows - rows8, cols, dst + rows8, ldd);
 }
 
-const gemm_arch gemm_arch_avx2 = {MR, NR, 96, 256, 2048, kernel_avx2, gemm_transpose_avx2};
+const gemm_arch gemm_arch_avx2 = {MR, NR, 96, 256, 2048, kernel_avx2, gemm_transpose_avx2,
+                                  rows_avx2};

@@ -56,4 +56,5 @@ static void kernel_avx512(int kc, const float *A, int sa, int si, const float *B
         tile_avx512(kc, A, sa, si, B, sb, C, ldc, alpha, add);
 }
 
-const gemm_arch gemm_arch_avx512 = {MR, NR, 96, 256, 4096, kernel_avx512, gemm_transpose_avx2};
+const gemm_arch gemm_arch_avx512 = {MR, NR, 96, 256, 4096, kernel_avx512, gemm_transpose_avx2,
+                                    NULL};
