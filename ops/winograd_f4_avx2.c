@@ -300,7 +300,8 @@ INLINE void gradient_tiles(const window_index *ix, const gradient_group *gg, int
     group_values(am, nrows, per, all, x0, n, w);
     __m256 g0 = every_other(v[0], v[1], 0), g1 = every_other(v[0], v[1], 1);
     __m256 a0 = every_other(w[0], w[1], 0), a1 = every_other(w[0], w[1], 1);
-    __m256i x = tile_columns(first, per_row), one = _mm256_set1_epi32(1), x2 = _mm256_add_epi32(x, _mm256_add_epi32(one, one));
+    __m256i x = tile_columns(first, per_row), one = _mm256_set1_epi32(1);
+    __m256i x2 = _mm256_add_epi32(x, _mm256_add_epi32(one, one));
     e[0] = at_argmax8(a0, x, g0);
     e[1] = at_argmax8(a0, _mm256_add_epi32(x, one), g0);
     e[2] = at_argmax8(a1, x2, g1);
@@ -335,8 +336,10 @@ INLINE void store_output_row(const window_index *ix, const output_group *og, v8s
     const __m256 cols[4] = {(__m256)o[a][0], (__m256)o[a][1], (__m256)o[a][2], (__m256)o[a][3]};
     __m256 c[4];   /* tiles k and k + 4 */
     transpose_in_lanes(cols, c);
-    __m256 v[4] = {_mm256_permute2f128_ps(c[0], c[1], 0x20), _mm256_permute2f128_ps(c[2], c[3], 0x20),
-                   _mm256_permute2f128_ps(c[0], c[1], 0x31), _mm256_permute2f128_ps(c[2], c[3], 0x31)};
+    __m256 v[4] = {_mm256_permute2f128_ps(c[0], c[1], 0x20),
+                   _mm256_permute2f128_ps(c[2], c[3], 0x20),
+                   _mm256_permute2f128_ps(c[0], c[1], 0x31),
+                   _mm256_permute2f128_ps(c[2], c[3], 0x31)};   /* tiles 0 1, 2 3, 4 5, 6 7 */
 #pragma GCC unroll 4
     for (int h = 0; h < 4; h++) {
         v[h] = _mm256_add_ps(v[h], _mm256_set1_ps(og->b));

@@ -87,7 +87,8 @@ static inline void store_tiles8(float *p, v8sf v, int n)
 /* The first n of 8 values, zeros after. */
 static inline v8sf load_tiles8(const float *p, int n)
 {
-    return (v8sf)(n == 8 ? _mm256_loadu_ps(p) : _mm256_maskz_loadu_ps((__mmask8)((1u << n) - 1), p));
+    return (v8sf)(n == 8 ? _mm256_loadu_ps(p)
+                         : _mm256_maskz_loadu_ps((__mmask8)((1u << n) - 1), p));
 }
 
 /* Where the values of a group's 8 tiles' window rows go in its lines: register b of 3 holds

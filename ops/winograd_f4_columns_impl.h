@@ -45,8 +45,8 @@ INLINE void column_half(const window_index *ix, const float *const s[4], int row
 
 /* V[p][c][col] = (B^T d B)[p] for every channel and tile of the block: per group of tile rows
  * (one, or 2 of 4 tiles, or 4 of 2) the row half (row_transform) into row buffers, then the
- * column half 8 tiles at a time. Rows of 1 tile as winograd_f4_impl.h does. rows: 13 row buffers,
- * then the other groups' in the tile arrays' place. */
+ * column half 8 tiles at a time. Rows of 1 tile as winograd_f4_impl.h does. rows: 13 row
+ * buffers, then the other groups' in the tile arrays' place. */
 static void input_transform_permuted(const tiling *t, conv_input x, float *V, float *rows)
 {
     int tw = t->tw, group = tw == 4 ? 2 : tw == 2 ? 4 : 1;
