@@ -26,9 +26,10 @@ void gemm_transpose(const float *src, int lds, int rows, int cols, float *dst, i
 void ops_transpose(const float *src, int lds, int rows, int cols, float *dst, int ldd);
 void gemm_transpose_avx2(const float *src, int lds, int rows, int cols, float *dst, int ldd);
 
-/* The first rows < MR rows of a tile NR wide, as the micro-kernel into a scratch tile and
- * that tile's rows added to C give them (the same bits), straight into C: an edge of fewer
- * rows costs its rows' multiply-adds, not a whole tile's. */
+/* The first rows < MR rows of a tile NR wide, straight into C as the micro-kernel writes a
+ * whole tile: an edge of fewer rows costs its rows' multiply-adds, not a whole tile's (and
+ * no scratch tile). With alpha = 1, as every caller has, the values are the scratch tile's
+ * (C + (AB + 0) against C + AB: a zero's sign at most). */
 typedef void (*gemm_rows_ukernel)(int rows, int kc, const float *A, int sa, int si,
                                   const float *B, int sb, float *C, int ldc, float alpha,
                                   int add);

@@ -7,9 +7,7 @@
 enum { MR = 6, NR = 16 };
 
 /* The first mr rows of the tile, with A's rows si apart (see gemm_avx512.c); mr a constant
- * where it is inlined. Whole tiles (mr = MR) end with C = alpha * AB + (add ? C : 0), one
- * rounding; part tiles as the scratch tile and store_edge (gemm.c) give them, C = (add ? C :
- * 0) + (alpha * AB + 0), so that an edge has the bits it had through the scratch tile. */
+ * where it is inlined. */
 static inline __attribute__((always_inline)) void tile_avx2(int mr, int kc, const float *A,
                                                             long sa, long si, const float *B,
                                                             long sb, float *C, int ldc,
@@ -30,19 +28,14 @@ static inline __attribute__((always_inline)) void tile_avx2(int mr, int kc, cons
         A += sa;
         B += sb;
     }
-    __m256 al = _mm256_set1_ps(alpha), zero = _mm256_setzero_ps();
+    __m256 al = _mm256_set1_ps(alpha);
 #pragma GCC unroll 6
     for (int i = 0; i < mr; i++) {
         float *row = C + (long)i * ldc;
-        __m256 c0 = add ? _mm256_loadu_ps(row) : zero;
-        __m256 c1 = add ? _mm256_loadu_ps(row + 8) : zero;
-        if (mr == MR) {
-            _mm256_storeu_ps(row, _mm256_fmadd_ps(al, c[i][0], c0));
-            _mm256_storeu_ps(row + 8, _mm256_fmadd_ps(al, c[i][1], c1));
-        } else {
-            _mm256_storeu_ps(row, _mm256_add_ps(c0, _mm256_fmadd_ps(al, c[i][0], zero)));
-            _mm256_storeu_ps(row + 8, _mm256_add_ps(c1, _mm256_fmadd_ps(al, c[i][1], zero)));
-        }
+        __m256 c0 = add ? _mm256_loadu_ps(row) : _mm256_setzero_ps();
+        __m256 c1 = add ? _mm256_loadu_ps(row + 8) : _mm256_setzero_ps();
+        _mm256_storeu_ps(row, _mm256_fmadd_ps(al, c[i][0], c0));
+        _mm256_storeu_ps(row + 8, _mm256_fmadd_ps(al, c[i][1], c1));
     }
 }
 

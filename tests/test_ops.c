@@ -246,10 +246,12 @@ TEST(ops_gemm_every_path_matches_reference)
     ops_rng r;
     ops_rng_seed(&r, 7);
     /* {16, 700, 300} and {9, 300, 260}: B read in place though its rows lie far apart, as few
-     * rows use it; {100, 40, 700}: A's rows too far apart to be read in place, packed */
+     * rows use it; {100, 40, 700}: A's rows too far apart to be read in place, packed; {32,
+     * 48, 40} and {11, 32, 20}: whole columns of register tiles over a last tile of 2 or 5 of
+     * AVX2's 6 rows (gemm_arch.rows) */
     int shapes[][3] = {{1, 1, 1}, {5, 7, 3}, {6, 16, 9}, {13, 33, 17}, {64, 64, 64},
                        {97, 45, 300}, {4, 676, 9}, {130, 70, 513}, {12, 32, 1}, {16, 700, 300},
-                       {9, 300, 260}, {100, 40, 700}};
+                       {9, 300, 260}, {100, 40, 700}, {32, 48, 40}, {11, 32, 20}};
     FOR_EACH_ISA(isa)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int t = 0; t < 4; t++) {
