@@ -1,6 +1,7 @@
 /* The energy module against fake sysfs and procfs trees (FRUGAL_SYSFS_ROOT, FRUGAL_PROCFS_ROOT):
  * Intel (two sockets, psys, mmio copy), AMD, hwmon, batteries, wrap-around, permission denied,
  * a sensor that vanishes, the fallback model, and attribution. */
+#include "common/clock.h"
 #include "common/env_switches.h"
 #include "test.h"
 
@@ -474,26 +475,33 @@ TEST(energy_attribution_sums_back_to_the_device_total)
     CHECK(f.app_joules == 0 && f.baseline_too_high);
 }
 
+/* The sampler samples at its rate, never faster (a catch-up burst), and close does not wait out a
+ * period. Nothing here depends on the machine's speed or load: the samples are waited for, a
+ * loaded machine can only take fewer of them, and the period closed early is a minute. What the
+ * sampler costs is a figure `frugal energy` and summary.json report, not a test. */
 TEST(energy_sampler_thread_samples_and_stops)
 {
     intel_two_sockets(1);
     energy_meter *m = energy_meter_open(&(energy_options){.rate_hz = 50});
     char err[256];
+    double t0 = clock_now_s();
     CHECK(energy_meter_start(m, err, sizeof err) == 0);
-    struct timespec t0, t1, pause = {0, 400 * 1000000L};
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    nanosleep(&pause, NULL);
-    long samples = energy_meter_samples(m) - 1;   /* the one taken when it opened */
-    double share = energy_meter_sampler_share(m);
-    energy_meter_close(m);   /* must not wait out a period */
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double wall = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    CHECKF(samples >= 10 && samples <= 30, "%ld samples in 0.4 s at 50 Hz", samples);
-    /* Under a sanitizer every file read is instrumented many times over: only bound the real build. */
-    const char *variant = getenv("FRUGAL_TEST_VARIANT");
-    if (!variant || !strcmp(variant, "release"))
-        CHECKF(share < 0.01, "sampler used %.2f%% of a core", 100 * share);
-    CHECKF(wall < 0.4 + 0.2, "close took %.3f s", wall - 0.4);
+    long samples;   /* less the one taken when it opened */
+    while ((samples = energy_meter_samples(m) - 1) < 10 && clock_now_s() - t0 < 60)
+        nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
+    double elapsed = clock_now_s() - t0, share = energy_meter_sampler_share(m);
+    energy_meter_close(m);
+    CHECKF(samples >= 10, "%ld samples in %.1f s at 50 Hz", samples, elapsed);
+    CHECKF(samples <= 50 * elapsed + 1, "%ld samples in %.3f s at 50 Hz", samples, elapsed);
+    CHECKF(share > 0 && share < 1, "sampler's share of a core %.4f", share);
+
+    m = energy_meter_open(&(energy_options){.rate_hz = 1.0 / 60});
+    CHECK(energy_meter_start(m, err, sizeof err) == 0);
+    nanosleep(&(struct timespec){0, 200 * 1000000L}, NULL);   /* into its wait, very likely */
+    t0 = clock_now_s();
+    energy_meter_close(m);
+    double waited = clock_now_s() - t0;
+    CHECKF(waited < 30, "close waited %.1f s of a 60 s period", waited);
 }
 
 /* NVIDIA GPUs through NVML (a fake libnvidia-ml.so): one with an energy counter, one with only

@@ -428,7 +428,7 @@ static rt_kind sleep_kind = {.name = "sleep", .cpu = sleep_body};
 /* Seconds one task of that kind takes on a runtime of one worker at slowdown 10. */
 static double slowed_task_s(rt_kind *kind)
 {
-    rt_runtime *rt = rt_create(&(rt_config){.workers = 1, .slowdown = 10});
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 1, .slowdown = 50});
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     CHECK(rt_submit(rt, &(rt_task_desc){.kind = kind}) == 0);
@@ -438,12 +438,12 @@ static double slowed_task_s(rt_kind *kind)
     return (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
 }
 
-/* slowdown stretches a task's CPU time: a body that burned 2 ms of CPU takes at least 10 times
- * that (a floor, whatever the load), and one that spent 20 ms without the CPU is not made 10
- * times later (200 ms; the bound is 5 times what it may take, 20 ms and its CPU's worth). */
+/* slowdown stretches a task's CPU time: a body that burned 2 ms of CPU takes at least 50 times
+ * that (a floor, whatever the load), and one that spent 20 ms without the CPU is not made 50
+ * times later (1 s; the bound, half that, leaves a loaded machine 480 ms to wake it). */
 TEST(runtime_slowdown_stretches_cpu_time_not_time_without_the_cpu)
 {
     double burned = slowed_task_s(&burn_kind), slept = slowed_task_s(&sleep_kind);
-    CHECKF(burned >= 10 * 0.002 * 0.95, "a 2 ms body at slowdown 10 took %.4f s", burned);
-    CHECKF(slept < 0.1, "a body 20 ms without the CPU at slowdown 10 took %.4f s", slept);
+    CHECKF(burned >= 50 * 0.002 * 0.95, "a 2 ms body at slowdown 50 took %.4f s", burned);
+    CHECKF(slept < 0.5, "a body 20 ms without the CPU at slowdown 50 took %.4f s", slept);
 }
