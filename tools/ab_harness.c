@@ -13,7 +13,8 @@
  * out of cache as a data set is.
  *
  * AB_BASE_ISA and AB_NEW_ISA (portable, avx2 or avx512) hold a library to that instruction
- * set (its own ops_isa_set): one tree's two builds compared in one process.
+ * set (its own ops_isa_set): one tree's two builds compared in one process. AB_ONLY times only
+ * the cases whose name contains it (perf over one layer).
  *
  * usage: ab_harness CALLS BASE.so NEW.so
  * prints: bench ab LAYER PASS base_us=A new_us=B speedup=A/B */
@@ -106,13 +107,21 @@ static int hold_isa(void *lib, const char *var, const char *path)
     return 0;
 }
 
-static int load(kernels *k, const char *path, const char *isa_var)
+/* other: the library loaded before, or NULL. One file loaded twice is one library to dlopen,
+ * whose instruction set the second hold_isa would set for both: refused. */
+static int load(kernels *k, const char *path, const char *isa_var, void **lib_out, void *other)
 {
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         fprintf(stderr, "ab_harness: %s\n", dlerror());
         return -1;
     }
+    if (lib == other) {
+        fprintf(stderr, "ab_harness: %s is the base library again (dlopen shares it): give a copy\n",
+                path);
+        return -1;
+    }
+    *lib_out = lib;
     k->path = path;
     *(void **)&k->geom_init = dlsym(lib, "conv_geom_init");
     *(void **)&k->pool_init = dlsym(lib, "pool_geom_init");
@@ -261,23 +270,36 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: ab_harness CALLS BASE.so NEW.so\n");
         return 2;
     }
-    if (load(&k[0], argv[2], "AB_BASE_ISA") || load(&k[1], argv[3], "AB_NEW_ISA"))
+    void *base = NULL, *new = NULL;
+    if (load(&k[0], argv[2], "AB_BASE_ISA", &base, NULL) ||
+        load(&k[1], argv[3], "AB_NEW_ISA", &new, base))
         return 1;
     for (size_t i = 0; i < DATA_SET_BYTES; i++)
         data[i] = (uint8_t)rand();
     double best[2][2];
-    const char *name = NULL;
+    const char *name = NULL, *only = getenv("AB_ONLY");
+    int timed = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         name = cases[c].name;
+        if (only && !strstr(name, only))
+            continue;
         if (time_case(&cases[c], k, calls, sweep, best))
             goto failed;
         report(name, best);
+        timed++;
     }
     for (size_t c = 0; c < sizeof first_layers / sizeof first_layers[0]; c++) {
         name = first_layers[c].name;
+        if (only && !strstr(name, only))
+            continue;
         if (time_bytes_case(&first_layers[c], k, calls, data, best))
             goto failed;
         report(name, best);
+        timed++;
+    }
+    if (!timed) {
+        fprintf(stderr, "ab_harness: no case's name contains AB_ONLY=%s\n", only);
+        return 1;
     }
     free(sweep), free(data);
     return 0;

@@ -10,6 +10,7 @@
 # tree's (the harness calls both libraries through them). AB_BASE_ISA and AB_NEW_ISA
 # (portable, avx2, avx512) hold REV's or the working tree's kernels to that instruction set:
 # `AB_NEW_ISA=avx2 ./build.sh bench ab HEAD` times one tree's AVX2 paths against its best.
+# AB_ONLY=NAME: only the layers whose name contains NAME.
 # Prints: bench ab LAYER PASS base_us=A new_us=B speedup=A/B
 set -euo pipefail
 cd "$(dirname "$0")/.."
