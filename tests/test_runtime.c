@@ -425,7 +425,7 @@ static int sleep_body(const rt_ctx *ctx, void *args)
 }
 static rt_kind sleep_kind = {.name = "sleep", .cpu = sleep_body};
 
-/* Seconds one task of that kind takes on a runtime of one worker at slowdown 10. */
+/* Seconds one task of that kind takes on a runtime of one worker at slowdown 50. */
 static double slowed_task_s(rt_kind *kind)
 {
     rt_runtime *rt = rt_create(&(rt_config){.workers = 1, .slowdown = 50});
