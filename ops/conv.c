@@ -235,14 +235,23 @@ static int winograd_points(const conv_geom *g, int m)
     return ((g->oh + m - 1) / m) * ((g->ow + m - 1) / m) * (m + 2) * (m + 2);
 }
 
-/* F(4x4) computes whole 4x4 tiles and wastes the outputs past the edge; it wins where it still
- * needs a fifth fewer multiplies than F(2x2). Where the sides are multiples of 4 (44% fewer) it
- * is a quarter faster (./build.sh bench ops, 32x32x32 to 32, every pass; vgg-small trains 5%
- * faster); on wide-28's 14x14 (27% fewer, 31% of its outputs wasted) it is 10% faster in
- * bench ops and wide-28 trains 18% faster. */
+/* F(4x4) computes whole 4x4 tiles and wastes the outputs past the edge (but for its half tiles
+ * by lanes: conv_winograd4_points); it wins where it still needs a fifth fewer multiplies than
+ * F(2x2). Where the sides are multiples of 4 (44% fewer) it is a quarter faster (./build.sh
+ * bench ops, 32x32x32 to 32, every pass; vgg-small trains 5% faster); on wide-28's 14x14 in
+ * whole tiles (27% fewer, 31% of its outputs wasted) it is 10% faster in bench ops and wide-28
+ * trains 18% faster. */
 static int winograd4_wins(const conv_geom *g)
 {
-    return 5 * winograd_points(g, 4) <= 4 * winograd_points(g, 2);
+    return 5 * conv_winograd4_points(g) <= 4 * winograd_points(g, 2);
+}
+
+double conv_executed_share(const conv_geom *g, conv_strategy s)
+{
+    double direct = (double)g->oh * g->ow * 9;   /* Winograd's kernels are 3x3 */
+    if (s == CONV_WINOGRAD)
+        return winograd_points(g, 2) / direct;
+    return s == CONV_WINOGRAD4 ? conv_winograd4_points(g) / direct : 1;
 }
 
 conv_strategy conv_path(const conv_geom *g, conv_pass pass)

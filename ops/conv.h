@@ -126,6 +126,9 @@ typedef enum conv_pass { CONV_FORWARD, CONV_BACKWARD_INPUT, CONV_BACKWARD_FILTER
 void conv_set_strategy(conv_strategy s);
 conv_strategy conv_path(const conv_geom *g, conv_pass pass);   /* DIRECT, WIDE or IM2COL */
 const char *conv_path_name(conv_strategy s);
+/* The share of a pass's multiply-adds (the direct convolution's) that strategy s executes on g:
+ * Winograd's products, its tiles' wasted outputs past the edge included; 1 for the others. */
+double conv_executed_share(const conv_geom *g, conv_strategy s);
 /* Forward and filter gradient both direct: what fusion with a max-pool needs. */
 int conv_uses_direct(const conv_geom *g);
 

@@ -60,12 +60,30 @@ static const winograd_variant *variant_of(const conv_geom *g, int m, int nf)
     return isa >= OPS_ISA_AVX2 ? &winograd_f4_avx2 : &winograd_f4_portable;
 }
 
+/* Whether an output side of n ends in a half tile, where the variant takes them. */
+static int half_side(int n) { return n % 4 == 1 || n % 4 == 2; }
+
+static int side_points(int n, int halves)
+{
+    return 6 * (n / 4) + (n % 4 == 0 ? 0 : halves && half_side(n) ? 4 : 6);
+}
+
+int conv_winograd4_points(const conv_geom *g)
+{
+    int halves = variant_of(g, 4, g->f) == &winograd_f4_avx512_lanes;
+    return side_points(g->oh, halves) * side_points(g->ow, halves);
+}
+
 static tiling tiling_of(const conv_geom *g, int m, int nf)
 {
     const winograd_variant *v = variant_of(g, m, nf);
     int th = (g->oh + m - 1) / m, tw = (g->ow + m - 1) / m;
-    tiling t = {g, v, m, (m + 2) * (m + 2), th, tw, m * tw + 2, 0, 0, -1, 0, 0, NULL};
+    tiling t = {g, v, m, (m + 2) * (m + 2), th, tw, m * tw + 2, 0, 0, -1, 0, 0, NULL, 0, 0};
     t.array_len = (int)block_cols(&t);
+    if (v == &winograd_f4_avx512_lanes) {   /* half tiles: winograd_tiling.h */
+        t.half_right = half_side(g->ow);
+        t.half_bottom = half_side(g->oh);
+    }
     return t;
 }
 
@@ -185,18 +203,29 @@ static int filter_adjoint(const tiling *t, const float *dU, int by_channel, int 
     return 0;
 }
 
+/* Where a product's tiles are, for half tiles' runs of columns (winograd_point_cols): by tile,
+ * the rows of A and C (COLS_M), or the sum's (COLS_K: A transposed, B not); else neither. */
+enum { COLS_NONE, COLS_M, COLS_K };
+
 /* The products C[p] = op(A[p]) op(B[p]) (+ C[p] when add) of every point, each of A, B, C a
- * stack of row-major matrices; meanwhile what ahead holds (or NULL) is prefetched. */
-static int products(const tiling *t, int trans_a, int trans_b, int m, int n, int k,
+ * stack of row-major matrices, over the columns of tiles that take the point; meanwhile what
+ * ahead holds (or NULL) is prefetched. */
+static int products(const tiling *t, int trans_a, int trans_b, int m, int n, int k, int cols,
                     const float *A, const float *B, float *C, int add, const winograd_ahead *ahead)
 {
     int lda = trans_a ? m : k, ldb = trans_b ? k : n;
     for (int p = 0; p < t->points; p++) {
         if (ahead)
             winograd_ahead_fetch(ahead, p, t->points);
-        if (ops_sgemm(trans_a, trans_b, m, n, k, 1.0f, A + p * plane_of((size_t)m * k), lda,
-                      B + p * plane_of((size_t)k * n), ldb, add ? 1.0f : 0.0f,
-                      C + p * plane_of((size_t)m * n), n))
+        const float *a = A + p * plane_of((size_t)m * k), *b = B + p * plane_of((size_t)k * n);
+        float *c = C + p * plane_of((size_t)m * n);
+        int mp = m, kp = k, lo, count;
+        winograd_point_cols(t, p, &lo, &count);
+        if (cols == COLS_M)
+            a += (size_t)lo * lda, c += (size_t)lo * n, mp = count;
+        else if (cols == COLS_K)
+            a += (size_t)lo * lda, b += (size_t)lo * ldb, kp = count;
+        if (ops_sgemm(trans_a, trans_b, mp, n, kp, 1.0f, a, lda, b, ldb, add ? 1.0f : 0.0f, c, n))
             return -1;
     }
     return 0;
@@ -232,8 +261,10 @@ static int forward_products(const tiling *t, const buffers *b, int nf, const win
 {
     int nc = t->g->c;
     if (t->v->by_tile)
-        return products(t, 0, 0, t->cols, nf, nc, b->channels, b->weights[0], b->filters, 0, a);
-    return products(t, 1, 0, nf, t->cols, nc, b->weights[0], b->channels, b->filters, 0, a);
+        return products(t, 0, 0, t->cols, nf, nc, COLS_M, b->channels, b->weights[0], b->filters,
+                        0, a);
+    return products(t, 1, 0, nf, t->cols, nc, COLS_NONE, b->weights[0], b->channels, b->filters,
+                    0, a);
 }
 
 /* Adds to a what the block after t's (within samples [n0, n1)) reads from memory: its input
@@ -282,8 +313,9 @@ static int input_gradient(const tiling *t, const buffers *b, const float *U, flo
                           const winograd_ahead *a)
 {
     const conv_geom *g = t->g;
-    if (t->v->by_tile ? products(t, 0, 0, t->cols, g->c, g->f, b->filters, U, b->channels, 0, a)
-                      : products(t, 1, 0, g->c, t->cols, g->f, U, b->filters, b->channels, 0, a))
+    if (t->v->by_tile
+            ? products(t, 0, 0, t->cols, g->c, g->f, COLS_M, b->filters, U, b->channels, 0, a)
+            : products(t, 1, 0, g->c, t->cols, g->f, COLS_NONE, U, b->filters, b->channels, 0, a))
         return -1;
     t->v->input_adjoint(t, b->channels, dx, b->rows);
     return 0;
@@ -331,14 +363,14 @@ static int filter_products(const tiling *t, const buffers *b, int nf, int by_cha
 {
     int nc = t->g->c;
     if (t->v->by_tile)   /* D and V by tile: dU = D^T V, or dU^T = V^T D */
-        return by_channel ? products(t, 1, 0, nc, nf, t->cols, b->channels, b->filters,
+        return by_channel ? products(t, 1, 0, nc, nf, t->cols, COLS_K, b->channels, b->filters,
                                      b->weights[0], add, a)
-                          : products(t, 1, 0, nf, nc, t->cols, b->filters, b->channels,
+                          : products(t, 1, 0, nf, nc, t->cols, COLS_K, b->filters, b->channels,
                                      b->weights[0], add, a);
     const float *left = by_channel ? b->channels : b->filters;
     const float *right = by_channel ? b->filters : b->channels;
-    return products(t, 0, 1, by_channel ? nc : nf, by_channel ? nf : nc, t->cols, left, right,
-                    b->weights[0], add, a);
+    return products(t, 0, 1, by_channel ? nc : nf, by_channel ? nf : nc, t->cols, COLS_NONE, left,
+                    right, b->weights[0], add, a);
 }
 
 int conv_winograd_backward(const conv_geom *g, int m, conv_input x, const float *dy,

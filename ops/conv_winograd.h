@@ -18,6 +18,12 @@
 /* Whether g has the shape these functions compute: 3x3 kernel, stride 1. */
 int conv_winograd_fits(const conv_geom *g);
 
+/* The multiplies of F(4x4) per sample and pair of channel and filter: its whole 6 x 6 tiles,
+ * wasted outputs past the edge too; where AVX-512's transforms by lanes take the layer
+ * (channels and filters by 16), an output side of 4k + 1 or 4k + 2 ends in a tile of F(2)'s 4
+ * points instead of 6 (half tiles: winograd_tiling.h), within F(4)'s float32 error. */
+int conv_winograd4_points(const conv_geom *g);
+
 /* m: the tile's side, 2 or 4. With a pool (else NULL), forward is fused with the 2x2 stride-2
  * max-pool after the convolution, as conv2d_forward_maxpool is: it writes the pooled output
  * and its argmax, bit for bit what it and maxpool_forward give. With relu, a relu after them

@@ -7,8 +7,9 @@
  * outputs (or pooled windows and argmaxes) transposed back into a tile row's worth of rows,
  * then stored whole; in channel lanes (conv_geom's in_lanes, out_lanes) both are read and
  * stored where they lie. The arithmetic is the other builds' (BT6, AT6, the rows first, then the
- * columns), so the bits are theirs. For channels and filters in multiples of 16
- * (conv_winograd.c). Compiled with AVX-512 flags. */
+ * columns), so the bits are theirs, but for half tiles (winograd_tiling.h: F(2) along a side
+ * whose last whole tile would pass the edge by 2 or 3), which no other build has. For
+ * channels and filters in multiples of 16 (conv_winograd.c). Compiled with AVX-512 flags. */
 #include "ops/winograd_f4_matrices.h"
 #include "ops/winograd_lanes_impl.h"
 
@@ -77,23 +78,72 @@ static inline void row_half(const float *const in[6], float *const s[6], int fro
     }
 }
 
-/* (B^T d) B: each tile's 6 columns of the row half's s, the 36 points into v (the tile row's
- * first tile's, plane apart; tiles g->c apart). */
-static inline void column_half(const tiling *t, float *const s[6], float *v, size_t plane)
+/* row_half for a half tile row (winograd_tiling.h: half_bottom): F(2)'s B^T down its 4 rows,
+ * into s[0, 1, 2, 5]. */
+static inline void row_half_bottom(const float *const in[6], float *const s[6], int from, int to)
 {
-    for (int q = 0; q < t->tw; q++, v += t->g->c) {
-#pragma GCC unroll 16
-        for (int i = 0; i < 6; i++) {
-            v16 d[6], o[6];
-#pragma GCC unroll 16
-            for (int k = 0; k < 6; k++)
-                d[k] = load16(s[i] + (size_t)LANES * (4 * q + k));
-            BT6(d, o);
-#pragma GCC unroll 16
-            for (int k = 0; k < 6; k++)
-                store16(v + (6 * i + k) * plane, o[k]);
-        }
+    for (size_t at = 0; at < (size_t)LANES * (to - from); at += LANES) {
+        v16 d[4], o[6];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++)
+            d[i] = load16(in[i] + at);
+        BT2H(d, o);
+        size_t to_at = (size_t)LANES * from + at;
+        store16(s[0] + to_at, o[0]), store16(s[1] + to_at, o[1]);
+        store16(s[2] + to_at, o[2]), store16(s[5] + to_at, o[5]);
     }
+}
+
+/* (B^T d) B across tile q's columns of s (from column 4q), its points into v (plane apart):
+ * 6 columns, or 4 for a half tile (BT2H); s's 6 rows, or a half row's 4 slots (bottom). */
+INLINE void tile_columns(float *const s[6], int q, float *v, size_t plane, int bottom, int half)
+{
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; i++) {
+        if (HALF_SKIPS(bottom, i))
+            continue;
+        v16 d[6], o[6];
+#pragma GCC unroll 6
+        for (int k = 0; k < 6; k++)
+            if (!half || k < 4)
+                d[k] = load16(s[i] + (size_t)LANES * (4 * q + k));
+        if (half)
+            BT2H(d, o);
+        else
+            BT6(d, o);
+#pragma GCC unroll 6
+        for (int k = 0; k < 6; k++)
+            if (!HALF_SKIPS(half, k))
+                store16(v + (6 * i + k) * plane, o[k]);
+    }
+}
+
+/* (B^T d) B: each tile's columns of tile row r's s, its points into V (channels c0 on; plane
+ * apart; tiles where winograd_row_cols puts them). */
+static inline void column_half(const tiling *t, int r, float *const s[6], float *V, size_t plane)
+{
+    int first, last, bottom = winograd_row_cols(t, r, &first, &last);
+    int whole = t->tw - t->half_right;
+    size_t c = (size_t)t->g->c;
+    for (int q = 0; q < whole; q++)
+        if (bottom)
+            tile_columns(s, q, V + (size_t)(first + q) * c, plane, 1, 0);
+        else
+            tile_columns(s, q, V + (size_t)(first + q) * c, plane, 0, 0);
+    if (t->half_right && bottom)
+        tile_columns(s, whole, V + (size_t)last * c, plane, 1, 1);
+    else if (t->half_right)
+        tile_columns(s, whole, V + (size_t)last * c, plane, 0, 1);
+}
+
+/* The row half of tile row r: F(4)'s, or F(2)'s for a half row. */
+static inline void rows_of(const tiling *t, int r, const float *const in[6], float *const s[6],
+                           int from, int to)
+{
+    if (winograd_half_row(t, r))
+        row_half_bottom(in, s, from, to);
+    else
+        row_half(in, s, from, to);
 }
 
 /* Tile row r's 6 input rows of channels [c0, c0 + 16) in channel lanes, where they lie in x
@@ -129,8 +179,8 @@ static void input_in_place(const tiling *t, conv_input x, float *V, float *rows)
     for (int c0 = 0; c0 < g->c; c0 += LANES)
         for (int r = t->r0; r < t->r1; r++) {
             window_rows_in_place(t, x, c0, r, zeros, in);
-            row_half(in, s, lo, hi);
-            column_half(t, s, V + (size_t)(r - t->r0) * t->tw * g->c + c0, plane);
+            rows_of(t, r, in, s, lo, hi);
+            column_half(t, r, s, V + c0, plane);
         }
 }
 
@@ -158,8 +208,8 @@ void winograd_f4_lanes_input(const tiling *t, conv_input x, float *V, float *row
             lanes_window_rows(t, src, r, r > t->r0 ? r - 1 : -1, buf);
             for (int i = 0; i < 6; i++)
                 in[i] = buf[i];
-            row_half(in, s, 0, t->row_len);
-            column_half(t, s, V + (size_t)(r - t->r0) * t->tw * g->c + c0, plane);
+            rows_of(t, r, in, s, 0, t->row_len);
+            column_half(t, r, s, V + c0, plane);
         }
 }
 
@@ -184,6 +234,61 @@ static inline void tile_outputs(const float *m, size_t plane, v16 out[4][4])
         for (int a = 0; a < 4; a++)
             out[a][k] = c[a];
     }
+}
+
+/* tile_outputs for a tile with a half side: the half row's 4 slots (bottom) and F(2)'s A^T
+ * down the columns, or the half tile's 4 slots (half) and F(2)'s A^T along the rows; the
+ * outputs past F(2)'s 2 zero (past the output's edge, never stored). */
+INLINE void half_tile_outputs(const float *m, size_t plane, v16 out[4][4], int bottom,
+                              int half)
+{
+    v16 s[6][4];
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; i++) {
+        if (HALF_SKIPS(bottom, i))
+            continue;
+        v16 in[6];
+        load_point_row(m, plane, i, half, in);
+        if (half) {
+            AT2H(in, s[i]);
+            s[i][2] = s[i][3] = (v16){0};
+        } else {
+            AT6(in, s[i]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        v16 in[6], c[4];
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; i++)
+            if (!HALF_SKIPS(bottom, i))
+                in[i] = s[i][k];
+        if (bottom) {
+            AT2H(in, c);
+            c[2] = c[3] = (v16){0};
+        } else {
+            AT6(in, c);
+        }
+#pragma GCC unroll 4
+        for (int a = 0; a < 4; a++)
+            out[a][k] = c[a];
+    }
+}
+
+/* Tile q of a tile row (a half row: bottom) from its points at m: tile_outputs, or for a
+ * tile with a half side, half_tile_outputs. */
+static inline void outputs_of(const tiling *t, int q, int bottom, const float *m, size_t plane,
+                              v16 out[4][4])
+{
+    int half = t->half_right && q == t->tw - 1;
+    if (!bottom && !half)
+        tile_outputs(m, plane, out);
+    else if (bottom && half)
+        half_tile_outputs(m, plane, out, 1, 1);
+    else if (bottom)
+        half_tile_outputs(m, plane, out, 1, 0);
+    else
+        half_tile_outputs(m, plane, out, 0, 1);
 }
 
 /* n values from in to out (whole registers, then a masked one). */
@@ -354,14 +459,15 @@ void winograd_f4_lanes_output(const tiling *t, const float *M, const float *bias
     __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     for (int r = t->r0; r < t->r1; r++)
         for (int f = 0; f < nf; f += LANES) {
-            const float *m = M + (size_t)(r - t->r0) * t->tw * nf + f;
+            int first, last, bottom = winograd_row_cols(t, r, &first, &last);
             v16 b = bias ? load16(bias + f0 + f) : (v16){0};
             __m512i plane0 = _mm512_mullo_epi32(_mm512_add_epi32(lane, _mm512_set1_epi32(f0 + f)),
                                                 _mm512_set1_epi32(g->oh * g->ow));
             int s = r / t->th, tr = r % t->th;
-            for (int q = 0; q < t->tw; q++, m += nf) {
+            for (int q = 0; q < t->tw; q++) {
+                const float *m = M + (size_t)(q == t->tw - 1 ? last : first + q) * nf + f;
                 v16 out[4][4];
-                tile_outputs(m, plane, out);
+                outputs_of(t, q, bottom, m, plane, out);
 #pragma GCC unroll 16
                 for (int a = 0; a < 4; a++)
 #pragma GCC unroll 16

@@ -7,7 +7,8 @@
  * out_lanes, in_lanes) the gradient's rows are read, and the input gradient's stored (through
  * the relu before, if any), as they are. The arithmetic and its order are
  * the other builds' (A6, B6, the windows' overlaps, the bias gradient's tile_sum), so the bits
- * are theirs. Compiled with AVX-512 flags. */
+ * are theirs, but for half tiles (winograd_tiling.h), which no other build has. Compiled with
+ * AVX-512 flags. */
 #include "ops/winograd_f4_matrices.h"
 #include "ops/winograd_lanes_impl.h"
 
@@ -116,6 +117,57 @@ INLINE v16 gradient_tile(v16 e[4][4], float *d, size_t plane)
     return (A[1][0] + A[1][1]) + (A[1][2] + A[1][3]);
 }
 
+/* gradient_tile for a tile with a half side (winograd_tiling.h): F(2)'s A down the columns of
+ * a half row (bottom), into 4 of the 6 rows of points, or along the rows of a half tile (half),
+ * into 4 of each row's 6. The sum for the bias is gradient_tile's (the outputs past F(2)'s 2
+ * are past the output's edge: zero). */
+INLINE v16 half_gradient_tile(v16 e[4][4], float *d, size_t plane, int bottom, int half)
+{
+    v16 A[6][4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        v16 in[4] = {e[0][k], e[1][k], e[2][k], e[3][k]}, o[6];
+        if (bottom)
+            A2H(in, o);
+        else
+            A6(in, o);
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; i++)
+            if (!HALF_SKIPS(bottom, i))
+                A[i][k] = o[i];
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; i++) {
+        if (HALF_SKIPS(bottom, i))
+            continue;
+        v16 o[6];
+        if (half)
+            A2H(A[i], o);
+        else
+            A6(A[i], o);
+#pragma GCC unroll 6
+        for (int k = 0; k < 6; k++)
+            if (!HALF_SKIPS(half, k))
+                store16(d + (6 * i + k) * plane, o[k]);
+    }
+    return (A[1][0] + A[1][1]) + (A[1][2] + A[1][3]);
+}
+
+/* Tile q of a tile row (a half row: bottom) into D at d: gradient_tile, or for a tile with a
+ * half side, half_gradient_tile. */
+static inline v16 gradient_of(const tiling *t, int q, int bottom, v16 e[4][4], float *d,
+                              size_t plane)
+{
+    int half = t->half_right && q == t->tw - 1;
+    if (!bottom && !half)
+        return gradient_tile(e, d, plane);
+    if (bottom && half)
+        return half_gradient_tile(e, d, plane, 1, 1);
+    if (bottom)
+        return half_gradient_tile(e, d, plane, 1, 0);
+    return half_gradient_tile(e, d, plane, 0, 1);
+}
+
 /* sums[col % 8] summed as tile_sum sums n tiles: the lanes of its last group past the tiles
  * get a zero added too. */
 static v16 tile_sums(v16 sums[8], int n)
@@ -208,10 +260,12 @@ void winograd_f4_lanes_gradient(const tiling *t, const winograd_grad *dy, int f0
                                         2 * tr + i, width, rows + (2 + i) * line);
                 }
             }
-            for (int q = 0; q < t->tw; q++, col++) {
+            int first, last, bottom = winograd_row_cols(t, r, &first, &last);
+            for (int q = 0; q < t->tw; q++, col++) {   /* col: the bias sums' order */
                 v16 e[4][4];
                 gradient_block(gl, v, am, p != NULL, q, plane0, 4 * tr * g->ow + 4 * q, g->ow, e);
-                sums[col % 8] += gradient_tile(e, d + (size_t)col * nf, plane);
+                size_t at = (size_t)(q == t->tw - 1 ? last : first + q) * nf;
+                sums[col % 8] += gradient_of(t, q, bottom, e, d + at, plane);
             }
         }
         if (dbias)
@@ -240,6 +294,64 @@ INLINE void adjoint_tile(const float *z, size_t plane, int q, float *const lines
             else
                 store16(at, w);
         }
+}
+
+/* adjoint_tile for a tile with a half side: F(2)'s B^T's adjoint (B2H) along the rows of a half
+ * tile (half: a window 4 columns wide) or down the columns of a half row (bottom: 4 rows), on
+ * vectors of 16 channels (no other build has half tiles: no bits to match). The window's
+ * rows and columns past F(2)'s 4 are past the input's edge, never stored. */
+INLINE void half_adjoint_tile(const float *z, size_t plane, int q, float *const lines[6],
+                              int bottom, int half)
+{
+    v16 h[6][6];   /* h[i][k]: row i of points, column k of the window */
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; i++) {
+        if (HALF_SKIPS(bottom, i))
+            continue;
+        v16 in[6];
+        load_point_row(z, plane, i, half, in);
+        if (half)
+            B2H(in, h[i]);
+        else
+            B6(in, h[i]);
+    }
+#pragma GCC unroll 6
+    for (int k = 0; k < 6; k++) {
+        if (half && k >= 4)
+            break;
+        v16 in[6], w[6];
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; i++)
+            if (!HALF_SKIPS(bottom, i))
+                in[i] = h[i][k];
+        if (bottom)
+            B2H(in, w);
+        else
+            B6(in, w);
+#pragma GCC unroll 6
+        for (int a = 0; a < 6; a++) {
+            if (bottom && a >= 4)
+                break;
+            float *at = lines[a] + (size_t)LANES * (4 * q + k);
+            store16(at, k < 2 ? w[a] + (q ? load16(at) : (v16){0}) : w[a]);
+        }
+    }
+}
+
+/* Tile q of a tile row (a half row: bottom) from its points at z into lines: adjoint_tile, or
+ * for a tile with a half side, half_adjoint_tile. */
+static inline void adjoint_of(const tiling *t, int q, int bottom, const float *z, size_t plane,
+                              float *const lines[6])
+{
+    int half = t->half_right && q == t->tw - 1;
+    if (!bottom && !half)
+        adjoint_tile(z, plane, q, lines);
+    else if (bottom && half)
+        half_adjoint_tile(z, plane, q, lines, 1, 1);
+    else if (bottom)
+        half_adjoint_tile(z, plane, q, lines, 1, 0);
+    else
+        half_adjoint_tile(z, plane, q, lines, 0, 1);
 }
 
 /* Row y of 16 channels of a sample's input gradient, into out (channel j's row at out + j *
@@ -341,9 +453,11 @@ void winograd_f4_lanes_input_adjoint(const tiling *t, const float *Z, float *dx,
     for (int c0 = 0; c0 < g->c; c0 += LANES)
         for (int r = t->r0; r < t->r1; r++) {
             int s = r / t->th, tr = r % t->th, y0 = 4 * tr - g->pad;
-            const float *z = Z + (size_t)(r - t->r0) * t->tw * g->c + c0;
-            for (int q = 0; q < t->tw; q++)
-                adjoint_tile(z + (size_t)q * g->c, plane, q, lines);
+            int first, last, bottom = winograd_row_cols(t, r, &first, &last);
+            for (int q = 0; q < t->tw; q++) {
+                size_t at = (size_t)(q == t->tw - 1 ? last : first + q) * g->c + c0;
+                adjoint_of(t, q, bottom, Z + at, plane, lines);
+            }
             int kept = r > t->r0 && tr > 0;   /* rows 0 and 1's base in above */
             int keep = r + 1 < t->r1 && tr + 1 < t->th;   /* the next tile row adds to 4, 5 */
             const float *relu = NULL;   /* the relu's output, whose rows gate dx's */

@@ -75,6 +75,48 @@
         }                                                                                     \
     } while (0)
 
+/* Half tiles (winograd_tiling.h): F(2, 3) along one side inside F(4x4)'s transform domain.
+ * F(2)'s points 0, 1, -1 and infinity are F(4)'s slots 0, 1, 2 and 5, where F4_G's rows are
+ * F(2)'s filter transform's times 1/4, -1/3, -1/3 and 1: the input transform takes those
+ * factors back (4, -3, -3, 1), so that its products with F(4x4)'s U are F(2)'s. On 6 slots,
+ * 3 and 4 neither read nor written; x: 4 inputs (BT2H), 2 output gradients (A2H). Used by
+ * AVX-512's transforms by lanes only. */
+#define BT2H(x, o)                                                                            \
+    do {                                                                                      \
+        (o)[0] = 4 * ((x)[0] - (x)[2]);                                                       \
+        (o)[1] = -3 * ((x)[1] + (x)[2]);                                                      \
+        (o)[2] = 3 * ((x)[1] - (x)[2]);                                                       \
+        (o)[5] = (x)[1] - (x)[3];                                                             \
+    } while (0)
+
+/* Whether a side (a half one if half is set) leaves slot i of its 6 out. */
+#define HALF_SKIPS(half, i) ((half) && ((i) == 3 || (i) == 4))
+
+/* A^T m for a half tile: its 2 outputs from slots 0, 1, 2 and 5. */
+#define AT2H(x, o)                                                                            \
+    do {                                                                                      \
+        (o)[0] = (x)[0] + (x)[1] + (x)[2];                                                    \
+        (o)[1] = (x)[1] - (x)[2] - (x)[5];                                                    \
+    } while (0)
+
+/* The adjoint of AT2H: 2 output gradients into slots 0, 1, 2 and 5. */
+#define A2H(x, o)                                                                             \
+    do {                                                                                      \
+        (o)[0] = (x)[0];                                                                      \
+        (o)[1] = (x)[0] + (x)[1];                                                             \
+        (o)[2] = (x)[0] - (x)[1];                                                             \
+        (o)[5] = -(x)[1];                                                                     \
+    } while (0)
+
+/* The adjoint of BT2H: slots 0, 1, 2 and 5 back to a window of 4. */
+#define B2H(x, o)                                                                             \
+    do {                                                                                      \
+        (o)[0] = 4 * (x)[0];                                                                  \
+        (o)[1] = 3 * ((x)[2] - (x)[1]) + (x)[5];                                              \
+        (o)[2] = -4 * (x)[0] - 3 * ((x)[1] + (x)[2]);                                         \
+        (o)[3] = -(x)[5];                                                                     \
+    } while (0)
+
 /* G, 6 x 3: the filter transform, U = G g G^T. */
 #define F4_G                                                                                  \
     {                                                                                         \

@@ -7,6 +7,7 @@
 #define FRUGAL_WINOGRAD_LANES_IMPL_H
 
 #include "ops/lanes_avx512.h"
+#include "ops/winograd_f4_matrices.h"
 #include "ops/winograd_tiling.h"
 
 #include <stdint.h>
@@ -114,6 +115,16 @@ static inline void lanes_row(const tiling *t, lanes_src src, int y, float *line)
             for (int q = 0; q < n; q++)
                 _mm512_storeu_ps(out + LANES * q, r[q]);
     }
+}
+
+/* Row i of a tile's 6 x 6 points at m (points plane apart) into in: its 6, or a half side's 4
+ * (half set: slots 3 and 4 left alone; winograd_f4_matrices.h, HALF_SKIPS). */
+INLINE void load_point_row(const float *m, size_t plane, int i, int half, v16 in[6])
+{
+#pragma GCC unroll 6
+    for (int k = 0; k < 6; k++)
+        if (!HALF_SKIPS(half, k))
+            in[k] = load16(m + (6 * i + k) * plane);
 }
 
 #endif

@@ -32,7 +32,72 @@ typedef struct tiling {
      * NULL: in channel lanes the input adjoint keeps each row of dx where it is positive as
      * it stores it; otherwise conv_winograd.c masks whole samples after. */
     const float *relu_x;
+    /* Half tiles (F(4x4) by lanes only): where a row's last tile would compute 2 or 3 outputs
+     * past the output's edge (a side of 4k + 1 or 4k + 2: wide-28's 14 x 14), that tile takes
+     * F(2)'s transform along the row (half_right), and each sample's last tile row along the
+     * columns (half_bottom): 4 points on that side instead of 6, F(2x2)'s points 0, 1, -1 and
+     * infinity being F(4x4)'s first three and last (winograd_f4_matrices.h, BT2H). */
+    int half_right, half_bottom;
 } tiling;
+
+/* Tile row r (of the current block) as half tiles take it: whether it is a sample's last
+ * (half_bottom), and where its tiles lie among the block's columns: tile q < tw - 1 at
+ * *first + q, the last at *last. Without half tiles, row by row, (r - r0) tw + q. With them,
+ * grouped so that each point's tiles are one run of columns (winograd_point_cols): the last
+ * tiles of the other rows (R), the rest of those rows (I), the rest of the last rows (L), then
+ * the last rows' last tiles. */
+typedef struct tile_groups {
+    int right, inner, lower;   /* the columns of R, I and L */
+} tile_groups;
+
+static inline int tile_rows_below(const tiling *t, int r)   /* last rows in [r0, r) */
+{
+    return t->half_bottom ? r / t->th - t->r0 / t->th : 0;
+}
+
+static inline tile_groups winograd_tile_groups(const tiling *t)
+{
+    int lower_rows = tile_rows_below(t, t->r1), rows = t->r1 - t->r0 - lower_rows;
+    int per_row = t->tw - t->half_right;
+    return (tile_groups){t->half_right ? rows : 0, rows * per_row, lower_rows * per_row};
+}
+
+static inline int winograd_half_row(const tiling *t, int r)
+{
+    return t->half_bottom && r % t->th == t->th - 1;
+}
+
+static inline int winograd_row_cols(const tiling *t, int r, int *first, int *last)
+{
+    if (!t->half_right && !t->half_bottom) {
+        *first = (r - t->r0) * t->tw;
+        *last = *first + t->tw - 1;
+        return 0;
+    }
+    tile_groups g = winograd_tile_groups(t);
+    int per_row = t->tw - t->half_right, lower = tile_rows_below(t, r);
+    int bottom = winograd_half_row(t, r), upper = r - t->r0 - lower;
+    *first = bottom ? g.right + g.inner + lower * per_row : g.right + upper * per_row;
+    *last = !t->half_right ? *first + t->tw - 1
+            : bottom       ? g.right + g.inner + g.lower + lower
+                           : upper;
+    return bottom;
+}
+
+/* The columns [*lo, *lo + *n) of point p's matrices whose tiles take p: every column (the
+ * padding too) but where half tiles leave p out, F(4x4)'s points 2 and -2 along their half
+ * side (rows 3 and 4 of the 6 x 6, or columns 3 and 4). */
+static inline void winograd_point_cols(const tiling *t, int p, int *lo, int *n)
+{
+    int side = t->m + 2, i = p / side, k = p % side;
+    int right = t->half_right && (k == 3 || k == 4), bottom = t->half_bottom && (i == 3 || i == 4);
+    *lo = 0, *n = t->cols;
+    if (!right && !bottom)
+        return;
+    tile_groups g = winograd_tile_groups(t);
+    *lo = right ? g.right : 0;
+    *n = (bottom ? g.right + g.inner : g.right + g.inner + g.lower) - *lo;
+}
 
 /* The points' matrices lie one after another, elems values each, then SKEW more: were they a
  * multiple of 4 KB apart, a transform's streams would share one set of cache lines. */

@@ -75,6 +75,9 @@ struct layer_class {
                                       (layer_task.dx_through_relu) */
     /* The kernel path of a pass (a conv_pass), for layers with a choice of kernels; NULL: none. */
     conv_strategy (*kernel_path)(const layer *l, int pass);
+    /* The share of a pass's multiply-adds its kernel executes (Winograd's fewer, its wasted
+     * outputs included: conv_executed_share); NULL: all of them. */
+    double (*executed_share)(const layer *l, int pass);
     /* Tasks per chunk, its units (filters, outputs) split between them: the configured number
      * (0: auto). NULL: one. */
     int (*groups)(const layer *l, int configured, int grain);

@@ -75,6 +75,11 @@ static conv_strategy kernel_path(const layer *l, int pass)
     return conv_path(&l->conv, (conv_pass)pass);
 }
 
+static double executed_share(const layer *l, int pass)
+{
+    return conv_executed_share(&l->conv, kernel_path(l, pass));
+}
+
 /* A convolution and the max-pool after it can fuse when nothing needs the convolution's own
  * output, and its input gradient comes from the pooled gradient too (Winograd) or is not
  * needed (a first layer): that output is then never stored. Faster wherever measured (DAHL's
@@ -310,7 +315,8 @@ static rt_kind relu_fused_backward_kind = {.name = "conv_relu_backward",
 const layer_class layer_conv = {
     .name = "conv", .type = LAYER_CONV, .keys = keys, .defaults = defaults, .complete = complete,
     .plan = plan, .forward = &forward_kind, .backward = &backward_kind,
-    .backward_reads = READS_INPUT, .reads_bytes = 1, .kernel_path = kernel_path, .groups = groups,
+    .backward_reads = READS_INPUT, .reads_bytes = 1, .kernel_path = kernel_path,
+    .executed_share = executed_share, .groups = groups,
     .fuses_pool = fuses_pool, .fused_forward = &fused_forward_kind,
     .fused_backward = &fused_backward_kind, .backward_input = &backward_input_kind,
     .gates_input_gradient = 1, .fuses_relu = fuses_relu,

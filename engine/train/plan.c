@@ -202,16 +202,9 @@ void plan_chunk(const exec_plan *p, int k, int size, int *s0, int *s1)
         *s0 = *s1;
 }
 
-/* The share of a pass's multiply-adds its kernel executes: Winograd F(2x2, 3x3) multiplies 16
- * times per 2x2 outputs where the direct convolution does 36, F(4x4, 3x3) 36 per 4x4 where it
- * does 144 (the transforms' additions are not counted). */
-static double executed_share(conv_strategy s)
-{
-    return s == CONV_WINOGRAD ? 16.0 / 36 : s == CONV_WINOGRAD4 ? 36.0 / 144 : 1;
-}
-
 /* The FLOPs (2 per multiply-add) a sample's training executes: each convolution pass as its
- * kernel computes it, and no input gradient where none is needed (the layers before the first
+ * kernel computes it (Winograd's products, the transforms' additions not counted), and no
+ * input gradient where none is needed (the layers before the first
  * with parameters). A layer's flops are its three passes' (forward, input and weight gradient). */
 static double executed_flops(const exec_plan *p, const model *m)
 {
@@ -221,7 +214,7 @@ static double executed_flops(const exec_plan *p, const model *m)
         for (conv_pass pass = CONV_FORWARD; pass <= CONV_BACKWARD_FILTER; pass++)
             if (pass != CONV_BACKWARD_INPUT || p->need_dx[l])
                 sum += ly->flops / 3 *
-                       (ly->cls->kernel_path ? executed_share(ly->cls->kernel_path(ly, pass)) : 1);
+                       (ly->cls->executed_share ? ly->cls->executed_share(ly, pass) : 1);
     }
     return sum;
 }
