@@ -40,14 +40,12 @@ typedef struct tiling {
     int half_right, half_bottom;
 } tiling;
 
-/* Tile row r (of the current block) as half tiles take it: whether it is a sample's last
- * (half_bottom), and where its tiles lie among the block's columns: tile q < tw - 1 at
- * *first + q, the last at *last. Without half tiles, row by row, (r - r0) tw + q. With them,
- * grouped so that each point's tiles are one run of columns (winograd_point_cols): the last
- * tiles of the other rows (R), the rest of those rows (I), the rest of the last rows (L), then
- * the last rows' last tiles. */
+/* With half tiles, a block's columns (its tiles) come in groups, so that each point's tiles
+ * are one run of columns (winograd_point_cols): the last tiles of the rows but samples' last
+ * (R), the rest of those rows (I), the rest of the samples' last rows (L), then their last
+ * tiles. tile_groups: the columns of R, I and L. */
 typedef struct tile_groups {
-    int right, inner, lower;   /* the columns of R, I and L */
+    int right, inner, lower;
 } tile_groups;
 
 static inline int tile_rows_below(const tiling *t, int r)   /* last rows in [r0, r) */
@@ -67,6 +65,9 @@ static inline int winograd_half_row(const tiling *t, int r)
     return t->half_bottom && r % t->th == t->th - 1;
 }
 
+/* Tile row r (of the current block) as half tiles take it: whether it is a sample's last
+ * (half_bottom), and where its tiles lie among the block's columns: tile q < tw - 1 at
+ * *first + q, the last at *last. Without half tiles, row by row, (r - r0) tw + q. */
 static inline int winograd_row_cols(const tiling *t, int r, int *first, int *last)
 {
     if (!t->half_right && !t->half_bottom) {
