@@ -1597,8 +1597,8 @@ TEST(ops_conv_in_channel_lanes_gives_the_nchw_bits)
     }
     ops_isa was = ops_isa_active();
     CHECK(ops_isa_set(OPS_ISA_AVX512) == 0);
-    /* Winograd F(4x4): 32 x 32 (the 4 KB planes), 16 x 16, 8 x 8, 14 x 14 and 13 x 15 (tiles
-     * past the edge, pooled rows of 7 and 6), a sample's tile rows in two blocks (40 x 40);
+    /* Winograd F(4x4): 32 x 32 (the 4 KB planes), 16 x 16, 8 x 8, 14 x 14 and 13 x 15 (half
+     * tiles, pooled rows of 7 and 6), a sample's tile rows in two blocks (40 x 40);
      * first layers of 3 channels on the lanes kernel */
     const int shapes[][4] = {{32, 32, 32, 32}, {32, 16, 16, 64}, {64, 8, 8, 128},
                              {16, 14, 14, 32}, {16, 13, 15, 16}, {32, 40, 40, 16},
