@@ -457,9 +457,9 @@ void winograd_f4_lanes_output(const tiling *t, const float *M, const float *bias
     int nf = f1 - f0, width = 4 * t->tw;
     size_t plane = plane_of((size_t)nf * t->cols);
     __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    for (int r = t->r0; r < t->r1; r++)
+    for (int r = t->r0; r < t->r1; r++) {
+        int first, last, bottom = winograd_row_cols(t, r, &first, &last);
         for (int f = 0; f < nf; f += LANES) {
-            int first, last, bottom = winograd_row_cols(t, r, &first, &last);
             v16 b = bias ? load16(bias + f0 + f) : (v16){0};
             __m512i plane0 = _mm512_mullo_epi32(_mm512_add_epi32(lane, _mm512_set1_epi32(f0 + f)),
                                                 _mm512_set1_epi32(g->oh * g->ow));
@@ -494,4 +494,5 @@ void winograd_f4_lanes_output(const tiling *t, const float *M, const float *bias
             else
                 store_staged(t, o, s, f0 + f, tr, rows);
         }
+    }
 }
