@@ -17,7 +17,8 @@
 #   ./build.sh test-sanitizers
 #                         the tests again under ASan+UBSan, and those with threads under TSan
 #                         (less long scenarios that repeat shorter tests' code: ASAN_TESTS, TSAN_TESTS)
-#   ./build.sh bench WHAT run a benchmark: runtime, ops, train [NAME ...] (frugal against PyTorch;
+#   ./build.sh bench WHAT run a benchmark: runtime, ops, f6 (tiles of 6 against frugal's F(4x4)),
+#                         train [NAME ...] (frugal against PyTorch;
 #                         NAME: 28x28x1, vgg-small, ...: those workloads only), opencl,
 #                         gpu (frugal's OpenCL path against PyTorch CUDA on an NVIDIA GPU),
 #                         cluster (a coordinator and a node through tools/netproxy), placement
@@ -261,6 +262,10 @@ bench() {
         make -s -j"$JOBS" VARIANT=release build/release/bench_ops
         ./build/release/bench_ops "${2:-0.3}"
         ;;
+    f6)
+        make -s -j"$JOBS" VARIANT=release build/release/bench_f6
+        ./build/release/bench_f6 "${2:-100}"
+        ;;
     train)
         build
         shift
@@ -311,7 +316,7 @@ bench() {
         tools/bench_pair.sh "$@"
         ;;
     *)
-        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | train [NAME ...] | opencl | gpu | cluster | placement | gossip | simulate | green | operating-point | ab [REV] [calls] | pair [REV] [pairs] [job] [--set key=value ...]" >&2
+        echo "usage: ./build.sh bench runtime [workers] | ops [seconds-per-case] | f6 [calls] | train [NAME ...] | opencl | gpu | cluster | placement | gossip | simulate | green | operating-point | ab [REV] [calls] | pair [REV] [pairs] [job] [--set key=value ...]" >&2
         return 2
         ;;
     esac
