@@ -349,6 +349,27 @@ TEST(report_tensorboard_events_read_back_by_tensorboard)
 /* A run resumed from a checkpoint older than its last events (as after a kill -9 between an
  * epoch's points and its checkpoint): TensorBoard's reader drops the later points, so each step
  * is there once, as steps.csv has it. */
+/* TensorBoard reads a folder's event files in the order of their names, so a resumed run's file
+ * must sort after the earlier ones, even when both came within a second (a test's runs do). */
+TEST(report_tensorboard_files_sort_in_the_order_they_were_opened)
+{
+    char dir[700], err[256], names[2][1024];
+    snprintf(dir, sizeof dir, "%s/tb_order", test_tmpdir());
+    CHECK(mkdir(dir, 0777) == 0);
+    for (int i = 0; i < 2; i++) {
+        tb_writer w;
+        CHECKF(tensorboard_open(&w, dir, i, err, sizeof err) == 0, "%s", err);
+        snprintf(names[i], sizeof names[i], "%s", w.path);
+        tensorboard_close(&w);
+    }
+    char cmd[1600], list[800];
+    snprintf(list, sizeof list, "%s/tb_order.txt", test_tmpdir());
+    snprintf(cmd, sizeof cmd, "ls %s/tb | grep -c tfevents > %s", dir, list);
+    CHECK(system(cmd) == 0);
+    CHECKF(atoi(slurp(list)) == 2 && strcmp(names[0], names[1]) < 0, "%s then %s", names[0],
+           names[1]);
+}
+
 TEST(report_resume_from_an_older_checkpoint_drops_the_points_after_it)
 {
     char out[8192], older[700], keep[1500], put_back[1500];

@@ -154,8 +154,11 @@ int tensorboard_open(tb_writer *w, const char *dir, int resumed, char *err, size
     gethostname(host, sizeof host - 1);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    snprintf(w->path, sizeof w->path, "%s/events.out.tfevents.%lld.%s.%d.frugal", tbdir,
-             (long long)now.tv_sec, host, (int)getpid());
+    /* TensorBoard reads a folder's files in the order of their names: to the nanosecond, so
+     * that a resumed run's sorts after the runs before it even within the same second (by
+     * seconds and pid alone, pid 100002 sorted before 99998, and the restart was read first) */
+    snprintf(w->path, sizeof w->path, "%s/events.out.tfevents.%lld.%09ld.%s.%d.frugal", tbdir,
+             (long long)now.tv_sec, (long)now.tv_nsec, host, (int)getpid());
     if (!(w->f = fopen(w->path, "wb"))) {
         snprintf(err, errlen, "%s: cannot create: %s", w->path, strerror(errno));
         return -1;
