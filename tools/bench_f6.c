@@ -4,8 +4,8 @@
  * channel lanes, against frugal's F(4x4) by lanes (conv_winograd_forward) on the same layer,
  * call by call, each after a 4 MB sweep that takes the input out of L2; the fastest call of
  * each kept. A measurement, not a kernel of frugal's: its transforms are written plainly (no
- * staging, one prefetch of the block's output and the next block's input during the GEMMs, as
- * frugal's winograd_ahead.c does), so it bounds what a tuned one would gain.
+ * staging; one prefetch of the block's output and the next block's input during the GEMMs, as
+ * frugal's winograd_ahead.c does): tuned ones would be somewhat faster, its products not.
  * usage: bench_f6 [CALLS]; needs AVX-512. F6_TILES=N: about N tiles a block (default 72).
  * prints: bench f6 LAYER f4_us=A f6_us=B speedup=A/B f6_input_us=I f6_gemm_us=G
  *         f6_output_us=O max_diff=D (largest |F(6) - F(4)| over the largest output) */
