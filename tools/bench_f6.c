@@ -14,6 +14,7 @@
 #include "ops/conv_winograd.h"
 #include "ops/cpu.h"
 #include "ops/gemm.h"
+#include "ops/winograd_tiling.h"   /* plane_of: the points' matrices skewed apart */
 
 #include <math.h>
 #include <stdio.h>
@@ -27,11 +28,6 @@ static double now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
-
-/* A block's matrices lie one per point, 16 floats more apart than their size (as
- * ops/winograd_tiling.h's plane_of): a multiple of 4 KB apart, their streams would share cache
- * sets. */
-static size_t plane_of_skewed(size_t n) { return n + 16; }
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")
@@ -252,7 +248,7 @@ static void across_tile_of(const float *rows, size_t line, int tx, float *v, siz
 static void input_transform(const plan *p, const float *x, int s0, int samples, float *V,
                             float *rows)
 {
-    size_t plane = plane_of_skewed((size_t)p->c * p->cols);
+    size_t plane = plane_of((size_t)p->c * p->cols);
     size_t line = (size_t)LANES * (6 * p->tiles + 2), hw = (size_t)p->side * p->side;
     const float *zeros = rows + 8 * line;
     memset(rows, 0, sizeof(float) * 9 * line);   /* the padding columns stay zero */
@@ -330,7 +326,7 @@ static void tile_outputs_of(const float *m, size_t plane, v16 bias, float *y, in
 static void output_transform(const plan *p, const float *M, const float *bias, float *y, int s0,
                              int samples)
 {
-    size_t plane = plane_of_skewed((size_t)p->f * p->cols), hw = (size_t)p->side * p->side;
+    size_t plane = plane_of((size_t)p->f * p->cols), hw = (size_t)p->side * p->side;
     for (int s = 0; s < samples; s++)
         for (int ty = 0; ty < p->tiles; ty++)
             for (int tx = 0; tx < p->tiles; tx++) {
@@ -355,7 +351,7 @@ static void filter_transform(const plan *p, const float *wt, float *U)
     for (int pt = 0; pt < 64; pt++)
         for (int j = 0; j < 9; j++)
             T[pt][j] = (float)(G8[pt / 8][j / 3] * G8[pt % 8][j % 3]);
-    int plane = (int)plane_of_skewed((size_t)p->c * p->f);
+    int plane = (int)plane_of((size_t)p->c * p->f);
     for (int c = 0; c < p->c; c++)
         ops_sgemm(0, 1, 64, p->f, 9, 1.0f, &T[0][0], 9, wt + (size_t)c * 9, p->c * 9, 0.0f,
                   U + (size_t)c * p->f, plane);
@@ -372,9 +368,9 @@ static void f6_forward(const plan *p, const float *x, const float *wt, const flo
                        float *y, const scratch *b)
 {
     filter_transform(p, wt, b->U);
-    size_t vplane = plane_of_skewed((size_t)p->c * p->cols);
-    size_t mplane = plane_of_skewed((size_t)p->f * p->cols);
-    size_t uplane = plane_of_skewed((size_t)p->c * p->f), hw = (size_t)p->side * p->side;
+    size_t vplane = plane_of((size_t)p->c * p->cols);
+    size_t mplane = plane_of((size_t)p->f * p->cols);
+    size_t uplane = plane_of((size_t)p->c * p->f), hw = (size_t)p->side * p->side;
     memset(stage, 0, sizeof stage);
     for (int s0 = 0; s0 < p->n; s0 += p->per_block) {
         int samples = p->n - s0 < p->per_block ? p->n - s0 : p->per_block;
@@ -436,9 +432,9 @@ static int compare(const layer *l, int calls, const float *big, size_t nbig)
     size_t hw = (size_t)l->side * l->side, nx = l->n * l->c * hw, ny = l->n * l->f * hw;
     float *x = randoms(nx, 1, 1), *wt = randoms((size_t)l->f * l->c * 9, 0.2f, 0);
     float *bias = randoms((size_t)l->f, 0.1f, 0), *y4 = randoms(ny, 0, 0), *y6 = randoms(ny, 0, 0);
-    scratch b = {randoms(64 * plane_of_skewed((size_t)l->c * p.cols), 0, 0),
-                 randoms(64 * plane_of_skewed((size_t)l->f * p.cols), 0, 0),
-                 randoms(64 * plane_of_skewed((size_t)l->c * l->f), 0, 0),
+    scratch b = {randoms(64 * plane_of((size_t)l->c * p.cols), 0, 0),
+                 randoms(64 * plane_of((size_t)l->f * p.cols), 0, 0),
+                 randoms(64 * plane_of((size_t)l->c * l->f), 0, 0),
                  randoms(9 * LANES * (size_t)(6 * p.tiles + 2), 0, 0)};
     if (!x || !wt || !bias || !y4 || !y6 || !b.V || !b.M || !b.U || !b.rows)
         return fprintf(stderr, "bench f6: out of memory\n"), -1;
