@@ -296,11 +296,11 @@ static int lanes_fit(const conv_geom *g)
 int conv_lanes_layout(const conv_geom *g, const pool_geom *pool, int which,
                       int with_input_gradient)
 {
-    if (ops_isa_active() != OPS_ISA_AVX512 || g->f % CONV_LANES_FILTERS ||
+    if (ops_isa_active() < OPS_ISA_AVX2 || g->f % CONV_LANES_FILTERS ||
         (pool && (pool->size != 2 || pool->stride != 2)))
         return 0;
     if (conv_path(g, CONV_FORWARD) == CONV_WINOGRAD4)
-        return g->c % CONV_LANES_FILTERS == 0;   /* winograd_f4_lanes_avx512.c */
+        return conv_winograd4_by_lanes(g);   /* winograd_f4_lanes_impl.h */
     return which == CONV_LANES_OUTPUT && !with_input_gradient && conv_uses_direct(g) &&
            lanes_fit(g);
 }

@@ -3,7 +3,7 @@
  * laid out by tile (winograd_tiling.h) (tiles x channels) times (channels x filters), the same
  * sums. Tiles are taken in blocks of whole tile rows, so that a block's transformed data stays
  * in cache between the transforms (winograd_f2_impl.h, winograd_f4_impl.h,
- * winograd_f4_lanes_avx512.c) and the GEMMs. */
+ * winograd_f4_lanes_impl.h) and the GEMMs. */
 #include "ops/conv_winograd.h"
 
 #include "ops/cpu.h"
@@ -48,16 +48,23 @@ static size_t block_cols(const tiling *t)
 }
 
 /* The variant for tiles of side m, nf filters at a time. F(2x2): AVX-512 machines take
- * AVX2's. F(4x4) on AVX-512 by tile where the channels and filters fill whole registers. */
+ * AVX2's. F(4x4) by tile where the channels and filters come in whole pixels of lanes (16),
+ * else by columns. */
+static int lanes_allowed = 1;
+
+void conv_winograd_allow_lanes(int allowed) { lanes_allowed = allowed; }
+
 static const winograd_variant *variant_of(const conv_geom *g, int m, int nf)
 {
     ops_isa isa = ops_isa_active();
+    int lanes = lanes_allowed && g->c % WINOGRAD_LANES == 0 && nf % WINOGRAD_LANES == 0;
     if (m == 2)
         return isa >= OPS_ISA_AVX2 ? &winograd_f2_avx2 : &winograd_f2_portable;
     if (isa >= OPS_ISA_AVX512)
-        return g->c % WINOGRAD_LANES == 0 && nf % WINOGRAD_LANES == 0 ? &winograd_f4_avx512_lanes
-                                                                      : &winograd_f4_avx512;
-    return isa >= OPS_ISA_AVX2 ? &winograd_f4_avx2 : &winograd_f4_portable;
+        return lanes ? &winograd_f4_avx512_lanes : &winograd_f4_avx512;
+    if (isa >= OPS_ISA_AVX2)
+        return lanes ? &winograd_f4_avx2_lanes : &winograd_f4_avx2;
+    return &winograd_f4_portable;
 }
 
 /* Whether an output side of n ends in a half tile, where the variant takes them. */
@@ -68,9 +75,11 @@ static int side_points(int n, int halves)
     return 6 * (n / 4) + (n % 4 == 0 ? 0 : halves && half_side(n) ? 4 : 6);
 }
 
+int conv_winograd4_by_lanes(const conv_geom *g) { return variant_of(g, 4, g->f)->by_tile; }
+
 int conv_winograd4_points(const conv_geom *g)
 {
-    int halves = variant_of(g, 4, g->f) == &winograd_f4_avx512_lanes;
+    int halves = conv_winograd4_by_lanes(g);
     return side_points(g->oh, halves) * side_points(g->ow, halves);
 }
 
@@ -80,7 +89,7 @@ static tiling tiling_of(const conv_geom *g, int m, int nf)
     int th = (g->oh + m - 1) / m, tw = (g->ow + m - 1) / m;
     tiling t = {g, v, m, (m + 2) * (m + 2), th, tw, m * tw + 2, 0, 0, -1, 0, 0, NULL, 0, 0};
     t.array_len = (int)block_cols(&t);
-    if (v == &winograd_f4_avx512_lanes) {   /* half tiles: winograd_tiling.h */
+    if (v->by_tile) {   /* half tiles: winograd_tiling.h */
         t.half_right = half_side(g->ow);
         t.half_bottom = half_side(g->oh);
     }
@@ -93,7 +102,7 @@ static int layout_refused(const tiling *t, int f0, int bytes)
 {
     int lanes = t->g->in_lanes || t->g->out_lanes;
     return (t->g->in_lanes && bytes) ||
-           (lanes && (t->v != &winograd_f4_avx512_lanes || f0 % WINOGRAD_LANES));
+           (lanes && (!t->v->by_tile || f0 % WINOGRAD_LANES));
 }
 
 /* Moves t to the block after the current one, within samples [n0, n1); 0 past the end. */

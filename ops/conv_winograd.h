@@ -19,10 +19,16 @@
 int conv_winograd_fits(const conv_geom *g);
 
 /* The multiplies of F(4x4) per sample and pair of channel and filter: its whole 6 x 6 tiles,
- * wasted outputs past the edge too; where AVX-512's transforms by lanes take the layer
- * (channels and filters by 16), an output side of 4k + 1 or 4k + 2 ends in a tile of F(2)'s 4
- * points instead of 6 (half tiles: winograd_tiling.h), within F(4)'s float32 error. */
+ * wasted outputs past the edge too; where the transforms by lanes take the layer (channels
+ * and filters by 16, on AVX2 or AVX-512), an output side of 4k + 1 or 4k + 2 ends in a tile of
+ * F(2)'s 4 points instead of 6 (half tiles: winograd_tiling.h), within F(4)'s float32 error. */
 int conv_winograd4_points(const conv_geom *g);
+
+/* Whether F(4x4) takes g (all its filters) by lanes: channels and filters by 16 on AVX2 or
+ * AVX-512, unless conv_winograd_allow_lanes(0), with which tests compare the variants by
+ * columns. */
+int conv_winograd4_by_lanes(const conv_geom *g);
+void conv_winograd_allow_lanes(int allowed);
 
 /* m: the tile's side, 2 or 4. With a pool (else NULL), forward is fused with the 2x2 stride-2
  * max-pool after the convolution, as conv2d_forward_maxpool is: it writes the pooled output

@@ -1,6 +1,7 @@
 /* AVX2+FMA micro-kernel, 6 x 16: twelve ymm accumulators hide the FMA latency. Compiled with
  * -mavx2 -mfma (Makefile); only called after ops/cpu.c found the CPU supports it. */
 #include "ops/gemm.h"
+#include "ops/transpose_avx2.h"
 
 #include <immintrin.h>
 
@@ -64,27 +65,14 @@ static void rows_avx2(int rows, int kc, const float *A, int sa, int si, const fl
 /* An 8 x 8 block of src (rows i, columns k) into dst's rows k, columns i. */
 static inline void transpose8(const float *src, size_t lds, float *dst, size_t ldd)
 {
-    __m256 r[8], t[8];
+    __m256 r[8];
 #pragma GCC unroll 8
     for (int a = 0; a < 8; a++)
         r[a] = _mm256_loadu_ps(src + a * lds);
-#pragma GCC unroll 4
-    for (int a = 0; a < 8; a += 2) {
-        t[a] = _mm256_unpacklo_ps(r[a], r[a + 1]);
-        t[a + 1] = _mm256_unpackhi_ps(r[a], r[a + 1]);
-    }
-#pragma GCC unroll 2
-    for (int a = 0; a < 8; a += 4) {
-        r[a] = _mm256_shuffle_ps(t[a], t[a + 2], 0x44);
-        r[a + 1] = _mm256_shuffle_ps(t[a], t[a + 2], 0xee);
-        r[a + 2] = _mm256_shuffle_ps(t[a + 1], t[a + 3], 0x44);
-        r[a + 3] = _mm256_shuffle_ps(t[a + 1], t[a + 3], 0xee);
-    }
-#pragma GCC unroll 4
-    for (int a = 0; a < 4; a++) {
-        _mm256_storeu_ps(dst + a * ldd, _mm256_permute2f128_ps(r[a], r[a + 4], 0x20));
-        _mm256_storeu_ps(dst + (a + 4) * ldd, _mm256_permute2f128_ps(r[a], r[a + 4], 0x31));
-    }
+    transpose8x8(r);
+#pragma GCC unroll 8
+    for (int a = 0; a < 8; a++)
+        _mm256_storeu_ps(dst + a * ldd, r[a]);
 }
 
 /* gemm.h's transposing copy by 8 x 8 blocks; the edges (fewer than 8 rows or columns left) to

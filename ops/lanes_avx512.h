@@ -6,6 +6,7 @@
 #define FRUGAL_LANES_AVX512_H
 
 #include <immintrin.h>
+#include <stdint.h>
 #include <string.h>
 
 enum { LANES = 16 };
@@ -134,6 +135,97 @@ static inline void rows_to_lanes(const float *row0, const float *relu0, size_t p
 #pragma GCC unroll 16
     for (int q = 0; q < LANES; q++)
         _mm512_storeu_ps(line + (size_t)LANES * (x + q), r[q]);
+}
+
+/* What the Winograd transforms by lanes (winograd_lanes_impl.h) take from the ISA: vectors of
+ * VL of a pixel's 16 lanes (here all of them: a transform's loop over a pixel's vectors runs
+ * once), their pooling, and the moves between lanes and rows. lanes_avx2.h gives the same on
+ * 8 lanes. */
+enum { VL = LANES };
+typedef v16 vl;
+typedef int32_t vli __attribute__((vector_size(64)));
+#define LANES_ISA(name) name##_avx512
+
+/* pool2_lanes on the transforms' types. */
+INLINE vl pool2_vl(vl v00, vl v01, vl v10, vl v11, vli i00, int ow, int relu, vli *at)
+{
+    __m512i a;
+    __m512 best = pool2_lanes((__m512)v00, (__m512)v01, (__m512)v10, (__m512)v11,
+                              (__m512i)i00, ow, relu, &a);
+    *at = (vli)a;
+    return (vl)best;
+}
+
+/* 16 pixels of 16 channels at line (16 floats apart), (base + 0) + line where base is not NULL
+ * (else 0 + line), transposed back into the channels' rows, channel j's at out + j * plane:
+ * the first n pixels stored. */
+INLINE void lanes_sum_to_rows(const float *line, const float *base, float *out, size_t plane,
+                              int n)
+{
+    __m512 r[16];
+#pragma GCC unroll 16
+    for (int q = 0; q < LANES; q++) {
+        v16 b = base ? load16(base + LANES * q) + (v16){0} : (v16){0};
+        r[q] = (__m512)(b + load16(line + LANES * q));
+    }
+    transpose16(r);
+    __mmask16 keep = first_n(n);
+#pragma GCC unroll 16
+    for (int j = 0; j < LANES; j++)
+        _mm512_mask_storeu_ps(out + (size_t)j * plane, keep, r[j]);
+}
+
+/* A tile's 4x4 outputs of 16 filters (out[a][k]: row a, column k) transposed to a filter a
+ * register, into the filters' 4 rows at stage (filter j's row a at stage + (4 j + a) width). */
+INLINE void stage_tile_vl(vl out[4][4], float *stage, int width)
+{
+    __m512 r[16];
+#pragma GCC unroll 16
+    for (int a = 0; a < 4; a++)
+#pragma GCC unroll 16
+        for (int k = 0; k < 4; k++)
+            r[4 * a + k] = (__m512)out[a][k];
+    transpose16(r);
+#pragma GCC unroll 16
+    for (int j = 0; j < LANES; j++) {
+        float *row = stage + (size_t)4 * j * width;
+        _mm_storeu_ps(row, _mm512_castps512_ps128(r[j]));
+        _mm_storeu_ps(row + width, _mm512_extractf32x4_ps(r[j], 1));
+        _mm_storeu_ps(row + 2 * width, _mm512_extractf32x4_ps(r[j], 2));
+        _mm_storeu_ps(row + 3 * width, _mm512_extractf32x4_ps(r[j], 3));
+    }
+}
+
+/* A filter's 2x2 windows of a tile, values v and argmaxes a (row 0's pair, row 1's), into
+ * its staged rows at f (rows row apart: values' two, then argmaxes'). */
+static inline void store_pairs(float *f, int row, __m128 v, __m128 a)
+{
+    _mm_storel_pi((__m64 *)f, v);
+    _mm_storeh_pi((__m64 *)(f + row), v);
+    _mm_storel_pi((__m64 *)(f + 2 * row), a);
+    _mm_storeh_pi((__m64 *)(f + 3 * row), a);
+}
+
+/* A tile's pooled windows w[i][j] of 16 filters and their argmaxes a[i][j] into stage, filter
+ * j's 4 rows (values' 2, argmaxes' 2; row apart) from stage + 4 j row: 8 registers of 16
+ * filters turned into 16 filters' 8 values (the windows', then the argmaxes', in u[4 + m]),
+ * stored by pairs. */
+INLINE void stage_pooled_vl(vl w[2][2], vli a[2][2], float *stage, int row)
+{
+    __m512 v[8] = {(__m512)w[0][0], (__m512)w[0][1], (__m512)w[1][0], (__m512)w[1][1],
+                   (__m512)a[0][0], (__m512)a[0][1], (__m512)a[1][0], (__m512)a[1][1]}, u[8];
+    transpose_within_lanes(v, u, 8);   /* lane l of u[m]: filter 4l + m's 4 windows */
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; m++) {   /* the lanes by constants: immediates even at -O1 */
+        float *f = stage + (size_t)m * 4 * row;
+        store_pairs(f, row, _mm512_castps512_ps128(u[m]), _mm512_castps512_ps128(u[4 + m]));
+        f += (size_t)16 * row;
+        store_pairs(f, row, _mm512_extractf32x4_ps(u[m], 1), _mm512_extractf32x4_ps(u[4 + m], 1));
+        f += (size_t)16 * row;
+        store_pairs(f, row, _mm512_extractf32x4_ps(u[m], 2), _mm512_extractf32x4_ps(u[4 + m], 2));
+        f += (size_t)16 * row;
+        store_pairs(f, row, _mm512_extractf32x4_ps(u[m], 3), _mm512_extractf32x4_ps(u[4 + m], 3));
+    }
 }
 
 #endif

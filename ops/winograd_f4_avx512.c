@@ -1,5 +1,5 @@
 /* Winograd F(4x4, 3x3)'s transforms, AVX-512 build, for layers whose channels or filters do
- * not fill 16 lanes (winograd_f4_lanes_avx512.c takes the others): winograd_f4_columns_impl.h's,
+ * not fill 16 lanes (winograd_f4_lanes_impl.h takes the others): winograd_f4_columns_impl.h's,
  * 256-bit arithmetic (faster than 512-bit loops here: Makefile), with two-register permutes
  * (vpermt2ps) taking 8 tiles' window columns and gradient blocks out of rows, and putting
  * windows and outputs (pooled or not) back into theirs, where the AVX2 build needs in-lane
@@ -429,13 +429,13 @@ INLINE void store_pooled_rows(const window_index *ix, const output_group *og, v8
 #include "ops/winograd_f4_columns_impl.h"
 
 /* For channels and filters in multiples of 16: all four transforms with 16 of them to a
- * register (winograd_f4_lanes_avx512.c, winograd_f4_lanes_backward_avx512.c). */
+ * register (winograd_f4_lanes_impl.h, winograd_f4_lanes_backward_impl.h). */
 const winograd_variant winograd_f4_avx512_lanes = {
     .m = 4,
     .G = F4_G,
-    .input = winograd_f4_lanes_input,
-    .output = winograd_f4_lanes_output,
-    .gradient = winograd_f4_lanes_gradient,
-    .input_adjoint = winograd_f4_lanes_input_adjoint,
+    .input = winograd_f4_lanes_input_avx512,
+    .output = winograd_f4_lanes_output_avx512,
+    .gradient = winograd_f4_lanes_gradient_avx512,
+    .input_adjoint = winograd_f4_lanes_input_adjoint_avx512,
     .by_tile = 1,
 };

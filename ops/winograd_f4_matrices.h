@@ -1,6 +1,6 @@
 /* Winograd F(4x4, 3x3)'s matrices (Lavin and Gray's, at the points 0, +-1, +-2 and infinity),
  * written out as sums, for every build's transforms: winograd_f4_impl.h's, and
- * winograd_f4_lanes_avx512.c's, which must give the same bits. Each macro works on floats or
+ * winograd_f4_lanes_impl.h's, which must give the same bits. Each macro works on floats or
  * on vectors of them. */
 #ifndef FRUGAL_WINOGRAD_F4_MATRICES_H
 #define FRUGAL_WINOGRAD_F4_MATRICES_H
@@ -80,7 +80,7 @@
  * F(2)'s filter transform's times 1/4, -1/3, -1/3 and 1: the input transform takes those
  * factors back (4, -3, -3, 1), so that its products with F(4x4)'s U are F(2)'s. On 6 slots,
  * 3 and 4 neither read nor written; x: 4 inputs (BT2H), 2 output gradients (A2H). Used by
- * AVX-512's transforms by lanes only. */
+ * the transforms by lanes only (AVX2, AVX-512). */
 #define BT2H(x, o)                                                                            \
     do {                                                                                      \
         (o)[0] = 4 * ((x)[0] - (x)[2]);                                                       \

@@ -1,17 +1,45 @@
-/* What the channel-lanes transforms share (winograd_f4_lanes_avx512.c, forward;
- * winograd_f4_lanes_backward_avx512.c): 16 channels (filters) to an AVX-512 register, moved in
- * and out of NCHW rows by 16 x 16 transposes, or read and written as they are where the
- * activations are in channel lanes themselves (conv_geom's in_lanes, out_lanes). Included by
- * AVX-512 builds only. */
+/* What the channel-lanes transforms share (winograd_f4_lanes_impl.h, forward;
+ * winograd_f4_lanes_backward_impl.h): a pixel's 16 channels (filters) side by side in memory,
+ * taken VL to a register (16 on AVX-512, 8 on AVX2: the ISA's lanes header, included first,
+ * lanes_avx512.h or lanes_avx2.h), moved in and out of NCHW rows by 16 x 16 transposes, or read
+ * and written as they are where the activations are in channel lanes themselves (conv_geom's
+ * in_lanes, out_lanes). A transform's arithmetic on a pixel runs once per VL of its lanes. */
 #ifndef FRUGAL_WINOGRAD_LANES_IMPL_H
 #define FRUGAL_WINOGRAD_LANES_IMPL_H
 
-#include "ops/lanes_avx512.h"
 #include "ops/winograd_f4_matrices.h"
 #include "ops/winograd_tiling.h"
 
 #include <stdint.h>
 #include <string.h>
+
+static inline vl loadv(const float *p)
+{
+    vl v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void storev(float *p, vl v) { memcpy(p, &v, sizeof v); }
+
+static inline void storevi(int32_t *p, vli v) { memcpy(p, &v, sizeof v); }
+
+static inline vli loadvi(const int32_t *p)
+{
+    vli v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Per lane of the vector at lane h of a pixel: filter f + h + lane's first output in the
+ * argmax numbering (of one sample, planes of size outputs). */
+static inline vli first_outputs_vl(int f, int h, int size)
+{
+    vli v;
+    for (int i = 0; i < VL; i++)
+        v[i] = (f + h + i) * size;
+    return v;
+}
 
 /* Where lanes_row reads: 16 planes of one sample, plane apart, floats or bytes times the
  * scale (as winograd_input_row converts them); or with lanes, floats in channel lanes, a
@@ -35,13 +63,17 @@ static inline lanes_src lanes_src_of(const conv_geom *g, conv_input x, int s, in
     return (lanes_src){NULL, x.b[s] + (size_t)c0 * plane, x.scale, plane, 0};
 }
 
-/* The values keep picks from [at, at + 16) of plane k of src, zeros elsewhere. */
-INLINE __m512 src_values(lanes_src src, int k, size_t at, __mmask16 keep)
+/* n values of plane k of src from at into to, as floats (bytes times the scale: the bits of
+ * winograd_input_row's conversion). */
+static inline void src_floats(lanes_src src, int k, size_t at, size_t n, float *to)
 {
-    if (src.f)
-        return _mm512_maskz_loadu_ps(keep, src.f + (size_t)k * src.plane + at);
-    __m512i b = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(keep, src.b + (size_t)k * src.plane + at));
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(b), _mm512_set1_ps(src.scale));
+    if (src.f) {
+        memcpy(to, src.f + (size_t)k * src.plane + at, sizeof(float) * n);
+        return;
+    }
+    const uint8_t *b = src.b + (size_t)k * src.plane + at;
+    for (size_t i = 0; i < n; i++)
+        to[i] = (float)b[i] * src.scale;
 }
 
 /* How many rows ahead the transforms prefetch the rows they read from 16 planes: the planes'
@@ -58,7 +90,7 @@ INLINE void prefetch_planes(const char *p, size_t plane)
         _mm_prefetch(p + (size_t)k * plane, _MM_HINT_T0);
 }
 
-/* Prefetches what src_values reads at at of the 16 planes. */
+/* Prefetches what lanes_row reads at at of the 16 planes. */
 static inline void prefetch_src(lanes_src src, size_t at)
 {
     if (src.f)
@@ -97,34 +129,29 @@ static inline void lanes_row(const tiling *t, lanes_src src, int y, float *line)
     }
     for (int j = 0; j < hi - lo; j += LANES) {
         int n = hi - lo - j < LANES ? hi - lo - j : LANES;
-        __mmask16 keep = first_n(n);
         size_t at = (size_t)y * g->w + (size_t)j;
-        __m512 r[16];
-#pragma GCC unroll 16
-        for (int k = 0; k < LANES; k++)
-            r[k] = src_values(src, k, at, keep);
+        float *out = line + (size_t)LANES * lo;
+        if (src.f) {
+            rows_to_lanes(src.f + at - j, NULL, src.plane, LANES, j, hi - lo, out);
+        } else {   /* bytes: their 16 x n values as floats first */
+            float tile[LANES * LANES];
+            for (int k = 0; k < LANES; k++)
+                src_floats(src, k, at, (size_t)n, tile + LANES * k);
+            rows_to_lanes(tile, NULL, LANES, LANES, 0, n, out + (size_t)LANES * j);
+        }
         if (y + ROWS_AHEAD < g->h)
             prefetch_src(src, at + (size_t)ROWS_AHEAD * g->w);
-        transpose16(r);
-        float *out = line + (size_t)LANES * (lo + j);
-        if (n == LANES)
-#pragma GCC unroll 16
-            for (int q = 0; q < LANES; q++)
-                _mm512_storeu_ps(out + LANES * q, r[q]);
-        else
-            for (int q = 0; q < n; q++)
-                _mm512_storeu_ps(out + LANES * q, r[q]);
     }
 }
 
 /* Row i of a tile's 6 x 6 points at m (points plane apart) into in: its 6, or a half side's 4
  * (half set: slots 3 and 4 left alone; winograd_f4_matrices.h, HALF_SKIPS). */
-INLINE void load_point_row(const float *m, size_t plane, int i, int half, v16 in[6])
+INLINE void load_point_row(const float *m, size_t plane, int i, int half, vl in[6])
 {
 #pragma GCC unroll 6
     for (int k = 0; k < 6; k++)
         if (!HALF_SKIPS(half, k))
-            in[k] = load16(m + (6 * i + k) * plane);
+            in[k] = loadv(m + (6 * i + k) * plane);
 }
 
 #endif

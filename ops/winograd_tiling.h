@@ -384,20 +384,20 @@ struct winograd_variant {
                      float *dbias, float *rows);
     void (*input_adjoint)(const tiling *t, const float *Z, float *dx, float *rows);
     /* Set: V, M, D and Z laid out by tile, V[p][col][c], M[p][col][f - f0] and so on, the
-     * channels (filters) of a tile side by side (winograd_f4_lanes_avx512.c). */
+     * channels (filters) of a tile side by side (winograd_f4_lanes_impl.h). */
     int by_tile;
 };
 
 extern const winograd_variant winograd_f2_portable, winograd_f2_avx2;
 extern const winograd_variant winograd_f4_portable, winograd_f4_avx2, winograd_f4_avx512;
-/* AVX-512's by tile, 16 channels (filters) to a register: for channels and filters in
- * multiples of WINOGRAD_LANES. Its transforms' rows: WINOGRAD_LANES_LINES lines of
- * WINOGRAD_LANES_LINE floats (16 x row_len + 16 columns), then WINOGRAD_LANES_STAGE floats
- * where the planes a transform reads (16 of the input, or of the output gradient, the relu's
- * output and the argmaxes) are copied first, skewed (plane_of) so that the 16 rows read at
- * once do not share a cache set; none for planes of 4096 values and more, which are read in
- * place. */
-extern const winograd_variant winograd_f4_avx512_lanes;
+/* By tile, a pixel's 16 channels (filters) side by side, 16 (AVX-512) or 8 (AVX2) to a
+ * register: for channels and filters in multiples of WINOGRAD_LANES. Its transforms' rows:
+ * WINOGRAD_LANES_LINES lines of WINOGRAD_LANES_LINE floats (16 x row_len + 16 columns), then
+ * WINOGRAD_LANES_STAGE floats where the planes a transform reads (16 of the input, or of the
+ * output gradient, the relu's output and the argmaxes) are copied first, skewed (plane_of) so
+ * that the 16 rows read at once do not share a cache set; none for planes of 4096 values and
+ * more, which are read in place. */
+extern const winograd_variant winograd_f4_avx512_lanes, winograd_f4_avx2_lanes;
 #define WINOGRAD_LANES 16
 #define WINOGRAD_LANES_LINES 12
 #define WINOGRAD_LANES_LINE(t) ((size_t)WINOGRAD_LANES * (size_t)((t)->row_len + WINOGRAD_LANES))
@@ -407,11 +407,19 @@ extern const winograd_variant winograd_f4_avx512_lanes;
     (WINOGRAD_LANES_PLANE(g) < 4096                                                        \
          ? 3 * (size_t)WINOGRAD_LANES * plane_of(WINOGRAD_LANES_PLANE(g))                  \
          : 0)
-void winograd_f4_lanes_input(const tiling *t, conv_input x, float *V, float *rows);
-void winograd_f4_lanes_output(const tiling *t, const float *M, const float *bias,
-                              const winograd_out *o, int f0, int f1, float *rows);
-void winograd_f4_lanes_gradient(const tiling *t, const winograd_grad *dy, int f0, int f1,
-                                float *D, float *dbias, float *rows);
-void winograd_f4_lanes_input_adjoint(const tiling *t, const float *Z, float *dx, float *rows);
+void winograd_f4_lanes_input_avx512(const tiling *t, conv_input x, float *V, float *rows);
+void winograd_f4_lanes_output_avx512(const tiling *t, const float *M, const float *bias,
+                                     const winograd_out *o, int f0, int f1, float *rows);
+void winograd_f4_lanes_gradient_avx512(const tiling *t, const winograd_grad *dy, int f0, int f1,
+                                       float *D, float *dbias, float *rows);
+void winograd_f4_lanes_input_adjoint_avx512(const tiling *t, const float *Z, float *dx,
+                                            float *rows);
+void winograd_f4_lanes_input_avx2(const tiling *t, conv_input x, float *V, float *rows);
+void winograd_f4_lanes_output_avx2(const tiling *t, const float *M, const float *bias,
+                                   const winograd_out *o, int f0, int f1, float *rows);
+void winograd_f4_lanes_gradient_avx2(const tiling *t, const winograd_grad *dy, int f0, int f1,
+                                     float *D, float *dbias, float *rows);
+void winograd_f4_lanes_input_adjoint_avx2(const tiling *t, const float *Z, float *dx,
+                                          float *rows);
 
 #endif

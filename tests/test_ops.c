@@ -2,6 +2,7 @@
  * CPU supports, plus finite-difference checks of each backward kernel against its forward. */
 #include "fixture.h"
 #include "ops/conv.h"
+#include "ops/conv_winograd.h"
 #include "ops/cpu.h"
 #include "ops/gemm.h"
 #include "ops/layers.h"
@@ -1013,7 +1014,8 @@ TEST(ops_conv_backward_matches_the_passes_apart)
  * the direct convolution; and on AVX-512, bit for bit AVX2's, whose arithmetic it shares. */
 /* Winograd's products counted as its kernels compute them (conv_executed_share, which the
  * bench's share of the FMA peak uses): F(4x4)'s whole tiles, wasted outputs too, but for the
- * half tiles of AVX-512's variant by lanes, on which the choice of F(4x4) over F(2x2) counts. */
+ * half tiles of the variants by lanes (AVX2, AVX-512), on which the choice of F(4x4) over
+ * F(2x2) counts. */
 TEST(ops_conv_executed_share_counts_the_tiles)
 {
     ops_isa was = ops_isa_active();
@@ -1023,7 +1025,7 @@ TEST(ops_conv_executed_share_counts_the_tiles)
     CHECK(conv_geom_init(&thin, 8, 14, 14, 16, 3, 3, 1, 1) == 0);   /* not by lanes */
     FOR_EACH_ISA(isa)
     {
-        int lanes = isa == OPS_ISA_AVX512;
+        int lanes = isa >= OPS_ISA_AVX2;
         double direct = 14 * 14 * 9, side = lanes ? 22 : 24;   /* 6 + 6 + 6 + 4, or 4 x 6 */
         CHECK(fabs(conv_executed_share(&wide, CONV_WINOGRAD4) - side * side / direct) < 1e-12);
         CHECK(fabs(conv_executed_share(&thin, CONV_WINOGRAD4) - 24 * 24 / direct) < 1e-12);
@@ -1394,15 +1396,17 @@ static int near_largest(const float *a, const float *b, size_t n, double rel)
     return diff <= rel * big;
 }
 
-/* AVX-512's F(4x4) with channels and filters 16 to a register (winograd_f4_lanes_avx512.c)
- * gives AVX2's bits: outputs (filter ranges, relu, max-pool and its argmax), filter and input
- * gradients, from floats and bytes; rows of 1 to 16 tiles, edges, padding 0 and 1. Where it
- * takes half tiles (an output side of 4k + 1 or 4k + 2: winograd_tiling.h), whose F(2) sides
- * AVX2 does not have, AVX2's values within 1e-5 of each output's largest (F(4x4)'s own error
- * is some 5e-5), and its argmaxes. */
+/* F(4x4) with channels and filters 16 to a pixel (winograd_f4_lanes_impl.h), 8 to a register
+ * on AVX2, gives the bits of AVX2's variant by columns: outputs (filter ranges, relu, max-pool
+ * and its argmax), filter and input gradients, from floats and bytes; rows of 1 to 16 tiles,
+ * edges, padding 0 and 1. Where it takes half tiles (an output side of 4k + 1 or 4k + 2:
+ * winograd_tiling.h), which the variants by columns do not have, their values within 1e-5 of
+ * each output's largest (F(4x4)'s own error is some 5e-5), and their argmaxes. AVX-512's, 16 to
+ * a register, likewise. (Where there are half tiles, its input gradients and AVX2's by lanes
+ * differ in the last bit here and there, at the half tiles' pixels: not explained yet.) */
 static void lanes_case(int C, int H, int W, int F, int pad)
 {
-    enum { N = 3 };
+    enum { N = 3, RUNS = 3 };
     conv_geom g;
     pool_geom p;
     CHECK(conv_geom_init(&g, C, H, W, F, 3, 3, 1, pad) == 0);
@@ -1419,36 +1423,44 @@ static void lanes_case(int C, int H, int W, int F, int pad)
     float *dyp = random_floats(&r, (long)(N * npool), 1);
     const size_t n[LANES_OUTPUTS] = {nout,   nout,   npool, npool, nw + F, nw + F,
                                      nw + F, nin,    nin,   nin,   npool,  npool};
-    float *run[2][LANES_OUTPUTS];   /* AVX2's, AVX-512's */
-    for (int k = 0; k < 2; k++)
+    const char *name[RUNS] = {"AVX2 by columns", "AVX2 by lanes", "AVX-512 by lanes"};
+    float *run[RUNS][LANES_OUTPUTS];
+    for (int k = 0; k < RUNS; k++)
         for (int i = 0; i < LANES_OUTPUTS; i++)
             run[k][i] = calloc(N * n[i], sizeof(float));
     ops_isa was = ops_isa_active();
+    int runs = ops_isa_supported() >= OPS_ISA_AVX512 ? 3 : 2;
     conv_set_strategy(CONV_WINOGRAD4);
     for (int in = 0; in < 2; in++) {
-        for (int k = 0; k < 2; k++) {
-            CHECK(ops_isa_set(k ? OPS_ISA_AVX512 : OPS_ISA_AVX2) == 0);
+        for (int k = 0; k < runs; k++) {
+            CHECK(ops_isa_set(k == 2 ? OPS_ISA_AVX512 : OPS_ISA_AVX2) == 0);
+            conv_winograd_allow_lanes(k > 0);
+            CHECK(conv_winograd4_by_lanes(&g) == (k > 0));
             lanes_passes(&g, &p, x.in[in], w, bias, dy, dyp, run[k]);
         }
-        for (int i = 0; i < LANES_OUTPUTS; i++)
-            CHECKF(halves && i < 10 ? near_largest(run[1][i], run[0][i], N * n[i], 1e-5)
-                                    : !memcmp(run[0][i], run[1][i], sizeof(float) * N * n[i]),
-                   "%d -> %d, %dx%d, pad %d, input %d: output %d not AVX2's %s", C, F, H, W,
-                   pad, in, i, halves && i < 10 ? "values" : "bits");
+        conv_winograd_allow_lanes(1);
+        for (int k = 1; k < runs; k++)
+            for (int i = 0; i < LANES_OUTPUTS; i++) {
+                int values = halves && i < 10;   /* half tiles against whole ones */
+                CHECKF(values ? near_largest(run[k][i], run[0][i], N * n[i], 1e-5)
+                              : !memcmp(run[0][i], run[k][i], sizeof(float) * N * n[i]),
+                       "%d -> %d, %dx%d, pad %d, input %d: output %d of %s not %s's %s", C, F, H,
+                       W, pad, in, i, name[k], name[0], values ? "values" : "bits");
+            }
     }
     ops_isa_set(was);
     conv_set_strategy(CONV_AUTO);
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < RUNS; k++)
         for (int i = 0; i < LANES_OUTPUTS; i++)
             free(run[k][i]);
     byte_samples_free(&x);
     free(w), free(bias), free(dy), free(dyp);
 }
 
-TEST(ops_winograd4_lanes_match_avx2)
+TEST(ops_winograd4_lanes_match_the_columns)
 {
-    if (ops_isa_supported() < OPS_ISA_AVX512) {
-        printf("  (no AVX-512 here: nothing to compare)\n");
+    if (ops_isa_supported() < OPS_ISA_AVX2) {
+        printf("  (no AVX2 here: F(4x4) by lanes is not taken)\n");
         return;
     }
     /* the last four: a sample's tile rows in two blocks of tiles (winograd_f4_lanes_input_adjoint
@@ -1591,19 +1603,28 @@ static void layout_case(int C, int H, int W, int F)
 
 TEST(ops_conv_in_channel_lanes_gives_the_nchw_bits)
 {
-    if (ops_isa_supported() < OPS_ISA_AVX512) {
-        printf("  (no AVX-512 here: channel lanes are not taken)\n");
+    if (ops_isa_supported() < OPS_ISA_AVX2) {
+        printf("  (no AVX2 here: channel lanes are not taken)\n");
         return;
     }
     ops_isa was = ops_isa_active();
-    CHECK(ops_isa_set(OPS_ISA_AVX512) == 0);
     /* Winograd F(4x4): 32 x 32 (the 4 KB planes), 16 x 16, 8 x 8, 14 x 14 and 13 x 15 (half
      * tiles, pooled rows of 7 and 6), a sample's tile rows in two blocks (40 x 40);
-     * first layers of 3 channels on the lanes kernel */
+     * first layers of 3 channels on the lanes kernel (AVX-512's only) */
     const int shapes[][4] = {{32, 32, 32, 32}, {32, 16, 16, 64}, {64, 8, 8, 128},
                              {16, 14, 14, 32}, {16, 13, 15, 16}, {32, 40, 40, 16},
                              {3, 32, 32, 32},  {3, 13, 15, 16}};
-    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
-        layout_case(shapes[k][0], shapes[k][1], shapes[k][2], shapes[k][3]);
+    for (ops_isa isa = OPS_ISA_AVX2; isa <= ops_isa_supported() && isa <= OPS_ISA_AVX512; isa++) {
+        CHECK(ops_isa_set(isa) == 0);
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+            conv_geom g;
+            CHECK(conv_geom_init(&g, shapes[k][0], shapes[k][1], shapes[k][2], shapes[k][3], 3,
+                                 3, 1, 1) == 0);
+            if (isa == OPS_ISA_AVX512 || shapes[k][0] % 16 == 0)
+                layout_case(shapes[k][0], shapes[k][1], shapes[k][2], shapes[k][3]);
+            else
+                CHECK(!conv_lanes_layout(&g, NULL, CONV_LANES_OUTPUT, 0));
+        }
+    }
     ops_isa_set(was);
 }
