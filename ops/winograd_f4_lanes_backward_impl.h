@@ -307,8 +307,8 @@ INLINE void adjoint_tile(const float *z, size_t plane, int q, float *const lines
 /* adjoint_tile for a tile with a half side, VL channels from lane h: F(2)'s B^T's adjoint
  * (B2H) along the rows of a half tile (half: a window 4 columns wide) or down the columns of a
  * half row (bottom: 4 rows), on vectors (the builds by columns have no half tiles: no bits to
- * match). The window's rows and columns past F(2)'s 4 are past the input's edge, never
- * stored. */
+ * match but AVX2's and AVX-512's by lanes, fenced alike: FUSE_FENCE). The window's rows and
+ * columns past F(2)'s 4 are past the input's edge, never stored. */
 INLINE void half_adjoint_vl(const float *z, size_t plane, int q, float *const lines[6], int h,
                             int bottom, int half)
 {
@@ -323,6 +323,9 @@ INLINE void half_adjoint_vl(const float *z, size_t plane, int q, float *const li
             B2H(in, hz[i]);
         else
             B6(in, hz[i]);
+#pragma GCC unroll 6
+        for (int k = 0; k < 6; k++)
+            FUSE_FENCE(hz[i][k]);
     }
 #pragma GCC unroll 6
     for (int k = 0; k < 6; k++) {
@@ -342,6 +345,7 @@ INLINE void half_adjoint_vl(const float *z, size_t plane, int q, float *const li
             if (bottom && a >= 4)
                 break;
             float *at = lines[a] + (size_t)LANES * (4 * q + k) + h;
+            FUSE_FENCE(w[a]);
             storev(at, k < 2 ? w[a] + (q ? loadv(at) : (vl){0}) : w[a]);
         }
     }

@@ -31,6 +31,12 @@ static inline vli loadvi(const int32_t *p)
     return v;
 }
 
+/* v as computed: no multiply behind it fused into what comes after. The half tiles' input
+ * adjoint fences its stages with it, so that the AVX2 and AVX-512 builds round alike (left to
+ * GCC, they fused across the stages differently, and their input gradients differed in the
+ * last bits at half tiles' pixels). */
+#define FUSE_FENCE(v) __asm__("" : "+x"(v))
+
 /* Per lane of the vector at lane h of a pixel: filter f + h + lane's first output in the
  * argmax numbering (of one sample, planes of size outputs). */
 static inline vli first_outputs_vl(int f, int h, int size)
