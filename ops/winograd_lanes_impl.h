@@ -24,13 +24,6 @@ static inline void storev(float *p, vl v) { memcpy(p, &v, sizeof v); }
 
 static inline void storevi(int32_t *p, vli v) { memcpy(p, &v, sizeof v); }
 
-static inline vli loadvi(const int32_t *p)
-{
-    vli v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
 /* v as computed: no multiply behind it fused into what comes after. The half tiles' input
  * adjoint fences its stages with it, so that the AVX2 and AVX-512 builds round alike (left to
  * GCC, they fused across the stages differently, and their input gradients differed in the
