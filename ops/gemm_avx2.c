@@ -1,7 +1,7 @@
 /* AVX2+FMA micro-kernel, 6 x 16: twelve ymm accumulators hide the FMA latency. Compiled with
  * -mavx2 -mfma (Makefile); only called after ops/cpu.c found the CPU supports it. */
 #include "ops/gemm.h"
-#include "ops/transpose_avx2.h"
+#include "ops/vec_avx2.h"
 
 #include <immintrin.h>
 

@@ -7,7 +7,7 @@
 #ifndef FRUGAL_LANES_AVX2_H
 #define FRUGAL_LANES_AVX2_H
 
-#include "ops/transpose_avx2.h"
+#include "ops/vec_avx2.h"
 
 #include <immintrin.h>
 #include <stdint.h>
@@ -20,18 +20,6 @@ typedef int32_t vli __attribute__((vector_size(32)));
 #define LANES_ISA(name) name##_avx2
 
 #define INLINE static inline __attribute__((always_inline))
-
-/* The first n of 8 lanes set (none for n <= 0). */
-static inline __m256i first_n8(int n)
-{
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-/* p[0 .. n), zeros after, of 8 floats (n > 0). */
-static inline __m256 load_upto8(const float *p, int n)
-{
-    return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, first_n8(n));
-}
 
 /* v through a relu (relu_forward's: NaN passes). */
 static inline vl relu_lanes(vl v)

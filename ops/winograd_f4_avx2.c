@@ -11,35 +11,14 @@
 #define F4_OWN_OUTPUT output_transform_permuted
 #include "ops/winograd_f4_impl.h"
 
+#include "ops/vec_avx2.h"
+
 #include <immintrin.h>
 
 typedef float v8sf __attribute__((vector_size(32)));
 
 /* Inlined whatever GCC thinks: each caller passes constants that its code is specialised on. */
 #define INLINE static inline __attribute__((always_inline))
-
-/* Lanes [0, n) set: a mask for the first n of 8 values. */
-static inline __m256i first_n8(int n)
-{
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-/* p[0 .. n), zeros after, of 8 floats (the last few, at a row's end, by a masked load). */
-static inline __m256 load_upto8(const float *p, int n)
-{
-    if (n >= 8)
-        return _mm256_loadu_ps(p);
-    return n <= 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(p, first_n8(n));
-}
-
-/* p[0 .. min(n, 8)) = v's first values (nothing when n <= 0). */
-static inline void store_upto8(float *p, __m256 v, int n)
-{
-    if (n >= 8)
-        _mm256_storeu_ps(p, v);
-    else if (n > 0)
-        _mm256_maskstore_ps(p, first_n8(n), v);
-}
 
 /* 4 values at lo's place, 4 at hi's. */
 static inline __m256 join128(__m128 lo, __m128 hi)
