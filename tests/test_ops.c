@@ -1399,10 +1399,11 @@ static int near_largest(const float *a, const float *b, size_t n, double rel)
 /* F(4x4) with channels and filters 16 to a pixel (winograd_f4_lanes_impl.h), 8 to a register
  * on AVX2, gives the bits of AVX2's variant by columns: outputs (filter ranges, relu, max-pool
  * and its argmax), filter and input gradients, from floats and bytes; rows of 1 to 16 tiles,
- * edges, padding 0 and 1. Where it takes half tiles (an output side of 4k + 1 or 4k + 2:
- * winograd_tiling.h), which the variants by columns do not have, their values within 1e-5 of
- * each output's largest (F(4x4)'s own error is some 5e-5), and their argmaxes. AVX-512's, 16 to
- * a register, gives AVX2's by lanes' bits, half tiles too (FUSE_FENCE). */
+ * edges, padding 0 and 1, a blank sample (its windows tie: the first kept). Where it takes
+ * half tiles (an output side of 4k + 1 or 4k + 2: winograd_tiling.h), which the variants by
+ * columns do not have, their values within 1e-5 of each output's largest (F(4x4)'s own
+ * error is some 5e-5), and their argmaxes. AVX-512's, 16 to a register, gives AVX2's by
+ * lanes' bits, half tiles too (FUSE_FENCE). */
 static void lanes_case(int C, int H, int W, int F, int pad)
 {
     enum { N = 3, RUNS = 3 };
@@ -1417,6 +1418,8 @@ static void lanes_case(int C, int H, int W, int F, int pad)
     ops_rng_seed(&r, 41);
     byte_samples x;
     byte_samples_make(&x, N, nin);
+    memset(x.b + (N - 1) * nin, 0, nin);   /* a blank sample: its pooled windows all tie */
+    memset(x.f + (N - 1) * nin, 0, sizeof(float) * nin);
     float *w = random_floats(&r, (long)nw, 0.3f), *bias = random_floats(&r, F, 0.1f);
     float *dy = random_floats(&r, (long)(N * nout), 1);
     float *dyp = random_floats(&r, (long)(N * npool), 1);
