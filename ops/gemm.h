@@ -41,6 +41,9 @@ typedef struct gemm_arch {
     gemm_transposer transpose;   /* packing's transposing copy (AVX2 and AVX-512: 8 x 8 blocks) */
     gemm_rows_ukernel rows;      /* where MR leaves a part tile of the common sizes (AVX2's 6
                                   * rows against 32 filters), else NULL */
+    gemm_ukernel half;           /* the first NR / 2 columns of a tile, where a last tile of
+                                  * that few is common (AVX-512's 16 of 32: 16 channels or
+                                  * samples), else NULL */
 } gemm_arch;
 
 extern const gemm_arch gemm_arch_portable, gemm_arch_avx2, gemm_arch_avx512;

@@ -91,4 +91,4 @@ void gemm_transpose_avx2(const float *src, int lds, int rows, int cols, float *d
 }
 
 const gemm_arch gemm_arch_avx2 = {MR, NR, 96, 256, 2048, kernel_avx2, gemm_transpose_avx2,
-                                  rows_avx2};
+                                  rows_avx2, NULL};

@@ -249,10 +249,12 @@ TEST(ops_gemm_every_path_matches_reference)
     /* {16, 700, 300} and {9, 300, 260}: B read in place though its rows lie far apart, as few
      * rows use it; {100, 40, 700}: A's rows too far apart to be read in place, packed; {32,
      * 48, 40} and {11, 32, 20}: whole columns of register tiles over a last tile of 2 or 5 of
-     * AVX2's 6 rows (gemm_arch.rows) */
+     * AVX2's 6 rows (gemm_arch.rows); {24, 48, 20}: a last column tile of 16 of AVX-512's 32,
+     * written by its half kernel in place (gemm_arch.half; 45, 33, 300 and 16 columns, through
+     * its scratch tile) */
     int shapes[][3] = {{1, 1, 1}, {5, 7, 3}, {6, 16, 9}, {13, 33, 17}, {64, 64, 64},
                        {97, 45, 300}, {4, 676, 9}, {130, 70, 513}, {12, 32, 1}, {16, 700, 300},
-                       {9, 300, 260}, {100, 40, 700}, {32, 48, 40}, {11, 32, 20}};
+                       {9, 300, 260}, {100, 40, 700}, {32, 48, 40}, {11, 32, 20}, {24, 48, 20}};
     FOR_EACH_ISA(isa)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int t = 0; t < 4; t++) {
@@ -287,6 +289,30 @@ TEST(ops_gemm_every_path_matches_reference)
     ops_sgemm(0, 0, 2, 3, 0, 1.0f, &one, 1, &one, 3, 0.0f, C, 3);
     for (int i = 0; i < 6; i++)
         CHECKF(C[i] == 0.0f, "K = 0, beta = 0: C[%d] = %g", i, (double)C[i]);
+}
+
+/* ops_transpose on every ISA: blocks of 8 and the edges of any length (AVX2's 6-row panels),
+ * every value in place and nothing written around them. */
+TEST(ops_transpose_every_edge)
+{
+    int sides[] = {1, 3, 6, 8, 9, 14, 16, 21};
+    enum { N = 8 };
+    FOR_EACH_ISA(isa)
+    for (int a = 0; a < N; a++)
+        for (int b = 0; b < N; b++) {
+            int rows = sides[a], cols = sides[b], lds = cols + 2, ldd = rows + 3, bad = 0;
+            float src[21 * 23], dst[21 * 24];
+            for (int i = 0; i < rows * lds; i++)
+                src[i] = (float)i;
+            for (int i = 0; i < cols * ldd; i++)
+                dst[i] = -1.0f;
+            ops_transpose(src, lds, rows, cols, dst, ldd);
+            for (int k = 0; k < cols; k++)
+                for (int i = 0; i < ldd; i++)
+                    bad += dst[k * ldd + i] != (i < rows ? src[i * lds + k] : -1.0f);
+            CHECKF(bad == 0, "[%s] %d x %d: %d wrong values", ops_isa_name(isa), rows, cols,
+                   bad);
+        }
 }
 
 /* Finite differences: L = sum(forward(x) * r); dL/dx from backward(r) must match. */
