@@ -61,9 +61,9 @@ static const winograd_variant *variant_of(const conv_geom *g, int m, int nf)
     if (m == 2)
         return isa >= OPS_ISA_AVX2 ? &winograd_f2_avx2 : &winograd_f2_portable;
     if (isa >= OPS_ISA_AVX512)
-        return lanes ? &winograd_f4_avx512_lanes : &winograd_f4_avx512;
+        return lanes ? &winograd_f4_lanes_avx512 : &winograd_f4_avx512;
     if (isa >= OPS_ISA_AVX2)
-        return lanes ? &winograd_f4_avx2_lanes : &winograd_f4_avx2;
+        return lanes ? &winograd_f4_lanes_avx2 : &winograd_f4_avx2;
     return &winograd_f4_portable;
 }
 

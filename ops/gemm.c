@@ -227,8 +227,7 @@ static void multiply_block(const gemm_arch *g, const panels *a, const panels *b,
             int n = nc - jr < g->nr ? nc - jr : g->nr;
             const float *bp = panel_at(b, jr, &sb, &ib);
             float *Ct = C + (size_t)ir * ldc + jr;
-            int half = g->half && 2 * n <= g->nr;
-            gemm_ukernel kernel = half ? g->half : g->kernel;
+            int half = g->half && 2 * n <= g->nr;   /* a last tile of NR / 2 or fewer */
             if (m == g->mr && n == g->nr) {
                 g->kernel(a->kc, ap, sa, ia, bp, sb, Ct, ldc, alpha, add);
             } else if (n == g->nr && g->rows) {
@@ -236,7 +235,7 @@ static void multiply_block(const gemm_arch *g, const panels *a, const panels *b,
             } else if (half && m == g->mr && 2 * n == g->nr) {
                 g->half(a->kc, ap, sa, ia, bp, sb, Ct, ldc, alpha, add);
             } else {
-                kernel(a->kc, ap, sa, ia, bp, sb, tile, g->nr, alpha, 0);
+                (half ? g->half : g->kernel)(a->kc, ap, sa, ia, bp, sb, tile, g->nr, alpha, 0);
                 store_edge(tile, g->nr, m, n, Ct, ldc, add);
             }
         }

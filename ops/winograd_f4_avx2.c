@@ -430,15 +430,3 @@ INLINE void store_pooled_rows(const window_index *ix, const output_group *og, v8
 }
 
 #include "ops/winograd_f4_columns_impl.h"
-
-/* For channels and filters in multiples of 16: all four transforms by lanes, 8 to a register
- * (winograd_f4_lanes_impl.h, winograd_f4_lanes_backward_impl.h). */
-const winograd_variant winograd_f4_avx2_lanes = {
-    .m = 4,
-    .G = F4_G,
-    .input = winograd_f4_lanes_input_avx2,
-    .output = winograd_f4_lanes_output_avx2,
-    .gradient = winograd_f4_lanes_gradient_avx2,
-    .input_adjoint = winograd_f4_lanes_input_adjoint_avx2,
-    .by_tile = 1,
-};

@@ -427,15 +427,3 @@ INLINE void store_pooled_rows(const window_index *ix, const output_group *og, v8
 }
 
 #include "ops/winograd_f4_columns_impl.h"
-
-/* For channels and filters in multiples of 16: all four transforms with 16 of them to a
- * register (winograd_f4_lanes_impl.h, winograd_f4_lanes_backward_impl.h). */
-const winograd_variant winograd_f4_avx512_lanes = {
-    .m = 4,
-    .G = F4_G,
-    .input = winograd_f4_lanes_input_avx512,
-    .output = winograd_f4_lanes_output_avx512,
-    .gradient = winograd_f4_lanes_gradient_avx512,
-    .input_adjoint = winograd_f4_lanes_input_adjoint_avx512,
-    .by_tile = 1,
-};

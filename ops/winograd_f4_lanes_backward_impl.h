@@ -501,4 +501,15 @@ void LANES_ISA(winograd_f4_lanes_input_adjoint)(const tiling *t, const float *Z,
         }
 }
 
+/* For channels and filters in multiples of 16: all four transforms by lanes. */
+const winograd_variant LANES_ISA(winograd_f4_lanes) = {
+    .m = 4,
+    .G = F4_G,
+    .input = LANES_ISA(winograd_f4_lanes_input),
+    .output = LANES_ISA(winograd_f4_lanes_output),
+    .gradient = LANES_ISA(winograd_f4_lanes_gradient),
+    .input_adjoint = LANES_ISA(winograd_f4_lanes_input_adjoint),
+    .by_tile = 1,
+};
+
 #endif

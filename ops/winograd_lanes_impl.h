@@ -13,6 +13,17 @@
 #include <stdint.h>
 #include <string.h>
 
+/* The four transforms of this ISA's build (one file has the forward pair, another the
+ * backward: each sees the other's), gathered in its variant (winograd_tiling.h) at the end of
+ * winograd_f4_lanes_backward_impl.h. */
+void LANES_ISA(winograd_f4_lanes_input)(const tiling *t, conv_input x, float *V, float *rows);
+void LANES_ISA(winograd_f4_lanes_output)(const tiling *t, const float *M, const float *bias,
+                                         const winograd_out *o, int f0, int f1, float *rows);
+void LANES_ISA(winograd_f4_lanes_gradient)(const tiling *t, const winograd_grad *dy, int f0,
+                                           int f1, float *D, float *dbias, float *rows);
+void LANES_ISA(winograd_f4_lanes_input_adjoint)(const tiling *t, const float *Z, float *dx,
+                                                float *rows);
+
 static inline vl loadv(const float *p)
 {
     vl v;

@@ -397,7 +397,7 @@ extern const winograd_variant winograd_f4_portable, winograd_f4_avx2, winograd_f
  * output gradient, the relu's output and the argmaxes) are copied first, skewed (plane_of) so
  * that the 16 rows read at once do not share a cache set; none for planes of 4096 values and
  * more, which are read in place. */
-extern const winograd_variant winograd_f4_avx512_lanes, winograd_f4_avx2_lanes;
+extern const winograd_variant winograd_f4_lanes_avx512, winograd_f4_lanes_avx2;
 #define WINOGRAD_LANES 16
 #define WINOGRAD_LANES_LINES 12
 #define WINOGRAD_LANES_LINE(t) ((size_t)WINOGRAD_LANES * (size_t)((t)->row_len + WINOGRAD_LANES))
@@ -407,19 +407,5 @@ extern const winograd_variant winograd_f4_avx512_lanes, winograd_f4_avx2_lanes;
     (WINOGRAD_LANES_PLANE(g) < 4096                                                        \
          ? 3 * (size_t)WINOGRAD_LANES * plane_of(WINOGRAD_LANES_PLANE(g))                  \
          : 0)
-void winograd_f4_lanes_input_avx512(const tiling *t, conv_input x, float *V, float *rows);
-void winograd_f4_lanes_output_avx512(const tiling *t, const float *M, const float *bias,
-                                     const winograd_out *o, int f0, int f1, float *rows);
-void winograd_f4_lanes_gradient_avx512(const tiling *t, const winograd_grad *dy, int f0, int f1,
-                                       float *D, float *dbias, float *rows);
-void winograd_f4_lanes_input_adjoint_avx512(const tiling *t, const float *Z, float *dx,
-                                            float *rows);
-void winograd_f4_lanes_input_avx2(const tiling *t, conv_input x, float *V, float *rows);
-void winograd_f4_lanes_output_avx2(const tiling *t, const float *M, const float *bias,
-                                   const winograd_out *o, int f0, int f1, float *rows);
-void winograd_f4_lanes_gradient_avx2(const tiling *t, const winograd_grad *dy, int f0, int f1,
-                                     float *D, float *dbias, float *rows);
-void winograd_f4_lanes_input_adjoint_avx2(const tiling *t, const float *Z, float *dx,
-                                          float *rows);
 
 #endif
