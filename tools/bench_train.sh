@@ -15,10 +15,14 @@
 # its kernels execute (a Winograd pass's fewer multiplies, no input gradient before the first
 # layer with weights); peak_pct: exec_gflops against the FMA peak of all cores measured at once
 # at the start (bench_ops --peak N).
+# BENCH_ROUNDS=R (default 1): each workload's interleaved runs R times over, a line each, then
+# the median ratio and its range: one round catches one stretch of the host's drift (on machine
+# D vgg-small's ratio was 2.79, 2.86 and 3.19 on one day).
 # usage: bench_train.sh [NAME ...]: those workloads only (and their accuracy lines), else all.
 # Prints: bench train reference=... torch=VERSION
 #         bench train NAME frugal_img_per_s=N torch_img_per_s=N torch_mode=M ratio=X task_share=P
 #         gflops=G exec_gflops=E peak_pct=Q
+#         bench train NAME rounds=R ratio_median=X ratio_min=Y ratio_max=Z (R > 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 workloads='28x28x1 dahl-fashion-mnist.cfg 8192 6
@@ -36,6 +40,9 @@ for name in "${wanted[@]}"; do
     grep -q "^$name " <<< "$workloads" ||
         { echo "bench train: no workload '$name' (there are: $(cut -d' ' -f1 <<< "$workloads" | tr '\n' ' '))" >&2; exit 2; }
 done
+rounds=${BENCH_ROUNDS:-1}
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] ||
+    { echo "bench train: BENCH_ROUNDS must be a count of rounds, not '$rounds'" >&2; exit 2; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 workers=$(nproc)
@@ -78,8 +85,9 @@ run_frugal() {
     tail -n +2 "$out/$job/metrics.csv" >> "$out/epochs.csv"
 }
 
-while read -r name job n epochs; do
-    chosen "$name" || continue
+# One round of a workload (name job n epochs): frugal, PyTorch's modes, frugal, PyTorch's best
+# mode again, frugal; prints its line and sets ratio.
+measure_round() {
     : > "$out/epochs.csv"
     run_frugal
     torch=nan mode=none ratio=nan
@@ -109,6 +117,21 @@ while read -r name job n epochs; do
         "frugal_img_per_s=%.0f torch_img_per_s=%.0f torch_mode=%s ratio=%s task_share=%.2f " \
         "gflops=%.1f exec_gflops=%.1f peak_pct=%.1f\n", name, f, t, m, r, s, f * fl / 1e9,
         f * ex / 1e9, 100 * f * ex / 1e9 / p }'
+}
+
+while read -r name job n epochs; do
+    chosen "$name" || continue
+    ratios=()
+    for ((round = 0; round < rounds; round++)); do
+        measure_round
+        [ "$ratio" = nan ] || ratios+=("$ratio")
+    done
+    if [ "$rounds" -gt 1 ] && [ ${#ratios[@]} -gt 0 ]; then
+        printf '%s\n' "${ratios[@]}" | sort -g | awk -v name="$name" -v r="$rounds" \
+            '{ v[NR] = $1 } END { printf "bench train %s rounds=%d ratio_median=%.2f " \
+            "ratio_min=%.2f ratio_max=%.2f\n", name, r,
+            NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, v[1], v[NR] }'
+    fi
 done <<< "$workloads"
 
 # Accuracy: the same job files, 2 epochs on their 8192 training images each side, then the
