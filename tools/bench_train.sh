@@ -127,9 +127,10 @@ while read -r name job n epochs; do
         [ "$ratio" = nan ] || ratios+=("$ratio")
     done
     if [ "$rounds" -gt 1 ] && [ ${#ratios[@]} -gt 0 ]; then
-        printf '%s\n' "${ratios[@]}" | sort -g | awk -v name="$name" -v r="$rounds" \
+        # rounds: those with a PyTorch figure to divide by
+        printf '%s\n' "${ratios[@]}" | sort -g | awk -v name="$name" \
             '{ v[NR] = $1 } END { printf "bench train %s rounds=%d ratio_median=%.2f " \
-            "ratio_min=%.2f ratio_max=%.2f\n", name, r,
+            "ratio_min=%.2f ratio_max=%.2f\n", name, NR,
             NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, v[1], v[NR] }'
     fi
 done <<< "$workloads"
