@@ -672,18 +672,9 @@ static void free_runtime(rt_runtime *rt)
     free(rt);
 }
 
-rt_runtime *rt_create(const rt_config *cfg)
+/* The runtime's memory and its workers in groups, not yet running: NULL when out of memory. */
+static rt_runtime *runtime_new(const rt_config *cfg, int ncpu)
 {
-    static const rt_config none;
-    if (!cfg)
-        cfg = &none;
-    if (check_devices(cfg))
-        return NULL;
-    int ncpu = cfg->workers > 0 ? cfg->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (ncpu < 1)
-        ncpu = 1;
-    if (ncpu + cfg->ndevices > 65535)   /* a task keeps its worker's index in 16 bits */
-        return NULL;
     rt_runtime *rt = aligned_alloc(64, (sizeof *rt + 63) & ~(size_t)63);
     if (!rt)
         return NULL;
@@ -701,9 +692,10 @@ rt_runtime *rt_create(const rt_config *cfg)
     rt->window = WINDOW_BASE + WINDOW_PER_WORKER * rt->nworkers;
     rt->trace = cfg->trace;
     rt->slowdown = cfg->slowdown > 1 ? cfg->slowdown : 1;
-    clock_init();
-    if (rt->slowdown > 1)
-        rt->slowdown_ticks_per_s = 1e6 / clock_ticks_to_s(1000000), rt->slowdown_clock_s = thread_cpu_overhead_s();
+    if (rt->slowdown > 1) {
+        rt->slowdown_ticks_per_s = 1e6 / clock_ticks_to_s(1000000);
+        rt->slowdown_clock_s = thread_cpu_overhead_s();
+    }
     rt->workers = aligned_alloc(64, sizeof(rt_worker) * (size_t)rt->nworkers);
     if (!rt->workers) {
         free(rt);
@@ -720,34 +712,111 @@ rt_runtime *rt_create(const rt_config *cfg)
         }
         notifier_init(&g->idle, g->sleepers, g->n);
     }
-    if (pool_init(&rt->tasks, sizeof(rt_task), rt->nworkers) ||
-        pool_init(&rt->edges, sizeof(rt_edge), rt->nworkers) ||
-        pool_init(&rt->handles, sizeof(rt_handle), rt->nworkers)) {
+    return rt;
+}
+
+/* The pools of tasks, edges and handles: all three, or none (out of memory). */
+static int pools_init(rt_runtime *rt)
+{
+    pool *p[] = {&rt->tasks, &rt->edges, &rt->handles};
+    size_t size[] = {sizeof(rt_task), sizeof(rt_edge), sizeof(rt_handle)};
+    for (int i = 0; i < 3; i++)
+        if (pool_init(p[i], size[i], rt->nworkers)) {
+            while (i-- > 0)
+                pool_destroy(p[i]);
+            return -1;
+        }
+    return 0;
+}
+
+static void pools_destroy(rt_runtime *rt)
+{
+    pool_destroy(&rt->tasks);
+    pool_destroy(&rt->edges);
+    pool_destroy(&rt->handles);
+}
+
+/* The first n of the workers' queues (RT_PRIO_LEVELS each, worker after worker). */
+static void queues_destroy(rt_runtime *rt, int n)
+{
+    for (int q = 0; q < n; q++)
+        deque_destroy(&rt->workers[q / RT_PRIO_LEVELS].queues[q % RT_PRIO_LEVELS]);
+}
+
+/* Every worker's queues, or none (out of memory). */
+static int queues_init(rt_runtime *rt)
+{
+    for (int q = 0; q < rt->nworkers * RT_PRIO_LEVELS; q++)
+        if (deque_init(&rt->workers[q / RT_PRIO_LEVELS].queues[q % RT_PRIO_LEVELS], 256)) {
+            queues_destroy(rt, q);
+            return -1;
+        }
+    return 0;
+}
+
+/* Stops and joins workers 1 .. n-1 (0 is the owner's thread): nothing may be left to run. */
+static void threads_stop(rt_runtime *rt, int n)
+{
+    atomic_store(&rt->stop, 1);
+    for (int i = 0; i < rt->ngroups; i++)
+        rt_notify_all(&rt->groups[i].idle);
+    for (int w = 1; w < n; w++)
+        pthread_join(rt->workers[w].thread, NULL);
+}
+
+/* A thread for each worker but the owner: all of them, or none (said why). */
+static int threads_start(rt_runtime *rt)
+{
+    for (int w = 1; w < rt->nworkers; w++)
+        if (pthread_create(&rt->workers[w].thread, NULL, worker_main, &rt->workers[w])) {
+            fprintf(stderr, "frugal runtime: cannot start worker thread %d of %d\n", w,
+                    rt->nworkers);
+            threads_stop(rt, w);
+            return -1;
+        }
+    return 0;
+}
+
+rt_runtime *rt_create(const rt_config *cfg)
+{
+    static const rt_config none;
+    if (!cfg)
+        cfg = &none;
+    if (check_devices(cfg))
+        return NULL;
+    int ncpu = cfg->workers > 0 ? cfg->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu < 1)
+        ncpu = 1;
+    if (ncpu + cfg->ndevices > 65535)   /* a task keeps its worker's index in 16 bits */
+        return NULL;
+    clock_init();
+    rt_runtime *rt = runtime_new(cfg, ncpu);
+    if (!rt)
+        return NULL;
+    if (pools_init(rt)) {
         free_runtime(rt);
         return NULL;
     }
     pthread_mutex_init(&rt->error_lock, NULL);
     pthread_mutex_init(&rt->trace_lock, NULL);
     pthread_mutex_init(&rt->active_lock, NULL);
-    if (trace_init(rt, cfg) || placement_create(rt)) {
-        free_runtime(rt);
-        return NULL;
-    }
-    for (int w = 0; w < rt->nworkers; w++)
-        for (int p = 0; p < RT_PRIO_LEVELS; p++)
-            if (deque_init(&rt->workers[w].queues[p], 256)) {
-                fprintf(stderr, "frugal runtime: out of memory creating task queues\n");
-                abort();
-            }
+    if (trace_init(rt, cfg) || placement_create(rt) || queues_init(rt))
+        goto undo;
     rt->stats_origin = rt->active_since = clock_ticks();
     tl_runtime = rt;
     tl_worker = 0;
-    for (int w = 1; w < rt->nworkers; w++)
-        if (pthread_create(&rt->workers[w].thread, NULL, worker_main, &rt->workers[w])) {
-            fprintf(stderr, "frugal runtime: cannot start worker thread %d\n", w);
-            abort();
-        }
-    return rt;
+    if (threads_start(rt) == 0)
+        return rt;
+    tl_runtime = NULL;
+    queues_destroy(rt, rt->nworkers * RT_PRIO_LEVELS);
+undo:
+    placement_destroy(rt);
+    pthread_mutex_destroy(&rt->error_lock);
+    pthread_mutex_destroy(&rt->trace_lock);
+    pthread_mutex_destroy(&rt->active_lock);
+    pools_destroy(rt);
+    free_runtime(rt);
+    return NULL;
 }
 
 void rt_destroy(rt_runtime *rt)
@@ -757,21 +826,13 @@ void rt_destroy(rt_runtime *rt)
     rt_wait_all(rt);
     while (atomic_load(&rt->completing))   /* a device thread finishing its last completion */
         sched_yield();
-    atomic_store(&rt->stop, 1);
-    for (int i = 0; i < rt->ngroups; i++)
-        rt_notify_all(&rt->groups[i].idle);
-    for (int w = 1; w < rt->nworkers; w++)
-        pthread_join(rt->workers[w].thread, NULL);
-    for (int w = 0; w < rt->nworkers; w++) {
-        for (int p = 0; p < RT_PRIO_LEVELS; p++)
-            deque_destroy(&rt->workers[w].queues[p]);
+    threads_stop(rt, rt->nworkers);
+    queues_destroy(rt, rt->nworkers * RT_PRIO_LEVELS);
+    for (int w = 0; w < rt->nworkers; w++)
         free(rt->workers[w].events);
-    }
     free(rt->late_events);
     placement_destroy(rt);
-    pool_destroy(&rt->tasks);
-    pool_destroy(&rt->edges);
-    pool_destroy(&rt->handles);
+    pools_destroy(rt);
     region_index_free(&rt->buffers);
     pthread_mutex_destroy(&rt->error_lock);
     pthread_mutex_destroy(&rt->trace_lock);

@@ -447,3 +447,52 @@ TEST(runtime_slowdown_stretches_cpu_time_not_time_without_the_cpu)
     CHECKF(burned >= 50 * 0.002 * 0.95, "a 2 ms body at slowdown 50 took %.4f s", burned);
     CHECKF(slept < 0.5, "a body 20 ms without the CPU at slowdown 50 took %.4f s", slept);
 }
+
+/* This process's threads (/proc/self/task), or -1. */
+static int threads_now(void)
+{
+    char buf[64];
+    FILE *f = fopen("/proc/self/status", "r");
+    int n = -1;
+    while (f && fgets(buf, sizeof buf, f))
+        if (sscanf(buf, "Threads: %d", &n) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+TEST(runtime_create_without_memory_fails_and_leaves_no_thread)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    return;   /* their shadow memory needs terabytes of address space: no limit can be set */
+#endif
+    /* Address space for 64 KB to 48 MB more than this process holds now: 64 workers' queues,
+     * pools or 8 MB thread stacks run out somewhere, each time in a later place. */
+    struct rlimit before;
+    CHECK(getrlimit(RLIMIT_AS, &before) == 0);
+    int threads = threads_now();
+    for (rlim_t margin = 64u << 10; margin <= 48u << 20; margin *= 2) {
+        long pages = 0;
+        FILE *f = fopen("/proc/self/statm", "r");
+        CHECK(f && fscanf(f, "%ld", &pages) == 1);
+        if (f)
+            fclose(f);
+        struct rlimit tight = {(rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + margin,
+                               before.rlim_max};
+        CHECK(setrlimit(RLIMIT_AS, &tight) == 0);
+        rt_runtime *rt = rt_create(&(rt_config){.workers = 64});
+        CHECK(setrlimit(RLIMIT_AS, &before) == 0);
+        CHECKF(rt == NULL, "64 workers started in %lu more bytes", (unsigned long)margin);
+        CHECKF(threads_now() == threads, "%d threads after a failed start, %d before",
+               threads_now(), threads);
+        rt_destroy(rt);
+    }
+    /* and a runtime made afterwards works */
+    rt_runtime *rt = rt_create(&(rt_config){.workers = 4});
+    CHECK(rt != NULL);
+    int counter = 0, *p = &counter;
+    rt_submit(rt, &(rt_task_desc){.kind = &count_kind, .args = &p, .args_size = sizeof p});
+    CHECK(rt_wait_all(rt) == 0 && counter == 1);
+    rt_destroy(rt);
+}

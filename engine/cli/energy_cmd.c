@@ -32,10 +32,55 @@ static void print_limits(void)
     }
 }
 
-int energy_cmd_main(int argc, char **argv)
+/* Every sensor the meter found: where it reads, whether it is counted in the total, and why not. */
+static void print_sensors(const sensor *s, int n)
 {
-    double seconds = 0, rate = 10;
-    int restore_only = 0;
+    static const char *const kinds[] = {"counter", "gauge", "model"};
+    printf("%d sensor%s\n", n, n == 1 ? "" : "s");
+    for (int i = 0; i < n; i++) {
+        printf("  %-28s %-7s %-8s %-7s %-10s %s\n", s[i].name, s[i].source,
+               sensor_scope_name(s[i].scope), kinds[s[i].kind], sensor_status_name(s[i].status),
+               s[i].in_total                ? "counted in the total"
+               : s[i].status == SENSOR_OK ? "not added: inside the total"
+                                          : "");
+        if (s[i].why[0])
+            printf("      %s\n", s[i].why);
+        printf("      %s\n", s[i].path);
+    }
+}
+
+/* seconds of live power, a line a second (the total and each readable sensor), then the energy
+ * and the sampler's cost. */
+static int print_live_power(energy_meter *m, const sensor *s, int n, double seconds, double rate)
+{
+    char err[256];
+    if (energy_meter_start(m, err, sizeof err)) {
+        fprintf(stderr, "frugal: %s\n", err);
+        return 1;
+    }
+    energy_reading first, r;
+    energy_meter_read(m, &first);
+    for (int k = 1; k <= (int)ceil(seconds); k++) {
+        double step = k <= seconds ? 1.0 : seconds - (k - 1);
+        nanosleep(&(struct timespec){(time_t)step, (long)((step - (time_t)step) * 1e9)}, NULL);
+        energy_meter_read(m, &r);
+        printf("%6.1f s  %7.1f W total", r.t - first.t, r.total_w);
+        for (int i = 0; i < n; i++)
+            if (s[i].status == SENSOR_OK)   /* as found when the meter opened */
+                printf("  %s %.1f W", s[i].name, r.watts[i]);
+        printf("\n");
+        fflush(stdout);
+    }
+    printf("%.1f J in %.1f s (%.1f W average); sampler: %ld samples at %g Hz, %.3f%% of one core\n",
+           r.total_j - first.total_j, r.t - first.t, (r.total_j - first.total_j) / (r.t - first.t),
+           energy_meter_samples(m), rate, 100 * energy_meter_sampler_share(m));
+    return 0;
+}
+
+/* The command line into seconds, rate and restore_only: -1 to go on, else the exit status. */
+static int energy_arguments(int argc, char **argv, double *seconds, double *rate,
+                            int *restore_only)
+{
     for (int i = 2; i < argc; i++) {
         char *end = NULL;
         if (!strcmp(argv[i], "--help")) {
@@ -50,21 +95,32 @@ int energy_cmd_main(int argc, char **argv)
             return 0;
         }
         if (!strcmp(argv[i], "--restore")) {
-            restore_only = 1;
+            *restore_only = 1;
             continue;
         }
+        const char *opt = argv[i];
         if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
-            seconds = strtod(argv[++i], &end);
+            *seconds = strtod(argv[++i], &end);
         else if (!strcmp(argv[i], "--rate") && i + 1 < argc)
-            rate = strtod(argv[++i], &end);
-        if (!end || *end || !(seconds >= 0 && seconds <= 86400) || !(rate >= 1 && rate <= 1000)) {
-            fprintf(stderr, "frugal energy: bad or unexpected argument '%s'\n"
+            *rate = strtod(argv[++i], &end);
+        if (!end || *end || !(*seconds >= 0 && *seconds <= 86400) || !(*rate >= 1 && *rate <= 1000)) {
+            fprintf(stderr, "frugal energy: bad or unexpected argument '%s%s%s'\n"
                             "usage: frugal energy [--seconds N (0..86400)] [--rate HZ (1..1000)] | "
                             "--restore\n",
-                    argv[i]);
+                    opt, end ? " " : "", end ? argv[i] : "");
             return 2;
         }
     }
+    return -1;
+}
+
+int energy_cmd_main(int argc, char **argv)
+{
+    double seconds = 0, rate = 10;
+    int restore_only = 0;
+    int rc = energy_arguments(argc, argv, &seconds, &rate, &restore_only);
+    if (rc >= 0)
+        return rc;
     if (operating_point_recover(stdout))
         return 1;
     if (restore_only) {
@@ -76,43 +132,10 @@ int energy_cmd_main(int argc, char **argv)
         return 1;
     sensor s[SENSOR_MAX];
     int n = energy_meter_sensors(m, s, SENSOR_MAX);
-    static const char *const kinds[] = {"counter", "gauge", "model"};
-    printf("%d sensor%s\n", n, n == 1 ? "" : "s");
-    for (int i = 0; i < n; i++) {
-        printf("  %-28s %-7s %-8s %-7s %-10s %s\n", s[i].name, s[i].source,
-               sensor_scope_name(s[i].scope), kinds[s[i].kind], sensor_status_name(s[i].status),
-               s[i].in_total                ? "counted in the total"
-               : s[i].status == SENSOR_OK ? "not added: inside the total"
-                                          : "");
-        if (s[i].why[0])
-            printf("      %s\n", s[i].why);
-        printf("      %s\n", s[i].path);
-    }
+    print_sensors(s, n);
     printf("total: %s\n", energy_meter_source(m));
     print_limits();
-    char err[256];
-    int rc = 0;
-    if (seconds > 0 && energy_meter_start(m, err, sizeof err)) {
-        fprintf(stderr, "frugal: %s\n", err);
-        rc = 1;
-    } else if (seconds > 0) {
-        energy_reading first, r;
-        energy_meter_read(m, &first);
-        for (int k = 1; k <= (int)ceil(seconds); k++) {
-            double step = k <= seconds ? 1.0 : seconds - (k - 1);
-            nanosleep(&(struct timespec){(time_t)step, (long)((step - (time_t)step) * 1e9)}, NULL);
-            energy_meter_read(m, &r);
-            printf("%6.1f s  %7.1f W total", r.t - first.t, r.total_w);
-            for (int i = 0; i < n; i++)
-                if (s[i].status == SENSOR_OK)   /* as found when the meter opened */
-                    printf("  %s %.1f W", s[i].name, r.watts[i]);
-            printf("\n");
-            fflush(stdout);
-        }
-        printf("%.1f J in %.1f s (%.1f W average); sampler: %ld samples at %g Hz, %.3f%% of one core\n",
-               r.total_j - first.total_j, r.t - first.t, (r.total_j - first.total_j) / (r.t - first.t),
-               energy_meter_samples(m), rate, 100 * energy_meter_sampler_share(m));
-    }
+    rc = seconds > 0 ? print_live_power(m, s, n, seconds, rate) : 0;
     energy_meter_close(m);
     return rc;
 }

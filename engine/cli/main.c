@@ -1,30 +1,32 @@
 /* frugal: the command-line entry point. */
+#include "common/clock.h"
 #include "common/env_switches.h"
 #include "common/text.h"
 #include "energy/account.h"
 #include "energy/carbon.h"
 #include "energy/power_model.h"
-#include "engine/model/checkpoint.h"
-#include "engine/job/dataset.h"
-#include "engine/job/devices.h"
 #include "engine/cli/average_cmd.h"
-#include "engine/cli/simulate_cmd.h"
 #include "engine/cli/energy_cmd.h"
-#include "version.h"
-#include "engine/report/html_report.h"
-#include "engine/cluster/node.h"
 #include "engine/cli/launch_run.h"
 #include "engine/cli/run.h"
 #include "engine/cli/signals.h"
+#include "engine/cli/simulate_cmd.h"
+#include "engine/cluster/node.h"
+#include "engine/job/dataset.h"
+#include "engine/job/devices.h"
+#include "engine/model/checkpoint.h"
 #include "engine/placement/operating_point.h"
+#include "engine/report/html_report.h"
 #include "engine/train/trainer.h"
-#include "ops/cpu.h"
-#include "ops/peak.h"
 #include "netio/key.h"
 #include "netio/secure_speed.h"
-#include "common/clock.h"
+#include "ops/cpu.h"
+#include "ops/peak.h"
 #include "runtime/runtime.h"
+#include "version.h"
 
+#include <float.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,18 +126,6 @@ static int cmd_info(void)
     return devices_print_info(stdout);
 }
 
-static int parse_seconds(const char *s, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (*end || !(v >= 0.1 && v <= 3600)) {
-        fprintf(stderr, "frugal: --timeout %s: seconds from 0.1 to 3600\n", s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 /* `frugal keygen --identity FILE`: this machine's key pair, and its public line for the
  * coordinator's allow file, in FILE.pub and on stdout. */
 static int keygen_identity(const char *path)
@@ -179,81 +169,107 @@ static int cmd_keygen(int argc, char **argv)
     return 0;
 }
 
+/* A wrong command line: "frugal " and what is wrong on stderr; returns 2, its exit status. */
+static int wrong(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int wrong(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("frugal ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 2;
+}
+
+/* s, the value of option opt of `frugal cmd`, as a number from lo to hi: else -1, having said
+ * what it should be (expects). A whole number where whole. */
+static int number_arg(const char *cmd, const char *opt, const char *s, double lo, double hi,
+                      int whole, const char *expects, double *out)
+{
+    char *end;
+    double v = whole ? (double)strtol(s, &end, 10) : strtod(s, &end);
+    if (!*s || *end || !(v >= lo && v <= hi)) {
+        wrong("%s: %s %s: %s", cmd, opt, s, expects);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A time limit: seconds from 0.1 to 3600. */
+static int seconds_arg(const char *cmd, const char *opt, const char *s, double *out)
+{
+    return number_arg(cmd, opt, s, 0.1, 3600, 0, "seconds from 0.1 to 3600", out);
+}
+
+/* One of join's options that take a value (opt v) into o: 0, 2 when v is wrong (said so), -1
+ * when opt is none of them. */
+static int join_option(node_options *o, const char *opt, const char *v)
+{
+    double x;
+    char expects[96], why[200];
+    op_setting checked;
+    if (!strcmp(opt, "--key")) {
+        o->key_path = v;
+    } else if (!strcmp(opt, "--identity")) {
+        o->identity_path = v;
+    } else if (!strcmp(opt, "--workers")) {   /* as in train: 0, one per core */
+        snprintf(expects, sizeof expects, "a number from 0 (one per core) to %d",
+                 CONFIG_MAX_WORKERS);
+        if (number_arg("join", opt, v, 0, CONFIG_MAX_WORKERS, 1, expects, &x))
+            return 2;
+        o->workers = x ? (int)x : o->workers, o->workers_pinned = 1;
+    } else if (!strcmp(opt, "--power-budget")) {
+        if (number_arg("join", opt, v, DBL_MIN, 1e6, 0, "watts, above 0", &o->power_budget_w))
+            return 2;
+    } else if (!strcmp(opt, "--operating-point")) {
+        o->operating_point = v;
+        if (op_setting_parse(v, &checked, why, sizeof why))
+            return wrong("join: %s %s: %s", opt, v, why);
+    } else if (!strcmp(opt, "--timeout")) {
+        if (seconds_arg("join", opt, v, &o->timeout_s))
+            return 2;
+    } else if (!strcmp(opt, "--linger")) {
+        if (seconds_arg("join", opt, v, &o->linger_s))
+            return 2;
+    } else if (!strcmp(opt, "--slowdown")) {
+        if (number_arg("join", opt, v, 1, 100, 0, "a factor from 1 to 100", &o->slowdown))
+            return 2;
+    } else if (!strcmp(opt, "--power-profile")) {
+        if (power_model_profile_parse(v, 1e5, o->profile_w))
+            return wrong("join: %s %s: expected IDLE,ONE,ALL in watts (idle, one core busy, all "
+                         "busy), each at least the one before", opt, v);
+    } else if (!strcmp(opt, "--carbon")) {
+        snprintf(expects, sizeof expects, "grams of CO2e per kWh, 0 to %g", CARBON_MAX);
+        if (number_arg("join", opt, v, 0, CARBON_MAX, 0, expects, &o->carbon_g_per_kwh))
+            return 2;
+    } else if (!strcmp(opt, "--carbon-file")) {
+        o->carbon_file = v;
+    } else if (!strcmp(opt, "--carbon-trace")) {
+        o->carbon_trace = v;
+    } else if (!strcmp(opt, "--renewable-trace")) {
+        o->renewable_trace = v;
+    } else if (!strcmp(opt, "--devices")) {
+        o->devices = v;
+        if (config_devices(v) < 0)
+            return wrong("join: %s %s: expected %s", opt, v, CONFIG_DEVICES);
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
 static int cmd_join(int argc, char **argv)
 {
     node_options o = {.workers = (int)sysconf(_SC_NPROCESSORS_ONLN), .timeout_s = 10, .slowdown = 1,
                       .carbon_g_per_kwh = CARBON_G_PER_KWH, .out = stdout};
     for (int i = 2; i < argc; i++) {
-        int has_value = i + 1 < argc;
-        if (!strcmp(argv[i], "--key") && has_value) {
-            o.key_path = argv[++i];
-        } else if (!strcmp(argv[i], "--identity") && has_value) {
-            o.identity_path = argv[++i];
-        } else if (!strcmp(argv[i], "--workers") && has_value) {
-            char *end;
-            long w = strtol(argv[++i], &end, 10);
-            if (*end || w < 0 || w > CONFIG_MAX_WORKERS) {   /* as in train: 0, one per core */
-                fprintf(stderr, "frugal join: --workers %s: a number from 0 (one per core) to %d\n",
-                        argv[i], CONFIG_MAX_WORKERS);
-                return 2;
-            }
-            o.workers = w ? (int)w : o.workers, o.workers_pinned = 1;
-        } else if (!strcmp(argv[i], "--power-budget") && has_value) {
-            char *end;
-            o.power_budget_w = strtod(argv[++i], &end);
-            if (*end || !(o.power_budget_w > 0 && o.power_budget_w <= 1e6)) {
-                fprintf(stderr, "frugal join: --power-budget %s: watts, above 0\n", argv[i]);
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--operating-point") && has_value) {
-            char why[200];
-            op_setting checked;
-            o.operating_point = argv[++i];
-            if (op_setting_parse(o.operating_point, &checked, why, sizeof why)) {
-                fprintf(stderr, "frugal join: --operating-point %s: %s\n", o.operating_point, why);
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--timeout") && has_value) {
-            if (parse_seconds(argv[++i], &o.timeout_s))
-                return 2;
-        } else if (!strcmp(argv[i], "--linger") && has_value) {
-            if (parse_seconds(argv[++i], &o.linger_s))
-                return 2;
-        } else if (!strcmp(argv[i], "--slowdown") && has_value) {
-            char *end;
-            o.slowdown = strtod(argv[++i], &end);
-            if (*end || !(o.slowdown >= 1 && o.slowdown <= 100)) {
-                fprintf(stderr, "frugal join: --slowdown %s: a factor from 1 to 100\n", argv[i]);
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--power-profile") && has_value) {
-            const char *v = argv[++i];
-            if (power_model_profile_parse(v, 1e5, o.profile_w)) {
-                fprintf(stderr, "frugal join: --power-profile %s: expected IDLE,ONE,ALL in watts "
-                        "(idle, one core busy, all busy), each at least the one before\n", v);
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--carbon") && has_value) {
-            char *end;
-            o.carbon_g_per_kwh = strtod(argv[++i], &end);
-            if (*end || !(o.carbon_g_per_kwh >= 0 && o.carbon_g_per_kwh <= CARBON_MAX)) {
-                fprintf(stderr, "frugal join: --carbon %s: grams of CO2e per kWh, 0 to %g\n",
-                        argv[i], CARBON_MAX);
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--carbon-file") && has_value) {
-            o.carbon_file = argv[++i];
-        } else if (!strcmp(argv[i], "--carbon-trace") && has_value) {
-            o.carbon_trace = argv[++i];
-        } else if (!strcmp(argv[i], "--renewable-trace") && has_value) {
-            o.renewable_trace = argv[++i];
-        } else if (!strcmp(argv[i], "--devices") && has_value) {
-            o.devices = argv[++i];
-            if (config_devices(o.devices) < 0) {
-                fprintf(stderr, "frugal join: --devices %s: expected %s\n", o.devices,
-                        CONFIG_DEVICES);
-                return 2;
-            }
+        int taken = i + 1 < argc ? join_option(&o, argv[i], argv[i + 1]) : -1;
+        if (taken > 0)
+            return taken;
+        if (taken == 0) {
+            i++;
         } else if (argv[i][0] != '-' && !o.coordinator) {
             o.coordinator = argv[i];
         } else {
@@ -302,118 +318,144 @@ static char *resume_command(int argc, char **argv)
     return text;
 }
 
+/* train's --set options, and the ones it turns into --set (--workers N: execution.workers=N),
+ * in order; argc bounds how many there can be. */
+typedef struct train_sets {
+    const char **sets;
+    char **owned;   /* the ones made here */
+    int nsets, nowned;
+} train_sets;
+
+/* --OPT V as --set KEY=V: 0, or 2 when out of memory. */
+static int set_as(train_sets *ts, const char *key, const char *v)
+{
+    if (asprintf(&ts->owned[ts->nowned], "%s=%s", key, v) < 0)
+        return wrong("train: out of memory");
+    ts->sets[ts->nsets++] = ts->owned[ts->nowned++];
+    return 0;
+}
+
+/* One of train's options that take a value (opt v) into o, lr or ts: 0, 2 when v is wrong
+ * (said so), -1 when opt is none of them. */
+static int train_option(run_options *o, launch_request *lr, train_sets *ts, const char *opt,
+                        const char *v)
+{
+    double x;
+    if (!strcmp(opt, "--set"))
+        ts->sets[ts->nsets++] = v;
+    else if (!strcmp(opt, "--workers"))
+        return set_as(ts, "execution.workers", v);
+    else if (!strcmp(opt, "--devices"))
+        return set_as(ts, "execution.devices", v);
+    else if (!strcmp(opt, "--policy"))
+        return set_as(ts, "placement.policy", v);
+    else if (!strcmp(opt, "--trace"))
+        o->trace = v;
+    else if (!strcmp(opt, "--listen"))
+        o->listen = v, lr->manual = "--listen";
+    else if (!strcmp(opt, "--key"))
+        o->key = lr->key = v;
+    else if (!strcmp(opt, "--identity"))
+        lr->identity = v;
+    else if (!strcmp(opt, "--rendezvous"))
+        lr->rendezvous = v;
+    else if (!strcmp(opt, "--launch-timeout"))
+        return seconds_arg("train", opt, v, &lr->wait_s) ? 2 : 0;
+    else if (!strcmp(opt, "--port")) {
+        if (number_arg("train", opt, v, 1, 65535, 1, "a port from 1 to 65535", &x))
+            return 2;
+        lr->port = (int)x;
+    } else if (!strcmp(opt, "--launcher")) {
+        lr->off = !strcmp(v, "none");
+        if (!lr->off && strcmp(v, "auto"))
+            return wrong("train: --launcher %s: auto or none", v);
+    } else if (!strcmp(opt, "--allow"))
+        o->allow = v;
+    else if (!strcmp(opt, "--peer")) {
+        if (o->npeers == RUN_MAX_PEERS)
+            return wrong("train: at most %d --peer (the rest are learned from them)",
+                         RUN_MAX_PEERS);
+        o->peers[o->npeers++] = v;
+        lr->manual = lr->manual ? lr->manual : "--peer";
+    } else if (!strcmp(opt, "--advertise"))
+        o->advertise = v;
+    else if (!strcmp(opt, "--timeout"))
+        return seconds_arg("train", opt, v, &o->timeout_s) ? 2 : 0;
+    else if (!strcmp(opt, "--wait-for")) {   /* 0: none waited for */
+        if (number_arg("train", opt, v, 0, 64, 1, "a number of nodes from 0 to 64", &x))
+            return 2;
+        o->wait_for = (int)x;
+    } else
+        return -1;
+    return 0;
+}
+
+/* One of train's switches (no value) into o: 0, or -1 when opt is none of them. */
+static int train_switch(run_options *o, const char *opt)
+{
+    if (!strcmp(opt, "--resume"))
+        o->resume = 1;
+    else if (!strcmp(opt, "--overwrite"))
+        o->overwrite = 1;
+    else if (!strcmp(opt, "--verbose"))
+        o->verbose = 1;
+    else
+        return -1;
+    return 0;
+}
+
+/* frugal train's arguments into o and lr (2 when wrong, said so; 1 for --help, shown). */
+static int train_arguments(int argc, char **argv, run_options *o, launch_request *lr,
+                           train_sets *ts)
+{
+    for (int i = 2; i < argc; i++) {
+        int has_value = i + 1 < argc;
+        int taken = has_value ? train_option(o, lr, ts, argv[i], argv[i + 1]) : -1;
+        if (taken > 0)
+            return taken;
+        if (taken == 0)
+            i++;
+        else if (!strcmp(argv[i], "--help"))
+            return usage(stdout) + 1;   /* 1: nothing to run */
+        else if (train_switch(o, argv[i]) == 0)
+            continue;
+        else if (argv[i][0] != '-' && !o->job)
+            o->job = argv[i];
+        else {
+            wrong("train: %s '%s'", has_value || argv[i][0] != '-' ? "unexpected argument"
+                                                                   : "missing value after", argv[i]);
+            return usage(stderr);
+        }
+    }
+    if (!o->job) {
+        wrong("train: no job file given");
+        return usage(stderr);
+    }
+    return 0;
+}
+
 /* frugal train: arguments into run options, signals caught while it runs. */
 static int cmd_train(int argc, char **argv)
 {
-    /* every --set and --workers, in order (argc bounds how many there can be) */
-    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
-    char **owned = calloc((size_t)argc + 1, sizeof *owned);
-    int nsets = 0, nowned = 0, rc = 2;
+    train_sets ts = {calloc((size_t)argc + 1, sizeof *ts.sets),
+                     calloc((size_t)argc + 1, sizeof *ts.owned), 0, 0};
     run_options o = {.out = stdout, .stop = &signals_stop};
     launch_request lr = {0};
-    if (!sets || !owned) {
+    int rc = 2;
+    if (!ts.sets || !ts.owned)
         fprintf(stderr, "frugal: out of memory\n");
-        goto out;
+    else if (!(rc = train_arguments(argc, argv, &o, &lr, &ts))) {
+        o.overrides = ts.sets;
+        o.resume_command = resume_command(argc, argv);
+        rc = launch_run_train(&o, &lr);
+        free((char *)o.resume_command);
+    } else if (rc == 1) {
+        rc = 0;   /* --help */
     }
-    for (int i = 2; i < argc; i++) {
-        int has_value = i + 1 < argc;
-        if (!strcmp(argv[i], "--set") && has_value) {
-            sets[nsets++] = argv[++i];
-        } else if (!strcmp(argv[i], "--workers") && has_value) {
-            if (asprintf(&owned[nowned], "execution.workers=%s", argv[++i]) < 0)
-                goto out;
-            sets[nsets++] = owned[nowned++];
-        } else if (!strcmp(argv[i], "--devices") && has_value) {
-            if (asprintf(&owned[nowned], "execution.devices=%s", argv[++i]) < 0)
-                goto out;
-            sets[nsets++] = owned[nowned++];
-        } else if (!strcmp(argv[i], "--policy") && has_value) {
-            if (asprintf(&owned[nowned], "placement.policy=%s", argv[++i]) < 0)
-                goto out;
-            sets[nsets++] = owned[nowned++];
-        } else if (!strcmp(argv[i], "--trace") && has_value) {
-            o.trace = argv[++i];
-        } else if (!strcmp(argv[i], "--listen") && has_value) {
-            o.listen = argv[++i];
-            lr.manual = "--listen";
-        } else if (!strcmp(argv[i], "--key") && has_value) {
-            o.key = lr.key = argv[++i];
-        } else if (!strcmp(argv[i], "--identity") && has_value) {
-            lr.identity = argv[++i];
-        } else if (!strcmp(argv[i], "--rendezvous") && has_value) {
-            lr.rendezvous = argv[++i];
-        } else if (!strcmp(argv[i], "--launch-timeout") && has_value) {
-            if (parse_seconds(argv[++i], &lr.wait_s))
-                goto out;
-        } else if (!strcmp(argv[i], "--port") && has_value) {
-            char *end;
-            long port = strtol(argv[++i], &end, 10);
-            if (*end || port < 1 || port > 65535) {
-                fprintf(stderr, "frugal train: --port %s: a port from 1 to 65535\n", argv[i]);
-                goto out;
-            }
-            lr.port = (int)port;
-        } else if (!strcmp(argv[i], "--launcher") && has_value) {
-            lr.off = !strcmp(argv[++i], "none");
-            if (!lr.off && strcmp(argv[i], "auto")) {
-                fprintf(stderr, "frugal train: --launcher %s: auto or none\n", argv[i]);
-                goto out;
-            }
-        } else if (!strcmp(argv[i], "--allow") && has_value) {
-            o.allow = argv[++i];
-        } else if (!strcmp(argv[i], "--peer") && has_value) {
-            if (o.npeers == RUN_MAX_PEERS) {
-                fprintf(stderr, "frugal train: at most %d --peer (the rest are learned from them)\n",
-                        RUN_MAX_PEERS);
-                goto out;
-            }
-            o.peers[o.npeers++] = argv[++i];
-            lr.manual = lr.manual ? lr.manual : "--peer";
-        } else if (!strcmp(argv[i], "--advertise") && has_value) {
-            o.advertise = argv[++i];
-        } else if (!strcmp(argv[i], "--timeout") && has_value) {
-            if (parse_seconds(argv[++i], &o.timeout_s))
-                goto out;
-        } else if (!strcmp(argv[i], "--wait-for") && has_value) {
-            char *end;
-            long n = strtol(argv[++i], &end, 10);
-            if (*end || n < 0 || n > 64) {   /* 0: none waited for */
-                fprintf(stderr, "frugal train: --wait-for %s: a number of nodes from 0 to 64\n", argv[i]);
-                goto out;
-            }
-            o.wait_for = (int)n;
-        } else if (!strcmp(argv[i], "--resume")) {
-            o.resume = 1;
-        } else if (!strcmp(argv[i], "--overwrite")) {
-            o.overwrite = 1;
-        } else if (!strcmp(argv[i], "--verbose")) {
-            o.verbose = 1;
-        } else if (!strcmp(argv[i], "--help")) {
-            rc = usage(stdout);
-            goto out;
-        } else if (argv[i][0] != '-' && !o.job) {
-            o.job = argv[i];
-        } else {
-            fprintf(stderr, "frugal train: %s '%s'\n", has_value || argv[i][0] != '-'
-                    ? "unexpected argument" : "missing value after", argv[i]);
-            rc = usage(stderr);
-            goto out;
-        }
-    }
-    if (!o.job) {
-        fprintf(stderr, "frugal train: no job file given\n");
-        rc = usage(stderr);
-        goto out;
-    }
-    o.overrides = sets;
-    o.resume_command = resume_command(argc, argv);
-    rc = launch_run_train(&o, &lr);
-    free((char *)o.resume_command);
-out:
-    for (int i = 0; i < nowned; i++)
-        free(owned[i]);
-    free(owned);
-    free(sets);
+    for (int i = 0; i < ts.nowned; i++)
+        free(ts.owned[i]);
+    free(ts.owned);
+    free(ts.sets);
     return rc;
 }
 

@@ -179,21 +179,28 @@ static int start_gossip(run *r)
     return 0;
 }
 
-static int run_open(run *r, const run_options *o)
+/* The job file, its data, the model; the trace's path checked now, as it is written at the end. */
+static int open_job(run *r)
 {
-    r->o = o;
-    r->out = o->out ? o->out : stdout;
-    r->tty = isatty(fileno(r->out));
     job_config *cfg = &r->cfg;
-    if (config_load(cfg, o->job, o->overrides, r->err, sizeof r->err) || load_data(r))
+    if (config_load(cfg, r->o->job, r->o->overrides, r->err, sizeof r->err) || load_data(r))
         return fail(r, "%s", r->err);
     if (check_trace_path(r))
         return 1;
-    if (model_build(&r->m, cfg->path, cfg->layers, cfg->nlayers, r->train.c, r->train.h, r->train.w, r->train.classes, 1, r->err,
-                    sizeof r->err))
+    if (model_build(&r->m, cfg->path, cfg->layers, cfg->nlayers, r->train.c, r->train.h,
+                    r->train.w, r->train.classes, 1, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     r->have_model = 1;
-    if (run_folder_open(&r->folder, cfg->output, o->job, r->err, sizeof r->err))
+    return 0;
+}
+
+/* The output folder (locked) and its files' paths; the checkpoint resumed from, or refused to
+ * be overwritten without --overwrite; metrics.csv as the checkpoint says. */
+static int open_folder(run *r)
+{
+    const run_options *o = r->o;
+    const char *output = r->cfg.output;
+    if (run_folder_open(&r->folder, output, o->job, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     run_folder_path(&r->folder, "checkpoint.bin", r->ckpt, sizeof r->ckpt);
     run_folder_path(&r->folder, "model.bin", r->weights, sizeof r->weights);
@@ -205,72 +212,101 @@ static int run_open(run *r, const run_options *o)
     run_folder_path(&r->folder, "green.csv", r->green_csv, sizeof r->green_csv);
     if (run_folder_keep_job(&r->folder, o->job, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
-    model_init(&r->m, cfg->seed);
+    model_init(&r->m, r->cfg.seed);
     if (o->resume && resume_from_checkpoint(r))
         return 1;
     if (!o->resume && access(r->ckpt, F_OK) == 0 && !o->overwrite)
         return fail(r, "%s holds a run already: --resume continues it, --overwrite starts "
                     "afresh there (its checkpoint, metrics and summary replaced), or give "
-                    "another folder (--set job.output=DIR)", cfg->output);
+                    "another folder (--set job.output=DIR)", output);
     if (!o->resume && access(r->ckpt, F_OK) == 0)
         fprintf(r->out, "starting afresh in %s (--overwrite): its checkpoint, metrics and summary "
-                "will be replaced\n", cfg->output);
-    if (report_write_metrics(r->metrics, &r->log, r->err, sizeof r->err))   /* as the checkpoint says */
+                "will be replaced\n", output);
+    if (report_write_metrics(r->metrics, &r->log, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
-    rt_config rc = {.workers = cfg->workers, .trace = o->trace != NULL, .slowdown = cfg->slowdown};
-    if (devices_open(&r->devices, cfg, &rc, r->out, r->err, sizeof r->err))
+    return 0;
+}
+
+/* The OpenCL devices, then this machine's part in a cluster: a gossip peer, a coordinator, or
+ * alone. rc: the runtime's configuration, which the devices and a coordinator fill in. */
+static int open_devices_and_peers(run *r, rt_config *rc)
+{
+    const run_options *o = r->o;
+    if (devices_open(&r->devices, &r->cfg, rc, r->out, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
-    if (cfg->cluster_mode == CLUSTER_GOSSIP || o->npeers || o->advertise) {
-        if (start_gossip(r))
-            return 1;
-    } else if (o->listen || o->key || o->allow) {
-        if (!o->listen || !o->key)
-            return fail(r, "a cluster needs both --listen ADDR:PORT and --key KEYFILE");
-        coordinator_options co = {o->listen, o->key, o->timeout_s > 0 ? o->timeout_s : 10, o->job,
-                                  o->overrides, o->stop, o->allow};
-        if (!(r->cluster = coordinator_start(&co, cfg, &r->train, &rc, r->out, r->err, sizeof r->err)))
-            return fail(r, "%s", r->err);
-        if (o->resume)
-            nodes_before_say(r->summary, r->out);
-    }
-    r->rt = rt_create(&rc);
+    if (r->cfg.cluster_mode == CLUSTER_GOSSIP || o->npeers || o->advertise)
+        return start_gossip(r);
+    if (!o->listen && !o->key && !o->allow)
+        return 0;
+    if (!o->listen || !o->key)
+        return fail(r, "a cluster needs both --listen ADDR:PORT and --key KEYFILE");
+    coordinator_options co = {o->listen, o->key, o->timeout_s > 0 ? o->timeout_s : 10, o->job,
+                              o->overrides, o->stop, o->allow};
+    r->cluster = coordinator_start(&co, &r->cfg, &r->train, rc, r->out, r->err, sizeof r->err);
+    if (!r->cluster)
+        return fail(r, "%s", r->err);
+    if (o->resume)
+        nodes_before_say(r->summary, r->out);
+    return 0;
+}
+
+/* A coordinator with --wait-for N: up to RUN_WAIT_FOR_S seconds for N nodes before training. */
+static void wait_for_nodes(run *r)
+{
+    int want = r->o->wait_for;
+    fprintf(r->out, "cluster: waiting up to %d s for %d node%s (--wait-for)\n", RUN_WAIT_FOR_S,
+            want, want > 1 ? "s" : "");
+    fflush(r->out);
+    int got = coordinator_wait_for(r->cluster, want, RUN_WAIT_FOR_S);
+    if (got < want)
+        fprintf(r->out, "cluster: %d of the %d nodes waited for joined within %d s; training "
+                "%s (others may join at any time)\n", got, want, RUN_WAIT_FOR_S,
+                got ? "with those" : "without them");
+}
+
+/* The runtime and the trainer, attached to the cluster; the first epoch to train. */
+static int open_trainer(run *r, const rt_config *rc)
+{
+    r->rt = rt_create(rc);
     if (!r->rt)
-        return fail(r, "cannot start the runtime's %d workers", cfg->workers);
-    devices_models_load(&r->devices, r->rt, cfg->deterministic, r->out);
-    r->t = trainer_create(cfg, &r->m, r->rt, &r->train, r->have_test ? &r->test : NULL, r->err,
-                          sizeof r->err);
+        return fail(r, "cannot start the runtime's %d workers", r->cfg.workers);
+    devices_models_load(&r->devices, r->rt, r->cfg.deterministic, r->out);
+    r->t = trainer_create(&r->cfg, &r->m, r->rt, &r->train, r->have_test ? &r->test : NULL,
+                          r->err, sizeof r->err);
     if (!r->t)
         return fail(r, "%s", r->err);
     if (r->cluster && coordinator_attach(r->cluster, r->t, r->rt, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     r->first_epoch = r->resumed_after + 1;
     int joined_at = 1;
-    if (r->gossip && gossip_attach(r->gossip, r->t, r->gossip_csv, &joined_at, r->err, sizeof r->err))
+    if (r->gossip &&
+        gossip_attach(r->gossip, r->t, r->gossip_csv, &joined_at, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     if (joined_at > r->first_epoch)
         r->first_epoch = joined_at;
-    if (r->cluster && o->wait_for > 0) {
-        fprintf(r->out, "cluster: waiting up to %d s for %d node%s (--wait-for)\n", RUN_WAIT_FOR_S,
-                o->wait_for, o->wait_for > 1 ? "s" : "");
-        fflush(r->out);
-        int got = coordinator_wait_for(r->cluster, o->wait_for, RUN_WAIT_FOR_S);
-        if (got < o->wait_for)
-            fprintf(r->out, "cluster: %d of the %d nodes waited for joined within %d s; training "
-                    "%s (others may join at any time)\n", got, o->wait_for, RUN_WAIT_FOR_S,
-                    got ? "with those" : "without them");
-    }
+    if (r->cluster && r->o->wait_for > 0)
+        wait_for_nodes(r);
     trainer_stop_when(r->t, &r->halt);
     trainer_on_progress(r->t, show_progress, r);
+    return 0;
+}
+
+/* The energy meter and what follows it: the green schedule, power.csv, TensorBoard and
+ * steps.csv, the placement policy (keyed by the job, the machine and its devices). */
+static int open_meters(run *r)
+{
+    const job_config *cfg = &r->cfg;
+    int resume = r->o->resume;
     if (energy_run_begin(&r->er, cfg, r->out, r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     run_green_begin(&r->green, cfg, &r->er, r->cluster, r->gossip != NULL,
                     r->have_test ? r->test.n : 0, r->out);
     r->green_begun = 1;
-    power_log_begin(&r->power_log, r->power, o->resume, r->er.meter, r->out);
+    power_log_begin(&r->power_log, r->power, resume, r->er.meter, r->out);
     long per_epoch = batches_per_epoch(r);
-    if (tensorboard_open(&r->tb, cfg->output, o->resume, r->err, sizeof r->err) ||
+    if (tensorboard_open(&r->tb, cfg->output, resume, r->err, sizeof r->err) ||
         step_log_open(&r->steps, r->steps_csv, &r->tb, step_log_every(cfg->log_every, per_epoch),
-                      per_epoch, o->resume, r->resumed_after * per_epoch + r->resume_batch,
+                      per_epoch, resume, r->resumed_after * per_epoch + r->resume_batch,
                       r->err, sizeof r->err))
         return fail(r, "%s", r->err);
     char key[128], devices[OCL_MAX_DEVICES * 256] = "";
@@ -287,15 +323,37 @@ static int run_open(run *r, const run_options *o)
         gossip_use_green(r->gossip, &r->er.carbon, &r->green.log);
     }
     device_energy_begin(&r->device_energy, &r->devices, r->rt, cfg, &r->er, r->out);
+    return 0;
+}
+
+/* What is about to be trained, and how: one line (and one more where the batch was cut). */
+static void say_start(const run *r)
+{
+    const job_config *cfg = &r->cfg;
+    int devices = rt_devices(r->rt);
     if (cfg->batch_asked)
         fprintf(r->out, "data: the job's batch of %d is more than the %ld training images: each "
                 "batch is the whole set\n", cfg->batch_asked, r->train.n);
     fprintf(r->out, "frugal train %s: %ld images %dx%dx%d, %s%ld test images; %d layers; batch %d, "
-            "%d samples per task; %d workers%s%s, kernels %s\n", o->job, r->train.n, r->train.h,
-            r->train.w, r->train.c, r->have_test ? "" : "no test set, ", r->test.n, r->m.nlayers,
-            cfg->batch, trainer_plan(r->t)->grain, rt_workers(r->rt),
-            rt_devices(r->rt) ? " + OpenCL " : "", rt_devices(r->rt) ? r->devices.used[0]->name : "",
+            "%d samples per task; %d workers%s%s, kernels %s\n", r->o->job, r->train.n,
+            r->train.h, r->train.w, r->train.c, r->have_test ? "" : "no test set, ", r->test.n,
+            r->m.nlayers, cfg->batch, trainer_plan(r->t)->grain, rt_workers(r->rt),
+            devices ? " + OpenCL " : "", devices ? r->devices.used[0]->name : "",
             ops_isa_name(ops_isa_active()));
+}
+
+static int run_open(run *r, const run_options *o)
+{
+    r->o = o;
+    r->out = o->out ? o->out : stdout;
+    r->tty = isatty(fileno(r->out));
+    if (open_job(r) || open_folder(r))
+        return 1;
+    rt_config rc = {.workers = r->cfg.workers, .trace = o->trace != NULL,
+                    .slowdown = r->cfg.slowdown};
+    if (open_devices_and_peers(r, &rc) || open_trainer(r, &rc) || open_meters(r))
+        return 1;
+    say_start(r);
     return 0;
 }
 
