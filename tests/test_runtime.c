@@ -467,12 +467,13 @@ TEST(runtime_create_without_memory_fails_and_leaves_no_thread)
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     return;   /* their shadow memory needs terabytes of address space: no limit can be set */
 #endif
-    /* Address space for 64 KB to 48 MB more than this process holds now: 64 workers' queues,
-     * pools or 8 MB thread stacks run out somewhere, each time in a later place. */
+    /* Address space for 64 KB to 32 MB more than this process holds now: 512 workers' queues,
+     * pools or thread stacks (8 MB each by default, 64 KB at the very least) run out
+     * somewhere, each time in a later place. */
     struct rlimit before;
     CHECK(getrlimit(RLIMIT_AS, &before) == 0);
     int threads = threads_now();
-    for (rlim_t margin = 64u << 10; margin <= 48u << 20; margin *= 2) {
+    for (rlim_t margin = 64u << 10; margin <= 32u << 20; margin *= 2) {
         long pages = 0;
         FILE *f = fopen("/proc/self/statm", "r");
         CHECK(f && fscanf(f, "%ld", &pages) == 1);
@@ -481,9 +482,9 @@ TEST(runtime_create_without_memory_fails_and_leaves_no_thread)
         struct rlimit tight = {(rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + margin,
                                before.rlim_max};
         CHECK(setrlimit(RLIMIT_AS, &tight) == 0);
-        rt_runtime *rt = rt_create(&(rt_config){.workers = 64});
+        rt_runtime *rt = rt_create(&(rt_config){.workers = 512});
         CHECK(setrlimit(RLIMIT_AS, &before) == 0);
-        CHECKF(rt == NULL, "64 workers started in %lu more bytes", (unsigned long)margin);
+        CHECKF(rt == NULL, "512 workers started in %lu more bytes", (unsigned long)margin);
         CHECKF(threads_now() == threads, "%d threads after a failed start, %d before",
                threads_now(), threads);
         rt_destroy(rt);
