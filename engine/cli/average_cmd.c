@@ -1,3 +1,5 @@
+/* frugal average (average_cmd.h): the models read one at a time, their parameters and
+ * momentum summed in doubles, the mean written as a checkpoint. */
 #include "engine/cli/average_cmd.h"
 
 #include "engine/model/checkpoint.h"
@@ -40,6 +42,44 @@ static int usage(void)
     return 2;
 }
 
+/* Adds the models at paths[1..n-1] to sum, each checked to be of first's network: 0, or -1
+ * having said why not. */
+static int add_others(const model *first, const char *const *paths, int n, double **sum)
+{
+    char err[1024];
+    for (int i = 1; i < n; i++) {
+        model m;
+        checkpoint_state st;
+        if (checkpoint_open_model(&m, &st, paths[i], err, sizeof err)) {
+            fprintf(stderr, "frugal average: %s\n", err);
+            return -1;
+        }
+        free(st.log);
+        int same = same_model(first, &m);
+        if (same)
+            add_model(sum, &m);
+        model_free(&m);
+        if (!same) {
+            fprintf(stderr, "frugal average: %s is not a model of the same network as %s (its "
+                    "layers or shapes differ)\n", paths[i], paths[0]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* m's parameters and momentum: the sums over n models, divided by n. */
+static void take_mean(model *m, double *const *sum, int n)
+{
+    for (int l = 0; l < m->nlayers; l++) {
+        layer *y = &m->layers[l];
+        for (long i = 0; i < y->nparams; i++) {
+            y->params[i] = (float)(sum[l][i] / n);
+            y->velocity[i] = (float)(sum[l][y->nparams + i] / n);
+        }
+    }
+}
+
 int average_cmd_main(int argc, char **argv)
 {
     const char *out = NULL, *paths[AVERAGE_MAX_MODELS];
@@ -54,8 +94,8 @@ int average_cmd_main(int argc, char **argv)
     }
     if (!out || n < 1)
         return usage();
-    model first, m;
-    checkpoint_state st;
+    model first;
+    checkpoint_state st, none = {0};
     char err[1024];
     double *sum[CONFIG_MAX_LAYERS] = {0};
     int rc = 1;
@@ -70,28 +110,9 @@ int average_cmd_main(int argc, char **argv)
             goto out;
         }
     add_model(sum, &first);
-    for (int i = 1; i < n; i++) {
-        if (checkpoint_open_model(&m, &st, paths[i], err, sizeof err)) {
-            fprintf(stderr, "frugal average: %s\n", err);
-            goto out;
-        }
-        free(st.log);
-        int same = same_model(&first, &m);
-        if (same)
-            add_model(sum, &m);
-        model_free(&m);
-        if (!same) {
-            fprintf(stderr, "frugal average: %s is not a model of the same network as %s (its "
-                    "layers or shapes differ)\n", paths[i], paths[0]);
-            goto out;
-        }
-    }
-    for (int l = 0; l < first.nlayers; l++)
-        for (long i = 0; i < first.layers[l].nparams; i++) {
-            first.layers[l].params[i] = (float)(sum[l][i] / n);
-            first.layers[l].velocity[i] = (float)(sum[l][first.layers[l].nparams + i] / n);
-        }
-    checkpoint_state none = {0};
+    if (add_others(&first, paths, n, sum))
+        goto out;
+    take_mean(&first, sum, n);
     if (checkpoint_save(&first, &none, out, err, sizeof err)) {
         fprintf(stderr, "frugal average: %s\n", err);
         goto out;

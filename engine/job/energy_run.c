@@ -19,10 +19,9 @@ int energy_run_carbon_traces(carbon_source *cs, const job_config *cfg, const cha
     return 0;
 }
 
-int energy_run_begin(energy_run *er, const job_config *cfg, FILE *log, char *err, size_t errlen)
+/* The grid's carbon intensity: a constant, a file read now and then, or traces replayed. */
+static int carbon_begin(energy_run *er, const job_config *cfg, char *err, size_t errlen)
 {
-    memset(er, 0, sizeof *er);
-    er->log = log;
     carbon_init(&er->carbon, cfg->carbon_g_per_kwh, cfg->carbon_file);
     char why[600];
     if (carbon_update(&er->carbon, 0, 0, why, sizeof why)) {
@@ -35,9 +34,16 @@ int energy_run_begin(energy_run *er, const job_config *cfg, FILE *log, char *err
         return -1;
     }
     if (carbon_follows_traces(&er->carbon))
-        fprintf(log, "energy: replaying %s%s%s from trace time %.0f at %g trace seconds a second\n",
-                cfg->carbon_trace, cfg->carbon_trace[0] && cfg->renewable_trace[0] ? " and " : "",
+        fprintf(er->log, "energy: replaying %s%s%s from trace time %.0f at %g trace seconds a "
+                "second\n", cfg->carbon_trace,
+                cfg->carbon_trace[0] && cfg->renewable_trace[0] ? " and " : "",
                 cfg->renewable_trace, er->carbon.replay.start, cfg->trace_speed);
+    return 0;
+}
+
+/* The meter open and sampling; where its total comes from and each unreadable sensor, said. */
+static int meter_begin(energy_run *er, const job_config *cfg, char *err, size_t errlen)
+{
     er->meter = energy_meter_open(&(energy_options){
         cfg->energy_rate_hz, cfg->model_idle_watts, cfg->model_core_watts,
         {cfg->power_profile[0], cfg->power_profile[1], cfg->power_profile[2]}});
@@ -45,17 +51,24 @@ int energy_run_begin(energy_run *er, const job_config *cfg, FILE *log, char *err
         snprintf(err, errlen, "out of memory opening the energy meter");
         return -1;
     }
-    fprintf(log, "energy: %s\n", energy_meter_source(er->meter));
+    fprintf(er->log, "energy: %s\n", energy_meter_source(er->meter));
     sensor s[SENSOR_MAX];
     int n = energy_meter_sensors(er->meter, s, SENSOR_MAX);
     for (int i = 0; i < n; i++)
         if (s[i].status == SENSOR_UNREADABLE)
-            fprintf(log, "energy: %s %s unreadable: %s\n", s[i].source, s[i].name, s[i].why);
+            fprintf(er->log, "energy: %s %s unreadable: %s\n", s[i].source, s[i].name, s[i].why);
     if (energy_meter_start(er->meter, err, errlen)) {
         energy_meter_close(er->meter);
         er->meter = NULL;
         return -1;
     }
+    return 0;
+}
+
+/* The idle power subtracted from the run's: configured, measured now over the job's
+ * baseline_seconds (the machine's and each sensor's), or none. */
+static void baseline_begin(energy_run *er, const job_config *cfg)
+{
     if (cfg->baseline_watts >= 0) {
         er->baseline_w = cfg->baseline_watts;
         snprintf(er->baseline_how, sizeof er->baseline_how, "configured");
@@ -75,8 +88,17 @@ int energy_run_begin(energy_run *er, const job_config *cfg, FILE *log, char *err
     } else {
         snprintf(er->baseline_how, sizeof er->baseline_how, "none");
     }
-    fprintf(log, "energy: idle baseline %.1f W (%s), sampling at %g Hz\n", er->baseline_w,
+    fprintf(er->log, "energy: idle baseline %.1f W (%s), sampling at %g Hz\n", er->baseline_w,
             er->baseline_how, energy_meter_rate(er->meter));
+}
+
+int energy_run_begin(energy_run *er, const job_config *cfg, FILE *log, char *err, size_t errlen)
+{
+    memset(er, 0, sizeof *er);
+    er->log = log;
+    if (carbon_begin(er, cfg, err, errlen) || meter_begin(er, cfg, err, errlen))
+        return -1;
+    baseline_begin(er, cfg);
     energy_meter_read(er->meter, &er->run_start);
     er->epoch_start = er->pass_start = er->run_start;
     er->run_start_grams = er->pass_start_grams = carbon_grams(&er->carbon, er->run_start.total_j);

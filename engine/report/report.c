@@ -218,12 +218,11 @@ static void write_runtime(FILE *f, const char *key, const rt_stats *st)
     fputs("\n  ]}", f);
 }
 
-static void write_job(FILE *f, const report_input *in)
+/* summary.json's "config": the job's settings that shape the run. */
+static void write_config(FILE *f, const report_input *in)
 {
     const job_config *cfg = in->cfg;
-    fputs("{\n  \"job\": ", f);
-    json_string(f, cfg->path);
-    fprintf(f, ",\n  \"config\": {\"epochs\": %d, \"batch\": %d, \"seed\": %llu", cfg->epochs,
+    fprintf(f, "  \"config\": {\"epochs\": %d, \"batch\": %d, \"seed\": %llu", cfg->epochs,
             cfg->batch, cfg->seed);
     if (cfg->batch_asked)   /* more than the data set: made the whole set */
         fprintf(f, ", \"batch_asked\": %d", cfg->batch_asked);
@@ -238,17 +237,12 @@ static void write_job(FILE *f, const report_input *in)
         fprintf(f, "%s", l ? ", " : "");
         json_string(f, layer_name(cfg->layers[l].type));
     }
-    fprintf(f, "]},\n  \"data\": {\"train_samples\": %ld, \"test_samples\": %ld, \"height\": %d, "
-               "\"width\": %d, \"channels\": %d, \"classes\": %d},\n",
-            in->train->n, in->test ? in->test->n : 0L, in->train->h, in->train->w, in->train->c,
-            in->train->classes);
-    fprintf(f, "  \"machine\": {\"cpus\": %ld, \"kernel_path\": \"%s\", \"timer\": \"%s\"},\n",
-            sysconf(_SC_NPROCESSORS_ONLN), ops_isa_name(ops_isa_active()), clock_source());
-    fputs("  \"environment\": ", f);   /* the switches that changed what ran (env_switches.h) */
-    env_switches_write_json(f);
-    fputs(",\n", f);
-    if (in->launch)   /* the batch system or MPI launcher found (engine/cli/launch.h) */
-        fprintf(f, "  \"launch\": %s,\n", in->launch);
+    fputs("]},\n", f);
+}
+
+/* summary.json's "execution": how the tasks ran, on which devices, as placement chose. */
+static void write_execution(FILE *f, const report_input *in)
+{
     fputs("  \"execution\": {", f);
     plan_write_json(in->plan, in->m, f);
     if (in->cfg->slowdown > 1)
@@ -262,6 +256,11 @@ static void write_job(FILE *f, const report_input *in)
         worker_control_json(in->placement, f);
     }
     fputs("},\n", f);
+}
+
+/* summary.json's optional sections: the cluster, the green schedule, the gossip peers. */
+static void write_parts(FILE *f, const report_input *in)
+{
     if (in->cluster) {
         fputs("  \"cluster\": {", f);
         report_cluster_json(f, in->cluster);
@@ -277,8 +276,28 @@ static void write_job(FILE *f, const report_input *in)
         report_gossip_json(f, in->gossip);
         fputs("},\n", f);
     }
-    fputs("  \"run\": {", f);
-    fprintf(f, "\"resumed_after_epoch\": %d, \"interrupted\": ", in->resumed_after);
+}
+
+static void write_job(FILE *f, const report_input *in)
+{
+    fputs("{\n  \"job\": ", f);
+    json_string(f, in->cfg->path);
+    fputs(",\n", f);
+    write_config(f, in);
+    fprintf(f, "  \"data\": {\"train_samples\": %ld, \"test_samples\": %ld, \"height\": %d, "
+               "\"width\": %d, \"channels\": %d, \"classes\": %d},\n",
+            in->train->n, in->test ? in->test->n : 0L, in->train->h, in->train->w, in->train->c,
+            in->train->classes);
+    fprintf(f, "  \"machine\": {\"cpus\": %ld, \"kernel_path\": \"%s\", \"timer\": \"%s\"},\n",
+            sysconf(_SC_NPROCESSORS_ONLN), ops_isa_name(ops_isa_active()), clock_source());
+    fputs("  \"environment\": ", f);   /* the switches that changed what ran (env_switches.h) */
+    env_switches_write_json(f);
+    fputs(",\n", f);
+    if (in->launch)   /* the batch system or MPI launcher found (engine/cli/launch.h) */
+        fprintf(f, "  \"launch\": %s,\n", in->launch);
+    write_execution(f, in);
+    write_parts(f, in);
+    fprintf(f, "  \"run\": {\"resumed_after_epoch\": %d, \"interrupted\": ", in->resumed_after);
     if (in->interrupted)
         json_string(f, in->interrupted);
     else
