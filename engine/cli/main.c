@@ -219,7 +219,8 @@ static int join_option(node_options *o, const char *opt, const char *v)
                  CONFIG_MAX_WORKERS);
         if (number_arg("join", opt, v, 0, CONFIG_MAX_WORKERS, 1, expects, &x))
             return 2;
-        o->workers = x ? (int)x : o->workers, o->workers_pinned = 1;
+        o->workers = x ? (int)x : o->workers;
+        o->workers_pinned = 1;
     } else if (!strcmp(opt, "--power-budget")) {
         if (number_arg("join", opt, v, DBL_MIN, 1e6, 0, "watts, above 0", &o->power_budget_w))
             return 2;
