@@ -17,7 +17,8 @@
 #   ./build.sh test-sanitizers
 #                         the tests again under ASan+UBSan, and those with threads under TSan
 #                         (less long scenarios that repeat shorter tests' code: ASAN_TESTS, TSAN_TESTS)
-#   ./build.sh bench WHAT run a benchmark: runtime, ops, f6 (tiles of 6 against frugal's F(4x4)),
+#   ./build.sh bench WHAT run a benchmark: runtime (and a device task chain's hops), ops, f6 (tiles
+#                         of 6 against frugal's F(4x4)),
 #                         train [NAME ...] (frugal against PyTorch;
 #                         NAME: 28x28x1, vgg-small, ...: those workloads only), opencl,
 #                         gpu (frugal's OpenCL path against PyTorch CUDA on an NVIDIA GPU),

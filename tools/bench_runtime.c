@@ -3,12 +3,21 @@
  * Prints one line per DAG with each side's median run,
  *   bench runtime DAG workers=W frugal_tasks_per_s=N omp_tasks_per_s=N ratio=X
  * and on stderr the ranges and the ratio of the best runs.
+ * Then what the runtime adds to each hop of a chain of device tasks (a GPU's kernels one
+ * after another) over the device's own time, the device faked: a task's commands take
+ * device_us, then complete either when the device's worker polls (it spins while they run, as
+ * with `devices = opencl`) or from a driver's thread that sleeps until then (the callbacks; the
+ * worker sleeps too):
+ *   bench runtime device_hop completion=poll|callback device_us=D hop_us=H over_us=O
  * Usage: bench_runtime [workers] [scale] [frugal|omp|both] [DAG]
  *        bench_runtime --trace FILE [workers]   one wavefront run, its Chrome trace to FILE */
 #include "common/clock.h"
 #include "runtime/runtime.h"
 
 #include <omp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +249,129 @@ static int write_trace(const char *path)
     return rc ? 1 : 0;
 }
 
+/* ---- device hops ---- */
+
+/* A fake device running one task at a time: its commands end device_us after the body
+ * launched them. */
+typedef struct fake_device {
+    rt_runtime *rt;
+    rt_task *_Atomic running;
+    _Atomic double ends;     /* clock_now_s() */
+    double device_s;
+    int callbacks;           /* completions from the driver's thread, not from polls */
+    _Atomic int stop;
+    pthread_mutex_t lock;
+    pthread_cond_t launched;
+} fake_device;
+
+static fake_device fake;
+
+static void fake_complete(void)
+{
+    rt_task *t = atomic_exchange(&fake.running, NULL);
+    if (t)
+        rt_task_complete(fake.rt, t, 0, NULL);
+}
+
+static int fake_poll(void *ctx, int *in_flight)
+{
+    (void)ctx;
+    *in_flight = atomic_load(&fake.running) != NULL;
+    if (fake.callbacks || !*in_flight || clock_now_s() < atomic_load(&fake.ends))
+        return 0;
+    fake_complete();
+    *in_flight = 0;
+    return 1;
+}
+
+/* The driver's thread: asleep until the running task's commands end, then its callback. */
+static void *fake_driver(void *arg)
+{
+    (void)arg;
+    prctl(PR_SET_TIMERSLACK, 1UL);   /* wakes when asked, not up to 50 us later */
+    pthread_mutex_lock(&fake.lock);
+    while (!atomic_load(&fake.stop)) {
+        if (!atomic_load(&fake.running)) {
+            pthread_cond_wait(&fake.launched, &fake.lock);
+            continue;
+        }
+        double wait = atomic_load(&fake.ends) - clock_now_s();
+        if (wait > 0) {
+            pthread_mutex_unlock(&fake.lock);
+            nanosleep(&(struct timespec){0, (long)(wait * 1e9)}, NULL);
+            pthread_mutex_lock(&fake.lock);
+        }
+        fake_complete();
+    }
+    pthread_mutex_unlock(&fake.lock);
+    return NULL;
+}
+
+static int fake_launch(const rt_ctx *ctx, void *args)
+{
+    (void)args;
+    atomic_store(&fake.ends, clock_now_s() + fake.device_s);
+    pthread_mutex_lock(&fake.lock);
+    atomic_store(&fake.running, ctx->task);
+    pthread_cond_signal(&fake.launched);
+    pthread_mutex_unlock(&fake.lock);
+    return RT_PENDING;
+}
+static rt_kind fake_kind = {.name = "fake_kernel", .emulated = fake_launch};
+
+/* The median time a hop takes in chains of n tasks on the fake device, 5 runs. */
+static double device_hop_s(int callbacks, double device_s, int n)
+{
+    fake = (fake_device){.device_s = device_s, .callbacks = callbacks};
+    pthread_mutex_init(&fake.lock, NULL);
+    pthread_cond_init(&fake.launched, NULL);
+    rt_config cfg = {.workers = workers, .ndevices = 1};
+    cfg.devices[0] = (rt_device){RT_WORKER_EMULATED, "fake", NULL, NULL, 0, fake_poll, !callbacks};
+    rt_runtime *rt = fake.rt = rt_create(&cfg);
+    pthread_t driver;
+    if (!rt || (callbacks && pthread_create(&driver, NULL, fake_driver, NULL))) {
+        fprintf(stderr, "bench: cannot start the runtime or the fake driver\n");
+        exit(1);
+    }
+    char cell = 0;
+    rt_handle *h = rt_handle_register(rt, &cell, 1, "cell");
+    double hop[5];
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = clock_now_s();
+        for (int i = 0; i < n; i++)
+            if (rt_submit(rt, &(rt_task_desc){.kind = &fake_kind, .naccess = 1,
+                                              .access = {{h, RT_RW}}})) {
+                fprintf(stderr, "bench: %s\n", rt_error(rt));
+                exit(1);
+            }
+        rt_wait_all(rt);
+        hop[rep] = (clock_now_s() - t0) / n;
+    }
+    rt_handle_unregister(rt, h);
+    rt_destroy(rt);
+    pthread_mutex_lock(&fake.lock);
+    atomic_store(&fake.stop, 1);
+    pthread_cond_signal(&fake.launched);
+    pthread_mutex_unlock(&fake.lock);
+    if (callbacks)
+        pthread_join(driver, NULL);
+    qsort(hop, 5, sizeof *hop, by_value);
+    return hop[2];
+}
+
+static void device_hops(void)
+{
+    static const double device_us[] = {0, 20, 200};
+    for (int callbacks = 0; callbacks < 2; callbacks++)
+        for (int i = 0; i < 3; i++) {
+            double hop = device_hop_s(callbacks, device_us[i] * 1e-6, 2000 / scale);
+            printf("bench runtime device_hop completion=%s device_us=%.0f hop_us=%.2f "
+                   "over_us=%.2f\n", callbacks ? "callback" : "poll", device_us[i], hop * 1e6,
+                   hop * 1e6 - device_us[i]);
+            fflush(stdout);
+        }
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 2 && !strcmp(argv[1], "--trace")) {
@@ -297,5 +429,7 @@ int main(int argc, char **argv)
                 (unsigned long long)fastest.steals, (unsigned long long)fastest.parks);
         fflush(stdout);
     }
+    if (!just || !strcmp(just, "device_hop"))
+        device_hops();
     return 0;
 }
