@@ -228,63 +228,66 @@ out:
     return rc;
 }
 
+/* Appends path's CIFAR-10 records to d, up to limit in all (0: no limit): 0, or -1 with err
+ * (d is left for the caller to free). */
+static int cifar10_append(dataset *d, const char *path, long limit, char *err, size_t errlen)
+{
+    const size_t record = 1 + 3 * CIFAR_SIDE * CIFAR_SIDE, pix = record - 1;
+    long long size;
+    FILE *f = input_open(path, "CIFAR-10 batch", &size, err, errlen);
+    if (!f)
+        return -1;
+    int rc = -1;
+    long count = (long)(size / (long long)record);
+    if (limit > 0 && d->n + count > limit)
+        count = limit - d->n;
+    uint8_t *p = NULL, *l = NULL;
+    if (size <= 0 || size % (long long)record) {
+        err_out(err, errlen, "%s: %lld bytes is not a whole number of %zu-byte CIFAR-10 records "
+                "(truncated or not a CIFAR-10 batch)", path, size, record);
+        goto out;
+    }
+    p = realloc(d->pixels, (size_t)(d->n + count) * pix);
+    d->pixels = p ? p : d->pixels;
+    l = realloc(d->labels, (size_t)(d->n + count));
+    d->labels = l ? l : d->labels;
+    if (!p || !l) {
+        err_out(err, errlen, "%s: out of memory", path);
+        goto out;
+    }
+    uint8_t buf[1 + 3 * CIFAR_SIDE * CIFAR_SIDE];
+    for (long i = 0; i < count; i++, d->n++) {
+        if (fread(buf, 1, record, f) != record) {
+            err_out(err, errlen, "%s: read error at record %ld", path, i);
+            goto out;
+        }
+        if (buf[0] >= CIFAR_CLASSES) {
+            err_out(err, errlen, "%s: record %ld has label %u, outside 0..9", path, i, buf[0]);
+            goto out;
+        }
+        d->labels[d->n] = buf[0];
+        memcpy(d->pixels + (size_t)d->n * pix, buf + 1, pix);
+    }
+    rc = 0;
+out:
+    fclose(f);
+    return rc;
+}
+
 int dataset_load_cifar10(dataset *d, const char *files, long limit, char *err, size_t errlen)
 {
     memset(d, 0, sizeof *d);
     d->c = 3, d->h = d->w = CIFAR_SIDE, d->classes = CIFAR_CLASSES;
-    const size_t record = 1 + 3 * CIFAR_SIDE * CIFAR_SIDE, pix = record - 1;
     char list[2048];
     snprintf(list, sizeof list, "%s", files);
-    long cap = 0;
     for (char *save = NULL, *path = strtok_r(list, ",", &save); path;
          path = strtok_r(NULL, ",", &save)) {
         while (*path == ' ')
             path++;
-        long long size;
-        FILE *f = input_open(path, "CIFAR-10 batch", &size, err, errlen);
-        if (!f) {
+        if (cifar10_append(d, path, limit, err, errlen)) {
             dataset_free(d);
             return -1;
         }
-        if (size <= 0 || size % (long long)record) {
-            fclose(f);
-            dataset_free(d);
-            return err_out(err, errlen, "%s: %lld bytes is not a whole number of %zu-byte CIFAR-10 "
-                                        "records (truncated or not a CIFAR-10 batch)", path, size, record);
-        }
-        long count = (long)(size / (long long)record);
-        if (limit > 0 && d->n + count > limit)
-            count = limit - d->n;
-        if (d->n + count > cap) {
-            cap = d->n + count;
-            uint8_t *p = realloc(d->pixels, (size_t)cap * pix), *l = realloc(d->labels, (size_t)cap);
-            if (p)
-                d->pixels = p;
-            if (l)
-                d->labels = l;
-            if (!p || !l) {
-                fclose(f);
-                dataset_free(d);
-                return err_out(err, errlen, "%s: out of memory", path);
-            }
-        }
-        uint8_t buf[1 + 3 * CIFAR_SIDE * CIFAR_SIDE];
-        for (long i = 0; i < count; i++) {
-            if (fread(buf, 1, record, f) != record) {
-                fclose(f);
-                dataset_free(d);
-                return err_out(err, errlen, "%s: read error at record %ld", path, i);
-            }
-            if (buf[0] >= CIFAR_CLASSES) {
-                fclose(f);
-                dataset_free(d);
-                return err_out(err, errlen, "%s: record %ld has label %u, outside 0..9", path, i, buf[0]);
-            }
-            d->labels[d->n] = buf[0];
-            memcpy(d->pixels + (size_t)d->n * pix, buf + 1, pix);
-            d->n++;
-        }
-        fclose(f);
         if (limit > 0 && d->n >= limit)
             break;
     }
@@ -293,61 +296,67 @@ int dataset_load_cifar10(dataset *d, const char *files, long limit, char *err, s
     return 0;
 }
 
+/* Where output column x of a bilinear resize from sw to w columns reads: columns at[2x] and
+ * at[2x + 1], weighted 1 - wx[x] and wx[x]. Aligned at pixel centres (like PIL and torch's
+ * align_corners=False); the same on every row. */
+static void bilinear_columns(int sw, int w, int *at, float *wx)
+{
+    float sx = (float)sw / (float)w;
+    for (int x = 0; x < w; x++) {
+        float fx = ((float)x + 0.5f) * sx - 0.5f;
+        at[2 * x] = fx < 0 ? 0 : (int)fx;
+        at[2 * x + 1] = at[2 * x] + 1 < sw ? at[2 * x] + 1 : sw - 1;
+        wx[x] = fx < 0 ? 0 : fx - (float)at[2 * x];
+    }
+}
+
+/* A plane of sh x sw bytes resized to h x w, bilinear (columns from bilinear_columns). */
+static void bilinear_plane(const uint8_t *src, int sh, int sw, uint8_t *dst, int h, int w,
+                           const int *at, const float *wx)
+{
+    float sy = (float)sh / (float)h;
+    for (int y = 0; y < h; y++) {
+        float fy = ((float)y + 0.5f) * sy - 0.5f;
+        int y0 = fy < 0 ? 0 : (int)fy, y1 = y0 + 1 < sh ? y0 + 1 : sh - 1;
+        float wy = fy < 0 ? 0 : fy - (float)y0;
+        const uint8_t *r0 = src + y0 * sw, *r1 = src + y1 * sw;
+        for (int x = 0; x < w; x++) {
+            int a = at[2 * x], b = at[2 * x + 1];
+            float top = r0[a] + (r0[b] - r0[a]) * wx[x];
+            float bot = r1[a] + (r1[b] - r1[a]) * wx[x];
+            dst[y * w + x] = (uint8_t)(top + (bot - top) * wy + 0.5f);
+        }
+    }
+}
+
 int dataset_reshape(dataset *d, int h, int w, int channels, char *err, size_t errlen)
 {
-    if (!h)
-        h = d->h;
-    if (!w)
-        w = d->w;
-    if (!channels)
-        channels = d->c;
+    h = h ? h : d->h;
+    w = w ? w : d->w;
+    channels = channels ? channels : d->c;
     if (channels != d->c && d->c != 1)
         return err_out(err, errlen, "cannot turn %d channels into %d: only 1 channel is replicated",
                        d->c, channels);
     if (h == d->h && w == d->w && channels == d->c)
         return 0;
-    size_t per = (size_t)channels * h * w;
+    size_t per = (size_t)channels * h * w, plane = (size_t)d->h * d->w;
     char what[128];
     snprintf(what, sizeof what, "resizing %ld images to %dx%dx%d", d->n, h, w, channels);
     if (memory_check((double)d->n * (double)per, what, err, errlen))
         return -1;
     uint8_t *out = malloc((size_t)d->n * per);
-    if (!out)
-        return err_out(err, errlen, "out of memory resizing %ld images to %dx%dx%d", d->n, h, w,
-                       channels);
-    /* Bilinear, aligned at pixel centres (like PIL and torch's align_corners=False). Column
-     * positions and weights are the same on every row: computed once. */
-    int *x0 = malloc(sizeof(int) * (size_t)w * 2);
+    int *at = malloc(sizeof(int) * (size_t)w * 2);
     float *wx = malloc(sizeof(float) * (size_t)w);
-    if (!x0 || !wx) {
-        free(x0), free(wx), free(out);
-        return err_out(err, errlen, "out of memory resizing images");
+    if (!out || !at || !wx) {
+        free(at), free(wx), free(out);
+        return err_out(err, errlen, "out of memory %s", what);
     }
-    float sy = (float)d->h / (float)h, sx = (float)d->w / (float)w;
-    for (int x = 0; x < w; x++) {
-        float fx = ((float)x + 0.5f) * sx - 0.5f;
-        x0[2 * x] = fx < 0 ? 0 : (int)fx;
-        x0[2 * x + 1] = x0[2 * x] + 1 < d->w ? x0[2 * x] + 1 : d->w - 1;
-        wx[x] = fx < 0 ? 0 : fx - (float)x0[2 * x];
-    }
+    bilinear_columns(d->w, w, at, wx);
     for (long n = 0; n < d->n; n++)
-        for (int c = 0; c < channels; c++) {
-            const uint8_t *src = d->pixels + ((size_t)n * d->c + (d->c == 1 ? 0 : c)) * d->h * d->w;
-            uint8_t *dst = out + (size_t)n * per + (size_t)c * h * w;
-            for (int y = 0; y < h; y++) {
-                float fy = ((float)y + 0.5f) * sy - 0.5f;
-                int y0 = fy < 0 ? 0 : (int)fy, y1 = y0 + 1 < d->h ? y0 + 1 : d->h - 1;
-                float wy = fy < 0 ? 0 : fy - (float)y0;
-                const uint8_t *r0 = src + y0 * d->w, *r1 = src + y1 * d->w;
-                for (int x = 0; x < w; x++) {
-                    int a = x0[2 * x], b = x0[2 * x + 1];
-                    float top = r0[a] + (r0[b] - r0[a]) * wx[x];
-                    float bot = r1[a] + (r1[b] - r1[a]) * wx[x];
-                    dst[y * w + x] = (uint8_t)(top + (bot - top) * wy + 0.5f);
-                }
-            }
-        }
-    free(x0);
+        for (int c = 0; c < channels; c++)   /* one channel: replicated */
+            bilinear_plane(d->pixels + ((size_t)n * d->c + (d->c == 1 ? 0 : c)) * plane, d->h,
+                           d->w, out + (size_t)n * per + (size_t)c * h * w, h, w, at, wx);
+    free(at);
     free(wx);
     free(d->pixels);
     d->pixels = out;
