@@ -171,7 +171,7 @@ ASAN_TESTS="-simulate_predicts_loopback -simulate_synchronous_cluster -gossip_fo
     -cluster_node_rejoins_a_coordinator_paused -cluster_nodes_leave_and_join
     -cluster_averaging_every_4_steps -cluster_node_ends_cleanly_with_a_probe -op_windows
     -cluster_node_keeps_its_own_power -op_train_auto -cluster_broken_links"
-# TSan: the tests with threads (the runtime, training, the sensors' sampler, OpenCL's device
+# TSan: the tests with threads (the runtime, training, the resize, the sensors' sampler, OpenCL's device
 # workers, netio, clusters, gossip, green rounds, launchers, operating points), less the
 # scenarios whose threads a shorter test in the run goes through. Of the clusters stay: 1, 2 and
 # 3 nodes, a steal, OpenCL nodes, the cipher, a coordinator stopped by SIGINT, and averaging
@@ -182,6 +182,7 @@ ASAN_TESTS="-simulate_predicts_loopback -simulate_synchronous_cluster -gossip_fo
 # the ASan run (their units and op_limits_*, op_node_* stay), and so are OpenCL training to an
 # accuracy and the placement's calibration (one step, cpu+opencl and a failing device stay).
 TSAN_TESTS="runtime run_ train energy opencl_train cluster gossip green netio placement trace op_
+    dataset_resize_on_threads
     launch_ -cluster_coordinator_killed -cluster_node_rejoins_a_coordinator_paused
     -cluster_broken_links -cluster_averaging_every_4_steps -cluster_node_keeps_its_own_power
     -cluster_nodes_leave_and_join -cluster_energy_policy -cluster_node_ends_cleanly_with_a_probe

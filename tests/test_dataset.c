@@ -159,6 +159,39 @@ TEST(dataset_resize_and_replicate)
     dataset_free(&d);
 }
 
+/* n random images of c x h x w bytes. */
+static dataset random_set(long n, int c, int h, int w, unsigned seed)
+{
+    dataset d = {n, c, h, w, 10, malloc((size_t)n * c * h * w), calloc((size_t)n, 1)};
+    for (size_t i = 0; i < (size_t)n * c * h * w; i++)
+        d.pixels[i] = (uint8_t)((seed = seed * 1103515245u + 12345u) >> 16);
+    return d;
+}
+
+/* Enough images for the resize to split them among threads (one per core): each image's bytes
+ * are those it gets resized alone, whichever thread took it. */
+TEST(dataset_resize_on_threads_gives_each_image_its_bytes_alone)
+{
+    char err[256];
+    for (int c = 1; c <= 3; c += 2) {
+        dataset all = random_set(1000, c, 9, 7, 7u + (unsigned)c);
+        dataset one = random_set(1, c, 9, 7, 0);
+        uint8_t *before = malloc((size_t)all.n * c * 9 * 7);
+        memcpy(before, all.pixels, (size_t)all.n * c * 9 * 7);
+        CHECKF(dataset_reshape(&all, 13, 5, 3, err, sizeof err) == 0, "%s", err);
+        for (long i = 0; i < all.n; i += 37) {
+            memcpy(one.pixels, before + (size_t)i * c * 9 * 7, (size_t)c * 9 * 7);
+            one.c = c, one.h = 9, one.w = 7;
+            CHECKF(dataset_reshape(&one, 13, 5, 3, err, sizeof err) == 0, "%s", err);
+            CHECKF(!memcmp(one.pixels, all.pixels + (size_t)i * 3 * 13 * 5, 3 * 13 * 5),
+                   "image %ld of %d channel(s)", i, c);
+        }
+        free(before);
+        dataset_free(&all);
+        dataset_free(&one);
+    }
+}
+
 TEST(dataset_pnm_images_resized_and_converted)
 {
     char *grey = tmp("a.pgm"), *colour = tmp("b.ppm"), *bad = tmp("c.pgm"), err[512];
