@@ -171,9 +171,9 @@ ASAN_TESTS="-simulate_predicts_loopback -simulate_synchronous_cluster -gossip_fo
     -cluster_node_rejoins_a_coordinator_paused -cluster_nodes_leave_and_join
     -cluster_averaging_every_4_steps -cluster_node_ends_cleanly_with_a_probe -op_windows
     -cluster_node_keeps_its_own_power -op_train_auto -cluster_broken_links"
-# TSan: the tests with threads (the runtime, training, the resize, the sensors' sampler, OpenCL's device
-# workers, netio, clusters, gossip, green rounds, launchers, operating points), less the
-# scenarios whose threads a shorter test in the run goes through. Of the clusters stay: 1, 2 and
+# TSan: the tests with threads (the runtime, training, the resize, the sensors' sampler,
+# OpenCL's device workers, netio, clusters, gossip, green rounds, launchers, operating points),
+# less the scenarios whose threads a shorter test in the run goes through. Of the clusters stay: 1, 2 and
 # 3 nodes, a steal, OpenCL nodes, the cipher, a coordinator stopped by SIGINT, and averaging
 # (compressed, overlapped with a late node); strangers are netio_strangers_*'s; the
 # messages a node sends out of turn are decoded on one thread (the ASan run has them). Of gossip,
