@@ -70,6 +70,31 @@ TEST(cli_batch_larger_than_the_data_set_is_the_whole_set)
     CHECKF(strstr(out, "--workers 2000: a number from 0 (one per core) to 1024"), "%s", out);
 }
 
+/* Each option's wrong value is named with that option and what it should be. */
+TEST(cli_wrong_values_name_their_option)
+{
+    static const char *const cases[][4] = {
+        {"join", "--linger", "0", "--linger 0: seconds from 0.1 to 3600"},
+        {"join", "--timeout", "5s", "--timeout 5s: seconds from 0.1 to 3600"},
+        {"join", "--power-budget", "0", "--power-budget 0: watts, above 0"},
+        {"join", "--slowdown", "0.5", "--slowdown 0.5: a factor from 1 to 100"},
+        {"join", "--workers", "2.5", "--workers 2.5: a number from 0 (one per core) to 1024"},
+        {"train", "--launch-timeout", "9999", "--launch-timeout 9999: seconds from 0.1 to 3600"},
+        {"train", "--port", "0", "--port 0: a port from 1 to 65535"},
+        {"train", "--wait-for", "", "--wait-for : a number of nodes from 0 to 64"},
+        {"train", "--launcher", "maybe", "--launcher maybe: auto or none"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *const *c = cases[i];
+        int rc = !strcmp(c[0], "join")
+                     ? FRUGAL(out, "join", "127.0.0.1:9", "--key", "k", c[1], c[2])
+                     : FRUGAL(out, "train", make_job(""), c[1], c[2]);
+        CHECKF(rc == 2 && strstr(out, c[3]), "%s %s %s: rc %d, %s", c[0], c[1], c[2], rc, out);
+    }
+    CHECK(FRUGAL(out, "energy", "--rate", "0") == 2);
+    CHECKF(strstr(out, "bad or unexpected argument '--rate 0'"), "%s", out);
+}
+
 TEST(cli_trace_path_is_checked_before_training)
 {
     CHECK(FRUGAL(out, "train", make_job(""), "--trace", "/nonexistent/dir/t.json") == 1);
