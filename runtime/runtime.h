@@ -192,8 +192,10 @@ typedef struct rt_stats {
     rt_kind_stats kinds[RT_MAX_KINDS];
 } rt_stats;
 
+/* NULL for a configuration it refuses, out of memory or a thread that cannot start: then
+ * nothing of it is left running or allocated. */
 rt_runtime *rt_create(const rt_config *cfg);
-void rt_destroy(rt_runtime *rt);          /* waits for all tasks first */
+void rt_destroy(rt_runtime *rt);          /* waits for all tasks first; NULL: nothing */
 int rt_workers(const rt_runtime *rt);     /* CPU workers */
 /* CPU workers allowed to run tasks (the owner always is); the others are parked: they hand
  * their queued tasks to active ones and sleep, using no CPU. Takes effect as each parked worker
