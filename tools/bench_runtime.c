@@ -355,6 +355,8 @@ static double device_hop_s(int callbacks, double device_s, int n)
     pthread_mutex_unlock(&fake.lock);
     if (callbacks)
         pthread_join(driver, NULL);
+    pthread_cond_destroy(&fake.launched);
+    pthread_mutex_destroy(&fake.lock);
     qsort(hop, 5, sizeof *hop, by_value);
     return hop[2];
 }

@@ -416,8 +416,10 @@ static int train_arguments(int argc, char **argv, run_options *o, launch_request
             return taken;
         if (taken == 0)
             i++;
-        else if (!strcmp(argv[i], "--help"))
-            return usage(stdout) + 1;   /* 1: nothing to run */
+        else if (!strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 1;   /* shown: nothing to run */
+        }
         else if (train_switch(o, argv[i]) == 0)
             continue;
         else if (argv[i][0] != '-' && !o->job)
