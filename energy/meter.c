@@ -27,6 +27,7 @@ struct energy_meter {
     double opened;                   /* clock_now_s() then */
     double opened_unix;              /* the wall clock then */
     long samples;
+    double last_t;                   /* the latest sample's time (since_open) */
     power_history history;
 
     pthread_t thread;
@@ -263,9 +264,9 @@ static void sample_sensor(energy_meter *m, sensor *s, double t)
     s->have_prev = 1;
 }
 
-void energy_meter_sample_at(energy_meter *m, double t)
+/* Under the lock. */
+static void sample_locked(energy_meter *m, double t)
 {
-    pthread_mutex_lock(&m->lock);
     history_point p = {.t = t};
     for (int i = 0; i < m->n; i++) {
         sample_sensor(m, &m->s[i], t);
@@ -275,6 +276,14 @@ void energy_meter_sample_at(energy_meter *m, double t)
     }
     history_offer(&m->history, &p);
     m->samples++;
+    if (t > m->last_t)
+        m->last_t = t;
+}
+
+void energy_meter_sample_at(energy_meter *m, double t)
+{
+    pthread_mutex_lock(&m->lock);
+    sample_locked(m, t);
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -290,11 +299,9 @@ int energy_meter_history(energy_meter *m, history_point *out, int max)
 
 double energy_meter_opened_unix(const energy_meter *m) { return m->opened_unix; }
 
-void energy_meter_read(energy_meter *m, energy_reading *out)
+/* Under the lock: the accumulated state as of time t. */
+static void copy_locked(const energy_meter *m, double t, energy_reading *out)
 {
-    double t = since_open(m);
-    energy_meter_sample_at(m, t);
-    pthread_mutex_lock(&m->lock);
     out->t = t;
     out->n = m->n;
     out->total_j = out->total_w = 0;
@@ -306,6 +313,23 @@ void energy_meter_read(energy_meter *m, energy_reading *out)
             out->total_w += m->s[i].watts;
         }
     }
+}
+
+void energy_meter_read(energy_meter *m, energy_reading *out)
+{
+    pthread_mutex_lock(&m->lock);
+    double t = since_open(m);
+    sample_locked(m, t);
+    copy_locked(m, t, out);
+    pthread_mutex_unlock(&m->lock);
+}
+
+void energy_meter_latest(energy_meter *m, energy_reading *out)
+{
+    pthread_mutex_lock(&m->lock);
+    if (!m->running || !m->samples)   /* nobody samples for us */
+        sample_locked(m, since_open(m));
+    copy_locked(m, m->last_t, out);
     pthread_mutex_unlock(&m->lock);
 }
 

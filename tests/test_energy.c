@@ -504,6 +504,46 @@ TEST(energy_sampler_thread_samples_and_stops)
     CHECKF(waited < 30, "close waited %.1f s of a 60 s period", waited);
 }
 
+/* What follows a run batch by batch reads the sampler's latest figures and touches no sensor
+ * (an NVML sample took 2 ms in a VM, and a batch of DAHL's takes 50 us on a CPU): however many
+ * readings, no more samples than the sampler's own. Each reading is the latest sample's, which
+ * a fresh read moves on. Without a sampler, the latest reading samples. Nothing here depends on
+ * the machine's speed: the bound is the sampler's rate over the time the loop took. */
+TEST(energy_latest_reading_touches_no_sensor_while_the_sampler_runs)
+{
+    intel_two_sockets(1);
+    energy_meter *m = energy_meter_open(&(energy_options){.rate_hz = 50});
+    char err[256];
+    double t0 = clock_now_s();
+    CHECK(energy_meter_start(m, err, sizeof err) == 0);
+    long before = energy_meter_samples(m);
+    energy_reading prev = {0}, r;
+    int ordered = 1;
+    for (int i = 0; i < 20000; i++) {
+        energy_meter_latest(m, &r);
+        ordered &= r.t >= prev.t && r.total_j >= prev.total_j;
+        prev = r;
+    }
+    long samples = energy_meter_samples(m) - before;
+    double elapsed = clock_now_s() - t0;
+    CHECKF(samples <= 50 * elapsed + 1, "%ld samples for 20000 readings in %.3f s at 50 Hz",
+           samples, elapsed);
+    CHECK(ordered && r.n == energy_meter_sensors(m, (sensor[SENSOR_MAX]){0}, SENSOR_MAX));
+    energy_reading fresh;
+    energy_meter_read(m, &fresh);
+    energy_meter_latest(m, &r);
+    CHECKF(r.t >= fresh.t && r.total_j >= fresh.total_j, "latest %.6f s after a read at %.6f s",
+           r.t, fresh.t);
+    energy_meter_close(m);
+
+    m = energy_meter_open(&(energy_options){.rate_hz = 50});   /* no sampler started */
+    before = energy_meter_samples(m);
+    energy_meter_latest(m, &r);
+    energy_meter_latest(m, &r);
+    CHECK(energy_meter_samples(m) == before + 2);
+    energy_meter_close(m);
+}
+
 /* NVIDIA GPUs through NVML (a fake libnvidia-ml.so): one with an energy counter, one with only
  * a power gauge, one with neither (unreadable, with NVML's reason); both readable ones are in the
  * total beside the package, and the counter is read in millijoules. */

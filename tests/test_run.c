@@ -362,6 +362,36 @@ TEST(train_summary_json_is_complete_and_valid)
     run_log_free(&log);
 }
 
+/* The number after "key": in text (NAN when absent). */
+static double json_number(const char *text, const char *key)
+{
+    char quoted[80];
+    snprintf(quoted, sizeof quoted, "\"%s\": ", key);
+    const char *at = text ? strstr(text, quoted) : NULL;
+    return at ? strtod(at + strlen(quoted), NULL) : NAN;
+}
+
+/* Following the run batch by batch (the carbon intensity, the progress line) reads the energy
+ * sampler's latest figures and samples no sensor: an NVML sample took 2 ms in a VM, and held a
+ * GPU's batches at one per 3.6 ms. 1200 batches (batch 1), and no more samples than the sampler
+ * takes at its rate over the run, plus the run's own fresh readings (a few an epoch: its
+ * start, each pass's end, the placement's window): the bound grows with the time taken, whatever the machine's speed. */
+TEST(run_follows_its_batches_without_sampling_the_sensors)
+{
+    static const char *const sets[] = {"job.batch=1", "job.epochs=4", "data.test_limit=1",
+                                       "energy.baseline_seconds=0", NULL};
+    CHECK(train_job(make_job(""), sets, 0, NULL) == 0);
+    char *text = slurp(run_file("summary.json"), NULL);
+    const char *process = text ? strstr(text, "\"this_process\"") : NULL;
+    double samples = json_number(text, "sampler_samples"), hz = json_number(text, "sampler_hz"),
+           seconds = json_number(process, "joules") / json_number(process, "watts");
+    CHECKF(samples > 0 && hz > 0 && seconds > 0, "samples %g at %g Hz in %g s", samples, hz,
+           seconds);
+    CHECKF(samples <= hz * seconds + 10 * 4 + 10, "%g samples for 1200 batches in %.2f s at %g Hz",
+           samples, seconds, hz);
+    free(text);
+}
+
 /* Whether the mapping that holds p is advised as huge pages ("hg" in its smaps VmFlags). */
 static int advised_huge(const void *p)
 {

@@ -137,6 +137,35 @@ TEST(opencl_train_fuses_each_relu_into_the_layer_before_it)
     CHECKF(strstr(out, "  relu_forward ") && !strstr(out, "conv_relu_forward"), "%s", out);
 }
 
+/* Alone on devices = opencl, an automatic grain is a batch per device (engine/train/plan.c): a
+ * task's launches and completion cost tens of microseconds on a GPU, and a device runs a
+ * chunk's kernels in order anyway. On the CPU, or beside it, chunks stay (two or more a batch).
+ * summary.json says which and why; the step is the CPU's. */
+TEST(opencl_train_alone_takes_a_batch_per_device_when_the_grain_is_auto)
+{
+    const char *job = make_job(""), *one_step = "data.limit=20";
+    char path[700], summary[1 << 16];
+    static const struct { const char *devices, *name, *chunks, *why; } runs[] = {
+        {"opencl", "grain-opencl", "\"chunks_per_batch\": 1,", "\"grain_why\": \"auto: a batch per device"},
+        {"cpu", "grain-cpu", "\"chunks_per_batch\": 2,", "\"grain_why\": \"auto: ~1 MFLOP"},
+        {"cpu+opencl", "grain-both", "\"chunks_per_batch\": 2,", "\"grain_why\": \"auto: ~1 MFLOP"}};
+    for (int i = 0; i < 3; i++) {
+        CHECKF(train(job, runs[i].devices, runs[i].name, NULL, one_step, "execution.grain=auto") == 0,
+               "%s", out);
+        snprintf(path, sizeof path, "%s/%s/summary.json", test_tmpdir(), runs[i].name);
+        test_read_text(path, summary, sizeof summary);
+        CHECKF(strstr(summary, runs[i].chunks) && strstr(summary, runs[i].why), "%s: %s",
+               runs[i].devices, summary);
+    }
+    check_same_weights("grain-opencl", "grain-cpu", 1e-6, 1e-5);
+    /* a grain the job sets is the job's */
+    CHECKF(train(job, "opencl", "grain-job", NULL, one_step, "execution.grain=5") == 0, "%s", out);
+    snprintf(path, sizeof path, "%s/grain-job/summary.json", test_tmpdir());
+    test_read_text(path, summary, sizeof summary);
+    CHECKF(strstr(summary, "\"chunks_per_batch\": 4,") && strstr(summary, "\"grain_why\": \"job\""),
+           "%s", summary);
+}
+
 TEST(opencl_train_cpu_plus_opencl_uses_both_and_matches_a_serial_run)
 {
     const char *job = make_job("");

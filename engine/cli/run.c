@@ -271,6 +271,8 @@ static int open_trainer(run *r, const rt_config *rc)
     if (!r->rt)
         return fail(r, "cannot start the runtime's %d workers", r->cfg.workers);
     devices_models_load(&r->devices, r->rt, r->cfg.deterministic, r->out);
+    if (!r->cfg.grain && !r->cluster)   /* no other machine shares this one's chunks */
+        r->cfg.grain = JOB_GRAIN_PER_DEVICE;
     r->t = trainer_create(&r->cfg, &r->m, r->rt, &r->train, r->have_test ? &r->test : NULL,
                           r->err, sizeof r->err);
     if (!r->t)

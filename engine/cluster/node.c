@@ -514,11 +514,13 @@ static int take_job(node_process *n)
 
 /* ---- serving chunks ---- */
 
+/* Before and after each work: the sampler's latest figures, not a fresh sample (which can
+ * take milliseconds, NVML's in a VM). */
 static energy_reading read_meter(node_process *n)
 {
     energy_reading r = {0};
     if (n->meter)
-        energy_meter_read(n->meter, &r);
+        energy_meter_latest(n->meter, &r);
     return r;
 }
 
@@ -528,7 +530,9 @@ static void add_figures(node_process *n, const energy_reading *before, const ene
                         msg_result *r)
 {
     r->joules = after->total_j;
-    r->watts = after->t > before->t ? (after->total_j - before->total_j) / (after->t - before->t) : 0;
+    /* over the samples between, or over the latest sampling interval when none fell between */
+    r->watts = after->t > before->t ? (after->total_j - before->total_j) / (after->t - before->t)
+                                    : after->total_w;
     r->carbon_g_per_kwh = n->carbon.value;
     r->renewable_w = n->carbon.renewable_w;
     if (n->grams_at_job < 0)

@@ -84,6 +84,9 @@ typedef enum gossip_topology {
 
 /* Where tasks may run: auto is the CPU and every OpenCL GPU or accelerator (an OpenCL CPU device
  * such as PoCL shares the cores frugal already uses: name it to use it). */
+/* grain as a run alone on its devices resolves auto (engine/cli/run.c): a batch per device. */
+#define JOB_GRAIN_PER_DEVICE (-1)
+
 typedef enum devices_choice { DEVICES_AUTO, DEVICES_CPU, DEVICES_OPENCL, DEVICES_CPU_OPENCL } devices_choice;
 
 typedef struct job_config {
@@ -118,7 +121,7 @@ typedef struct job_config {
     float lr, momentum, weight_decay;
     /* [execution] */
     int workers;                   /* 0: all CPUs */
-    int grain;                     /* 0: auto; else samples per task */
+    int grain;                     /* 0: auto; else samples per task; or JOB_GRAIN_PER_DEVICE */
     int filter_groups;             /* 0: auto; else tasks per chunk for each convolution */
     int fuse;                      /* 0: auto, 1: on where possible, -1: off */
     int devices;                   /* DEVICES_AUTO, ... */

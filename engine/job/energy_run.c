@@ -119,10 +119,11 @@ static void follow_carbon(energy_run *er, const energy_reading *now)
         fprintf(er->log, "energy: %s; keeping %g g CO2e/kWh\n", why, er->carbon.value);
 }
 
+/* Called every batch: the sampler's latest figures, as a fresh sample can take milliseconds. */
 void energy_run_follow_carbon(energy_run *er)
 {
     energy_reading now;
-    energy_meter_read(er->meter, &now);
+    energy_meter_latest(er->meter, &now);
     follow_carbon(er, &now);
 }
 
@@ -168,7 +169,7 @@ void energy_run_split_kinds(energy_run *er, const rt_stats *st, epoch_energy *e)
 void energy_run_so_far(energy_run *er, double *joules, double *watts)
 {
     energy_reading now;
-    energy_meter_read(er->meter, &now);
+    energy_meter_latest(er->meter, &now);
     *joules = now.total_j - er->epoch_start.total_j;   /* the epoch so far */
     *watts = now.total_w;
 }

@@ -168,6 +168,7 @@ static void write_energy(FILE *f, const report_input *in, const sensor *s, int n
     }
     json_number_field(f, "sampler_hz", energy_meter_rate(er->meter), 0);
     json_number_field(f, "sampler_cpu_share", energy_meter_sampler_share(er->meter), 0);
+    json_number_field(f, "sampler_samples", (double)energy_meter_samples(er->meter), 0);
     fputs(",\n    \"this_process\": {", f);
     write_figures(f, &run);
     fputc('}', f);

@@ -53,6 +53,21 @@ int plan_grain(const job_config *cfg, const model *m)
     return (int)((cfg->batch + chunks - 1) / chunks);
 }
 
+/* On devices alone (JOB_GRAIN_PER_DEVICE), a batch per device: a device runs a chunk's kernels
+ * one after the other anyway, and each task costs its launches and its completion, 30-60 us on
+ * an H200's OpenCL, so two chunks a batch only doubled a batch's chain of tasks. */
+static void choose_grain(exec_plan *p, const job_config *cfg, const model *m)
+{
+    if (cfg->grain == JOB_GRAIN_PER_DEVICE && p->pinned) {
+        p->grain = (cfg->batch + p->devices - 1) / p->devices;
+        snprintf(p->grain_why, sizeof p->grain_why, "auto: a batch per device (devices = opencl)");
+        return;
+    }
+    p->grain = plan_grain(cfg, m);
+    snprintf(p->grain_why, sizeof p->grain_why, "%s", cfg->grain > 0 ? "job"
+             : "auto: ~1 MFLOP and 2000 flops per parameter a task, 2 or more chunks a batch");
+}
+
 /* A first convolution reads the data set's bytes when a chunk's inputs as floats would not stay
  * in cache between the load and the convolution: then the bytes cost a quarter of the traffic.
  * Beyond 0.5 MB: DAHL 62x84x3's chunks (1.00 MB) train 11% faster on bytes; vgg-small's (0.20
@@ -149,7 +164,7 @@ void plan_make(exec_plan *p, const job_config *cfg, const model *m, int devices)
     p->pinned = cfg->devices == DEVICES_OPENCL && devices;
     p->by_energy = cfg->policy > POLICY_TIME && devices;
     p->batch = cfg->batch;
-    p->grain = plan_grain(cfg, m);
+    choose_grain(p, cfg, m);
     p->nchunks = (p->batch + p->grain - 1) / p->grain;
     choose_input(p, m);
     const char *conv = env_switch_value(ENV_CONV), *isa = env_switch_value(ENV_ISA);
@@ -223,6 +238,8 @@ void plan_write_json(const exec_plan *p, const model *m, FILE *f)
 {
     /* model FLOPs: 3 x forward (forward, input and weight gradients), as benchmarks count them */
     fprintf(f, "\"grain\": %d, \"chunks_per_batch\": %d", p->grain, p->nchunks);
+    fputs(", \"grain_why\": ", f);
+    json_string(f, p->grain_why);
     json_fixed_field(f, "model_flops_per_sample", m->flops_per_sample, 0);
     json_fixed_field(f, "executed_flops_per_sample", executed_flops(p, m), 0);
     fputs(", \"input\": ", f);

@@ -28,6 +28,7 @@ typedef struct exec_plan {
                                       * channel lanes (ops/conv.h): between two layers that
                                       * take them, the first's output (after what is fused into
                                       * it) the second's input */
+    char grain_why[96];              /* "job", "auto: ..." */
     char layout_why[96];             /* "auto: ..." or "FRUGAL_LAYOUT=nchw" */
     int bytes_input;                 /* a first convolution reads the data set's bytes */
     char input_why[96];              /* "auto: ..." or "FRUGAL_INPUT=bytes" */
