@@ -165,11 +165,15 @@ static ocl_buf at(ocl_buf b, size_t floats) { return (ocl_buf){b.mem, b.offset +
 #define GEOM(g) I((g)->c), I((g)->h), I((g)->w), I((g)->f), I((g)->kh), I((g)->kw), \
                 I((g)->stride), I((g)->pad), I((g)->oh), I((g)->ow)
 
+/* The outputs of a row that a work-item of conv_forward computes (kernels.cl's CONV_ROW). */
+#define CONV_ROW 4
+
 /* A convolution runs as a work-item per output value (kernels.cl's conv_forward and the like),
  * or as each sample's im2col matrix times the weights through CLBlast: where CLBlast passed its
  * self-check here and the layer has the filters and taps to fill a GEMM's tiles, unless
- * FRUGAL_OPENCL_CONV says direct or gemm. A work-item per output value does all its taps'
- * multiply-adds alone, with two loads each, where a GEMM shares its operands' tiles. The
+ * FRUGAL_OPENCL_CONV says direct or gemm. A direct kernel's work-item does all its taps'
+ * multiply-adds alone (the forward pass's for four outputs of a row, each weight loaded once
+ * for them), where a GEMM shares its operands' tiles. The
  * matrices of a chunk must also fit in one allocation of the device's. */
 #define CONV_GEMM_FILTERS 16
 #define CONV_GEMM_TAPS 32
@@ -199,7 +203,8 @@ int ocl_kernel_conv_forward(ocl_launch *l, const conv_geom *g, ocl_buf x, ocl_bu
 {
     int nf = f1 - f0, taps = g->c * g->kh * g->kw, Q = g->oh * g->ow;
     if (!conv_by_gemm(l, g, n, nf))
-        return RUN(l, "conv_forward", (size_t)n * (size_t)nf * Q, B(x, 4), B(params, 4), B(y, 4),
+        return RUN(l, "conv_forward", (size_t)n * nf * g->oh * ((g->ow + CONV_ROW - 1) / CONV_ROW),
+                   B(x, 4), B(params, 4), B(y, 4),
                    GEOM(g), I(f0), I(nf));
     ocl_buf col;   /* y_n = W col_n, then the biases (after the F x taps weights) */
     batch_operand W = {at(params, (size_t)f0 * taps), taps, 0};
@@ -229,7 +234,7 @@ int ocl_kernel_conv_backward_input(ocl_launch *l, const conv_geom *g, ocl_buf dy
 /* About this many work-items sum the slices of a filter gradient: enough to fill a GPU, while
  * each still sums a few rows. The slicing depends on the sizes alone, so every device adds in
  * the same order. */
-#define FILTER_GRADIENT_ITEMS 65536
+#define FILTER_GRADIENT_ITEMS 262144
 
 /* The filter gradient through GEMMs: each sample's part (dy_n col_n^T, then its biases' sums)
  * into the slices' buffer, summed in sample order by the direct path's total. */

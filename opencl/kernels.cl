@@ -28,26 +28,67 @@ __kernel void load_chunk(G const uchar *pixels, ulong po, G const uchar *labels_
 
 /* ---- convolution ---- */
 
-/* y[n][f0 + j] for j < nf, with bias (after the F*C*KH*KW weights). Global: n * nf * OH * OW. */
+/* Outputs a work-item computes along a row: each weight is loaded once for all of them, and
+ * with stride 1 each input once per kernel row (a window slides through registers), where a
+ * work-item per output loaded two values per multiply-add. Kernels.c's global size counts it. */
+#define CONV_ROW 4
+
+/* y[n][f0 + j] for j < nf, with bias (after the F*C*KH*KW weights): CONV_ROW neighbouring
+ * outputs of a row (fewer at its end), each summed in the order of a work-item per output
+ * (bias, then c, ky, kx ascending over the taps inside the image). Global:
+ * n * nf * OH * ceil(OW / CONV_ROW). */
 __kernel void conv_forward(G const float *x, ulong xo, G const float *w, ulong wo, G float *y,
                            ulong yo, int C, int H, int W, int F, int KH, int KW, int stride,
                            int pad, int OH, int OW, int f0, int nf)
 {
     size_t i = get_global_id(0);
-    int ox = (int)(i % OW), oy = (int)(i / OW % OH), f = f0 + (int)(i / ((size_t)OW * OH) % nf);
-    int n = (int)(i / ((size_t)OW * OH * nf));
-    float acc = w[wo + (size_t)F * C * KH * KW + f];
-    /* the taps inside the image, found once: iy = y0 + ky, ix = x0 + kx */
+    int quads = (OW + CONV_ROW - 1) / CONV_ROW;
+    int ox = (int)(i % quads) * CONV_ROW, oy = (int)(i / quads % OH);
+    int f = f0 + (int)(i / ((size_t)quads * OH) % nf), n = (int)(i / ((size_t)quads * OH * nf));
+    int count = min(CONV_ROW, OW - ox);
+    float acc[CONV_ROW];
+    for (int t = 0; t < CONV_ROW; t++)
+        acc[t] = w[wo + (size_t)F * C * KH * KW + f];
     int y0 = oy * stride - pad, x0 = ox * stride - pad;
-    int ky0 = max(0, -y0), ky1 = min(KH, H - y0), kx0 = max(0, -x0), kx1 = min(KW, W - x0);
+    int ky0 = max(0, -y0), ky1 = min(KH, H - y0);
+    /* every tap of all CONV_ROW outputs inside the row: no bounds to test */
+    int inside = count == CONV_ROW && x0 >= 0 && x0 + (CONV_ROW - 1) * stride + KW <= W;
     for (int c = 0; c < C; c++) {
         G const float *xc = x + xo + ((size_t)n * C + c) * H * W;
         G const float *wc = w + wo + ((size_t)f * C + c) * KH * KW;
-        for (int ky = ky0; ky < ky1; ky++)
-            for (int kx = kx0; kx < kx1; kx++)
-                acc += xc[(y0 + ky) * W + x0 + kx] * wc[ky * KW + kx];
+        for (int ky = ky0; ky < ky1; ky++) {
+            G const float *xr = xc + (y0 + ky) * W + x0, *wr = wc + ky * KW;
+            if (inside && stride == 1) {
+                float win[CONV_ROW];
+                for (int t = 0; t < CONV_ROW; t++)
+                    win[t] = xr[t];
+                for (int kx = 0; kx < KW; kx++) {
+                    float wv = wr[kx];
+                    for (int t = 0; t < CONV_ROW; t++)
+                        acc[t] += win[t] * wv;
+                    for (int t = 0; t < CONV_ROW - 1; t++)
+                        win[t] = win[t + 1];
+                    win[CONV_ROW - 1] = kx + 1 < KW ? xr[CONV_ROW + kx] : 0;
+                }
+            } else if (inside) {
+                for (int kx = 0; kx < KW; kx++) {
+                    float wv = wr[kx];
+                    for (int t = 0; t < CONV_ROW; t++)
+                        acc[t] += xr[t * stride + kx] * wv;
+                }
+            } else {
+                for (int t = 0; t < CONV_ROW; t++) {
+                    int xt = x0 + t * stride, kx0 = max(0, -xt), kx1 = min(KW, W - xt);
+                    for (int kx = kx0; kx < kx1 && t < count; kx++)
+                        acc[t] += xr[t * stride + kx] * wr[kx];
+                }
+            }
+        }
     }
-    y[yo + (((size_t)n * F + f) * OH + oy) * OW + ox] = acc;
+    G float *yr = y + yo + (((size_t)n * F + f) * OH + oy) * OW + ox;
+    for (int t = 0; t < CONV_ROW; t++)
+        if (t < count)
+            yr[t] = acc[t];
 }
 
 /* The first tap (ascending) of a kernel dimension that lands on an output for input position

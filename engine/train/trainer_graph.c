@@ -254,7 +254,10 @@ static void submit_update(trainer *t, int l, int k0, int k1)
     if (submit_fused_update(t, l, k0, k1, &s))
         return;
     int groups = t->plan.groups[l];
-    for (int k = k1 - 1; k >= k0; k--) {
+    /* One chunk of one filter group (a batch per device): its partial gradient is laid out as
+     * the layer's, and the step reads it there, without a task that would copy it. */
+    rt_handle *grad = k1 - k0 == 1 && groups == 1 ? t->hpartial_part[l][k0] : t->hgrad[l];
+    for (int k = k1 - 1; k >= k0 && grad == t->hgrad[l]; k--) {
         gradsum_args a = {ly, groups, k == k1 - 1};
         access_list al = {.n = 0};
         add(&al, t->hgrad[l], k < k1 - 1 ? RT_RW : RT_W);
@@ -264,7 +267,7 @@ static void submit_update(trainer *t, int l, int k0, int k1)
     }
     access_list al = {.n = 0};
     add(&al, t->hparams[l], RT_RW);
-    add(&al, t->hgrad[l], RT_R);
+    add(&al, grad, RT_R);
     add(&al, t->hvelocity[l], RT_RW);
     trainer_submit(t, &trainer_sgd_kind, &s, sizeof s, PRIO_UPDATE, &al, -1);
 }
