@@ -82,11 +82,11 @@ typedef enum gossip_topology {
     GOSSIP_RING, GOSSIP_EXPONENTIAL, GOSSIP_RANDOM, GOSSIP_FULL, GOSSIP_TOPOLOGIES
 } gossip_topology;
 
-/* Where tasks may run: auto is the CPU and every OpenCL GPU or accelerator (an OpenCL CPU device
- * such as PoCL shares the cores frugal already uses: name it to use it). */
 /* grain as a run alone on its devices resolves auto (engine/cli/run.c): a batch per device. */
 #define JOB_GRAIN_PER_DEVICE (-1)
 
+/* Where tasks may run: auto is the CPU and every OpenCL GPU or accelerator (an OpenCL CPU device
+ * such as PoCL shares the cores frugal already uses: name it to use it). */
 typedef enum devices_choice { DEVICES_AUTO, DEVICES_CPU, DEVICES_OPENCL, DEVICES_CPU_OPENCL } devices_choice;
 
 typedef struct job_config {
