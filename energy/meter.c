@@ -18,6 +18,8 @@
 
 struct energy_meter {
     pthread_mutex_t lock;            /* guards the sensors' sampling state */
+    pthread_mutex_t latest_lock;     /* guards latest alone: held for a copy, never a sample */
+    energy_reading latest;           /* the state as of the latest sample */
     sensor s[SENSOR_MAX];
     int n;
     energy_options opts;
@@ -173,6 +175,7 @@ energy_meter *energy_meter_open(const energy_options *opts)
     if (m->opts.rate_hz <= 0)
         m->opts.rate_hz = 20;
     pthread_mutex_init(&m->lock, NULL);
+    pthread_mutex_init(&m->latest_lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -264,7 +267,23 @@ static void sample_sensor(energy_meter *m, sensor *s, double t)
     s->have_prev = 1;
 }
 
-/* Under the lock. */
+/* Under the lock: the accumulated state as of time t. */
+static void copy_locked(const energy_meter *m, double t, energy_reading *out)
+{
+    out->t = t;
+    out->n = m->n;
+    out->total_j = out->total_w = 0;
+    for (int i = 0; i < m->n; i++) {
+        out->joules[i] = m->s[i].joules;
+        out->watts[i] = m->s[i].watts;
+        if (m->s[i].in_total) {
+            out->total_j += m->s[i].joules;
+            out->total_w += m->s[i].watts;
+        }
+    }
+}
+
+/* Under the lock; publishes the state as latest. */
 static void sample_locked(energy_meter *m, double t)
 {
     history_point p = {.t = t};
@@ -278,6 +297,11 @@ static void sample_locked(energy_meter *m, double t)
     m->samples++;
     if (t > m->last_t)
         m->last_t = t;
+    energy_reading now;
+    copy_locked(m, m->last_t, &now);
+    pthread_mutex_lock(&m->latest_lock);
+    m->latest = now;
+    pthread_mutex_unlock(&m->latest_lock);
 }
 
 void energy_meter_sample_at(energy_meter *m, double t)
@@ -299,22 +323,6 @@ int energy_meter_history(energy_meter *m, history_point *out, int max)
 
 double energy_meter_opened_unix(const energy_meter *m) { return m->opened_unix; }
 
-/* Under the lock: the accumulated state as of time t. */
-static void copy_locked(const energy_meter *m, double t, energy_reading *out)
-{
-    out->t = t;
-    out->n = m->n;
-    out->total_j = out->total_w = 0;
-    for (int i = 0; i < m->n; i++) {
-        out->joules[i] = m->s[i].joules;
-        out->watts[i] = m->s[i].watts;
-        if (m->s[i].in_total) {
-            out->total_j += m->s[i].joules;
-            out->total_w += m->s[i].watts;
-        }
-    }
-}
-
 void energy_meter_read(energy_meter *m, energy_reading *out)
 {
     pthread_mutex_lock(&m->lock);
@@ -324,13 +332,16 @@ void energy_meter_read(energy_meter *m, energy_reading *out)
     pthread_mutex_unlock(&m->lock);
 }
 
+/* Never waits for a sample in progress (the sampler holds the lock through its sensors). */
 void energy_meter_latest(energy_meter *m, energy_reading *out)
 {
-    pthread_mutex_lock(&m->lock);
-    if (!m->running || !m->samples)   /* nobody samples for us */
-        sample_locked(m, since_open(m));
-    copy_locked(m, m->last_t, out);
-    pthread_mutex_unlock(&m->lock);
+    if (!m->running) {   /* nobody samples for us */
+        energy_meter_read(m, out);
+        return;
+    }
+    pthread_mutex_lock(&m->latest_lock);
+    *out = m->latest;
+    pthread_mutex_unlock(&m->latest_lock);
 }
 
 static void *sampler(void *arg)
@@ -387,6 +398,7 @@ void energy_meter_close(energy_meter *m)
         perf_power_close(&m->s[i]);
     history_free(&m->history);
     pthread_cond_destroy(&m->wake);
+    pthread_mutex_destroy(&m->latest_lock);
     pthread_mutex_destroy(&m->lock);
     free(m);
 }

@@ -47,9 +47,9 @@ int energy_meter_start(energy_meter *m, char *err, size_t errlen);
 /* Samples every sensor now and returns the accumulated joules. A sample can take milliseconds
  * (NVML in a VM took 2 ms): for the start and end of what is measured, not for every batch. */
 void energy_meter_read(energy_meter *m, energy_reading *out);
-/* The accumulated joules as of the sampler's latest sample (t is that sample's), no sensor
- * touched: for whatever follows the run batch by batch or chunk by chunk. Samples now when no
- * sampler runs. */
+/* The accumulated joules as of the sampler's latest sample (t is that sample's): no sensor
+ * touched, no wait for a sample in progress; for whatever follows the run batch by batch or
+ * chunk by chunk. Samples now when no sampler runs. */
 void energy_meter_latest(energy_meter *m, energy_reading *out);
 /* Samples every sensor as if the time were t (seconds): tests drive the meter with it. */
 void energy_meter_sample_at(energy_meter *m, double t);

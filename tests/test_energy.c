@@ -10,6 +10,8 @@
 #include "energy/power_model.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -585,6 +587,61 @@ TEST(energy_nvml_gpus_by_counter_or_power_gauge)
            "%s", energy_meter_source(m));
     energy_meter_close(m);
     unsetenv("FAKE_NVML_DIR");   /* the library stays loaded: from now on it has no GPU */
+}
+
+/* Lets a held NVML reading go after 30 s at most (a latest reading that waited for it). */
+static _Atomic int hold_done, hold_forced;
+
+static void *release_hold(void *path)
+{
+    for (int i = 0; i < 3000 && !atomic_load(&hold_done); i++)
+        nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
+    if (!atomic_load(&hold_done)) {
+        atomic_store(&hold_forced, 1);
+        unlink(path);
+    }
+    return NULL;
+}
+
+/* A sample in progress holds the meter's lock through its sensors (an NVML reading took 2 ms in
+ * a VM): the latest reading does not wait for it. The fake NVML holds the sampler's reading
+ * until the test lets it go; the latest reading must come back while it is still held. */
+TEST(energy_latest_reading_never_waits_for_a_sample_in_progress)
+{
+    fake_root();
+    rapl_zone("intel-rapl:0", "package-0", 1000000, INTEL_MAX);
+    char lib[600], dir[600], hold[700], held[700], err[256];
+    const char *variant = getenv("FRUGAL_TEST_VARIANT");
+    snprintf(lib, sizeof lib, "build/%s/libfake_nvml.so", variant ? variant : "release");
+    snprintf(dir, sizeof dir, "%s/nvml", root);
+    snprintf(hold, sizeof hold, "%s/hold", dir);
+    snprintf(held, sizeof held, "%s/held", dir);
+    put("nvml/count", "1\n");
+    put("nvml/energy0", "1000\n");
+    setenv("FRUGAL_NVML_LIBRARY", lib, 1);
+    setenv("FAKE_NVML_DIR", dir, 1);
+    env_switches_read();
+    energy_meter *m = energy_meter_open(&(energy_options){.rate_hz = 50});
+    put("nvml/hold", "\n");
+    CHECK(energy_meter_start(m, err, sizeof err) == 0);
+    double t0 = clock_now_s();
+    while (access(held, F_OK) && clock_now_s() - t0 < 60)
+        nanosleep(&(struct timespec){0, 1000000L}, NULL);
+    CHECKF(!access(held, F_OK), "the sampler never reached NVML in %.0f s", clock_now_s() - t0);
+    atomic_store(&hold_done, 0);
+    atomic_store(&hold_forced, 0);
+    pthread_t releaser;
+    CHECK(pthread_create(&releaser, NULL, release_hold, hold) == 0);
+    energy_reading r;
+    energy_meter_latest(m, &r);
+    int while_held = !atomic_load(&hold_forced) && !access(hold, F_OK);
+    atomic_store(&hold_done, 1);
+    pthread_join(releaser, NULL);
+    unlink(hold);
+    CHECKF(while_held, "the latest reading waited for the sample in progress");
+    CHECK(r.n == 2 && r.total_j >= 0);
+    energy_meter_close(m);
+    unsetenv("FAKE_NVML_DIR");
 }
 
 /* perf's power PMU where no RAPL file is readable. The fake PMU's type is perf's software type

@@ -4,11 +4,14 @@
  * counter) and `powerI` (milliwatts; absent: not supported), and its power limit: `limitI`
  * (milliwatts; absent: none), `limit_minI`, `limit_maxI`, `limit_defaultI`; with `lockedI`
  * present, setting the limit is refused as without root. A limit set is written to `limitI` and
- * appended to `limit_logI`; the power read is never above the limit. Without $FAKE_NVML_DIR it
- * has no GPU. */
+ * appended to `limit_logI`; the power read is never above the limit. While a file `hold` is
+ * there, a reading waits (an NVML sample that lasts, as in a VM), having written `held`. Without
+ * $FAKE_NVML_DIR it has no GPU. */
+#define _POSIX_C_SOURCE 200809L   /* nanosleep */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { SUCCESS = 0, INVALID_ARGUMENT = 2, NOT_SUPPORTED = 3, NO_PERMISSION = 4 };
@@ -71,13 +74,29 @@ int nvmlDeviceGetName(void *device, char *name, unsigned len)
     return SUCCESS;
 }
 
+/* Waits while $FAKE_NVML_DIR/hold exists, saying so with $FAKE_NVML_DIR/held. */
+static void wait_while_held(void)
+{
+    char hold[1024], held[1024];
+    if (!path_of("hold", ~0u, hold, sizeof hold) || access(hold, F_OK))
+        return;
+    path_of("held", ~0u, held, sizeof held);
+    FILE *f = fopen(held, "w");
+    if (f)
+        fclose(f);
+    while (!access(hold, F_OK))
+        nanosleep(&(struct timespec){0, 1000000L}, NULL);
+}
+
 int nvmlDeviceGetTotalEnergyConsumption(void *device, unsigned long long *mj)
 {
+    wait_while_held();
     return read_number("energy", (unsigned)((unsigned long)device - 1), mj) ? NOT_SUPPORTED : SUCCESS;
 }
 
 int nvmlDeviceGetPowerUsage(void *device, unsigned *mw)
 {
+    wait_while_held();
     unsigned long long v;
     unsigned i = (unsigned)((unsigned long)device - 1);
     unsigned long long limit;
