@@ -1,6 +1,7 @@
 #include "common/text.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <string.h>
 
 char *text_trim(char *s)
@@ -26,4 +27,15 @@ void text_shell_word(FILE *f, const char *s)
         else
             fputc(*c, f);
     fputc('\'', f);
+}
+
+int text_error(int status, const char *prefix, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs(prefix, stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return status;
 }

@@ -26,7 +26,6 @@
 #include "version.h"
 
 #include <float.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,18 +168,8 @@ static int cmd_keygen(int argc, char **argv)
     return 0;
 }
 
-/* A wrong command line: "frugal " and what is wrong on stderr; returns 2, its exit status. */
-static int wrong(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int wrong(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("frugal ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return 2;
-}
+/* A wrong command line: "frugal " and what is wrong on stderr; 2, its exit status. */
+#define wrong(...) text_error(2, "frugal ", __VA_ARGS__)
 
 /* s, the value of option opt of `frugal cmd`, as a number from lo to hi: else -1, having said
  * what it should be (expects). A whole number where whole. */

@@ -36,11 +36,11 @@
 #include "engine/train/trainer.h"
 #include "engine/placement/worker_control.h"
 #include "ops/cpu.h"
+#include "common/text.h"
 
 #include <errno.h>
 #include <stdatomic.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -88,18 +88,8 @@ typedef struct run {
     char err[1024];
 } run;
 
-static int fail(run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(run *r, const char *fmt, ...)
-{
-    (void)r;   /* errors go to stderr, whatever the run's output */
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("frugal: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return 1;
-}
+/* Errors go to stderr, whatever the run's output (r unused); 1, the exit status. */
+#define fail(r, ...) ((void)(r), text_error(1, "frugal: ", __VA_ARGS__))
 
 static void show_progress(void *ctx, long done, long total, double seconds);
 

@@ -18,6 +18,7 @@
  * chunks are computed. */
 #include "engine/cluster/node.h"
 #include "common/clock.h"
+#include "common/text.h"
 
 #include "energy/carbon.h"
 #include "energy/meter.h"
@@ -36,7 +37,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -193,18 +193,8 @@ static void drop(queued *q)
     free(q);
 }
 
-static int fail(node_process *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(node_process *n, const char *fmt, ...)
-{
-    (void)n;
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("frugal join: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return 1;
-}
+/* The node's error on stderr (n unused); 1, the exit status. */
+#define fail(n, ...) ((void)(n), text_error(1, "frugal join: ", __VA_ARGS__))
 
 /* An event that is not the message wanted ends the node: the coordinator lost or refusing. */
 static int unexpected(node_process *n, const queued *q, const char *waiting_for)

@@ -245,7 +245,23 @@ static int submit_fused_update(trainer *t, int l, int k0, int k1, const sgd_args
 
 /* The partial gradients of chunks [k0, k1) of layer l summed in a fixed order, from the last
  * chunk down (the same weights whatever the workers; and a node computing a batch's last
- * chunks may sum them itself, trainer_remote.c), then the update. */
+ * chunks may sum them itself, trainer_remote.c), into the layer's gradient. */
+static void submit_gradient_sum(trainer *t, int l, int k0, int k1)
+{
+    int groups = t->plan.groups[l];
+    for (int k = k1 - 1; k >= k0; k--) {
+        gradsum_args a = {&t->m->layers[l], groups, k == k1 - 1};
+        access_list al = {.n = 0};
+        add(&al, t->hgrad[l], k < k1 - 1 ? RT_RW : RT_W);
+        for (int g = 0; g < groups; g++)
+            add(&al, t->hpartial_part[l][k * groups + g], RT_R);
+        trainer_submit(t, &trainer_gradsum_kind, &a, sizeof a, PRIO_UPDATE, &al, -1);
+    }
+}
+
+/* Layer l's update from chunks [k0, k1): their gradients summed, then the step. One chunk of
+ * one filter group (a batch per device) has its partial gradient laid out as the layer's: the
+ * step reads it there, without a task that would copy it. */
 static void submit_update(trainer *t, int l, int k0, int k1)
 {
     const layer *ly = &t->m->layers[l];
@@ -253,18 +269,11 @@ static void submit_update(trainer *t, int l, int k0, int k1)
     sgd_args s = {ly->nparams, cfg->lr, cfg->momentum, cfg->weight_decay};
     if (submit_fused_update(t, l, k0, k1, &s))
         return;
-    int groups = t->plan.groups[l];
-    /* One chunk of one filter group (a batch per device): its partial gradient is laid out as
-     * the layer's, and the step reads it there, without a task that would copy it. */
-    rt_handle *grad = k1 - k0 == 1 && groups == 1 ? t->hpartial_part[l][k0] : t->hgrad[l];
-    for (int k = k1 - 1; k >= k0 && grad == t->hgrad[l]; k--) {
-        gradsum_args a = {ly, groups, k == k1 - 1};
-        access_list al = {.n = 0};
-        add(&al, t->hgrad[l], k < k1 - 1 ? RT_RW : RT_W);
-        for (int g = 0; g < groups; g++)
-            add(&al, t->hpartial_part[l][k * groups + g], RT_R);
-        trainer_submit(t, &trainer_gradsum_kind, &a, sizeof a, PRIO_UPDATE, &al, -1);
-    }
+    rt_handle *grad = t->hgrad[l];
+    if (k1 - k0 == 1 && t->plan.groups[l] == 1)
+        grad = t->hpartial_part[l][k0];
+    else
+        submit_gradient_sum(t, l, k0, k1);
     access_list al = {.n = 0};
     add(&al, t->hparams[l], RT_RW);
     add(&al, grad, RT_R);
