@@ -4,6 +4,8 @@
 #include "common/env_switches.h"
 
 #include <clblast_c.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,6 +53,11 @@ static int run(ocl_launch *l, const char *name, size_t global, size_t local, con
     ocl_device *d = l->d;
     if (!global)
         return 0;
+    if (global > UINT32_MAX) {   /* the kernels find their places with 32-bit divisions */
+        snprintf(l->err, l->errlen, "%s: kernel %s: %zu work-items, more than 2^32 - 1",
+                 d->name, name, global);
+        return -1;
+    }
     cl_int rc = CL_SUCCESS;
     cl_event e = NULL;
     pthread_mutex_lock(&d->kernels_lock);
@@ -165,15 +172,19 @@ static ocl_buf at(ocl_buf b, size_t floats) { return (ocl_buf){b.mem, b.offset +
 #define GEOM(g) I((g)->c), I((g)->h), I((g)->w), I((g)->f), I((g)->kh), I((g)->kw), \
                 I((g)->stride), I((g)->pad), I((g)->oh), I((g)->ow)
 
-/* The outputs of a row that a work-item of conv_forward computes (kernels.cl's CONV_ROW). */
-#define CONV_ROW 4
+/* The output rows and filters a work-item of conv_forward computes (kernels.cl's). */
+#define CONV_ROWS 4
+#define CONV_FILTERS 4
+
+static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 
 /* A convolution runs as a work-item per output value (kernels.cl's conv_forward and the like),
  * or as each sample's im2col matrix times the weights through CLBlast: where CLBlast passed its
  * self-check here and the layer has the filters and taps to fill a GEMM's tiles, unless
  * FRUGAL_OPENCL_CONV says direct or gemm. A direct kernel's work-item does all its taps'
- * multiply-adds alone (the forward pass's for four outputs of a row, each weight loaded once
- * for them), where a GEMM shares its operands' tiles. The
+ * multiply-adds alone (the forward pass's for four rows of a column and four filters: each
+ * weight loaded once for four outputs, each input for four filters), where a GEMM shares its
+ * operands' tiles. The
  * matrices of a chunk must also fit in one allocation of the device's. */
 #define CONV_GEMM_FILTERS 16
 #define CONV_GEMM_TAPS 32
@@ -203,9 +214,9 @@ int ocl_kernel_conv_forward(ocl_launch *l, const conv_geom *g, ocl_buf x, ocl_bu
 {
     int nf = f1 - f0, taps = g->c * g->kh * g->kw, Q = g->oh * g->ow;
     if (!conv_by_gemm(l, g, n, nf))
-        return RUN(l, "conv_forward", (size_t)n * nf * g->oh * ((g->ow + CONV_ROW - 1) / CONV_ROW),
-                   B(x, 4), B(params, 4), B(y, 4),
-                   GEOM(g), I(f0), I(nf));
+        return RUN(l, "conv_forward",
+                   (size_t)n * ceil_div(nf, CONV_FILTERS) * ceil_div(g->oh, CONV_ROWS) * g->ow,
+                   B(x, 4), B(params, 4), B(y, 4), GEOM(g), I(f0), I(nf));
     ocl_buf col;   /* y_n = W col_n, then the biases (after the F x taps weights) */
     batch_operand W = {at(params, (size_t)f0 * taps), taps, 0};
     return im2col(l, g, x, n, &col) ||
@@ -231,10 +242,26 @@ int ocl_kernel_conv_backward_input(ocl_launch *l, const conv_geom *g, ocl_buf dy
            RUN(l, "col2im", (size_t)n * g->c * g->h * g->w, B(dcol, 4), B(dx, 4), GEOM(g));
 }
 
-/* About this many work-items sum the slices of a filter gradient: enough to fill a GPU, while
- * each still sums a few rows. The slicing depends on the sizes alone, so every device adds in
- * the same order. */
-#define FILTER_GRADIENT_ITEMS 262144
+/* The direct filter gradient's work-groups (kernels.cl's GRAD_*): each a block of weights and
+ * a slice of the output positions. About FILTER_GRADIENT_GROUPS of them fill a GPU, while each
+ * work-item still sums at least FILTER_GRADIENT_SPAN positions. The slicing depends on the
+ * sizes alone, so every device adds in the same order. */
+#define GRAD_GROUP 128
+#define GRAD_FILTERS 4
+#define GRAD_TAPS 9
+#define FILTER_GRADIENT_GROUPS 1024
+#define FILTER_GRADIENT_SPAN 8
+
+/* How many slices of `per` positions each the direct filter gradient takes (one when there are
+ * none: a zero gradient). */
+static size_t filter_gradient_slices(size_t positions, size_t blocks, size_t *per)
+{
+    size_t wanted = ceil_div(positions, (size_t)GRAD_GROUP * FILTER_GRADIENT_SPAN);
+    if (wanted > ceil_div(FILTER_GRADIENT_GROUPS, blocks))
+        wanted = ceil_div(FILTER_GRADIENT_GROUPS, blocks);
+    *per = positions ? ceil_div(positions, wanted) : 1;
+    return positions ? ceil_div(positions, *per) : 1;
+}
 
 /* The filter gradient through GEMMs: each sample's part (dy_n col_n^T, then its biases' sums)
  * into the slices' buffer, summed in sample order by the direct path's total. */
@@ -256,20 +283,26 @@ static int conv_backward_filter_gemm(ocl_launch *l, const conv_geom *g, ocl_buf 
 int ocl_kernel_conv_backward_filter(ocl_launch *l, const conv_geom *g, ocl_buf x, ocl_buf dy,
                               ocl_buf part, int n, int f0, int f1)
 {
-    int nf = f1 - f0, nw = nf * g->c * g->kh * g->kw + nf, rows_all = n * g->oh;
+    int nf = f1 - f0, nw = nf * g->c * g->kh * g->kw + nf;
+    size_t positions = (size_t)n * g->oh * g->ow;
     if (nw <= 0)
         return 0;
     if (conv_by_gemm(l, g, n, nf))
         return conv_backward_filter_gemm(l, g, x, dy, part, n, f0, nf);
-    rows_all = rows_all > 0 ? rows_all : 1;   /* no samples: one empty slice, a zero gradient */
-    int wanted = FILTER_GRADIENT_ITEMS / nw < 1 ? 1 : FILTER_GRADIENT_ITEMS / nw;
-    int rows = (rows_all + wanted - 1) / wanted, slices = (rows_all + rows - 1) / rows;
-    cl_mem sums = scratch(l, OCL_SCRATCH_SLICES, sizeof(float) * (size_t)slices * (size_t)nw);
+    if (positions > INT_MAX) {   /* kernels.cl counts them in an int */
+        snprintf(l->err, l->errlen, "%s: a filter gradient over %zu output positions, more than "
+                 "2^31 - 1", l->d->name, positions);
+        return -1;
+    }
+    size_t blocks = ceil_div(nf, GRAD_FILTERS) * ceil_div((size_t)g->c * g->kh * g->kw, GRAD_TAPS);
+    size_t per, slices = filter_gradient_slices(positions, blocks, &per);
+    cl_mem sums = scratch(l, OCL_SCRATCH_SLICES, sizeof(float) * slices * (size_t)nw);
     if (!sums)
         return -1;
     ocl_buf slice_sums = {sums, 0};
-    return RUN(l, "conv_backward_filter_slices", (size_t)slices * (size_t)nw, B(x, 4), B(dy, 4),
-               B(slice_sums, 4), I(n), GEOM(g), I(f0), I(nf), I(rows)) ||
+    return RUN_GROUPS(l, "conv_backward_filter_slices", blocks * slices * GRAD_GROUP, GRAD_GROUP,
+                      B(x, 4), B(dy, 4), B(slice_sums, 4), I(n), GEOM(g), I(f0), I(nf), I(per),
+                      I(slices)) ||
            RUN(l, "conv_backward_filter_total", (size_t)nw, B(slice_sums, 4), B(part, 4), I(nw),
                I(slices));
 }
@@ -304,8 +337,10 @@ int ocl_kernel_relu_backward(ocl_launch *l, ocl_buf y, ocl_buf dy, ocl_buf dx, l
 /* A work-group per output value (kernels.cl's DOT_GROUP): a dense layer has few of them (samples
  * x outputs) over many inputs, a shape GEMMs tile badly. CLBlast took 0.8 ms on an H200 for 16
  * samples x 10 outputs x 17784 inputs (DAHL 116x158x3; its direct kernel walks all the inputs
- * in one work-group) and up to 18 ms a task in training, where this takes microseconds. */
-#define DOT_GROUP 64
+ * in one work-group) and up to 18 ms a task in training, where this takes microseconds. 256
+ * work-items a group, not 64: DAHL 270x360x3's 320 groups of 64 were too few to keep an H200's
+ * memory busy (162 us a chunk of 32). */
+#define DOT_GROUP 256
 
 int ocl_kernel_dense_forward(ocl_launch *l, int in, int out, ocl_buf x, ocl_buf params, ocl_buf y,
                        int n)

@@ -1,5 +1,7 @@
 /* frugal's OpenCL kernels (OpenCL C 1.2, float32, NCHW): the device versions of the CPU kernels
- * in ops/, one work-item per output value unless said. Every buffer comes with an offset in
+ * in ops/, one work-item per output value unless said. A work-item finds its place with 32-bit
+ * divisions (kernels.c launches fewer than 2^32 work-items): a GPU takes several times as
+ * long over a 64-bit one, and many kernels here do little else. Every buffer comes with an offset in
  * elements: a handle's part sits at an offset in its buffer's device copy. Reductions run in a
  * fixed order (samples, then rows, then columns), so a device gives the same result every run;
  * it differs from the CPU's within float rounding. */
@@ -18,8 +20,7 @@ __kernel void load_chunk(G const uchar *pixels, ulong po, G const uchar *labels_
                          G const long *order, ulong oo, int shuffled, long first, long per,
                          float scale, G float *out, ulong outo, G uchar *labels, ulong lo)
 {
-    size_t i = get_global_id(0);
-    long s = (long)(i / (size_t)per), k = (long)(i % (size_t)per);
+    uint i = get_global_id(0), s = i / (uint)per, k = i % (uint)per;
     long idx = shuffled ? order[oo + first + s] : first + s;
     out[outo + i] = (float)pixels[po + idx * per + k] * scale;
     if (k == 0)
@@ -28,67 +29,54 @@ __kernel void load_chunk(G const uchar *pixels, ulong po, G const uchar *labels_
 
 /* ---- convolution ---- */
 
-/* Outputs a work-item computes along a row: each weight is loaded once for all of them, and
- * with stride 1 each input once per kernel row (a window slides through registers), where a
- * work-item per output loaded two values per multiply-add. Kernels.c's global size counts it. */
-#define CONV_ROW 4
+/* A work-item of conv_forward computes CONV_ROWS output rows of one column for CONV_FILTERS
+ * filters: each input value it loads serves CONV_FILTERS filters and each weight CONV_ROWS
+ * rows, and neighbouring work-items take neighbouring columns, so a warp's loads are one
+ * contiguous run (a work-item per output loaded two values per multiply-add; four outputs of a
+ * row per work-item, until 2026-12, loaded a warp's inputs four apart). Kernels.c's global
+ * size counts them. */
+#define CONV_ROWS 4
+#define CONV_FILTERS 4
 
-/* y[n][f0 + j] for j < nf, with bias (after the F*C*KH*KW weights): CONV_ROW neighbouring
- * outputs of a row (fewer at its end), each summed in the order of a work-item per output
- * (bias, then c, ky, kx ascending over the taps inside the image). Global:
- * n * nf * OH * ceil(OW / CONV_ROW). */
+/* y[n][f0 + j] for j < nf, with bias (after the F*C*KH*KW weights): each output summed in the
+ * order bias, then c, ky, kx ascending (a tap in the padding adds zero). Global:
+ * n * ceil(nf / CONV_FILTERS) * ceil(OH / CONV_ROWS) * OW. */
 __kernel void conv_forward(G const float *x, ulong xo, G const float *w, ulong wo, G float *y,
                            ulong yo, int C, int H, int W, int F, int KH, int KW, int stride,
                            int pad, int OH, int OW, int f0, int nf)
 {
-    size_t i = get_global_id(0);
-    int quads = (OW + CONV_ROW - 1) / CONV_ROW;
-    int ox = (int)(i % quads) * CONV_ROW, oy = (int)(i / quads % OH);
-    int f = f0 + (int)(i / ((size_t)quads * OH) % nf), n = (int)(i / ((size_t)quads * OH * nf));
-    int count = min(CONV_ROW, OW - ox);
-    float acc[CONV_ROW];
-    for (int t = 0; t < CONV_ROW; t++)
-        acc[t] = w[wo + (size_t)F * C * KH * KW + f];
-    int y0 = oy * stride - pad, x0 = ox * stride - pad;
-    int ky0 = max(0, -y0), ky1 = min(KH, H - y0);
-    /* every tap of all CONV_ROW outputs inside the row: no bounds to test */
-    int inside = count == CONV_ROW && x0 >= 0 && x0 + (CONV_ROW - 1) * stride + KW <= W;
+    uint i = get_global_id(0), bands = (OH + CONV_ROWS - 1) / CONV_ROWS;
+    uint groups = (nf + CONV_FILTERS - 1) / CONV_FILTERS;
+    int ox = (int)(i % OW), oy0 = (int)(i / OW % bands) * CONV_ROWS;
+    int fg = (int)(i / OW / bands % groups) * CONV_FILTERS, n = (int)(i / OW / bands / groups);
+    int fa = f0 + fg, filters = min(CONV_FILTERS, nf - fg), ix0 = ox * stride - pad;
+    float acc[CONV_ROWS][CONV_FILTERS];
+    for (int j = 0; j < CONV_FILTERS; j++) {
+        float b = j < filters ? w[wo + (size_t)F * C * KH * KW + fa + j] : 0.0f;
+        for (int r = 0; r < CONV_ROWS; r++)
+            acc[r][j] = b;
+    }
     for (int c = 0; c < C; c++) {
         G const float *xc = x + xo + ((size_t)n * C + c) * H * W;
-        G const float *wc = w + wo + ((size_t)f * C + c) * KH * KW;
-        for (int ky = ky0; ky < ky1; ky++) {
-            G const float *xr = xc + (y0 + ky) * W + x0, *wr = wc + ky * KW;
-            if (inside && stride == 1) {
-                float win[CONV_ROW];
-                for (int t = 0; t < CONV_ROW; t++)
-                    win[t] = xr[t];
-                for (int kx = 0; kx < KW; kx++) {
-                    float wv = wr[kx];
-                    for (int t = 0; t < CONV_ROW; t++)
-                        acc[t] += win[t] * wv;
-                    for (int t = 0; t < CONV_ROW - 1; t++)
-                        win[t] = win[t + 1];
-                    win[CONV_ROW - 1] = kx + 1 < KW ? xr[CONV_ROW + kx] : 0;
-                }
-            } else if (inside) {
-                for (int kx = 0; kx < KW; kx++) {
-                    float wv = wr[kx];
-                    for (int t = 0; t < CONV_ROW; t++)
-                        acc[t] += xr[t * stride + kx] * wv;
-                }
-            } else {
-                for (int t = 0; t < CONV_ROW; t++) {
-                    int xt = x0 + t * stride, kx0 = max(0, -xt), kx1 = min(KW, W - xt);
-                    for (int kx = kx0; kx < kx1 && t < count; kx++)
-                        acc[t] += xr[t * stride + kx] * wr[kx];
+        G const float *wc = w + wo + ((size_t)fa * C + c) * KH * KW;
+        for (int ky = 0; ky < KH; ky++)
+            for (int kx = 0; kx < KW; kx++) {
+                int ix = ix0 + kx, column_inside = ix >= 0 && ix < W;
+                float wv[CONV_FILTERS];
+                for (int j = 0; j < CONV_FILTERS; j++)
+                    wv[j] = j < filters ? wc[(size_t)j * C * KH * KW + ky * KW + kx] : 0.0f;
+                for (int r = 0; r < CONV_ROWS; r++) {
+                    int iy = (oy0 + r) * stride - pad + ky;
+                    float v = column_inside && iy >= 0 && iy < H ? xc[iy * W + ix] : 0.0f;
+                    for (int j = 0; j < CONV_FILTERS; j++)
+                        acc[r][j] += v * wv[j];
                 }
             }
-        }
     }
-    G float *yr = y + yo + (((size_t)n * F + f) * OH + oy) * OW + ox;
-    for (int t = 0; t < CONV_ROW; t++)
-        if (t < count)
-            yr[t] = acc[t];
+    for (int r = 0; r < CONV_ROWS; r++)   /* constant bounds: acc stays in registers */
+        for (int j = 0; j < CONV_FILTERS; j++)
+            if (oy0 + r < OH && j < filters)
+                y[yo + (((size_t)n * F + fa + j) * OH + oy0 + r) * OW + ox] = acc[r][j];
 }
 
 /* The first tap (ascending) of a kernel dimension that lands on an output for input position
@@ -105,13 +93,13 @@ static int first_tap(int r, int stride, int O)
  * the others one output up or left each. */
 typedef struct landing { int n, c, ky0, ky1, kx0, kx1, oy0, ox0; } landing;
 
-static landing landing_of(size_t i, int C, int H, int W, int KH, int KW, int stride, int pad,
+static landing landing_of(uint i, int C, int H, int W, int KH, int KW, int stride, int pad,
                           int OH, int OW)
 {
     landing t;
     int ry = (int)(i / W % H) + pad, rx = (int)(i % W) + pad;
-    t.c = (int)(i / ((size_t)W * H) % C);
-    t.n = (int)(i / ((size_t)W * H * C));
+    t.c = (int)(i / W / H % C);
+    t.n = (int)(i / W / H / C);
     t.ky0 = first_tap(ry, stride, OH), t.ky1 = min(KH - 1, ry);
     t.kx0 = first_tap(rx, stride, OW), t.kx1 = min(KW - 1, rx);
     t.oy0 = (ry - t.ky0) / stride, t.ox0 = (rx - t.kx0) / stride;
@@ -125,7 +113,7 @@ __kernel void conv_backward_input(G const float *dy, ulong dyo, G const float *w
                                   G float *dx, ulong dxo, int C, int H, int W, int F, int KH,
                                   int KW, int stride, int pad, int OH, int OW)
 {
-    size_t i = get_global_id(0);
+    uint i = get_global_id(0);
     landing t = landing_of(i, C, H, W, KH, KW, stride, pad, OH, OW);
     float acc = 0;
     for (int f = 0; f < F; f++) {
@@ -139,44 +127,82 @@ __kernel void conv_backward_input(G const float *dy, ulong dyo, G const float *w
 }
 
 /* The gradients of filters [f0, f0 + nf) summed over samples [0, n): their weights then their
- * biases, as one filter group's partial gradient, in two steps so that a GPU has thousands of
- * work-items rather than one per weight (a few hundred, each summing a whole chunk). First each
- * slice of `rows` consecutive (sample, output row) pairs gets its sum per weight: work-item
- * p * nw + i for weight i (the weights vary fastest, so neighbours read the same rows) writes
- * sums[p * nw + i]. Global: slices * nw, nw = nf * C * KH * KW + nf. */
-__kernel void conv_backward_filter_slices(G const float *x, ulong xo, G const float *dy,
-                                          ulong dyo, G float *sums, ulong so, int n, int C,
-                                          int H, int W, int F, int KH, int KW, int stride,
-                                          int pad, int OH, int OW, int f0, int nf, int rows)
+ * biases, as one filter group's partial gradient, in two steps. First a work-group per block of
+ * weights (GRAD_FILTERS filters x GRAD_TAPS consecutive taps (c, ky, kx), and the filters'
+ * biases in the first block of taps) and slice of output positions (n, oy, ox), `per`
+ * consecutive positions each: its work-items take every GRAD_GROUP-th position (neighbours
+ * read neighbouring columns), keep the block's sums in registers, and add them up in a fixed
+ * tree; sums[s * nw + weight] gets slice s's. A work-item per weight and slice, until 2026-12,
+ * loaded a weight's inputs from scattered places and had few work-items per weight. Global:
+ * blocks * slices * GRAD_GROUP, nw = nf * C * KH * KW + nf. */
+#define GRAD_GROUP 128
+#define GRAD_FILTERS 4
+#define GRAD_TAPS 9
+#define GRAD_SUMS (GRAD_FILTERS * (GRAD_TAPS + 1))   /* the last column: the biases */
+
+__kernel __attribute__((reqd_work_group_size(GRAD_GROUP, 1, 1)))
+void conv_backward_filter_slices(G const float *x, ulong xo, G const float *dy, ulong dyo,
+                                 G float *sums, ulong so, int n, int C, int H, int W, int F,
+                                 int KH, int KW, int stride, int pad, int OH, int OW, int f0,
+                                 int nf, int per, int slices)
 {
-    size_t g = get_global_id(0), ckk = (size_t)C * KH * KW, nw = (size_t)nf * ckk + nf;
-    size_t i = g % nw;
-    int first = (int)(g / nw) * rows, last = min(first + rows, n * OH);
-    float acc = 0;
-    if (i < (size_t)nf * ckk) {
-        int f = f0 + (int)(i / ckk), c = (int)(i / ((size_t)KH * KW) % C);
-        int ky = (int)(i / KW % KH), kx = (int)(i % KW);
-        /* the outputs whose tap kx lands inside the row, found once: ix = ox * stride - pad + kx */
-        int ox0 = kx >= pad ? 0 : (pad - kx + stride - 1) / stride;
-        int ox1 = min(OW, W - 1 + pad - kx < 0 ? 0 : (W - 1 + pad - kx) / stride + 1);
-        for (int r = first; r < last; r++) {
-            int s = r / OH, oy = r % OH, iy = oy * stride - pad + ky;
-            if (iy < 0 || iy >= H)
-                continue;
-            G const float *dyr = dy + dyo + (((size_t)s * F + f) * OH + oy) * OW;
-            G const float *xr = x + xo + (((size_t)s * C + c) * H + iy) * W;
-            for (int ox = ox0; ox < ox1; ox++)
-                acc += dyr[ox] * xr[ox * stride - pad + kx];
-        }
-    } else {
-        int f = f0 + (int)(i - (size_t)nf * ckk);
-        for (int r = first; r < last; r++) {
-            G const float *dyr = dy + dyo + (((size_t)(r / OH) * F + f) * OH + r % OH) * OW;
-            for (int ox = 0; ox < OW; ox++)
-                acc += dyr[ox];
-        }
+    __local float part[GRAD_SUMS][GRAD_GROUP];
+    int lid = (int)get_local_id(0), ckk = C * KH * KW, nw = nf * ckk + nf;
+    int s = (int)(get_group_id(0) % slices), block = (int)(get_group_id(0) / slices);
+    int tap_blocks = (ckk + GRAD_TAPS - 1) / GRAD_TAPS;
+    int k0 = block % tap_blocks * GRAD_TAPS, fg = block / tap_blocks * GRAD_FILTERS;
+    int taps = min(GRAD_TAPS, ckk - k0), filters = min(GRAD_FILTERS, nf - fg);
+    int tky[GRAD_TAPS], tkx[GRAD_TAPS], toff[GRAD_TAPS];   /* each tap's place in a sample */
+    for (int t = 0; t < GRAD_TAPS; t++) {
+        int k = min(k0 + t, ckk - 1);
+        tky[t] = k / KW % KH, tkx[t] = k % KW, toff[t] = (k / (KH * KW) * H + tky[t]) * W + tkx[t];
     }
-    sums[so + g] = acc;
+    float acc[GRAD_FILTERS][GRAD_TAPS + 1];
+    for (int j = 0; j < GRAD_FILTERS; j++)
+        for (int t = 0; t <= GRAD_TAPS; t++)
+            acc[j][t] = 0.0f;
+    int first = s * per + lid, last = min(s * per + per, n * OH * OW);
+    int ox = first % OW, oy = first / OW % OH, sample = first / OW / OH;
+    for (int p = first; p < last; p += GRAD_GROUP) {
+        int iy0 = oy * stride - pad, ix0 = ox * stride - pad;
+        int inside = iy0 >= 0 && iy0 + KH <= H && ix0 >= 0 && ix0 + KW <= W;
+        size_t xs = xo + (size_t)sample * C * H * W;
+        int at = iy0 * W + ix0;   /* the first tap's place in the sample (negative in padding) */
+        G const float *dys = dy + dyo + ((size_t)sample * F + f0 + fg) * OH * OW + oy * OW + ox;
+        float v[GRAD_TAPS], d[GRAD_FILTERS];
+        for (int t = 0; t < GRAD_TAPS; t++) {
+            int iy = iy0 + tky[t], ix = ix0 + tkx[t];
+            int in_image = inside || (iy >= 0 && iy < H && ix >= 0 && ix < W);
+            v[t] = t < taps && in_image ? x[xs + (at + toff[t])] : 0.0f;
+        }
+        for (int j = 0; j < GRAD_FILTERS; j++) {
+            d[j] = j < filters ? dys[(size_t)j * OH * OW] : 0.0f;
+            for (int t = 0; t < GRAD_TAPS; t++)
+                acc[j][t] += d[j] * v[t];
+            acc[j][GRAD_TAPS] += d[j];
+        }
+        for (ox += GRAD_GROUP; ox >= OW; ox -= OW)   /* the position GRAD_GROUP on */
+            if (++oy == OH)
+                oy = 0, sample++;
+    }
+    for (int j = 0; j < GRAD_FILTERS; j++)
+        for (int t = 0; t <= GRAD_TAPS; t++)
+            part[j * (GRAD_TAPS + 1) + t][lid] = acc[j][t];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int span = GRAD_GROUP / 2; span > 0; span /= 2) {
+        if (lid < span)
+            for (int q = 0; q < GRAD_SUMS; q++)
+                part[q][lid] += part[q][lid + span];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid < GRAD_SUMS) {
+        int j = lid / (GRAD_TAPS + 1), t = lid % (GRAD_TAPS + 1);
+        G float *out = sums + so + (size_t)s * nw;
+        if (j < filters && t < taps)
+            out[(fg + j) * ckk + k0 + t] = part[lid][0];
+        else if (j < filters && t == GRAD_TAPS && k0 == 0)
+            out[nf * ckk + fg + j] = part[lid][0];
+    }
 }
 
 /* Then the slices' sums in slice order, one work-item per weight. Global: nw. */
@@ -198,8 +224,8 @@ __kernel void conv_backward_filter_total(G const float *sums, ulong so, G float 
 __kernel void im2col(G const float *x, ulong xo, G float *col, ulong co, int C, int H, int W,
                      int F, int KH, int KW, int stride, int pad, int OH, int OW)
 {
-    size_t i = get_global_id(0), q = i % ((size_t)OH * OW), r = i / ((size_t)OH * OW);
-    int k = (int)(r % ((size_t)C * KH * KW)), n = (int)(r / ((size_t)C * KH * KW));
+    uint i = get_global_id(0), q = i % (uint)(OH * OW), r = i / (uint)(OH * OW);
+    int k = (int)(r % (uint)(C * KH * KW)), n = (int)(r / (uint)(C * KH * KW));
     int ox = (int)(q % OW), oy = (int)(q / OW), kx = k % KW, ky = k / KW % KH, c = k / (KW * KH);
     int iy = oy * stride - pad + ky, ix = ox * stride - pad + kx;
     col[co + i] = iy >= 0 && iy < H && ix >= 0 && ix < W
@@ -213,7 +239,8 @@ __kernel void im2col(G const float *x, ulong xo, G float *col, ulong co, int C, 
 __kernel void col2im(G const float *dcol, ulong co, G float *dx, ulong dxo, int C, int H, int W,
                      int F, int KH, int KW, int stride, int pad, int OH, int OW)
 {
-    size_t i = get_global_id(0), Q = (size_t)OH * OW;
+    uint i = get_global_id(0);
+    size_t Q = (size_t)OH * OW;
     landing t = landing_of(i, C, H, W, KH, KW, stride, pad, OH, OW);
     G const float *d = dcol + co + (size_t)t.n * C * KH * KW * Q;
     float acc = 0;
@@ -227,7 +254,7 @@ __kernel void col2im(G const float *dcol, ulong co, G float *dx, ulong dxo, int 
 __kernel void add_bias(G float *y, ulong yo, G const float *b, ulong bo, int F, int f0, int nf,
                        int Q)
 {
-    size_t i = get_global_id(0), q = i % Q, n = i / ((size_t)Q * nf);
+    uint i = get_global_id(0), q = i % Q, n = i / Q / nf;
     int j = (int)(i / Q % nf);
     y[yo + (n * F + f0 + j) * Q + q] += b[bo + f0 + j];
 }
@@ -237,7 +264,7 @@ __kernel void add_bias(G float *y, ulong yo, G const float *b, ulong bo, int F, 
 __kernel void conv_bias_sums(G const float *dy, ulong dyo, G float *sums, ulong so, int F, int f0,
                              int nf, int Q, int K)
 {
-    size_t i = get_global_id(0), n = i / nf;
+    uint i = get_global_id(0), n = i / nf;
     int j = (int)(i % nf);
     G const float *d = dy + dyo + (n * F + f0 + j) * Q;
     float acc = 0;
@@ -253,9 +280,9 @@ __kernel void conv_bias_sums(G const float *dy, ulong dyo, G float *sums, ulong 
 __kernel void maxpool_forward(G const float *x, ulong xo, G float *y, ulong yo, G int *argmax,
                               ulong ao, int C, int H, int W, int size, int stride, int OH, int OW)
 {
-    size_t i = get_global_id(0);
-    int ox = (int)(i % OW), oy = (int)(i / OW % OH), c = (int)(i / ((size_t)OW * OH) % C);
-    size_t n = i / ((size_t)OW * OH * C);
+    uint i = get_global_id(0);
+    int ox = (int)(i % OW), oy = (int)(i / OW % OH), c = (int)(i / OW / OH % C);
+    size_t n = i / OW / OH / C;
     int best = c * H * W + oy * stride * W + ox * stride;
     G const float *xs = x + xo + n * C * H * W;
     for (int ky = 0; ky < size; ky++)
@@ -274,9 +301,9 @@ __kernel void maxpool_backward(G const float *dy, ulong dyo, G const int *argmax
                                G float *dx, ulong dxo, int C, int H, int W, int size, int stride,
                                int OH, int OW)
 {
-    size_t i = get_global_id(0);
-    int ix = (int)(i % W), iy = (int)(i / W % H), c = (int)(i / ((size_t)W * H) % C);
-    size_t n = i / ((size_t)W * H * C);
+    uint i = get_global_id(0);
+    int ix = (int)(i % W), iy = (int)(i / W % H), c = (int)(i / W / H % C);
+    size_t n = i / W / H / C;
     int self = c * H * W + iy * W + ix;
     float acc = 0;
     int oy0 = iy >= size ? (iy - size) / stride + 1 : 0, ox0 = ix >= size ? (ix - size) / stride + 1 : 0;
@@ -307,7 +334,7 @@ __kernel void relu_backward(G const float *y, ulong yo, G const float *dy, ulong
  * where CLBlast is not usable, else CLBlast) ---- */
 
 /* The work-group size of dense_forward (kernels.c's DOT_GROUP). */
-#define DOT_GROUP 64
+#define DOT_GROUP 256
 
 /* y[s][o] = b[o] + sum over k of x[s][k] w[o][k], params = W (out x in) then b: work-group g
  * computes y[g] (s = g / out, o = g % out), each item a stride of k, then a tree in local memory,
@@ -317,9 +344,9 @@ void dense_forward(G const float *x, ulong xo, G const float *w, ulong wo, G flo
                    int in, int out)
 {
     __local float part[DOT_GROUP];
-    size_t g = get_group_id(0);
+    uint g = get_group_id(0);
     int lid = (int)get_local_id(0), o = (int)(g % out);
-    G const float *xr = x + xo + g / out * in, *wr = w + wo + (size_t)o * in;
+    G const float *xr = x + xo + (size_t)(g / out) * in, *wr = w + wo + (size_t)o * in;
     float acc = 0;
     for (int k = lid; k < in; k += DOT_GROUP)
         acc += xr[k] * wr[k];
@@ -350,7 +377,7 @@ __kernel void gemm_rowmajor(int ta, int tb, int M, int N, int K, float alpha, G 
                             ulong ao, int lda, G const float *B, ulong bo, int ldb, float beta,
                             G float *C, ulong co, int ldc)
 {
-    size_t i = get_global_id(0);
+    uint i = get_global_id(0);
     int m = (int)(i / N), n = (int)(i % N);
     float acc = 0;
     for (int k = 0; k < K; k++)

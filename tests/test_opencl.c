@@ -98,6 +98,7 @@ static void convolution_cases(const char *how)
         {2, 3, 10, 12, 4, 3, 2, 0, 0, 4},   /* stride 2: the last row and column reach no output */
         {3, 8, 12, 10, 20, 3, 1, 1, 2, 18}, /* by GEMM unless told: 16 filters, 72 taps */
         {2, 6, 11, 9, 16, 3, 2, 1, 0, 16},  /* the same with stride 2 */
+        {1, 3, 12, 150, 5, 3, 1, 1, 0, 5},  /* rows wider than a filter gradient's work-group */
     };
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const conv_case *k = &cases[ci];

@@ -4,7 +4,8 @@
  * ratio is the device's speed over the CPU's (above 1: the device is faster). A device time
  * runs from the enqueue to the completed event, as a task on the device sees it (launch and
  * queue latency included); each figure is the best of repeated runs. WORKLOAD is a chunk of 16
- * samples of DAHL's CNN at 28x28x1 or 116x158x3, or a convolution of the deeper jobs (a chunk
+ * samples of DAHL's CNN at 28x28x1 or 116x158x3, or of 32 at 270x360x3 (a batch, the chunk a
+ * GPU alone trains at batch 32), or a convolution of the deeper jobs (a chunk
  * as they train it: vgg-small's 32 -> 32 and 64 -> 128 layers, wide-28's 64 -> 128), whose
  * GFLOP/s count a direct convolution's multiply-adds:
  *   bench opencl DEVICE conv LAYER PASS device_us=X gflops=Y cpu_us=Z ratio=R
@@ -137,9 +138,10 @@ static void bench_sgemm(void)
 
 /* ---- DAHL's layers, one chunk ---- */
 
-enum { CHUNK = 16, CLASSES = 10 };
+enum { CLASSES = 10 };
 
 typedef struct layers {
+    int n;   /* the chunk's samples */
     conv_geom cg;
     pool_geom pg;
     int dense_in;
@@ -150,31 +152,32 @@ typedef struct layers {
     ocl_buf X, W, Y, DY, DX, DW, P, DP, ARG, DD, Z, DZ, DENSE_W, DENSE_G, VEL, LAB, STATS;
 } layers;
 
-static void layers_init(layers *L, int c, int h, int w)
+static void layers_init(layers *L, int n, int c, int h, int w)
 {
     memset(L, 0, sizeof *L);
+    L->n = n;
     conv_geom_init(&L->cg, c, h, w, 4, 3, 3, 1, 0);
     pool_geom_init(&L->pg, 4, L->cg.oh, L->cg.ow, 2, 2);
     L->dense_in = 4 * L->pg.oh * L->pg.ow;
-    L->nx = (long)CHUNK * c * h * w;
-    L->ny = (long)CHUNK * 4 * L->cg.oh * L->cg.ow;
+    L->nx = (long)L->n * c * h * w;
+    L->ny = (long)L->n * 4 * L->cg.oh * L->cg.ow;
     L->nw = 4L * c * 9 + 4;
-    L->np = (long)CHUNK * L->dense_in;
+    L->np = (long)L->n * L->dense_in;
     L->nd = (long)CLASSES * L->dense_in + CLASSES;
     L->x = randoms(L->nx), L->w = randoms(L->nw), L->y = randoms(L->ny), L->dy = randoms(L->ny);
     L->dx = randoms(L->nx), L->dw = randoms(L->nw), L->p = randoms(L->np), L->dp = randoms(L->np);
-    L->dd = randoms(L->nd), L->z = randoms(CHUNK * CLASSES), L->dz = randoms(CHUNK * CLASSES);
+    L->dd = randoms(L->nd), L->z = randoms(L->n * CLASSES), L->dz = randoms(L->n * CLASSES);
     L->d_w = randoms(L->nd), L->d_g = randoms(L->nd), L->vel = randoms(L->nd);
     L->argmax = calloc((size_t)L->np, sizeof *L->argmax);
-    L->labels = calloc(CHUNK, 1);
-    ops_maxpool_forward(&L->pg, L->y, L->p, L->argmax, 0, CHUNK);
+    L->labels = calloc(L->n, 1);
+    ops_maxpool_forward(&L->pg, L->y, L->p, L->argmax, 0, L->n);
     L->X = upload(L->x, 4 * L->nx), L->W = upload(L->w, 4 * L->nw), L->Y = upload(L->y, 4 * L->ny);
     L->DY = upload(L->dy, 4 * L->ny), L->DX = upload(NULL, 4 * L->nx), L->DW = upload(NULL, 4 * L->nw);
     L->P = upload(L->p, 4 * L->np), L->DP = upload(L->dp, 4 * L->np);
     L->ARG = upload(L->argmax, 4 * L->np), L->DD = upload(NULL, 4 * L->nd);
-    L->Z = upload(L->z, 4 * CHUNK * CLASSES), L->DZ = upload(L->dz, 4 * CHUNK * CLASSES);
+    L->Z = upload(L->z, 4 * L->n * CLASSES), L->DZ = upload(L->dz, 4 * L->n * CLASSES);
     L->DENSE_W = upload(L->d_w, 4 * L->nd), L->DENSE_G = upload(L->d_g, 4 * L->nd);
-    L->VEL = upload(L->vel, 4 * L->nd), L->LAB = upload(L->labels, CHUNK);
+    L->VEL = upload(L->vel, 4 * L->nd), L->LAB = upload(L->labels, L->n);
     L->STATS = upload(NULL, 64);
 }
 
@@ -195,45 +198,45 @@ static void layers_free(layers *L)
 #define CPU(name, body) static int name##_cpu(void *p) { layers *L = p; body; return 0; }
 #define DEV(name, body) static int name##_dev(ocl_launch *l, void *p) { layers *L = p; return body; }
 
-CPU(conv_forward, ops_conv2d_forward(&L->cg, L->x, L->w, L->w + L->nw - 4, L->y, 0, CHUNK, 0, 4))
-DEV(conv_forward, ocl_kernel_conv_forward(l, &L->cg, L->X, L->W, L->Y, CHUNK, 0, 4))
+CPU(conv_forward, ops_conv2d_forward(&L->cg, L->x, L->w, L->w + L->nw - 4, L->y, 0, L->n, 0, 4))
+DEV(conv_forward, ocl_kernel_conv_forward(l, &L->cg, L->X, L->W, L->Y, L->n, 0, 4))
 CPU(conv_backward_filter,
-    ops_conv2d_backward_filter(&L->cg, L->x, L->dy, L->dw, L->dw + L->nw - 4, 0, CHUNK, 0, 4, 0))
-DEV(conv_backward_filter, ocl_kernel_conv_backward_filter(l, &L->cg, L->X, L->DY, L->DW, CHUNK, 0, 4))
-CPU(conv_backward_input, ops_conv2d_backward_input(&L->cg, L->dy, L->w, L->dx, 0, CHUNK))
-DEV(conv_backward_input, ocl_kernel_conv_backward_input(l, &L->cg, L->DY, L->W, L->DX, CHUNK))
-CPU(maxpool_forward, ops_maxpool_forward(&L->pg, L->y, L->p, L->argmax, 0, CHUNK))
-DEV(maxpool_forward, ocl_kernel_maxpool_forward(l, &L->pg, L->Y, L->P, L->ARG, CHUNK))
-CPU(maxpool_backward, ops_maxpool_backward(&L->pg, L->dp, L->argmax, L->dy, 0, CHUNK))
-DEV(maxpool_backward, ocl_kernel_maxpool_backward(l, &L->pg, L->DP, L->ARG, L->DY, CHUNK))
+    ops_conv2d_backward_filter(&L->cg, L->x, L->dy, L->dw, L->dw + L->nw - 4, 0, L->n, 0, 4, 0))
+DEV(conv_backward_filter, ocl_kernel_conv_backward_filter(l, &L->cg, L->X, L->DY, L->DW, L->n, 0, 4))
+CPU(conv_backward_input, ops_conv2d_backward_input(&L->cg, L->dy, L->w, L->dx, 0, L->n))
+DEV(conv_backward_input, ocl_kernel_conv_backward_input(l, &L->cg, L->DY, L->W, L->DX, L->n))
+CPU(maxpool_forward, ops_maxpool_forward(&L->pg, L->y, L->p, L->argmax, 0, L->n))
+DEV(maxpool_forward, ocl_kernel_maxpool_forward(l, &L->pg, L->Y, L->P, L->ARG, L->n))
+CPU(maxpool_backward, ops_maxpool_backward(&L->pg, L->dp, L->argmax, L->dy, 0, L->n))
+DEV(maxpool_backward, ocl_kernel_maxpool_backward(l, &L->pg, L->DP, L->ARG, L->DY, L->n))
 CPU(relu_forward, ops_relu_forward(L->y, L->dy, 0, L->ny))
 DEV(relu_forward, ocl_kernel_relu_forward(l, L->Y, L->DY, L->ny))
 CPU(dense_forward, dense_forward(L->dense_in, CLASSES, L->p, L->d_w, L->d_w + L->nd - CLASSES,
-                                 L->z, 0, CHUNK))
-DEV(dense_forward, ocl_kernel_dense_forward(l, L->dense_in, CLASSES, L->P, L->DENSE_W, L->Z, CHUNK))
+                                 L->z, 0, L->n))
+DEV(dense_forward, ocl_kernel_dense_forward(l, L->dense_in, CLASSES, L->P, L->DENSE_W, L->Z, L->n))
 CPU(dense_backward,
     dense_backward_weights(L->dense_in, CLASSES, L->p, L->dz, L->dd, L->dd + L->nd - CLASSES, 0,
-                           CHUNK, 0);
-    dense_backward_input(L->dense_in, CLASSES, L->dz, L->d_w, L->dp, 0, CHUNK))
+                           L->n, 0);
+    dense_backward_input(L->dense_in, CLASSES, L->dz, L->d_w, L->dp, 0, L->n))
 DEV(dense_backward, ocl_kernel_dense_backward(l, L->dense_in, CLASSES, L->P, L->DZ, L->DENSE_W, L->DD,
-                                        L->DP, CHUNK))
-CPU(softmax_xent, ops_softmax_xent(CLASSES, L->z, L->labels, L->dz, 1.0f / 32, 0, CHUNK, NULL))
+                                        L->DP, L->n))
+CPU(softmax_xent, ops_softmax_xent(CLASSES, L->z, L->labels, L->dz, 1.0f / 32, 0, L->n, NULL))
 DEV(softmax_xent, ocl_kernel_softmax_xent(l, CLASSES, L->Z, L->LAB, 1.0f / 32, L->DZ,
-                                    (ocl_buf){NULL, 0}, L->STATS, CHUNK))
+                                    (ocl_buf){NULL, 0}, L->STATS, L->n))
 CPU(sgd, sgd_update(L->d_w, L->d_g, L->vel, 1e-9f, 0.9f, 0, 0, L->nd))
 DEV(sgd, ocl_kernel_sgd(l, L->DENSE_W, L->DENSE_G, L->VEL, L->nd, 1e-9f, 0.9f, 0))
 
 typedef struct kernel_case { const char *name; bench_fn cpu; device_call dev; } kernel_case;
 #define CASE(name) {#name, name##_cpu, name##_dev}
 
-static void bench_kernels(const char *workload, int c, int h, int w)
+static void bench_kernels(const char *workload, int n, int c, int h, int w)
 {
     static const kernel_case cases[] = {
         CASE(conv_forward), CASE(conv_backward_filter), CASE(conv_backward_input),
         CASE(maxpool_forward), CASE(maxpool_backward), CASE(relu_forward), CASE(dense_forward),
         CASE(dense_backward), CASE(softmax_xent), CASE(sgd)};
     layers L;
-    layers_init(&L, c, h, w);
+    layers_init(&L, n, c, h, w);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         device_run r = {cases[i].dev, &L};
         double d = best_of(run_on_device, &r), cpu = best_of(cases[i].cpu, &L);
@@ -336,8 +339,9 @@ int main(int argc, char **argv)
             continue;
         }
         bench_sgemm();
-        bench_kernels("28x28x1", 1, 28, 28);
-        bench_kernels("116x158x3", 3, 116, 158);
+        bench_kernels("28x28x1", 16, 1, 28, 28);
+        bench_kernels("116x158x3", 16, 3, 116, 158);
+        bench_kernels("270x360x3_32", 32, 3, 270, 360);   /* a batch, as a GPU trains it alone */
         bench_conv_layer("vgg-small_32x32_32-32", 32, 32, 32, 32);
         bench_conv_layer("vgg-small_8x8_64-128", 32, 64, 8, 128);
         bench_conv_layer("wide-28_14x14_64-128", 16, 64, 14, 128);
