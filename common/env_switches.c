@@ -11,7 +11,7 @@ static const char *const names[ENV_SWITCHES] = {
     "FRUGAL_CACHE_DIR", "FRUGAL_PERFMODEL_DIR", "FRUGAL_OPENCL_LOADER",
     "FRUGAL_OPENCL_FAIL_AFTER", "FRUGAL_OPENCL_POLL", "FRUGAL_OPENCL_CONV", "FRUGAL_NVML_LIBRARY",
     "FRUGAL_SYSFS_ROOT", "FRUGAL_PROCFS_ROOT", "FRUGAL_MODEL_SCOPE", "FRUGAL_LAUNCH_RSH",
-    "FRUGAL_LAYOUT"};
+    "FRUGAL_LAYOUT", "FRUGAL_OPENCL_PIPELINE"};
 
 static char *values[ENV_SWITCHES];   /* copies: a later setenv does not change them */
 static pthread_once_t read_once = PTHREAD_ONCE_INIT;

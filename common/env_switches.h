@@ -15,6 +15,8 @@
  *   FRUGAL_OPENCL_FAIL_AFTER  N: the N-th OpenCL enqueue fails (tests of the fallback)
  *   FRUGAL_OPENCL_POLL     off: a device's commands complete through their callbacks alone, not
  *                          also polled by its waiting worker (opencl/completion.h)
+ *   FRUGAL_OPENCL_PIPELINE  off: with devices = opencl, a device's task is done when its kernels
+ *                          complete, not once they are enqueued (opencl/kernels.h)
  *   FRUGAL_OPENCL_CONV     direct | gemm: how a device runs a convolution (a work-item per
  *                          value, or im2col and CLBlast's GEMM; default: by size,
  *                          opencl/kernels.c)
@@ -34,7 +36,7 @@ typedef enum env_switch {
     ENV_ISA, ENV_CONV, ENV_INPUT, ENV_MEMBARRIER, ENV_NET_CIPHER, ENV_CACHE_DIR,
     ENV_PERFMODEL_DIR, ENV_OPENCL_LOADER, ENV_OPENCL_FAIL_AFTER, ENV_OPENCL_POLL, ENV_OPENCL_CONV,
     ENV_NVML_LIBRARY, ENV_SYSFS_ROOT, ENV_PROCFS_ROOT, ENV_MODEL_SCOPE, ENV_LAUNCH_RSH, ENV_LAYOUT,
-    ENV_SWITCHES
+    ENV_OPENCL_PIPELINE, ENV_SWITCHES
 } env_switch;
 
 /* Reads every switch from the environment (again). Call it before threads start. */

@@ -125,9 +125,25 @@ int ocl_poll(ocl_device *d, int *in_flight)
     return n;
 }
 
+/* Tasks a device's kernel queue may hold unflushed (ocl_flush_later): a flush a task cost an
+ * H200's driver a seventh of DAHL 28x28x1's speed (182,320 img/s against 213,050), and a
+ * worker still enqueuing has more coming. */
+#define FLUSH_EVERY 8
+
 int ocl_poll_device(void *device, int *in_flight)
 {
+    ocl_device *d = device;
+    if (atomic_load(&d->unflushed) && atomic_exchange(&d->unflushed, 0))
+        clFlush(d->queue);   /* the worker ran out of tasks to enqueue */
     return ocl_poll(device, in_flight);
+}
+
+void ocl_flush_later(ocl_device *d)
+{
+    if (ocl_polling() && atomic_fetch_add(&d->unflushed, 1) + 1 < FLUSH_EVERY)
+        return;   /* flushed by ocl_poll_device when the worker runs out of tasks */
+    atomic_store(&d->unflushed, 0);
+    clFlush(d->queue);
 }
 
 void ocl_await_close(ocl_device *d)

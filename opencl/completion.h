@@ -21,6 +21,10 @@ cl_int ocl_await(ocl_device *d, cl_event e, ocl_done_fn fn, void *arg);
 int ocl_poll(ocl_device *d, int *in_flight);
 /* ocl_poll for the runtime (rt_device.poll): device is an ocl_device. */
 int ocl_poll_device(void *device, int *in_flight);
+/* A task's kernels enqueued on a device whose tasks are done once enqueued: the kernel queue is
+ * flushed every few tasks, or when its worker runs out of them and polls (ocl_poll_device); at
+ * once where nothing polls (FRUGAL_OPENCL_POLL=off). */
+void ocl_flush_later(ocl_device *d);
 /* Whether polling is on: FRUGAL_OPENCL_POLL=off leaves completions to the callbacks alone. */
 int ocl_polling(void);
 /* At close, once every command has ended: forgets what is awaited. */

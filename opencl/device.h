@@ -47,6 +47,8 @@ typedef struct ocl_device {
     _Atomic long enqueues;           /* for the failure injection below */
     long fail_after;                 /* FRUGAL_OPENCL_FAIL_AFTER: an injected error (tests) */
     _Atomic int injected;            /* it fired: errors say so */
+    int done_when_enqueued;          /* a task is done once enqueued (ocl_kernel_enqueued) */
+    _Atomic int unflushed;           /* tasks enqueued since the kernel queue's last flush */
     pthread_mutex_t awaited_lock;
     struct ocl_awaited *awaited;     /* commands whose completion is awaited (completion.h) */
 } ocl_device;

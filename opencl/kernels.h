@@ -63,4 +63,18 @@ int ocl_kernel_sgd(ocl_launch *l, ocl_buf w, ocl_buf g, ocl_buf v, long count, f
  * event's callback or from ocl_poll (completion.h). Returns 0 or -1 with err. */
 int ocl_kernel_on_done(ocl_launch *l, void (CL_CALLBACK *fn)(cl_event, cl_int, void *), void *arg);
 
+/* For a device whose tasks are done once enqueued (d->done_when_enqueued: every task of the run
+ * on it, `devices = opencl`): the task's kernels go to the device's in-order queue without
+ * events, and the queue is flushed a few tasks at a time (completion.h). The next task is
+ * enqueued while they run, where waiting to see them complete left a GPU idle 15-30 us a task;
+ * the queue keeps them in order, and copies wait for them (ocl_kernel_tail). On an H200 (docs/
+ * benchmarks.md): DAHL 28x28x1 119,543 img/s waiting, 138,946 done once enqueued, 213,050 so
+ * without events or a flush a task. */
+void ocl_kernel_enqueued(ocl_launch *l);
+
+/* What a copy on the device waits for, in *tail: a marker after the kernels enqueued so far (the
+ * caller releases it), or NULL where tasks complete with their kernels. Returns CL_SUCCESS or
+ * the enqueue's error. Errors of those kernels show as the copy's. */
+cl_int ocl_kernel_tail(ocl_device *d, cl_event *tail);
+
 #endif

@@ -1,5 +1,6 @@
 #include "opencl/memory.h"
 #include "opencl/completion.h"
+#include "opencl/kernels.h"
 
 #include <stdio.h>
 
@@ -30,24 +31,32 @@ static int ocl_copy(void *device, const rt_copy *c, char *err, size_t errlen)
 {
     ocl_device *d = device;
     cl_mem m = c->device_base;
-    cl_event e = NULL;
+    cl_event e = NULL, tail = NULL;   /* after the kernels enqueued so far (kernels.h) */
     cl_int rc = ocl_injected_failure(d);
+    if (rc == CL_SUCCESS)
+        rc = ocl_kernel_tail(d, &tail);
+    cl_uint waits = tail != NULL;
+    const cl_event *after = tail ? &tail : NULL;
     if (rc != CL_SUCCESS) {
         /* nothing enqueued */
     } else if (c->rows == 1) {
         void *host = (char *)c->host_base + c->offset;
         rc = c->to_device
-                 ? clEnqueueWriteBuffer(d->copies, m, CL_FALSE, c->offset, c->row_bytes, host, 0, NULL, &e)
-                 : clEnqueueReadBuffer(d->copies, m, CL_FALSE, c->offset, c->row_bytes, host, 0, NULL, &e);
+                 ? clEnqueueWriteBuffer(d->copies, m, CL_FALSE, c->offset, c->row_bytes, host,
+                                       waits, after, &e)
+                 : clEnqueueReadBuffer(d->copies, m, CL_FALSE, c->offset, c->row_bytes, host,
+                                       waits, after, &e);
     } else {
         size_t origin[3] = {c->offset % c->stride, c->offset / c->stride, 0};
         size_t region[3] = {c->row_bytes, c->rows, 1};
         rc = c->to_device
                  ? clEnqueueWriteBufferRect(d->copies, m, CL_FALSE, origin, origin, region, c->stride,
-                                            0, c->stride, 0, c->host_base, 0, NULL, &e)
+                                            0, c->stride, 0, c->host_base, waits, after, &e)
                  : clEnqueueReadBufferRect(d->copies, m, CL_FALSE, origin, origin, region, c->stride,
-                                           0, c->stride, 0, c->host_base, 0, NULL, &e);
+                                           0, c->stride, 0, c->host_base, waits, after, &e);
     }
+    if (tail)
+        clReleaseEvent(tail);
     if (ocl_check(d, rc, c->to_device ? "copying to the device" : "copying to the host", err,
                   errlen))
         return -1;

@@ -110,6 +110,27 @@ TEST(opencl_train_one_step_matches_the_cpu)
     check_same_weights("opencl3", "cpu3", 1e-4, 1e-3);
 }
 
+/* With devices = opencl a task is done once its kernels are on the device's in-order queue, the
+ * copies waiting for the kernels before them: three epochs with an evaluation each give the
+ * weights, bit for bit, of tasks done when their kernels complete (FRUGAL_OPENCL_PIPELINE=off),
+ * and the summary says which ran. */
+TEST(opencl_train_pipelined_tasks_give_the_weights_of_tasks_done_at_completion)
+{
+    const char *job = make_job("");
+    const char *completed[] = {"FRUGAL_OPENCL_PIPELINE=off", NULL};
+    CHECKF(train(job, "opencl", "pipelined", NULL, NULL, NULL) == 0, "%s", out);
+    CHECKF(train(job, "opencl", "completed", completed, NULL, NULL) == 0, "%s", out);
+    check_same_weights("pipelined", "completed", 0, 0);
+    char path[700], summary[1 << 16];
+    snprintf(path, sizeof path, "%s/pipelined/summary.json", test_tmpdir());
+    test_read_text(path, summary, sizeof summary);
+    CHECKF(strstr(summary, "done once their kernels are on its in-order queue"), "%s", summary);
+    snprintf(path, sizeof path, "%s/completed/summary.json", test_tmpdir());
+    test_read_text(path, summary, sizeof summary);
+    CHECKF(!strstr(summary, "in-order queue"), "%s", summary);
+    CHECKF(strstr(summary, "\"FRUGAL_OPENCL_PIPELINE\": \"off\""), "%s", summary);
+}
+
 /* On a device each relu runs inside the tasks of the layer before it (a convolution, a max-pool,
  * a dense layer), its gradient taken through it in the device's scratch: the same step. */
 TEST(opencl_train_fuses_each_relu_into_the_layer_before_it)

@@ -12,7 +12,7 @@ clBuildProgram clGetProgramBuildInfo clGetProgramInfo clReleaseProgram clCreateK
 clReleaseKernel clSetKernelArg clGetKernelWorkGroupInfo clEnqueueNDRangeKernel
 clEnqueueReadBuffer clEnqueueWriteBuffer clEnqueueReadBufferRect clEnqueueWriteBufferRect
 clEnqueueCopyBuffer clEnqueueFillBuffer clSetEventCallback clRetainEvent clReleaseEvent clWaitForEvents
-clGetEventInfo
+clGetEventInfo clEnqueueMarkerWithWaitList
 clGetEventProfilingInfo clFlush clFinish""".split()
 
 text = open("/usr/include/CL/cl.h").read()

@@ -585,6 +585,10 @@ static void run_close(run *r, int finished)
             fprintf(r->out, "tasks of the %s, by kind and where they ran:\n",
                     r->resumed_after ? "epochs since the resume" : "whole run");
             rt_stats_print(&r->total, r->out);
+            if (r->devices.n && r->devices.used[0]->done_when_enqueued)
+                fprintf(r->out, "(a device's task is timed until its kernels are enqueued: the "
+                        "device runs them in its queue's order; FRUGAL_OPENCL_PIPELINE=off times "
+                        "them to their completion)\n");
         }
         if (r->log.nepochs)
             energy_run_print(&r->er, &r->last_energy, &r->st, r->train.n, r->o->verbose, r->out);

@@ -1,5 +1,6 @@
 #include "engine/job/devices.h"
 
+#include "common/env_switches.h"
 #include "common/json.h"
 #include "engine/job/cache_dir.h"
 #include "opencl/completion.h"
@@ -121,6 +122,11 @@ int devices_open(run_devices *rd, const job_config *job, rt_config *cfg, FILE *l
         if (spin)
             note_add(rd, "%s's worker polls it without sleeping while it works (devices = opencl)",
                      d->name);
+        const char *pipeline = env_switch_value(ENV_OPENCL_PIPELINE);
+        d->done_when_enqueued = explicit && !(pipeline && !strcmp(pipeline, "off"));
+        if (d->done_when_enqueued)
+            note_add(rd, "%s's tasks are done once their kernels are on its in-order queue "
+                     "(devices = opencl)", d->name);
         cfg->devices[cfg->ndevices++] =
             (rt_device){RT_WORKER_OPENCL, d->name, &ocl_memory_ops, d, host_cores,
                         ocl_polling() ? ocl_poll_device : NULL, spin};

@@ -18,7 +18,8 @@ void device_task_start(device_task *dt, const rt_ctx *ctx);
 /* Access i's buffer; with `back` bytes taken off its offset (a part that starts inside what the
  * kernel is given, such as a filter group's share of a chunk). */
 ocl_buf device_buf(const rt_ctx *ctx, int i, size_t back);
-/* rc: what the launch's calls returned. RT_PENDING, or -1 after rt_fail naming the device. */
+/* rc: what the launch's calls returned. 0 (done: a device whose tasks are done once enqueued,
+ * opencl/kernels.h), RT_PENDING, or -1 after rt_fail naming the device. */
 int device_task_finish(device_task *dt, const rt_ctx *ctx, int rc);
 
 /* A layer's kernels for one task, enqueued on dt's launch; backward ones read the output
