@@ -1,10 +1,10 @@
 /* frugal's OpenCL kernels (OpenCL C 1.2, float32, NCHW): the device versions of the CPU kernels
  * in ops/, one work-item per output value unless said. A work-item finds its place with 32-bit
- * divisions (kernels.c launches fewer than 2^32 work-items): a GPU takes several times as
- * long over a 64-bit one, and many kernels here do little else. Every buffer comes with an offset in
- * elements: a handle's part sits at an offset in its buffer's device copy. Reductions run in a
- * fixed order (samples, then rows, then columns), so a device gives the same result every run;
- * it differs from the CPU's within float rounding. */
+ * divisions (kernels.c launches fewer than 2^32 work-items): a GPU takes several times as long
+ * over a 64-bit one, and many kernels here do little else. Every buffer comes with an offset in
+ * elements: a handle's part sits at an offset in its buffer's device copy. Every sum adds its
+ * terms in an order set by the sizes alone, so a device gives the same result every run; it
+ * differs from the CPU's within float rounding. */
 
 #ifdef HAVE_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
