@@ -68,6 +68,9 @@ const char *ocl_error_name(cl_int code)
         {CL_OUT_OF_HOST_MEMORY, "CL_OUT_OF_HOST_MEMORY"},
         {CL_BUILD_PROGRAM_FAILURE, "CL_BUILD_PROGRAM_FAILURE"},
         {CL_MISALIGNED_SUB_BUFFER_OFFSET, "CL_MISALIGNED_SUB_BUFFER_OFFSET"},
+        /* a copy after a kernel that failed while it ran (kernels.h, ocl_kernel_tail) */
+        {CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST,
+         "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST (a command it waited for failed)"},
         {CL_INVALID_VALUE, "CL_INVALID_VALUE"},
         {CL_INVALID_PLATFORM, "CL_INVALID_PLATFORM"},
         {CL_INVALID_DEVICE, "CL_INVALID_DEVICE"},
