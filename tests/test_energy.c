@@ -477,6 +477,15 @@ TEST(energy_attribution_sums_back_to_the_device_total)
     CHECK(f.app_joules == 0 && f.baseline_too_high);
 }
 
+/* A meter on the sensors set up, its sampler running at hz. */
+static energy_meter *sampler_started(double hz)
+{
+    energy_meter *m = energy_meter_open(&(energy_options){.rate_hz = hz});
+    char err[256];
+    CHECKF(energy_meter_start(m, err, sizeof err) == 0, "%s", err);
+    return m;
+}
+
 /* The sampler samples at its rate, never faster (a catch-up burst), and close does not wait out a
  * period. Nothing here depends on the machine's speed or load: the samples are waited for, a
  * loaded machine can only take fewer of them, and the period closed early is a minute. What the
@@ -484,10 +493,8 @@ TEST(energy_attribution_sums_back_to_the_device_total)
 TEST(energy_sampler_thread_samples_and_stops)
 {
     intel_two_sockets(1);
-    energy_meter *m = energy_meter_open(&(energy_options){.rate_hz = 50});
-    char err[256];
     double t0 = clock_now_s();
-    CHECK(energy_meter_start(m, err, sizeof err) == 0);
+    energy_meter *m = sampler_started(50);
     long samples;   /* less the one taken when it opened */
     while ((samples = energy_meter_samples(m) - 1) < 10 && clock_now_s() - t0 < 60)
         nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
@@ -497,8 +504,7 @@ TEST(energy_sampler_thread_samples_and_stops)
     CHECKF(samples <= 50 * elapsed + 1, "%ld samples in %.3f s at 50 Hz", samples, elapsed);
     CHECKF(share > 0 && share < 1, "sampler's share of a core %.4f", share);
 
-    m = energy_meter_open(&(energy_options){.rate_hz = 1.0 / 60});
-    CHECK(energy_meter_start(m, err, sizeof err) == 0);
+    m = sampler_started(1.0 / 60);
     nanosleep(&(struct timespec){0, 200 * 1000000L}, NULL);   /* into its wait, very likely */
     t0 = clock_now_s();
     energy_meter_close(m);
@@ -514,10 +520,8 @@ TEST(energy_sampler_thread_samples_and_stops)
 TEST(energy_latest_reading_touches_no_sensor_while_the_sampler_runs)
 {
     intel_two_sockets(1);
-    energy_meter *m = energy_meter_open(&(energy_options){.rate_hz = 50});
-    char err[256];
     double t0 = clock_now_s();
-    CHECK(energy_meter_start(m, err, sizeof err) == 0);
+    energy_meter *m = sampler_started(50);
     long before = energy_meter_samples(m);
     energy_reading prev = {0}, r;
     int ordered = 1;
